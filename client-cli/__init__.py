@@ -1,0 +1,1 @@
+"""The terminal client: connection, state, rendering, TUI app and bots."""

@@ -1,0 +1,1 @@
+"""The race server: protocol, races, tournaments, ratings, stores, transport."""

@@ -1,0 +1,1 @@
+"""Sans-I/O core of the server: wire messages, codec and pure state machines."""

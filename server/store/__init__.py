@@ -1,0 +1,1 @@
+"""Storage backends chosen by URL: memory:, sqlite:, redis://."""
