@@ -1,0 +1,61 @@
+"""The rules engine: pure, deterministic, PySolFC-compatible deals and rules.
+
+>>> from solrace.engine import deal
+>>> game = deal("klondike", "1")
+>>> game.play("t0-t1")
+Traceback (most recent call last):
+...
+solrace.engine.errors.IllegalMoveError: t1 does not accept QH on TS
+"""
+
+from __future__ import annotations
+
+from .cards import CARDS, RANK_CHARS, SUIT_CHARS, Card, parse_cards
+from .errors import (
+    EngineError,
+    IllegalMoveError,
+    InvalidCardError,
+    InvalidGameNumberError,
+    InvalidMoveError,
+    NothingToUndoError,
+    UnknownGameError,
+)
+from .game import Game
+from .moves import DEAL, Move, to_long_name, to_short_name
+from .registry import GAME_IDS, GAMES, deal, game_class, replay
+from .seeds import GameNumber, parse_game_number, random_ranked_number
+from .views import Audience, BoardView, PileView, ProgressView, view, view_piles
+
+__all__ = [
+    "CARDS",
+    "DEAL",
+    "GAMES",
+    "GAME_IDS",
+    "RANK_CHARS",
+    "SUIT_CHARS",
+    "Audience",
+    "BoardView",
+    "Card",
+    "EngineError",
+    "Game",
+    "GameNumber",
+    "IllegalMoveError",
+    "InvalidCardError",
+    "InvalidGameNumberError",
+    "InvalidMoveError",
+    "Move",
+    "NothingToUndoError",
+    "PileView",
+    "ProgressView",
+    "UnknownGameError",
+    "deal",
+    "game_class",
+    "parse_cards",
+    "parse_game_number",
+    "random_ranked_number",
+    "replay",
+    "to_long_name",
+    "to_short_name",
+    "view",
+    "view_piles",
+]

@@ -1,0 +1,351 @@
+"""The board: one mutable :class:`Game` per player, with legal moves, play, undo and state.
+
+Subclasses (one per rule family, see ``games/``) say which piles exist, how the cards are dealt,
+what each pile gives and accepts, and what happens automatically after an action. This module owns
+everything the families share: the undo journal, the move loop, state text and the stuck test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from .cards import CARDS, TEXT, Card
+from .errors import IllegalMoveError, NothingToUndoError
+from .moves import DEAL, Move
+from .piles import FOUNDATION, RESERVE, STOCK, TABLEAU, WASTE, Pile
+from .seeds import GameNumber, parse_game_number, shuffled_deck
+
+# One undo record: the piles as they were before the action, then the scalar state.
+_Saved = dict[int, tuple[list[int], int]]
+
+
+class Game:
+    """A patience board that validates every action against its rules."""
+
+    game_id: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    pysolfc_id: ClassVar[int | None] = None
+    decks: ClassVar[int] = 1
+    n_foundations: ClassVar[int] = 4
+    n_tableau: ClassVar[int] = 7
+    n_reserves: ClassVar[int] = 0
+    #: PySolFC's talon: -1 for unlimited passes through the stock.
+    max_rounds: ClassVar[int] = 1
+    draw: ClassVar[int] = 1
+    #: Order of the piles in state dumps (PySolFC's stack groups).
+    pile_order: ClassVar[tuple[int, ...]] = (STOCK, WASTE, FOUNDATION, TABLEAU, RESERVE)
+
+    def __init__(self, number: str | GameNumber) -> None:
+        self.number_info = number if isinstance(number, GameNumber) else parse_game_number(number)
+        self.number = self.number_info.text
+        self.piles: list[Pile] = []
+        self.stock = self._add(STOCK, 0)
+        self.waste = self._add(WASTE, 0)
+        self.foundations = [self._add(FOUNDATION, i) for i in range(self.n_foundations)]
+        self.tableau = [self._add(TABLEAU, i) for i in range(self.n_tableau)]
+        self.reserves = [self._add(RESERVE, i) for i in range(self.n_reserves)]
+        self.piles.sort(key=lambda p: (self.pile_order.index(p.kind), p.index))
+        for i, p in enumerate(self.piles):
+            p.number = i
+        self._by_short = {p.short: p for p in self.piles}
+        self._by_name = {p.name: p for p in self.piles}
+        self.round = 1
+        self.history: list[Move] = []
+        self._journal: list[tuple[_Saved, tuple[Any, ...]]] = []
+        self._saved: _Saved = {}
+        self.total_cards = 52 * self.decks
+        deck = shuffled_deck(self.number_info, self.decks)
+        self.stock.cards = [c for _, c in self.shuffle_hook(deck)]
+        self.start()
+        self._saved = {}
+
+    def _add(self, kind: int, index: int) -> Pile:
+        pile = Pile(kind, index, len(self.piles))
+        self.piles.append(pile)
+        return pile
+
+    # -- what subclasses provide -------------------------------------------------------------
+
+    def shuffle_hook(self, cards: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Reorder the shuffled ``(deck, card)`` list before dealing (Colorado only)."""
+        return cards
+
+    def start(self) -> None:
+        """Deal the opening layout from the stock."""
+        raise NotImplementedError
+
+    def can_pick(self, src: Pile, n: int) -> bool:
+        """May the top ``n`` cards of ``src`` be picked up?"""
+        raise NotImplementedError
+
+    def accepts(self, dst: Pile, src: Pile, n: int) -> bool:
+        """Does ``dst`` take the top ``n`` cards of ``src`` (already known to be pickable)?"""
+        raise NotImplementedError
+
+    def can_deal(self) -> bool:
+        """May the stock be clicked now?"""
+        return bool(self.stock.cards)
+
+    def deal_click(self) -> None:
+        """Click the stock (known legal): by default turn ``draw`` cards onto the waste."""
+        for _ in range(min(self.draw, len(self.stock.cards))):
+            self.move_cards(self.stock, self.waste, 1)
+
+    def after_move(self, src: Pile, dst: Pile, n: int) -> None:
+        """Automatic follow-ups of a card move (refills); auto face-up and auto deal come after."""
+
+    def auto_flip_piles(self) -> Iterable[Pile]:
+        """Piles whose face-down top card turns up automatically."""
+        return self.tableau
+
+    def pickable_counts(self, src: Pile) -> range:
+        """Counts worth trying when generating moves from ``src``."""
+        return range(1, 2) if src.cards else range(0)
+
+    def scalar_state(self) -> tuple[Any, ...]:
+        """Non-pile state saved for undo."""
+        return (self.round,)
+
+    def restore_scalar_state(self, state: tuple[Any, ...]) -> None:
+        (self.round,) = state
+
+    def explain(self, src: Pile, dst: Pile, n: int) -> str:
+        """Why a card move is refused, in words a player can act on."""
+        if not src.cards:
+            return f"{src.short} is empty"
+        if n > len(src.cards):
+            return f"{src.short} holds only {len(src.cards)} card(s)"
+        if not self.can_pick(src, n):
+            up = len(src.cards) - src.face_down_count()
+            if n > up:
+                return f"{src.short} has only {up} face-up card(s), not {n}"
+            if n > 1:
+                return f"{src.short} cannot give {n} cards at once"
+            return f"cards do not move from {src.short} in this game"
+        top = f"on {TEXT[dst.cards[-1]]}" if dst.cards else "on an empty pile"
+        return f"{dst.short} does not accept {TEXT[src.cards[-n]]} {top}"
+
+    def explain_deal(self) -> str:
+        return "the stock cannot be dealt now"
+
+    # -- shared mechanics --------------------------------------------------------------------
+
+    def touch(self, pile: Pile) -> None:
+        """Remember ``pile`` as it was before the current action (once per action)."""
+        if pile.number not in self._saved:
+            self._saved[pile.number] = (pile.cards[:], pile.down)
+
+    def move_cards(self, src: Pile, dst: Pile, n: int) -> None:
+        """Move the top ``n`` cards; cards leaving the stock arrive face up."""
+        self.touch(src)
+        self.touch(dst)
+        cards = src.cards
+        if n == 1:
+            dst.cards.append(cards.pop())
+        else:
+            dst.cards.extend(cards[-n:])
+            del cards[-n:]
+        src.down = min(src.down, len(cards))
+
+    def deal_to(self, dst: Pile, face_up: bool = True) -> None:
+        """Deal the top stock card onto ``dst`` (face down only onto a face-down pile)."""
+        self.touch(self.stock)
+        self.touch(dst)
+        dst.cards.append(self.stock.cards.pop())
+        if not face_up:
+            dst.down += 1
+
+    def auto_flip(self) -> None:
+        for p in self.auto_flip_piles():
+            if p.down and p.down == len(p.cards):
+                self.touch(p)
+                p.down -= 1
+
+    def auto_deal(self) -> None:
+        """PySolFC's auto deal: an empty waste is refilled by a stock click."""
+        if not self.waste.cards and self.stock.cards and self.can_deal():
+            self.deal_click()
+
+    def pile(self, short: str) -> Pile:
+        try:
+            return self._by_short[short]
+        except KeyError:
+            raise IllegalMoveError(f"{self.game_id} has no pile {short}") from None
+
+    def pile_by_name(self, name: str) -> Pile:
+        return self._by_name[name]
+
+    def is_legal(self, move: Move) -> bool:
+        if move.n == 0:
+            return self.can_deal()
+        src = self._by_short.get(move.src)
+        dst = self._by_short.get(move.dst)
+        if src is None or dst is None or src is dst or move.n > len(src.cards):
+            return False
+        return self.can_pick(src, move.n) and self.accepts(dst, src, move.n)
+
+    def play(self, move: Move | str) -> None:
+        """Play one action; an illegal one raises and leaves the board exactly as it was."""
+        if isinstance(move, str):
+            move = Move.parse(move)
+        saved: _Saved = {}
+        self._saved = saved
+        scalars = self.scalar_state()
+        try:
+            if move.n == 0:
+                if not self.can_deal():
+                    raise IllegalMoveError(self.explain_deal())
+                self.deal_click()
+            else:
+                src = self.pile(move.src)
+                dst = self.pile(move.dst)
+                if src is dst:
+                    raise IllegalMoveError(f"{src.short} cannot move onto itself")
+                n = move.n
+                if n > len(src.cards) or not self.can_pick(src, n) or not self.accepts(dst, src, n):
+                    raise IllegalMoveError(self.explain(src, dst, n))
+                self.move_cards(src, dst, n)
+                self.after_move(src, dst, n)
+            self.auto_flip()
+            self.auto_deal()
+        except BaseException:
+            self._restore(saved, scalars)
+            raise
+        self.history.append(move)
+        self._journal.append((saved, scalars))
+
+    def undo(self) -> Move:
+        """Take back the last action exactly (automatic follow-ups included)."""
+        if not self._journal:
+            raise NothingToUndoError("no move to undo")
+        saved, scalars = self._journal.pop()
+        self._restore(saved, scalars)
+        return self.history.pop()
+
+    def _restore(self, saved: _Saved, scalars: tuple[Any, ...]) -> None:
+        for number, (cards, down) in saved.items():
+            p = self.piles[number]
+            p.cards = cards
+            p.down = down
+        self.restore_scalar_state(scalars)
+
+    def touched_piles(self) -> tuple[str, ...]:
+        """Long names of the piles the last action changed (empty before any action)."""
+        if not self._journal:
+            return ()
+        saved = self._journal[-1][0]
+        return tuple(self.piles[i].name for i in sorted(saved) if self._changed(i, saved[i]))
+
+    def _changed(self, number: int, before: tuple[list[int], int]) -> bool:
+        p = self.piles[number]
+        return p.cards != before[0] or p.down != before[1]
+
+    @property
+    def ply(self) -> int:
+        return len(self.history)
+
+    # -- move generation -----------------------------------------------------------------------
+
+    def move_sources(self) -> Sequence[Pile]:
+        return self.piles
+
+    def move_targets(self) -> Sequence[Pile]:
+        return [p for p in self.piles if p.kind in (FOUNDATION, TABLEAU)]
+
+    def legal_moves(self) -> list[Move]:
+        """Every legal action, the stock click first, then by source and target pile order."""
+        moves: list[Move] = [DEAL] if self.can_deal() else []
+        targets = self.move_targets()
+        for src in self.move_sources():
+            if not src.cards:
+                continue
+            for n in self.pickable_counts(src):
+                if not self.can_pick(src, n):
+                    continue
+                for dst in targets:
+                    if dst is not src and self.accepts(dst, src, n):
+                        moves.append(Move(src.short, dst.short, n))
+        return moves
+
+    def card_moves(self) -> list[Move]:
+        """Legal moves other than the stock click."""
+        return [m for m in self.legal_moves() if m.n]
+
+    # -- outcome -----------------------------------------------------------------------------
+
+    def progress(self) -> tuple[int, int]:
+        """Cards on the foundations, out of all cards."""
+        return sum(len(f.cards) for f in self.foundations), self.total_cards
+
+    def is_won(self) -> bool:
+        return sum(len(f.cards) for f in self.foundations) == self.total_cards
+
+    def is_stuck(self) -> bool:
+        """No way forward: see RULES.md "Common to all"."""
+        if self.is_won():
+            return False
+        if self.max_rounds == 1:
+            return not self.legal_moves()
+        if self.card_moves():
+            return False
+        # Click through the stock on a scratch board: does any click bring a playable card?
+        limit = 2 * (len(self.stock.cards) + len(self.waste.cards)) + 4
+        clicks = 0
+        try:
+            while clicks < limit and self.can_deal():
+                self.play(DEAL)
+                clicks += 1
+                if self.card_moves():
+                    return False
+            return True
+        finally:
+            for _ in range(clicks):
+                self.undo()
+
+    # -- text --------------------------------------------------------------------------------
+
+    def phase(self) -> str:
+        return "play"
+
+    def base_rank(self) -> int | None:
+        return None
+
+    def pile_texts(self) -> dict[str, str]:
+        """Every pile in RULES.md text with full information (face-down cards marked ``#``)."""
+        return {p.name: p.to_text() for p in self.piles}
+
+    def top_card(self, short: str) -> Card | None:
+        p = self.pile(short)
+        return CARDS[p.cards[-1]] if p.cards else None
+
+    def __str__(self) -> str:
+        return "\n".join(f"{name}: {text}" for name, text in self.pile_texts().items())
+
+    def copy(self) -> Game:
+        """An independent board in the same position (history included)."""
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.piles = []
+        for p in self.piles:
+            q = Pile(p.kind, p.index, p.number)
+            q.cards = p.cards[:]
+            q.down = p.down
+            other.piles.append(q)
+        other.stock = other.piles[self.stock.number]
+        other.waste = other.piles[self.waste.number]
+        other.foundations = [other.piles[p.number] for p in self.foundations]
+        other.tableau = [other.piles[p.number] for p in self.tableau]
+        other.reserves = [other.piles[p.number] for p in self.reserves]
+        other._by_short = {p.short: p for p in other.piles}
+        other._by_name = {p.name: p for p in other.piles}
+        other.history = self.history[:]
+        other._journal = [
+            ({k: (v[0][:], v[1]) for k, v in s.items()}, sc) for s, sc in self._journal
+        ]
+        other._saved = {}
+        other.copy_extra_from(self)
+        return other
+
+    def copy_extra_from(self, other: Game) -> None:
+        """Copy subclass state that is not immutable (hook for subclasses)."""

@@ -1,0 +1,1 @@
+"""The rule families: Klondike, Colorado, Terrace and British Square."""

@@ -1,0 +1,59 @@
+"""British Square (PySolFC 35, "Union Square"): sixteen piles built up or down in suit."""
+
+from __future__ import annotations
+
+from ..cards import RANK, SUIT
+from ..game import Game
+from ..piles import FOUNDATION, STOCK, TABLEAU, WASTE, Pile
+
+
+class BritishSquare(Game):
+    game_id = "british-square"
+    title = "British Square"
+    pysolfc_id = 35
+    decks = 2
+    n_foundations = 4
+    n_tableau = 16
+    max_rounds = 1
+    pile_order = (STOCK, WASTE, TABLEAU, FOUNDATION)
+
+    def start(self) -> None:
+        for p in self.tableau:
+            self.deal_to(p)
+        self.deal_click()
+
+    def can_pick(self, src: Pile, n: int) -> bool:
+        return n == 1 and src.kind in (TABLEAU, WASTE)
+
+    def accepts(self, dst: Pile, src: Pile, n: int) -> bool:
+        if n != 1:
+            return False
+        card = src.cards[-1]
+        cards = dst.cards
+        if dst.kind == FOUNDATION:
+            size = len(cards)
+            if SUIT[card] != dst.index or size >= 26:
+                return False
+            return RANK[card] == (size if size < 13 else 25 - size)
+        if dst.kind != TABLEAU:
+            return False
+        if not cards:
+            return True
+        if SUIT[card] != SUIT[cards[0]]:
+            return False
+        if len(cards) == 1:
+            return abs(RANK[card] - RANK[cards[0]]) == 1
+        return RANK[cards[-1]] + (RANK[cards[1]] - RANK[cards[0]]) == RANK[card]
+
+    def auto_flip_piles(self) -> list[Pile]:
+        return []
+
+    def explain(self, src: Pile, dst: Pile, n: int) -> str:
+        if src.kind == FOUNDATION and src.cards:
+            return "foundation cards never move back in British Square"
+        if n > 1 and src.cards:
+            return "British Square moves one card at a time"
+        return super().explain(src, dst, n)
+
+    def explain_deal(self) -> str:
+        return "the stock is empty (one pass only)"

@@ -1,0 +1,154 @@
+"""Klondike and its relatives (PySolFC 2, 18, 61, 129) and the rules-book variants."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..cards import COLOR, KING, RANK, SUIT, TEXT
+from ..game import Game
+from ..piles import FOUNDATION, STOCK, TABLEAU, WASTE, Pile
+
+
+class Klondike(Game):
+    """PySolFC's Klondike: four suit foundations, seven alternating-colour columns."""
+
+    game_id = "klondike"
+    title = "Klondike"
+    pysolfc_id: ClassVar[int | None] = 2
+    max_rounds = -1
+    draw = 1
+    #: A top foundation card may go back onto the tableau.
+    takeback: ClassVar[bool] = True
+    #: Rules book: tableau-to-tableau moves take the whole face-up run.
+    whole_runs_only: ClassVar[bool] = False
+    #: Rules book: spaces take any card once all four Kings lie at the bottom of a column.
+    kings_free_spaces: ClassVar[bool] = False
+
+    def start(self) -> None:
+        t = self.tableau
+        for i in range(1, 7):
+            for p in reversed(t[i:]):
+                self.deal_to(p, face_up=False)
+        for p in reversed(t):
+            self.deal_to(p)
+        self.deal_click()
+
+    def can_pick(self, src: Pile, n: int) -> bool:
+        kind = src.kind
+        if kind == TABLEAU:
+            return n <= len(src.cards) - src.down
+        if kind == WASTE:
+            return n == 1
+        if kind == FOUNDATION:
+            return n == 1 and self.takeback
+        return False
+
+    def pickable_counts(self, src: Pile) -> range:
+        if src.kind == TABLEAU:
+            up = len(src.cards) - src.down
+            if self.whole_runs_only:
+                return range(1, up + 1)  # the foundation still takes the top card alone
+            return range(1, up + 1)
+        return range(1, 2)
+
+    def accepts(self, dst: Pile, src: Pile, n: int) -> bool:
+        card = src.cards[-n]
+        if dst.kind == FOUNDATION:
+            return n == 1 and SUIT[card] == dst.index and RANK[card] == len(dst.cards)
+        if dst.kind != TABLEAU:
+            return False
+        if self.whole_runs_only and src.kind == TABLEAU and n != len(src.cards) - src.down:
+            return False
+        if not dst.cards:
+            return RANK[card] == KING or (self.kings_free_spaces and self._all_kings_at_bottom())
+        top = dst.cards[-1]
+        return RANK[top] == RANK[card] + 1 and COLOR[top] != COLOR[card]
+
+    def _all_kings_at_bottom(self) -> bool:
+        return sum(1 for p in self.tableau if p.cards and RANK[p.cards[0]] == KING) == 4
+
+    def can_deal(self) -> bool:
+        if self.stock.cards:
+            return True
+        return bool(self.waste.cards) and (self.max_rounds < 0 or self.round < self.max_rounds)
+
+    def deal_click(self) -> None:
+        if self.stock.cards:
+            super().deal_click()
+            return
+        # Turn the waste over: the stock gets the cards back in their original order.
+        self.touch(self.stock)
+        self.touch(self.waste)
+        self.stock.cards = self.waste.cards[::-1]
+        self.waste.cards = []
+        self.round += 1
+
+    def explain(self, src: Pile, dst: Pile, n: int) -> str:
+        if src.cards and n <= len(src.cards) and self.can_pick(src, n):
+            if (
+                self.whole_runs_only
+                and src.kind == TABLEAU
+                and dst.kind == TABLEAU
+                and n != len(src.cards) - src.down
+            ):
+                run = len(src.cards) - src.down
+                return f"only the whole face-up run of {src.short} moves ({run} cards)"
+            if dst.kind == TABLEAU and not dst.cards:
+                card = TEXT[src.cards[-n]]
+                return f"{dst.short} is empty and takes only a King (not {card})"
+        if src.kind == FOUNDATION and not self.takeback:
+            return "foundation cards never move back in this game"
+        if src.kind == STOCK:
+            return "cards leave the stock only by dealing ('deal')"
+        return super().explain(src, dst, n)
+
+    def explain_deal(self) -> str:
+        if not self.stock.cards and not self.waste.cards:
+            return "the stock and the waste are both empty"
+        return f"no redeal left: this game allows {self.max_rounds} pass(es) through the stock"
+
+
+class KlondikeDraw3(Klondike):
+    game_id = "klondike-draw3"
+    title = "Klondike (Draw 3)"
+    pysolfc_id = 18
+    draw = 3
+
+
+class VegasKlondike(Klondike):
+    game_id = "vegas-klondike"
+    title = "Vegas Klondike"
+    pysolfc_id = 129
+    max_rounds = 1
+
+
+class CasinoKlondike(Klondike):
+    game_id = "casino-klondike"
+    title = "Casino Klondike"
+    pysolfc_id = 61
+    max_rounds = 3
+
+
+class KlondikeBook(Klondike):
+    """The classic rules book: whole runs, Kings-only spaces until all Kings are down."""
+
+    game_id = "klondike-book"
+    title = "Klondike (rules book, draw 3)"
+    pysolfc_id = None
+    draw = 3
+    takeback = False
+    whole_runs_only = True
+    kings_free_spaces = True
+
+
+class KlondikeBook3(KlondikeBook):
+    game_id = "klondike-book-3"
+    title = "Klondike (rules book, draw 3, three redeals)"
+    max_rounds = 4
+
+
+class KlondikeBook1(KlondikeBook):
+    game_id = "klondike-book-1"
+    title = "Klondike (rules book, draw 1, one pass)"
+    draw = 1
+    max_rounds = 1
