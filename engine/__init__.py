@@ -24,7 +24,7 @@ from .game import Game
 from .moves import DEAL, Move, to_long_name, to_short_name
 from .registry import GAME_IDS, GAMES, deal, game_class, replay
 from .seeds import GameNumber, parse_game_number, random_ranked_number
-from .views import Audience, BoardView, PileView, ProgressView, view, view_piles
+from .views import Audience, BoardView, PileView, ProgressView, board_from_view, view, view_piles
 
 __all__ = [
     "CARDS",
@@ -48,6 +48,7 @@ __all__ = [
     "PileView",
     "ProgressView",
     "UnknownGameError",
+    "board_from_view",
     "deal",
     "game_class",
     "parse_cards",

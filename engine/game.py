@@ -7,13 +7,13 @@ everything the families share: the undo journal, the move loop, state text and t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .cards import CARDS, TEXT, Card
 from .errors import IllegalMoveError, NothingToUndoError
 from .moves import DEAL, Move
-from .piles import FOUNDATION, RESERVE, STOCK, TABLEAU, WASTE, Pile
+from .piles import FOUNDATION, RESERVE, STOCK, TABLEAU, UNKNOWN, WASTE, Pile
 from .seeds import GameNumber, parse_game_number, shuffled_deck
 
 # One undo record: the piles as they were before the action, then the scalar state.
@@ -37,8 +37,17 @@ class Game:
     pile_order: ClassVar[tuple[int, ...]] = (STOCK, WASTE, FOUNDATION, TABLEAU, RESERVE)
 
     def __init__(self, number: str | GameNumber) -> None:
-        self.number_info = number if isinstance(number, GameNumber) else parse_game_number(number)
+        self.number_info: GameNumber | None = (
+            number if isinstance(number, GameNumber) else parse_game_number(number)
+        )
         self.number = self.number_info.text
+        self._setup()
+        deck = shuffled_deck(self.number_info, self.decks)
+        self.stock.cards = [c for _, c in self.shuffle_hook(deck)]
+        self.start()
+        self._saved.clear()
+
+    def _setup(self) -> None:
         self.piles: list[Pile] = []
         self.stock = self._add(STOCK, 0)
         self.waste = self._add(WASTE, 0)
@@ -55,10 +64,24 @@ class Game:
         self._journal: list[tuple[_Saved, tuple[Any, ...]]] = []
         self._saved: _Saved = {}
         self.total_cards = 52 * self.decks
-        deck = shuffled_deck(self.number_info, self.decks)
-        self.stock.cards = [c for _, c in self.shuffle_hook(deck)]
-        self.start()
-        self._saved = {}
+
+    @classmethod
+    def from_visible(cls, piles: Mapping[str, tuple[int, Sequence[str]]], round_: int = 1) -> Game:
+        """A board rebuilt from what a player sees: ``name -> (face-down count, face-up cards)``.
+
+        Face-down cards become unknown placeholders. The rules never read a face-down card, so
+        ``legal_moves()`` here equals the real board's: clients and bots list moves with it.
+        """
+        game = cls.__new__(cls)
+        game.number_info = None
+        game.number = "hidden"
+        game._setup()
+        for pile in game.piles:
+            down, cards = piles.get(pile.name, (0, ()))
+            pile.cards = [UNKNOWN] * down + [Card.parse(c) for c in cards]
+            pile.down = down
+        game.round = round_
+        return game
 
     def _add(self, kind: int, index: int) -> Pile:
         pile = Pile(kind, index, len(self.piles))

@@ -11,6 +11,8 @@ WASTE: Final = 1
 FOUNDATION: Final = 2
 TABLEAU: Final = 3
 RESERVE: Final = 4
+#: A face-down card whose identity the holder of the board does not know (see Game.from_visible).
+UNKNOWN: Final = -1
 
 KIND_NAMES: Final = ("stock", "waste", "foundation", "tableau", "reserve")
 _SHORT: Final = ("s", "w", "f", "t", "r")
@@ -41,7 +43,10 @@ class Pile:
     def to_text(self) -> str:
         """The pile in RULES.md text, full information: ``"#TH #9S 8D"``."""
         down = self.face_down_count()
-        return " ".join(("#" + TEXT[c]) if i < down else TEXT[c] for i, c in enumerate(self.cards))
+        return " ".join(
+            ("#" + (TEXT[c] if c >= 0 else "??")) if i < down else TEXT[c]
+            for i, c in enumerate(self.cards)
+        )
 
     def __repr__(self) -> str:
         return f"<Pile {self.name} {self.to_text()!r}>"

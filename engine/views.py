@@ -60,6 +60,14 @@ def view_piles(game: Game, names: Iterable[str]) -> dict[str, PileView]:
     return {name: pile_view(game.pile_by_name(name)) for name in names}
 
 
+def board_from_view(board: BoardView) -> Game:
+    """A board with the same legal moves as the one ``board`` shows (hidden cards unknown)."""
+    from .registry import game_class
+
+    piles = {name: (pv.down, pv.cards) for name, pv in board.piles.items()}
+    return game_class(board.game_id).from_visible(piles, board.round)
+
+
 def view(game: Game, audience: Audience | str) -> BoardView | ProgressView:
     audience = Audience(audience)
     on, total = game.progress()

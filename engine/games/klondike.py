@@ -65,7 +65,10 @@ class Klondike(Game):
         return RANK[top] == RANK[card] + 1 and COLOR[top] != COLOR[card]
 
     def _all_kings_at_bottom(self) -> bool:
-        return sum(1 for p in self.tableau if p.cards and RANK[p.cards[0]] == KING) == 4
+        # Only face-up Kings count: legality must never depend on a hidden card.
+        return (
+            sum(1 for p in self.tableau if p.cards and not p.down and RANK[p.cards[0]] == KING) == 4
+        )
 
     def can_deal(self) -> bool:
         if self.stock.cards:
