@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .cards import CARDS, TEXT, Card
-from .errors import IllegalMoveError, NothingToUndoError
+from .errors import IllegalMoveError, InvalidCardError, NothingToUndoError
 from .moves import DEAL, Move
 from .piles import FOUNDATION, RESERVE, STOCK, TABLEAU, UNKNOWN, WASTE, Pile
 from .seeds import GameNumber, parse_game_number, shuffled_deck
@@ -66,22 +66,48 @@ class Game:
         self.total_cards = 52 * self.decks
 
     @classmethod
+    def from_piles(cls, piles: Mapping[str, str], round_: int = 1) -> Game:
+        """A board set up from pile texts in RULES.md form (``{"tableau[0]": "#TH 9S"}``).
+
+        Piles not named are empty. The position is taken as given (no deal): the way to pin a
+        rule down in a test, like a FEN in chess. Unknown cards may be written ``#??``.
+        """
+        game = cls.__new__(cls)
+        game.number_info = None
+        game.number = "custom"
+        game._setup()
+        for name, text in piles.items():
+            pile = game._by_name.get(name)
+            if pile is None:
+                raise InvalidCardError(f"{cls.game_id} has no pile {name!r}")
+            cards, down = [], 0
+            for token in text.split():
+                hidden = token.startswith("#")
+                face = token[1:] if hidden else token
+                cards.append(UNKNOWN if face == "??" else int(Card.parse(face)))
+                if hidden:
+                    if len(cards) - 1 != down and pile.kind != STOCK:
+                        raise InvalidCardError(
+                            f"{name}: face-down cards must lie under face-up ones"
+                        )
+                    down += 1
+            pile.cards = cards
+            pile.down = 0 if pile.kind == STOCK else down
+        game.round = round_
+        return game
+
+    @classmethod
     def from_visible(cls, piles: Mapping[str, tuple[int, Sequence[str]]], round_: int = 1) -> Game:
         """A board rebuilt from what a player sees: ``name -> (face-down count, face-up cards)``.
 
         Face-down cards become unknown placeholders. The rules never read a face-down card, so
         ``legal_moves()`` here equals the real board's: clients and bots list moves with it.
+        (Do not play stock clicks or ask ``is_stuck()`` on it: the stock's cards are unknown.)
         """
-        game = cls.__new__(cls)
-        game.number_info = None
-        game.number = "hidden"
-        game._setup()
-        for pile in game.piles:
-            down, cards = piles.get(pile.name, (0, ()))
-            pile.cards = [UNKNOWN] * down + [Card.parse(c) for c in cards]
-            pile.down = down
-        game.round = round_
-        return game
+        texts = {
+            name: " ".join(["#??"] * down + list(cards)) for name, (down, cards) in piles.items()
+        }
+        return cls.from_piles(texts, round_)
 
     def _add(self, kind: int, index: int) -> Pile:
         pile = Pile(kind, index, len(self.piles))
