@@ -1,0 +1,695 @@
+"""Pairing, match scoring and standings for every tournament format (pure, deterministic).
+
+Everything here is a function of the seeds (players in seed order, seed 1 first), the rounds
+already played and the players who dropped out, so a tournament can be re-derived at any time,
+for instance after an admin corrects a result.
+
+Formats (`Format`):
+- single elimination: bracket of the next power of two, seeded 1 vs N, 2 vs N-1, ... so seeds 1
+  and 2 can only meet in the final; missing seats are byes, which therefore go to the top seeds;
+  optional third-place match between the semi-final losers, played with the final.
+- double elimination: the same winners bracket, a losers bracket (a player is out after a
+  second loss) and a grand final; optional bracket reset (a second grand final when the
+  losers-bracket champion wins the first one).
+- Swiss: a fixed number of rounds (default ceil(log2 N)); round 1 pairs the top half of the seeds
+  against the bottom half, later rounds pair neighbours in the standings with no rematch (a
+  rematch only when no rematch-free pairing exists); with an odd count the lowest-ranked player
+  who has not had a bye gets one (a bye is worth a win).
+  Standings: points (win 1, draw 1/2, bye 1, loss 0), then Buchholz (sum of the points of the
+  opponents met), then total cards on foundations over all races, then seed.
+- round robin: circle method (seed 1 fixed, the others rotate); with an odd count one player sits
+  out each round (a bye, worth a win), as does the opponent of a player who dropped out.
+  Standings: points, then Sonneborn-Berger (points of beaten opponents plus half those of drawn
+  ones), then cards on foundations, then seed.
+- heats: N-player races; players are dealt into heats of at most `heat_size` by seed (snake
+  order); the top `advance_per_heat` of each heat advance (at most heat size - 1, so every
+  heat eliminates someone) until everyone left fits in one heat, the final.
+
+Matches are best-of-N races (`FormatRules.best_of`): first to ceil(N/2) race wins. A race whose
+winners tie gives nobody a win. After N races with wins level: a draw in Swiss and round robin;
+in elimination formats up to two sudden-death races, then more cards on foundations over the
+match, then the better seed. A heat plays exactly N races and ranks by the sum of finishing
+places, then cards on foundations, then seed. Forfeits rank below everyone who played.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .tournament_errors import (
+    InvalidResultError,
+    InvalidSettingsError,
+    MatchId,
+    PairingError,
+    PlayerId,
+)
+
+__all__ = [
+    "Format",
+    "FormatRules",
+    "MatchOutcome",
+    "Pairing",
+    "PlayedRound",
+    "RaceResult",
+    "RoundPlan",
+    "Standing",
+    "compute_standings",
+    "plan_round",
+    "score_match",
+]
+
+SUDDEN_DEATH_RACES = 2
+"""Extra races an elimination match may play when wins are level after best-of-N."""
+
+_SEARCH_BUDGET = 20_000
+"""Backtracking steps allowed when looking for a rematch-free Swiss pairing."""
+
+
+class Format(StrEnum):
+    SINGLE_ELIMINATION = "single_elimination"
+    DOUBLE_ELIMINATION = "double_elimination"
+    SWISS = "swiss"
+    ROUND_ROBIN = "round_robin"
+    HEATS = "heats"
+
+
+@dataclass(frozen=True)
+class FormatRules:
+    """How a tournament pairs and scores; stored with the tournament."""
+
+    format: Format
+    best_of: int = 1
+    third_place_match: bool = False
+    bracket_reset: bool = True
+    swiss_rounds: int | None = None
+    heat_size: int = 4
+    advance_per_heat: int = 2
+
+    def validate(self) -> None:
+        if self.best_of < 1:
+            raise InvalidSettingsError(f"best_of must be at least 1, not {self.best_of}")
+        if self.swiss_rounds is not None and self.swiss_rounds < 1:
+            raise InvalidSettingsError("swiss_rounds must be at least 1 (or unset for automatic)")
+        if self.heat_size < 2:
+            raise InvalidSettingsError(f"heat_size must be at least 2, not {self.heat_size}")
+        if self.advance_per_heat < 1:
+            raise InvalidSettingsError("advance_per_heat must be at least 1")
+
+    @property
+    def is_head_to_head(self) -> bool:
+        return self.format is not Format.HEATS
+
+    @property
+    def allows_draws(self) -> bool:
+        return self.format in (Format.SWISS, Format.ROUND_ROBIN)
+
+    @property
+    def wins_needed(self) -> int:
+        return math.ceil(self.best_of / 2)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format.value,
+            "best_of": self.best_of,
+            "third_place_match": self.third_place_match,
+            "bracket_reset": self.bracket_reset,
+            "swiss_rounds": self.swiss_rounds,
+            "heat_size": self.heat_size,
+            "advance_per_heat": self.advance_per_heat,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FormatRules:
+        rounds = data["swiss_rounds"]
+        return cls(
+            format=Format(data["format"]),
+            best_of=int(data["best_of"]),
+            third_place_match=bool(data["third_place_match"]),
+            bracket_reset=bool(data["bracket_reset"]),
+            swiss_rounds=None if rounds is None else int(rounds),
+            heat_size=int(data["heat_size"]),
+            advance_per_heat=int(data["advance_per_heat"]),
+        )
+
+
+@dataclass(frozen=True)
+class RaceResult:
+    """One race's finishing order: groups of tied players, best first, and cards on foundations."""
+
+    placings: tuple[tuple[PlayerId, ...], ...]
+    cards: Mapping[PlayerId, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_order(
+        cls, order: Iterable[PlayerId], cards: Mapping[PlayerId, int] | None = None
+    ) -> RaceResult:
+        """A result with no ties: `order` is best first."""
+        return cls(tuple((p,) for p in order), dict(cards or {}))
+
+    @classmethod
+    def from_groups(
+        cls, groups: Iterable[Iterable[PlayerId]], cards: Mapping[PlayerId, int] | None = None
+    ) -> RaceResult:
+        """A result with ties: each group holds the players sharing one place, best first."""
+        return cls(tuple(tuple(g) for g in groups), dict(cards or {}))
+
+    @property
+    def players(self) -> tuple[PlayerId, ...]:
+        return tuple(p for group in self.placings for p in group)
+
+    @property
+    def sole_winner(self) -> PlayerId | None:
+        """The winner, or None when the best place is shared."""
+        if self.placings and len(self.placings[0]) == 1:
+            return self.placings[0][0]
+        return None
+
+    def place_of(self, player: PlayerId) -> int:
+        """1-based place; tied players share the better place; absent players come last."""
+        ahead = 0
+        for group in self.placings:
+            if player in group:
+                return ahead + 1
+            ahead += len(group)
+        return ahead + 1
+
+    def cards_of(self, player: PlayerId) -> int:
+        return self.cards.get(player, 0)
+
+    def validate(self, expected: Iterable[PlayerId]) -> None:
+        """Refuse a result that does not rank exactly `expected`, once each."""
+        listed = self.players
+        if any(not group for group in self.placings):
+            raise InvalidResultError("a finishing order contains an empty group of tied players")
+        if len(set(listed)) != len(listed):
+            raise InvalidResultError("a player appears twice in the finishing order")
+        want = set(expected)
+        if set(listed) != want:
+            missing = sorted(want - set(listed))
+            extra = sorted(set(listed) - want)
+            raise InvalidResultError(
+                f"the finishing order must list exactly the match's players;"
+                f" missing {missing}, not in the match {extra}"
+            )
+        for player, count in self.cards.items():
+            if player not in want:
+                raise InvalidResultError(f"cards given for {player!r}, who is not in the match")
+            if count < 0:
+                raise InvalidResultError(f"cards on foundations cannot be negative ({player!r})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "placings": [list(group) for group in self.placings],
+            "cards": {str(p): n for p, n in sorted(self.cards.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RaceResult:
+        return cls(
+            tuple(tuple(PlayerId(p) for p in group) for group in data["placings"]),
+            {PlayerId(p): int(n) for p, n in data["cards"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """A match to play: its id and players (two, or a heat's N), better seed first."""
+
+    match_id: MatchId
+    players: tuple[PlayerId, ...]
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """The next round: matches to create and players scoring a bye (Swiss and round robin)."""
+
+    pairings: tuple[Pairing, ...]
+    byes: tuple[PlayerId, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pairings": [
+                {"match_id": p.match_id, "players": list(p.players)} for p in self.pairings
+            ],
+            "byes": list(self.byes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RoundPlan:
+        pairings = tuple(
+            Pairing(MatchId(p["match_id"]), tuple(PlayerId(x) for x in p["players"]))
+            for p in data["pairings"]
+        )
+        return cls(pairings, tuple(PlayerId(b) for b in data["byes"]))
+
+
+@dataclass(frozen=True)
+class MatchOutcome:
+    """How a decided match ended. `ranking` lists every player, best first."""
+
+    match_id: MatchId
+    ranking: tuple[PlayerId, ...]
+    is_draw: bool = False
+    forfeited: frozenset[PlayerId] = frozenset()
+    cards: Mapping[PlayerId, int] = field(default_factory=dict)
+    wins: Mapping[PlayerId, int] = field(default_factory=dict)
+
+    @property
+    def winner(self) -> PlayerId | None:
+        """The winner; None for a draw or when every player forfeited."""
+        if self.is_draw or not self.ranking or self.ranking[0] in self.forfeited:
+            return None
+        return self.ranking[0]
+
+    @property
+    def loser(self) -> PlayerId | None:
+        """The loser of a head-to-head match with a winner."""
+        if self.winner is None or len(self.ranking) != 2:
+            return None
+        return self.ranking[1]
+
+    def points_of(self, player: PlayerId) -> float:
+        """Swiss/round-robin points: 1 for a win, 1/2 for a draw, 0 otherwise."""
+        if self.is_draw:
+            return 0.5
+        return 1.0 if player == self.winner else 0.0
+
+
+@dataclass(frozen=True)
+class PlayedRound:
+    """A round as it was planned, with the outcome of each of its matches."""
+
+    plan: RoundPlan
+    outcomes: Mapping[MatchId, MatchOutcome]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One line of the standings. `rank` is shared by players the format cannot separate."""
+
+    rank: int
+    player: PlayerId
+    points: float = 0.0
+    tiebreak: float = 0.0
+    cards: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    is_eliminated: bool = False
+    is_dropped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "player": self.player,
+            "points": self.points,
+            "tiebreak": self.tiebreak,
+            "cards": self.cards,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+            "is_eliminated": self.is_eliminated,
+            "is_dropped": self.is_dropped,
+        }
+
+
+# --- match scoring ---------------------------------------------------------------------------
+
+
+def score_match(
+    rules: FormatRules,
+    match_id: MatchId,
+    players: Sequence[PlayerId],
+    races: Sequence[RaceResult],
+    *,
+    seeds: Sequence[PlayerId],
+    forfeited: Iterable[PlayerId] = (),
+) -> MatchOutcome | None:
+    """The match's outcome, or None while it needs another race."""
+    seed_of = {p: i for i, p in enumerate(seeds)}
+    gone = frozenset(forfeited) & set(players)
+    playing = [p for p in players if p not in gone]
+    cards = {p: sum(r.cards_of(p) for r in races) for p in players}
+    quitters = sorted(gone, key=lambda p: seed_of.get(p, len(seeds)))
+
+    if not rules.is_head_to_head:
+        if len(races) < rules.best_of and len(playing) > 1:
+            return None
+        places = {p: sum(r.place_of(p) for r in races) for p in playing}
+        order = sorted(playing, key=lambda p: (places[p], -cards[p], seed_of.get(p, len(seeds))))
+        return MatchOutcome(match_id, (*order, *quitters), False, gone, cards)
+
+    wins = {p: 0 for p in players}
+    for race in races:
+        winner = race.sole_winner
+        if winner in wins:
+            wins[winner] += 1
+    if gone:
+        return MatchOutcome(match_id, (*playing, *quitters), False, gone, cards, wins)
+
+    def better_first(a: PlayerId, b: PlayerId) -> tuple[PlayerId, PlayerId]:
+        key_a = (-wins[a], -cards[a], seed_of.get(a, len(seeds)))
+        key_b = (-wins[b], -cards[b], seed_of.get(b, len(seeds)))
+        return (a, b) if key_a <= key_b else (b, a)
+
+    a, b = players
+    first, second = better_first(a, b)
+    if wins[first] >= rules.wins_needed:
+        return MatchOutcome(match_id, (first, second), False, gone, cards, wins)
+    if len(races) < rules.best_of:
+        return None
+    if wins[a] != wins[b]:
+        return MatchOutcome(match_id, (first, second), False, gone, cards, wins)
+    if rules.allows_draws:
+        by_seed = tuple(sorted(players, key=lambda p: seed_of.get(p, len(seeds))))
+        return MatchOutcome(match_id, by_seed, True, gone, cards, wins)
+    if len(races) < rules.best_of + SUDDEN_DEATH_RACES:
+        return None
+    return MatchOutcome(match_id, (first, second), False, gone, cards, wins)
+
+
+# --- planning rounds -------------------------------------------------------------------------
+
+
+def plan_round(
+    rules: FormatRules,
+    seeds: Sequence[PlayerId],
+    history: Sequence[PlayedRound],
+    dropped: Iterable[PlayerId] = (),
+) -> RoundPlan | None:
+    """The next round given the rounds played so far, or None when the tournament is over.
+
+    Every match of `history` must be decided. Dropped players are never paired again.
+    """
+    if len(set(seeds)) != len(seeds):
+        raise PairingError("a player is seeded twice")
+    if len(seeds) < 2:
+        raise PairingError("a tournament needs at least two players")
+    out = frozenset(dropped)
+    if rules.format in (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION):
+        from .tournament_bracket import plan_elimination_round
+
+        return plan_elimination_round(rules, seeds, history, out)
+    if rules.format is Format.SWISS:
+        return _plan_swiss(rules, seeds, history, out)
+    if rules.format is Format.ROUND_ROBIN:
+        return _plan_round_robin(seeds, history, out)
+    return _plan_heats(rules, seeds, history, out)
+
+
+def swiss_round_count(rules: FormatRules, player_count: int) -> int:
+    """Rounds of a Swiss: as set, else ceil(log2 N); never more than a rematch-free schedule."""
+    wanted = rules.swiss_rounds or max(1, math.ceil(math.log2(player_count)))
+    most = player_count if player_count % 2 else player_count - 1
+    return max(1, min(wanted, most))
+
+
+def _plan_swiss(
+    rules: FormatRules,
+    seeds: Sequence[PlayerId],
+    history: Sequence[PlayedRound],
+    dropped: frozenset[PlayerId],
+) -> RoundPlan | None:
+    if len(history) >= swiss_round_count(rules, len(seeds)):
+        return None
+    active = [p for p in seeds if p not in dropped]
+    if len(active) < 2:
+        return None
+    number = len(history) + 1
+    tally = _tally(seeds, history)
+    if not history:
+        order = list(active)
+    else:
+        order = [
+            s.player for s in _rank_scored(tally, seeds, dropped, _buchholz) if s.player in active
+        ]
+    met = {frozenset((a, b)) for a in seeds for b in tally[a].opponents}
+    had_bye = {p for p in seeds if tally[p].byes}
+
+    candidates: list[PlayerId | None] = [None]
+    if len(order) % 2:
+        fresh = [p for p in reversed(order) if p not in had_bye]
+        candidates = list(fresh) or [order[-1]]
+    pairs: list[tuple[PlayerId, PlayerId]] | None = None
+    bye: PlayerId | None = None
+    for candidate in candidates:
+        rest = [p for p in order if p != candidate]
+        pairs = _fold(rest) if not history else _pair_no_rematch(rest, met, [_SEARCH_BUDGET])
+        if pairs is not None:
+            bye = candidate
+            break
+    if pairs is None:  # no rematch-free pairing exists: neighbours, rematches allowed
+        bye = candidates[0]
+        rest = [p for p in order if p != bye]
+        pairs = [(rest[i], rest[i + 1]) for i in range(0, len(rest), 2)]
+    seed_of = {p: i for i, p in enumerate(seeds)}
+    pairings = tuple(
+        Pairing(MatchId(f"R{number}-{i + 1}"), tuple(sorted(pair, key=seed_of.__getitem__)))
+        for i, pair in enumerate(pairs)
+    )
+    return RoundPlan(pairings, () if bye is None else (bye,))
+
+
+def _fold(order: Sequence[PlayerId]) -> list[tuple[PlayerId, PlayerId]]:
+    half = len(order) // 2
+    return [(order[i], order[i + half]) for i in range(half)]
+
+
+def _pair_no_rematch(
+    order: Sequence[PlayerId], met: set[frozenset[PlayerId]], budget: list[int]
+) -> list[tuple[PlayerId, PlayerId]] | None:
+    """Pair the best remaining player with the nearest one not met yet; backtrack on dead ends."""
+    if not order:
+        return []
+    budget[0] -= 1
+    if budget[0] < 0:
+        return None
+    first = order[0]
+    for i in range(1, len(order)):
+        other = order[i]
+        if frozenset((first, other)) in met:
+            continue
+        rest = [*order[1:i], *order[i + 1 :]]
+        tail = _pair_no_rematch(rest, met, budget)
+        if tail is not None:
+            return [(first, other), *tail]
+    return None
+
+
+def _plan_round_robin(
+    seeds: Sequence[PlayerId], history: Sequence[PlayedRound], dropped: frozenset[PlayerId]
+) -> RoundPlan | None:
+    circle: list[PlayerId | None] = [*seeds]
+    if len(circle) % 2:
+        circle.append(None)
+    size = len(circle)
+    index = len(history)
+    if index >= size - 1 or sum(p not in dropped for p in seeds) < 2:
+        return None
+    rotating = circle[1:]
+    shift = index % len(rotating)
+    turned = [circle[0], *rotating[len(rotating) - shift :], *rotating[: len(rotating) - shift]]
+    seed_of = {p: i for i, p in enumerate(seeds)}
+    pairings: list[Pairing] = []
+    byes: list[PlayerId] = []
+    for i in range(size // 2):
+        a, b = turned[i], turned[size - 1 - i]
+        present = [p for p in (a, b) if p is not None and p not in dropped]
+        if len(present) == 2:
+            match_id = MatchId(f"R{index + 1}-{len(pairings) + 1}")
+            pairings.append(Pairing(match_id, tuple(sorted(present, key=seed_of.__getitem__))))
+        elif len(present) == 1:
+            byes.append(present[0])
+    return RoundPlan(tuple(pairings), tuple(sorted(byes, key=seed_of.__getitem__)))
+
+
+def _plan_heats(
+    rules: FormatRules,
+    seeds: Sequence[PlayerId],
+    history: Sequence[PlayedRound],
+    dropped: frozenset[PlayerId],
+) -> RoundPlan | None:
+    if history:
+        last = history[-1]
+        if len(last.plan.pairings) <= 1:
+            return None  # the final has been raced
+        survivors = set(heat_advancers(rules, last)) - dropped
+    else:
+        survivors = set(seeds) - dropped
+    field_ = [p for p in seeds if p in survivors]
+    if len(field_) < 2:
+        return None
+    number = len(history) + 1
+    if len(field_) <= rules.heat_size:
+        return RoundPlan((Pairing(MatchId(f"R{number}-F"), tuple(field_)),))
+    count = math.ceil(len(field_) / rules.heat_size)
+    heats: list[list[PlayerId]] = [[] for _ in range(count)]
+    for i, player in enumerate(field_):
+        row, col = divmod(i, count)
+        heats[col if row % 2 == 0 else count - 1 - col].append(player)
+    return RoundPlan(
+        tuple(Pairing(MatchId(f"R{number}-H{i + 1}"), tuple(h)) for i, h in enumerate(heats))
+    )
+
+
+def heat_advancers(rules: FormatRules, played: PlayedRound) -> list[PlayerId]:
+    """Who goes through from a round of heats: the top k of each heat (never a whole heat)."""
+    out: list[PlayerId] = []
+    for pairing in played.plan.pairings:
+        outcome = played.outcomes[pairing.match_id]
+        k = min(rules.advance_per_heat, len(pairing.players) - 1)
+        out.extend(p for p in outcome.ranking[:k] if p not in outcome.forfeited)
+    return out
+
+
+# --- standings -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Tally:
+    points: float = 0.0
+    cards: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    byes: int = 0
+    opponents: list[PlayerId] = field(default_factory=list)
+    results: list[float] = field(default_factory=list)
+
+
+def _tally(seeds: Sequence[PlayerId], history: Sequence[PlayedRound]) -> dict[PlayerId, _Tally]:
+    tally = {p: _Tally() for p in seeds}
+    for played in history:
+        for player in played.plan.byes:
+            tally[player].points += 1.0
+            tally[player].byes += 1
+        for pairing in played.plan.pairings:
+            outcome = played.outcomes[pairing.match_id]
+            for player in pairing.players:
+                line = tally[player]
+                score = outcome.points_of(player)
+                line.points += score
+                line.cards += outcome.cards.get(player, 0)
+                line.wins += score == 1.0
+                line.draws += score == 0.5
+                line.losses += score == 0.0
+                for other in pairing.players:
+                    if other != player:
+                        line.opponents.append(other)
+                        line.results.append(score)
+    return tally
+
+
+def _buchholz(tally: Mapping[PlayerId, _Tally], player: PlayerId) -> float:
+    return sum(tally[o].points for o in tally[player].opponents)
+
+
+def _sonneborn_berger(tally: Mapping[PlayerId, _Tally], player: PlayerId) -> float:
+    line = tally[player]
+    return sum(tally[o].points * r for o, r in zip(line.opponents, line.results, strict=True))
+
+
+def _rank_scored(
+    tally: Mapping[PlayerId, _Tally],
+    seeds: Sequence[PlayerId],
+    dropped: frozenset[PlayerId],
+    tiebreak: Any,
+) -> list[Standing]:
+    lines = [
+        Standing(
+            rank=0,
+            player=p,
+            points=tally[p].points,
+            tiebreak=float(tiebreak(tally, p)),
+            cards=tally[p].cards,
+            wins=tally[p].wins,
+            draws=tally[p].draws,
+            losses=tally[p].losses,
+            is_dropped=p in dropped,
+        )
+        for p in seeds
+    ]
+    seed_of = {p: i for i, p in enumerate(seeds)}
+    lines.sort(key=lambda s: (-s.points, -s.tiebreak, -s.cards, seed_of[s.player]))
+    return [_with_rank(s, i + 1) for i, s in enumerate(lines)]
+
+
+def _with_rank(line: Standing, rank: int) -> Standing:
+    return Standing(
+        rank,
+        line.player,
+        line.points,
+        line.tiebreak,
+        line.cards,
+        line.wins,
+        line.draws,
+        line.losses,
+        line.is_eliminated,
+        line.is_dropped,
+    )
+
+
+def compute_standings(
+    rules: FormatRules,
+    seeds: Sequence[PlayerId],
+    history: Sequence[PlayedRound],
+    dropped: Iterable[PlayerId] = (),
+) -> list[Standing]:
+    """Live standings, best first; once the tournament is over the first line is the champion."""
+    out = frozenset(dropped)
+    if rules.format in (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION):
+        from .tournament_bracket import elimination_standings
+
+        return elimination_standings(rules, seeds, history, out)
+    if rules.format is Format.HEATS:
+        return _heat_standings(rules, seeds, history, out)
+    tiebreak = _buchholz if rules.format is Format.SWISS else _sonneborn_berger
+    return _rank_scored(_tally(seeds, history), seeds, out, tiebreak)
+
+
+def _heat_standings(
+    rules: FormatRules,
+    seeds: Sequence[PlayerId],
+    history: Sequence[PlayedRound],
+    dropped: frozenset[PlayerId],
+) -> list[Standing]:
+    reached = {p: (0, 0) for p in seeds}  # (rounds raced, place in the last heat raced)
+    alive = set(seeds)
+    cards = {p: 0 for p in seeds}
+    for number, played in enumerate(history, start=1):
+        for pairing in played.plan.pairings:
+            outcome = played.outcomes[pairing.match_id]
+            for place, player in enumerate(outcome.ranking, start=1):
+                reached[player] = (number, place)
+                cards[player] += outcome.cards.get(player, 0)
+        alive = set(heat_advancers(rules, played)) if len(played.plan.pairings) > 1 else set()
+    if history and len(history[-1].plan.pairings) == 1:
+        final = history[-1].outcomes[history[-1].plan.pairings[0].match_id]
+        alive = {final.ranking[0]} - final.forfeited
+    seed_of = {p: i for i, p in enumerate(seeds)}
+    finished = plan_round(rules, seeds, history, dropped) is None
+
+    def key(p: PlayerId) -> tuple[int, int, int, int]:
+        rounds, place = reached[p]
+        survivor = p in alive and p not in dropped
+        return (0 if survivor else 1, -rounds, place if finished or not survivor else 0, seed_of[p])
+
+    order = sorted(seeds, key=key)
+    lines: list[Standing] = []
+    for i, player in enumerate(order):
+        same = lines and key(order[i - 1])[:3] == key(player)[:3]
+        rank = lines[-1].rank if same else i + 1
+        lines.append(
+            Standing(
+                rank,
+                player,
+                cards=cards[player],
+                is_eliminated=player not in alive or player in dropped,
+                is_dropped=player in dropped,
+            )
+        )
+    return lines
