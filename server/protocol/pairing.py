@@ -177,6 +177,16 @@ class RaceResult:
             ahead += len(group)
         return ahead + 1
 
+    def without(self, players: Iterable[PlayerId]) -> RaceResult:
+        """The same result with `players` taken out (e.g. those who forfeited meanwhile)."""
+        gone = set(players)
+        if not gone & set(self.players):
+            return self
+        groups = tuple(
+            g for g in (tuple(p for p in grp if p not in gone) for grp in self.placings) if g
+        )
+        return RaceResult(groups, {p: n for p, n in self.cards.items() if p not in gone})
+
     def cards_of(self, player: PlayerId) -> int:
         return self.cards.get(player, 0)
 

@@ -1,0 +1,564 @@
+"""The tournament state machine: sans-I/O, deterministic, serializable.
+
+Every command takes `now` (seconds, from the caller's clock), either refuses with a
+`TournamentError` and changes nothing, or changes the state and returns the events the server
+must act on (`tournament_events`). Lifecycle::
+
+    registration -> [check-in] -> running (rounds of matches of races) -> finished
+
+Rounds start by themselves as soon as every match of the previous one has ended (unless
+paused). Every race number of a round uses the same deal: the game number comes from the
+injected `DealSource(round_number, race_number)`, or, without one, from the caller through
+`provide_game_number` after a `GameNumberNeeded` event. Deals stay secret until the round ends.
+
+Typical server loop::
+
+    t = Tournament.create(tid, "klondike", settings, admin=admin_id, now=now, deal_source=deals)
+    t.register(p, now=now) ...; t.open_check_in(admin_id, now=now); t.check_in(p, now=now) ...
+    events = t.start(admin_id, now=now, ratings={...})
+    # on each race result: events = t.record_race(match_id, race_number, result, now=now)
+    # when a player joins their race: t.report_present(player, now=now)
+    # every few seconds: events = t.tick(now=now)   (no-show forfeits)
+    store(t.to_dict()); act on events in order
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .pairing import (
+    Format,
+    MatchOutcome,
+    PlayedRound,
+    RaceResult,
+    Standing,
+    compute_standings,
+    plan_round,
+    score_match,
+)
+from .tournament_bracket import BracketMatch, describe_bracket
+from .tournament_errors import (
+    CorrectionRefusedError,
+    MatchId,
+    NotAdminError,
+    PlayerId,
+    TournamentId,
+    UnknownMatchError,
+    UnknownPlayerError,
+    WrongPhaseError,
+)
+from .tournament_events import (
+    CheckInOpened,
+    GameNumberNeeded,
+    MatchEnded,
+    MatchReopened,
+    PlayerCheckedIn,
+    PlayerDropped,
+    PlayerForfeited,
+    PlayerRegistered,
+    PlayerUnregistered,
+    RaceCancelled,
+    RaceRecorded,
+    RaceRequested,
+    ResultCorrected,
+    RoundEnded,
+    RoundStarted,
+    TournamentEvent,
+    TournamentFinished,
+    TournamentPaused,
+    TournamentResumed,
+    TournamentStarted,
+)
+from .tournament_state import AuditEntry, Match, Phase, Round, TournamentSettings
+
+__all__ = ["SCHEMA_VERSION", "DealSource", "Tournament"]
+
+SCHEMA_VERSION = 1
+
+DealSource = Callable[[int, int], str]
+"""(round number, race number) -> game number text; called once per pair, result stored."""
+
+
+class Tournament:
+    """One tournament. Build with `create` or `from_dict`; never mutate its fields directly."""
+
+    def __init__(
+        self,
+        tournament_id: TournamentId,
+        game_id: str,
+        settings: TournamentSettings,
+        admin: PlayerId,
+        created_at: float,
+        *,
+        deal_source: DealSource | None = None,
+    ) -> None:
+        self.tournament_id = tournament_id
+        self.game_id = game_id
+        self.settings = settings
+        self.admin = admin
+        self.created_at = created_at
+        self.phase = Phase.REGISTRATION
+        self.is_paused = False
+        self.registered: list[PlayerId] = []
+        self.checked_in: set[PlayerId] = set()
+        self.seeds: list[PlayerId] = []
+        self.dropped: list[PlayerId] = []
+        self.rounds: list[Round] = []
+        self.audit: list[AuditEntry] = []
+        self._deal_source = deal_source
+
+    # --- creation and storage -----------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        tournament_id: TournamentId,
+        game_id: str,
+        settings: TournamentSettings,
+        *,
+        admin: PlayerId,
+        now: float,
+        deal_source: DealSource | None = None,
+    ) -> Tournament:
+        settings.validate()
+        tournament = cls(tournament_id, game_id, settings, admin, now, deal_source=deal_source)
+        tournament._log(now, admin, "create", f"{settings.rules.format.value} of {game_id}")
+        return tournament
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole state (secrets included: for the store, never for clients)."""
+        return {
+            "schema": SCHEMA_VERSION,
+            "tournament_id": self.tournament_id,
+            "game_id": self.game_id,
+            "settings": self.settings.to_dict(),
+            "admin": self.admin,
+            "created_at": self.created_at,
+            "phase": self.phase.value,
+            "is_paused": self.is_paused,
+            "registered": list(self.registered),
+            "checked_in": sorted(self.checked_in),
+            "seeds": list(self.seeds),
+            "dropped": list(self.dropped),
+            "rounds": [r.to_dict() for r in self.rounds],
+            "audit": [a.to_dict() for a in self.audit],
+        }
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], *, deal_source: DealSource | None = None
+    ) -> Tournament:
+        if data.get("schema") != SCHEMA_VERSION:
+            raise WrongPhaseError(f"stored tournament has schema {data.get('schema')!r}")
+        tournament = cls(
+            TournamentId(data["tournament_id"]),
+            str(data["game_id"]),
+            TournamentSettings.from_dict(data["settings"]),
+            PlayerId(data["admin"]),
+            float(data["created_at"]),
+            deal_source=deal_source,
+        )
+        tournament.phase = Phase(data["phase"])
+        tournament.is_paused = bool(data["is_paused"])
+        tournament.registered = [PlayerId(p) for p in data["registered"]]
+        tournament.checked_in = {PlayerId(p) for p in data["checked_in"]}
+        tournament.seeds = [PlayerId(p) for p in data["seeds"]]
+        tournament.dropped = [PlayerId(p) for p in data["dropped"]]
+        tournament.rounds = [Round.from_dict(r) for r in data["rounds"]]
+        tournament.audit = [AuditEntry.from_dict(a) for a in data["audit"]]
+        return tournament
+
+    def public_view(self) -> dict[str, Any]:
+        """What anyone may see: like `to_dict` but deals only for rounds that ended."""
+        data = self.to_dict()
+        for stored, rnd in zip(data["rounds"], self.rounds, strict=True):
+            if not rnd.is_ended:
+                stored["game_numbers"] = {}
+        data["standings"] = [s.to_dict() for s in self.standings()] if self.seeds else []
+        return data
+
+    # --- queries ------------------------------------------------------------------------------
+
+    @property
+    def current_round(self) -> Round | None:
+        return self.rounds[-1] if self.rounds else None
+
+    def is_admin(self, actor: PlayerId) -> bool:
+        return actor == self.admin
+
+    def history(self) -> list[PlayedRound]:
+        """Rounds with every match decided (the current one too once it has ended)."""
+        played: list[PlayedRound] = []
+        for rnd in self.rounds:
+            outcomes = {mid: self._outcome(m) for mid, m in rnd.matches.items()}
+            decided = {mid: o for mid, o in outcomes.items() if o is not None}
+            if len(decided) == len(outcomes) and rnd.is_ended:
+                played.append(rnd.to_played(decided))
+        return played
+
+    def standings(self) -> list[Standing]:
+        return compute_standings(self.settings.rules, self.seeds, self.history(), self.dropped)
+
+    def bracket(self) -> list[BracketMatch]:
+        """Every match of an elimination bracket with its state (empty for other formats)."""
+        if self.settings.rules.format not in (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION):
+            return []
+        return describe_bracket(
+            self.settings.rules, self.seeds, self.history(), frozenset(self.dropped)
+        )
+
+    def champion(self) -> PlayerId | None:
+        if self.phase is not Phase.FINISHED:
+            return None
+        top = self.standings()[0]
+        return None if top.is_eliminated or top.is_dropped else top.player
+
+    def live_matches(self) -> list[Match]:
+        rnd = self.current_round
+        if rnd is None or rnd.is_ended:
+            return []
+        return [m for m in rnd.matches.values() if not m.is_ended]
+
+    def find_match(self, match_id: MatchId) -> tuple[Round, Match]:
+        for rnd in self.rounds:
+            match = rnd.matches.get(match_id)
+            if match is not None:
+                return rnd, match
+        raise UnknownMatchError(f"no match {match_id!r} in tournament {self.tournament_id}")
+
+    # --- registration and check-in -------------------------------------------------------------
+
+    def register(self, player: PlayerId, *, now: float) -> list[TournamentEvent]:
+        self._require(Phase.REGISTRATION, Phase.CHECK_IN, doing="register")
+        if player in self.registered:
+            raise WrongPhaseError(f"{player!r} is already registered")
+        most = self.settings.max_players
+        if most is not None and len(self.registered) >= most:
+            raise WrongPhaseError(f"the tournament is full ({most} players)")
+        self.registered.append(player)
+        return [PlayerRegistered(player)]
+
+    def unregister(self, player: PlayerId, *, now: float) -> list[TournamentEvent]:
+        self._require(Phase.REGISTRATION, Phase.CHECK_IN, doing="unregister")
+        self._require_registered(player)
+        self.registered.remove(player)
+        self.checked_in.discard(player)
+        return [PlayerUnregistered(player)]
+
+    def open_check_in(self, actor: PlayerId, *, now: float) -> list[TournamentEvent]:
+        self._require_admin(actor, "open check-in")
+        self._require(Phase.REGISTRATION, doing="open check-in")
+        self.phase = Phase.CHECK_IN
+        self._log(now, actor, "open_check_in")
+        return [CheckInOpened()]
+
+    def check_in(self, player: PlayerId, *, now: float) -> list[TournamentEvent]:
+        self._require(Phase.CHECK_IN, doing="check in")
+        self._require_registered(player)
+        if player in self.checked_in:
+            return []
+        self.checked_in.add(player)
+        return [PlayerCheckedIn(player)]
+
+    def start(
+        self, actor: PlayerId, *, now: float, ratings: Mapping[PlayerId, float] | None = None
+    ) -> list[TournamentEvent]:
+        """Seed by rating (higher first; unrated and equal ones in registration order), start."""
+        self._require_admin(actor, "start the tournament")
+        if self.settings.check_in_required:
+            self._require(Phase.CHECK_IN, doing="start (open check-in first)")
+            field_ = [p for p in self.registered if p in self.checked_in]
+        else:
+            self._require(Phase.REGISTRATION, Phase.CHECK_IN, doing="start")
+            field_ = list(self.registered)
+        least = max(2, self.settings.min_players)
+        if len(field_) < least:
+            raise WrongPhaseError(
+                f"{len(field_)} player(s) ready, at least {least} needed to start"
+            )
+        scores = ratings or {}
+        order = {p: i for i, p in enumerate(field_)}
+        self.seeds = sorted(field_, key=lambda p: (-scores.get(p, float("-inf")), order[p]))
+        removed = tuple(p for p in self.registered if p not in self.seeds)
+        self.phase = Phase.RUNNING
+        self._log(now, actor, "start", f"{len(self.seeds)} players")
+        events: list[TournamentEvent] = [TournamentStarted(tuple(self.seeds), removed)]
+        return events + self._settle(now)
+
+    # --- playing ------------------------------------------------------------------------------
+
+    def provide_game_number(
+        self, round_number: int, race_number: int, game_number: str, *, now: float
+    ) -> list[TournamentEvent]:
+        """Give the deal of a race number of a round (when no deal source was injected)."""
+        if not 1 <= round_number <= len(self.rounds):
+            raise UnknownMatchError(f"there is no round {round_number}")
+        rnd = self.rounds[round_number - 1]
+        known = rnd.game_numbers.get(race_number)
+        if known is not None and known != game_number:
+            raise WrongPhaseError(f"round {round_number} race {race_number} already has its deal")
+        rnd.game_numbers[race_number] = game_number
+        return self._settle(now)
+
+    def report_present(self, player: PlayerId, *, now: float) -> list[TournamentEvent]:
+        """The player showed up for their current match (so no no-show forfeit)."""
+        for match in self.live_matches():
+            if player in match.racing:
+                match.present.add(player)
+        return []
+
+    def record_race(
+        self, match_id: MatchId, race_number: int, result: RaceResult, *, now: float
+    ) -> list[TournamentEvent]:
+        """Feed a race's finishing order (raises `InvalidResultError` for a bad one).
+
+        A repeat of an already recorded result is ignored, so at-least-once delivery is safe.
+        """
+        self._require(Phase.RUNNING, doing="record a race")
+        rnd, match = self.find_match(match_id)
+        if race_number <= len(match.races) and match.races[race_number - 1] == result:
+            return []
+        if rnd is not self.current_round or match.is_ended or match.pending_race != race_number:
+            raise UnknownMatchError(
+                f"match {match_id} is not waiting for race {race_number}"
+                " (to change a recorded result, ask the admin for a correction)"
+            )
+        result = result.without(match.forfeited)  # a race may end after a forfeit
+        result.validate(match.racing)
+        match.races.append(result)
+        match.pending_race = None
+        match.requested_at = None
+        match.present.update(result.players)
+        return [RaceRecorded(match_id, race_number, result), *self._settle(now)]
+
+    def tick(self, *, now: float) -> list[TournamentEvent]:
+        """Forfeit players absent from their race once the grace period has passed."""
+        grace = self.settings.no_show_grace
+        if self.phase is not Phase.RUNNING or self.is_paused or grace is None:
+            return []
+        events: list[TournamentEvent] = []
+        for match in self.live_matches():
+            if match.requested_at is None or now - match.requested_at < grace:
+                continue
+            for player in match.racing:
+                if player not in match.present:
+                    events += self._forfeit(match, player, "no_show")
+        return events + self._settle(now)
+
+    def drop(self, player: PlayerId, *, actor: PlayerId, now: float) -> list[TournamentEvent]:
+        """A player leaves (themselves, or removed by the admin): forfeits their live match."""
+        if actor != player:
+            self._require_admin(actor, f"drop {player!r}")
+        if self.phase in (Phase.REGISTRATION, Phase.CHECK_IN):
+            events = self.unregister(player, now=now)
+        else:
+            self._require(Phase.RUNNING, doing="drop out")
+            if player not in self.seeds or player in self.dropped:
+                raise UnknownPlayerError(f"{player!r} is not playing in this tournament")
+            self.dropped.append(player)
+            events = [PlayerDropped(player)]
+            for match in self.live_matches():
+                if player in match.racing:
+                    events += self._forfeit(match, player, "dropped")
+            events += self._settle(now)
+        if actor != player:
+            self._log(now, actor, "drop", str(player))
+        return events
+
+    # --- admin --------------------------------------------------------------------------------
+
+    def pause(self, actor: PlayerId, *, now: float) -> list[TournamentEvent]:
+        """No new round or race starts and nobody is forfeited until `resume`."""
+        self._require_admin(actor, "pause")
+        self._require(Phase.RUNNING, doing="pause")
+        if self.is_paused:
+            raise WrongPhaseError("the tournament is already paused")
+        self.is_paused = True
+        self._log(now, actor, "pause")
+        return [TournamentPaused()]
+
+    def resume(self, actor: PlayerId, *, now: float) -> list[TournamentEvent]:
+        self._require_admin(actor, "resume")
+        self._require(Phase.RUNNING, doing="resume")
+        if not self.is_paused:
+            raise WrongPhaseError("the tournament is not paused")
+        self.is_paused = False
+        for match in self.live_matches():
+            if match.requested_at is not None:
+                match.requested_at = now  # the no-show grace starts again
+        self._log(now, actor, "resume")
+        return [TournamentResumed(), *self._settle(now)]
+
+    def forfeit(
+        self, actor: PlayerId, match_id: MatchId, player: PlayerId, *, now: float
+    ) -> list[TournamentEvent]:
+        """The admin rules that `player` loses the live match `match_id` by forfeit."""
+        self._require_admin(actor, "forfeit a player")
+        self._require(Phase.RUNNING, doing="forfeit a player")
+        _, match = self.find_match(match_id)
+        if match.is_ended or match not in self.live_matches():
+            raise WrongPhaseError(f"match {match_id} has already ended; correct a result instead")
+        if player not in match.racing:
+            raise UnknownPlayerError(f"{player!r} is not playing match {match_id}")
+        events = self._forfeit(match, player, "admin")
+        self._log(now, actor, "forfeit", f"{player} in {match_id}")
+        return events + self._settle(now)
+
+    def correct_result(
+        self,
+        actor: PlayerId,
+        match_id: MatchId,
+        race_number: int,
+        result: RaceResult,
+        *,
+        now: float,
+        reason: str = "",
+    ) -> list[TournamentEvent]:
+        """Replace a recorded race result and re-derive the match, round and what follows.
+
+        Refused once a later round has started, since its pairings rest on the old result.
+        """
+        self._require_admin(actor, "correct a result")
+        self._require(Phase.RUNNING, Phase.FINISHED, doing="correct a result")
+        rnd, match = self.find_match(match_id)
+        if rnd is not self.current_round:
+            raise CorrectionRefusedError(
+                f"match {match_id} belongs to round {rnd.number}, and round {len(self.rounds)}"
+                " has already started from its results; corrections are possible until the"
+                " next round starts (pause the tournament to keep that window open)"
+            )
+        if not 1 <= race_number <= len(match.races):
+            raise UnknownMatchError(f"match {match_id} has no recorded race {race_number}")
+        result.validate(match.races[race_number - 1].players)
+        races = [*match.races[: race_number - 1], result, *match.races[race_number:]]
+        was_decided = self._outcome(match) is not None
+        decided_after = len(races)
+        for count in range(race_number, len(races) + 1):
+            if self._score(match, races[:count]) is not None:
+                decided_after = count
+                break
+        voided = tuple(range(decided_after + 1, len(races) + 1))
+        match.races = races[:decided_after]
+        events: list[TournamentEvent] = [ResultCorrected(match_id, race_number, result, voided)]
+        self._log(now, actor, "correct_result", f"{match_id} race {race_number}: {reason}".strip())
+        outcome = self._outcome(match)
+        if outcome is None:
+            if match.is_ended or was_decided:
+                match.is_ended = False
+                rnd.is_ended = False
+                events.append(MatchReopened(match_id))
+        else:
+            if match.pending_race is not None:
+                events.append(RaceCancelled(match_id, match.pending_race))
+                match.pending_race = None
+                match.requested_at = None
+            if match.is_ended:
+                events.append(self._match_ended(rnd, match, outcome))
+        if self.phase is Phase.FINISHED:
+            self.phase = Phase.RUNNING  # re-derive: finish again, or play what is now needed
+        return events + self._settle(now)
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _score(self, match: Match, races: list[RaceResult]) -> MatchOutcome | None:
+        return score_match(
+            self.settings.rules,
+            match.match_id,
+            match.players,
+            races,
+            seeds=self.seeds,
+            forfeited=match.forfeited,
+        )
+
+    def _outcome(self, match: Match) -> MatchOutcome | None:
+        return self._score(match, match.races)
+
+    def _forfeit(self, match: Match, player: PlayerId, reason: str) -> list[TournamentEvent]:
+        match.forfeited.add(player)
+        return [PlayerForfeited(match.match_id, player, reason)]
+
+    def _match_ended(self, rnd: Round, match: Match, outcome: MatchOutcome) -> MatchEnded:
+        return MatchEnded(
+            match.match_id,
+            rnd.number,
+            outcome.ranking,
+            outcome.winner,
+            outcome.is_draw,
+            tuple(sorted(outcome.forfeited)),
+        )
+
+    def _settle(self, now: float) -> list[TournamentEvent]:
+        """End what is decided, request the races now needed, advance rounds; repeat."""
+        events: list[TournamentEvent] = []
+        while self.phase is Phase.RUNNING:
+            rnd = self.current_round
+            if rnd is not None and not rnd.is_ended:
+                events += self._settle_round(rnd, now)
+                if not rnd.is_ended:
+                    break
+            if self.is_paused:
+                break
+            plan = plan_round(self.settings.rules, self.seeds, self.history(), self.dropped)
+            if plan is None:
+                self.phase = Phase.FINISHED
+                standings = tuple(self.standings())
+                events.append(TournamentFinished(self.champion(), standings))
+                break
+            new = Round.open(len(self.rounds) + 1, plan)
+            self.rounds.append(new)
+            events.append(RoundStarted(new.number, plan.pairings, plan.byes))
+        return events
+
+    def _settle_round(self, rnd: Round, now: float) -> list[TournamentEvent]:
+        events: list[TournamentEvent] = []
+        for match in rnd.matches.values():
+            if match.is_ended:
+                continue
+            outcome = self._outcome(match)
+            if outcome is not None:
+                match.is_ended = True
+                if match.pending_race is not None:
+                    events.append(RaceCancelled(match.match_id, match.pending_race))
+                    match.pending_race = None
+                    match.requested_at = None
+                events.append(self._match_ended(rnd, match, outcome))
+            elif match.pending_race is None and not self.is_paused:
+                events += self._request_race(rnd, match, now)
+        if all(m.is_ended for m in rnd.matches.values()):
+            rnd.is_ended = True
+            events.append(RoundEnded(rnd.number, dict(rnd.game_numbers)))
+        return events
+
+    def _request_race(self, rnd: Round, match: Match, now: float) -> list[TournamentEvent]:
+        number = len(match.races) + 1
+        game_number = rnd.game_numbers.get(number)
+        if game_number is None and self._deal_source is not None:
+            game_number = self._deal_source(rnd.number, number)
+            rnd.game_numbers[number] = game_number
+        if game_number is None:
+            if number in rnd.asked:
+                return []
+            rnd.asked.add(number)
+            return [GameNumberNeeded(rnd.number, number)]
+        match.pending_race = number
+        match.requested_at = now
+        return [RaceRequested(match.match_id, rnd.number, number, match.racing, game_number)]
+
+    def _log(self, now: float, actor: PlayerId, act: str, detail: str = "") -> None:
+        self.audit.append(AuditEntry(now, actor, act, detail))
+
+    def _require(self, *phases: Phase, doing: str) -> None:
+        if self.phase not in phases:
+            allowed = " or ".join(p.value for p in phases)
+            raise WrongPhaseError(
+                f"cannot {doing} while the tournament is in {self.phase.value} (needs {allowed})"
+            )
+
+    def _require_admin(self, actor: PlayerId, doing: str) -> None:
+        if not self.is_admin(actor):
+            raise NotAdminError(f"only the tournament admin may {doing}")
+
+    def _require_registered(self, player: PlayerId) -> None:
+        if player not in self.registered:
+            raise UnknownPlayerError(f"{player!r} is not registered in this tournament")
