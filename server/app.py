@@ -1,0 +1,137 @@
+"""The composition root: settings -> store -> hub -> transport, and `solrace serve`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from solrace.server.hub import Hub
+from solrace.server.metrics import Metrics
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.settings import Settings
+from solrace.server.store import open_store
+from solrace.server.transport import Transport
+
+log = logging.getLogger("solrace.server")
+
+
+def load_secret(settings: Settings) -> bytes:
+    """The token secret: from settings, else `<data_dir>/secret` (created once, mode 0600)."""
+    if settings.secret:
+        return settings.secret.encode()
+    if settings.store_url() == "memory:":
+        return secrets.token_bytes(32)
+    path = Path(settings.data_dir) / "secret"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32))
+    return path.read_text().strip().encode()
+
+
+class App:
+    """One server node: start, serve, stop cleanly."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.metrics = Metrics()
+        self.store = open_store(settings.store_url())
+        self.hub = Hub(self.store, settings, self.metrics, load_secret(settings))
+        self.transport = Transport(self.hub, settings, self.metrics)
+
+    @property
+    def port(self) -> int:
+        return self.transport.port
+
+    async def start(self) -> None:
+        await self.store.open()
+        await self.hub.start()
+        await self.transport.start()
+        log.info(
+            "listening on ws://%s:%d (store %s)",
+            self.settings.host,
+            self.port,
+            self.settings.store_url(),
+        )
+
+    async def stop(self) -> None:
+        """Stop accepting, close clients with 1012, stop timers, flush and close the store."""
+        await self.transport.stop(CloseCode.SERVICE_RESTART)
+        await self.hub.stop()
+        await self.store.close()
+        log.info("stopped")
+
+
+async def run(settings: Settings) -> int:
+    app = App(settings)
+    await app.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("signal received: shutting down")
+    await app.stop()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="solrace serve",
+        description="Run the race server. Every flag also reads SOLRACE_<NAME> from the "
+        "environment (e.g. SOLRACE_PORT=9000); flags win.",
+    )
+    parser.add_argument("--host", help="interface to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="TCP port, 0 for any free one (default 8765)")
+    parser.add_argument("--data-dir", type=Path, help="data folder (default ./data)")
+    parser.add_argument("--store", help="store URL: sqlite:PATH (default) or memory:")
+    parser.add_argument("--secret", help="token signing secret (default: <data-dir>/secret)")
+    parser.add_argument("--log-level", help="DEBUG, INFO, WARNING (default INFO)")
+    parser.add_argument("--max-frame-bytes", type=int, help="frame size cap (default 16384)")
+    parser.add_argument("--rate-capacity", type=float, help="rate budget credits (default 100)")
+    parser.add_argument("--rate-refill-per-s", type=float, help="credits per second (default 5)")
+    parser.add_argument("--idle-timeout-s", type=float, help="close silent sockets (default 60)")
+    parser.add_argument("--origins", nargs="*", help="accepted browser Origin values")
+    parser.add_argument("--countdown-s", type=float, help="countdown before a start (default 3)")
+    parser.add_argument("--grace-s", type=float, help="reconnect grace before forfeit (default 60)")
+    parser.add_argument(
+        "--spectator-delay-casual-s", type=float, help="spectator board delay (default 0)"
+    )
+    parser.add_argument(
+        "--spectator-delay-rated-s", type=float, help="spectator board delay (default 10)"
+    )
+    parser.add_argument("--min-time-limit-s", type=int, help="shortest race allowed (default 10)")
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {k: v for k, v in vars(args).items() if v is not None}
+    return Settings(**overrides)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`solrace serve [flags]`."""
+    args = build_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
+    settings = settings_from_args(args)
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        return asyncio.run(run(settings))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

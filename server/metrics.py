@@ -1,0 +1,42 @@
+"""Prometheus metrics, in a registry of their own (one per server, so tests can run several)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.connections = Gauge(
+            "solrace_connections", "Open WebSocket connections", registry=self.registry
+        )
+        self.races = Gauge(
+            "solrace_races", "Races held in memory by status", ["status"], registry=self.registry
+        )
+        self.moves_accepted = Counter(
+            "solrace_moves_accepted", "Moves stored and acknowledged", registry=self.registry
+        )
+        self.moves_rejected = Counter(
+            "solrace_moves_rejected", "Moves refused, by reason", ["code"], registry=self.registry
+        )
+        self.ack_latency = Histogram(
+            "solrace_ack_latency_seconds",
+            "From a move's arrival to its ack being queued (validation + store)",
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+            registry=self.registry,
+        )
+        self.rate_limit_closes = Counter(
+            "solrace_rate_limit_closes",
+            "Connections closed (1008) for flooding",
+            registry=self.registry,
+        )
+        self.bad_frames = Counter(
+            "solrace_bad_frames", "Frames refused, by kind", ["kind"], registry=self.registry
+        )
+
+    def render(self) -> bytes:
+        data: bytes = generate_latest(self.registry)
+        return data

@@ -1,0 +1,76 @@
+"""The msgpack codec: the one module that touches msgpack.
+
+A frame is one msgpack map. Decoding a frame is two steps with two errors: bytes that are not
+one map raise `DecodeError`; a map that is not a valid message raises `SchemaError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+from pydantic import BaseModel, ValidationError
+
+from solrace.server.protocol.errors import DecodeError, SchemaError
+from solrace.server.protocol.messages import (
+    CLIENT_ADAPTER,
+    SERVER_ADAPTER,
+    ClientMessage,
+    ServerMessage,
+)
+
+
+def encode(message: BaseModel) -> bytes:
+    """Serialize a message model as one msgpack map."""
+    data: bytes = msgpack.packb(message.model_dump(mode="python"), use_bin_type=True)
+    return data
+
+
+def encode_raw(value: Any) -> bytes:
+    """Serialize any msgpack-able value (tests use it to forge bad frames)."""
+    data: bytes = msgpack.packb(value, use_bin_type=True)
+    return data
+
+
+def unpack_map(data: bytes) -> dict[str, Any]:
+    """Bytes to a map, or `DecodeError`."""
+    try:
+        value = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True)
+    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+        raise DecodeError(f"not a msgpack frame: {exc}") from None
+    except Exception as exc:  # msgpack raises a few bare exception types on garbage
+        raise DecodeError(f"not a msgpack frame: {exc}") from None
+    if not isinstance(value, dict):
+        raise DecodeError(f"a frame must be a msgpack map, not {type(value).__name__}")
+    return value
+
+
+def _request_type(value: dict[str, Any]) -> str | None:
+    kind = value.get("type")
+    return kind if isinstance(kind, str) and len(kind) <= 32 else None
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:3]:
+        where = ".".join(str(p) for p in error["loc"]) or "message"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def decode_client(data: bytes) -> ClientMessage:
+    """A frame from a client to its message; `DecodeError` or `SchemaError` if it is not one."""
+    value = unpack_map(data)
+    try:
+        return CLIENT_ADAPTER.validate_python(value)
+    except ValidationError as exc:
+        raise SchemaError(_describe(exc), _request_type(value)) from None
+
+
+def decode_server(data: bytes) -> ServerMessage:
+    """A frame from the server to its message (used by clients and tests)."""
+    value = unpack_map(data)
+    try:
+        return SERVER_ADAPTER.validate_python(value)
+    except ValidationError as exc:
+        raise SchemaError(_describe(exc), _request_type(value)) from None

@@ -1,0 +1,406 @@
+"""Every wire message: typed, strict, frozen pydantic models, discriminated on `type`.
+
+Client -> server messages form `ClientMessage`, server -> client ones `ServerMessage`.
+Unknown fields are refused (`extra="forbid"`), types are strict (no "1" for 1), and every
+time is integer milliseconds (server wall clock, Unix epoch) so msgpack carries no floats.
+`docs/protocol.md` shows each message with an example.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+PROTOCOL_VERSION = 1
+
+Name = Annotated[str, Field(min_length=1, max_length=24, pattern=r"^[A-Za-z0-9_.\-]+$")]
+RaceIdText = Annotated[str, Field(min_length=1, max_length=32)]
+Seq = Annotated[int, Field(ge=0, lt=2**53)]
+Version = Annotated[int, Field(ge=0, lt=2**53)]
+ShortText = Annotated[str, Field(max_length=64)]
+
+
+class Message(BaseModel):
+    """Base of every message: strict, closed, immutable."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+# --- shared pieces -------------------------------------------------------------------------
+
+
+class PileModel(Message):
+    """One pile as its viewer may see it: `down` hidden cards under face-up `cards`."""
+
+    name: str
+    down: int
+    cards: list[str]
+
+
+class BoardModel(Message):
+    """A whole board as a player (or a delayed spectator) sees it."""
+
+    game: str
+    piles: list[PileModel]
+    round: int
+    phase: str
+    base_rank: str | None
+    on_foundations: int
+    total: int
+    won: bool
+    stuck: bool
+
+
+class RacerInfo(Message):
+    """A seat in a race: who, and how their race stands."""
+
+    player_id: str
+    name: str
+    state: str
+    connected: bool
+
+
+class RaceInfo(Message):
+    """What anyone may know about a race (never the game number before the end)."""
+
+    race_id: str
+    game: str
+    seats: int
+    time_limit_s: int
+    rated: bool
+    private: bool
+    status: str
+    creator: str
+    racers: list[RacerInfo]
+    created_at_ms: int
+    start_at_ms: int | None
+    ends_at_ms: int | None
+    spectator_delay_ms: int
+
+
+class ProgressEntry(Message):
+    """One racer's progress: the only thing opponents learn about another board."""
+
+    player_id: str
+    state: str
+    on_foundations: int
+    total: int
+    moves: int
+    elapsed_ms: int
+
+
+class ResultEntry(Message):
+    """One line of a race's final ranking (equal ranks are ties)."""
+
+    rank: int
+    player_id: str
+    name: str
+    state: str
+    on_foundations: int
+    total: int
+    elapsed_ms: int
+
+
+class ReplayMove(Message):
+    """One accepted move with its ply and server arrival time."""
+
+    ply: int
+    move: str
+    at_ms: int
+
+
+class ReplayRacer(Message):
+    """One racer's whole game in a replay."""
+
+    player_id: str
+    name: str
+    state: str
+    state_at_ms: int | None
+    moves: list[ReplayMove]
+
+
+class ReplayModel(Message):
+    """Everything needed to check a finished race offline (`solrace verify`)."""
+
+    format: Literal["solrace-replay/1"] = "solrace-replay/1"
+    race_id: str
+    game: str
+    game_number: str
+    salt: str
+    commitment: str
+    rated: bool
+    time_limit_s: int
+    started_at_ms: int
+    ends_at_ms: int
+    finished_at_ms: int
+    racers: list[ReplayRacer]
+    results: list[ResultEntry]
+
+
+# --- client -> server ----------------------------------------------------------------------
+
+
+class Hello(Message):
+    """First message of a connection: a name (new player), a token (returning) or neither
+    (an anonymous spectator)."""
+
+    type: Literal["hello"] = "hello"
+    protocol: int
+    name: Name | None = None
+    token: Annotated[str, Field(max_length=200)] | None = None
+
+
+class Ping(Message):
+    type: Literal["ping"] = "ping"
+    nonce: int = 0
+
+
+class ListRaces(Message):
+    type: Literal["list_races"] = "list_races"
+
+
+class CreateRace(Message):
+    type: Literal["create_race"] = "create_race"
+    game: ShortText
+    seats: int
+    time_limit_s: int
+    rated: bool = False
+    invite_code: ShortText | None = None
+    game_number: ShortText | None = None
+
+
+class JoinRace(Message):
+    type: Literal["join_race"] = "join_race"
+    race_id: RaceIdText
+    invite_code: ShortText | None = None
+
+
+class LeaveRace(Message):
+    type: Literal["leave_race"] = "leave_race"
+    race_id: RaceIdText
+
+
+class StartRace(Message):
+    type: Literal["start_race"] = "start_race"
+    race_id: RaceIdText
+
+
+class MakeMove(Message):
+    """A move on the sender's own board; `seq` makes a resend idempotent."""
+
+    type: Literal["move"] = "move"
+    race_id: RaceIdText
+    seq: Seq
+    move: Annotated[str, Field(min_length=1, max_length=32)]
+
+
+class Resign(Message):
+    type: Literal["resign"] = "resign"
+    race_id: RaceIdText
+
+
+class Sync(Message):
+    """Resume a race after a reconnect: events after `since_version` of `epoch`, or a
+    snapshot. A racer also gets its whole board; anyone else becomes a spectator."""
+
+    type: Literal["sync"] = "sync"
+    race_id: RaceIdText
+    epoch: ShortText | None = None
+    since_version: Version | None = None
+
+
+class Watch(Message):
+    type: Literal["watch"] = "watch"
+    race_id: RaceIdText
+
+
+class Unwatch(Message):
+    type: Literal["unwatch"] = "unwatch"
+    race_id: RaceIdText
+
+
+class GetReplay(Message):
+    type: Literal["get_replay"] = "get_replay"
+    race_id: RaceIdText
+
+
+ClientMessage = Annotated[
+    Hello
+    | Ping
+    | ListRaces
+    | CreateRace
+    | JoinRace
+    | LeaveRace
+    | StartRace
+    | MakeMove
+    | Resign
+    | Sync
+    | Watch
+    | Unwatch
+    | GetReplay,
+    Field(discriminator="type"),
+]
+
+
+# --- server -> client ----------------------------------------------------------------------
+
+
+class Welcome(Message):
+    type: Literal["welcome"] = "welcome"
+    protocol: int
+    player_id: str | None
+    name: str | None
+    token: str | None
+    ratings: dict[str, float]
+    active_races: list[str]
+    server_time_ms: int
+
+
+class Pong(Message):
+    type: Literal["pong"] = "pong"
+    nonce: int
+    server_time_ms: int
+
+
+class Error(Message):
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    request: str | None = None
+    race_id: str | None = None
+
+
+class RaceList(Message):
+    type: Literal["race_list"] = "race_list"
+    races: list[RaceInfo]
+
+
+class RaceUpdate(Message):
+    """Versioned: the race's lobby, status or timing changed."""
+
+    type: Literal["race_update"] = "race_update"
+    race_id: str
+    epoch: str
+    version: int
+    race: RaceInfo
+
+
+class RaceStarted(Message):
+    """Versioned: the race runs; the commitment pins the deal without revealing it."""
+
+    type: Literal["race_started"] = "race_started"
+    race_id: str
+    epoch: str
+    version: int
+    started_at_ms: int
+    ends_at_ms: int
+    commitment: str
+
+
+class Progress(Message):
+    """Versioned: one racer's progress changed (cards on foundations, moves, state)."""
+
+    type: Literal["progress"] = "progress"
+    race_id: str
+    epoch: str
+    version: int
+    progress: ProgressEntry
+
+
+class RaceFinished(Message):
+    """Versioned: final ranking, and the game number and salt behind the commitment."""
+
+    type: Literal["race_finished"] = "race_finished"
+    race_id: str
+    epoch: str
+    version: int
+    finished_at_ms: int
+    results: list[ResultEntry]
+    game_number: str
+    salt: str
+    commitment: str
+
+
+class RaceSnapshot(Message):
+    """The whole public state of a race, sent when missed events are no longer kept."""
+
+    type: Literal["race_snapshot"] = "race_snapshot"
+    race_id: str
+    epoch: str
+    version: int
+    race: RaceInfo
+    commitment: str | None
+    started_at_ms: int | None
+    progress: list[ProgressEntry]
+    results: list[ResultEntry] | None
+    game_number: str | None
+    salt: str | None
+
+
+class Board(Message):
+    """A whole board: the receiver's own (live) or, for spectators, a racer's (delayed)."""
+
+    type: Literal["board"] = "board"
+    race_id: str
+    player_id: str
+    ply: int
+    delayed_ms: int
+    board: BoardModel
+
+
+class MoveAck(Message):
+    """The move is stored; `piles` are the changed piles as the mover may now see them."""
+
+    type: Literal["move_ack"] = "move_ack"
+    race_id: str
+    seq: int
+    ply: int
+    move: str
+    at_ms: int
+    piles: list[PileModel]
+    on_foundations: int
+    total: int
+    won: bool
+    stuck: bool
+    duplicate: bool = False
+
+
+class MoveRejected(Message):
+    """The move was refused and changed nothing; `code` and `reason` say why."""
+
+    type: Literal["move_rejected"] = "move_rejected"
+    race_id: str
+    seq: int
+    move: str
+    code: str
+    reason: str
+
+
+class Replay(Message):
+    type: Literal["replay"] = "replay"
+    replay: ReplayModel
+
+
+ServerMessage = Annotated[
+    Welcome
+    | Pong
+    | Error
+    | RaceList
+    | RaceUpdate
+    | RaceStarted
+    | Progress
+    | RaceFinished
+    | RaceSnapshot
+    | Board
+    | MoveAck
+    | MoveRejected
+    | Replay,
+    Field(discriminator="type"),
+]
+
+RaceEvent = RaceUpdate | RaceStarted | Progress | RaceFinished
+"""The versioned messages: kept in a short per-race history for resync."""
+
+CLIENT_ADAPTER: TypeAdapter[ClientMessage] = TypeAdapter(ClientMessage)
+SERVER_ADAPTER: TypeAdapter[ServerMessage] = TypeAdapter(ServerMessage)

@@ -1,0 +1,425 @@
+"""The race state machine: open -> countdown -> running -> finished, pure.
+
+It takes `now` (ms) as an argument, never reads a clock, never touches a board: the hub deals
+and validates with the engine and reports each board's progress here. Every change returns the
+versioned events it caused; the last `history_size` are kept so a reconnecting client can get
+what it missed, else a snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.messages import (
+    Progress,
+    ProgressEntry,
+    RaceEvent,
+    RaceFinished,
+    RaceInfo,
+    RacerInfo,
+    RaceSnapshot,
+    RaceStarted,
+    RaceUpdate,
+    ResultEntry,
+)
+from solrace.server.protocol.records import RaceRecord, RacerRecord, RacerState, RaceStatus
+
+MIN_PLAYERS_RATED = 2
+MIN_PLAYERS_CASUAL = 1
+
+
+@dataclass
+class Racer:
+    """A seat's live state (progress is recomputed by replay after a restart)."""
+
+    player_id: str
+    name: str
+    state: RacerState = RacerState.JOINED
+    state_at_ms: int | None = None
+    on_foundations: int = 0
+    total: int = 0
+    moves: int = 0
+    reached_at_ms: int = 0
+    connected: bool = True
+    disconnected_at_ms: int | None = None
+
+    @property
+    def is_done(self) -> bool:
+        return self.state not in (RacerState.JOINED, RacerState.PLAYING)
+
+
+def rank_racers(racers: list[Racer], started_at_ms: int) -> list[ResultEntry]:
+    """Completed boards by completion time, then the rest by cards on foundations (more is
+    better), then by the time that count was reached (earlier is better). Exact ties share a
+    rank."""
+
+    def key(racer: Racer) -> tuple[int, int, int]:
+        if racer.state is RacerState.FINISHED:
+            return (0, 0, (racer.state_at_ms or started_at_ms) - started_at_ms)
+        return (1, -racer.on_foundations, racer.reached_at_ms)
+
+    ordered = sorted(racers, key=key)
+    results: list[ResultEntry] = []
+    for index, racer in enumerate(ordered):
+        rank = index + 1
+        if index and key(ordered[index - 1]) == key(racer):
+            rank = results[-1].rank
+        results.append(
+            ResultEntry(
+                rank=rank,
+                player_id=racer.player_id,
+                name=racer.name,
+                state=racer.state.value,
+                on_foundations=racer.on_foundations,
+                total=racer.total,
+                elapsed_ms=key(racer)[2],
+            )
+        )
+    return results
+
+
+class Race:
+    """One race's lifecycle and its versioned event history."""
+
+    def __init__(self, record: RaceRecord, epoch: str, history_size: int = 50) -> None:
+        self.record = record
+        self.epoch = epoch
+        self.version = 0
+        self.history: deque[RaceEvent] = deque(maxlen=history_size)
+        self.status = record.status
+        self.creator = record.creator
+        self.start_at_ms = record.start_at_ms
+        self.started_at_ms = record.started_at_ms
+        self.ends_at_ms = record.ends_at_ms
+        self.finished_at_ms = record.finished_at_ms
+        self.results = record.results
+        self.racers: dict[str, Racer] = {
+            r.player_id: Racer(r.player_id, r.name, r.state, r.state_at_ms) for r in record.racers
+        }
+
+    # --- reading -----------------------------------------------------------------------
+
+    @property
+    def race_id(self) -> str:
+        return self.record.race_id
+
+    @property
+    def game(self) -> str:
+        return self.record.game
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in (RaceStatus.OPEN, RaceStatus.COUNTDOWN, RaceStatus.RUNNING)
+
+    def to_record(self) -> RaceRecord:
+        return self.record.model_copy(
+            update={
+                "status": self.status,
+                "creator": self.creator,
+                "start_at_ms": self.start_at_ms,
+                "started_at_ms": self.started_at_ms,
+                "ends_at_ms": self.ends_at_ms,
+                "finished_at_ms": self.finished_at_ms,
+                "results": self.results,
+                "racers": [
+                    RacerRecord(
+                        player_id=r.player_id,
+                        name=r.name,
+                        state=r.state,
+                        state_at_ms=r.state_at_ms,
+                    )
+                    for r in self.racers.values()
+                ],
+            }
+        )
+
+    def info(self) -> RaceInfo:
+        return RaceInfo(
+            race_id=self.race_id,
+            game=self.game,
+            seats=self.record.seats,
+            time_limit_s=self.record.time_limit_s,
+            rated=self.record.rated,
+            private=self.record.invite_code is not None,
+            status=self.status.value,
+            creator=self.creator,
+            racers=[
+                RacerInfo(
+                    player_id=r.player_id, name=r.name, state=r.state.value, connected=r.connected
+                )
+                for r in self.racers.values()
+            ],
+            created_at_ms=self.record.created_at_ms,
+            start_at_ms=self.start_at_ms,
+            ends_at_ms=self.ends_at_ms,
+            spectator_delay_ms=self.record.spectator_delay_ms,
+        )
+
+    def progress_of(self, racer: Racer, now_ms: int) -> ProgressEntry:
+        started = self.started_at_ms or now_ms
+        end = racer.state_at_ms if racer.is_done and racer.state_at_ms else now_ms
+        return ProgressEntry(
+            player_id=racer.player_id,
+            state=racer.state.value,
+            on_foundations=racer.on_foundations,
+            total=racer.total,
+            moves=racer.moves,
+            elapsed_ms=max(0, end - started),
+        )
+
+    def snapshot(self, now_ms: int) -> RaceSnapshot:
+        finished = self.status is RaceStatus.FINISHED
+        started = self.started_at_ms is not None
+        return RaceSnapshot(
+            race_id=self.race_id,
+            epoch=self.epoch,
+            version=self.version,
+            race=self.info(),
+            commitment=self.record.commitment if started else None,
+            started_at_ms=self.started_at_ms,
+            progress=[self.progress_of(r, now_ms) for r in self.racers.values()] if started else [],
+            results=self.results if finished else None,
+            game_number=self.record.game_number if finished else None,
+            salt=self.record.salt if finished else None,
+        )
+
+    def events_since(self, epoch: str | None, version: int | None) -> list[RaceEvent] | None:
+        """The events after `version`, or None when only a snapshot can resync the client."""
+        if epoch != self.epoch or version is None or version > self.version:
+            return None
+        if version == self.version:
+            return []
+        oldest = self.history[0].version if self.history else self.version + 1
+        if version + 1 < oldest:
+            return None
+        return [event for event in self.history if event.version > version]
+
+    def racer(self, player_id: str) -> Racer:
+        racer = self.racers.get(player_id)
+        if racer is None:
+            raise RaceError(ErrorCode.NOT_IN_RACE, "you are not a racer in this race")
+        return racer
+
+    def check_can_move(self, player_id: str, now_ms: int) -> Racer:
+        """The racer if `player_id` may move now, else a `RaceError` saying why."""
+        racer = self.racer(player_id)
+        if self.status is not RaceStatus.RUNNING:
+            raise RaceError(ErrorCode.WRONG_STATUS, f"the race is {self.status.value}")
+        if self.ends_at_ms is not None and now_ms >= self.ends_at_ms:
+            raise RaceError(ErrorCode.TIME_UP, "the time limit is reached")
+        if racer.state is not RacerState.PLAYING:
+            raise RaceError(ErrorCode.NOT_PLAYING, f"your race is over ({racer.state.value})")
+        return racer
+
+    # --- events ------------------------------------------------------------------------
+
+    def _emit(self, build: Callable[[int], RaceEvent]) -> RaceEvent:
+        self.version += 1
+        event = build(self.version)
+        self.history.append(event)
+        return event
+
+    def _update(self) -> RaceEvent:
+        return self._emit(
+            lambda v: RaceUpdate(
+                race_id=self.race_id, epoch=self.epoch, version=v, race=self.info()
+            )
+        )
+
+    def _progress(self, racer: Racer, now_ms: int) -> RaceEvent:
+        entry = self.progress_of(racer, now_ms)
+        return self._emit(
+            lambda v: Progress(race_id=self.race_id, epoch=self.epoch, version=v, progress=entry)
+        )
+
+    # --- lobby -------------------------------------------------------------------------
+
+    def join(
+        self, player_id: str, name: str, invite_code: str | None, now_ms: int
+    ) -> list[RaceEvent]:
+        if player_id in self.racers:
+            raise RaceError(ErrorCode.ALREADY_JOINED, "you already sit in this race")
+        if self.status is not RaceStatus.OPEN:
+            raise RaceError(ErrorCode.WRONG_STATUS, f"the race is {self.status.value}")
+        if self.record.invite_code is not None and invite_code != self.record.invite_code:
+            raise RaceError(ErrorCode.BAD_INVITE, "this race needs its invite code")
+        if len(self.racers) >= self.record.seats:
+            raise RaceError(ErrorCode.RACE_FULL, "every seat is taken")
+        self.racers[player_id] = Racer(player_id, name, state_at_ms=now_ms)
+        if len(self.racers) == self.record.seats:
+            return [self._begin_countdown(now_ms)]
+        return [self._update()]
+
+    def leave(self, player_id: str, now_ms: int) -> list[RaceEvent]:
+        self.racer(player_id)
+        if self.status is not RaceStatus.OPEN:
+            raise RaceError(ErrorCode.WRONG_STATUS, "only an open race can be left; resign")
+        del self.racers[player_id]
+        if not self.racers:
+            self.status = RaceStatus.CANCELLED
+            self.finished_at_ms = now_ms
+        elif player_id == self.creator:
+            self.creator = next(iter(self.racers))
+        return [self._update()]
+
+    def request_start(self, player_id: str, now_ms: int) -> list[RaceEvent]:
+        self.racer(player_id)
+        if self.status is not RaceStatus.OPEN:
+            raise RaceError(ErrorCode.WRONG_STATUS, f"the race is {self.status.value}")
+        if player_id != self.creator:
+            raise RaceError(ErrorCode.NOT_CREATOR, "only the race's creator can start it")
+        needed = MIN_PLAYERS_RATED if self.record.rated else MIN_PLAYERS_CASUAL
+        if len(self.racers) < needed:
+            raise RaceError(ErrorCode.NOT_ENOUGH_PLAYERS, f"a start needs {needed} racers")
+        return [self._begin_countdown(now_ms)]
+
+    def _begin_countdown(self, now_ms: int) -> RaceEvent:
+        self.status = RaceStatus.COUNTDOWN
+        self.start_at_ms = now_ms + self.record.countdown_ms
+        return self._update()
+
+    # --- the clock ---------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        """The earliest time at which `tick` would change something (None: nothing pending)."""
+        times: list[int] = []
+        if self.status is RaceStatus.COUNTDOWN and self.start_at_ms is not None:
+            times.append(self.start_at_ms)
+        if self.status is RaceStatus.RUNNING and self.ends_at_ms is not None:
+            times.append(self.ends_at_ms)
+        if self.status in (RaceStatus.OPEN, RaceStatus.RUNNING):
+            times.extend(
+                r.disconnected_at_ms + self.record.grace_ms
+                for r in self.racers.values()
+                if r.disconnected_at_ms is not None and not r.is_done
+            )
+        return min(times) if times else None
+
+    def tick(self, now_ms: int) -> list[RaceEvent]:
+        """Apply every transition whose time has come."""
+        events: list[RaceEvent] = []
+        if self.status is RaceStatus.OPEN:
+            for racer in list(self.racers.values()):
+                if self._is_past_grace(racer, now_ms):
+                    events += self.leave(racer.player_id, now_ms)
+        start_at = self.start_at_ms
+        if self.status is RaceStatus.COUNTDOWN and start_at is not None and now_ms >= start_at:
+            events.append(self._start(start_at))
+        if self.status is RaceStatus.RUNNING:
+            for racer in self.racers.values():
+                if racer.state is RacerState.PLAYING and self._is_past_grace(racer, now_ms):
+                    events += self._set_state(racer, RacerState.GONE, now_ms)
+            ends_at = self.ends_at_ms
+            if self.status is RaceStatus.RUNNING and ends_at is not None and now_ms >= ends_at:
+                for racer in self.racers.values():
+                    if racer.state is RacerState.PLAYING:
+                        racer.state = RacerState.TIMED_OUT
+                        racer.state_at_ms = ends_at
+                        events.append(self._progress(racer, now_ms))
+                events += self._finish(ends_at)
+        return events
+
+    def _is_past_grace(self, racer: Racer, now_ms: int) -> bool:
+        gone_at = racer.disconnected_at_ms
+        return gone_at is not None and now_ms >= gone_at + self.record.grace_ms
+
+    def _start(self, at_ms: int) -> RaceEvent:
+        self.status = RaceStatus.RUNNING
+        self.started_at_ms = at_ms
+        self.ends_at_ms = at_ms + self.record.time_limit_s * 1000
+        for racer in self.racers.values():
+            racer.state = RacerState.PLAYING
+            racer.state_at_ms = at_ms
+        commitment = self.record.commitment
+        return self._emit(
+            lambda v: RaceStarted(
+                race_id=self.race_id,
+                epoch=self.epoch,
+                version=v,
+                started_at_ms=at_ms,
+                ends_at_ms=at_ms + self.record.time_limit_s * 1000,
+                commitment=commitment,
+            )
+        )
+
+    def _finish(self, now_ms: int) -> list[RaceEvent]:
+        assert self.started_at_ms is not None
+        self.status = RaceStatus.FINISHED
+        self.finished_at_ms = now_ms
+        self.results = rank_racers(list(self.racers.values()), self.started_at_ms)
+        results = self.results
+        return [
+            self._emit(
+                lambda v: RaceFinished(
+                    race_id=self.race_id,
+                    epoch=self.epoch,
+                    version=v,
+                    finished_at_ms=now_ms,
+                    results=results,
+                    game_number=self.record.game_number,
+                    salt=self.record.salt,
+                    commitment=self.record.commitment,
+                )
+            )
+        ]
+
+    def _set_state(self, racer: Racer, state: RacerState, now_ms: int) -> list[RaceEvent]:
+        racer.state = state
+        racer.state_at_ms = now_ms
+        events = [self._progress(racer, now_ms)]
+        if self.status is RaceStatus.RUNNING and all(r.is_done for r in self.racers.values()):
+            events += self._finish(now_ms)
+        return events
+
+    # --- racers' boards and choices ----------------------------------------------------
+
+    def record_board(
+        self,
+        player_id: str,
+        *,
+        on_foundations: int,
+        total: int,
+        moves: int,
+        won: bool,
+        stuck: bool,
+        now_ms: int,
+    ) -> list[RaceEvent]:
+        """A racer's board changed (a move, or the deal): publish its progress."""
+        racer = self.racer(player_id)
+        started = self.started_at_ms or now_ms
+        if on_foundations != racer.on_foundations:
+            racer.reached_at_ms = max(0, now_ms - started)
+        racer.on_foundations = on_foundations
+        racer.total = total
+        racer.moves = moves
+        if racer.state is RacerState.PLAYING and won:
+            return self._set_state(racer, RacerState.FINISHED, now_ms)
+        if racer.state is RacerState.PLAYING and stuck:
+            return self._set_state(racer, RacerState.STUCK, now_ms)
+        return [self._progress(racer, now_ms)]
+
+    def resign(self, player_id: str, now_ms: int) -> list[RaceEvent]:
+        self.check_can_move(player_id, now_ms)
+        return self._set_state(self.racers[player_id], RacerState.RESIGNED, now_ms)
+
+    def set_connected(self, player_id: str, connected: bool, now_ms: int) -> list[RaceEvent]:
+        """A racer's socket came or went; a racer away longer than the grace forfeits."""
+        racer = self.racers.get(player_id)
+        if racer is None or racer.connected == connected or not self.is_live:
+            return []
+        racer.connected = connected
+        racer.disconnected_at_ms = None if connected else now_ms
+        return [self._update()]
+
+    def restore_progress(
+        self, player_id: str, on_foundations: int, total: int, moves: int, reached_at_ms: int
+    ) -> None:
+        """After a restart: progress recomputed by replaying the stored moves (no event)."""
+        racer = self.racer(player_id)
+        racer.on_foundations = on_foundations
+        racer.total = total
+        racer.moves = moves
+        racer.reached_at_ms = reached_at_ms

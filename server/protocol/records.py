@@ -1,0 +1,86 @@
+"""What the store keeps about a race and its players: plain JSON-able models.
+
+A race is its settings, its game number and salt, its racers' states and (in the store's move
+log) every accepted move with its server time; boards are rebuilt from those by replay.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from solrace.server.protocol.messages import ResultEntry
+
+
+class RaceStatus(StrEnum):
+    OPEN = "open"
+    COUNTDOWN = "countdown"
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+
+
+class RacerState(StrEnum):
+    JOINED = "joined"
+    PLAYING = "playing"
+    FINISHED = "finished"
+    STUCK = "stuck"
+    RESIGNED = "resigned"
+    GONE = "gone"
+    TIMED_OUT = "timed_out"
+
+
+LIVE_STATUSES = (RaceStatus.OPEN, RaceStatus.COUNTDOWN, RaceStatus.RUNNING)
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RacerRecord(Record):
+    player_id: str
+    name: str
+    state: RacerState
+    state_at_ms: int | None = None
+
+
+class RaceRecord(Record):
+    race_id: str
+    game: str
+    seats: int
+    time_limit_s: int
+    rated: bool
+    invite_code: str | None
+    game_number: str
+    salt: str
+    commitment: str
+    creator: str
+    status: RaceStatus
+    created_at_ms: int
+    countdown_ms: int
+    grace_ms: int
+    spectator_delay_ms: int
+    start_at_ms: int | None = None
+    started_at_ms: int | None = None
+    ends_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    racers: list[RacerRecord] = []
+    results: list[ResultEntry] | None = None
+
+
+class PlayerRecord(Record):
+    player_id: str
+    name: str
+    created_at_ms: int
+
+
+class MoveRecord(Record):
+    """One accepted move: `ply` is its index in the player's move list (0-based)."""
+
+    race_id: str
+    player_id: str
+    ply: int
+    seq: int
+    move: str
+    at_ms: int

@@ -1,0 +1,33 @@
+"""Player tokens: the player id signed with the server's secret (HMAC-SHA256).
+
+A token proves identity on reconnect; the server stores no token, only the secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+
+TOKEN_PREFIX = "v1"
+
+
+def _signature(player_id: str, secret: bytes) -> str:
+    digest = hmac.new(secret, f"{TOKEN_PREFIX}.{player_id}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def sign_token(player_id: str, secret: bytes) -> str:
+    """The token that proves `player_id` to a server holding `secret`."""
+    return f"{TOKEN_PREFIX}.{player_id}.{_signature(player_id, secret)}"
+
+
+def verify_token(token: str, secret: bytes) -> str | None:
+    """The player id a token proves, or None if it is malformed or forged."""
+    parts = token.split(".")
+    if len(parts) != 3 or parts[0] != TOKEN_PREFIX or not parts[1]:
+        return None
+    expected = _signature(parts[1], secret)
+    if not hmac.compare_digest(expected.encode(), parts[2].encode()):
+        return None
+    return parts[1]

@@ -1,0 +1,40 @@
+"""Engine views to wire models. The engine decides what an audience sees; this only copies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from solrace.engine import Audience, BoardView, Game, PileView, view, view_piles
+from solrace.server.protocol.messages import BoardModel, PileModel
+
+
+def pile_models(piles: Mapping[str, PileView]) -> list[PileModel]:
+    return [PileModel(name=p.name, down=p.down, cards=list(p.cards)) for p in piles.values()]
+
+
+def board_model(board: BoardView) -> BoardModel:
+    on, total = board.progress
+    return BoardModel(
+        game=board.game_id,
+        piles=pile_models(board.piles),
+        round=board.round,
+        phase=board.phase,
+        base_rank=board.base_rank,
+        on_foundations=on,
+        total=total,
+        won=board.won,
+        stuck=board.stuck,
+    )
+
+
+def board_for(game: Game, audience: Audience) -> BoardModel:
+    """A whole board as `audience` (player or spectator) may see it."""
+    board = view(game, audience)
+    if not isinstance(board, BoardView):
+        raise ValueError(f"{audience} sees no board")
+    return board_model(board)
+
+
+def touched_pile_models(game: Game) -> list[PileModel]:
+    """The player's view of the piles the last move changed (what a move ack carries)."""
+    return pile_models(view_piles(game, game.touched_piles()))

@@ -1,0 +1,101 @@
+"""One race in memory: the pure state machine plus the engine boards and move bookkeeping.
+
+The hub owns the asyncio side; this class holds what a race needs between messages: each
+racer's live board, the server time of every accepted move (for spectator delay and
+replays), answers by sequence number (idempotency) and spectators' delayed boards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from solrace.engine import Game, deal
+from solrace.server.protocol.messages import MoveAck, MoveRejected
+from solrace.server.protocol.race import Race
+from solrace.server.protocol.records import MoveRecord
+from solrace.server.session import Session
+
+REJECTIONS_KEPT = 64
+
+
+@dataclass
+class RacerBoard:
+    """A racer's live board with what the server needs to answer and replay it."""
+
+    game: Game
+    move_times: list[int] = field(default_factory=list)
+    seq_to_ply: dict[int, int] = field(default_factory=dict)
+    acks: dict[int, MoveAck] = field(default_factory=dict)
+    rejections: OrderedDict[int, MoveRejected] = field(default_factory=OrderedDict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    spectator_game: Game | None = None
+
+    def remember_rejection(self, seq: int, answer: MoveRejected) -> None:
+        self.rejections[seq] = answer
+        while len(self.rejections) > REJECTIONS_KEPT:
+            self.rejections.popitem(last=False)
+
+
+class RaceRuntime:
+    def __init__(self, race: Race) -> None:
+        self.race = race
+        self.boards: dict[str, RacerBoard] = {}
+        self.spectators: set[Session] = set()
+        self.in_flight = 0
+        self.saved = race.to_record()
+
+    @property
+    def race_id(self) -> str:
+        return self.race.race_id
+
+    def deal_boards(self) -> None:
+        """Every racer gets the same deal (called once, when the race starts)."""
+        for player_id in self.race.racers:
+            self.boards[player_id] = RacerBoard(deal(self.race.game, self.race.record.game_number))
+
+    def restore_boards(self, moves: list[MoveRecord]) -> None:
+        """Rebuild every board by replaying the stored moves (after a restart)."""
+        self.deal_boards()
+        started = self.race.started_at_ms or 0
+        for player_id, board in self.boards.items():
+            reached_at = 0
+            on_before = board.game.progress()[0]
+            for move in sorted((m for m in moves if m.player_id == player_id), key=lambda m: m.ply):
+                board.game.play(move.move)
+                board.move_times.append(move.at_ms)
+                board.seq_to_ply[move.seq] = move.ply
+                on_now = board.game.progress()[0]
+                if on_now != on_before:
+                    reached_at = max(0, move.at_ms - started)
+                    on_before = on_now
+            on, total = board.game.progress()
+            self.race.restore_progress(player_id, on, total, board.game.ply, reached_at)
+
+    def spectator_target_ply(self, player_id: str, now_ms: int) -> int:
+        """How many of a racer's moves a spectator may see now."""
+        board = self.boards[player_id]
+        if not self.race.is_live:
+            return len(board.move_times)
+        cutoff = now_ms - self.race.record.spectator_delay_ms
+        count = 0
+        for at_ms in board.move_times:
+            if at_ms > cutoff:
+                break
+            count += 1
+        return count
+
+    def advance_spectator_board(self, player_id: str, now_ms: int) -> Game | None:
+        """Move the delayed copy forward; the copy if it changed (None if nothing new)."""
+        board = self.boards[player_id]
+        target = self.spectator_target_ply(player_id, now_ms)
+        first = board.spectator_game is None
+        if board.spectator_game is None:
+            board.spectator_game = deal(self.race.game, self.race.record.game_number)
+        delayed = board.spectator_game
+        if delayed.ply >= target and not first:
+            return None
+        for move in board.game.history[delayed.ply : target]:
+            delayed.play(move)
+        return delayed

@@ -1,0 +1,35 @@
+"""What the hub knows of one connection; the transport supplies `send` and `close`."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from pydantic import BaseModel
+
+from solrace.server.protocol.closecodes import CloseCode
+
+
+class Session(ABC):
+    """One client connection: its identity, what it watches, and a way to reach it."""
+
+    def __init__(self, session_id: int) -> None:
+        self.session_id = session_id
+        self.said_hello = False
+        self.player_id: str | None = None
+        self.name: str | None = None
+        self.watching: set[str] = set()
+        self.closed = False
+
+    @abstractmethod
+    def send(self, message: BaseModel) -> None:
+        """Queue a message; never blocks (a client that does not read is closed)."""
+
+    @abstractmethod
+    def close(self, code: CloseCode, reason: str) -> None:
+        """Close after the messages already queued."""
+
+    def __hash__(self) -> int:
+        return self.session_id
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Session) and other.session_id == self.session_id

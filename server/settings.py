@@ -1,0 +1,48 @@
+"""Server settings: defaults, then `SOLRACE_*` environment variables, then command-line flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob of `solrace serve` (environment: `SOLRACE_<NAME>`, e.g. `SOLRACE_PORT`)."""
+
+    model_config = SettingsConfigDict(env_prefix="SOLRACE_", extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    data_dir: Path = Path("data")
+    store: str | None = Field(
+        default=None, description="store URL; default sqlite:<data_dir>/solrace.sqlite3"
+    )
+    secret: str | None = Field(
+        default=None, description="token signing secret; default: <data_dir>/secret, created once"
+    )
+    log_level: str = "INFO"
+
+    max_frame_bytes: int = Field(default=16 * 1024, ge=256)
+    rate_capacity: float = Field(default=100.0, gt=0)
+    rate_refill_per_s: float = Field(default=5.0, gt=0)
+    ping_interval_s: float | None = 20.0
+    ping_timeout_s: float | None = 20.0
+    idle_timeout_s: float = Field(default=60.0, gt=0)
+    max_outgoing: int = Field(default=1024, ge=16)
+    origins: list[str] | None = None
+
+    countdown_s: float = Field(default=3.0, ge=0)
+    grace_s: float = Field(default=60.0, ge=0)
+    spectator_delay_casual_s: float = Field(default=0.0, ge=0)
+    spectator_delay_rated_s: float = Field(default=10.0, ge=0)
+    max_seats: int = Field(default=16, ge=8)
+    min_time_limit_s: int = Field(default=10, ge=1)
+    max_time_limit_s: int = Field(default=4 * 3600, ge=1)
+    history_size: int = Field(default=50, ge=1)
+    tick_s: float = Field(default=0.1, gt=0)
+    spectator_batch_s: float = Field(default=0.25, gt=0)
+
+    def store_url(self) -> str:
+        return self.store or f"sqlite:{self.data_dir / 'solrace.sqlite3'}"

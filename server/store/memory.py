@@ -1,0 +1,58 @@
+"""`memory:`: the store in dicts, for unit tests only (nothing survives the process)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
+from solrace.server.store.base import NameTakenError, PlyConflictError, UnknownRaceError
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self._players: dict[str, PlayerRecord] = {}
+        self._names: dict[str, str] = {}
+        self._races: dict[str, RaceRecord] = {}
+        self._moves: dict[tuple[str, str], list[MoveRecord]] = {}
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
+        if name.casefold() in self._names:
+            raise NameTakenError(name)
+        record = PlayerRecord(player_id=player_id, name=name, created_at_ms=now_ms)
+        self._players[player_id] = record
+        self._names[name.casefold()] = player_id
+        return record
+
+    async def get_player(self, player_id: str) -> PlayerRecord | None:
+        return self._players.get(player_id)
+
+    async def save_race(self, race: RaceRecord) -> None:
+        self._races[race.race_id] = race
+
+    async def get_race(self, race_id: str) -> RaceRecord | None:
+        return self._races.get(race_id)
+
+    async def list_races(self, statuses: Sequence[RaceStatus]) -> list[RaceRecord]:
+        wanted = set(statuses)
+        return [race for race in self._races.values() if race.status in wanted]
+
+    async def append_move(self, move: MoveRecord) -> None:
+        if move.race_id not in self._races:
+            raise UnknownRaceError(move.race_id)
+        log = self._moves.setdefault((move.race_id, move.player_id), [])
+        if move.ply != len(log) or any(m.seq == move.seq for m in log):
+            raise PlyConflictError(f"ply {move.ply} / seq {move.seq} is not the next move")
+        log.append(move)
+
+    async def get_moves(self, race_id: str) -> list[MoveRecord]:
+        moves: list[MoveRecord] = []
+        for (race, _player), log in self._moves.items():
+            if race == race_id:
+                moves.extend(log)
+        return moves

@@ -1,0 +1,187 @@
+"""`sqlite:PATH`: the default, embedded, durable store (one file, WAL).
+
+Every call runs on one worker thread that owns the connection, so the event loop never waits
+on the disk and writes are serialized. Each write commits before the call returns: an
+acknowledged move survives a kill -9 (WAL with synchronous=NORMAL is durable against process
+crashes; `durable=True` selects FULL for power loss too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
+from solrace.server.store.base import NameTakenError, PlyConflictError, UnknownRaceError
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS players (
+    player_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    created_at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS races (
+    race_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS races_status ON races (status);
+CREATE TABLE IF NOT EXISTS moves (
+    race_id TEXT NOT NULL REFERENCES races (race_id),
+    player_id TEXT NOT NULL,
+    ply INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    move TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (race_id, player_id, ply),
+    UNIQUE (race_id, player_id, seq)
+);
+"""
+
+
+class SqliteStore:
+    def __init__(self, path: str | Path, *, durable: bool = False) -> None:
+        self.path = Path(path)
+        self.durable = durable
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="solrace-sqlite")
+        self._db: sqlite3.Connection | None = None
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        def call() -> T:
+            assert self._db is not None, "store is not open"
+            return work(self._db)
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    async def open(self) -> None:
+        def connect() -> sqlite3.Connection:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
+            db.execute("PRAGMA foreign_keys=ON")
+            db.executescript(SCHEMA)
+            return db
+
+        self._db = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
+
+    async def close(self) -> None:
+        if self._db is not None:
+            db = self._db
+
+            def shut() -> None:
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                db.close()
+
+            await asyncio.get_running_loop().run_in_executor(self._executor, shut)
+            self._db = None
+        self._executor.shutdown(wait=True)
+
+    async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
+        def insert(db: sqlite3.Connection) -> None:
+            try:
+                db.execute(
+                    "INSERT INTO players (player_id, name, created_at_ms) VALUES (?, ?, ?)",
+                    (player_id, name, now_ms),
+                )
+            except sqlite3.IntegrityError:
+                raise NameTakenError(name) from None
+
+        await self._run(insert)
+        return PlayerRecord(player_id=player_id, name=name, created_at_ms=now_ms)
+
+    async def get_player(self, player_id: str) -> PlayerRecord | None:
+        def select(db: sqlite3.Connection) -> tuple[str, str, int] | None:
+            row: tuple[str, str, int] | None = db.execute(
+                "SELECT player_id, name, created_at_ms FROM players WHERE player_id = ?",
+                (player_id,),
+            ).fetchone()
+            return row
+
+        row = await self._run(select)
+        if row is None:
+            return None
+        return PlayerRecord(player_id=row[0], name=row[1], created_at_ms=row[2])
+
+    async def save_race(self, race: RaceRecord) -> None:
+        text = race.model_dump_json()
+
+        def upsert(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO races (race_id, status, record) VALUES (?, ?, ?) "
+                "ON CONFLICT (race_id) DO UPDATE SET status = excluded.status, "
+                "record = excluded.record",
+                (race.race_id, race.status.value, text),
+            )
+
+        await self._run(upsert)
+
+    async def get_race(self, race_id: str) -> RaceRecord | None:
+        def select(db: sqlite3.Connection) -> str | None:
+            row = db.execute("SELECT record FROM races WHERE race_id = ?", (race_id,)).fetchone()
+            return None if row is None else str(row[0])
+
+        text = await self._run(select)
+        return None if text is None else RaceRecord.model_validate_json(text)
+
+    async def list_races(self, statuses: Sequence[RaceStatus]) -> list[RaceRecord]:
+        wanted = [s.value for s in statuses]
+
+        def select(db: sqlite3.Connection) -> list[str]:
+            marks = ",".join("?" for _ in wanted)
+            rows = db.execute(
+                f"SELECT record FROM races WHERE status IN ({marks}) ORDER BY rowid", wanted
+            ).fetchall()
+            return [str(row[0]) for row in rows]
+
+        return [RaceRecord.model_validate_json(text) for text in await self._run(select)]
+
+    async def append_move(self, move: MoveRecord) -> None:
+        def insert(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if (
+                    db.execute("SELECT 1 FROM races WHERE race_id = ?", (move.race_id,)).fetchone()
+                    is None
+                ):
+                    raise UnknownRaceError(move.race_id)
+                (count,) = db.execute(
+                    "SELECT COUNT(*) FROM moves WHERE race_id = ? AND player_id = ?",
+                    (move.race_id, move.player_id),
+                ).fetchone()
+                if count != move.ply:
+                    raise PlyConflictError(f"expected ply {count}, got {move.ply}")
+                try:
+                    db.execute(
+                        "INSERT INTO moves (race_id, player_id, ply, seq, move, at_ms) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (move.race_id, move.player_id, move.ply, move.seq, move.move, move.at_ms),
+                    )
+                except sqlite3.IntegrityError:
+                    raise PlyConflictError(f"seq {move.seq} is already stored") from None
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+        await self._run(insert)
+
+    async def get_moves(self, race_id: str) -> list[MoveRecord]:
+        def select(db: sqlite3.Connection) -> list[tuple[str, str, int, int, str, int]]:
+            rows: list[tuple[str, str, int, int, str, int]] = db.execute(
+                "SELECT race_id, player_id, ply, seq, move, at_ms FROM moves "
+                "WHERE race_id = ? ORDER BY player_id, ply",
+                (race_id,),
+            ).fetchall()
+            return rows
+
+        return [
+            MoveRecord(race_id=r[0], player_id=r[1], ply=r[2], seq=r[3], move=r[4], at_ms=r[5])
+            for r in await self._run(select)
+        ]

@@ -1,0 +1,195 @@
+"""The WebSocket edge: bytes in, bytes out, limits enforced; decisions stay in the hub.
+
+Per connection: binary frames only, a size cap (websockets closes 1009), a credit-bucket rate
+budget (1008), an idle timeout (4004), a bounded outgoing queue (4005), no compression. The
+same port answers `GET /healthz` and `GET /metrics` over plain HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from http import HTTPStatus
+
+from pydantic import BaseModel
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+from websockets.typing import Origin
+
+from solrace.server.hub import Hub
+from solrace.server.metrics import CONTENT_TYPE, Metrics
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.codec import decode_client, encode
+from solrace.server.protocol.errors import DecodeError, ErrorCode, SchemaError
+from solrace.server.protocol.messages import Error
+from solrace.server.protocol.ratelimit import CreditBucket
+from solrace.server.session import Session
+from solrace.server.settings import Settings
+
+log = logging.getLogger("solrace.server.transport")
+
+_session_ids = itertools.count(1)
+
+
+class _Close:
+    def __init__(self, code: CloseCode, reason: str) -> None:
+        self.code = code
+        self.reason = reason
+
+
+class WebSocketSession(Session):
+    """A session whose messages go out through one writer task, in order, never blocking
+    the hub: a client that stops reading overflows its queue and is closed."""
+
+    def __init__(self, connection: ServerConnection, max_outgoing: int) -> None:
+        super().__init__(next(_session_ids))
+        self.connection = connection
+        self.max_outgoing = max_outgoing
+        self.queue: asyncio.Queue[bytes | _Close] = asyncio.Queue()
+        self.writer = asyncio.create_task(self._write(), name=f"solrace-writer-{self.session_id}")
+        self.closing = False
+
+    def send(self, message: BaseModel) -> None:
+        if self.closing:
+            return
+        if self.queue.qsize() >= self.max_outgoing:
+            self.closing = True
+            self.writer.cancel()
+            asyncio.create_task(  # noqa: RUF006 - the close outlives this call on purpose
+                self.connection.close(CloseCode.TOO_SLOW, "outgoing queue overflow")
+            )
+            return
+        self.queue.put_nowait(encode(message))
+
+    def close(self, code: CloseCode, reason: str) -> None:
+        if not self.closing:
+            self.closing = True
+            self.queue.put_nowait(_Close(code, reason))
+
+    async def _write(self) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                item = await self.queue.get()
+                if isinstance(item, _Close):
+                    await self.connection.close(item.code, item.reason)
+                    return
+                await self.connection.send(item)
+
+
+class Transport:
+    """Runs the websockets server and feeds each connection's messages to the hub."""
+
+    def __init__(self, hub: Hub, settings: Settings, metrics: Metrics) -> None:
+        self.hub = hub
+        self.settings = settings
+        self.metrics = metrics
+        self.server: Server | None = None
+        self.sessions: set[WebSocketSession] = set()
+
+    @property
+    def port(self) -> int:
+        assert self.server is not None
+        port: int = next(iter(self.server.sockets)).getsockname()[1]
+        return port
+
+    async def start(self) -> None:
+        settings = self.settings
+        origins: list[Origin | None] | None = None
+        if settings.origins:
+            # Browsers send Origin; scripts and the terminal client send none.
+            origins = [Origin(o) for o in settings.origins] + [None]
+        self.server = await serve(
+            self._serve_connection,
+            settings.host,
+            settings.port,
+            process_request=self._process_request,
+            max_size=settings.max_frame_bytes,
+            max_queue=16,
+            compression=None,
+            ping_interval=settings.ping_interval_s,
+            ping_timeout=settings.ping_timeout_s,
+            origins=origins,
+            server_header="solrace",
+        )
+
+    async def stop(self, code: CloseCode = CloseCode.SERVICE_RESTART) -> None:
+        """Stop accepting, close every connection with `code`, wait for the handlers."""
+        if self.server is None:
+            return
+        self.server.close(close_connections=True, code=code, reason="server restart")
+        await self.server.wait_closed()
+
+    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path == "/healthz":
+            return connection.respond(HTTPStatus.OK, "ok\n")
+        if path == "/metrics":
+            headers = Headers([("Content-Type", CONTENT_TYPE)])
+            return Response(200, "OK", headers, self.metrics.render())
+        return None
+
+    async def _serve_connection(self, connection: ServerConnection) -> None:
+        session = WebSocketSession(connection, self.settings.max_outgoing)
+        self.sessions.add(session)
+        self.metrics.connections.inc()
+        bucket = CreditBucket(
+            self.settings.rate_capacity, self.settings.rate_refill_per_s, time.monotonic()
+        )
+        try:
+            await self._receive(connection, session, bucket)
+        except ConnectionClosed:
+            pass
+        except Exception:
+            log.exception("connection %s failed", session.session_id)
+            session.close(CloseCode.INTERNAL_ERROR, "internal error")
+        finally:
+            self.sessions.discard(session)
+            self.metrics.connections.dec()
+            await self.hub.disconnected(session)
+            # Let queued messages and a pending close go out, then stop the writer.
+            if not session.writer.done():
+                session.close(CloseCode.NORMAL, "bye")
+                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(session.writer, timeout=2)
+            session.writer.cancel()
+
+    async def _receive(
+        self, connection: ServerConnection, session: WebSocketSession, bucket: CreditBucket
+    ) -> None:
+        while not session.closing:
+            try:
+                async with asyncio.timeout(self.settings.idle_timeout_s):
+                    frame = await connection.recv()
+            except TimeoutError:
+                session.close(CloseCode.IDLE_TIMEOUT, "idle")
+                return
+            if not bucket.spend(time.monotonic()):
+                self.metrics.rate_limit_closes.inc()
+                session.close(CloseCode.POLICY_VIOLATION, "rate budget exceeded")
+                return
+            if isinstance(frame, str):
+                self.metrics.bad_frames.labels("text").inc()
+                session.close(CloseCode.UNSUPPORTED_DATA, "binary frames only")
+                return
+            try:
+                message = decode_client(frame)
+            except DecodeError as exc:
+                self.metrics.bad_frames.labels("msgpack").inc()
+                session.close(CloseCode.INVALID_PAYLOAD, str(exc)[:100])
+                return
+            except SchemaError as exc:
+                self.metrics.bad_frames.labels("schema").inc()
+                session.send(
+                    Error(
+                        code=ErrorCode.INVALID_MESSAGE.value,
+                        message=str(exc),
+                        request=exc.request_type,
+                    )
+                )
+                continue
+            await self.hub.handle(session, message)
