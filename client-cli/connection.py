@@ -1,0 +1,384 @@
+"""The client's WebSocket connection: hello, moves with sequence numbers, resync, reconnects.
+
+One `Connection` speaks the protocol (binary msgpack frames through the server's codec) and
+hides a flaky network from its user:
+- every move gets a sequence number and stays pending until the server acks or rejects it; a
+  pending move is sent again (same seq, so the server applies it once) after `resend_after_s`
+  and after every reconnect;
+- a lost connection is retried with exponential backoff and jitter; after the new hello, every
+  followed race is resumed with `Sync` (the last version seen), so missed events arrive or a
+  snapshot replaces them;
+- a ping every `ping_interval_s` keeps the socket warm and measures the server's clock.
+
+The user reads `await conn.recv()`: server messages, plus a `StatusChange` when the link goes
+down or comes back (the app shows "reconnecting…").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.codec import decode_server, encode
+from solrace.server.protocol.errors import ProtocolError
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    Board,
+    ClientMessage,
+    Error,
+    Hello,
+    LeaveRace,
+    MakeMove,
+    MoveAck,
+    MoveRejected,
+    Ping,
+    Pong,
+    Progress,
+    RaceFinished,
+    RaceSnapshot,
+    RaceStarted,
+    RaceUpdate,
+    ServerMessage,
+    Sync,
+    Unwatch,
+    Welcome,
+)
+
+#: Close codes after which connecting again cannot help.
+FATAL_CLOSE_CODES: Final = frozenset(
+    {CloseCode.UNSUPPORTED_PROTOCOL, CloseCode.AUTH_FAILED, CloseCode.REPLACED}
+)
+MAX_FRAME: Final = 1 << 20
+
+
+class LinkStatus(StrEnum):
+    CONNECTED = "connected"
+    RECONNECTING = "reconnecting"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChange:
+    """The link went down, came back, or is closed for good (`detail` says why)."""
+
+    status: LinkStatus
+    detail: str = ""
+
+
+Incoming = ServerMessage | StatusChange
+
+
+class ConnectionFailedError(Exception):
+    """The server could not be reached or refused the hello (`fatal`: retrying cannot help)."""
+
+    def __init__(self, message: str, *, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.fatal = fatal
+
+
+@dataclass(slots=True)
+class PendingMove:
+    race_id: str
+    seq: int
+    move: str
+    sent_at: float
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Connection:
+    """A protocol client that survives disconnects; see the module docstring."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        name: str | None = None,
+        token: str | None = None,
+        resend_after_s: float = 2.5,
+        ping_interval_s: float = 10.0,
+        backoff_s: tuple[float, float] = (0.2, 5.0),
+        open_timeout_s: float = 10.0,
+    ) -> None:
+        self.url = url
+        self.name = name
+        self.token = token
+        self.resend_after_s = resend_after_s
+        self.ping_interval_s = ping_interval_s
+        self.backoff_s = backoff_s
+        self.open_timeout_s = open_timeout_s
+        self.welcome: Welcome | None = None
+        self.status = LinkStatus.CLOSED
+        self.clock_offset_ms = 0
+        self.pending: dict[int, PendingMove] = {}
+        #: race id -> (epoch, last version seen), for `Sync` after a reconnect.
+        self.versions: dict[str, tuple[str, int]] = {}
+        self.followed: set[str] = set()
+        self._finished: set[str] = set()
+        self._next_seq = _now_ms() * 1000
+        self._queue: asyncio.Queue[Incoming] = asyncio.Queue()
+        self._ws: ClientConnection | None = None
+        self._outbox: list[ClientMessage] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._supervisor: asyncio.Task[None] | None = None
+        self._closing = False
+        self._pings: dict[int, int] = {}
+        self._ping_nonce = 0
+
+    # --- public API ----------------------------------------------------------------------
+
+    async def connect(self) -> Welcome:
+        """Connect and say hello; raises `ConnectionFailedError` if that fails."""
+        self._closing = False
+        welcome = await self._open()
+        self._supervisor = asyncio.create_task(self._supervise(), name="solrace-connection")
+        return welcome
+
+    async def recv(self) -> Incoming:
+        return await self._queue.get()
+
+    def recv_nowait(self) -> Incoming | None:
+        try:
+            return self._queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return None
+
+    async def send(self, message: ClientMessage) -> None:
+        """Send now, or as soon as the link is back."""
+        if isinstance(message, LeaveRace | Unwatch):
+            self.followed.discard(message.race_id)
+        elif isinstance(message, Sync):
+            self.followed.add(message.race_id)
+        ws = self._ws
+        if ws is None:
+            self._outbox.append(message)
+            return
+        try:
+            await ws.send(encode(message))
+        except ConnectionClosed:
+            self._outbox.append(message)
+
+    async def send_move(self, race_id: str, move: str) -> int:
+        """Send a move on the own board of `race_id`; returns its sequence number."""
+        seq = self._next_seq
+        self._next_seq += 1
+        self.pending[seq] = PendingMove(race_id, seq, move, time.monotonic())
+        ws = self._ws
+        if ws is not None:
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(encode(MakeMove(race_id=race_id, seq=seq, move=move)))
+        return seq
+
+    def server_now_ms(self) -> int:
+        return _now_ms() + self.clock_offset_ms
+
+    async def close(self) -> None:
+        self._closing = True
+        supervisor = self._supervisor
+        self._supervisor = None
+        ws = self._ws
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                await ws.close()
+        if supervisor is not None:
+            supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await supervisor
+        await self._stop_tasks()
+        self.status = LinkStatus.CLOSED
+
+    async def __aenter__(self) -> Connection:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # --- one connection ------------------------------------------------------------------
+
+    async def _open(self) -> Welcome:
+        try:
+            ws = await connect(
+                self.url,
+                open_timeout=self.open_timeout_s,
+                max_size=MAX_FRAME,
+                compression=None,
+                ping_interval=20,
+            )
+        except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
+            raise ConnectionFailedError(f"cannot reach {self.url}: {exc}") from None
+        try:
+            welcome = await self._hello(ws)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await ws.close()
+            raise
+        self._ws = ws
+        self.status = LinkStatus.CONNECTED
+        await self._resume(ws)
+        self._tasks = [
+            asyncio.create_task(self._read(ws), name="solrace-read"),
+            asyncio.create_task(self._ping(ws), name="solrace-ping"),
+            asyncio.create_task(self._resend(ws), name="solrace-resend"),
+        ]
+        return welcome
+
+    async def _hello(self, ws: ClientConnection) -> Welcome:
+        hello = Hello(protocol=PROTOCOL_VERSION, name=None if self.token else self.name)
+        if self.token:
+            hello = Hello(protocol=PROTOCOL_VERSION, token=self.token)
+        sent_at = _now_ms()
+        await ws.send(encode(hello))
+        while True:
+            try:
+                data = await asyncio.wait_for(ws.recv(), self.open_timeout_s)
+            except ConnectionClosed as exc:
+                code = exc.rcvd.code if exc.rcvd else None
+                reason = exc.rcvd.reason if exc.rcvd else ""
+                raise ConnectionFailedError(
+                    f"the server closed the connection ({code}: {reason})",
+                    fatal=code in FATAL_CLOSE_CODES,
+                ) from None
+            except TimeoutError:
+                raise ConnectionFailedError("no answer to hello") from None
+            if isinstance(data, str):
+                continue
+            try:
+                message = decode_server(data)
+            except ProtocolError:
+                continue
+            if isinstance(message, Error):
+                raise ConnectionFailedError(f"{message.code}: {message.message}", fatal=True)
+            if isinstance(message, Welcome):
+                received = _now_ms()
+                self.clock_offset_ms = message.server_time_ms - (sent_at + received) // 2
+                self.welcome = message
+                if message.token:
+                    self.token = message.token
+                if message.name:
+                    self.name = message.name
+                await self._queue.put(message)
+                return message
+
+    async def _resume(self, ws: ClientConnection) -> None:
+        """After a (re)connect: resync followed races, flush the outbox, resend moves."""
+        for race_id in sorted(self.followed - self._finished):
+            epoch, version = self.versions.get(race_id, (None, None))
+            await ws.send(encode(Sync(race_id=race_id, epoch=epoch, since_version=version)))
+        outbox, self._outbox = self._outbox, []
+        for message in outbox:
+            await ws.send(encode(message))
+        for pending in sorted(self.pending.values(), key=lambda p: p.seq):
+            await self._send_pending(ws, pending)
+
+    async def _send_pending(self, ws: ClientConnection, pending: PendingMove) -> None:
+        pending.sent_at = time.monotonic()
+        await ws.send(encode(MakeMove(race_id=pending.race_id, seq=pending.seq, move=pending.move)))
+
+    def _observe(self, message: ServerMessage) -> None:
+        """Keep what a reconnect needs: versions, followed races, pending moves."""
+        if isinstance(message, RaceUpdate | RaceStarted | Progress | RaceFinished | RaceSnapshot):
+            race_id = message.race_id
+            self.followed.add(race_id)
+            epoch, version = self.versions.get(race_id, ("", -1))
+            if message.epoch != epoch or message.version > version:
+                self.versions[race_id] = (message.epoch, message.version)
+            if isinstance(message, RaceFinished) or (
+                isinstance(message, RaceSnapshot) and message.results is not None
+            ):
+                self._finished.add(race_id)
+        elif isinstance(message, Board):
+            self.followed.add(message.race_id)
+        elif isinstance(message, MoveAck | MoveRejected):
+            self.pending.pop(message.seq, None)
+        elif isinstance(message, Pong):
+            sent = self._pings.pop(message.nonce, None)
+            if sent is not None:
+                received = _now_ms()
+                self.clock_offset_ms = message.server_time_ms - (sent + received) // 2
+
+    async def _read(self, ws: ClientConnection) -> None:
+        async for data in ws:
+            if isinstance(data, str):
+                continue
+            try:
+                message = decode_server(data)
+            except ProtocolError:
+                continue
+            self._observe(message)
+            await self._queue.put(message)
+
+    async def _ping(self, ws: ClientConnection) -> None:
+        while True:
+            await asyncio.sleep(self.ping_interval_s)
+            self._ping_nonce += 1
+            self._pings = {self._ping_nonce: _now_ms()}
+            await ws.send(encode(Ping(nonce=self._ping_nonce)))
+
+    async def _resend(self, ws: ClientConnection) -> None:
+        tick = min(0.5, self.resend_after_s / 2)
+        while True:
+            await asyncio.sleep(tick)
+            now = time.monotonic()
+            for pending in sorted(self.pending.values(), key=lambda p: p.seq):
+                if now - pending.sent_at >= self.resend_after_s:
+                    await self._send_pending(ws, pending)
+
+    async def _stop_tasks(self) -> None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, ConnectionClosed, Exception):
+                await task
+
+    # --- the supervisor: notice a lost link and bring it back ------------------------------
+
+    async def _supervise(self) -> None:
+        while not self._closing:
+            ws = self._ws
+            if ws is None:
+                return
+            await ws.wait_closed()
+            self._ws = None
+            await self._stop_tasks()
+            if self._closing:
+                return
+            code = ws.close_code
+            if code in FATAL_CLOSE_CODES or code == CloseCode.NORMAL:
+                self.status = LinkStatus.CLOSED
+                reason = ws.close_reason or (CloseCode(code).name.lower() if code else "")
+                await self._queue.put(StatusChange(LinkStatus.CLOSED, f"{code}: {reason}"))
+                return
+            self.status = LinkStatus.RECONNECTING
+            await self._queue.put(StatusChange(LinkStatus.RECONNECTING, f"link lost ({code})"))
+            await self._reconnect()
+
+    async def _reconnect(self) -> None:
+        low, high = self.backoff_s
+        delay = low
+        while not self._closing:
+            await asyncio.sleep(delay * (0.5 + random.random() / 2))
+            try:
+                await self._open()
+            except ConnectionFailedError as exc:
+                if exc.fatal:
+                    self.status = LinkStatus.CLOSED
+                    await self._queue.put(StatusChange(LinkStatus.CLOSED, str(exc)))
+                    return
+                delay = min(high, delay * 2)
+                await self._queue.put(StatusChange(LinkStatus.RECONNECTING, str(exc)))
+                continue
+            await self._queue.put(StatusChange(LinkStatus.CONNECTED, "reconnected"))
+            return

@@ -1,0 +1,338 @@
+"""What the client knows, built only from server messages: a pure reducer, no I/O.
+
+`ClientState.apply(message)` folds every server message into the lobby (race list), each race
+the client follows (lobby info, clock, racers' progress, commitment and its check at the end)
+and the boards it may see (its own, or every racer's when spectating). The Textual app, the
+plain mode and the bots all read this one object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solrace.engine import BoardView, EngineError, Move
+from solrace.server.protocol.commitment import is_commitment_valid
+from solrace.server.protocol.messages import (
+    Board,
+    Error,
+    MoveAck,
+    MoveRejected,
+    Pong,
+    Progress,
+    ProgressEntry,
+    RaceFinished,
+    RaceInfo,
+    RaceList,
+    RaceSnapshot,
+    RaceStarted,
+    RaceUpdate,
+    Replay,
+    ReplayModel,
+    ResultEntry,
+    ServerMessage,
+    Welcome,
+)
+
+from .boards import apply_ack, board_from_model
+
+LIVE_STATUSES = frozenset({"open", "countdown", "running"})
+DONE_STATES = frozenset({"finished", "stuck", "resigned", "gone", "timed_out"})
+
+
+@dataclass(slots=True)
+class RacerStatus:
+    """One seat as the client sees it: the lobby's facts plus the latest progress."""
+
+    player_id: str
+    name: str
+    state: str = "joined"
+    connected: bool = True
+    on_foundations: int = 0
+    total: int = 0
+    moves: int = 0
+    elapsed_ms: int = 0
+
+    @property
+    def is_done(self) -> bool:
+        return self.state in DONE_STATES
+
+    @property
+    def fraction(self) -> float:
+        return self.on_foundations / self.total if self.total else 0.0
+
+
+@dataclass(slots=True)
+class RaceState:
+    """One race the client plays or watches."""
+
+    race_id: str
+    epoch: str | None = None
+    version: int = 0
+    info: RaceInfo | None = None
+    commitment: str | None = None
+    started_at_ms: int | None = None
+    ends_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    racers: dict[str, RacerStatus] = field(default_factory=dict)
+    results: list[ResultEntry] | None = None
+    game_number: str | None = None
+    salt: str | None = None
+    #: None until the reveal; then whether sha256(game, number, salt) equals the commitment.
+    commitment_ok: bool | None = None
+    boards: dict[str, BoardView] = field(default_factory=dict)
+    plies: dict[str, int] = field(default_factory=dict)
+    delays: dict[str, int] = field(default_factory=dict)
+    last_rejection: MoveRejected | None = None
+    last_error: Error | None = None
+
+    @property
+    def game(self) -> str | None:
+        return self.info.game if self.info else None
+
+    @property
+    def status(self) -> str:
+        if self.results is not None:
+            return "finished"
+        return self.info.status if self.info else "unknown"
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in LIVE_STATUSES
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in ("finished", "cancelled")
+
+    def remaining_ms(self, server_now_ms: int) -> int | None:
+        """Time left on the race clock, or until the start during the countdown."""
+        if self.is_finished:
+            return 0
+        if self.started_at_ms is None and self.info and self.info.start_at_ms is not None:
+            return max(0, self.info.start_at_ms - server_now_ms)
+        if self.ends_at_ms is None:
+            return None
+        return max(0, self.ends_at_ms - server_now_ms)
+
+    def elapsed_ms(self, server_now_ms: int) -> int:
+        if self.started_at_ms is None:
+            return 0
+        end = self.finished_at_ms if self.finished_at_ms is not None else server_now_ms
+        return max(0, end - self.started_at_ms)
+
+    # --- the reducer ---------------------------------------------------------------------
+
+    def _accepts_version(self, epoch: str, version: int) -> bool:
+        """Versioned events apply once, in order; a new epoch (server restart) starts over."""
+        if self.epoch != epoch:
+            self.epoch = epoch
+            self.version = version
+            return True
+        if version <= self.version:
+            return False
+        self.version = version
+        return True
+
+    def _set_info(self, info: RaceInfo) -> None:
+        self.info = info
+        if info.start_at_ms is not None and info.status == "running":
+            self.started_at_ms = self.started_at_ms or info.start_at_ms
+        if info.ends_at_ms is not None:
+            self.ends_at_ms = info.ends_at_ms
+        seen = set()
+        for racer in info.racers:
+            seen.add(racer.player_id)
+            status = self.racers.get(racer.player_id)
+            if status is None:
+                status = RacerStatus(racer.player_id, racer.name)
+                self.racers[racer.player_id] = status
+            status.name = racer.name
+            status.state = racer.state
+            status.connected = racer.connected
+        for player_id in list(self.racers):
+            if player_id not in seen:
+                del self.racers[player_id]
+
+    def _set_progress(self, entry: ProgressEntry) -> None:
+        status = self.racers.get(entry.player_id)
+        if status is None:
+            status = RacerStatus(entry.player_id, entry.player_id)
+            self.racers[entry.player_id] = status
+        status.state = entry.state
+        status.on_foundations = entry.on_foundations
+        status.total = entry.total
+        status.moves = entry.moves
+        status.elapsed_ms = entry.elapsed_ms
+
+    def _reveal(
+        self, results: list[ResultEntry], game_number: str, salt: str, commitment: str
+    ) -> None:
+        self.results = results
+        self.game_number = game_number
+        self.salt = salt
+        if self.commitment is None:
+            self.commitment = commitment
+        game = self.game
+        # The commitment checked is the one received at the start, not the one at the end.
+        self.commitment_ok = (
+            game is not None
+            and commitment == self.commitment
+            and is_commitment_valid(self.commitment, game, game_number, salt)
+        )
+        for entry in results:
+            status = self.racers.get(entry.player_id)
+            if status is not None:
+                status.state = entry.state
+                status.on_foundations = entry.on_foundations
+                status.total = entry.total
+                status.elapsed_ms = entry.elapsed_ms
+
+    def apply(self, message: ServerMessage) -> None:
+        """Fold one message about this race into the state."""
+        if isinstance(message, RaceUpdate):
+            if self._accepts_version(message.epoch, message.version):
+                self._set_info(message.race)
+        elif isinstance(message, RaceStarted):
+            if self._accepts_version(message.epoch, message.version):
+                self.commitment = message.commitment
+                self.started_at_ms = message.started_at_ms
+                self.ends_at_ms = message.ends_at_ms
+                for status in self.racers.values():
+                    if status.state == "joined":
+                        status.state = "playing"
+                if self.info is not None:
+                    self.info = self.info.model_copy(update={"status": "running"})
+        elif isinstance(message, Progress):
+            if self._accepts_version(message.epoch, message.version):
+                self._set_progress(message.progress)
+        elif isinstance(message, RaceFinished):
+            if self._accepts_version(message.epoch, message.version):
+                self.finished_at_ms = message.finished_at_ms
+                if self.info is not None:
+                    self.info = self.info.model_copy(update={"status": "finished"})
+                self._reveal(message.results, message.game_number, message.salt, message.commitment)
+        elif isinstance(message, RaceSnapshot):
+            self.epoch = message.epoch
+            self.version = message.version
+            self._set_info(message.race)
+            if message.commitment is not None and self.commitment is None:
+                self.commitment = message.commitment
+            self.started_at_ms = message.started_at_ms
+            for entry in message.progress:
+                self._set_progress(entry)
+            if (
+                message.results is not None
+                and message.game_number is not None
+                and message.salt is not None
+            ):
+                self._reveal(
+                    message.results,
+                    message.game_number,
+                    message.salt,
+                    message.commitment or self.commitment or "",
+                )
+        elif isinstance(message, Board):
+            self.boards[message.player_id] = board_from_model(message.board)
+            self.plies[message.player_id] = message.ply
+            self.delays[message.player_id] = message.delayed_ms
+        elif isinstance(message, MoveRejected):
+            self.last_rejection = message
+        elif isinstance(message, Error):
+            self.last_error = message
+
+    def apply_ack(self, player_id: str, ack: MoveAck) -> bool:
+        """Apply an ack to `player_id`'s board; False if the board already has that move."""
+        board = self.boards.get(player_id)
+        ply = self.plies.get(player_id, 0)
+        if board is None or ack.ply < ply:
+            return False
+        try:
+            move = Move.parse(ack.move)
+        except EngineError:
+            return False
+        self.boards[player_id] = apply_ack(
+            board,
+            move,
+            ack.piles,
+            on_foundations=ack.on_foundations,
+            total=ack.total,
+            won=ack.won,
+            stuck=ack.stuck,
+        )
+        self.plies[player_id] = ack.ply + 1
+        self.last_rejection = None
+        return True
+
+
+@dataclass(slots=True)
+class ClientState:
+    """Everything the client knows: identity, lobby and the races it follows."""
+
+    player_id: str | None = None
+    name: str | None = None
+    token: str | None = None
+    ratings: dict[str, float] = field(default_factory=dict)
+    active_races: list[str] = field(default_factory=list)
+    lobby: dict[str, RaceInfo] = field(default_factory=dict)
+    races: dict[str, RaceState] = field(default_factory=dict)
+    replays: dict[str, ReplayModel] = field(default_factory=dict)
+    #: server clock minus local clock, in ms, from the latest welcome or pong.
+    clock_offset_ms: int = 0
+    last_error: Error | None = None
+
+    def race(self, race_id: str) -> RaceState:
+        state = self.races.get(race_id)
+        if state is None:
+            state = RaceState(race_id)
+            self.races[race_id] = state
+        return state
+
+    def my_board(self, race_id: str) -> BoardView | None:
+        race = self.races.get(race_id)
+        if race is None or self.player_id is None:
+            return None
+        return race.boards.get(self.player_id)
+
+    def apply(self, message: ServerMessage, local_now_ms: int | None = None) -> str | None:
+        """Fold one server message in; returns the race id it concerned, if any."""
+        if isinstance(message, Welcome):
+            self.player_id = message.player_id
+            self.name = message.name
+            if message.token is not None:
+                self.token = message.token
+            self.ratings = dict(message.ratings)
+            self.active_races = list(message.active_races)
+            if local_now_ms is not None:
+                self.clock_offset_ms = message.server_time_ms - local_now_ms
+            return None
+        if isinstance(message, Pong):
+            if local_now_ms is not None:
+                self.clock_offset_ms = message.server_time_ms - local_now_ms
+            return None
+        if isinstance(message, RaceList):
+            self.lobby = {info.race_id: info for info in message.races}
+            return None
+        if isinstance(message, Replay):
+            self.replays[message.replay.race_id] = message.replay
+            return message.replay.race_id
+        if isinstance(message, Error):
+            self.last_error = message
+            if message.race_id is None:
+                return None
+            self.race(message.race_id).apply(message)
+            return message.race_id
+        if isinstance(message, MoveAck):
+            if self.player_id is not None:
+                self.race(message.race_id).apply_ack(self.player_id, message)
+            return message.race_id
+        race = self.race(message.race_id)
+        race.apply(message)
+        info = race.info
+        if info is not None:
+            if info.status in LIVE_STATUSES:
+                self.lobby[info.race_id] = info
+            else:
+                self.lobby.pop(info.race_id, None)
+        return message.race_id
+
+    def server_now_ms(self, local_now_ms: int) -> int:
+        return local_now_ms + self.clock_offset_ms
