@@ -1,0 +1,436 @@
+"""The tournament state machine, driven in pure code from registration to a champion."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
+from solrace.server.protocol.tournament import Tournament
+from solrace.server.protocol.tournament_errors import (
+    CorrectionRefusedError,
+    InvalidResultError,
+    InvalidSettingsError,
+    MatchId,
+    NotAdminError,
+    PlayerId,
+    TournamentError,
+    TournamentId,
+    UnknownMatchError,
+    WrongPhaseError,
+)
+from solrace.server.protocol.tournament_events import (
+    GameNumberNeeded,
+    MatchEnded,
+    MatchReopened,
+    PlayerForfeited,
+    RaceCancelled,
+    RaceRequested,
+    ResultCorrected,
+    RoundEnded,
+    RoundStarted,
+    TournamentEvent,
+    TournamentFinished,
+    TournamentStarted,
+)
+from solrace.server.protocol.tournament_state import Phase, TournamentSettings
+
+ADMIN = PlayerId("admin")
+Decider = Callable[[RaceRequested], list[PlayerId]]
+
+
+def deals(round_number: int, race_number: int) -> str:
+    return str(10**16 + 1000 * round_number + race_number)
+
+
+def players(count: int) -> list[PlayerId]:
+    return [PlayerId(f"p{i}") for i in range(1, count + 1)]
+
+
+def new_tournament(
+    rules: FormatRules,
+    count: int,
+    *,
+    grace: float | None = 60.0,
+    deal_source: Callable[[int, int], str] | None = deals,
+) -> Tournament:
+    settings = TournamentSettings(rules, no_show_grace=grace)
+    t = Tournament.create(
+        TournamentId("t1"), "klondike", settings, admin=ADMIN, now=0.0, deal_source=deal_source
+    )
+    for p in players(count):
+        t.register(p, now=1.0)
+    t.open_check_in(ADMIN, now=2.0)
+    for p in players(count):
+        t.check_in(p, now=3.0)
+    return t
+
+
+def rating_of(player: PlayerId) -> float:
+    return 100.0 - int(player[1:])  # p1 is the best rated
+
+
+def favourite_wins(request: RaceRequested) -> list[PlayerId]:
+    return sorted(request.players, key=lambda p: int(p[1:]))
+
+
+def result_for(order: Sequence[PlayerId]) -> RaceResult:
+    return RaceResult.from_order(order, {p: 52 - 7 * i for i, p in enumerate(order)})
+
+
+def roundtrip(t: Tournament) -> Tournament:
+    """Store and reload, as a restart would; the reloaded state must be identical."""
+    data = json.loads(json.dumps(t.to_dict()))
+    again = Tournament.from_dict(data, deal_source=deals)
+    assert again.to_dict() == t.to_dict()
+    return again
+
+
+def play_out(
+    t: Tournament, events: list[TournamentEvent], decide: Decider = favourite_wins
+) -> tuple[Tournament, list[TournamentEvent]]:
+    """Answer every requested race until nothing is left; reload from storage after each step."""
+    log = list(events)
+    queue = [e for e in events if isinstance(e, RaceRequested)]
+    now = 10.0
+    while queue:
+        request = queue.pop(0)
+        now += 1.0
+        t = roundtrip(t)
+        new = t.record_race(
+            request.match_id, request.race_number, result_for(decide(request)), now=now
+        )
+        log += new
+        queue += [e for e in new if isinstance(e, RaceRequested)]
+    return t, log
+
+
+def started(rules: FormatRules, count: int, **kw: Any) -> tuple[Tournament, list[TournamentEvent]]:
+    t = new_tournament(rules, count, **kw)
+    events = t.start(ADMIN, now=5.0, ratings={p: rating_of(p) for p in players(count)})
+    return t, events
+
+
+E = TypeVar("E")
+
+
+def of_type(events: Sequence[TournamentEvent], kind: type[E]) -> list[E]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+# --- full tournaments -------------------------------------------------------------------------
+
+
+def test_eight_player_single_elimination_to_a_champion() -> None:
+    t = new_tournament(FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 8)
+    ratings = {p: float(i) for i, p in enumerate(players(8))}  # p8 is the best rated
+    events = t.start(ADMIN, now=5.0, ratings=ratings)
+    assert of_type(events, TournamentStarted)[0].seeds == tuple(reversed(players(8)))
+    first = of_type(events, RoundStarted)[0]
+    assert [m.players for m in first.matches][0] == (PlayerId("p8"), PlayerId("p1"))
+    t, log = play_out(t, events)
+    assert t.phase is Phase.FINISHED
+    finished = of_type(log, TournamentFinished)
+    assert len(finished) == 1 and finished[0].champion == "p1"  # lowest number wins every race
+    assert t.champion() == "p1"
+    assert [e.round_number for e in of_type(log, RoundStarted)] == [1, 2, 3]
+    assert len(of_type(log, MatchEnded)) == 7
+    # every race k of a round used the same deal, revealed when the round ended
+    for ended in of_type(log, RoundEnded):
+        requests = [r for r in of_type(log, RaceRequested) if r.round_number == ended.round_number]
+        assert {r.game_number for r in requests} == set(ended.game_numbers.values())
+        assert all(r.game_number == deals(r.round_number, r.race_number) for r in requests)
+    assert [s.player for s in finished[0].standings][:2] == ["p1", "p2"]
+
+
+def test_six_player_swiss_to_a_champion() -> None:
+    t, events = started(FormatRules(Format.SWISS, best_of=3), 6)
+    t, log = play_out(t, events)
+    assert t.phase is Phase.FINISHED
+    assert len(t.rounds) == 3
+    assert t.champion() == "p1"
+    table = t.standings()
+    assert table[0].points == 3.0 and [s.rank for s in table] == [1, 2, 3, 4, 5, 6]
+    assert len(of_type(log, MatchEnded)) == 9
+
+
+@pytest.mark.parametrize(
+    ("rules", "count"),
+    [
+        (FormatRules(Format.DOUBLE_ELIMINATION), 5),
+        (FormatRules(Format.ROUND_ROBIN, best_of=2), 5),
+        (FormatRules(Format.HEATS, heat_size=3, advance_per_heat=1, best_of=2), 7),
+        (FormatRules(Format.SINGLE_ELIMINATION, third_place_match=True), 6),
+        (FormatRules(Format.SWISS), 7),
+    ],
+)
+def test_every_format_finishes_with_the_favourite(rules: FormatRules, count: int) -> None:
+    t, events = started(rules, count)
+    t, _ = play_out(t, events)
+    assert t.phase is Phase.FINISHED
+    assert t.champion() == "p1"
+
+
+def test_heats_request_one_n_player_race_per_heat() -> None:
+    t, events = started(FormatRules(Format.HEATS, heat_size=4, advance_per_heat=2), 8)
+    requests = of_type(events, RaceRequested)
+    assert [len(r.players) for r in requests] == [4, 4]
+    assert len({r.game_number for r in requests}) == 1
+
+
+# --- registration and start -------------------------------------------------------------------
+
+
+def test_registration_rules_refuse_and_change_nothing() -> None:
+    settings = TournamentSettings(FormatRules(Format.SWISS), max_players=2)
+    t = Tournament.create(TournamentId("t"), "klondike", settings, admin=ADMIN, now=0.0)
+    t.register(PlayerId("a"), now=1.0)
+    before = t.to_dict()
+    with pytest.raises(WrongPhaseError, match="already registered"):
+        t.register(PlayerId("a"), now=1.0)
+    t.register(PlayerId("b"), now=1.0)
+    with pytest.raises(WrongPhaseError, match="full"):
+        t.register(PlayerId("c"), now=1.0)
+    with pytest.raises(NotAdminError, match="admin"):
+        t.open_check_in(PlayerId("a"), now=2.0)
+    with pytest.raises(WrongPhaseError, match="open check-in first"):
+        t.start(ADMIN, now=2.0)
+    with pytest.raises(WrongPhaseError, match="check in"):
+        t.check_in(PlayerId("a"), now=2.0)
+    assert t.to_dict()["rounds"] == before["rounds"] == []
+    with pytest.raises(InvalidSettingsError):
+        Tournament.create(
+            TournamentId("t"),
+            "klondike",
+            TournamentSettings(FormatRules(Format.HEATS, heat_size=1)),
+            admin=ADMIN,
+            now=0.0,
+        )
+
+
+def test_players_who_do_not_check_in_are_left_out() -> None:
+    t = Tournament.create(
+        TournamentId("t"),
+        "klondike",
+        TournamentSettings(FormatRules(Format.ROUND_ROBIN)),
+        admin=ADMIN,
+        now=0.0,
+        deal_source=deals,
+    )
+    for p in players(4):
+        t.register(p, now=1.0)
+    t.open_check_in(ADMIN, now=2.0)
+    t.check_in(PlayerId("p1"), now=3.0)
+    with pytest.raises(WrongPhaseError, match="1 player"):
+        t.start(ADMIN, now=4.0)
+    t.check_in(PlayerId("p3"), now=3.0)
+    t.check_in(PlayerId("p4"), now=3.0)
+    started_ = of_type(t.start(ADMIN, now=4.0), TournamentStarted)[0]
+    assert started_.removed == (PlayerId("p2"),)
+    assert started_.seeds == (PlayerId("p1"), PlayerId("p3"), PlayerId("p4"))  # unrated: order
+    assert [e.act for e in t.audit] == ["create", "open_check_in", "start"]
+
+
+# --- races, no-shows, drop-outs ---------------------------------------------------------------
+
+
+def test_bad_or_stale_results_are_refused_and_repeats_ignored() -> None:
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 4)
+    request = of_type(events, RaceRequested)[0]
+    before = t.to_dict()
+    with pytest.raises(InvalidResultError, match="exactly the match's players"):
+        t.record_race(request.match_id, 1, result_for([PlayerId("p1")]), now=6.0)
+    with pytest.raises(UnknownMatchError, match="not waiting for race 2"):
+        t.record_race(request.match_id, 2, result_for(favourite_wins(request)), now=6.0)
+    with pytest.raises(UnknownMatchError, match="no match"):
+        t.record_race(MatchId("nope"), 1, result_for(favourite_wins(request)), now=6.0)
+    assert t.to_dict() == before
+    first = t.record_race(request.match_id, 1, result_for(favourite_wins(request)), now=6.0)
+    assert of_type(first, RaceRequested)[0].race_number == 2
+    assert t.record_race(request.match_id, 1, result_for(favourite_wins(request)), now=6.0) == []
+
+
+def test_no_show_forfeits_after_the_grace_period_only() -> None:
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4, grace=60.0)
+    one, two = of_type(events, RaceRequested)
+    t.report_present(one.players[0], now=6.0)
+    t.report_present(one.players[1], now=6.0)
+    t.report_present(two.players[0], now=6.0)  # two.players[1] never shows up
+    assert t.tick(now=64.0) == []
+    later = t.tick(now=65.0)
+    forfeits = of_type(later, PlayerForfeited)
+    assert [(f.match_id, f.player, f.reason) for f in forfeits] == [
+        (two.match_id, two.players[1], "no_show")
+    ]
+    assert of_type(later, RaceCancelled) == [RaceCancelled(two.match_id, 1)]
+    assert of_type(later, MatchEnded)[0].winner == two.players[0]
+
+
+def test_a_double_no_show_advances_nobody() -> None:
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4, grace=10.0)
+    one, two = of_type(events, RaceRequested)
+    t.record_race(one.match_id, 1, result_for(favourite_wins(one)), now=7.0)
+    later = t.tick(now=20.0)
+    assert of_type(later, MatchEnded)[0].winner is None
+    finished = of_type(later, TournamentFinished)  # the final is a walkover for p1
+    assert finished and finished[0].champion == "p1"
+
+
+def test_drop_out_forfeits_the_live_match_and_is_never_paired_again() -> None:
+    t, events = started(FormatRules(Format.SWISS, swiss_rounds=3), 6)
+    request = of_type(events, RaceRequested)[0]
+    quitter = request.players[1]
+    with pytest.raises(NotAdminError):
+        t.drop(quitter, actor=PlayerId("p6"), now=6.0)
+    dropped = t.drop(quitter, actor=quitter, now=6.0)
+    assert of_type(dropped, PlayerForfeited)[0].reason == "dropped"
+    assert of_type(dropped, MatchEnded)[0].winner == request.players[0]
+    t, log = play_out(t, [e for e in events if e != request])
+    assert t.phase is Phase.FINISHED
+    later = [m for e in of_type(log, RoundStarted) if e.round_number > 1 for m in e.matches]
+    assert all(quitter not in m.players for m in later)
+    assert next(s for s in t.standings() if s.player == quitter).is_dropped
+
+
+# --- pause, correction, audit -----------------------------------------------------------------
+
+
+def test_pause_holds_new_rounds_and_forfeits_until_resume() -> None:
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4, grace=5.0)
+    one, two = of_type(events, RaceRequested)
+    t.pause(ADMIN, now=6.0)
+    with pytest.raises(WrongPhaseError, match="already paused"):
+        t.pause(ADMIN, now=6.0)
+    assert t.tick(now=100.0) == []  # nobody forfeits while paused
+    t.record_race(one.match_id, 1, result_for(favourite_wins(one)), now=101.0)
+    ended = t.record_race(two.match_id, 1, result_for(favourite_wins(two)), now=102.0)
+    assert of_type(ended, RoundEnded) and not of_type(ended, RoundStarted)
+    resumed = t.resume(ADMIN, now=200.0)
+    assert of_type(resumed, RoundStarted)[0].round_number == 2
+    assert [e.act for e in t.audit][-2:] == ["pause", "resume"]
+    assert t.tick(now=204.0) == []  # the grace counts from the resume
+
+
+def test_correction_in_the_current_round_changes_the_winner() -> None:
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4)
+    one, two = of_type(events, RaceRequested)
+    t.record_race(one.match_id, 1, result_for(favourite_wins(one)), now=7.0)
+    upset = list(reversed(favourite_wins(one)))
+    with pytest.raises(NotAdminError):
+        t.correct_result(one.players[0], one.match_id, 1, result_for(upset), now=8.0)
+    fixed = t.correct_result(ADMIN, one.match_id, 1, result_for(upset), now=8.0, reason="misread")
+    assert of_type(fixed, ResultCorrected)[0].voided == ()
+    assert of_type(fixed, MatchEnded)[0].winner == upset[0]
+    nxt = t.record_race(two.match_id, 1, result_for(favourite_wins(two)), now=9.0)
+    final = of_type(nxt, RoundStarted)[0].matches[0]
+    assert upset[0] in final.players
+    assert t.audit[-1].act == "correct_result" and "misread" in t.audit[-1].detail
+
+
+def test_correction_is_refused_once_the_next_round_started() -> None:
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4)
+    one, two = of_type(events, RaceRequested)
+    t.record_race(one.match_id, 1, result_for(favourite_wins(one)), now=7.0)
+    t.record_race(two.match_id, 1, result_for(favourite_wins(two)), now=8.0)
+    before = t.to_dict()
+    with pytest.raises(CorrectionRefusedError, match="round 2 has already started"):
+        t.correct_result(ADMIN, one.match_id, 1, result_for(favourite_wins(one)[::-1]), now=9.0)
+    assert t.to_dict() == before
+
+
+def test_correction_can_reopen_a_match_or_void_later_races() -> None:
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 2)
+    request = of_type(events, RaceRequested)[0]
+    a, b = request.players
+    t.record_race(request.match_id, 1, result_for([a, b]), now=6.0)
+    t.record_race(request.match_id, 2, result_for([b, a]), now=7.0)
+    done = t.record_race(request.match_id, 3, result_for([a, b]), now=8.0)
+    assert of_type(done, TournamentFinished)[0].champion == a
+    # race 2 was really won by a: the match ended 2-0 and race 3 no longer counts
+    fixed = t.correct_result(ADMIN, request.match_id, 2, result_for([a, b]), now=9.0)
+    assert of_type(fixed, ResultCorrected)[0].voided == (3,)
+    assert of_type(fixed, TournamentFinished)[0].champion == a
+    # race 2 was won by b after all: 1-1, so the match needs its third race again
+    reopened = t.correct_result(ADMIN, request.match_id, 2, result_for([b, a]), now=10.0)
+    assert of_type(reopened, MatchReopened) and t.phase is Phase.RUNNING
+    again = of_type(reopened, RaceRequested)[0]
+    assert again.race_number == 3
+    final = t.record_race(request.match_id, 3, result_for([b, a]), now=11.0)
+    assert of_type(final, TournamentFinished)[0].champion == b
+
+
+def test_correction_after_the_grand_final_can_start_a_bracket_reset() -> None:
+    t, events = started(FormatRules(Format.DOUBLE_ELIMINATION), 2)
+    t, log = play_out(t, events)
+    assert t.champion() == "p1"
+    gf = next(r for r in of_type(log, RaceRequested) if r.match_id == "GF")
+    reset = t.correct_result(
+        ADMIN, gf.match_id, 1, result_for([PlayerId("p2"), PlayerId("p1")]), now=50.0
+    )
+    assert [m.match_id for m in of_type(reset, RoundStarted)[0].matches] == ["GF2"]
+    t, _ = play_out(t, reset)
+    assert t.champion() == "p1"
+    assert len(t.rounds) == 3
+
+
+# --- deals and storage ------------------------------------------------------------------------
+
+
+def test_without_a_deal_source_the_caller_provides_the_game_number() -> None:
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4, deal_source=None)
+    assert of_type(events, GameNumberNeeded) == [GameNumberNeeded(1, 1)]
+    assert not of_type(events, RaceRequested)
+    requested = t.provide_game_number(1, 1, "123456", now=6.0)
+    assert {r.game_number for r in of_type(requested, RaceRequested)} == {"123456"}
+    with pytest.raises(WrongPhaseError, match="already has its deal"):
+        t.provide_game_number(1, 1, "999", now=6.0)
+
+
+def test_deals_stay_secret_until_the_round_ends() -> None:
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4)
+    assert t.public_view()["rounds"][0]["game_numbers"] == {}
+    assert t.to_dict()["rounds"][0]["game_numbers"] == {"1": deals(1, 1)}
+    for request in of_type(events, RaceRequested):
+        t.record_race(request.match_id, 1, result_for(favourite_wins(request)), now=7.0)
+    view = t.public_view()
+    assert view["rounds"][0]["game_numbers"] == {"1": deals(1, 1)}
+    assert view["rounds"][1]["game_numbers"] == {}
+    assert json.loads(json.dumps(view)) == view
+
+
+def test_stored_state_of_another_schema_is_refused() -> None:
+    t, _ = started(FormatRules(Format.SWISS), 4)
+    data = t.to_dict()
+    data["schema"] = 99
+    with pytest.raises(TournamentError, match="schema"):
+        Tournament.from_dict(data)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    fmt=st.sampled_from(list(Format)),
+    count=st.integers(2, 9),
+    best_of=st.integers(1, 3),
+    choices=st.lists(st.integers(0, 1000), min_size=1, max_size=30),
+)
+def test_round_trip_at_every_step_of_random_tournaments(
+    fmt: Format, count: int, best_of: int, choices: list[int]
+) -> None:
+    rules = FormatRules(fmt, best_of=best_of, heat_size=3, advance_per_heat=2)
+    t, events = started(rules, count)
+    picks = iter(choices * 50)
+
+    def decide(request: RaceRequested) -> list[PlayerId]:
+        pick = next(picks)
+        order = sorted(request.players, key=lambda p: (zlib.crc32(f"{p}{pick}".encode()), p))
+        return order if pick % 7 else order[::-1]
+
+    t, _ = play_out(t, events, decide)  # play_out reloads from JSON before every race
+    assert t.phase is Phase.FINISHED
+    assert roundtrip(t).standings() == t.standings()
