@@ -1,0 +1,341 @@
+"""Bot players: `solrace bot`, and the opponent `solrace play` seats on its embedded server.
+
+Each bot is one `Connection` and one `ClientState`; it plays its own board with a strategy
+(`strategy.py`), one move at a time (the next move waits for the last one's ack), `delay_s`
+apart so it stays inside the server's rate budget. Many bots share one process and event loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from solrace.engine import GAME_IDS
+from solrace.server.protocol.messages import (
+    CreateRace,
+    Error,
+    JoinRace,
+    ListRaces,
+    MoveAck,
+    MoveRejected,
+    RaceList,
+    Resign,
+    ServerMessage,
+    StartRace,
+)
+
+from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
+from .state import ClientState, RaceState
+from .strategy import STRATEGIES, Strategy, make_strategy
+
+RaceCallback = Callable[[str], Awaitable[None] | None]
+
+
+class BotError(Exception):
+    """A bot could not join or create its race."""
+
+
+@dataclass(slots=True)
+class BotResult:
+    name: str
+    race_id: str
+    state: str
+    on_foundations: int
+    total: int
+    moves: int
+    reason: str
+
+
+class Bot:
+    """One bot player on one connection."""
+
+    def __init__(
+        self,
+        url: str,
+        name: str,
+        strategy: Strategy,
+        *,
+        delay_s: float = 0.25,
+        connection: Connection | None = None,
+    ) -> None:
+        self.url = url
+        self.name = name
+        self.strategy = strategy
+        self.delay_s = delay_s
+        self.conn = connection or Connection(url, name=name)
+        self.state = ClientState()
+        self.race_id: str | None = None
+        self.reason = ""
+        self._pending: int | None = None
+        self._resigned = False
+        self._rejections = 0
+
+    async def connect(self, attempts: int = 5) -> None:
+        """Say hello; a taken name gets a random suffix."""
+        for attempt in range(attempts):
+            try:
+                welcome = await self.conn.connect()
+            except ConnectionFailedError as exc:
+                if "name_taken" not in str(exc) or attempt == attempts - 1:
+                    raise
+                self.name = f"{self.name[:18]}-{secrets.token_hex(2)}"
+                self.conn.name = self.name
+                continue
+            self.state.apply(welcome)
+            # The welcome is queued for readers too; drop it, it is applied.
+            self.conn.recv_nowait()
+            return
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+    async def _next_message(self, wait_s: float | None) -> ServerMessage | None:
+        try:
+            incoming = await asyncio.wait_for(self.conn.recv(), wait_s)
+        except TimeoutError:
+            return None
+        if isinstance(incoming, StatusChange):
+            if incoming.status is LinkStatus.CLOSED:
+                raise BotError(f"{self.name}: connection closed ({incoming.detail})")
+            return None
+        self.state.apply(incoming)
+        return incoming
+
+    async def create(self, game: str, seats: int, time_limit_s: int, **options: object) -> str:
+        """Create a race and sit in it; returns its id."""
+        invite = options.get("invite_code")
+        number = options.get("game_number")
+        await self.conn.send(
+            CreateRace(
+                game=game,
+                seats=seats,
+                time_limit_s=time_limit_s,
+                invite_code=invite if isinstance(invite, str) else None,
+                game_number=number if isinstance(number, str) else None,
+            )
+        )
+        while True:
+            message = await self._next_message(10.0)
+            if message is None:
+                raise BotError(f"{self.name}: no answer to create_race")
+            if isinstance(message, Error):
+                raise BotError(f"{self.name}: {message.code}: {message.message}")
+            race_id = getattr(message, "race_id", None)
+            if race_id is None:
+                continue
+            race = self.state.races[race_id]
+            if race.info is not None and race.info.creator == self.state.player_id:
+                self.race_id = race_id
+                return race_id
+
+    async def join(self, race_id: str, invite_code: str | None = None) -> None:
+        await self.conn.send(JoinRace(race_id=race_id, invite_code=invite_code))
+        while True:
+            message = await self._next_message(10.0)
+            if message is None:
+                raise BotError(f"{self.name}: no answer to join_race")
+            if isinstance(message, Error) and message.request == "join_race":
+                raise BotError(f"{self.name}: {message.code}: {message.message}")
+            race = self.state.races.get(race_id)
+            if race is not None and self.state.player_id in race.racers:
+                self.race_id = race_id
+                return
+
+    async def start(self) -> None:
+        if self.race_id is not None:
+            await self.conn.send(StartRace(race_id=self.race_id))
+
+    @property
+    def race(self) -> RaceState | None:
+        return None if self.race_id is None else self.state.races.get(self.race_id)
+
+    def _can_move(self) -> bool:
+        race = self.race
+        me = self.state.player_id
+        if race is None or me is None or self._resigned or self._pending is not None:
+            return False
+        racer = race.racers.get(me)
+        board = race.boards.get(me)
+        return (
+            race.status == "running"
+            and racer is not None
+            and racer.state == "playing"
+            and board is not None
+        )
+
+    async def _act(self) -> None:
+        race = self.race
+        me = self.state.player_id
+        assert race is not None and me is not None and self.race_id is not None
+        board = race.boards[me]
+        choice = self.strategy.choose(board)
+        if choice.move is None:
+            self.reason = choice.reason
+            if not board.won and not board.stuck:
+                await self.conn.send(Resign(race_id=self.race_id))
+            self._resigned = True
+            return
+        self._pending = await self.conn.send_move(self.race_id, str(choice.move))
+
+    async def play(self) -> BotResult:
+        """Play the race to its end (or until this bot is out of it)."""
+        loop = asyncio.get_running_loop()
+        next_at = 0.0
+        while True:
+            race = self.race
+            if race is not None and race.is_finished:
+                break
+            if self._can_move() and loop.time() >= next_at:
+                await self._act()
+                continue
+            wait = None if not self._can_move() else max(0.0, next_at - loop.time())
+            message = await self._next_message(wait if wait is not None else 30.0)
+            if isinstance(message, MoveAck | MoveRejected) and message.seq == self._pending:
+                self._pending = None
+                next_at = loop.time() + self.delay_s
+                if isinstance(message, MoveRejected):
+                    self._rejections += 1
+                    if self._rejections >= 3:
+                        self._resigned = True
+                        self.reason = f"moves refused: {message.reason}"
+                        await self.conn.send(Resign(race_id=message.race_id))
+                else:
+                    self._rejections = 0
+        return self.result()
+
+    def result(self) -> BotResult:
+        race = self.race
+        me = self.state.player_id or ""
+        racer = race.racers.get(me) if race else None
+        return BotResult(
+            name=self.name,
+            race_id=self.race_id or "",
+            state=racer.state if racer else "unknown",
+            on_foundations=racer.on_foundations if racer else 0,
+            total=racer.total if racer else 0,
+            moves=racer.moves if racer else 0,
+            reason=self.reason,
+        )
+
+
+async def first_open_race(conn: Connection, state: ClientState) -> str | None:
+    """The id of an open race with a free seat, asking the server for its list."""
+    await conn.send(ListRaces())
+    while True:
+        incoming = await asyncio.wait_for(conn.recv(), 10.0)
+        if isinstance(incoming, StatusChange):
+            continue
+        state.apply(incoming)
+        if isinstance(incoming, RaceList):
+            for info in incoming.races:
+                if info.status == "open" and len(info.racers) < info.seats:
+                    return info.race_id
+            return None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="solrace bot",
+        description="Run one or many bot players against a race server. With --create the "
+        "first bot creates the race and prints 'race ID'; the others join it. With --race "
+        "every bot joins that race; with neither, they join the first open race.",
+    )
+    parser.add_argument("--server", required=True, help="server URL, e.g. ws://127.0.0.1:8765")
+    parser.add_argument("--strategy", choices=STRATEGIES, default="greedy")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--race", help="join this race id")
+    where.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
+    parser.add_argument("--seats", type=int, default=2, help="seats of a created race")
+    parser.add_argument("--time-limit", type=int, default=600, help="seconds (created race)")
+    parser.add_argument("--game-number", help="deal of a created race (default: secret)")
+    parser.add_argument("--invite", help="invite code (to create a private race or join one)")
+    parser.add_argument("--start", action="store_true", help="start once every bot has joined")
+    parser.add_argument("--count", type=int, default=1, help="how many bots (default 1)")
+    parser.add_argument("--name", default=None, help="bot name (numbered when --count > 1)")
+    parser.add_argument("--delay", type=float, default=0.25, help="seconds between moves")
+    parser.add_argument("--max-moves", type=int, default=1000, help="resign after this many")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the strategies")
+    return parser
+
+
+def _names(base: str | None, count: int) -> list[str]:
+    stem = base or f"bot-{secrets.token_hex(2)}"
+    if count == 1:
+        return [stem]
+    return [f"{stem[:20]}-{i + 1}" for i in range(count)]
+
+
+async def run_bots(args: argparse.Namespace) -> int:
+    bots = [
+        Bot(
+            args.server,
+            name,
+            make_strategy(
+                args.strategy,
+                seed=None if args.seed is None else args.seed + i,
+                max_moves=args.max_moves,
+            ),
+            delay_s=args.delay,
+        )
+        for i, name in enumerate(_names(args.name, args.count))
+    ]
+    try:
+        await asyncio.gather(*(bot.connect() for bot in bots))
+        if args.create:
+            race_id = await bots[0].create(
+                args.create,
+                args.seats,
+                args.time_limit,
+                invite_code=args.invite,
+                game_number=args.game_number,
+            )
+            print(f"race {race_id}", flush=True)
+            others = bots[1:]
+        else:
+            race_id = args.race or await first_open_race(bots[0].conn, bots[0].state)
+            if race_id is None:
+                print("solrace bot: no open race to join (use --create)", file=sys.stderr)
+                return 1
+            print(f"race {race_id}", flush=True)
+            others = bots
+        for bot in others:
+            await bot.join(race_id, args.invite)
+        if args.start and args.create:
+            await bots[0].start()
+        results = await asyncio.gather(*(bot.play() for bot in bots))
+    except (ConnectionFailedError, BotError) as exc:
+        print(f"solrace bot: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
+    race = bots[0].race
+    if race is not None and race.results is not None:
+        for entry in race.results:
+            print(
+                f"{entry.rank}. {entry.name} {entry.state} "
+                f"{entry.on_foundations}/{entry.total} {entry.elapsed_ms / 1000:.1f}s",
+                flush=True,
+            )
+        if race.commitment_ok is not None:
+            verdict = "verified" if race.commitment_ok else "MISMATCH"
+            print(f"deal {race.game_number}: commitment {verdict}", flush=True)
+    for result in results:
+        if result.reason:
+            print(f"{result.name}: {result.reason}", flush=True)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`solrace bot ...`."""
+    args = build_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
+    if args.count < 1:
+        print("solrace bot: --count must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(run_bots(args))
+    except KeyboardInterrupt:
+        return 130
