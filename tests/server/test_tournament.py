@@ -133,7 +133,7 @@ def test_eight_player_single_elimination_to_a_champion() -> None:
     events = t.start(ADMIN, now=5.0, ratings=ratings)
     assert of_type(events, TournamentStarted)[0].seeds == tuple(reversed(players(8)))
     first = of_type(events, RoundStarted)[0]
-    assert [m.players for m in first.matches][0] == (PlayerId("p8"), PlayerId("p1"))
+    assert next(m.players for m in first.matches) == (PlayerId("p8"), PlayerId("p1"))
     t, log = play_out(t, events)
     assert t.phase is Phase.FINISHED
     finished = of_type(log, TournamentFinished)
@@ -178,7 +178,7 @@ def test_every_format_finishes_with_the_favourite(rules: FormatRules, count: int
 
 
 def test_heats_request_one_n_player_race_per_heat() -> None:
-    t, events = started(FormatRules(Format.HEATS, heat_size=4, advance_per_heat=2), 8)
+    _t, events = started(FormatRules(Format.HEATS, heat_size=4, advance_per_heat=2), 8)
     requests = of_type(events, RaceRequested)
     assert [len(r.players) for r in requests] == [4, 4]
     assert len({r.game_number for r in requests}) == 1
@@ -274,7 +274,7 @@ def test_no_show_forfeits_after_the_grace_period_only() -> None:
 
 def test_a_double_no_show_advances_nobody() -> None:
     t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4, grace=10.0)
-    one, two = of_type(events, RaceRequested)
+    one, _two = of_type(events, RaceRequested)
     t.record_race(one.match_id, 1, result_for(favourite_wins(one)), now=7.0)
     later = t.tick(now=20.0)
     assert of_type(later, MatchEnded)[0].winner is None
