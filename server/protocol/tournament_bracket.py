@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .pairing import (
+from .tournament_errors import MatchId, PlayerId
+from .tournament_model import (
     Format,
     FormatRules,
     MatchOutcome,
@@ -27,7 +28,6 @@ from .pairing import (
     RoundPlan,
     Standing,
 )
-from .tournament_errors import MatchId, PlayerId
 
 __all__ = [
     "BracketMatch",
