@@ -81,6 +81,12 @@ class WebSocketSession(Session):
                 await self.connection.send(item)
 
 
+async def _discard_incoming(connection: ServerConnection) -> None:
+    with contextlib.suppress(ConnectionClosed):
+        while True:
+            await connection.recv()
+
+
 class Transport:
     """Runs the websockets server and feeds each connection's messages to the hub."""
 
@@ -151,12 +157,16 @@ class Transport:
             self.sessions.discard(session)
             self.metrics.connections.dec()
             await self.hub.disconnected(session)
-            # Let queued messages and a pending close go out, then stop the writer.
+            # Let queued messages and a pending close go out, then stop the writer. Frames
+            # the client already sent are read and dropped meanwhile: unread frames would
+            # hold back its answer to our close frame until the close timeout.
+            drain = asyncio.create_task(_discard_incoming(connection))
             if not session.writer.done():
                 session.close(CloseCode.NORMAL, "bye")
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                     await asyncio.wait_for(session.writer, timeout=2)
             session.writer.cancel()
+            drain.cancel()
 
     async def _receive(
         self, connection: ServerConnection, session: WebSocketSession, bucket: CreditBucket

@@ -1,0 +1,77 @@
+"""Real servers on 127.0.0.1 (port from the OS, SQLite in tmp_path) and real clients."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solrace.server.app import App
+from solrace.server.settings import Settings
+from tests.integration.wsclient import Client
+
+sys.setrecursionlimit(10_000)
+
+FAST = {
+    "host": "127.0.0.1",
+    "port": 0,
+    "countdown_s": 0.0,
+    "tick_s": 0.02,
+    "spectator_batch_s": 0.02,
+    "min_time_limit_s": 1,
+    "rate_capacity": 10_000.0,
+    "secret": "test-secret",
+}
+
+
+def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        **FAST,
+        "data_dir": tmp_path,
+        "store": f"sqlite:{tmp_path / 'solrace.sqlite3'}",
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+ServerFactory = Callable[..., Awaitable[App]]
+ClientFactory = Callable[..., Awaitable[Client]]
+
+
+@pytest.fixture
+async def start_server(tmp_path: Path) -> AsyncIterator[ServerFactory]:
+    apps: list[App] = []
+
+    async def start(**overrides: Any) -> App:
+        app = App(make_settings(tmp_path, **overrides))
+        await app.start()
+        apps.append(app)
+        return app
+
+    yield start
+    for app in apps:
+        await app.stop()
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory) -> App:
+    return await start_server()
+
+
+@pytest.fixture
+async def client(server: App) -> AsyncIterator[ClientFactory]:
+    clients: list[Client] = []
+
+    async def open_client(name: str | None = None, **kwargs: Any) -> Client:
+        new = await Client.open(f"ws://127.0.0.1:{server.port}", **kwargs)
+        clients.append(new)
+        if name is not None:
+            await new.hello(name)
+        return new
+
+    yield open_client
+    for each in clients:
+        await each.close()

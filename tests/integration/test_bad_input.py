@@ -1,0 +1,122 @@
+"""Every kind of bad input gets its documented answer while another race goes on unharmed."""
+
+from __future__ import annotations
+
+import pytest
+
+from solrace.server.app import App
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.codec import encode_raw
+from solrace.server.protocol.messages import (
+    Error,
+    Hello,
+    ListRaces,
+    MakeMove,
+    MoveRejected,
+    Ping,
+    Pong,
+    Progress,
+    RaceList,
+    Resign,
+)
+from solrace.server.protocol.tokens import sign_token
+from tests.integration.conftest import ClientFactory, ServerFactory
+from tests.integration.helpers import play, refused, start_race
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory) -> App:
+    # A small rate budget so that a flood trips it; the racers stay well inside it.
+    return await start_server(rate_capacity=40.0, rate_refill_per_s=5.0)
+
+
+async def test_bad_input_while_a_race_goes_on(server: App, client: ClientFactory) -> None:
+    alice, bob = await client("alice"), await client("bob")
+    race_id = await start_race(alice, [bob])
+    await play(alice, race_id, ["deal"])
+
+    # Closed at once, each with its code from the table.
+    garbage = await client()
+    await garbage.send_raw(b"\xc1\xff\x00 not msgpack")
+    assert await garbage.closed() == CloseCode.INVALID_PAYLOAD
+    not_a_map = await client()
+    await not_a_map.send_raw(encode_raw([1, 2, 3]))
+    assert await not_a_map.closed() == CloseCode.INVALID_PAYLOAD
+    text = await client()
+    await text.send_raw("hello")
+    assert await text.closed() == CloseCode.UNSUPPORTED_DATA
+    big = await client()
+    await big.send_raw(encode_raw({"type": "ping", "pad": "x" * 17_000}))
+    assert await big.closed() == CloseCode.MESSAGE_TOO_BIG
+    flood = await client()
+    for nonce in range(200):
+        try:
+            await flood.send(Ping(nonce=nonce))
+        except Exception:
+            break
+    assert await flood.closed() == CloseCode.POLICY_VIOLATION
+    old = await client()
+    await old.send(Hello(protocol=99, name="old"))
+    assert await old.closed() == CloseCode.UNSUPPORTED_PROTOCOL
+    forged = await client()
+    await forged.send(Hello(protocol=1, token=sign_token(alice.player_id, b"not the secret")))
+    assert await forged.closed() == CloseCode.AUTH_FAILED
+    wrong = await client()
+    await wrong.send(Hello(protocol=1, token="v1.nobody.c2lnbmF0dXJl"))
+    assert await wrong.closed() == CloseCode.AUTH_FAILED
+
+    # Answered with an error; the connection stays usable.
+    sloppy = await client()
+    await sloppy.send(ListRaces())
+    assert (await sloppy.expect(Error)).code == "hello_required"
+    for frame, request in [
+        ({"type": "teleport"}, "teleport"),
+        ({"type": "hello", "protocol": "1"}, "hello"),
+        ({"type": "ping", "nonce": 1, "extra": True}, "ping"),
+        ({"no_type": 1}, None),
+        ({"type": "move", "race_id": race_id, "seq": -1, "move": "deal"}, "move"),
+    ]:
+        await sloppy.send_raw(encode_raw(frame))
+        error = await sloppy.expect(Error)
+        assert (error.code, error.request) == ("invalid_message", request)
+    # A name another player's token owns: an error, not a welcome.
+    await sloppy.send(Hello(protocol=1, name="alice"))
+    assert (await sloppy.expect(Error, lambda e: e.request is None)).code == "name_taken"
+
+    mallory = await client("mallory")
+    # A move in a race mallory is not in, an unknown race, resigning someone else's race.
+    assert (await refused(mallory, race_id, 1, "deal")).code == "not_in_race"
+    assert (await refused(mallory, "r-nope", 1, "deal")).code == "unknown_race"
+    await mallory.send(Resign(race_id=race_id))
+    assert (await mallory.expect(Error)).code == "not_in_race"
+    # A spectator (no identity) trying to move.
+    spectator = await client()
+    await spectator.hello()
+    assert (await refused(spectator, race_id, 1, "deal")).code == "not_in_race"
+    # Alice's own bad moves: unparsable and illegal, nothing changes.
+    assert (await refused(alice, race_id, 2, "t9-zz")).code == "invalid_move"
+    assert (await refused(alice, race_id, 3, "t0-t1")).code == "illegal_move"
+
+    # The race was unharmed: both racers play on, the board where it was.
+    [ack] = await play(alice, race_id, ["deal"], first_seq=4)
+    assert ack.ply == 1
+    [ack] = await play(bob, race_id, ["deal"])
+    assert ack.ply == 0
+    await bob.expect(Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves == 2)
+    await sloppy.send(Ping(nonce=5))
+    assert (await sloppy.expect(Pong)).nonce == 5
+    await spectator.send(ListRaces())
+    assert [r.race_id for r in (await spectator.expect(RaceList)).races] == [race_id]
+
+
+async def test_a_rejected_move_changes_nothing(server: App, client: ClientFactory) -> None:
+    alice, bob = await client("alice"), await client("bob")
+    race_id = await start_race(alice, [bob])
+    await alice.send(MakeMove(race_id=race_id, seq=1, move="t0-t1"))
+    await alice.expect(MoveRejected)
+    [ack] = await play(alice, race_id, ["deal"], first_seq=2)
+    assert ack.ply == 0
+    progress = await bob.expect(
+        Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves > 0
+    )
+    assert progress.progress.moves == 1
