@@ -35,9 +35,8 @@ places, then cards on foundations, then seed. Forfeits rank below everyone who p
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .tournament_bracket import elimination_standings, plan_elimination_round
 from .tournament_errors import MatchId, PairingError, PlayerId
@@ -354,14 +353,14 @@ def _rank_scored(
     tally: Mapping[PlayerId, _Tally],
     seeds: Sequence[PlayerId],
     dropped: frozenset[PlayerId],
-    tiebreak: Any,
+    tiebreak: Callable[[Mapping[PlayerId, _Tally], PlayerId], float],
 ) -> list[Standing]:
     lines = [
         Standing(
             rank=0,
             player=p,
             points=tally[p].points,
-            tiebreak=float(tiebreak(tally, p)),
+            tiebreak=tiebreak(tally, p),
             cards=tally[p].cards,
             wins=tally[p].wins,
             draws=tally[p].draws,
