@@ -1,0 +1,217 @@
+"""What every board shares (engine/game.py): stuck, won, refusals, undo, copy, state text."""
+
+from __future__ import annotations
+
+import pytest
+
+from solrace.engine import (
+    DEAL,
+    GAME_IDS,
+    IllegalMoveError,
+    InvalidCardError,
+    InvalidMoveError,
+    Move,
+    NothingToUndoError,
+    deal,
+)
+
+from .positions import assert_refused, cards, position, snapshot
+
+# -- stuck -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("game_id", ["klondike", "klondike-draw3", "casino-klondike"])
+def test_multi_pass_stuck_when_cycling_the_stock_brings_nothing(game_id: str) -> None:
+    game = position(game_id, {"tableau[0]": "5C", "stock": "#7H #8D #9S #6H"})
+    assert game.legal_moves() == [DEAL]
+    before = snapshot(game)
+    assert game.is_stuck()
+    assert snapshot(game) == before  # asking does not change the board
+
+
+@pytest.mark.parametrize("game_id", ["klondike", "klondike-draw3", "casino-klondike"])
+def test_multi_pass_not_stuck_when_the_stock_holds_a_playable_card(game_id: str) -> None:
+    # Draw 1 and draw 3 both turn the Ace up in the first pass.
+    game = position(game_id, {"tableau[0]": "5C", "stock": "#7H #8D #AH #9S #6H"})
+    before = snapshot(game)
+    assert not game.is_stuck()
+    assert snapshot(game) == before
+
+
+def test_multi_pass_not_stuck_when_the_next_round_brings_a_card() -> None:
+    # The Ace lies under the waste's top: only a redeal brings it back.
+    game = position("casino-klondike", {"tableau[0]": "5C", "waste": "AH 7H"}, round_=2)
+    assert game.legal_moves() == [DEAL]
+    assert not game.is_stuck()
+    last = position("casino-klondike", {"tableau[0]": "5C", "waste": "AH 7H"}, round_=3)
+    assert last.legal_moves() == []
+    assert last.is_stuck()
+
+
+def test_multi_pass_not_stuck_while_a_card_move_is_left() -> None:
+    game = position("klondike", {"tableau[0]": "5C", "tableau[1]": "6D"})
+    assert not game.is_stuck()
+
+
+@pytest.mark.parametrize("game_id", ["vegas-klondike", "klondike-book-1"])
+def test_one_pass_stuck_only_without_any_legal_move(game_id: str) -> None:
+    game = position(game_id, {"tableau[0]": "5C", "stock": "#7H #8D"})
+    assert game.legal_moves() == [DEAL]
+    assert not game.is_stuck()  # one pass: a stock click is a move
+    game = position(game_id, {"tableau[0]": "5C", "waste": "7H 8D"})
+    assert game.legal_moves() == []
+    assert game.is_stuck()
+
+
+def test_one_pass_families_stuck_without_any_legal_move() -> None:
+    assert position("colorado", {"tableau[0]": "5C"}).is_stuck()
+    assert not position("colorado", {"tableau[0]": "5C", "waste": "9H"}).is_stuck()
+    assert not position("colorado", {"tableau[0]": "5C", "stock": "#2D"}).is_stuck()
+    # Every pile filled (spaces take any card), no two cards of a suit one rank apart, no Ace.
+    square = {f"tableau[{i}]": "3579"[i % 4] + "CSHD"[i // 4] for i in range(16)}
+    assert position("british-square", square).is_stuck()
+    assert not position("british-square", {**square, "stock": "#9H"}).is_stuck()
+    assert not position("british-square", {**square, "tableau[15]": ""}).is_stuck()
+    terrace = {"foundation[0]": "5C", **{f"tableau[{i}]": "9" + "HDCS"[i % 4] for i in range(9)}}
+    assert position("terrace", terrace).is_stuck()
+    assert not position("terrace", {**terrace, "stock": "#2S"}).is_stuck()
+
+
+def test_a_won_game_is_not_stuck() -> None:
+    piles = {f"foundation[{i}]": cards(s, "A23456789TJQK") for i, s in enumerate("CSHD")}
+    for game_id in ("klondike", "vegas-klondike"):
+        game = position(game_id, piles)
+        assert game.is_won()
+        assert not game.is_stuck()
+        assert game.progress() == (52, 52)
+
+
+def test_fresh_deals_are_neither_won_nor_stuck() -> None:
+    for game_id in GAME_IDS:
+        game = deal(game_id, "1")
+        assert not game.is_won()
+        on, total = game.progress()
+        assert total == 52 * game.decks
+        texts = game.pile_texts()
+        assert on == sum(len(texts[f"foundation[{i}]"].split()) for i in range(game.n_foundations))
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("game_id", "piles", "move", "message"),
+    [
+        ("klondike", {"tableau[3]": "9C", "waste": "9H"}, "w-t3", "t3 does not accept 9H on 9C"),
+        ("klondike", {"tableau[3]": "9C"}, "t9-t3", "klondike has no pile t9"),
+        ("klondike", {"tableau[3]": "9C"}, "r0-t3", "klondike has no pile r0"),
+        ("klondike", {"tableau[3]": "9C"}, "t3-t3", "t3 cannot move onto itself"),
+        ("klondike", {"tableau[3]": "9C"}, "t2-t3", "t2 is empty"),
+        ("klondike", {"tableau[3]": "9C 8H"}, "t3-t2:3", "t3 holds only 2 card(s)"),
+        ("klondike", {"tableau[3]": "#9C 8H"}, "t3-t2:2", "t3 has only 1 face-up card(s), not 2"),
+        ("klondike", {"stock": "#KC"}, "s-t0", "cards leave the stock only by dealing ('deal')"),
+        ("klondike", {"tableau[0]": "KC"}, "t0-w", "w does not accept KC"),
+        ("colorado", {"tableau[0]": "5C"}, "t0-t0", "t0 cannot move onto itself"),
+        ("terrace", {"foundation[0]": "5C", "reserve[0]": "7D"}, "r0-t0", "reserve cards go only"),
+        ("british-square", {"tableau[0]": "5C"}, "t0-f1", "f1 does not accept 5C on an empty pile"),
+    ],
+)
+def test_illegal_moves_change_nothing_and_say_why(
+    game_id: str, piles: dict[str, str], move: str, message: str
+) -> None:
+    assert_refused(position(game_id, piles), move, message)
+
+
+@pytest.mark.parametrize("game_id", GAME_IDS)
+def test_refusals_on_a_real_deal_change_nothing(game_id: str) -> None:
+    game = deal(game_id, "123456")
+    game.play(game.legal_moves()[-1])
+    before = snapshot(game)
+    refused = 0
+    for src in ["s", "w", *(f"f{i}" for i in range(8)), *(f"t{i}" for i in range(20)), "r0"]:
+        for dst in ["w", "f0", "f7", "t0", "t5", "t19"]:
+            for n in (1, 2):
+                move = Move(src, dst, n)
+                if game.is_legal(move):
+                    continue
+                with pytest.raises(IllegalMoveError) as info:
+                    game.play(move)
+                assert str(info.value)
+                refused += 1
+    assert refused > 100
+    assert snapshot(game) == before
+
+
+@pytest.mark.parametrize("text", ["", "t1", "t1-", "x-t1", "t1-t2:0", "t1-t2:x", "t01-t2", "w t1"])
+def test_unparsable_moves_raise_invalid_move_error(text: str) -> None:
+    game = deal("klondike", "1")
+    before = snapshot(game)
+    with pytest.raises(InvalidMoveError, match="expected 'deal', 'SRC-DST' or 'SRC-DST:N'"):
+        game.play(text)
+    assert snapshot(game) == before
+
+
+def test_parse_and_legality_errors_are_distinct_value_errors() -> None:
+    assert issubclass(InvalidMoveError, ValueError)
+    assert issubclass(IllegalMoveError, ValueError)
+    assert not issubclass(InvalidMoveError, IllegalMoveError)
+    assert not issubclass(IllegalMoveError, InvalidMoveError)
+
+
+# -- undo, copy, setup -------------------------------------------------------------------------
+
+
+def test_undo_without_moves_raises() -> None:
+    game = deal("klondike", "1")
+    with pytest.raises(NothingToUndoError, match="no move to undo"):
+        game.undo()
+
+
+def test_undo_returns_the_move_and_restores_automatic_follow_ups() -> None:
+    game = position("klondike", {"waste": "AC", "stock": "#9H #5H"})
+    before = snapshot(game)
+    game.play("w-f0")
+    assert game.touched_piles() == ("stock", "waste", "foundation[0]")
+    assert game.undo() == Move("w", "f0")
+    assert snapshot(game) == before
+    assert game.touched_piles() == ()
+
+
+def test_copy_is_independent() -> None:
+    game = deal("klondike", "7")
+    game.play(DEAL)
+    after_one = game.pile_texts()
+    twin = game.copy()
+    assert twin.pile_texts() == after_one
+    assert twin.history == game.history
+    twin.play(DEAL)
+    assert game.pile_texts() == after_one
+    assert game.ply == 1
+    game.play(DEAL)
+    assert game.pile_texts() == twin.pile_texts()
+    twin.undo()
+    twin.undo()
+    assert twin.pile_texts() == deal("klondike", "7").pile_texts()
+    assert game.ply == 2
+    game.undo()
+    assert game.pile_texts() == after_one
+
+
+def test_from_piles_refuses_unknown_piles_and_cards() -> None:
+    with pytest.raises(InvalidCardError, match="klondike has no pile 'reserve\\[0\\]'"):
+        position("klondike", {"reserve[0]": "AC"})
+    with pytest.raises(InvalidCardError, match="not a card: 'XX'"):
+        position("klondike", {"tableau[0]": "XX"})
+    with pytest.raises(InvalidCardError, match="face-down cards must lie under face-up ones"):
+        position("klondike", {"tableau[0]": "AC #2C"})
+
+
+def test_state_text_round_trips_through_from_piles() -> None:
+    for game_id in GAME_IDS:
+        game = deal(game_id, "99")
+        for move in game.legal_moves()[:1]:
+            game.play(move)
+        again = position(game_id, game.pile_texts(), round_=game.round)
+        assert again.pile_texts() == game.pile_texts()
+        assert set(again.legal_moves()) == set(game.legal_moves())
+        assert str(game).splitlines()[0].split(": ")[0] in game.pile_texts()
