@@ -315,10 +315,11 @@ class Tournament:
 
         A repeat of an already recorded result is ignored, so at-least-once delivery is safe.
         """
-        self._require(Phase.RUNNING, doing="record a race")
+        self._require(Phase.RUNNING, Phase.FINISHED, doing="record a race")
         rnd, match = self.find_match(match_id)
         if race_number <= len(match.races) and match.races[race_number - 1] == result:
             return []
+        self._require(Phase.RUNNING, doing="record a race")
         if rnd is not self.current_round or match.is_ended or match.pending_race != race_number:
             raise UnknownMatchError(
                 f"match {match_id} is not waiting for race {race_number}"

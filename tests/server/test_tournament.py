@@ -352,6 +352,7 @@ def test_correction_can_reopen_a_match_or_void_later_races() -> None:
     t.record_race(request.match_id, 2, result_for([b, a]), now=7.0)
     done = t.record_race(request.match_id, 3, result_for([a, b]), now=8.0)
     assert of_type(done, TournamentFinished)[0].champion == a
+    assert t.record_race(request.match_id, 3, result_for([a, b]), now=8.5) == []  # redelivered
     # race 2 was really won by a: the match ended 2-0 and race 3 no longer counts
     fixed = t.correct_result(ADMIN, request.match_id, 2, result_for([a, b]), now=9.0)
     assert of_type(fixed, ResultCorrected)[0].voided == (3,)
