@@ -1,0 +1,77 @@
+"""Reconnect with the token and the last event version; forfeit after the grace period."""
+
+from __future__ import annotations
+
+import pytest
+
+from solrace.server.app import App
+from solrace.server.protocol.messages import (
+    Board,
+    MakeMove,
+    MoveAck,
+    Progress,
+    RaceFinished,
+    RaceSnapshot,
+    RaceUpdate,
+    Resign,
+    Sync,
+)
+from tests.integration.conftest import ClientFactory, ServerFactory
+from tests.integration.helpers import play, start_race
+
+
+async def test_reconnect_mid_race_gets_missed_events_and_plays_on(
+    server: App, client: ClientFactory
+) -> None:
+    alice, bob = await client("alice"), await client("bob")
+    race_id = await start_race(alice, [bob])
+    await play(alice, race_id, ["deal", "deal"])
+    last = max(m.version for m in alice.received if hasattr(m, "version"))
+    epoch = next(m.epoch for m in alice.received if isinstance(m, Progress))
+    token = alice.welcome.token if alice.welcome else None
+    assert token is not None
+    await alice.close()
+    # Bob sees Alice drop, and keeps playing meanwhile.
+    await bob.expect(RaceUpdate, lambda m: not m.race.racers[0].connected)
+    await play(bob, race_id, ["deal", "deal", "deal"])
+
+    again = await client()
+    welcome = await again.hello(token=token)
+    assert welcome.player_id == alice.player_id and welcome.active_races == [race_id]
+    await again.send(Sync(race_id=race_id, epoch=epoch, since_version=last))
+    missed = [await again.expect(Progress, lambda m: m.progress.player_id == bob.player_id) for _ in range(3)]
+    assert [m.progress.moves for m in missed] == [1, 2, 3]
+    assert all(m.version > last for m in missed)
+    board = await again.expect(Board)
+    assert board.ply == 2 and board.player_id == alice.player_id
+    # An ack lost in the drop: resending the same seq is answered again, not replayed.
+    await again.send(MakeMove(race_id=race_id, seq=2, move="deal"))
+    assert (await again.expect(MoveAck)).duplicate
+    [ack] = await play(again, race_id, ["deal"], first_seq=3)
+    assert ack.ply == 2
+
+    # An unknown epoch (or a too old version) gets a snapshot instead.
+    await again.send(Sync(race_id=race_id, epoch="other", since_version=1))
+    snapshot = await again.expect(RaceSnapshot)
+    assert {p.player_id: p.moves for p in snapshot.progress} == {alice.player_id: 3, bob.player_id: 3}
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory, request: pytest.FixtureRequest) -> App:
+    grace = 0.3 if "forfeit" in request.node.name else 60.0
+    return await start_server(grace_s=grace)
+
+
+async def test_a_racer_away_longer_than_the_grace_period_forfeits(
+    server: App, client: ClientFactory
+) -> None:
+    alice, bob = await client("alice"), await client("bob")
+    race_id = await start_race(alice, [bob])
+    await play(alice, race_id, ["deal"])
+    await alice.close()
+    gone = await bob.expect(Progress, lambda m: m.progress.state == "gone")
+    assert gone.progress.player_id == alice.player_id
+    await play(bob, race_id, ["deal"])
+    await bob.send(Resign(race_id=race_id))
+    finished = await bob.expect(RaceFinished)
+    assert {r.name: r.state for r in finished.results} == {"alice": "gone", "bob": "resigned"}

@@ -1,0 +1,63 @@
+"""Spectators: live progress, boards delayed by the spectator delay, no way to act."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from solrace.server.app import App
+from solrace.server.protocol.messages import (
+    Board,
+    Error,
+    ListRaces,
+    MakeMove,
+    MoveAck,
+    MoveRejected,
+    Progress,
+    RaceList,
+    RaceSnapshot,
+    Watch,
+)
+from tests.integration.conftest import ClientFactory, ServerFactory
+from tests.integration.helpers import play, start_race
+
+DELAY_S = 1.0
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory) -> App:
+    return await start_server(spectator_delay_casual_s=DELAY_S)
+
+
+async def test_spectators_see_progress_live_and_boards_delayed(
+    server: App, client: ClientFactory
+) -> None:
+    alice, bob = await client("alice"), await client("bob")
+    race_id = await start_race(alice, [bob])
+    watcher = await client()
+    await watcher.hello()
+    await watcher.send(ListRaces())
+    assert [r.status for r in (await watcher.expect(RaceList)).races] == ["running"]
+    await watcher.send(Watch(race_id=race_id))
+    snapshot = await watcher.expect(RaceSnapshot)
+    assert snapshot.commitment is not None and snapshot.game_number is None
+    await watcher.expect(Board, lambda m: m.player_id == alice.player_id and m.ply == 0)
+
+    loop = asyncio.get_running_loop()
+    await alice.send(MakeMove(race_id=race_id, seq=1, move="deal"))
+    await alice.expect(MoveAck)
+    acked_at = loop.time()
+    live = await watcher.expect(Progress, lambda m: m.progress.moves == 1)
+    assert live.progress.player_id == alice.player_id
+    # The board with that move comes only after the delay, and with the delay stated.
+    delayed = await watcher.expect(Board, lambda m: m.player_id == alice.player_id and m.ply == 1)
+    assert loop.time() - acked_at >= DELAY_S - 0.05
+    assert delayed.delayed_ms == int(DELAY_S * 1000)
+
+    # Spectators cannot act; racers cannot spectate their own race.
+    await watcher.send(MakeMove(race_id=race_id, seq=1, move="deal"))
+    assert (await watcher.expect(MoveRejected)).code == "not_in_race"
+    await alice.send(Watch(race_id=race_id))
+    assert (await alice.expect(Error)).code == "not_allowed"
+    await play(bob, race_id, ["deal"])
