@@ -76,6 +76,10 @@ class Bot:
 
     async def connect(self, attempts: int = 5) -> None:
         """Say hello; a taken name gets a random suffix."""
+        if self.conn.welcome is not None:  # connected by the caller
+            self.state.apply(self.conn.welcome)
+            self.conn.recv_nowait()
+            return
         for attempt in range(attempts):
             try:
                 welcome = await self.conn.connect()

@@ -1,0 +1,271 @@
+"""Entry points: `solrace play`, `solrace watch` and `solrace replay`.
+
+Each parses its flags, connects (or starts the embedded server for `play` without `--server`)
+and runs either the Textual application or, with `--plain`, the line mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from solrace.engine import GAME_IDS
+
+from .bots import Bot
+from .connection import Connection, ConnectionFailedError
+from .embedded import EmbeddedServer
+from .identity import EMBEDDED_KEY, connect_player, data_dir
+from .plain import PlainMode, stdin_lines
+from .replay import load_replay_file, replay_text
+from .session import RequestError, Session
+from .strategy import STRATEGIES, make_strategy
+
+
+def _log_to_file(folder: Path) -> None:
+    """Keep log lines off the screen: the TUI owns the terminal, the plain mode stdout."""
+    folder.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        filename=folder / "client.log",
+        level=logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+# --- play --------------------------------------------------------------------------------
+
+
+def build_play_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="solrace play",
+        description="Play patience races in the terminal. Without --server an embedded server "
+        "starts in this process and a bot opponent takes the second seat.",
+    )
+    parser.add_argument("--server", help="server URL, e.g. ws://127.0.0.1:8765")
+    parser.add_argument("--name", help="your player name (kept with its token)")
+    parser.add_argument("--plain", action="store_true", help="line mode: text board, typed moves")
+    parser.add_argument(
+        "--game", choices=GAME_IDS, default="klondike", help="game against the bot (embedded)"
+    )
+    parser.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
+    parser.add_argument("--seats", type=int, default=2, help="seats of a created race")
+    parser.add_argument("--time-limit", type=int, default=600, help="seconds per race")
+    parser.add_argument("--race", help="join this race id")
+    parser.add_argument("--invite", help="invite code of a private race")
+    parser.add_argument(
+        "--bot", choices=(*STRATEGIES, "none"), default="greedy", help="embedded opponent"
+    )
+    parser.add_argument("--bot-delay", type=float, default=1.5, help="bot's seconds per move")
+    parser.add_argument("--data-dir", type=Path, help="embedded server's folder")
+    parser.add_argument("--ascii", action="store_true", help="ASCII cards (TD, not T♦)")
+    return parser
+
+
+class Opponents:
+    """Bots seated by `play` on its embedded server."""
+
+    def __init__(self, url: str, strategy: str, delay_s: float) -> None:
+        self.url = url
+        self.strategy = strategy
+        self.delay_s = delay_s
+        self.tasks: list[asyncio.Task[object]] = []
+        self.bots: list[Bot] = []
+
+    async def seat(self, race_id: str) -> None:
+        if self.strategy == "none":
+            return
+        conn = await connect_player(self.url, f"{EMBEDDED_KEY}-bot", "solrace-bot")
+        bot = Bot(self.url, conn.name or "solrace-bot", make_strategy(self.strategy), delay_s=self.delay_s, connection=conn)
+        await bot.connect()
+        await bot.join(race_id)
+        self.bots.append(bot)
+        self.tasks.append(asyncio.create_task(bot.play()))
+
+    async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        for task in self.tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        for bot in self.bots:
+            await bot.close()
+        self.tasks.clear()
+        self.bots.clear()
+
+
+async def _play(args: argparse.Namespace) -> int:
+    embedded: EmbeddedServer | None = None
+    if args.server is None:
+        folder = args.data_dir or data_dir() / "embedded"
+        _log_to_file(folder)
+        embedded = EmbeddedServer(folder)
+        url = await embedded.start()
+        key = EMBEDDED_KEY
+    else:
+        _log_to_file(data_dir())
+        url = args.server
+        key = url
+    opponents = Opponents(url, args.bot, args.bot_delay) if embedded else None
+    conn: Connection | None = None
+    pump: asyncio.Task[None] | None = None
+    try:
+        conn = await connect_player(url, key, args.name)
+        session = Session(conn)
+        conn.recv_nowait()  # the welcome, applied by Session
+        pump = asyncio.create_task(session.pump(), name="solrace-pump")
+        if not args.plain:
+            from .tui import PlayApp
+
+            app = PlayApp(session, opponents=opponents, game=args.game, args=args)
+            await app.run_async()
+            return 0
+        mode = PlainMode(session, sys.stdout)
+        mode.say(f"connected to {url} as {session.state.name}")
+        if opponents is not None:
+            race_id = await session.create_race(args.game, 2, args.time_limit)
+            mode.race_id = race_id
+            mode.say(f"race {race_id} created ({args.game}, you against a {args.bot} bot)")
+            await opponents.seat(race_id)
+        elif args.create:
+            await mode.create([args.create, str(args.seats), str(args.time_limit)])
+        elif args.race:
+            await session.join_race(args.race, args.invite)
+            mode.race_id = args.race
+            mode.say(f"joined race {args.race}")
+        return await mode.run(stdin_lines())
+    except ConnectionFailedError as exc:
+        print(f"solrace play: {exc}", file=sys.stderr)
+        return 1
+    except RequestError as exc:
+        print(f"solrace play: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if pump is not None:
+            pump.cancel()
+        if opponents is not None:
+            await opponents.close()
+        if conn is not None:
+            await conn.close()
+        if embedded is not None:
+            await embedded.stop()
+
+
+def play_main(argv: Sequence[str] | None = None) -> int:
+    """`solrace play ...`."""
+    args = build_play_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
+    try:
+        return asyncio.run(_play(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+# --- watch -------------------------------------------------------------------------------
+
+
+def build_watch_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="solrace watch",
+        description="Watch live races: every player's board as the server sends it (delayed "
+        "in rated races), progress bars, and a follow mode (TV) that moves on to the next "
+        "live race when one ends.",
+    )
+    parser.add_argument("race", nargs="?", help="race id (default: pick from the live races)")
+    parser.add_argument("--server", default="ws://127.0.0.1:8765", help="server URL")
+    parser.add_argument("--follow", action="store_true", help="TV mode: go on to the next race")
+    parser.add_argument("--ascii", action="store_true", help="ASCII cards")
+    return parser
+
+
+async def _watch(args: argparse.Namespace) -> int:
+    _log_to_file(data_dir())
+    conn = Connection(args.server)
+    try:
+        await conn.connect()
+    except ConnectionFailedError as exc:
+        print(f"solrace watch: {exc}", file=sys.stderr)
+        return 1
+    session = Session(conn)
+    conn.recv_nowait()
+    pump = asyncio.create_task(session.pump(), name="solrace-pump")
+    try:
+        from .tui import WatchApp
+
+        app = WatchApp(session, race_id=args.race, follow=args.follow, ascii=args.ascii)
+        await app.run_async()
+        return 0
+    finally:
+        pump.cancel()
+        await conn.close()
+
+
+def watch_main(argv: Sequence[str] | None = None) -> int:
+    """`solrace watch [RACE]`."""
+    args = build_watch_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
+    try:
+        return asyncio.run(_watch(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+# --- replay ------------------------------------------------------------------------------
+
+
+def build_replay_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="solrace replay",
+        description="Step through a finished race move by move, for each player. The source "
+        "is a race id on a server or a replay file (the server's replay JSON).",
+    )
+    parser.add_argument("source", help="race id, or path of a replay .json file")
+    parser.add_argument("--server", default="ws://127.0.0.1:8765", help="server URL")
+    parser.add_argument("--plain", action="store_true", help="print every board, no TUI")
+    parser.add_argument("--save", type=Path, help="also write the replay JSON to this file")
+    parser.add_argument("--ascii", action="store_true", help="ASCII cards")
+    return parser
+
+
+async def _fetch_replay(server: str, race_id: str) -> object:
+    conn = Connection(server, name=None)
+    await conn.connect()
+    session = Session(conn)
+    conn.recv_nowait()
+    pump = asyncio.create_task(session.pump())
+    try:
+        return await session.get_replay(race_id)
+    finally:
+        pump.cancel()
+        await conn.close()
+
+
+def replay_main(argv: Sequence[str] | None = None) -> int:
+    """`solrace replay RACE|FILE`."""
+    args = build_replay_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
+    path = Path(args.source)
+    try:
+        if path.suffix == ".json" or path.exists():
+            replay = load_replay_file(path)
+        else:
+            from solrace.server.protocol.messages import ReplayModel
+
+            fetched = asyncio.run(_fetch_replay(args.server, args.source))
+            assert isinstance(fetched, ReplayModel)
+            replay = fetched
+    except (OSError, ValueError, ConnectionFailedError, RequestError) as exc:
+        print(f"solrace replay: {exc}", file=sys.stderr)
+        return 1
+    if args.save:
+        args.save.write_text(replay.model_dump_json(indent=2))
+    if args.plain:
+        print(replay_text(replay))
+        return 0
+    from .tui import ReplayApp
+
+    ReplayApp(replay, ascii=args.ascii).run()
+    return 0
+
+
+__all__ = ["play_main", "replay_main", "watch_main"]
