@@ -7,7 +7,7 @@ everything the families share: the undo journal, the move loop, state text and t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .cards import CARDS, TEXT, Card
@@ -59,6 +59,7 @@ class Game:
             p.number = i
         self._by_short = {p.short: p for p in self.piles}
         self._by_name = {p.name: p for p in self.piles}
+        self._targets = tuple(self.move_targets())
         self.round = 1
         self.history: list[Move] = []
         self._journal: list[tuple[_Saved, tuple[Any, ...]]] = []
@@ -302,10 +303,8 @@ class Game:
     def move_targets(self) -> Sequence[Pile]:
         return [p for p in self.piles if p.kind in (FOUNDATION, TABLEAU)]
 
-    def legal_moves(self) -> list[Move]:
-        """Every legal action, the stock click first, then by source and target pile order."""
-        moves: list[Move] = [DEAL] if self.can_deal() else []
-        targets = self.move_targets()
+    def _card_moves(self) -> Iterator[Move]:
+        targets = self._targets
         for src in self.move_sources():
             if not src.cards:
                 continue
@@ -314,12 +313,21 @@ class Game:
                     continue
                 for dst in targets:
                     if dst is not src and self.accepts(dst, src, n):
-                        moves.append(Move(src.short, dst.short, n))
+                        yield Move(src.short, dst.short, n)
+
+    def legal_moves(self) -> list[Move]:
+        """Every legal action, the stock click first, then by source and target pile order."""
+        moves: list[Move] = [DEAL] if self.can_deal() else []
+        moves.extend(self._card_moves())
         return moves
 
     def card_moves(self) -> list[Move]:
         """Legal moves other than the stock click."""
-        return [m for m in self.legal_moves() if m.n]
+        return list(self._card_moves())
+
+    def has_card_move(self) -> bool:
+        """Is any move other than the stock click legal? (Stops at the first one found.)"""
+        return next(self._card_moves(), None) is not None
 
     # -- outcome -----------------------------------------------------------------------------
 
@@ -335,8 +343,8 @@ class Game:
         if self.is_won():
             return False
         if self.max_rounds == 1:
-            return not self.legal_moves()
-        if self.card_moves():
+            return not self.can_deal() and not self.has_card_move()
+        if self.has_card_move():
             return False
         # Click through the stock on a scratch board: does any click bring a playable card?
         limit = 2 * (len(self.stock.cards) + len(self.waste.cards)) + 4
@@ -345,7 +353,7 @@ class Game:
             while clicks < limit and self.can_deal():
                 self.play(DEAL)
                 clicks += 1
-                if self.card_moves():
+                if self.has_card_move():
                     return False
             return True
         finally:
@@ -388,6 +396,7 @@ class Game:
         other.reserves = [other.piles[p.number] for p in self.reserves]
         other._by_short = {p.short: p for p in other.piles}
         other._by_name = {p.name: p for p in other.piles}
+        other._targets = tuple(other.move_targets())
         other.history = self.history[:]
         other._journal = [
             ({k: (v[0][:], v[1]) for k, v in s.items()}, sc) for s, sc in self._journal
