@@ -48,12 +48,12 @@ async def seat_and_start(race_id: str, joiners: list[Client], everyone: list[Cli
         await joiner.send(JoinRace(race_id=race_id))
     for each in everyone:
         await each.expect(RaceStarted, lambda m: m.race_id == race_id)
-        await each.expect(Board, lambda m: m.race_id == race_id and m.player_id == each.player_id)
+        await each.expect(
+            Board, lambda m, c=each: m.race_id == race_id and m.player_id == c.player_id
+        )
 
 
-async def start_race(
-    creator: Client, joiners: list[Client], **options: object
-) -> str:
+async def start_race(creator: Client, joiners: list[Client], **options: object) -> str:
     race_id = await create_race(creator, seats=1 + len(joiners), **options)  # type: ignore[arg-type]
     await seat_and_start(race_id, joiners, [creator, *joiners])
     return race_id
@@ -65,7 +65,9 @@ async def play(client: Client, race_id: str, moves: list[str], first_seq: int = 
     for offset, move in enumerate(moves):
         seq = first_seq + offset
         await client.send(MakeMove(race_id=race_id, seq=seq, move=move))
-        acks.append(await client.expect(MoveAck, lambda m, s=seq: m.seq == s and m.race_id == race_id))
+        acks.append(
+            await client.expect(MoveAck, lambda m, s=seq: m.seq == s and m.race_id == race_id)
+        )
     return acks
 
 

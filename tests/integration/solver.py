@@ -15,7 +15,11 @@ def _ordered(game: Game) -> list[Move]:
             return 9
         if move.src.startswith("t"):
             pile = game.pile(move.src)
-            return 1 if pile.face_down_count() and move.n == len(pile.cards) - pile.face_down_count() else 3
+            return (
+                1
+                if pile.face_down_count() and move.n == len(pile.cards) - pile.face_down_count()
+                else 3
+            )
         return 2
 
     return sorted(game.legal_moves(), key=score)
@@ -51,7 +55,9 @@ def solve(game_id: str, number: str, max_nodes: int = 20_000) -> list[str] | Non
     return line if search() else None
 
 
-def find_winnable(game_id: str, candidates: range, max_nodes: int = 20_000) -> tuple[str, list[str]]:
+def find_winnable(
+    game_id: str, candidates: range, max_nodes: int = 20_000
+) -> tuple[str, list[str]]:
     for n in candidates:
         line = solve(game_id, str(n), max_nodes)
         if line is not None:

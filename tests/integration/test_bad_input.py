@@ -102,7 +102,9 @@ async def test_bad_input_while_a_race_goes_on(server: App, client: ClientFactory
     assert ack.ply == 1
     [ack] = await play(bob, race_id, ["deal"])
     assert ack.ply == 0
-    await bob.expect(Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves == 2)
+    await bob.expect(
+        Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves == 2
+    )
     await sloppy.send(Ping(nonce=5))
     assert (await sloppy.expect(Pong)).nonce == 5
     await spectator.send(ListRaces())

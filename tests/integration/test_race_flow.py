@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from solrace.server.app import App
+from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.messages import (
     GetReplay,
     MakeMove,
@@ -12,7 +13,6 @@ from solrace.server.protocol.messages import (
     Replay,
     Resign,
 )
-from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.replay import verify_replay
 from tests.integration.conftest import ClientFactory
 from tests.integration.helpers import first_foundation_line, play, refused, start_race
@@ -28,7 +28,10 @@ async def test_two_player_race_played_to_a_win(server: App, client: ClientFactor
     acks = await play(alice, race_id, line)
     assert acks[-1].won and acks[-1].on_foundations == 52
     # Bob follows Alice's progress live, card counts only.
-    await bob.expect(Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.state == "finished")
+    await bob.expect(
+        Progress,
+        lambda m: m.progress.player_id == alice.player_id and m.progress.state == "finished",
+    )
     await bob.send(Resign(race_id=race_id))
     finished = await bob.expect(RaceFinished)
     assert [(r.rank, r.name, r.state) for r in finished.results] == [
@@ -60,15 +63,21 @@ async def test_four_player_race_with_resign_stuck_and_time_out(
     # A stuck board's race is over: further moves are refused.
     assert (await refused(cat, race_id, 99, "deal")).code == "not_playing"
     # Dan does nothing; the server's clock ends the race for Ann and Dan.
-    finished = await dan.expect(RaceFinished, timeout=15)
+    finished = await dan.expect(RaceFinished, within=15)
     ranking = [(r.rank, r.name, r.state) for r in finished.results]
     assert ranking[0] == (1, "ann", "timed_out")
-    assert sorted(ranking[1:]) == [(2, "ben", "resigned"), (2, "cat", "stuck"), (2, "dan", "timed_out")]
+    assert sorted(ranking[1:]) == [
+        (2, "ben", "resigned"),
+        (2, "cat", "stuck"),
+        (2, "dan", "timed_out"),
+    ]
     assert finished.results[0].on_foundations == 1
     await ann.expect(RaceFinished)
 
 
-async def test_duplicate_moves_are_answered_idempotently(server: App, client: ClientFactory) -> None:
+async def test_duplicate_moves_are_answered_idempotently(
+    server: App, client: ClientFactory
+) -> None:
     alice, bob = await client("alice"), await client("bob")
     race_id = await start_race(alice, [bob])
     [first] = await play(alice, race_id, ["deal"])

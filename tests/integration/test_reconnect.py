@@ -39,7 +39,10 @@ async def test_reconnect_mid_race_gets_missed_events_and_plays_on(
     welcome = await again.hello(token=token)
     assert welcome.player_id == alice.player_id and welcome.active_races == [race_id]
     await again.send(Sync(race_id=race_id, epoch=epoch, since_version=last))
-    missed = [await again.expect(Progress, lambda m: m.progress.player_id == bob.player_id) for _ in range(3)]
+    missed = [
+        await again.expect(Progress, lambda m: m.progress.player_id == bob.player_id)
+        for _ in range(3)
+    ]
     assert [m.progress.moves for m in missed] == [1, 2, 3]
     assert all(m.version > last for m in missed)
     board = await again.expect(Board)
@@ -53,7 +56,10 @@ async def test_reconnect_mid_race_gets_missed_events_and_plays_on(
     # An unknown epoch (or a too old version) gets a snapshot instead.
     await again.send(Sync(race_id=race_id, epoch="other", since_version=1))
     snapshot = await again.expect(RaceSnapshot)
-    assert {p.player_id: p.moves for p in snapshot.progress} == {alice.player_id: 3, bob.player_id: 3}
+    assert {p.player_id: p.moves for p in snapshot.progress} == {
+        alice.player_id: 3,
+        bob.player_id: 3,
+    }
 
 
 @pytest.fixture

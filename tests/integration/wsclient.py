@@ -55,9 +55,7 @@ class Client:
     async def send_raw(self, data: bytes | str) -> None:
         await self.connection.send(data)
 
-    async def expect(
-        self, kind: type[M], where: Any = None, timeout: float = WAIT_S
-    ) -> M:
+    async def expect(self, kind: type[M], where: Any = None, within: float = WAIT_S) -> M:
         """The first unread message of `kind` (matching `where`, a predicate), waiting for it."""
 
         def take() -> M | None:
@@ -67,7 +65,7 @@ class Client:
                     return message
             return None
 
-        async with asyncio.timeout(timeout), self.changed:
+        async with asyncio.timeout(within), self.changed:
             while True:
                 found = take()
                 if found is not None:
@@ -90,9 +88,9 @@ class Client:
         assert self.welcome is not None and self.welcome.player_id is not None
         return self.welcome.player_id
 
-    async def closed(self, timeout: float = WAIT_S) -> int | None:
+    async def closed(self, within: float = WAIT_S) -> int | None:
         """Wait for the server to close; its close code."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(within):
             await self.connection.wait_closed()
         return self.connection.close_code
 

@@ -1,0 +1,101 @@
+"""A real process: kill -9 mid-race and restart on the same data; SIGTERM closes with 1012."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.messages import (
+    Board,
+    GetReplay,
+    MakeMove,
+    MoveAck,
+    Progress,
+    RaceFinished,
+    RaceSnapshot,
+    Replay,
+    Resign,
+    Sync,
+)
+from solrace.server.protocol.replay import verify_replay
+from tests.integration.helpers import play, start_race
+from tests.integration.process import ServerProcess
+from tests.integration.wsclient import Client
+
+Starter = Callable[..., Awaitable[ServerProcess]]
+
+
+@pytest.fixture
+async def processes(tmp_path: Path) -> AsyncIterator[Starter]:
+    started: list[ServerProcess] = []
+
+    async def start(*extra: str) -> ServerProcess:
+        process = await ServerProcess.start(tmp_path / "data", *extra)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        await process.kill()
+
+
+async def _connect(url: str, name: str | None = None, token: str | None = None) -> Client:
+    client = await Client.open(url)
+    await client.hello(name, token)
+    return client
+
+
+async def test_kill_9_mid_race_then_restart_continues_from_last_ack(processes: Starter) -> None:
+    first = await processes()
+    alice, bob = await _connect(first.url, "alice"), await _connect(first.url, "bob")
+    race_id = await start_race(alice, [bob], time_limit_s=600)
+    acked = await play(alice, race_id, ["deal", "deal", "deal"])
+    await play(bob, race_id, ["deal"])
+    started_at = next(m.started_at_ms for m in alice.received if hasattr(m, "started_at_ms"))
+    tokens = {c.player_id: c.welcome.token for c in (alice, bob) if c.welcome}
+
+    await first.kill()
+    assert await alice.closed() is not None
+    await bob.close()
+
+    second = await processes()
+    alice2 = await _connect(second.url, token=tokens[alice.player_id])
+    bob2 = await _connect(second.url, token=tokens[bob.player_id])
+    assert alice2.welcome and alice2.welcome.active_races == [race_id]
+    await alice2.send(Sync(race_id=race_id, epoch="before the crash", since_version=9))
+    snapshot = await alice2.expect(RaceSnapshot)
+    assert snapshot.started_at_ms == started_at, "the clock keeps the original start"
+    assert {p.player_id: p.moves for p in snapshot.progress} == {
+        alice.player_id: 3,
+        bob.player_id: 1,
+    }
+    board = await alice2.expect(Board)
+    assert board.ply == 3
+    # The last acknowledged move is there: resending it is a duplicate; play goes on.
+    await alice2.send(MakeMove(race_id=race_id, seq=3, move="deal"))
+    again = await alice2.expect(MoveAck)
+    assert again.duplicate and again.ply == acked[-1].ply
+    [ack] = await play(alice2, race_id, ["deal"], first_seq=4)
+    assert ack.ply == 3
+    await bob2.expect(
+        Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves == 4
+    )
+    for each in (alice2, bob2):
+        await each.send(Resign(race_id=race_id))
+    await alice2.expect(RaceFinished)
+    await alice2.send(GetReplay(race_id=race_id))
+    replay = (await alice2.expect(Replay)).replay
+    assert verify_replay(replay).is_valid
+    assert sum(len(r.moves) for r in replay.racers) == 5
+    for each in (alice2, bob2):
+        await each.close()
+
+
+async def test_sigterm_closes_clients_with_1012_and_exits_0(processes: Starter) -> None:
+    server = await processes()
+    watcher = await _connect(server.url)
+    assert await server.terminate() == 0
+    assert await watcher.closed() == CloseCode.SERVICE_RESTART

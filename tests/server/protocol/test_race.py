@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import pytest
+
+from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.messages import Progress, RaceFinished, RaceStarted, RaceUpdate
+from solrace.server.protocol.race import Race, Racer, rank_racers
+from solrace.server.protocol.records import RaceRecord, RacerState, RaceStatus
+
+
+def make_race(seats: int = 3, rated: bool = False, invite: str | None = None) -> Race:
+    record = RaceRecord(
+        race_id="r1",
+        game="klondike",
+        seats=seats,
+        time_limit_s=60,
+        rated=rated,
+        invite_code=invite,
+        game_number="12345678901234567",
+        salt="s",
+        commitment="c",
+        creator="a",
+        status=RaceStatus.OPEN,
+        created_at_ms=0,
+        countdown_ms=1000,
+        grace_ms=5000,
+        spectator_delay_ms=0,
+    )
+    race = Race(record, "e1", history_size=4)
+    race.join("a", "ann", invite, 0)
+    return race
+
+
+def running(seats: int = 2) -> Race:
+    race = make_race(seats)
+    for n in range(1, seats):
+        race.join(f"p{n}", f"player{n}", None, 0)
+    race.tick(1000)
+    for pid in race.racers:
+        race.record_board(
+            pid, on_foundations=0, total=52, moves=0, won=False, stuck=False, now_ms=1000
+        )
+    return race
+
+
+def test_lobby_fills_then_counts_down_then_runs() -> None:
+    race = make_race(seats=2)
+    [event] = race.join("b", "ben", None, 10)
+    assert isinstance(event, RaceUpdate) and race.status is RaceStatus.COUNTDOWN
+    assert race.start_at_ms == 1010
+    assert race.tick(1009) == []
+    [started] = race.tick(1010)
+    assert isinstance(started, RaceStarted) and started.ends_at_ms == 61010
+    assert all(r.state is RacerState.PLAYING for r in race.racers.values())
+
+
+def test_lobby_refusals() -> None:
+    race = make_race(seats=2, invite="code")
+    with pytest.raises(RaceError) as caught:
+        race.join("b", "ben", "wrong", 0)
+    assert caught.value.code is ErrorCode.BAD_INVITE
+    with pytest.raises(RaceError) as caught:
+        race.join("a", "ann", "code", 0)
+    assert caught.value.code is ErrorCode.ALREADY_JOINED
+    race.join("b", "ben", "code", 0)
+    with pytest.raises(RaceError) as caught:
+        race.join("c", "cat", "code", 0)
+    assert caught.value.code is ErrorCode.WRONG_STATUS
+
+
+def test_only_the_creator_starts_and_rated_needs_two() -> None:
+    race = make_race(seats=4, rated=True)
+    with pytest.raises(RaceError) as caught:
+        race.request_start("a", 0)
+    assert caught.value.code is ErrorCode.NOT_ENOUGH_PLAYERS
+    race.join("b", "ben", None, 0)
+    with pytest.raises(RaceError) as caught:
+        race.request_start("b", 0)
+    assert caught.value.code is ErrorCode.NOT_CREATOR
+    race.request_start("a", 0)
+    assert race.status is RaceStatus.COUNTDOWN
+
+
+def test_leaving_passes_the_creator_on_and_an_empty_race_is_cancelled() -> None:
+    race = make_race()
+    race.join("b", "ben", None, 0)
+    race.leave("a", 1)
+    assert race.creator == "b"
+    race.leave("b", 2)
+    assert race.status is RaceStatus.CANCELLED
+
+
+def test_finish_order_and_ties() -> None:
+    racers = [
+        Racer("w2", "late winner", RacerState.FINISHED, 9000),
+        Racer("w1", "early winner", RacerState.FINISHED, 5000),
+        Racer("x", "ten late", RacerState.TIMED_OUT, on_foundations=10, reached_at_ms=900),
+        Racer("y", "ten early", RacerState.RESIGNED, on_foundations=10, reached_at_ms=100),
+        Racer("z", "zero", RacerState.STUCK),
+        Racer("q", "zero too", RacerState.GONE),
+    ]
+    results = rank_racers(racers, started_at_ms=1000)
+    assert [(r.rank, r.player_id) for r in results] == [
+        (1, "w1"),
+        (2, "w2"),
+        (3, "y"),
+        (4, "x"),
+        (5, "z"),
+        (5, "q"),
+    ]
+    assert results[0].elapsed_ms == 4000
+
+
+def test_race_ends_when_everyone_is_done_and_reveals_the_number() -> None:
+    race = running(2)
+    events = race.record_board(
+        "a", on_foundations=52, total=52, moves=99, won=True, stuck=False, now_ms=5000
+    )
+    assert isinstance(events[0], Progress) and events[0].progress.state == "finished"
+    events = race.resign("p1", 6000)
+    assert isinstance(events[-1], RaceFinished)
+    assert events[-1].game_number == "12345678901234567"
+    assert race.snapshot(7000).game_number == "12345678901234567"
+
+
+def test_time_limit_times_out_everyone_still_playing() -> None:
+    race = running(2)
+    events = race.tick(61000)
+    assert [e.progress.state for e in events if isinstance(e, Progress)] == ["timed_out"] * 2
+    assert isinstance(events[-1], RaceFinished) and events[-1].finished_at_ms == 61000
+    with pytest.raises(RaceError) as caught:
+        race.check_can_move("a", 61000)
+    assert caught.value.code is ErrorCode.WRONG_STATUS
+
+
+def test_grace_period_forfeit() -> None:
+    race = running(2)
+    race.set_connected("a", False, 2000)
+    assert race.next_deadline() == 7000
+    assert race.tick(6999) == []
+    events = race.tick(7000)
+    assert isinstance(events[0], Progress) and events[0].progress.state == "gone"
+    race.set_connected("p1", False, 8000)
+    race.set_connected("p1", True, 9000)
+    assert race.tick(20000) == []
+
+
+def test_snapshot_hides_the_number_while_running() -> None:
+    race = running(2)
+    snapshot = race.snapshot(2000)
+    assert snapshot.game_number is None and snapshot.salt is None
+    assert snapshot.commitment == "c"
+    assert "12345678901234567" not in snapshot.model_dump_json()
+
+
+def test_events_since_or_snapshot() -> None:
+    race = running(2)  # history keeps 4 events
+    version = race.version
+    assert race.events_since("e1", version) == []
+    race.record_board("a", on_foundations=1, total=52, moves=1, won=False, stuck=False, now_ms=2000)
+    missed = race.events_since("e1", version)
+    assert missed is not None and [e.version for e in missed] == [version + 1]
+    assert race.events_since("other", version) is None
+    assert race.events_since("e1", 0) is None
+    assert race.events_since("e1", version + 5) is None
+
+
+def test_record_round_trip() -> None:
+    race = running(2)
+    again = Race(race.to_record(), "e2")
+    assert again.to_record() == race.to_record()
+    assert again.started_at_ms == 1000
