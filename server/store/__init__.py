@@ -1,4 +1,4 @@
-"""Storage backends chosen by URL: `memory:`, `sqlite:PATH` (`redis://` comes later)."""
+"""Storage backends chosen by URL: `memory:`, `sqlite:PATH`, `redis://HOST:PORT/DB`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from solrace.server.store.base import (
     PlyConflictError,
     Store,
     StoreError,
+    StoreUnavailableError,
     UnknownRaceError,
 )
 from solrace.server.store.memory import MemoryStore
@@ -19,13 +20,15 @@ __all__ = [
     "SqliteStore",
     "Store",
     "StoreError",
+    "StoreUnavailableError",
     "UnknownRaceError",
     "open_store",
 ]
 
 
 def open_store(url: str) -> Store:
-    """The (unopened) store a URL names: `memory:` or `sqlite:PATH` (`sqlite:///abs/path` too)."""
+    """The (unopened) store a URL names: `memory:`, `sqlite:PATH` (`sqlite:///abs/path` too) or
+    `redis://[:password@]HOST:PORT/DB` (`rediss://` for TLS, `unix://` for a socket)."""
     if url == "memory:":
         return MemoryStore()
     if url.startswith("sqlite:"):
@@ -35,4 +38,8 @@ def open_store(url: str) -> Store:
         if not path:
             raise ValueError("sqlite: needs a path, e.g. sqlite:data/solrace.sqlite3")
         return SqliteStore(path)
-    raise ValueError(f"unsupported store URL {url!r} (memory:, sqlite:PATH)")
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from solrace.server.store.redis import RedisStore
+
+        return RedisStore(url)
+    raise ValueError(f"unsupported store URL {url!r} (memory:, sqlite:PATH, redis://HOST:PORT/DB)")

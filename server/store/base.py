@@ -28,6 +28,11 @@ class UnknownRaceError(StoreError):
     """No such race."""
 
 
+class StoreUnavailableError(StoreError):
+    """The store cannot be reached (e.g. Redis restarting): retry later. A write that raised
+    this may or may not have been stored, so read before writing it again."""
+
+
 class Store(Protocol):
     """Durable state: players, races, move logs (with server times), results, replays."""
 
@@ -43,6 +48,12 @@ class Store(Protocol):
 
     async def save_race(self, race: RaceRecord) -> None:
         """Insert or replace a race's record (settings, status, racers, results)."""
+        ...
+
+    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
+        """Save `race` only if the stored record still equals `expected` (None: no record yet);
+        False stores nothing. The compare-and-set behind transitions that must happen once
+        across nodes: of two nodes moving a race on from the same record, one gets True."""
         ...
 
     async def get_race(self, race_id: str) -> RaceRecord | None: ...

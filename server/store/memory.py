@@ -35,6 +35,12 @@ class MemoryStore:
     async def save_race(self, race: RaceRecord) -> None:
         self._races[race.race_id] = race
 
+    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
+        if self._races.get(race.race_id) != expected:
+            return False
+        self._races[race.race_id] = race
+        return True
+
     async def get_race(self, race_id: str) -> RaceRecord | None:
         return self._races.get(race_id)
 

@@ -122,6 +122,33 @@ class SqliteStore:
 
         await self._run(upsert)
 
+    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
+        text = race.model_dump_json()
+
+        def compare_and_set(db: sqlite3.Connection) -> bool:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute(
+                    "SELECT record FROM races WHERE race_id = ?", (race.race_id,)
+                ).fetchone()
+                stored = None if row is None else RaceRecord.model_validate_json(row[0])
+                if stored != expected:
+                    db.execute("ROLLBACK")
+                    return False
+                db.execute(
+                    "INSERT INTO races (race_id, status, record) VALUES (?, ?, ?) "
+                    "ON CONFLICT (race_id) DO UPDATE SET status = excluded.status, "
+                    "record = excluded.record",
+                    (race.race_id, race.status.value, text),
+                )
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            return True
+
+        return await self._run(compare_and_set)
+
     async def get_race(self, race_id: str) -> RaceRecord | None:
         def select(db: sqlite3.Connection) -> str | None:
             row = db.execute("SELECT record FROM races WHERE race_id = ?", (race_id,)).fetchone()

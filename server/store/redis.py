@@ -1,0 +1,303 @@
+"""`redis://HOST:PORT/DB`: the store several nodes share (run Redis with AOF for durability).
+
+Keys, all under one prefix (default `solrace:`):
+- `player:<id>` hash (player_id, name, created_at_ms); `name:<casefolded name>` -> player id,
+  so a name is owned once, case-blind, like the other backends.
+- `race:<id>` hash (record JSON, status, order); `status:<status>` sorted sets of race ids
+  scored by `order` (first-save order, from the `race-order` counter) for `list_races`.
+- `moves:<race>:<player>` list of move JSON in ply order; `seqs:<race>:<player>` hash
+  seq -> ply; `racers:<race>` set of players with moves.
+
+Writes whose checks must be atomic run as Lua scripts (one round trip, nothing interleaves):
+creating a player, saving a race, appending a move. `save_race_if` compares parsed records
+under WATCH/MULTI, so a record written by an older node (other JSON text, same values)
+still compares equal.
+
+Redis commands are never retried blindly: a lost reply to an append may mean "stored", so
+after a connection error the append reads back what is stored before trying again, and gives
+up with `StoreUnavailableError` (retryable) when Redis stays away. Keys are built from the
+prefix inside scripts, so this wants one Redis (or one hash slot), not Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, WatchError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
+from solrace.server.store.base import (
+    NameTakenError,
+    PlyConflictError,
+    StoreError,
+    StoreUnavailableError,
+    UnknownRaceError,
+)
+
+T = TypeVar("T")
+
+OUTAGE_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
+ATTEMPTS = 3  # per call: a stale pooled connection after a Redis restart costs one
+RETRY_PAUSE_S = 0.05
+
+# KEYS: name, player. ARGV: player_id, name, created_at_ms.
+# 1 created, 0 name owned by someone else, 2 name already this player's (a retried create).
+CREATE_PLAYER = """
+local owner = redis.call('GET', KEYS[1])
+if owner then
+  if owner == ARGV[1] then return 2 end
+  return 0
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[2], 'player_id', ARGV[1], 'name', ARGV[2], 'created_at_ms', ARGV[3])
+return 1
+"""
+
+# KEYS: race, order counter, new status set, then every status set.
+# ARGV: race_id, status, record JSON.
+SAVE_RACE = """
+local order = redis.call('HGET', KEYS[1], 'order')
+if not order then order = redis.call('INCR', KEYS[2]) end
+for i = 4, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+redis.call('HSET', KEYS[1], 'record', ARGV[3], 'status', ARGV[2], 'order', order)
+redis.call('ZADD', KEYS[3], order, ARGV[1])
+return order
+"""
+
+# KEYS: race, moves list, seqs hash, racers set. ARGV: ply, seq, move JSON, player_id.
+# 1 stored, -1 unknown race, -2 wrong ply, -3 seq already stored, 2 this very move is
+# already stored at that ply (a retried append whose first reply was lost).
+APPEND_MOVE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local stored_ply = redis.call('HGET', KEYS[3], ARGV[2])
+if stored_ply then
+  if stored_ply == ARGV[1] and redis.call('LINDEX', KEYS[2], tonumber(ARGV[1])) == ARGV[3] then
+    return 2
+  end
+  return -3
+end
+if redis.call('LLEN', KEYS[2]) ~= tonumber(ARGV[1]) then return -2 end
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
+redis.call('RPUSH', KEYS[2], ARGV[3])
+redis.call('SADD', KEYS[4], ARGV[4])
+return 1
+"""
+
+# KEYS: status sets. ARGV: race key prefix. Records in first-save order.
+LIST_RACES = """
+local items = {}
+for _, key in ipairs(KEYS) do
+  local found = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  for j = 1, #found, 2 do table.insert(items, {tonumber(found[j + 1]), found[j]}) end
+end
+table.sort(items, function(a, b) return a[1] < b[1] end)
+local records = {}
+for _, item in ipairs(items) do
+  table.insert(records, redis.call('HGET', ARGV[1] .. item[2], 'record'))
+end
+return records
+"""
+
+
+def _move_json(move: MoveRecord) -> str:
+    return move.model_dump_json()
+
+
+class RedisStore:
+    def __init__(self, url: str, *, prefix: str = "solrace:", timeout_s: float = 5.0) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.timeout_s = timeout_s
+        # The client is Any on purpose: redis-py's own annotations and the types-redis stubs
+        # disagree, and every reply is converted into a record right here anyway.
+        self._redis: Any = None
+        self._scripts: dict[str, Any] = {}
+
+    # --- plumbing --------------------------------------------------------------------------
+
+    @property
+    def redis(self) -> Any:
+        assert self._redis is not None, "store is not open"
+        return self._redis
+
+    def _key(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+    def _status_key(self, status: RaceStatus) -> str:
+        return self._key("status", status.value)
+
+    async def _call(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run `work`, once more per attempt on a connection error; then give up cleanly."""
+        for attempt in range(ATTEMPTS):
+            try:
+                return await work()
+            except OUTAGE_ERRORS as exc:
+                if attempt == ATTEMPTS - 1:
+                    raise StoreUnavailableError(f"redis unreachable: {exc}") from exc
+                await asyncio.sleep(RETRY_PAUSE_S * (attempt + 1))  # back off, then reconnect
+            except StoreError:
+                raise
+            except RedisError as exc:
+                raise StoreError(f"redis refused: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    async def open(self) -> None:
+        # No client-side retries: every retry here is a decision (see `_call`).
+        self._redis = aioredis.Redis.from_url(
+            self.url,
+            retry=Retry(NoBackoff(), 0),
+            socket_timeout=self.timeout_s,
+            socket_connect_timeout=self.timeout_s,
+            decode_responses=True,
+        )
+        self._scripts = {
+            "create_player": self._redis.register_script(CREATE_PLAYER),
+            "save_race": self._redis.register_script(SAVE_RACE),
+            "append_move": self._redis.register_script(APPEND_MOVE),
+            "list_races": self._redis.register_script(LIST_RACES),
+        }
+        await self._call(self.redis.ping)
+
+    async def close(self) -> None:
+        if self._redis is not None:
+            await self._redis.aclose()
+            self._redis = None
+
+    # --- players ---------------------------------------------------------------------------
+
+    async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
+        keys = [self._key("name", name.casefold()), self._key("player", player_id)]
+        tries = 0
+
+        async def create() -> int:
+            nonlocal tries
+            tries += 1
+            code = await self._scripts["create_player"](keys, [player_id, name, now_ms])
+            return int(code)
+
+        code = await self._call(create)
+        if code == 0 or (code == 2 and tries == 1):
+            raise NameTakenError(name)
+        return PlayerRecord(player_id=player_id, name=name, created_at_ms=now_ms)
+
+    async def get_player(self, player_id: str) -> PlayerRecord | None:
+        fields: dict[str, str] = await self._call(
+            lambda: self.redis.hgetall(self._key("player", player_id))
+        )
+        if not fields:
+            return None
+        return PlayerRecord(
+            player_id=fields["player_id"],
+            name=fields["name"],
+            created_at_ms=int(fields["created_at_ms"]),
+        )
+
+    # --- races -----------------------------------------------------------------------------
+
+    async def save_race(self, race: RaceRecord) -> None:
+        keys = [
+            self._key("race", race.race_id),
+            self._key("race-order"),
+            self._status_key(race.status),
+            *(self._status_key(status) for status in RaceStatus),
+        ]
+        args = [race.race_id, race.status.value, race.model_dump_json()]
+        await self._call(lambda: self._scripts["save_race"](keys, args))
+
+    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
+        key = self._key("race", race.race_id)
+        tries = 0
+
+        async def compare_and_set() -> bool:
+            nonlocal tries
+            tries += 1
+            async with self.redis.pipeline(transaction=True) as pipe:
+                while True:
+                    try:
+                        await pipe.watch(key)
+                        text, order = await pipe.hmget(key, ["record", "order"])
+                        stored = None if text is None else RaceRecord.model_validate_json(text)
+                        if stored != expected:
+                            await pipe.unwatch()
+                            # A retry finding our own record: the lost reply was a success.
+                            return tries > 1 and stored == race
+                        if order is None:
+                            order = await self.redis.incr(self._key("race-order"))
+                        pipe.multi()
+                        for status in RaceStatus:
+                            pipe.zrem(self._status_key(status), race.race_id)
+                        pipe.hset(
+                            key,
+                            mapping={
+                                "record": race.model_dump_json(),
+                                "status": race.status.value,
+                                "order": order,
+                            },
+                        )
+                        pipe.zadd(self._status_key(race.status), {race.race_id: int(order)})
+                        await pipe.execute()
+                        return True
+                    except WatchError:
+                        continue  # changed under us: compare again with what is there now
+
+        return await self._call(compare_and_set)
+
+    async def get_race(self, race_id: str) -> RaceRecord | None:
+        text: str | None = await self._call(
+            lambda: self.redis.hget(self._key("race", race_id), "record")
+        )
+        return None if text is None else RaceRecord.model_validate_json(text)
+
+    async def list_races(self, statuses: Sequence[RaceStatus]) -> list[RaceRecord]:
+        keys = [self._status_key(status) for status in dict.fromkeys(statuses)]
+        if not keys:
+            return []
+        texts: list[str | None] = await self._call(
+            lambda: self._scripts["list_races"](keys, [self._key("race", "")])
+        )
+        return [RaceRecord.model_validate_json(text) for text in texts if text]
+
+    # --- moves -----------------------------------------------------------------------------
+
+    async def append_move(self, move: MoveRecord) -> None:
+        keys = [
+            self._key("race", move.race_id),
+            self._key("moves", move.race_id, move.player_id),
+            self._key("seqs", move.race_id, move.player_id),
+            self._key("racers", move.race_id),
+        ]
+        args = [move.ply, move.seq, _move_json(move), move.player_id]
+        tries = 0
+
+        async def append() -> int:
+            nonlocal tries
+            tries += 1
+            return int(await self._scripts["append_move"](keys, args))
+
+        code = await self._call(append)
+        if code == 1 or (code == 2 and tries > 1):
+            return
+        if code == -1:
+            raise UnknownRaceError(move.race_id)
+        if code == -2:
+            raise PlyConflictError(f"ply {move.ply} is not {move.player_id}'s next move")
+        raise PlyConflictError(f"seq {move.seq} is already stored")
+
+    async def get_moves(self, race_id: str) -> list[MoveRecord]:
+        async def read() -> list[str]:
+            players: set[str] = await self.redis.smembers(self._key("racers", race_id))
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for player_id in sorted(players):
+                    pipe.lrange(self._key("moves", race_id, player_id), 0, -1)
+                logs: list[list[str]] = await pipe.execute()
+            return [text for log in logs for text in log]
+
+        return [MoveRecord.model_validate_json(text) for text in await self._call(read)]
