@@ -24,7 +24,6 @@ class ErrorCode(StrEnum):
     BAD_INVITE = "bad_invite"
     RACE_FULL = "race_full"
     ALREADY_JOINED = "already_joined"
-    IN_ANOTHER_RACE = "in_another_race"
     WRONG_STATUS = "wrong_status"
     NOT_CREATOR = "not_creator"
     NOT_ENOUGH_PLAYERS = "not_enough_players"
