@@ -22,7 +22,6 @@ from solrace.engine import (
     EngineError,
     InvalidGameNumberError,
     InvalidMoveError,
-    Move,
     deal,
     random_ranked_number,
 )
@@ -575,35 +574,14 @@ class Hub:
     def _answer_duplicate(
         self, session: Session, runtime: RaceRuntime, player_id: str, message: MakeMove
     ) -> None:
-        board = runtime.boards[player_id]
-        ply = board.seq_to_ply[message.seq]
-        stored = board.game.history[ply]
-        try:
-            same = Move.parse(message.move) == stored
-        except EngineError:
-            same = False
-        if not same:
-            self._reject(session, message, ErrorCode.SEQ_REUSED, f"seq {message.seq} was {stored}")
-            return
-        ack = board.acks.get(message.seq)
-        if ack is None:  # stored before a restart: answer with the whole board as it is now
-            game = board.game
-            on, total = game.progress()
-            won = game.is_won()
-            view = board_for(game, Audience.PLAYER)
-            ack = MoveAck(
-                race_id=runtime.race_id,
-                seq=message.seq,
-                ply=ply,
-                move=str(stored),
-                at_ms=board.move_times[ply],
-                piles=list(view.piles),
-                on_foundations=on,
-                total=total,
-                won=won,
-                stuck=view.stuck,
+        ack = runtime.duplicate_ack(player_id, message.seq, message.move)
+        if ack is None:
+            stored = runtime.boards[player_id].seq_to_ply[message.seq]
+            self._reject(
+                session, message, ErrorCode.SEQ_REUSED, f"seq {message.seq} was ply {stored}"
             )
-        session.send(ack.model_copy(update={"duplicate": True}))
+            return
+        session.send(ack)
 
     async def _resign(self, session: Session, message: Resign) -> None:
         player_id, _ = self._identity(session)

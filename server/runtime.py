@@ -11,10 +11,11 @@ import asyncio
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from solrace.engine import Game, deal
+from solrace.engine import Audience, EngineError, Game, Move, deal
 from solrace.server.protocol.messages import MoveAck, MoveRejected
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord
+from solrace.server.protocol.views import board_for
 from solrace.server.session import Session
 
 REJECTIONS_KEPT = 64
@@ -72,6 +73,35 @@ class RaceRuntime:
                     on_before = on_now
             on, total = board.game.progress()
             self.race.restore_progress(player_id, on, total, board.game.ply, reached_at)
+
+    def duplicate_ack(self, player_id: str, seq: int, move_text: str) -> MoveAck | None:
+        """The answer to a resent move (`duplicate` set); None if `seq` was another move."""
+        board = self.boards[player_id]
+        ply = board.seq_to_ply[seq]
+        stored = board.game.history[ply]
+        try:
+            if Move.parse(move_text) != stored:
+                return None
+        except EngineError:
+            return None
+        ack = board.acks.get(seq)
+        if ack is None:  # stored before a restart: answer with the whole board as it is now
+            game = board.game
+            on, total = game.progress()
+            view = board_for(game, Audience.PLAYER)
+            ack = MoveAck(
+                race_id=self.race_id,
+                seq=seq,
+                ply=ply,
+                move=str(stored),
+                at_ms=board.move_times[ply],
+                piles=list(view.piles),
+                on_foundations=on,
+                total=total,
+                won=view.won,
+                stuck=view.stuck,
+            )
+        return ack.model_copy(update={"duplicate": True})
 
     def spectator_target_ply(self, player_id: str, now_ms: int) -> int:
         """How many of a racer's moves a spectator may see now."""
