@@ -1,0 +1,154 @@
+"""The dependency rule of ARCHITECTURE.md, checked in fresh interpreters.
+
+``engine`` <- ``server.protocol`` <- the rest of ``server``. The engine imports the standard
+library only; the protocol layer is sans-I/O: no asyncio, no websockets, no redis and none of the
+server's runtime modules. Each check imports a layer in a new interpreter and looks at what got
+loaded (``sys.modules``) and at which code asked for it (every ``import`` statement is watched).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+# Runs in a fresh interpreter: imports the named modules (argv[1]: a JSON list, or "walk:PKG" to
+# import a package and every module in it) and prints what got loaded and who imported what.
+PROBE = r"""
+import builtins, importlib, json, os, pkgutil, sys
+
+baseline = set(sys.modules)
+statements = []  # (importing module, imported name) for every import statement in solrace code
+first_importer = {}  # top-level name -> file of the code that first loaded it
+
+real_import = builtins.__import__
+
+
+def watching_import(name, globals=None, locals=None, fromlist=(), level=0):
+    importer = (globals or {}).get("__name__", "")
+    if level == 0 and isinstance(importer, str) and importer.startswith("solrace"):
+        statements.append((importer, name))
+    return real_import(name, globals, locals, fromlist, level)
+
+
+class FirstImporter:
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]
+        if top not in first_importer and top not in sys.modules:
+            frame = sys._getframe(1)
+            # Skip the import machinery and this probe's own import hook.
+            while frame is not None and frame.f_code.co_filename.startswith(("<frozen", "<string")):
+                frame = frame.f_back
+            first_importer[top] = frame.f_code.co_filename if frame is not None else "?"
+        return None
+
+
+builtins.__import__ = watching_import
+sys.meta_path.insert(0, FirstImporter())
+
+target = sys.argv[1]
+if target.startswith("walk:"):
+    package = importlib.import_module(target[5:])
+    names = [package.__name__] + [
+        info.name for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".")
+    ]
+else:
+    names = json.loads(target)
+for name in names:
+    importlib.import_module(name)
+
+print(json.dumps({
+    "imported": names,
+    "loaded": sorted(set(sys.modules) - baseline),
+    "statements": statements,
+    "first_importer": first_importer,
+    "solrace_dirs": sorted({
+        os.path.dirname(m.__file__) + os.sep
+        for n, m in list(sys.modules.items())
+        if n.startswith("solrace") and getattr(m, "__file__", None)
+    }),
+    "stdlib": sorted(sys.stdlib_module_names),
+}))
+"""
+
+
+def probe(target: str) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, target],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, f"importing {target} failed:\n{result.stderr}"
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def _matches(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+ENGINE_FORBIDDEN = (
+    "asyncio",
+    "websockets",
+    "msgpack",
+    "pydantic",
+    "solrace.server",
+    "solrace.client",
+)
+
+
+def test_engine_loads_the_standard_library_only() -> None:
+    report = probe("walk:solrace.engine")
+    assert "solrace.engine.cli" in report["imported"]
+    assert "solrace.engine.games.klondike" in report["imported"]
+    loaded: list[str] = report["loaded"]
+    assert [m for m in loaded if _matches(m, ENGINE_FORBIDDEN)] == []
+    stdlib = set(report["stdlib"])
+    outside = {m.partition(".")[0] for m in loaded} - stdlib - {"solrace"}
+    assert outside == set(), f"the engine loads non-standard modules: {sorted(outside)}"
+    assert [
+        m for m in loaded if m.startswith("solrace.") and not m.startswith("solrace.engine")
+    ] == []
+
+
+def test_importing_the_engine_package_alone_loads_nothing_forbidden() -> None:
+    report = probe('["solrace.engine"]')
+    assert [m for m in report["loaded"] if _matches(m, ENGINE_FORBIDDEN)] == []
+
+
+PROTOCOL = "solrace.server.protocol"
+PROTOCOL_FORBIDDEN = ("asyncio", "websockets", "redis", "solrace.client")
+
+
+def test_protocol_is_sans_io() -> None:
+    # Every module that exists in server/protocol now is imported; an import error fails here.
+    report = probe(f"walk:{PROTOCOL}")
+    imported: list[str] = report["imported"]
+    assert imported[0] == PROTOCOL
+    loaded: list[str] = report["loaded"]
+
+    runtime = [
+        m
+        for m in loaded
+        if _matches(m, ("solrace.server",))
+        and m != "solrace.server"
+        and not _matches(m, (PROTOCOL,))
+    ]
+    assert runtime == [], f"{PROTOCOL} loads server runtime modules: {runtime}"
+
+    # No solrace code under the protocol asks for asyncio, websockets or redis...
+    asked = [
+        (who, name) for who, name in report["statements"] if _matches(name, PROTOCOL_FORBIDDEN)
+    ]
+    assert asked == [], f"{PROTOCOL} imports I/O modules: {asked}"
+    # ...and nothing it pulls in loads websockets, redis or the client.
+    assert [m for m in loaded if _matches(m, ("websockets", "redis", "solrace.client"))] == []
+    # asyncio may only be loaded as a side effect of a third-party library (typing_extensions
+    # imports asyncio.coroutines when pydantic_core declares its deprecations), never by solrace.
+    if "asyncio" in loaded:
+        who: str = report["first_importer"].get("asyncio", "?")
+        assert who.endswith(".py"), who
+        assert not any(who.startswith(d) for d in report["solrace_dirs"]), f"{who} loads asyncio"
