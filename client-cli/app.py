@@ -79,7 +79,13 @@ class Opponents:
         if self.strategy == "none":
             return
         conn = await connect_player(self.url, f"{EMBEDDED_KEY}-bot", "solrace-bot")
-        bot = Bot(self.url, conn.name or "solrace-bot", make_strategy(self.strategy), delay_s=self.delay_s, connection=conn)
+        bot = Bot(
+            self.url,
+            conn.name or "solrace-bot",
+            make_strategy(self.strategy),
+            delay_s=self.delay_s,
+            connection=conn,
+        )
         await bot.connect()
         await bot.join(race_id)
         self.bots.append(bot)

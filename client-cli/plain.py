@@ -19,9 +19,9 @@ from solrace.server.protocol.messages import (
     Error,
     Progress,
     RaceFinished,
+    RaceSnapshot,
     RaceStarted,
     RaceUpdate,
-    RaceSnapshot,
 )
 
 from .boards import rules_board

@@ -194,9 +194,9 @@ class Session:
     async def start_race(self, race_id: str) -> None:
         await self.request(
             StartRace(race_id=race_id),
-            lambda m: isinstance(m, RaceUpdate)
-            and m.race_id == race_id
-            and m.race.status != "open",
+            lambda m: (
+                isinstance(m, RaceUpdate) and m.race_id == race_id and m.race.status != "open"
+            ),
         )
 
     async def resign(self, race_id: str) -> None:

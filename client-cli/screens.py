@@ -1,0 +1,434 @@
+"""The play screens: lobby, race and result. They read `ClientState` and act through the app.
+
+Each screen has `update_view()`, which the app calls after every server message, and never
+changes the state itself: only server messages do (`state.py`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Select, Static
+
+from solrace.engine import GAME_IDS, Move, game_class
+
+from .boards import check_move, rules_board
+from .connection import LinkStatus
+from .render import Hit
+from .widgets import BoardWidget, RacersPanel, clock_text
+
+if TYPE_CHECKING:
+    from .tui import PlayApp
+
+
+def _link_text(app: PlayApp) -> str:
+    return "" if app.session.link is LinkStatus.CONNECTED else "  reconnecting…"
+
+
+class LobbyScreen(Screen[None]):
+    """Open and running races; create, join (by id or invite code), start."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f5", "refresh", "Refresh"),
+        Binding("ctrl+s", "start", "Start"),
+        Binding("escape", "app.quit", "Quit"),
+    ]
+
+    @property
+    def play(self) -> PlayApp:
+        from .tui import PlayApp
+
+        assert isinstance(self.app, PlayApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="lobby-head")
+        yield DataTable(id="races", cursor_type="row")
+        with Horizontal(classes="form"):
+            yield Select(
+                [(g, g) for g in GAME_IDS],
+                value=self.play.game,
+                allow_blank=False,
+                id="game",
+                compact=True,
+            )
+            yield Input("2", placeholder="seats", id="seats", type="integer", compact=True)
+            yield Input("600", placeholder="seconds", id="time", type="integer", compact=True)
+            yield Checkbox("rated", id="rated", compact=True)
+            yield Input(placeholder="invite code", id="invite", compact=True)
+            yield Button("Create", id="create", compact=True)
+        with Horizontal(classes="form"):
+            yield Input(placeholder="race id to join", id="join-id", compact=True)
+            yield Button("Join", id="join", compact=True)
+            yield Button("Start", id="start", compact=True)
+            yield Button("Leave", id="leave", compact=True)
+            yield Button("Refresh", id="refresh", compact=True)
+        yield Static(id="lobby-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#races", DataTable)
+        table.add_columns("race", "game", "status", "players", "time", "")
+        self.update_view()
+        self.action_refresh()
+        self.set_interval(5.0, self.action_refresh)
+
+    def action_refresh(self) -> None:
+        self.play.refresh_lobby()
+
+    def action_start(self) -> None:
+        self.play.start_current()
+
+    def update_view(self) -> None:
+        app = self.play
+        state = app.session.state
+        head = f"solrace — {state.name or 'anonymous'}{_link_text(app)}"
+        self.query_one("#lobby-head", Static).update(Text(head, style="bold"))
+        table = self.query_one("#races", DataTable)
+        table.clear()
+        for info in sorted(state.lobby.values(), key=lambda i: i.created_at_ms):
+            names = ", ".join(r.name for r in info.racers)
+            flags = " ".join(
+                f for f, on in (("rated", info.rated), ("private", info.private)) if on
+            )
+            table.add_row(
+                info.race_id,
+                info.game,
+                info.status,
+                f"{len(info.racers)}/{info.seats} {names}",
+                f"{info.time_limit_s}s",
+                flags,
+                key=info.race_id,
+            )
+        self.query_one("#lobby-status", Static).update(app.lobby_status())
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        race_id = event.row_key.value
+        if race_id:
+            self.query_one("#join-id", Input).value = race_id
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        button = event.button.id
+        if button == "create":
+            game = self.query_one("#game", Select).value
+            seats = self.query_one("#seats", Input).value
+            limit = self.query_one("#time", Input).value
+            invite = self.query_one("#invite", Input).value.strip() or None
+            rated = self.query_one("#rated", Checkbox).value
+            self.play.create_race(
+                str(game),
+                int(seats) if seats.isdigit() else 2,
+                int(limit) if limit.isdigit() else 600,
+                rated=rated,
+                invite_code=invite,
+            )
+        elif button == "join":
+            race_id = self.query_one("#join-id", Input).value.strip()
+            invite = self.query_one("#invite", Input).value.strip() or None
+            if race_id:
+                self.play.join_race(race_id, invite)
+        elif button == "start":
+            self.play.start_current()
+        elif button == "leave":
+            self.play.leave_current()
+        elif button == "refresh":
+            self.action_refresh()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "join-id" and event.value.strip():
+            invite = self.query_one("#invite", Input).value.strip() or None
+            self.play.join_race(event.value.strip(), invite)
+
+
+class RaceScreen(Screen[None]):
+    """The own board, the clock, every racer's progress; moves by keys, mouse or typing."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "deal", "Deal"),
+        Binding("escape", "cancel", "Cancel pick"),
+        Binding("colon", "type_move", "Type a move"),
+        Binding("x", "resign", "Resign (twice)"),
+    ]
+
+    def __init__(self, race_id: str, *, ascii: bool = False) -> None:
+        super().__init__()
+        self.race_id = race_id
+        self.ascii = ascii
+        self.source: tuple[str, int | None] | None = None
+        self.keys = ""
+        self.message = ""
+        self._resign_armed = False
+
+    @property
+    def play(self) -> PlayApp:
+        from .tui import PlayApp
+
+        assert isinstance(self.app, PlayApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(id="race-head")
+            yield BoardWidget(id="board", ascii=self.ascii)
+            yield RacersPanel(id="racers", ascii=self.ascii)
+            yield Static(id="message")
+            yield Input(
+                placeholder=": type a move (deal, w-t3, t2-t5:3) and Enter", id="move", compact=True
+            )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        board = self.query_one("#board", BoardWidget)
+        board.can_focus = True
+        board.focus()
+        self.update_view()
+
+    # --- drawing -------------------------------------------------------------------------
+
+    def update_view(self) -> None:
+        app = self.play
+        state = app.session.state
+        race = state.races.get(self.race_id)
+        me = state.player_id
+        board = state.my_board(self.race_id)
+        selected = self.source[0] if self.source else None
+        self.query_one("#board", BoardWidget).show(board, selected)
+        self.query_one("#racers", RacersPanel).show(race, me)
+        self.update_clock()
+        line = self.message
+        if self.keys:
+            line = f"pile: {self.keys}…"
+        elif self.source:
+            count = f" ({self.source[1]} cards)" if self.source[1] and self.source[1] > 1 else ""
+            line = f"from {self.source[0]}{count}: pick a target (Esc cancels)"
+        if race is not None and race.last_rejection is not None and not line:
+            line = f"refused {race.last_rejection.move}: {race.last_rejection.reason}"
+        self.query_one("#message", Static).update(Text(line, style="yellow" if line else ""))
+
+    def update_clock(self) -> None:
+        app = self.play
+        race = app.session.state.races.get(self.race_id)
+        if race is None:
+            return
+        now = app.session.conn.server_now_ms()
+        remaining = race.remaining_ms(now)
+        if race.started_at_ms is None:
+            clock = f"starts in {clock_text(remaining)}"
+        else:
+            clock = f"⏱ {clock_text(remaining)} left"
+        game = race.game or "?"
+        title = game_class(game).title if game in GAME_IDS else game
+        commitment = f"  deal commitment {race.commitment[:12]}…" if race.commitment else ""
+        head = f"{title}  race {self.race_id}  {clock}{commitment}{_link_text(app)}"
+        self.query_one("#race-head", Static).update(Text(head, style="bold"))
+
+    # --- acting --------------------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        self.message = text
+        self.update_view()
+
+    def send(self, move: Move) -> None:
+        self.source = None
+        self.keys = ""
+        self.message = ""
+        self.play.send_move(self.race_id, str(move), self)
+        self.update_view()
+
+    def action_deal(self) -> None:
+        self.send(Move.parse("deal"))
+
+    def action_cancel(self) -> None:
+        self.source = None
+        self.keys = ""
+        self.message = ""
+        self._resign_armed = False
+        self.query_one("#board", BoardWidget).focus()
+        self.update_view()
+
+    def action_type_move(self) -> None:
+        self.query_one("#move", Input).focus()
+
+    def action_resign(self) -> None:
+        if not self._resign_armed:
+            self._resign_armed = True
+            self.say("press x again to resign")
+            return
+        self._resign_armed = False
+        self.play.resign_current(self.race_id)
+        self.say("resigned")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        event.input.value = ""
+        if text:
+            self.source = None
+            self.keys = ""
+            self.message = ""
+            self.play.send_move(self.race_id, text, self)
+        self.query_one("#board", BoardWidget).focus()
+
+    def pick(self, pile: str, depth: int | None) -> None:
+        """A pile was chosen (key or click): first the source, then the target."""
+        board = self.play.session.state.my_board(self.race_id)
+        if board is None:
+            return
+        if self.source is None:
+            if pile == "s":
+                self.action_deal()
+                return
+            view = board.piles.get(_long(pile, board.piles))
+            if view is None or not view.cards:
+                self.say(f"{pile} has no card to move")
+                return
+            self.source = (pile, depth)
+            self.message = ""
+            self.update_view()
+            return
+        src, n = self.source
+        if pile == src:
+            self.action_cancel()
+            return
+        legal = [m for m in rules_board(board).card_moves() if m.src == src and m.dst == pile]
+        chosen = next((m for m in legal if m.n == n), None) if n else None
+        if chosen is None and legal:
+            chosen = legal[0] if n is None else min(legal, key=lambda m: abs(m.n - n))
+        if chosen is None:
+            reason = check_move(board, Move(src, pile, n or 1)) or "not a legal move"
+            self.source = None
+            self.say(f"refused {src}-{pile}: {reason}")
+            return
+        self.send(chosen)
+
+    def on_board_widget_picked(self, event: BoardWidget.Picked) -> None:
+        hit: Hit = event.hit
+        self.keys = ""
+        self.pick(hit.pile, hit.depth or None)
+
+    def on_key(self, event: events.Key) -> None:
+        if isinstance(self.focused, Input):
+            return
+        char = event.character or ""
+        board = self.play.session.state.my_board(self.race_id)
+        if board is None or not char:
+            return
+        shorts = [_short_of(name) for name in board.piles]
+        if char in "swftr":
+            self.keys = char
+        elif char.isdigit() and self.keys[:1] in ("f", "t", "r"):
+            self.keys += char
+        elif char in (" ", "\r", "\n") and self.keys in shorts:
+            pass
+        else:
+            return
+        event.stop()
+        candidates = [s for s in shorts if s.startswith(self.keys)]
+        if self.keys in shorts and (len(candidates) == 1 or char in (" ", "\r", "\n")):
+            pile, self.keys = self.keys, ""
+            self.pick(pile, None)
+        else:
+            self.update_view()
+
+
+def _short_of(name: str) -> str:
+    from solrace.engine import to_short_name
+
+    return to_short_name(name)
+
+
+def _long(short: str, piles: dict[str, object]) -> str:
+    for name in piles:
+        if _short_of(name) == short:
+            return name
+    return short
+
+
+class ResultScreen(Screen[None]):
+    """The ranking, the revealed deal and its commitment check, and a rematch."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "rematch", "Rematch"),
+        Binding("l", "lobby", "Lobby"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, race_id: str) -> None:
+        super().__init__()
+        self.race_id = race_id
+
+    @property
+    def play(self) -> PlayApp:
+        from .tui import PlayApp
+
+        assert isinstance(self.app, PlayApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="result-head")
+        yield DataTable(id="ranking", cursor_type="none")
+        yield Static(id="reveal")
+        with Horizontal(classes="form"):
+            yield Button("Rematch", id="rematch", compact=True)
+            yield Button("Lobby", id="lobby", compact=True)
+            yield Button("Quit", id="quit", compact=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#ranking", DataTable).add_columns(
+            "rank", "player", "result", "cards", "time"
+        )
+        self.update_view()
+
+    def update_view(self) -> None:
+        race = self.play.session.state.races.get(self.race_id)
+        if race is None:
+            return
+        me = self.play.session.state.player_id
+        mine = next((e for e in race.results or [] if e.player_id == me), None)
+        head = f"race {self.race_id} finished"
+        if mine is not None:
+            head += f": you are #{mine.rank} of {len(race.results or [])}"
+        self.query_one("#result-head", Static).update(Text(head, style="bold"))
+        table = self.query_one("#ranking", DataTable)
+        table.clear()
+        for entry in race.results or []:
+            table.add_row(
+                str(entry.rank),
+                entry.name + (" (you)" if entry.player_id == me else ""),
+                entry.state,
+                f"{entry.on_foundations}/{entry.total}",
+                f"{entry.elapsed_ms / 1000:.1f}s",
+            )
+        if race.commitment_ok is None:
+            reveal = Text("waiting for the reveal…", style="dim")
+        elif race.commitment_ok:
+            reveal = Text(
+                f"deal {race.game} #{race.game_number}: commitment {race.commitment} ✓ verified",
+                style="green",
+            )
+        else:
+            reveal = Text(
+                f"deal {race.game} #{race.game_number}: commitment does NOT match ✗",
+                style="bold red",
+            )
+        self.query_one("#reveal", Static).update(reveal)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "rematch":
+            self.action_rematch()
+        elif event.button.id == "lobby":
+            self.action_lobby()
+        elif event.button.id == "quit":
+            self.app.exit()
+
+    def action_rematch(self) -> None:
+        self.play.rematch(self.race_id)
+
+    def action_lobby(self) -> None:
+        self.play.back_to_lobby()

@@ -1,0 +1,270 @@
+"""Spectating and replays: pick a live race, watch every board, follow (TV); step a replay."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Static
+
+from solrace.server.protocol.messages import RaceList, ReplayModel
+
+from .connection import Incoming
+from .replay import ReplayCursor, is_replay_verified
+from .widgets import BoardWidget, RacersPanel, clock_text
+
+if TYPE_CHECKING:
+    from .tui import WatchApp
+
+FOLLOW_PAUSE_S = 4.0
+"""How long TV mode shows a finished race's result before moving on."""
+
+
+def _watch_app(screen: Screen[None]) -> WatchApp:
+    from .tui import WatchApp
+
+    assert isinstance(screen.app, WatchApp)
+    return screen.app
+
+
+class WatchPicker(Screen[None]):
+    """Live races to pick from (Enter watches); in follow mode the first running one."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f", "toggle_follow", "Follow (TV)"),
+        Binding("f5", "refresh", "Refresh"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.finished: set[str] = set()
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="watch-head")
+        yield DataTable(id="races", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#races", DataTable).add_columns("race", "game", "status", "players")
+        self.action_refresh()
+        self.set_interval(3.0, self.action_refresh)
+        self.update_view()
+
+    def on_screen_resume(self) -> None:
+        self.action_refresh()
+
+    def action_refresh(self) -> None:
+        app = _watch_app(self)
+        app.background(app.session.list_races())
+
+    def action_toggle_follow(self) -> None:
+        app = _watch_app(self)
+        app.follow = not app.follow
+        self.update_view()
+        self.follow_next()
+
+    def update_view(self) -> None:
+        app = _watch_app(self)
+        mode = "follow mode (TV): the next live race comes on by itself" if app.follow else ""
+        head = f"live races — Enter watches, f toggles follow  {mode}"
+        self.query_one("#watch-head", Static).update(Text(head, style="bold"))
+        table = self.query_one("#races", DataTable)
+        table.clear()
+        for info in app.session.state.lobby.values():
+            names = ", ".join(r.name for r in info.racers)
+            table.add_row(info.race_id, info.game, info.status, names, key=info.race_id)
+
+    def follow_next(self) -> None:
+        app = _watch_app(self)
+        if not app.follow or app.screen is not self:
+            return
+        lobby = app.session.state.lobby.values()
+        running = [i for i in lobby if i.status == "running" and i.race_id not in self.finished]
+        waiting = [i for i in lobby if i.status == "countdown" and i.race_id not in self.finished]
+        choice = (running or waiting or [None])[0]
+        if choice is not None:
+            app.watch_race(choice.race_id)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            _watch_app(self).watch_race(event.row_key.value)
+
+
+class WatchScreen(Screen[None]):
+    """Every racer's board as the server sends it, progress bars and the clock."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Races"),
+        Binding("f", "toggle_follow", "Follow (TV)"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, race_id: str, *, ascii: bool = False) -> None:
+        super().__init__()
+        self.race_id = race_id
+        self.ascii = ascii
+        self._next: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="watch-head")
+        yield Grid(id="watch-boards")
+        yield RacersPanel(id="racers", ascii=self.ascii)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.update_view()
+
+    def action_back(self) -> None:
+        app = _watch_app(self)
+        app.background(app.session.unwatch(self.race_id))
+        app.pop_screen()
+
+    def action_toggle_follow(self) -> None:
+        app = _watch_app(self)
+        app.follow = not app.follow
+        self.update_head()
+        self._maybe_move_on()
+
+    def update_head(self) -> None:
+        app = _watch_app(self)
+        race = app.session.state.races.get(self.race_id)
+        if race is None:
+            self.query_one("#watch-head", Static).update(f"watching {self.race_id}…")
+            return
+        parts = [f"watching {race.game or '?'} race {self.race_id}", race.status]
+        if race.status == "running":
+            parts.append(f"⏱ {clock_text(race.remaining_ms(app.session.conn.server_now_ms()))}")
+        delay = race.info.spectator_delay_ms if race.info else 0
+        if delay and race.is_live:
+            parts.append(f"boards {delay / 1000:.0f}s behind")
+        if race.commitment_ok is not None:
+            verdict = "✓ verified" if race.commitment_ok else "✗ MISMATCH"
+            parts.append(f"deal #{race.game_number} {verdict}")
+        elif race.commitment:
+            parts.append(f"commitment {race.commitment[:12]}…")
+        if race.results:
+            winner = race.results[0]
+            parts.append(f"winner {winner.name}")
+        if app.follow:
+            parts.append("TV")
+        self.query_one("#watch-head", Static).update(Text("  ".join(parts), style="bold"))
+
+    def update_view(self) -> None:
+        app = _watch_app(self)
+        race = app.session.state.races.get(self.race_id)
+        self.update_head()
+        self.query_one("#racers", RacersPanel).show(race, None)
+        if race is None:
+            return
+        grid = self.query_one("#watch-boards", Grid)
+        players = list(race.racers) or list(race.boards)
+        existing = {w.id: w for w in grid.query(BoardWidget)}
+        for player_id in players:
+            widget_id = f"board-{player_id}"
+            widget = existing.get(widget_id)
+            if widget is None:
+                widget = BoardWidget(id=widget_id, ascii=self.ascii)
+                grid.mount(widget)
+            racer = race.racers.get(player_id)
+            widget.show(race.boards.get(player_id), title=racer.name if racer else player_id)
+        columns = 1 if len(players) <= 1 else 2 if len(players) <= 4 else 3
+        grid.styles.grid_size_columns = columns
+
+    def on_race_event(self, incoming: Incoming) -> None:
+        if isinstance(incoming, RaceList):
+            return
+        self._maybe_move_on()
+
+    def _maybe_move_on(self) -> None:
+        app = _watch_app(self)
+        race = app.session.state.races.get(self.race_id)
+        if race is None or not race.is_finished or not app.follow or self._next is not None:
+            return
+        self._next = self.set_timer(FOLLOW_PAUSE_S, self._move_on)
+
+    def _move_on(self) -> None:
+        app = _watch_app(self)
+        if app.screen is not self:
+            return
+        picker = app.screen_stack[-2] if len(app.screen_stack) > 1 else None
+        if isinstance(picker, WatchPicker):
+            picker.finished.add(self.race_id)
+        app.background(app.session.unwatch(self.race_id))
+        app.pop_screen()
+
+
+class ReplayScreen(Screen[None]):
+    """A finished race, move by move, for each racer."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("right", "step(1)", "Next"),
+        Binding("left", "step(-1)", "Back"),
+        Binding("pagedown", "step(10)", "+10", show=False),
+        Binding("pageup", "step(-10)", "-10", show=False),
+        Binding("home", "seek(0)", "Start"),
+        Binding("end", "seek(-1)", "End"),
+        Binding("tab", "racer(1)", "Next player"),
+        Binding("space", "autoplay", "Play/pause"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, replay: ReplayModel, *, ascii: bool = False) -> None:
+        super().__init__()
+        self.cursor = ReplayCursor(replay)
+        self.ascii = ascii
+        self._player: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="replay-head")
+        yield BoardWidget(id="board", ascii=self.ascii)
+        yield Static(id="replay-line")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.update_view()
+
+    def update_view(self) -> None:
+        replay = self.cursor.replay
+        verdict = "✓ verified" if is_replay_verified(replay) else "✗ MISMATCH"
+        ranking = "  ".join(
+            f"{e.rank}. {e.name} {e.on_foundations}/{e.total}" for e in replay.results
+        )
+        deal = f"{replay.game} deal #{replay.game_number} {verdict}"
+        head = f"replay {replay.race_id}: {deal}  {ranking}"
+        self.query_one("#replay-head", Static).update(Text(head, style="bold"))
+        if not replay.racers:
+            return
+        self.query_one("#board", BoardWidget).show(self.cursor.board, title=self.cursor.racer.name)
+        self.query_one("#replay-line", Static).update(self.cursor.describe())
+
+    def action_step(self, delta: int) -> None:
+        self.cursor.step(delta)
+        self.update_view()
+
+    def action_seek(self, ply: int) -> None:
+        self.cursor.seek(self.cursor.last_ply if ply < 0 else ply)
+        self.update_view()
+
+    def action_racer(self, delta: int) -> None:
+        self.cursor.next_racer(delta)
+        self.update_view()
+
+    def action_autoplay(self) -> None:
+        if self._player is not None:
+            self._player.stop()
+            self._player = None
+            return
+        self._player = self.set_interval(0.4, self._auto_step)
+
+    def _auto_step(self) -> None:
+        if self.cursor.ply >= self.cursor.last_ply and self._player is not None:
+            self._player.stop()
+            self._player = None
+            return
+        self.action_step(1)

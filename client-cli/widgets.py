@@ -1,0 +1,156 @@
+"""Textual widgets: a board that draws itself with `render.py` and knows which card was
+clicked, and a panel of racers' progress bars."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.geometry import Size
+from textual.message import Message
+from textual.widget import Widget
+
+from solrace.engine import BoardView
+
+from .render import Hit, Rendered, render_board, wants_color
+from .state import RacerStatus, RaceState
+
+BAR_WIDTH = 16
+STATE_STYLES = {
+    "finished": "bold green",
+    "playing": "",
+    "joined": "dim",
+    "stuck": "yellow",
+    "resigned": "red",
+    "gone": "red",
+    "timed_out": "yellow",
+}
+
+
+class BoardWidget(Widget):
+    """One board, laid out for the widget's size; clicks become `BoardWidget.Picked`."""
+
+    DEFAULT_CSS = """
+    BoardWidget { height: 1fr; width: 1fr; }
+    """
+
+    class Picked(Message):
+        """A cell of the board was clicked: the pile (and depth) under it."""
+
+        def __init__(self, board: BoardWidget, hit: Hit) -> None:
+            super().__init__()
+            self.board = board
+            self.hit = hit
+
+    def __init__(
+        self,
+        *,
+        ascii: bool = False,
+        title: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.board: BoardView | None = None
+        self.selected: str | None = None
+        self.ascii = ascii
+        self.title = title
+        self.placeholder = "waiting for the deal…"
+        self._rendered: Rendered | None = None
+
+    def show(
+        self, board: BoardView | None, selected: str | None = None, title: str | None = None
+    ) -> None:
+        self.board = board
+        self.selected = selected
+        if title is not None:
+            self.title = title
+        self.refresh()
+
+    def render(self) -> Text:
+        if self.board is None:
+            self._rendered = None
+            return Text(self.placeholder, style="dim")
+        width, height = self.content_size.width, self.content_size.height
+        self._rendered = render_board(
+            self.board,
+            max(width, 20),
+            max(height, 6),
+            unicode=not self.ascii,
+            color=wants_color(),
+            selected=self.selected,
+            title=self.title,
+        )
+        return self._rendered.text
+
+    @property
+    def text(self) -> str:
+        """The board as plain text, as last drawn (tests read it)."""
+        return self._rendered.plain if self._rendered else ""
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or self._rendered is None:
+            return
+        hit = self._rendered.hit(offset.x, offset.y)
+        if hit is not None:
+            self.post_message(self.Picked(self, hit))
+
+
+def progress_bar(fraction: float, width: int = BAR_WIDTH, unicode: bool = True) -> str:
+    full = round(max(0.0, min(1.0, fraction)) * width)
+    if unicode:
+        return "█" * full + "░" * (width - full)
+    return "#" * full + "." * (width - full)
+
+
+def racer_line(racer: RacerStatus, me: str | None, unicode: bool = True) -> Text:
+    mark = "▶ " if racer.player_id == me else "  "
+    line = Text(mark)
+    line.append(f"{racer.name[:14]:<14} ", style="bold" if racer.player_id == me else "")
+    line.append(progress_bar(racer.fraction, unicode=unicode), style="green")
+    total = racer.total or 0
+    line.append(f" {racer.on_foundations:>3}/{total:<3} ")
+    line.append(f"{racer.state:<9}", style=STATE_STYLES.get(racer.state, ""))
+    line.append(f" {racer.moves:>4} moves")
+    if not racer.connected and not racer.is_done:
+        line.append("  (away)", style="yellow")
+    return line
+
+
+class RacersPanel(Widget):
+    """Every racer: name, progress bar, cards on foundations, state, moves."""
+
+    DEFAULT_CSS = """
+    RacersPanel { height: auto; min-height: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None, ascii: bool = False) -> None:
+        super().__init__(id=id)
+        self.race: RaceState | None = None
+        self.me: str | None = None
+        self.ascii = ascii
+
+    def show(self, race: RaceState | None, me: str | None) -> None:
+        self.race = race
+        self.me = me
+        self.refresh(layout=True)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return max(1, len(self.race.racers) if self.race else 1)
+
+    def render(self) -> Text:
+        if self.race is None or not self.race.racers:
+            return Text("no racers yet", style="dim")
+        lines = [racer_line(r, self.me, not self.ascii) for r in self.race.racers.values()]
+        return Text("\n").join(lines)
+
+    @property
+    def text(self) -> str:
+        return self.render().plain
+
+
+def clock_text(ms: int | None) -> str:
+    if ms is None:
+        return "--:--"
+    seconds = max(0, ms) // 1000
+    return f"{seconds // 60}:{seconds % 60:02d}"

@@ -1,0 +1,75 @@
+"""Fixtures of the client tests: a real server on a loopback port the OS picks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from solrace.server.app import App
+from solrace.server.settings import Settings
+
+
+def server_settings(data_dir: Path, **overrides: object) -> Settings:
+    options: dict[str, object] = {
+        "host": "127.0.0.1",
+        "port": 0,
+        "data_dir": data_dir,
+        "store": "memory:",
+        "secret": "client-tests",
+        "log_level": "WARNING",
+        "countdown_s": 0.2,
+        "rate_capacity": 10_000.0,
+        "rate_refill_per_s": 10_000.0,
+        "spectator_batch_s": 0.05,
+    }
+    options.update(overrides)
+    return Settings(**options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def server_app(tmp_path: Path) -> AsyncIterator[App]:
+    app = App(server_settings(tmp_path / "server"))
+    await app.start()
+    try:
+        yield app
+    finally:
+        await app.stop()
+
+
+@pytest.fixture
+def server_url(server_app: App) -> str:
+    return f"ws://127.0.0.1:{server_app.port}"
+
+
+@pytest.fixture(autouse=True)
+def client_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Keep tokens and logs of every test in its own folder."""
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("SOLRACE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    yield tmp_path
+
+
+async def eventually(
+    predicate: Callable[[], bool], timeout_s: float = 20.0, what: str = "condition"
+) -> None:
+    """Wait until `predicate()` holds, yielding to the event loop between checks."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def child_env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["SOLRACE_CONFIG_DIR"] = str(tmp_path / "child-config")
+    env["SOLRACE_DATA_DIR"] = str(tmp_path / "child-data")
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("NO_COLOR", None)
+    return env
