@@ -1,0 +1,346 @@
+"""Live events between nodes: `publish(channel, bytes)` and `subscribe(channel)`.
+
+Backends by URL: `memory:` (one process: nodes that share the broker object) and
+`redis://` (Redis pub/sub). Delivery is at most once on purpose: the durable record is the
+store, and the broker only wakes nodes up. So a subscription yields `bytes`, or `None` when
+messages may have been lost (its bounded queue overflowed, or the link to Redis dropped and
+came back): the subscriber then reloads what it needs from the store. A slow subscriber
+never slows a publisher or the other subscribers; it only gets a gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from typing import Any, Protocol
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+log = logging.getLogger("solrace.server.broker")
+
+OUTAGE_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
+MAX_QUEUED = 1024
+CONFIRM_TIMEOUT_S = 5.0
+BACKOFF_FIRST_S = 0.05
+BACKOFF_MAX_S = 2.0
+
+
+class BrokerError(Exception):
+    """Base of the broker's errors."""
+
+
+class BrokerUnavailableError(BrokerError):
+    """The message was not published (Redis unreachable); the store still has the truth."""
+
+
+class Subscription:
+    """One subscriber's bounded queue: iterate for `bytes`, or `None` meaning "resync"."""
+
+    def __init__(self, fanout: LocalFanout, channel: str, max_queued: int) -> None:
+        self.channel = channel
+        self._fanout = fanout
+        self._max_queued = max_queued
+        self._items: deque[bytes | None] = deque()
+        self._ready = asyncio.Event()
+        self.closed = False
+        self.gaps = 0
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> bytes | None:
+        while not self._items:
+            if self.closed:
+                raise StopAsyncIteration
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+    async def get(self, timeout_s: float | None = None) -> bytes | None:
+        """The next item (waiting at most `timeout_s`; TimeoutError after that)."""
+        async with asyncio.timeout(timeout_s):
+            return await self.__anext__()
+
+    def deliver(self, data: bytes) -> None:
+        if self.closed:
+            return
+        if len(self._items) >= self._max_queued:
+            # Too slow to keep up: drop what is queued, keep one gap (it resyncs instead).
+            self._items.clear()
+            self.mark_gap()
+            return
+        self._items.append(data)
+        self._ready.set()
+
+    def mark_gap(self) -> None:
+        if self.closed:
+            return
+        if not self._items or self._items[-1] is not None:
+            self._items.append(None)
+            self.gaps += 1
+        self._ready.set()
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._ready.set()
+        await self._fanout.unsubscribe(self)
+
+    async def __aenter__(self) -> Subscription:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class Broker(Protocol):
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        """Hand `data` to every current subscriber of `channel` on every node (at most once);
+        `BrokerUnavailableError` if it could not be sent."""
+        ...
+
+    async def subscribe(self, channel: str) -> Subscription:
+        """A subscription that receives what is published from now on (once this returns,
+        unless the broker is down: then its first item is a gap, when the link is back)."""
+        ...
+
+
+class LocalFanout:
+    """This node's subscriptions by channel; backends feed it."""
+
+    def __init__(self, max_queued: int = MAX_QUEUED) -> None:
+        self.max_queued = max_queued
+        self.subscriptions: dict[str, set[Subscription]] = {}
+
+    def _add(self, channel: str) -> tuple[Subscription, bool]:
+        subscription = Subscription(self, channel, self.max_queued)
+        subscribers = self.subscriptions.setdefault(channel, set())
+        subscribers.add(subscription)
+        return subscription, len(subscribers) == 1
+
+    def fan_out(self, channel: str, data: bytes) -> None:
+        for subscription in self.subscriptions.get(channel, ()):
+            subscription.deliver(data)
+
+    def mark_gap(self, channel: str) -> None:
+        for subscription in self.subscriptions.get(channel, ()):
+            subscription.mark_gap()
+
+    async def unsubscribe(self, subscription: Subscription) -> None:
+        subscribers = self.subscriptions.get(subscription.channel)
+        if subscribers is None:
+            return
+        subscribers.discard(subscription)
+        if not subscribers:
+            del self.subscriptions[subscription.channel]
+            await self._last_one_left(subscription.channel)
+
+    async def _last_one_left(self, channel: str) -> None:
+        return None
+
+    async def _close_subscriptions(self) -> None:
+        for subscribers in list(self.subscriptions.values()):
+            for subscription in list(subscribers):
+                subscription.closed = True
+                subscription._ready.set()
+        self.subscriptions.clear()
+
+
+class MemoryBroker(LocalFanout):
+    """`memory:`: in-process fan-out; several hubs in one process share one instance."""
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        await self._close_subscriptions()
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        self.fan_out(channel, data)
+
+    async def subscribe(self, channel: str) -> Subscription:
+        subscription, _ = self._add(channel)
+        return subscription
+
+
+class RedisBroker(LocalFanout):
+    """`redis://`: one pub/sub connection per node, read by one task that fans messages out
+    to local subscriptions; after a dropped link it subscribes again and sends every local
+    subscription a gap once the subscription is live again."""
+
+    def __init__(
+        self, url: str, *, prefix: str = "solrace:live:", max_queued: int = MAX_QUEUED
+    ) -> None:
+        super().__init__(max_queued)
+        self.url = url
+        self.prefix = prefix
+        self._client: Any = None  # redis-py's annotations and the stubs disagree; see store
+        self._pubsub: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self._wanted = asyncio.Event()
+        # Per channel: SUBSCRIBE commands sent and not yet confirmed, and who waits for it.
+        self._unconfirmed: dict[str, int] = {}
+        self._confirmed: dict[str, asyncio.Event] = {}
+        self._gap_pending: set[str] = set()
+        self.is_connected = False
+        self.is_down = False  # the link was lost and is not back yet
+        self.reconnects = 0
+
+    def _wire(self, channel: str) -> str:
+        return self.prefix + channel
+
+    async def open(self) -> None:
+        self._client = aioredis.Redis.from_url(self.url, retry=Retry(NoBackoff(), 0))
+        await self._client.ping()  # fail fast on a wrong URL
+        self._reader = asyncio.create_task(self._read_forever(), name="solrace-broker-reader")
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+            self._reader = None
+        await self._drop_pubsub()
+        await self._close_subscriptions()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        for attempt in range(2):  # a pooled connection may be stale after a Redis restart
+            try:
+                await self._client.publish(self._wire(channel), data)
+                return
+            except OUTAGE_ERRORS as exc:
+                if attempt == 1:
+                    raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
+
+    async def subscribe(self, channel: str) -> Subscription:
+        subscription, first = self._add(channel)
+        if first:
+            self._confirmed[channel] = asyncio.Event()
+            self._unconfirmed[channel] = 0
+            if self.is_down:
+                self._gap_pending.add(channel)  # it may miss what comes before the link
+            self._wanted.set()
+            await self._send_subscribe(channel)
+        confirmed = self._confirmed.get(channel)
+        if confirmed is not None and not self.is_down:
+            # Released by the confirmation, or by an outage (the gap then follows).
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CONFIRM_TIMEOUT_S):
+                    await confirmed.wait()
+        return subscription
+
+    async def _send_subscribe(self, channel: str) -> None:
+        pubsub = self._pubsub
+        if pubsub is None:
+            return  # the reader subscribes to every wanted channel when it connects
+        self._unconfirmed[channel] = self._unconfirmed.get(channel, 0) + 1
+        # On an outage the reader sees the same error, reconnects and subscribes again.
+        with contextlib.suppress(*OUTAGE_ERRORS):
+            await pubsub.subscribe(self._wire(channel))
+
+    async def _last_one_left(self, channel: str) -> None:
+        self._confirmed.pop(channel, None)
+        self._unconfirmed.pop(channel, None)
+        self._gap_pending.discard(channel)
+        pubsub = self._pubsub
+        if pubsub is not None:
+            with contextlib.suppress(*OUTAGE_ERRORS):
+                await pubsub.unsubscribe(self._wire(channel))
+
+    async def _drop_pubsub(self) -> None:
+        pubsub, self._pubsub = self._pubsub, None
+        self.is_connected = False
+        if pubsub is not None:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+
+    async def _connect(self) -> Any:
+        pubsub = self._client.pubsub()
+        channels = list(self.subscriptions)
+        if not channels:
+            return pubsub
+        for channel in channels:
+            self._confirmed.setdefault(channel, asyncio.Event())
+            self._unconfirmed[channel] = 1
+        # Set before the first await: a channel added from now on is subscribed by its caller.
+        self._pubsub = pubsub
+        await pubsub.subscribe(*(self._wire(channel) for channel in channels))
+        self.is_connected = True
+        self.is_down = False
+        return pubsub
+
+    async def _read_forever(self) -> None:
+        backoff = BACKOFF_FIRST_S
+        while True:
+            if not self.subscriptions:
+                self._wanted.clear()
+                await self._wanted.wait()
+                continue
+            try:
+                pubsub = await self._connect()
+                while self._pubsub is pubsub:
+                    message = await pubsub.get_message(timeout=None)
+                    if message is not None:
+                        self._handle(message)
+                        backoff = BACKOFF_FIRST_S
+            except OUTAGE_ERRORS as exc:
+                log.warning("redis pub/sub link lost (%s); reconnecting", exc)
+            except Exception:
+                log.exception("redis pub/sub reader failed; reconnecting")
+            self._lose_link()
+            await self._drop_pubsub()
+            await asyncio.sleep(backoff)  # back off before reconnecting, not a wait for a test
+            backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+    def _lose_link(self) -> None:
+        """Every channel gets a gap once subscribed again; waiting subscribers are released."""
+        self.is_down = True
+        self.reconnects += 1
+        for channel in self.subscriptions:
+            self._gap_pending.add(channel)
+            self._unconfirmed[channel] = 0
+            released = self._confirmed.get(channel)
+            self._confirmed[channel] = asyncio.Event()
+            if released is not None:
+                released.set()
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        wire = message.get("channel")
+        name = wire.decode() if isinstance(wire, bytes) else str(wire)
+        channel = name.removeprefix(self.prefix)
+        if kind == "message":
+            data = message.get("data")
+            if isinstance(data, bytes):
+                self.fan_out(channel, data)
+        elif kind == "subscribe" and channel in self.subscriptions:
+            left = max(0, self._unconfirmed.get(channel, 1) - 1)
+            self._unconfirmed[channel] = left
+            if left == 0:
+                self._confirmed.setdefault(channel, asyncio.Event()).set()
+                if channel in self._gap_pending:
+                    self._gap_pending.discard(channel)
+                    self.mark_gap(channel)
+
+
+def open_broker(url: str) -> Broker:
+    """The (unopened) broker a URL names: `memory:` or `redis://HOST:PORT/DB`."""
+    if url == "memory:":
+        return MemoryBroker()
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return RedisBroker(url)
+    raise ValueError(f"unsupported broker URL {url!r} (memory:, redis://HOST:PORT/DB)")

@@ -1,0 +1,148 @@
+"""The broker contract on `memory:` and a real Redis: two nodes, ordered fan-out, gaps."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from solrace.server.broker import (
+    Broker,
+    BrokerUnavailableError,
+    MemoryBroker,
+    RedisBroker,
+    Subscription,
+    open_broker,
+)
+from tests.redis_server import RedisServer
+
+WAIT_S = 10.0
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+async def nodes(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Broker, Broker]]:
+    """Two nodes' brokers: one shared object in memory, two connections to one Redis."""
+    if request.param == "memory":
+        shared = MemoryBroker()
+        await shared.open()
+        yield shared, shared
+        await shared.close()
+        return
+    url: str = request.getfixturevalue("redis_url")
+    node_a, node_b = open_broker(url), open_broker(url)
+    await node_a.open()
+    await node_b.open()
+    yield node_a, node_b
+    await node_a.close()
+    await node_b.close()
+
+
+async def drain(subscription: Subscription, count: int) -> list[bytes | None]:
+    return [await subscription.get(WAIT_S) for _ in range(count)]
+
+
+async def test_every_node_gets_every_message_in_order(nodes: tuple[Broker, Broker]) -> None:
+    node_a, node_b = nodes
+    on_a = await node_a.subscribe("race:r1")
+    on_b = await node_b.subscribe("race:r1")
+    sent = [f"event {i}".encode() for i in range(100)]
+    for data in sent:
+        await node_a.publish("race:r1", data)
+    assert await drain(on_a, 100) == sent
+    assert await drain(on_b, 100) == sent
+
+
+async def test_channels_are_separate(nodes: tuple[Broker, Broker]) -> None:
+    node_a, node_b = nodes
+    first = await node_b.subscribe("race:r1")
+    second = await node_b.subscribe("race:r2")
+    await node_a.publish("race:r2", b"two")
+    await node_a.publish("race:r1", b"one")
+    assert await first.get(WAIT_S) == b"one"
+    assert await second.get(WAIT_S) == b"two"
+
+
+async def test_a_closed_subscription_ends_and_the_others_carry_on(
+    nodes: tuple[Broker, Broker],
+) -> None:
+    node_a, node_b = nodes
+    leaving = await node_b.subscribe("race:r1")
+    staying = await node_b.subscribe("race:r1")
+    await leaving.close()
+    await node_a.publish("race:r1", b"after")
+    assert await staying.get(WAIT_S) == b"after"
+    assert [item async for item in leaving] == []
+    await staying.close()
+    again = await node_b.subscribe("race:r1")  # the channel can be taken up again
+    await node_a.publish("race:r1", b"again")
+    assert await again.get(WAIT_S) == b"again"
+
+
+async def test_nothing_is_replayed_to_a_late_subscriber(nodes: tuple[Broker, Broker]) -> None:
+    node_a, node_b = nodes
+    early = await node_b.subscribe("race:r1")
+    await node_a.publish("race:r1", b"before")
+    assert await early.get(WAIT_S) == b"before"
+    late = await node_b.subscribe("race:r1")
+    await node_a.publish("race:r1", b"after")
+    assert await late.get(WAIT_S) == b"after"
+    assert await early.get(WAIT_S) == b"after"
+
+
+async def test_a_slow_subscriber_gets_a_gap_and_slows_nobody(
+    nodes: tuple[Broker, Broker],
+) -> None:
+    node_a, node_b = nodes
+    assert isinstance(node_b, MemoryBroker | RedisBroker)
+    node_b.max_queued = 4
+    slow = await node_b.subscribe("race:r1")
+    fast = await node_b.subscribe("race:r1")
+    sent = [bytes([i]) for i in range(3)]
+    for data in sent:
+        await node_a.publish("race:r1", data)
+    assert await drain(fast, 3) == sent
+    for i in range(3, 12):
+        await node_a.publish("race:r1", bytes([i]))
+        assert await fast.get(WAIT_S) == bytes([i])  # the fast one keeps up, one by one
+    first = await slow.get(WAIT_S)
+    assert first is None  # "you missed some: reload from the store"
+    assert slow.gaps >= 1
+
+
+async def test_broker_close_ends_every_subscription(nodes: tuple[Broker, Broker]) -> None:
+    _, node_b = nodes
+    subscription = await node_b.subscribe("race:r1")
+    await node_b.close()
+    assert [item async for item in subscription] == []
+
+
+def test_unknown_broker_urls_are_refused() -> None:
+    with pytest.raises(ValueError, match="unsupported broker URL"):
+        open_broker("nats://localhost")
+
+
+@pytest.mark.redis
+async def test_a_redis_restart_gives_a_gap_then_live_messages(
+    own_redis_server: RedisServer,
+) -> None:
+    node_a, node_b = RedisBroker(own_redis_server.url), RedisBroker(own_redis_server.url)
+    await node_a.open()
+    await node_b.open()
+    try:
+        subscription = await node_b.subscribe("race:r1")
+        await node_a.publish("race:r1", b"before")
+        assert await subscription.get(WAIT_S) == b"before"
+
+        own_redis_server.stop()
+        with pytest.raises(BrokerUnavailableError):
+            await node_a.publish("race:r1", b"lost")
+        own_redis_server.start()
+
+        # Once node B is subscribed again it says so with a gap; what follows is live.
+        assert await subscription.get(WAIT_S) is None
+        await node_a.publish("race:r1", b"after")
+        assert await subscription.get(WAIT_S) == b"after"
+        assert node_b.reconnects >= 1
+    finally:
+        await node_a.close()
+        await node_b.close()
