@@ -129,7 +129,7 @@ class Bot:
             if isinstance(message, Error):
                 raise BotError(f"{self.name}: {message.code}: {message.message}")
             race_id = getattr(message, "race_id", None)
-            if race_id is None:
+            if not isinstance(race_id, str):
                 continue
             race = self.state.races[race_id]
             if race.info is not None and race.info.creator == self.state.player_id:
@@ -300,10 +300,11 @@ async def run_bots(args: argparse.Namespace) -> int:
             print(f"race {race_id}", flush=True)
             others = bots[1:]
         else:
-            race_id = args.race or await first_open_race(bots[0].conn, bots[0].state)
-            if race_id is None:
+            found: str | None = args.race or await first_open_race(bots[0].conn, bots[0].state)
+            if found is None:
                 print("solrace bot: no open race to join (use --create)", file=sys.stderr)
                 return 1
+            race_id = found
             print(f"race {race_id}", flush=True)
             others = bots
         for bot in others:

@@ -6,6 +6,7 @@ changes the state itself: only server messages do (`state.py`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -342,7 +343,7 @@ def _short_of(name: str) -> str:
     return to_short_name(name)
 
 
-def _long(short: str, piles: dict[str, object]) -> str:
+def _long(short: str, piles: Mapping[str, object]) -> str:
     for name in piles:
         if _short_of(name) == short:
             return name

@@ -87,9 +87,9 @@ class WatchPicker(Screen[None]):
         lobby = app.session.state.lobby.values()
         running = [i for i in lobby if i.status == "running" and i.race_id not in self.finished]
         waiting = [i for i in lobby if i.status == "countdown" and i.race_id not in self.finished]
-        choice = (running or waiting or [None])[0]
-        if choice is not None:
-            app.watch_race(choice.race_id)
+        choices = running or waiting
+        if choices:
+            app.watch_race(choices[0].race_id)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:

@@ -78,3 +78,115 @@ async def test_lobby_create_join_and_race_to_the_end(server_url: str, alice: Ses
         )
         await bot_task
     await bot.close()
+
+
+async def race_of_bots(url: str, game: str, names: tuple[str, ...], delay_s: float) -> list[Bot]:
+    """Bots in one race of `game`, created and full (so it starts by itself)."""
+    bots = [
+        Bot(url, n, make_strategy("greedy", seed=i), delay_s=delay_s) for i, n in enumerate(names)
+    ]
+    for bot in bots:
+        await bot.connect()
+    race_id = await bots[0].create(game, len(bots), 600)
+    for bot in bots[1:]:
+        await bot.join(race_id)
+    return bots
+
+
+async def test_mouse_picks_stock_then_card_and_target(server_url: str, alice: Session) -> None:
+    app = PlayApp(alice, args=None)
+    bot = Bot(server_url, "carol", make_strategy("greedy"), delay_s=0.02)
+    await bot.connect()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+        app.create_race("klondike", 2, 600)
+        await eventually(lambda: app.race_id is not None, what="race created")
+        race_id = app.race_id
+        assert race_id is not None
+        await bot.join(race_id)
+        await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+        await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+        screen = app.screen
+        assert isinstance(screen, RaceScreen)
+        board = screen.query_one("#board", BoardWidget)
+        await eventually(lambda: board.text.count("t6") == 1, what="board drawn")
+        me = alice.me or ""
+        # The stock's label row: clicking the stock deals.
+        lines = board.text.splitlines()
+        row = next(i for i, line in enumerate(lines) if line.startswith("s "))
+        await pilot.click(board, offset=(0, row))
+        await eventually(lambda: alice.state.races[race_id].plies[me] == 1, what="deal by click")
+        # Click the waste's top card, then a tableau label: legal or refused, never a crash,
+        # and a refusal leaves the board as it was.
+        lines = board.text.splitlines()
+        waste_x = lines[row].index("w ") + 2
+        await pilot.click(board, offset=(waste_x, row))
+        await eventually(lambda: screen.source is not None, what="source picked")
+        assert screen.source is not None and screen.source[0] == "w"
+        label_row = next(i for i, line in enumerate(lines) if line.startswith("t0"))
+        await pilot.click(board, offset=(lines[label_row].index("t3"), label_row))
+        await eventually(lambda: screen.source is None, what="move sent or refused")
+        await eventually(
+            lambda: alice.state.races[race_id].plies[me] == 2 or "refused" in screen.message,
+            what="ack or refusal",
+        )
+    await bot.close()
+
+
+async def test_watch_mode_shows_every_board_until_the_reveal(
+    server_url: str,
+) -> None:
+    bots = await race_of_bots(server_url, "klondike", ("dan", "eve"), delay_s=0.05)
+    spectator, pump = await open_session(server_url, None)
+    app = WatchApp(spectator, race_id=bots[0].race_id)
+    try:
+        async with app.run_test(size=(120, 40)):
+            await eventually(lambda: isinstance(app.screen, WatchScreen), what="watch screen")
+            screen = app.screen
+            assert isinstance(screen, WatchScreen)
+            tasks = [asyncio.create_task(bot.play()) for bot in bots]
+            await eventually(
+                lambda: (
+                    len(screen.query(BoardWidget)) == 2
+                    and all(w.board is not None for w in screen.query(BoardWidget))
+                ),
+                what="both boards",
+            )
+            texts = [w.text for w in screen.query(BoardWidget)]
+            assert any("dan" in t for t in texts) and any("eve" in t for t in texts)
+            await asyncio.gather(*tasks)
+            race = spectator.state.races[bots[0].race_id or ""]
+            await eventually(lambda: race.commitment_ok is True, what="the reveal")
+            racers = screen.query_one("#racers", RacersPanel)
+            await eventually(lambda: "dan" in racers.text and "eve" in racers.text, what="bars")
+    finally:
+        pump.cancel()
+        await spectator.conn.close()
+        for bot in bots:
+            await bot.close()
+
+
+async def test_watch_follow_mode_moves_on_to_the_next_race(server_url: str) -> None:
+    first = await race_of_bots(server_url, "vegas-klondike", ("fay", "gus"), delay_s=0.0)
+    spectator, pump = await open_session(server_url, None)
+    app = WatchApp(spectator, race_id=first[0].race_id, follow=True)
+    second: list[Bot] = []
+    try:
+        async with app.run_test(size=(100, 30)):
+            await eventually(lambda: isinstance(app.screen, WatchScreen), what="watch screen")
+            second = await race_of_bots(server_url, "klondike", ("hal", "ivy"), delay_s=0.2)
+            await asyncio.gather(*(bot.play() for bot in first))
+            second_id = second[0].race_id
+            tasks = [asyncio.create_task(bot.play()) for bot in second]
+            await eventually(
+                lambda: isinstance(app.screen, WatchScreen) and app.screen.race_id == second_id,
+                60,
+                "the next race on TV",
+            )
+            for task in tasks:
+                task.cancel()
+    finally:
+        pump.cancel()
+        await spectator.conn.close()
+        for bot in first + second:
+            await bot.close()

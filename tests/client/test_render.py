@@ -1,0 +1,134 @@
+"""Every game's board as text: fits 80x24, shows no face-down card, uses more room if any."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from solrace.client.render import (
+    STYLE_RED,
+    Hit,
+    header_line,
+    render_board,
+    render_plain,
+    wants_color,
+)
+from solrace.engine import GAME_IDS, Audience, BoardView, Game, deal, to_short_name, view
+
+CARD = re.compile(r"(?<![A-Za-z0-9])([A2-9TJQK][CSHD])(?![A-Za-z0-9])")
+
+
+def positions(game_id: str, count: int = 6) -> list[BoardView]:
+    """The deal and boards after random playouts of growing length (long columns included)."""
+    boards: list[BoardView] = []
+    for seed in range(count):
+        game: Game = deal(game_id, str(seed + 1))
+        rng = random.Random(seed)
+        for _ in range(seed * 60):
+            moves = game.card_moves() or game.legal_moves()
+            if not moves:
+                break
+            game.play(rng.choice(moves))
+        board = view(game, Audience.PLAYER)
+        assert isinstance(board, BoardView)
+        boards.append(board)
+    return boards
+
+
+def tall_klondike() -> BoardView:
+    """A Klondike view with the tallest column the rules allow (6 backs + K..A)."""
+    board = positions("klondike", 1)[0]
+    run = ["KS", "QH", "JC", "TD", "9S", "8H", "7C", "6D", "5S", "4H", "3C", "2D", "AS"]
+    piles = dict(board.piles)
+    t6 = piles["tableau[6]"]
+    piles["tableau[6]"] = type(t6)(t6.name, 6, tuple(run))
+    return BoardView(board.game_id, piles, 1, "play", None, board.progress, won=False, stuck=False)
+
+
+@pytest.mark.parametrize("game_id", GAME_IDS)
+def test_every_game_fits_80x24_and_shows_every_pile(game_id: str) -> None:
+    for board in positions(game_id):
+        rendered = render_board(board, 80, 24, unicode=False, color=False)
+        assert rendered.height <= 24, rendered.plain
+        assert rendered.width <= 80, rendered.plain
+        text = rendered.plain
+        for name, pile in board.piles.items():
+            assert re.search(rf"(?<![a-z0-9]){to_short_name(name)}(?![0-9])", text), name
+            if pile.cards:
+                assert pile.cards[-1] in text, (name, text)
+
+
+@pytest.mark.parametrize("game_id", GAME_IDS)
+def test_no_face_down_card_is_ever_shown(game_id: str) -> None:
+    for seed, board in enumerate(positions(game_id)):
+        game = deal(game_id, str(seed + 1))
+        hidden = {p.name for p in game.piles if p.face_down_count()}
+        text = render_plain(board)
+        shown = set(CARD.findall(text))
+        face_up = {c for p in board.piles.values() for c in p.cards}
+        assert shown <= face_up, (shown - face_up, hidden)
+        backs = sum(p.down for p in board.piles.values() if not p.name.startswith("stock"))
+        if backs:
+            assert "##" in text
+
+
+def test_tallest_klondike_column_fits_and_folds_only_when_short_of_room() -> None:
+    board = tall_klondike()
+    full = render_board(board, 80, 24, unicode=False, color=False)
+    assert full.height <= 24
+    assert "AS" in full.plain and "KS" in full.plain
+    assert ":" not in "".join(line[36:] for line in full.lines[3:])  # nothing folded
+    small = render_board(board, 80, 14, unicode=True, color=False)
+    assert small.height <= 14
+    assert "A♠" in small.plain and "K♠" in small.plain and "⋮" in small.plain
+
+
+@pytest.mark.parametrize("game_id", ["colorado", "british-square", "terrace", "klondike"])
+def test_more_room_means_no_folding(game_id: str) -> None:
+    for board in positions(game_id):
+        big = render_board(board, 160, 50, unicode=False, color=False)
+        tokens = big.plain.split()
+        assert not any(re.fullmatch(r"[+:]\d+", token) for token in tokens), big.plain
+        for name, pile in board.piles.items():
+            if name.startswith(("tableau", "reserve")):
+                for card in pile.cards:
+                    assert card in big.plain
+
+
+def test_hits_name_the_pile_and_the_number_of_cards_picked() -> None:
+    board = tall_klondike()
+    rendered = render_board(board, 80, 24, unicode=False, color=False)
+    lines = rendered.lines
+    row = next(i for i, line in enumerate(lines) if line.endswith("AS"))
+    x = lines[row].index("AS")
+    assert rendered.hit(x, row) == Hit("t6", 1)
+    row_k = next(i for i, line in enumerate(lines) if line.rstrip().endswith("KS"))
+    assert rendered.hit(lines[row_k].index("KS"), row_k) == Hit("t6", 13)
+    stock_row = next(i for i, line in enumerate(lines) if line.startswith("s "))
+    assert rendered.hit(0, stock_row) == Hit("s", 0)
+
+
+def test_colour_styles_and_no_color() -> None:
+    board = positions("klondike", 1)[0]
+    styled = render_board(board, 80, 24, color=True)
+    styles = {str(span.style) for span in styled.text.spans}
+    assert STYLE_RED in styles
+    plain = render_board(board, 80, 24, color=False)
+    assert all(str(span.style) in ("bold", "reverse bold") for span in plain.text.spans)
+    assert wants_color({"NO_COLOR": "1"}) is False
+    assert wants_color({}) is True
+
+
+def test_selected_pile_label_is_highlighted() -> None:
+    board = positions("klondike", 1)[0]
+    rendered = render_board(board, 80, 24, color=False, selected="t3")
+    assert any(str(span.style) == "reverse bold" for span in rendered.text.spans)
+
+
+def test_header_names_the_game_progress_and_pass() -> None:
+    board = positions("casino-klondike", 1)[0]
+    line = header_line(board)
+    assert line.startswith("Casino Klondike") and "0/52" in line and "pass 1/3" in line
+    assert len(header_line(board, width=30)) <= 30
