@@ -232,7 +232,9 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-async def measure(players: int, seconds: float, data_dir: Path) -> dict[str, dict[str, float]]:
+async def measure(
+    players: int, seconds: float, data_dir: Path, attach: int | None = None
+) -> dict[str, dict[str, float]]:
     rng = random.Random(players)
     pairs = max(1, players // 2)
     numbers: list[tuple[str, list[str]]] = []
@@ -244,6 +246,8 @@ async def measure(players: int, seconds: float, data_dir: Path) -> dict[str, dic
             numbers.append((str(candidate), prefix))
     frame = encode(MakeMove(race_id="r0123456789", seq=12345, move="t2-t5:3"))
 
+    if attach is not None:
+        return {"solrace": await measure_solrace(players, seconds, attach, numbers)}
     echo_port = free_port()
     echo = start_process([sys.executable, str(HERE / "echo_server.py"), str(echo_port)])
     try:
@@ -281,32 +285,38 @@ async def measure(players: int, seconds: float, data_dir: Path) -> dict[str, dic
     )
     try:
         wait_port(port, server)
-        go, stop, stats = asyncio.Event(), asyncio.Event(), Stats()
-        ready = asyncio.Barrier(players + 1)
-        coros = []
-        for i in range(players):
-            pair = i // 2
-            number, prefix = numbers[pair % len(numbers)]
-            if i % 2 == 0:
-                race: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            coros.append(
-                solrace_player(
-                    f"ws://127.0.0.1:{port}",
-                    f"load{players}_{i}",
-                    race,
-                    i % 2 == 0,
-                    number,
-                    prefix,
-                    ready,
-                    go,
-                    stop,
-                    stats,
-                )
-            )
-        solrace_result = await run_phase(coros, seconds, go, stop, ready, stats)
+        solrace_result = await measure_solrace(players, seconds, port, numbers)
     finally:
         stop_process(server)
     return {"echo": echo_result, "solrace": solrace_result}
+
+
+async def measure_solrace(
+    players: int, seconds: float, port: int, numbers: list[tuple[str, list[str]]]
+) -> dict[str, float]:
+    go, stop, stats = asyncio.Event(), asyncio.Event(), Stats()
+    ready = asyncio.Barrier(players + 1)
+    coros = []
+    tag = random.Random().randrange(10**6)
+    for i in range(players):
+        number, prefix = numbers[(i // 2) % len(numbers)]
+        if i % 2 == 0:
+            race: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        coros.append(
+            solrace_player(
+                f"ws://127.0.0.1:{port}",
+                f"l{tag}_{players}_{i}",
+                race,
+                i % 2 == 0,
+                number,
+                prefix,
+                ready,
+                go,
+                stop,
+                stats,
+            )
+        )
+    return await run_phase(coros, seconds, go, stop, ready, stats)
 
 
 def main() -> None:
@@ -314,7 +324,16 @@ def main() -> None:
     parser.add_argument("--players", type=int, nargs="+", default=[1, 10, 100, 1000])
     parser.add_argument("--seconds", type=float, default=8.0, help="measured window per run")
     parser.add_argument("--out", type=Path, help="write OUT.json and OUT.svg")
+    parser.add_argument(
+        "--attach", type=int, metavar="PORT", help="only load a running server (for profiling)"
+    )
     args = parser.parse_args()
+    if args.attach:
+        for n in args.players:
+            with tempfile.TemporaryDirectory() as tmp:
+                r = asyncio.run(measure(n, args.seconds, Path(tmp), args.attach))
+            print(n, r)
+        return
     results = {}
     print(
         f"{'players':>7} | {'echo msg/s':>10} {'p50':>7} {'p99':>7} | "

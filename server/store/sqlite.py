@@ -9,6 +9,7 @@ crashes; `durable=True` selects FULL for power loss too).
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +17,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
-from solrace.server.store.base import NameTakenError, PlyConflictError, UnknownRaceError
+from solrace.server.store.base import (
+    NameTakenError,
+    PlyConflictError,
+    StoreError,
+    UnknownRaceError,
+)
 
 T = TypeVar("T")
 
@@ -45,12 +51,49 @@ CREATE TABLE IF NOT EXISTS moves (
 """
 
 
+def _insert_move(db: sqlite3.Connection, move: MoveRecord) -> StoreError | None:
+    """Insert one move inside the caller's transaction; a refusal is returned, not raised."""
+    if db.execute("SELECT 1 FROM races WHERE race_id = ?", (move.race_id,)).fetchone() is None:
+        return UnknownRaceError(move.race_id)
+    (last,) = db.execute(
+        "SELECT MAX(ply) FROM moves WHERE race_id = ? AND player_id = ?",
+        (move.race_id, move.player_id),
+    ).fetchone()
+    expected = 0 if last is None else last + 1
+    if expected != move.ply:
+        return PlyConflictError(f"expected ply {expected}, got {move.ply}")
+    try:
+        db.execute(
+            "INSERT INTO moves (race_id, player_id, ply, seq, move, at_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (move.race_id, move.player_id, move.ply, move.seq, move.move, move.at_ms),
+        )
+    except sqlite3.IntegrityError:
+        return PlyConflictError(f"seq {move.seq} is already stored")
+    return None
+
+
+def _insert_moves(db: sqlite3.Connection, moves: list[MoveRecord]) -> list[StoreError | None]:
+    """One transaction for a batch of moves; each is checked on its own (a refusal stores
+    nothing for that move and does not affect the others)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        outcomes = [_insert_move(db, move) for move in moves]
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return outcomes
+
+
 class SqliteStore:
     def __init__(self, path: str | Path, *, durable: bool = False) -> None:
         self.path = Path(path)
         self.durable = durable
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="solrace-sqlite")
         self._db: sqlite3.Connection | None = None
+        self._pending: list[tuple[MoveRecord, asyncio.Future[None]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         def call() -> T:
@@ -72,6 +115,9 @@ class SqliteStore:
         self._db = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
 
     async def close(self) -> None:
+        if self._flusher is not None:
+            await self._flusher  # moves already accepted for storage are committed first
+            self._flusher = None
         if self._db is not None:
             db = self._db
 
@@ -170,34 +216,36 @@ class SqliteStore:
         return [RaceRecord.model_validate_json(text) for text in await self._run(select)]
 
     async def append_move(self, move: MoveRecord) -> None:
-        def insert(db: sqlite3.Connection) -> None:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                if (
-                    db.execute("SELECT 1 FROM races WHERE race_id = ?", (move.race_id,)).fetchone()
-                    is None
-                ):
-                    raise UnknownRaceError(move.race_id)
-                (count,) = db.execute(
-                    "SELECT COUNT(*) FROM moves WHERE race_id = ? AND player_id = ?",
-                    (move.race_id, move.player_id),
-                ).fetchone()
-                if count != move.ply:
-                    raise PlyConflictError(f"expected ply {count}, got {move.ply}")
-                try:
-                    db.execute(
-                        "INSERT INTO moves (race_id, player_id, ply, seq, move, at_ms) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
-                        (move.race_id, move.player_id, move.ply, move.seq, move.move, move.at_ms),
-                    )
-                except sqlite3.IntegrityError:
-                    raise PlyConflictError(f"seq {move.seq} is already stored") from None
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        """Store one move, committed before this returns.
 
-        await self._run(insert)
+        Moves arriving while a commit is under way wait and then share the next transaction
+        and its one commit (group commit): each gets its own answer, none returns before the
+        commit that holds it, and the event loop hops to the disk thread once per batch.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((move, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_moves())
+        await future
+
+    async def _flush_moves(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            moves = [move for move, _ in batch]
+            try:
+                outcomes = await self._run(functools.partial(_insert_moves, moves=moves))
+            except Exception as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                if future.done():  # the caller went away; the move is stored all the same
+                    continue
+                if outcome is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(outcome)
 
     async def get_moves(self, race_id: str) -> list[MoveRecord]:
         def select(db: sqlite3.Connection) -> list[tuple[str, str, int, int, str, int]]:
