@@ -16,6 +16,9 @@ from .errors import InvalidGameNumberError
 
 LC_MAX_SEED: Final = 2**33 - 1
 MT_THRESHOLD: Final = 32000
+#: Longest number accepted: CPython's default int/str limit, so PySolFC on Python >= 3.11 refuses
+#: longer ones too. Checked here so the answer never depends on the interpreter's own setting.
+MAX_DIGITS: Final = 4300
 _MS_RE: Final = re.compile(r"ms([0-9]+)\n?\Z")
 _STRIP_RE: Final = re.compile(r"[\s#\-_.,]")
 
@@ -73,13 +76,28 @@ class GameNumber:
         return MTRandom(self.seed)
 
 
+def _to_int(text: str, digits: str) -> int:
+    """``int(digits)`` for up to MAX_DIGITS digits whatever ``sys.get_int_max_str_digits()`` is."""
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > MAX_DIGITS:
+        raise InvalidGameNumberError(
+            f"invalid game number {text[:20]!r}...: too long ({len(digits)} digits, "
+            f"at most {MAX_DIGITS})"
+        )
+    n = 0
+    for i in range(0, len(digits), 600):  # 640 is the lowest limit Python allows
+        chunk = digits[i : i + 600]
+        n = n * 10 ** len(chunk) + int(chunk)
+    return n
+
+
 def parse_game_number(text: str) -> GameNumber:
     """Read a game number exactly as PySolFC accepts it; refuse invalid ones clearly."""
     if not isinstance(text, str):
         raise InvalidGameNumberError(f"a game number is text, not {type(text).__name__}")
     m = _MS_RE.match(text)
     if m:
-        seed = int(m.group(1))
+        seed = _to_int(text, m.group(1))
         if not 1 <= seed <= LC_MAX_SEED:
             raise InvalidGameNumberError(
                 f"invalid game number {text!r}: ms numbers run from ms1 to ms{LC_MAX_SEED}"
@@ -92,7 +110,7 @@ def parse_game_number(text: str) -> GameNumber:
             f"invalid game number {text!r}: expected a positive whole number (e.g. 123456) "
             "or msN (e.g. ms11982)"
         )
-    n = int(s)
+    n = _to_int(text, s.lstrip("+"))
     if n == 0:
         raise InvalidGameNumberError(f"invalid game number {text!r}: game numbers start at 1")
     if n < MT_THRESHOLD:
