@@ -155,6 +155,7 @@ def test_refused_commands_answer_errors_and_change_nothing(engine: Engine) -> No
         ('{"cmd": "new", "game": "klondike", "deal": "0"}', "game numbers start at 1"),
         ('{"cmd": "new", "game": "klondike", "deal": "ms0"}', "ms numbers run from ms1"),
         ('{"cmd": "new", "game": "klondike", "deal": 5}', 'new needs "game" and "deal"'),
+        (json.dumps({"cmd": "new", "game": "klondike", "deal": "1" * 5000}), "too long"),
     ]
     for line, message in refusals:
         answer = engine.send_line(line)

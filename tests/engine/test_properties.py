@@ -275,6 +275,9 @@ def test_copies_are_independent(game_id: str, number: str, choices: list[int], s
     assert (twin.pile_texts(), twin.round, list(twin.history)) == frozen
     for _ in playout_on(twin, choices[split:]):
         assert (original.pile_texts(), original.round, list(original.history)) == frozen
+        # The copy generates its moves from its own piles.
+        rebuilt = type(twin).from_piles(twin.pile_texts(), round_=twin.round)
+        assert twin.legal_moves() == rebuilt.legal_moves()
     while twin.history:
         twin.undo()
     assert (original.pile_texts(), original.round, list(original.history)) == frozen

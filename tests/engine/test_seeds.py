@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 from collections import Counter
 
 import pytest
@@ -33,6 +34,26 @@ def test_invalid_numbers_are_refused_clearly(text: str, message: str) -> None:
     assert repr(text) in str(info.value)
     with pytest.raises(InvalidGameNumberError):
         deal("klondike", text)
+
+
+@pytest.mark.parametrize(
+    "text", ["1" * 5000, "ms" + "1" * 5000, "9" * 100_000], ids=["5000", "ms5000", "100000"]
+)
+def test_overlong_numbers_are_refused_as_game_numbers(text: str) -> None:
+    # Python refuses int() of more than 4300 digits: that must not escape as a bare ValueError.
+    with pytest.raises(InvalidGameNumberError, match="too long"):
+        parse_game_number(text)
+
+
+def test_long_numbers_deal_whatever_the_interpreter_digit_limit() -> None:
+    text = "7" * 4300
+    before = sys.get_int_max_str_digits()
+    try:
+        sys.set_int_max_str_digits(640)
+        low = deal("klondike", text).pile_texts()
+    finally:
+        sys.set_int_max_str_digits(before)
+    assert low == deal("klondike", text).pile_texts()
 
 
 def test_a_number_must_be_text() -> None:
