@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# The compose topology on one machine, without Docker: Debian's redis-server (AOF on),
+# three `solrace serve` nodes on one Redis, HAProxy in front (deploy/haproxy.cfg).
+#
+#   deploy/local-cluster.sh start        start whatever is not running, wait until healthy
+#   deploy/local-cluster.sh status       what runs, and each /healthz
+#   deploy/local-cluster.sh stop         SIGTERM everything it started (SIGKILL after 10 s)
+#   deploy/local-cluster.sh kill-node N  SIGKILL node N (a crash drill); `start` brings it back
+#
+# Everything lives in $SOLRACE_CLUSTER_DIR (default ./cluster): pid files in run/, logs in
+# logs/, Redis's AOF in redis/, each node's folder in nodeN/, the shared token secret in
+# secret. Ports: SOLRACE_LB_PORT (8080), SOLRACE_NODE_PORT (8771, 8772, 8773),
+# SOLRACE_REDIS_PORT (6390). Needs redis-server, haproxy and solrace installed.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+dir="${SOLRACE_CLUSTER_DIR:-./cluster}"
+lb_port="${SOLRACE_LB_PORT:-8080}"
+node_port="${SOLRACE_NODE_PORT:-8771}"
+redis_port="${SOLRACE_REDIS_PORT:-6390}"
+python="${PYTHON:-python3}"
+nodes=(1 2 3)
+wait_s=15
+
+mkdir -p "$dir/run" "$dir/logs" "$dir/redis"
+dir="$(cd "$dir" && pwd)"
+redis_url="redis://127.0.0.1:${redis_port}/0"
+
+die() { echo "local-cluster: $*" >&2; exit 1; }
+say() { echo "local-cluster: $*"; }
+
+port_of() { echo $((node_port + $1 - 1)); }
+
+# A pid file names a live process of ours only if that pid still runs what we started.
+running_pid() {
+    local name=$1 marker=$2 pid
+    [ -f "$dir/run/$name.pid" ] || return 1
+    pid="$(cat "$dir/run/$name.pid")"
+    [ -r "/proc/$pid/cmdline" ] || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$marker" || return 1
+    echo "$pid"
+}
+
+healthy() {  # healthy PORT: GET /healthz answers 200
+    "$python" - "$1" <<'PY' >/dev/null 2>&1
+import sys, urllib.request
+with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/healthz", timeout=2) as reply:
+    sys.exit(0 if reply.status == 200 else 1)
+PY
+}
+
+redis_up() {
+    "$python" - "$redis_port" <<'PY' >/dev/null 2>&1
+import sys, redis
+sys.exit(0 if redis.Redis(port=int(sys.argv[1]), socket_timeout=1).ping() else 1)
+PY
+}
+
+wait_for() {  # wait_for WHAT COMMAND...: poll until it succeeds, at most $wait_s seconds
+    local what=$1; shift
+    local deadline=$((SECONDS + wait_s))
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || die "$what did not come up in ${wait_s} s (see $dir/logs)"
+        sleep 0.1
+    done
+}
+
+start_redis() {
+    if running_pid redis "redis-server" >/dev/null; then return; fi
+    command -v redis-server >/dev/null || die "no redis-server (Debian: apt-get install redis-server)"
+    # AOF with fsync before every reply: an acknowledged move survives a crash of Redis too.
+    nohup redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$dir/redis" \
+        --appendonly yes --appendfsync always --save '' --protected-mode yes \
+        >>"$dir/logs/redis.log" 2>&1 </dev/null &
+    echo $! >"$dir/run/redis.pid"
+    wait_for "redis on :$redis_port" redis_up
+    say "redis on 127.0.0.1:$redis_port (AOF in $dir/redis)"
+}
+
+start_node() {
+    local n=$1 port
+    port="$(port_of "$n")"
+    if running_pid "node$n" "solrace" >/dev/null; then return; fi
+    mkdir -p "$dir/node$n"
+    # Every node signs tokens with the same secret, so a player may reconnect to any node.
+    SOLRACE_STORE="$redis_url" SOLRACE_SECRET="$(cat "$dir/secret")" \
+        nohup "$python" -m solrace.cli serve --host 127.0.0.1 --port "$port" \
+        --data-dir "$dir/node$n" >>"$dir/logs/node$n.log" 2>&1 </dev/null &
+    echo $! >"$dir/run/node$n.pid"
+    wait_for "node $n on :$port" healthy "$port"
+    say "node $n on ws://127.0.0.1:$port"
+}
+
+start_haproxy() {
+    if running_pid haproxy "haproxy" >/dev/null; then return; fi
+    command -v haproxy >/dev/null || die "no haproxy (Debian: apt-get install haproxy)"
+    export SOLRACE_LB_BIND="127.0.0.1:$lb_port"
+    export SOLRACE_NODE1="127.0.0.1:$(port_of 1)"
+    export SOLRACE_NODE2="127.0.0.1:$(port_of 2)"
+    export SOLRACE_NODE3="127.0.0.1:$(port_of 3)"
+    haproxy -c -q -f "$here/haproxy.cfg" || die "deploy/haproxy.cfg does not check"
+    nohup haproxy -f "$here/haproxy.cfg" >>"$dir/logs/haproxy.log" 2>&1 </dev/null &
+    echo $! >"$dir/run/haproxy.pid"
+    wait_for "haproxy on :$lb_port" healthy "$lb_port"
+    say "haproxy on ws://127.0.0.1:$lb_port (clients connect here)"
+}
+
+cmd_start() {
+    "$python" -c 'import solrace.server.app' 2>/dev/null \
+        || die "solrace is not importable by $python (pip install -e .)"
+    if [ ! -f "$dir/secret" ]; then
+        (umask 077 && "$python" -c 'import secrets; print(secrets.token_hex(32))' >"$dir/secret")
+    fi
+    start_redis
+    for n in "${nodes[@]}"; do start_node "$n"; done
+    start_haproxy
+    say "up: solrace play --server ws://127.0.0.1:$lb_port (logs: $dir/logs)"
+}
+
+stop_one() {  # stop_one NAME MARKER: SIGTERM, wait, then SIGKILL
+    local name=$1 marker=$2 pid deadline
+    if pid="$(running_pid "$name" "$marker")"; then
+        kill -TERM "$pid" 2>/dev/null || true
+        deadline=$((SECONDS + 10))
+        while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+        if kill -0 "$pid" 2>/dev/null; then
+            say "$name did not stop on SIGTERM: SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        say "stopped $name"
+    fi
+    rm -f "$dir/run/$name.pid"
+}
+
+cmd_stop() {
+    stop_one haproxy haproxy
+    for n in "${nodes[@]}"; do stop_one "node$n" solrace; done
+    stop_one redis redis-server  # last: nodes flush to it while they stop
+}
+
+cmd_status() {
+    local all=0 pid port
+    report() {  # report NAME MARKER HEALTH-COMMAND...
+        local name=$1 marker=$2; shift 2
+        if pid="$(running_pid "$name" "$marker")"; then
+            if "$@"; then say "$name: running (pid $pid), healthy"
+            else say "$name: running (pid $pid), NOT healthy"; all=1; fi
+        else
+            say "$name: stopped"; all=1
+        fi
+    }
+    report redis redis-server redis_up
+    for n in "${nodes[@]}"; do
+        port="$(port_of "$n")"
+        report "node$n" solrace healthy "$port"
+    done
+    report haproxy haproxy healthy "$lb_port"
+    return "$all"
+}
+
+cmd_kill_node() {
+    local n=${1:-} pid
+    [[ "$n" =~ ^[123]$ ]] || die "kill-node needs 1, 2 or 3"
+    pid="$(running_pid "node$n" solrace)" || die "node $n is not running"
+    kill -KILL "$pid"
+    rm -f "$dir/run/node$n.pid"
+    say "node $n killed (SIGKILL); haproxy marks it down within ~4 s"
+}
+
+case "${1:-}" in
+    start) cmd_start ;;
+    stop) cmd_stop ;;
+    status) cmd_status ;;
+    kill-node) cmd_kill_node "${2:-}" ;;
+    *) die "usage: $0 start|stop|status|kill-node N" ;;
+esac

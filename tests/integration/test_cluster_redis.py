@@ -1,0 +1,130 @@
+"""Nodes on a real Redis: a node killed mid-race and another taking over, Redis restarted
+mid-race. (Two nodes serving one race at the same time needs the hub on the broker: not yet.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from solrace.server.app import App
+from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.messages import (
+    Board,
+    GetReplay,
+    MakeMove,
+    MoveAck,
+    MoveRejected,
+    RaceFinished,
+    RaceSnapshot,
+    Replay,
+    Resign,
+    Sync,
+)
+from solrace.server.protocol.replay import verify_replay
+from tests.integration.conftest import make_settings
+from tests.integration.helpers import play, start_race
+from tests.integration.process import ServerProcess
+from tests.integration.wsclient import Client
+from tests.redis_server import RedisServer
+
+pytestmark = pytest.mark.redis
+
+Starter = Callable[..., Awaitable[ServerProcess]]
+
+
+@pytest.fixture
+async def nodes(tmp_path: Path) -> AsyncIterator[Starter]:
+    """`solrace serve` processes, each with its own data folder (they share only Redis)."""
+    started: list[ServerProcess] = []
+
+    async def start(*extra: str) -> ServerProcess:
+        node = await ServerProcess.start(tmp_path / f"node{len(started) + 1}", *extra)
+        started.append(node)
+        return node
+
+    yield start
+    for node in started:
+        await node.kill()
+
+
+async def connect(url: str, name: str | None = None, token: str | None = None) -> Client:
+    client = await Client.open(url)
+    await client.hello(name, token)
+    return client
+
+
+async def test_a_killed_node_s_race_carries_on_at_another_node(
+    nodes: Starter, redis_url: str
+) -> None:
+    node_a = await nodes("--store", redis_url)
+    alice, bob = await connect(node_a.url, "alice"), await connect(node_a.url, "bob")
+    race_id = await start_race(alice, [bob], time_limit_s=600)
+    acked = await play(alice, race_id, ["deal", "deal"])
+    await play(bob, race_id, ["deal"])
+    tokens = {c.player_id: c.welcome.token for c in (alice, bob) if c.welcome}
+
+    await node_a.kill()  # kill -9: nothing flushed on the way out
+    assert await alice.closed() is not None
+    await bob.close()
+
+    node_b = await nodes("--store", redis_url)  # another machine, same Redis, same secret
+    alice2 = await connect(node_b.url, token=tokens[alice.player_id])
+    bob2 = await connect(node_b.url, token=tokens[bob.player_id])
+    assert alice2.welcome is not None and alice2.welcome.active_races == [race_id]
+    await alice2.send(Sync(race_id=race_id, epoch="node a", since_version=5))
+    snapshot = await alice2.expect(RaceSnapshot)
+    assert {p.player_id: p.moves for p in snapshot.progress} == {
+        alice.player_id: 2,
+        bob.player_id: 1,
+    }
+    assert (await alice2.expect(Board)).ply == 2
+    # Every acknowledged move is there once: resending the last is a duplicate.
+    await alice2.send(MakeMove(race_id=race_id, seq=2, move="deal"))
+    again = await alice2.expect(MoveAck)
+    assert again.duplicate and again.ply == acked[-1].ply
+    [ack] = await play(alice2, race_id, ["deal"], first_seq=3)
+    assert ack.ply == 2
+    for each in (alice2, bob2):
+        await each.send(Resign(race_id=race_id))
+    await alice2.expect(RaceFinished)
+    await alice2.send(GetReplay(race_id=race_id))
+    replay = (await alice2.expect(Replay)).replay
+    assert verify_replay(replay).is_valid
+    assert sum(len(r.moves) for r in replay.racers) == 4
+    for each in (alice2, bob2):
+        await each.close()
+
+
+async def test_a_move_while_redis_restarts_is_refused_then_the_race_goes_on(
+    own_redis_server: RedisServer, tmp_path: Path
+) -> None:
+    app = App(make_settings(tmp_path, store=own_redis_server.url))
+    await app.start()
+    url = f"ws://127.0.0.1:{app.port}"
+    alice = bob = None
+    try:
+        alice, bob = await connect(url, "alice"), await connect(url, "bob")
+        race_id = await start_race(alice, [bob], time_limit_s=600)
+        await play(alice, race_id, ["deal"])
+
+        own_redis_server.stop()
+        await alice.send(MakeMove(race_id=race_id, seq=2, move="deal"))
+        refused = await alice.expect(MoveRejected, lambda m: m.seq == 2)
+        assert refused.code == ErrorCode.UNAVAILABLE.value  # retryable, never a false ack
+        own_redis_server.start()
+
+        [ack] = await play(alice, race_id, ["deal"], first_seq=2)  # the client's resend
+        assert ack.ply == 1 and not ack.duplicate
+        await play(bob, race_id, ["deal"])
+        store_moves = await app.store.get_moves(race_id)
+        assert sorted((m.player_id, m.ply) for m in store_moves) == sorted(
+            [(alice.player_id, 0), (alice.player_id, 1), (bob.player_id, 0)]
+        )
+    finally:
+        for each in (alice, bob):
+            if each is not None:
+                await each.close()
+        await app.stop()
