@@ -45,6 +45,7 @@ from solrace.server.protocol.messages import (
     MoveRejected,
     Ping,
     Pong,
+    Progress,
     RaceEvent,
     RaceList,
     RaceStarted,
@@ -175,7 +176,9 @@ class Hub:
         """Store what changed, then tell everyone; deal boards if the race just started."""
         if not events:
             return
-        await self._persist(runtime)
+        # Progress alone is not stored: a restart recomputes it by replaying the moves.
+        if not all(isinstance(event, Progress) for event in events):
+            await self._persist(runtime)
         self._publish(runtime, events)
         if any(isinstance(event, RaceStarted) for event in events):
             await self._deal(runtime)

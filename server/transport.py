@@ -51,6 +51,8 @@ class WebSocketSession(Session):
         self.connection = connection
         self.max_outgoing = max_outgoing
         self.queue: asyncio.Queue[bytes | _Close] = asyncio.Queue()
+        #: When the last frame arrived (monotonic seconds), for the idle watchdog.
+        self.last_frame_at = time.monotonic()
         self.writer = asyncio.create_task(self._write(), name=f"solrace-writer-{self.session_id}")
         self.closing = False
 
@@ -96,6 +98,7 @@ class Transport:
         self.metrics = metrics
         self.server: Server | None = None
         self.sessions: set[WebSocketSession] = set()
+        self._idle_watch: asyncio.Task[None] | None = None
 
     @property
     def port(self) -> int:
@@ -122,9 +125,22 @@ class Transport:
             origins=origins,
             server_header="solrace",
         )
+        self._idle_watch = asyncio.create_task(self._close_idle_sessions(), name="solrace-idle")
+
+    async def _close_idle_sessions(self) -> None:
+        """One watchdog for every socket (cheaper than a timer around each receive)."""
+        limit = self.settings.idle_timeout_s
+        while True:
+            await asyncio.sleep(min(1.0, limit / 4))
+            now = time.monotonic()
+            for session in list(self.sessions):
+                if now - session.last_frame_at > limit and not session.closing:
+                    session.close(CloseCode.IDLE_TIMEOUT, "idle")
 
     async def stop(self, code: CloseCode = CloseCode.SERVICE_RESTART) -> None:
         """Stop accepting, close every connection with `code`, wait for the handlers."""
+        if self._idle_watch is not None:
+            self._idle_watch.cancel()
         if self.server is None:
             return
         self.server.close(close_connections=True, code=code, reason="server restart")
@@ -172,13 +188,9 @@ class Transport:
         self, connection: ServerConnection, session: WebSocketSession, bucket: CreditBucket
     ) -> None:
         while not session.closing:
-            try:
-                async with asyncio.timeout(self.settings.idle_timeout_s):
-                    frame = await connection.recv()
-            except TimeoutError:
-                session.close(CloseCode.IDLE_TIMEOUT, "idle")
-                return
-            if not bucket.spend(time.monotonic()):
+            frame = await connection.recv()
+            session.last_frame_at = now = time.monotonic()
+            if not bucket.spend(now):
                 self.metrics.rate_limit_closes.inc()
                 session.close(CloseCode.POLICY_VIOLATION, "rate budget exceeded")
                 return
