@@ -42,6 +42,10 @@ running_pid() {
 }
 
 healthy() {  # healthy PORT: GET /healthz answers 200
+    if command -v curl >/dev/null; then
+        curl -fsS -m 2 -o /dev/null "http://127.0.0.1:$1/healthz" 2>/dev/null
+        return
+    fi
     "$python" - "$1" <<'PY' >/dev/null 2>&1
 import sys, urllib.request
 with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/healthz", timeout=2) as reply:
@@ -50,6 +54,10 @@ PY
 }
 
 redis_up() {
+    if command -v redis-cli >/dev/null; then
+        [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ]
+        return
+    fi
     "$python" - "$redis_port" <<'PY' >/dev/null 2>&1
 import sys, redis
 sys.exit(0 if redis.Redis(port=int(sys.argv[1]), socket_timeout=1).ping() else 1)
@@ -61,7 +69,7 @@ wait_for() {  # wait_for WHAT COMMAND...: poll until it succeeds, at most $wait_
     local deadline=$((SECONDS + wait_s))
     until "$@"; do
         [ "$SECONDS" -lt "$deadline" ] || die "$what did not come up in ${wait_s} s (see $dir/logs)"
-        sleep 0.1
+        sleep 0.05
     done
 }
 
@@ -117,13 +125,17 @@ cmd_start() {
     say "up: solrace play --server ws://127.0.0.1:$lb_port (logs: $dir/logs)"
 }
 
+alive() {  # alive PID: running, and not a zombie waiting for init to reap it
+    [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+
 stop_one() {  # stop_one NAME MARKER: SIGTERM, wait, then SIGKILL
     local name=$1 marker=$2 pid deadline
     if pid="$(running_pid "$name" "$marker")"; then
         kill -TERM "$pid" 2>/dev/null || true
         deadline=$((SECONDS + 10))
-        while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
-        if kill -0 "$pid" 2>/dev/null; then
+        while alive "$pid" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.05; done
+        if alive "$pid"; then
             say "$name did not stop on SIGTERM: SIGKILL"
             kill -KILL "$pid" 2>/dev/null || true
         fi

@@ -1,0 +1,99 @@
+"""deploy/local-cluster.sh for real: Redis, three nodes and HAProxy on free loopback ports."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.wsclient import Client
+from tests.redis_server import free_port
+
+SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "local-cluster.sh"
+
+pytestmark = pytest.mark.redis
+
+
+def free_port_run(length: int) -> int:
+    """The first of `length` consecutive ports that are free right now."""
+    for _ in range(50):
+        first = free_port()
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(first, first + length):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return first
+    raise AssertionError(f"no {length} consecutive free ports")
+
+
+class Cluster:
+    def __init__(self, folder: Path) -> None:
+        node_port = free_port_run(3)
+        self.env = {
+            **os.environ,
+            "PYTHON": sys.executable,
+            "SOLRACE_CLUSTER_DIR": str(folder),
+            "SOLRACE_LB_PORT": str(free_port()),
+            "SOLRACE_NODE_PORT": str(node_port),
+            "SOLRACE_REDIS_PORT": str(free_port()),
+        }
+        self.lb_url = f"ws://127.0.0.1:{self.env['SOLRACE_LB_PORT']}"
+        self.folder = folder
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(SCRIPT), *args],
+            check=False,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+
+@pytest.fixture
+def cluster(redis_binary: str, tmp_path: Path) -> Iterator[Cluster]:
+    if shutil.which("haproxy") is None:
+        pytest.skip("no haproxy binary (Debian: apt-get install haproxy)")
+    cluster = Cluster(tmp_path / "cluster")
+    try:
+        yield cluster
+    finally:
+        stopped = cluster.run("stop")
+        assert stopped.returncode == 0, stopped.stderr
+
+
+async def test_start_status_kill_node_and_stop(cluster: Cluster) -> None:
+    started = cluster.run("start")
+    assert started.returncode == 0, started.stdout + started.stderr
+    status = cluster.run("status")
+    assert status.returncode == 0 and status.stdout.count("healthy") == 5, status.stdout
+
+    # A player through the balancer, on whichever node it picked.
+    client = await Client.open(cluster.lb_url)
+    welcome = await client.hello("through-haproxy")
+    assert welcome.player_id is not None
+    await client.close()
+
+    killed = cluster.run("kill-node", "2")
+    assert killed.returncode == 0, killed.stderr
+    status = cluster.run("status")
+    assert status.returncode == 1 and "node2: stopped" in status.stdout
+    assert cluster.run("start").returncode == 0  # brings node 2 back, leaves the rest
+    assert cluster.run("status").returncode == 0
+
+    stopped = cluster.run("stop")
+    assert stopped.returncode == 0 and stopped.stdout.count("stopped") == 5, stopped.stdout
+    assert "redis: stopped" in cluster.run("status").stdout
+    assert list((cluster.folder / "run").iterdir()) == []
+    assert (cluster.folder / "redis" / "appendonlydir").is_dir()  # the AOF stays
