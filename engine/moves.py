@@ -52,6 +52,10 @@ class Move:
     dst: str
     n: int = 1
 
+    def __post_init__(self) -> None:
+        if self.n < 0 or (self.n == 0 and (self.src, self.dst) != ("s", "s")):
+            raise InvalidMoveError(f"a move takes 1 or more cards, not {self.n}")
+
     @property
     def is_deal(self) -> bool:
         return self.n == 0

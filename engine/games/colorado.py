@@ -60,10 +60,10 @@ class Colorado(Game):
         return []
 
     def explain(self, src: Pile, dst: Pile, n: int) -> str:
+        if src.kind == FOUNDATION and src.cards:
+            return "foundation cards never move in Colorado"
         if dst.kind == TABLEAU and src.kind != WASTE and src.cards:
             return f"{dst.short} takes cards only from the waste"
-        if src.kind == FOUNDATION:
-            return "foundation cards never move in Colorado"
         if n > 1 and src.cards:
             return "Colorado moves one card at a time"
         return super().explain(src, dst, n)

@@ -83,7 +83,7 @@ def test_foundation_cards_never_move() -> None:
         "colorado",
         {**BASES, "foundation[0]": "AC 2C", "tableau[0]": "3H", "waste": "9H", "stock": "#5C"},
     )
-    assert_refused(game, "f0-t0", "t0 takes cards only from the waste")
+    assert_refused(game, "f0-t0", "foundation cards never move")
     assert_refused(game, "f0-f1", "foundation cards never move in Colorado")
     assert_refused(game, "f4-f0", "foundation cards never move in Colorado")
     assert all(not m.src.startswith("f") for m in game.legal_moves())
