@@ -1,0 +1,89 @@
+"""`solrace bot` in a child process: many bots, one race, to the end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .process import Child
+
+
+async def test_bots_create_fill_and_finish_a_race(server_url: str, tmp_path: Path) -> None:
+    bots = await Child.start(
+        tmp_path,
+        "bot",
+        "--server",
+        server_url,
+        "--strategy",
+        "greedy",
+        "--create",
+        "colorado",
+        "--seats",
+        "3",
+        "--count",
+        "3",
+        "--delay",
+        "0",
+        "--seed",
+        "1",
+    )
+    try:
+        await bots.expect("race r")
+        await bots.expect("commitment verified", 90)
+        assert await bots.finish() == 0
+        ranks = [line for line in bots.lines if line[:2] in ("1.", "2.", "3.")]
+        assert len(ranks) == 3
+    finally:
+        await bots.kill()
+
+
+async def test_random_bots_join_an_existing_race(server_url: str, tmp_path: Path) -> None:
+    creator = await Child.start(
+        tmp_path,
+        "bot",
+        "--server",
+        server_url,
+        "--create",
+        "british-square",
+        "--seats",
+        "2",
+        "--delay",
+        "0",
+        "--strategy",
+        "random",
+        "--max-moves",
+        "60",
+    )
+    joiner: Child | None = None
+    try:
+        line = await creator.expect("race r")
+        race_id = line.split()[1]
+        joiner = await Child.start(
+            tmp_path,
+            "bot",
+            "--server",
+            server_url,
+            "--race",
+            race_id,
+            "--delay",
+            "0",
+            "--strategy",
+            "random",
+            "--max-moves",
+            "60",
+        )
+        await joiner.expect("commitment verified", 90)
+        assert await joiner.finish() == 0
+        assert await creator.finish() == 0
+    finally:
+        await creator.kill()
+        if joiner is not None:
+            await joiner.kill()
+
+
+async def test_bot_help_and_bad_server(tmp_path: Path) -> None:
+    helper = await Child.start(tmp_path, "bot", "--help")
+    assert await helper.finish() == 0
+    assert "--strategy" in helper.output
+    bad = await Child.start(tmp_path, "bot", "--server", "ws://127.0.0.1:9", "--create", "klondike")
+    assert await bad.finish() == 1
+    assert "cannot reach" in bad.output
