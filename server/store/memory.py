@@ -14,6 +14,7 @@ class MemoryStore:
         self._names: dict[str, str] = {}
         self._races: dict[str, RaceRecord] = {}
         self._moves: dict[tuple[str, str], list[MoveRecord]] = {}
+        self._seqs: dict[tuple[str, str], set[int]] = {}
 
     async def open(self) -> None:
         return None
@@ -51,10 +52,13 @@ class MemoryStore:
     async def append_move(self, move: MoveRecord) -> None:
         if move.race_id not in self._races:
             raise UnknownRaceError(move.race_id)
-        log = self._moves.setdefault((move.race_id, move.player_id), [])
-        if move.ply != len(log) or any(m.seq == move.seq for m in log):
+        key = (move.race_id, move.player_id)
+        log = self._moves.setdefault(key, [])
+        seqs = self._seqs.setdefault(key, set())
+        if move.ply != len(log) or move.seq in seqs:
             raise PlyConflictError(f"ply {move.ply} / seq {move.seq} is not the next move")
         log.append(move)
+        seqs.add(move.seq)
 
     async def get_moves(self, race_id: str) -> list[MoveRecord]:
         moves: list[MoveRecord] = []
