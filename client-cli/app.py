@@ -49,7 +49,11 @@ def build_play_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", help="your player name (kept with its token)")
     parser.add_argument("--plain", action="store_true", help="line mode: text board, typed moves")
     parser.add_argument(
-        "--game", choices=GAME_IDS, default="klondike", help="game against the bot (embedded)"
+        "--game",
+        choices=GAME_IDS,
+        default="klondike",
+        metavar="GAME",
+        help="game against the bot (embedded): " + ", ".join(GAME_IDS),
     )
     parser.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
     parser.add_argument("--seats", type=int, default=2, help="seats of a created race")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -190,3 +191,43 @@ async def test_watch_follow_mode_moves_on_to_the_next_race(server_url: str) -> N
         await spectator.conn.close()
         for bot in first + second:
             await bot.close()
+
+
+async def test_play_without_server_embeds_one_races_a_bot_and_rematches(
+    tmp_path: Path,
+) -> None:
+    from solrace.client.app import Opponents
+    from solrace.client.embedded import EmbeddedServer
+    from solrace.client.identity import EMBEDDED_KEY, connect_player
+
+    embedded = EmbeddedServer(tmp_path / "embedded", countdown_s=0.1)
+    url = await embedded.start()
+    opponents = Opponents(url, "greedy", 0.01)
+    conn = await connect_player(url, EMBEDDED_KEY, "newbie")
+    session = Session(conn)
+    conn.recv_nowait()
+    pump = asyncio.create_task(session.pump())
+    app = PlayApp(session, opponents=opponents, game="colorado")
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race vs the bot")
+            first = app.race_id
+            screen = app.screen
+            assert isinstance(screen, RaceScreen)
+            board = screen.query_one("#board", BoardWidget)
+            await eventually(lambda: "t19" in board.text, what="Colorado's 20 piles")
+            await pilot.press("x", "x")
+            await eventually(lambda: isinstance(app.screen, ResultScreen), 90, "result")
+            await eventually(
+                lambda: session.state.races[first or ""].commitment_ok is True, what="reveal"
+            )
+            await pilot.press("r")
+            await eventually(
+                lambda: app.race_id not in (None, first) and isinstance(app.screen, RaceScreen),
+                what="the rematch",
+            )
+    finally:
+        pump.cancel()
+        await opponents.close()
+        await conn.close()
+        await embedded.stop()
