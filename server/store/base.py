@@ -9,6 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from solrace.server.protocol.competition_records import (
+    RatingOutcome,
+    RatingRecord,
+    RatingUpdate,
+    RecentResult,
+    TournamentRecord,
+)
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
 
 
@@ -67,4 +74,38 @@ class Store(Protocol):
 
     async def get_moves(self, race_id: str) -> list[MoveRecord]:
         """Every stored move of a race, per player in ply order."""
+        ...
+
+    # --- ratings -----------------------------------------------------------------------
+
+    async def get_ratings(self, player_id: str) -> list[RatingRecord]:
+        """A player's ratings, one per game id played rated (any order)."""
+        ...
+
+    async def list_ratings(self, game: str) -> list[RatingRecord]:
+        """Every rating of one game id (any order: the leaderboard sorts)."""
+        ...
+
+    async def apply_rating_update(self, update: RatingUpdate) -> RatingOutcome:
+        """Store every racer's new rating and recent result of one rated race, all or nothing:
+        `ALREADY_APPLIED` if this race was applied before (once-only, across nodes), `STALE`
+        if a stored rating is not the change's `before` (None: no rating yet), else `APPLIED`.
+        Each player keeps the newest `RECENT_RESULTS_KEPT` results."""
+        ...
+
+    async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
+        """A player's newest rated results first."""
+        ...
+
+    # --- tournaments -------------------------------------------------------------------
+
+    async def save_tournament(self, record: TournamentRecord, expected_version: int | None) -> bool:
+        """Save only if the stored version is `expected_version` (None: nothing stored yet);
+        False stores nothing. Of two nodes advancing one tournament, one gets True."""
+        ...
+
+    async def get_tournament(self, tournament_id: str) -> TournamentRecord | None: ...
+
+    async def list_tournaments(self) -> list[TournamentRecord]:
+        """Every tournament, in creation order."""
         ...

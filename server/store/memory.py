@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
 from solrace.server.store.base import NameTakenError, PlyConflictError, UnknownRaceError
+from solrace.server.store.memory_competition import MemoryCompetition
 
 
-class MemoryStore:
+class MemoryStore(MemoryCompetition):
     def __init__(self) -> None:
         self._players: dict[str, PlayerRecord] = {}
         self._names: dict[str, str] = {}

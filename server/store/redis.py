@@ -40,6 +40,7 @@ from solrace.server.store.base import (
     StoreUnavailableError,
     UnknownRaceError,
 )
+from solrace.server.store.redis_competition import RedisCompetition
 
 T = TypeVar("T")
 
@@ -111,7 +112,7 @@ def _move_json(move: MoveRecord) -> str:
     return move.model_dump_json()
 
 
-class RedisStore:
+class RedisStore(RedisCompetition):
     def __init__(self, url: str, *, prefix: str = "solrace:", timeout_s: float = 5.0) -> None:
         self.url = url
         self.prefix = prefix

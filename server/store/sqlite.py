@@ -23,6 +23,7 @@ from solrace.server.store.base import (
     StoreError,
     UnknownRaceError,
 )
+from solrace.server.store.sqlite_competition import COMPETITION_SCHEMA, SqliteCompetition
 
 T = TypeVar("T")
 
@@ -86,7 +87,7 @@ def _insert_moves(db: sqlite3.Connection, moves: list[MoveRecord]) -> list[Store
     return outcomes
 
 
-class SqliteStore:
+class SqliteStore(SqliteCompetition):
     def __init__(self, path: str | Path, *, durable: bool = False) -> None:
         self.path = Path(path)
         self.durable = durable
@@ -109,7 +110,7 @@ class SqliteStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
             db.execute("PRAGMA foreign_keys=ON")
-            db.executescript(SCHEMA)
+            db.executescript(SCHEMA + COMPETITION_SCHEMA)
             return db
 
         self._db = await asyncio.get_running_loop().run_in_executor(self._executor, connect)

@@ -11,6 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from solrace.server.protocol.competition_records import (
+    RECENT_RESULTS_KEPT,
+    RatingChangeRecord,
+    RatingOutcome,
+    RatingRecord,
+    RatingUpdate,
+    RecentResult,
+    TournamentRecord,
+)
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
     MoveRecord,
@@ -347,3 +356,155 @@ async def test_a_move_during_a_redis_outage_is_never_acknowledged(
         assert await store.get_moves("r1") == [move(0)]
     finally:
         await store.close()
+
+
+# --- ratings (issue 6) -----------------------------------------------------------------------
+
+
+def rating(player: str, mu: float = 25.0, races: int = 0, game: str = "klondike") -> RatingRecord:
+    return RatingRecord(player_id=player, game=game, mu=mu, sigma=8.0, races=races)
+
+
+def rated_race(
+    race_id: str, changes: list[tuple[str, RatingRecord | None, RatingRecord]]
+) -> RatingUpdate:
+    return RatingUpdate(
+        race_id=race_id,
+        game=changes[0][2].game,
+        changes=[
+            RatingChangeRecord(
+                player_id=player,
+                before=before,
+                after=after,
+                result=RecentResult(
+                    race_id=race_id,
+                    game=after.game,
+                    rank=rank,
+                    racers=len(changes),
+                    rating_before=1000,
+                    rating_after=1000 + after.races,
+                    at_ms=after.races,
+                ),
+            )
+            for rank, (player, before, after) in enumerate(changes, start=1)
+        ],
+    )
+
+
+async def test_a_rated_race_is_applied_once(store: Store) -> None:
+    first = rated_race("r1", [("p1", None, rating("p1", 27, 1)), ("p2", None, rating("p2", 23, 1))])
+    assert await store.apply_rating_update(first) is RatingOutcome.APPLIED
+    assert await store.apply_rating_update(first) is RatingOutcome.ALREADY_APPLIED
+    assert await store.get_ratings("p1") == [rating("p1", 27, 1)]
+    assert sorted(r.player_id for r in await store.list_ratings("klondike")) == ["p1", "p2"]
+    assert await store.list_ratings("spider") == []
+    assert [r.race_id for r in await store.get_recent_results("p2", 10)] == ["r1"]
+
+
+async def test_a_stale_rating_update_stores_nothing(store: Store) -> None:
+    await store.apply_rating_update(rated_race("r1", [("p1", None, rating("p1", 27, 1))]))
+    stale = rated_race("r2", [("p1", None, rating("p1", 30, 1)), ("p2", None, rating("p2"))])
+    assert await store.apply_rating_update(stale) is RatingOutcome.STALE
+    assert await store.get_ratings("p1") == [rating("p1", 27, 1)]
+    assert await store.get_ratings("p2") == []
+    fresh = rated_race(
+        "r2", [("p1", rating("p1", 27, 1), rating("p1", 30, 2)), ("p2", None, rating("p2"))]
+    )
+    assert await store.apply_rating_update(fresh) is RatingOutcome.APPLIED
+    assert [r.race_id for r in await store.get_recent_results("p1", 10)] == ["r2", "r1"]
+    assert [r.race_id for r in await store.get_recent_results("p1", 1)] == ["r2"]
+
+
+async def test_ratings_are_per_game(store: Store) -> None:
+    await store.apply_rating_update(rated_race("r1", [("p1", None, rating("p1", 27, 1))]))
+    spider = rating("p1", 20, 1, game="spider")
+    await store.apply_rating_update(rated_race("r2", [("p1", None, spider)]))
+    assert sorted(r.game for r in await store.get_ratings("p1")) == ["klondike", "spider"]
+    assert await store.list_ratings("spider") == [spider]
+
+
+async def test_recent_results_are_trimmed(store: Store) -> None:
+    before: RatingRecord | None = None
+    for n in range(RECENT_RESULTS_KEPT + 3):
+        after = rating("p1", 25, n + 1)
+        await store.apply_rating_update(rated_race(f"r{n}", [("p1", before, after)]))
+        before = after
+    recent = await store.get_recent_results("p1", 1000)
+    assert len(recent) == RECENT_RESULTS_KEPT
+    assert recent[0].race_id == f"r{RECENT_RESULTS_KEPT + 2}"
+
+
+async def test_two_nodes_rating_one_race_apply_it_once(open_another: StoreFactory) -> None:
+    node_a, node_b = await open_another(), await open_another()
+    update = rated_race("r1", [("p1", None, rating("p1", 27, 1)), ("p2", None, rating("p2"))])
+    outcomes = await asyncio.gather(
+        node_a.apply_rating_update(update), node_b.apply_rating_update(update)
+    )
+    assert sorted(outcomes) == sorted([RatingOutcome.APPLIED, RatingOutcome.ALREADY_APPLIED])
+    assert len(await node_b.get_recent_results("p1", 10)) == 1
+
+
+# --- tournaments (issue 6) -------------------------------------------------------------------
+
+
+def tournament(tid: str = "t1", version: int = 1, phase: str = "registration") -> TournamentRecord:
+    return TournamentRecord(
+        tournament_id=tid,
+        version=version,
+        phase=phase,
+        created_at_ms=1_000,
+        document=f'{{"v": {version}}}',
+    )
+
+
+async def test_a_tournament_is_saved_by_version(store: Store) -> None:
+    assert await store.get_tournament("t1") is None
+    assert await store.save_tournament(tournament(), None)
+    assert not await store.save_tournament(tournament(), None)  # exists now
+    assert not await store.save_tournament(tournament(version=3), 2)  # wrong version
+    assert await store.get_tournament("t1") == tournament()
+    assert await store.save_tournament(tournament(version=2, phase="running"), 1)
+    assert await store.get_tournament("t1") == tournament(version=2, phase="running")
+    assert not await store.save_tournament(tournament(version=2), 1)  # stale
+
+
+async def test_tournaments_list_in_creation_order(store: Store) -> None:
+    for tid in ("tb", "ta", "tc"):
+        await store.save_tournament(tournament(tid), None)
+    await store.save_tournament(tournament("tb", 2), 1)
+    assert [(t.tournament_id, t.version) for t in await store.list_tournaments()] == [
+        ("tb", 2),
+        ("ta", 1),
+        ("tc", 1),
+    ]
+
+
+async def test_two_nodes_advancing_one_tournament_get_one_true(
+    open_another: StoreFactory,
+) -> None:
+    node_a, node_b = await open_another(), await open_another()
+    await node_a.save_tournament(tournament(), None)
+    won = await asyncio.gather(
+        node_a.save_tournament(tournament(version=2, phase="a"), 1),
+        node_b.save_tournament(tournament(version=2, phase="b"), 1),
+    )
+    assert sorted(won) == [False, True]
+    stored = await node_b.get_tournament("t1")
+    assert stored is not None and stored.phase == ("a" if won[0] else "b")
+
+
+async def test_ratings_and_tournaments_survive_a_restart(
+    store_url: str, open_another: StoreFactory
+) -> None:
+    if store_url == "memory:":
+        pytest.skip("memory: keeps nothing across a restart, by design")
+    first = await open_another()
+    await first.apply_rating_update(rated_race("r1", [("p1", None, rating("p1", 27, 1))]))
+    await first.save_tournament(tournament(), None)
+    await first.close()
+    again = await open_another()
+    assert await again.get_ratings("p1") == [rating("p1", 27, 1)]
+    assert len(await again.get_recent_results("p1", 5)) == 1
+    assert await again.list_tournaments() == [tournament()]
+    update = rated_race("r1", [("p1", None, rating("p1", 27, 1))])
+    assert await again.apply_rating_update(update) is RatingOutcome.ALREADY_APPLIED

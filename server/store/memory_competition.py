@@ -1,0 +1,71 @@
+"""Ratings and tournaments for the `memory:` store (mixed into `MemoryStore`)."""
+
+from __future__ import annotations
+
+from solrace.server.protocol.competition_records import (
+    RECENT_RESULTS_KEPT,
+    RatingOutcome,
+    RatingRecord,
+    RatingUpdate,
+    RecentResult,
+    TournamentRecord,
+)
+
+
+class MemoryCompetition:
+    """Dicts for ratings, rated races, recent results and tournament documents."""
+
+    _ratings: dict[tuple[str, str], RatingRecord]
+    _rated_races: set[str]
+    _recent: dict[str, list[RecentResult]]
+    _tournaments: dict[str, TournamentRecord]
+
+    def _competition(self) -> None:
+        if not hasattr(self, "_ratings"):
+            self._ratings = {}
+            self._rated_races = set()
+            self._recent = {}
+            self._tournaments = {}
+
+    async def get_ratings(self, player_id: str) -> list[RatingRecord]:
+        self._competition()
+        return [r for (player, _), r in self._ratings.items() if player == player_id]
+
+    async def list_ratings(self, game: str) -> list[RatingRecord]:
+        self._competition()
+        return [r for (_, each), r in self._ratings.items() if each == game]
+
+    async def apply_rating_update(self, update: RatingUpdate) -> RatingOutcome:
+        self._competition()
+        if update.race_id in self._rated_races:
+            return RatingOutcome.ALREADY_APPLIED
+        for change in update.changes:
+            if self._ratings.get((change.player_id, change.after.game)) != change.before:
+                return RatingOutcome.STALE
+        for change in update.changes:
+            self._ratings[(change.player_id, change.after.game)] = change.after
+            recent = self._recent.setdefault(change.player_id, [])
+            recent.insert(0, change.result)
+            del recent[RECENT_RESULTS_KEPT:]
+        self._rated_races.add(update.race_id)
+        return RatingOutcome.APPLIED
+
+    async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
+        self._competition()
+        return self._recent.get(player_id, [])[: max(0, limit)]
+
+    async def save_tournament(self, record: TournamentRecord, expected_version: int | None) -> bool:
+        self._competition()
+        stored = self._tournaments.get(record.tournament_id)
+        if (None if stored is None else stored.version) != expected_version:
+            return False
+        self._tournaments[record.tournament_id] = record  # dicts keep first-insert order
+        return True
+
+    async def get_tournament(self, tournament_id: str) -> TournamentRecord | None:
+        self._competition()
+        return self._tournaments.get(tournament_id)
+
+    async def list_tournaments(self) -> list[TournamentRecord]:
+        self._competition()
+        return list(self._tournaments.values())

@@ -1,0 +1,164 @@
+"""Ratings and tournaments for the `redis://` store (mixed into `RedisStore`).
+
+Keys (under the store's prefix):
+- `ratings:<game>` hash player id -> rating JSON (the leaderboard reads one hash);
+  `rated-games:<player>` set of the game ids a player has a rating in;
+- `rated:<race>` marks a race whose ratings were applied (once-only across nodes);
+- `recent:<player>` list of result JSON, newest first, trimmed to `RECENT_RESULTS_KEPT`;
+- `tournament:<id>` hash (version, record JSON); `tournaments` sorted set of ids by creation
+  order (from the `tournament-order` counter).
+
+Both writes are WATCH/MULTI transactions: the checks (race not yet rated, ratings unchanged,
+tournament version) hold when the writes land, or the transaction is tried again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from redis.exceptions import WatchError
+
+from solrace.server.protocol.competition_records import (
+    RECENT_RESULTS_KEPT,
+    RatingOutcome,
+    RatingRecord,
+    RatingUpdate,
+    RecentResult,
+    TournamentRecord,
+)
+
+T = TypeVar("T")
+
+
+def _rating(text: str | None) -> RatingRecord | None:
+    return None if text is None else RatingRecord.model_validate_json(text)
+
+
+class RedisCompetition:
+    @property
+    def redis(self) -> Any:
+        raise NotImplementedError  # provided by RedisStore
+
+    def _key(self, *parts: str) -> str:
+        raise NotImplementedError  # provided by RedisStore
+
+    async def _call(self, work: Callable[[], Awaitable[T]]) -> T:
+        raise NotImplementedError  # provided by RedisStore
+
+    # --- ratings ---------------------------------------------------------------------------
+
+    async def get_ratings(self, player_id: str) -> list[RatingRecord]:
+        async def read() -> list[str]:
+            games: set[str] = await self.redis.smembers(self._key("rated-games", player_id))
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for game in sorted(games):
+                    pipe.hget(self._key("ratings", game), player_id)
+                texts: list[str | None] = await pipe.execute()
+            return [text for text in texts if text]
+
+        return [RatingRecord.model_validate_json(text) for text in await self._call(read)]
+
+    async def list_ratings(self, game: str) -> list[RatingRecord]:
+        texts: dict[str, str] = await self._call(
+            lambda: self.redis.hgetall(self._key("ratings", game))
+        )
+        return [RatingRecord.model_validate_json(text) for text in texts.values()]
+
+    async def apply_rating_update(self, update: RatingUpdate) -> RatingOutcome:
+        marker = self._key("rated", update.race_id)
+        table = self._key("ratings", update.game)
+
+        async def apply() -> RatingOutcome:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                while True:
+                    try:
+                        await pipe.watch(marker, table)
+                        if await pipe.exists(marker):
+                            await pipe.unwatch()
+                            return RatingOutcome.ALREADY_APPLIED
+                        players = [c.player_id for c in update.changes]
+                        texts = await pipe.hmget(table, players) if players else []
+                        for change, text in zip(update.changes, texts, strict=True):
+                            stored = _rating(text)
+                            if stored != change.before:
+                                await pipe.unwatch()
+                                return RatingOutcome.STALE
+                        pipe.multi()
+                        for change in update.changes:
+                            pipe.hset(table, change.player_id, change.after.model_dump_json())
+                            pipe.sadd(self._key("rated-games", change.player_id), update.game)
+                            recent = self._key("recent", change.player_id)
+                            pipe.lpush(recent, change.result.model_dump_json())
+                            pipe.ltrim(recent, 0, RECENT_RESULTS_KEPT - 1)
+                        pipe.set(marker, "1")
+                        await pipe.execute()
+                        return RatingOutcome.APPLIED
+                    except WatchError:
+                        continue  # someone wrote meanwhile: check again
+
+        return await self._call(apply)
+
+    async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
+        if limit <= 0:
+            return []
+        texts: list[str] = await self._call(
+            lambda: self.redis.lrange(self._key("recent", player_id), 0, limit - 1)
+        )
+        return [RecentResult.model_validate_json(text) for text in texts]
+
+    # --- tournaments -----------------------------------------------------------------------
+
+    async def save_tournament(self, record: TournamentRecord, expected_version: int | None) -> bool:
+        key = self._key("tournament", record.tournament_id)
+        tries = 0
+
+        async def compare_and_set() -> bool:
+            nonlocal tries
+            tries += 1
+            async with self.redis.pipeline(transaction=True) as pipe:
+                while True:
+                    try:
+                        await pipe.watch(key)
+                        version = await pipe.hget(key, "version")
+                        stored = None if version is None else int(version)
+                        if stored != expected_version:
+                            await pipe.unwatch()
+                            # A retry finding our own version: the lost reply was a success.
+                            return tries > 1 and stored == record.version
+                        order = None
+                        if stored is None:
+                            order = await self.redis.incr(self._key("tournament-order"))
+                        pipe.multi()
+                        pipe.hset(
+                            key,
+                            mapping={
+                                "version": record.version,
+                                "record": record.model_dump_json(),
+                            },
+                        )
+                        if order is not None:
+                            pipe.zadd(self._key("tournaments"), {record.tournament_id: int(order)})
+                        await pipe.execute()
+                        return True
+                    except WatchError:
+                        continue
+
+        return await self._call(compare_and_set)
+
+    async def get_tournament(self, tournament_id: str) -> TournamentRecord | None:
+        text: str | None = await self._call(
+            lambda: self.redis.hget(self._key("tournament", tournament_id), "record")
+        )
+        return None if text is None else TournamentRecord.model_validate_json(text)
+
+    async def list_tournaments(self) -> list[TournamentRecord]:
+        async def read() -> list[str]:
+            ids: list[str] = await self.redis.zrange(self._key("tournaments"), 0, -1)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for tournament_id in ids:
+                    pipe.hget(self._key("tournament", tournament_id), "record")
+                texts: list[str | None] = await pipe.execute()
+            return [text for text in texts if text]
+
+        return [TournamentRecord.model_validate_json(t) for t in await self._call(read)]
