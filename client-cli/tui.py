@@ -109,6 +109,10 @@ class _SessionApp(App[None]):
                 self.notify(f"connection closed: {incoming.detail}", severity="error")
         elif isinstance(incoming, Error) and incoming.request is None:
             self.notify(incoming.message, title=incoming.code, severity="warning")
+        if not self.screen_stack:
+            # Events can arrive while screens are being swapped (or before the first one):
+            # the next screen reads the session's state when it mounts.
+            return
         self.after_event(incoming)
         self.redraw()
 
