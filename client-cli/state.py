@@ -32,6 +32,7 @@ from solrace.server.protocol.messages import (
     ServerMessage,
     Welcome,
 )
+from solrace.server.protocol.tournament_messages import CompetitionServerMessage
 
 from .boards import apply_ack, board_from_model
 
@@ -320,6 +321,8 @@ class ClientState:
                 return None
             self.race(message.race_id).apply(message)
             return message.race_id
+        if isinstance(message, CompetitionServerMessage):
+            return None  # tournaments and ratings: not race state
         if isinstance(message, MoveAck):
             if self.player_id is not None:
                 self.race(message.race_id).apply_ack(self.player_id, message)

@@ -36,6 +36,12 @@ class ErrorCode(StrEnum):
     NOT_FINISHED = "not_finished"
     NOT_ALLOWED = "not_allowed"
     UNAVAILABLE = "unavailable"
+    NOT_ADMIN = "not_admin"
+    UNKNOWN_TOURNAMENT = "unknown_tournament"
+    UNKNOWN_PLAYER = "unknown_player"
+    UNKNOWN_MATCH = "unknown_match"
+    INVALID_RESULT = "invalid_result"
+    CORRECTION_REFUSED = "correction_refused"
 
 
 class ProtocolError(Exception):

@@ -12,6 +12,24 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from solrace.server.protocol.tournament_messages import (
+    CheckIn,
+    CreateTournament,
+    GetLeaderboard,
+    GetProfile,
+    JoinTournament,
+    Leaderboard,
+    LeaveTournament,
+    ListTournaments,
+    Profile,
+    TournamentAdmin,
+    TournamentList,
+    TournamentRace,
+    TournamentView,
+    UnwatchTournament,
+    WatchTournament,
+)
+
 PROTOCOL_VERSION = 1
 
 Name = Annotated[str, Field(min_length=1, max_length=24, pattern=r"^[A-Za-z0-9_.\-]+$")]
@@ -238,7 +256,17 @@ ClientMessage = Annotated[
     | Sync
     | Watch
     | Unwatch
-    | GetReplay,
+    | GetReplay
+    | GetLeaderboard
+    | GetProfile
+    | CreateTournament
+    | ListTournaments
+    | WatchTournament
+    | UnwatchTournament
+    | JoinTournament
+    | CheckIn
+    | LeaveTournament
+    | TournamentAdmin,
     Field(discriminator="type"),
 ]
 
@@ -395,7 +423,12 @@ ServerMessage = Annotated[
     | Board
     | MoveAck
     | MoveRejected
-    | Replay,
+    | Replay
+    | Leaderboard
+    | Profile
+    | TournamentView
+    | TournamentList
+    | TournamentRace,
     Field(discriminator="type"),
 ]
 

@@ -1,0 +1,304 @@
+"""Wire models of tournaments and ratings (part of the `ClientMessage`/`ServerMessage` unions).
+
+Same rules as `messages.py`: strict, closed, frozen, discriminated on `type`, integer
+milliseconds for times, string keys in maps. A tournament travels as one `TournamentModel`
+(what anyone may see: deals only for rounds that ended), pushed whole to its watchers on every
+change, so a client never merges deltas.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TournamentIdText = Annotated[str, Field(min_length=1, max_length=32)]
+Token = Annotated[str, Field(max_length=200)]
+Label = Annotated[str, Field(max_length=64)]
+FormatName = Literal["single_elimination", "double_elimination", "swiss", "round_robin", "heats"]
+AdminAct = Literal["open_check_in", "start", "pause", "resume", "forfeit", "correct_result", "drop"]
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+# --- shared pieces -------------------------------------------------------------------------
+
+
+class LeaderboardRow(_Message):
+    rank: int
+    player_id: str
+    name: str
+    rating: int
+    races: int
+    wins: int
+    provisional: bool
+
+
+class GameRating(_Message):
+    game: str
+    rating: int
+    mu: float
+    sigma: float
+    races: int
+    wins: int
+    provisional: bool
+
+
+class RecentResultModel(_Message):
+    race_id: str
+    game: str
+    rank: int
+    racers: int
+    rating_before: int
+    rating_after: int
+    at_ms: int
+
+
+class PlayerRef(_Message):
+    player_id: str
+    name: str
+
+
+class RaceResultModel(_Message):
+    """A race of a match: groups of tied players (best first), cards on foundations."""
+
+    placings: list[list[str]]
+    cards: dict[str, int]
+
+
+class MatchModel(_Message):
+    match_id: str
+    players: list[str]
+    races: list[RaceResultModel]
+    pending_race: int | None
+    race_id: str | None
+    forfeited: list[str]
+    is_ended: bool
+    winner: str | None
+
+
+class RoundModel(_Message):
+    number: int
+    byes: list[str]
+    matches: list[MatchModel]
+    is_ended: bool
+    game_numbers: dict[str, str]
+    """Race number -> game number, once the round has ended (secret before)."""
+
+
+class StandingModel(_Message):
+    rank: int
+    player_id: str
+    points: float
+    tiebreak: float
+    cards: int
+    wins: int
+    draws: int
+    losses: int
+    is_eliminated: bool
+    is_dropped: bool
+
+
+class BracketMatchModel(_Message):
+    match_id: str
+    step: int
+    state: str
+    players: list[str | None]
+    winner: str | None
+    loser: str | None
+
+
+class LiveMatchModel(_Message):
+    """A match being played now: `race_id` can be watched like any race."""
+
+    match_id: str
+    round: int
+    race_number: int
+    race_id: str
+    players: list[str]
+
+
+class AuditModel(_Message):
+    at_ms: int
+    actor: str
+    act: str
+    detail: str
+
+
+class TournamentModel(_Message):
+    tournament_id: str
+    version: int
+    name: str
+    game: str
+    format: str
+    best_of: int
+    rated: bool
+    time_limit_s: int
+    check_in_required: bool
+    phase: str
+    paused: bool
+    admin: str
+    players: list[PlayerRef]
+    checked_in: list[str]
+    seeds: list[str]
+    dropped: list[str]
+    rounds: list[RoundModel]
+    standings: list[StandingModel]
+    bracket: list[BracketMatchModel]
+    live: list[LiveMatchModel]
+    champion: str | None
+    audit: list[AuditModel]
+
+
+class TournamentSummary(_Message):
+    tournament_id: str
+    name: str
+    game: str
+    format: str
+    phase: str
+    players: int
+    round: int
+    champion: str | None
+
+
+# --- client -> server ----------------------------------------------------------------------
+
+
+class GetLeaderboard(_Message):
+    type: Literal["get_leaderboard"] = "get_leaderboard"
+    game: Label
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    include_provisional: bool = True
+
+
+class GetProfile(_Message):
+    """A player's profile; without `player_id`, the sender's own."""
+
+    type: Literal["get_profile"] = "get_profile"
+    player_id: Label | None = None
+
+
+class CreateTournament(_Message):
+    type: Literal["create_tournament"] = "create_tournament"
+    admin_token: Token
+    name: Label
+    game: Label
+    format: FormatName
+    best_of: Annotated[int, Field(ge=1, le=9)] = 1
+    time_limit_s: int = 600
+    min_players: Annotated[int, Field(ge=2, le=1024)] = 2
+    max_players: Annotated[int, Field(ge=2, le=1024)] | None = None
+    check_in_required: bool = True
+    no_show_grace_s: Annotated[int, Field(ge=0)] | None = 120
+    rated: bool = True
+    swiss_rounds: Annotated[int, Field(ge=1, le=64)] | None = None
+    heat_size: Annotated[int, Field(ge=2, le=16)] = 4
+    advance_per_heat: Annotated[int, Field(ge=1, le=15)] = 2
+    third_place_match: bool = False
+    bracket_reset: bool = True
+
+
+class ListTournaments(_Message):
+    type: Literal["list_tournaments"] = "list_tournaments"
+
+
+class WatchTournament(_Message):
+    """Get the tournament now and again after every change, until `unwatch_tournament`."""
+
+    type: Literal["watch_tournament"] = "watch_tournament"
+    tournament_id: TournamentIdText
+
+
+class UnwatchTournament(_Message):
+    type: Literal["unwatch_tournament"] = "unwatch_tournament"
+    tournament_id: TournamentIdText
+
+
+class JoinTournament(_Message):
+    type: Literal["join_tournament"] = "join_tournament"
+    tournament_id: TournamentIdText
+
+
+class CheckIn(_Message):
+    type: Literal["check_in"] = "check_in"
+    tournament_id: TournamentIdText
+
+
+class LeaveTournament(_Message):
+    """Unregister before the start; drop out (forfeiting the live match) after it."""
+
+    type: Literal["leave_tournament"] = "leave_tournament"
+    tournament_id: TournamentIdText
+
+
+class TournamentAdmin(_Message):
+    """An admin act (kept in the audit log). `forfeit` and `drop` name `player_id` (and
+    `forfeit` a `match_id`); `correct_result` names `match_id`, `race_number`, `placings`."""
+
+    type: Literal["tournament_admin"] = "tournament_admin"
+    tournament_id: TournamentIdText
+    admin_token: Token
+    act: AdminAct
+    match_id: Label | None = None
+    player_id: Label | None = None
+    race_number: Annotated[int, Field(ge=1)] | None = None
+    placings: list[list[Label]] | None = None
+    cards: dict[str, int] | None = None
+    reason: Label = ""
+
+
+# --- server -> client ----------------------------------------------------------------------
+
+
+class Leaderboard(_Message):
+    type: Literal["leaderboard"] = "leaderboard"
+    game: str
+    entries: list[LeaderboardRow]
+
+
+class Profile(_Message):
+    type: Literal["profile"] = "profile"
+    player_id: str
+    name: str
+    ratings: list[GameRating]
+    recent: list[RecentResultModel]
+
+
+class TournamentView(_Message):
+    type: Literal["tournament_view"] = "tournament_view"
+    tournament: TournamentModel
+
+
+class TournamentList(_Message):
+    type: Literal["tournament_list"] = "tournament_list"
+    tournaments: list[TournamentSummary]
+
+
+class TournamentRace(_Message):
+    """Sent to each seated player: a race of your match is open (its countdown runs)."""
+
+    type: Literal["tournament_race"] = "tournament_race"
+    tournament_id: str
+    match_id: str
+    round: int
+    race_number: int
+    race_id: str
+    players: list[str]
+
+
+CompetitionClientMessage = (
+    GetLeaderboard
+    | GetProfile
+    | CreateTournament
+    | ListTournaments
+    | WatchTournament
+    | UnwatchTournament
+    | JoinTournament
+    | CheckIn
+    | LeaveTournament
+    | TournamentAdmin
+)
+CompetitionServerMessage = Leaderboard | Profile | TournamentView | TournamentList | TournamentRace
+"""The server messages about no race: a race-keyed client state skips them."""
