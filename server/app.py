@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from solrace.server.broker import Broker, open_broker
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
@@ -39,6 +40,14 @@ def load_secret(settings: Settings) -> bytes:
     return path.read_text().strip().encode()
 
 
+def redact(url: str) -> str:
+    """A URL fit for logs: no password."""
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url
+
+
 class App:
     """One server node: start, serve, stop cleanly."""
 
@@ -46,7 +55,12 @@ class App:
         self.settings = settings
         self.metrics = Metrics()
         self.store = open_store(settings.store_url())
-        self.hub = Hub(self.store, settings, self.metrics, load_secret(settings))
+        self.broker: Broker | None = (
+            open_broker(settings.broker_url()) if settings.is_cluster else None
+        )
+        self.hub = Hub(
+            self.store, settings, self.metrics, load_secret(settings), broker=self.broker
+        )
         self.transport = Transport(self.hub, settings, self.metrics)
 
     @property
@@ -55,19 +69,24 @@ class App:
 
     async def start(self) -> None:
         await self.store.open()
+        if self.broker is not None:
+            await self.broker.open()
         await self.hub.start()
         await self.transport.start()
         log.info(
-            "listening on ws://%s:%d (store %s)",
+            "listening on ws://%s:%d (store %s, broker %s)",
             self.settings.host,
             self.port,
-            self.settings.store_url(),
+            redact(self.settings.store_url()),
+            redact(self.settings.broker_url()),
         )
 
     async def stop(self) -> None:
         """Stop accepting, close clients with 1012, stop timers, flush and close the store."""
         await self.transport.stop(CloseCode.SERVICE_RESTART)
         await self.hub.stop()
+        if self.broker is not None:
+            await self.broker.close()
         await self.store.close()
         log.info("stopped")
 
@@ -94,7 +113,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="TCP port, 0 for any free one (default 8765)")
     parser.add_argument("--data-dir", type=Path, help="data folder (default ./data)")
-    parser.add_argument("--store", help="store URL: sqlite:PATH (default) or memory:")
+    parser.add_argument(
+        "--store",
+        help="store URL: sqlite:PATH (default), redis://HOST:PORT/DB (several nodes) or memory:",
+    )
+    parser.add_argument(
+        "--redis",
+        help="redis://[:PASSWORD@]HOST:PORT/DB: store and broker of several nodes (one Redis)",
+    )
+    parser.add_argument(
+        "--broker", help="live events between nodes: memory: or redis://... (default: --redis)"
+    )
     parser.add_argument("--secret", help="token signing secret (default: <data-dir>/secret)")
     parser.add_argument("--log-level", help="DEBUG, INFO, WARNING (default INFO)")
     parser.add_argument("--max-frame-bytes", type=int, help="frame size cap (default 16384)")

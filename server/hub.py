@@ -11,27 +11,23 @@ import logging
 import random
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, ClassVar
-
-from pydantic import BaseModel
 
 from solrace.engine import (
     GAME_IDS,
-    Audience,
-    EngineError,
     InvalidGameNumberError,
-    InvalidMoveError,
     deal,
     random_ranked_number,
 )
+from solrace.server.broker import Broker
+from solrace.server.hub_moves import MoveHandling
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
-    Board,
     ClientMessage,
     CreateRace,
     Error,
@@ -41,14 +37,10 @@ from solrace.server.protocol.messages import (
     LeaveRace,
     ListRaces,
     MakeMove,
-    MoveAck,
-    MoveRejected,
     Ping,
     Pong,
-    Progress,
     RaceEvent,
     RaceList,
-    RaceStarted,
     Replay,
     Resign,
     StartRace,
@@ -60,29 +52,29 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
-    MoveRecord,
     PlayerRecord,
     RaceRecord,
     RaceStatus,
 )
 from solrace.server.protocol.replay import build_replay
 from solrace.server.protocol.tokens import sign_token, verify_token
-from solrace.server.protocol.views import board_for, touched_pile_models
+from solrace.server.race_sync import board_progress, opening_progress
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
-from solrace.server.store import NameTakenError, Store
+from solrace.server.store import NameTakenError, Store, StoreError
 
 log = logging.getLogger("solrace.server.hub")
-
-FINISHED_KEPT = 500
 
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Hub:
+class Hub(MoveHandling):
+    """Every client message of one node. Race changes, their storage and delivery (one
+    node, or several sharing Redis) are in `RaceSync`; moves in `MoveHandling`."""
+
     def __init__(
         self,
         store: Store,
@@ -92,8 +84,11 @@ class Hub:
         *,
         clock: Callable[[], int] = wall_clock_ms,
         rng: random.Random | None = None,
+        broker: Broker | None = None,
     ) -> None:
         self.store = store
+        self.broker = broker
+        self.node_id = secrets.token_hex(3)
         self.settings = settings
         self.metrics = metrics
         self.secret = secret
@@ -103,6 +98,7 @@ class Hub:
         self.players: dict[str, Session] = {}
         self._ticker: asyncio.Task[None] | None = None
         self._last_spectator_push = 0
+        self._store_down = False
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -116,21 +112,44 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
             self._ticker = None
+        for runtime in list(self.races.values()):
+            await self._unfollow(runtime)
 
     async def recover(self) -> None:
         """Reload every live race from the store; boards are rebuilt by replaying moves.
 
-        Nobody is connected after a restart: every racer's grace period starts now."""
+        One node: nobody is connected after a restart, so every racer's grace period starts
+        now, and events are numbered in a new epoch (progress events were not stored).
+        Several nodes: racers may be connected elsewhere; this node follows and ticks the
+        races (compare-and-set keeps each transition once)."""
         now = self.clock()
         for record in await self.store.list_races(LIVE_STATUSES):
-            race = Race(record, self._new_epoch(), self.settings.history_size)
-            runtime = RaceRuntime(race)
-            if race.started_at_ms is not None:
-                runtime.restore_boards(await self.store.get_moves(record.race_id))
-            for player_id in race.racers:
-                race.set_connected(player_id, False, now)
-            self.races[record.race_id] = runtime
+            if record.race_id in self.races:
+                continue
+            subscription = await self._subscribe(record.race_id) if self.is_cluster else None
+            moves = await self.store.get_moves(record.race_id) if record.started_at_ms else []
+            runtime = self._install_loaded(record, moves)
+            race = runtime.race
+            if subscription is not None:
+                self._follow(runtime, subscription)
+                await self._catch_up_progress(runtime)
+            else:
+                race.new_epoch(self._new_epoch())
+                for player_id in race.racers:
+                    race.set_connected(player_id, False, now)
+                runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
             log.info("recovered race %s (%s, %s)", race.race_id, race.game, race.status.value)
+
+    async def _catch_up_progress(self, runtime: RaceRuntime) -> None:
+        """Several nodes: a node that died between storing a move and its progress left the
+        record behind the moves; replaying them tells, and the progress is stored now."""
+        race = runtime.race
+        behind = [p for p, b in runtime.boards.items() if b.game.ply > race.racers[p].moves]
+        for player_id in behind:
+            board = runtime.boards[player_id]
+            change = board_progress(player_id, board.game, board.move_times[-1])
+            with contextlib.suppress(RaceError):
+                await self._apply(runtime, change)
 
     def _new_epoch(self) -> str:
         return secrets.token_hex(4)
@@ -154,98 +173,6 @@ class Hub:
             )
         )
 
-    def _recipients(self, runtime: RaceRuntime) -> set[Session]:
-        sessions = {self.players[p] for p in runtime.race.racers if p in self.players}
-        return sessions | runtime.spectators
-
-    def _publish(self, runtime: RaceRuntime, messages: Iterable[BaseModel]) -> None:
-        batch = list(messages)
-        if not batch:
-            return
-        for session in self._recipients(runtime):
-            for message in batch:
-                session.send(message)
-
-    async def _persist(self, runtime: RaceRuntime) -> None:
-        record = runtime.race.to_record()
-        if record != runtime.saved:
-            await self.store.save_race(record)
-            runtime.saved = record
-
-    async def _commit(self, runtime: RaceRuntime, events: list[RaceEvent], now: int) -> None:
-        """Store what changed, then tell everyone; deal boards if the race just started."""
-        if not events:
-            return
-        # Progress alone is not stored: a restart recomputes it by replaying the moves.
-        if not all(isinstance(event, Progress) for event in events):
-            await self._persist(runtime)
-        self._publish(runtime, events)
-        if any(isinstance(event, RaceStarted) for event in events):
-            await self._deal(runtime)
-        if runtime.race.status is RaceStatus.FINISHED:
-            self._push_spectator_boards(runtime, now, force=True)
-            self._forget_finished()
-            log.info("race %s finished", runtime.race_id)
-
-    async def _deal(self, runtime: RaceRuntime) -> None:
-        race = runtime.race
-        runtime.deal_boards()
-        started = race.started_at_ms or self.clock()
-        more: list[RaceEvent] = []
-        for player_id, board in runtime.boards.items():
-            session = self.players.get(player_id)
-            if session is not None:
-                session.send(self._own_board(runtime, player_id))
-            on, total = board.game.progress()
-            won = board.game.is_won()
-            more += race.record_board(
-                player_id,
-                on_foundations=on,
-                total=total,
-                moves=0,
-                won=won,
-                stuck=not won and board.game.is_stuck(),
-                now_ms=started,
-            )
-        await self._commit(runtime, more, started)
-
-    def _own_board(self, runtime: RaceRuntime, player_id: str) -> Board:
-        game = runtime.boards[player_id].game
-        return Board(
-            race_id=runtime.race_id,
-            player_id=player_id,
-            ply=game.ply,
-            delayed_ms=0,
-            board=board_for(game, Audience.PLAYER),
-        )
-
-    def _push_spectator_boards(
-        self, runtime: RaceRuntime, now: int, *, force: bool = False, only: Session | None = None
-    ) -> None:
-        """Send spectators each racer's board as it was `spectator_delay` ago (batched)."""
-        targets = {only} if only is not None else runtime.spectators
-        if not targets or not runtime.boards:
-            return
-        for player_id, board in runtime.boards.items():
-            changed = runtime.advance_spectator_board(player_id, now)
-            delayed = board.spectator_game
-            if delayed is None or (changed is None and only is None and not force):
-                continue
-            message = Board(
-                race_id=runtime.race_id,
-                player_id=player_id,
-                ply=delayed.ply,
-                delayed_ms=runtime.race.record.spectator_delay_ms if runtime.race.is_live else 0,
-                board=board_for(delayed, Audience.SPECTATOR),
-            )
-            for session in targets if changed is None else runtime.spectators | targets:
-                session.send(message)
-
-    def _forget_finished(self) -> None:
-        done = [rid for rid, rt in self.races.items() if not rt.race.is_live]
-        for race_id in done[: max(0, len(done) - FINISHED_KEPT)]:
-            del self.races[race_id]
-
     # --- the clock -------------------------------------------------------------------------
 
     async def _tick_forever(self) -> None:
@@ -257,24 +184,46 @@ class Hub:
                 log.exception("tick failed")
 
     async def tick(self) -> None:
-        """Apply due transitions (start, time-out, forfeit) and push spectators' boards."""
+        """Apply due transitions (start, time-out, forfeit) and push spectators' boards.
+
+        Every node ticks the races it has loaded; when two apply the same transition, the
+        compare-and-set keeps one. A store outage is logged once, not at every tick."""
         now = self.clock()
         push = now - self._last_spectator_push >= self.settings.spectator_batch_s * 1000
+        failure: str | None = None
         for runtime in list(self.races.values()):
-            if runtime.race.is_live and runtime.in_flight == 0:
-                events = runtime.race.tick(now)
-                await self._commit(runtime, events, now)
-                if runtime.race.status is RaceStatus.CANCELLED:
-                    self.races.pop(runtime.race_id, None)
+            try:
+                if runtime.stale:
+                    await self._refresh(runtime, reload_boards=True)
+                await self._tick_race(runtime, now)
+            except RaceError as exc:
+                failure = exc.message
             if push and runtime.race.is_live:
                 self._push_spectator_boards(runtime, now)
         if push:
             self._last_spectator_push = now
+        if failure is not None and not self._store_down:
+            log.warning("store unavailable (%s): timers wait until it is back", failure)
+        elif failure is None and self._store_down:
+            log.info("store available again: timers run")
+        self._store_down = failure is not None
         counts = {status: 0 for status in RaceStatus}
         for runtime in self.races.values():
             counts[runtime.race.status] += 1
         for status, count in counts.items():
             self.metrics.races.labels(status.value).set(count)
+
+    async def _tick_race(self, runtime: RaceRuntime, now: int) -> None:
+        race = runtime.race
+        due = race.next_deadline()
+        if not race.is_live or runtime.in_flight or due is None or due > now:
+            return
+
+        def change(race: Race) -> list[RaceEvent]:
+            events = race.tick(now)
+            return events + opening_progress(race, events)
+
+        await self._apply(runtime, change)
 
     # --- sessions --------------------------------------------------------------------------
 
@@ -289,11 +238,40 @@ class Hub:
             return
         del self.players[player_id]
         now = self.clock()
+        holder = self._holder(session)
         for runtime in self._live_races_of(player_id):
-            await self._commit(runtime, runtime.race.set_connected(player_id, False, now), now)
+            try:
+                await self._apply(
+                    runtime, lambda race: race.set_connected(player_id, False, now, holder)
+                )
+            except RaceError as exc:
+                log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
+
+    def _holder(self, session: Session) -> str:
+        return f"{self.node_id}:{session.session_id}"
 
     def _live_races_of(self, player_id: str) -> list[RaceRuntime]:
         return [rt for rt in self.races.values() if rt.race.is_live and player_id in rt.race.racers]
+
+    async def _active_races(self, player_id: str) -> list[RaceRuntime]:
+        """A player's live races: on several nodes, from the store (loaded here, and the
+        player's boards rebuilt from the stored moves: it may have moved elsewhere)."""
+        if not self.is_cluster:
+            return self._live_races_of(player_id)
+        found: list[RaceRuntime] = []
+        for record in await self.store.list_races(LIVE_STATUSES):
+            if not any(r.player_id == player_id for r in record.racers):
+                continue
+            runtime = await self._load(record.race_id)
+            if runtime is None or not runtime.race.is_live:
+                continue
+            if player_id in runtime.boards:
+                moves = await self.store.get_moves(runtime.race_id)
+                async with runtime.boards[player_id].lock:
+                    mine = [m for m in moves if m.player_id == player_id]
+                    runtime.restore_board(player_id, mine)
+            found.append(runtime)
+        return found
 
     async def handle(self, session: Session, message: ClientMessage) -> None:
         """Answer one client message (already decoded and schema-checked)."""
@@ -301,7 +279,11 @@ class Hub:
             session.send(Pong(nonce=message.nonce, server_time_ms=self.clock()))
             return
         if isinstance(message, Hello):
-            await self._hello(session, message)
+            try:
+                await self._hello(session, message)
+            except StoreError as exc:
+                log.warning("store unavailable for hello: %s", exc)
+                self._error(session, ErrorCode.UNAVAILABLE, "store unavailable; retry", message)
             return
         if not session.said_hello:
             self._error(session, ErrorCode.HELLO_REQUIRED, "say hello first", message)
@@ -315,6 +297,10 @@ class Hub:
         except RaceError as exc:
             race_id = getattr(message, "race_id", None)
             self._error(session, exc.code, exc.message, message, race_id)
+        except StoreError as exc:
+            log.warning("store unavailable for %s: %s", message.type, exc)
+            race_id = getattr(message, "race_id", None)
+            self._error(session, ErrorCode.UNAVAILABLE, "store unavailable", message, race_id)
 
     async def _hello(self, session: Session, message: Hello) -> None:
         if session.said_hello:
@@ -347,8 +333,9 @@ class Hub:
                 )
                 return
             token = sign_token(player.player_id, self.secret)
+        runtimes = [] if player is None else await self._active_races(player.player_id)
         session.said_hello = True
-        active: list[str] = []
+        active = [runtime.race_id for runtime in runtimes]
         if player is not None:
             session.player_id = player.player_id
             session.name = player.name
@@ -356,7 +343,6 @@ class Hub:
             if old is not None and old is not session:
                 old.close(CloseCode.REPLACED, "connected again elsewhere")
             self.players[player.player_id] = session
-            active = [rt.race_id for rt in self._live_races_of(player.player_id)]
         session.send(
             Welcome(
                 protocol=PROTOCOL_VERSION,
@@ -369,14 +355,18 @@ class Hub:
             )
         )
         if player is not None:
-            for race_id in active:
-                runtime = self.races[race_id]
-                events = runtime.race.set_connected(player.player_id, True, now)
-                await self._commit(runtime, events, now)
+            player_id, holder = player.player_id, self._holder(session)
+            for runtime in runtimes:
+                try:
+                    await self._apply(
+                        runtime, lambda race: race.set_connected(player_id, True, now, holder)
+                    )
+                except RaceError as exc:
+                    log.warning("race %s: %s not marked back: %s", runtime.race_id, player_id, exc)
         log.info("hello from %s", session.name or "an anonymous spectator")
 
-    def _runtime(self, race_id: str) -> RaceRuntime:
-        runtime = self.races.get(race_id)
+    async def _runtime(self, race_id: str) -> RaceRuntime:
+        runtime = await self._load(race_id)
         if runtime is None:
             raise RaceError(ErrorCode.UNKNOWN_RACE, f"no live race {race_id!r}")
         return runtime
@@ -389,7 +379,11 @@ class Hub:
     # --- lobby -----------------------------------------------------------------------------
 
     async def _list_races(self, session: Session, message: ListRaces) -> None:
-        infos = [rt.race.info() for rt in self.races.values() if rt.race.is_live]
+        if self.is_cluster:
+            records = await self.store.list_races(LIVE_STATUSES)
+            infos = [Race(r, "", 1).info() for r in records]
+        else:
+            infos = [rt.race.info() for rt in self.races.values() if rt.race.is_live]
         session.send(RaceList(races=infos))
 
     async def _create_race(self, session: Session, message: CreateRace) -> None:
@@ -437,160 +431,50 @@ class Hub:
             spectator_delay_ms=round(delay * 1000),
         )
         runtime = RaceRuntime(Race(record, self._new_epoch(), settings.history_size))
-        events = runtime.race.join(player_id, name, message.invite_code, now)
+        # Followed before it is stored: a join on another node right after is not missed.
+        subscription = await self._subscribe(record.race_id) if self.is_cluster else None
+        try:
+            await self._apply(
+                runtime, lambda race: race.join(player_id, name, message.invite_code, now)
+            )
+        except BaseException:
+            if subscription is not None:
+                await subscription.close()
+            raise
         self.races[record.race_id] = runtime
-        await self._commit(runtime, events, now)
+        if subscription is not None:
+            self._follow(runtime, subscription)
         log.info("%s created race %s (%s)", name, record.race_id, record.game)
 
     async def _join_race(self, session: Session, message: JoinRace) -> None:
         player_id, name = self._identity(session)
-        runtime = self._runtime(message.race_id)
+        runtime = await self._runtime(message.race_id)
         now = self.clock()
-        events = runtime.race.join(player_id, name, message.invite_code, now)
-        await self._commit(runtime, events, now)
+        await self._apply(
+            runtime, lambda race: race.join(player_id, name, message.invite_code, now)
+        )
 
     async def _leave_race(self, session: Session, message: LeaveRace) -> None:
         player_id, _ = self._identity(session)
-        runtime = self._runtime(message.race_id)
+        runtime = await self._runtime(message.race_id)
         now = self.clock()
-        events = runtime.race.leave(player_id, now)
-        await self._commit(runtime, events, now)
+        events = await self._apply(runtime, lambda race: race.leave(player_id, now))
         for event in events:
-            session.send(event)
-        if runtime.race.status is RaceStatus.CANCELLED:
-            self.races.pop(runtime.race_id, None)
+            session.send(event)  # no longer a racer, so not among the recipients
 
     async def _start_race(self, session: Session, message: StartRace) -> None:
         player_id, _ = self._identity(session)
-        runtime = self._runtime(message.race_id)
+        runtime = await self._runtime(message.race_id)
         now = self.clock()
-        await self._commit(runtime, runtime.race.request_start(player_id, now), now)
+        await self._apply(runtime, lambda race: race.request_start(player_id, now))
 
-    # --- racing ----------------------------------------------------------------------------
-
-    def _reject(
-        self, session: Session, message: MakeMove, code: ErrorCode, reason: str
-    ) -> MoveRejected:
-        answer = MoveRejected(
-            race_id=message.race_id,
-            seq=message.seq,
-            move=message.move,
-            code=code.value,
-            reason=reason,
-        )
-        session.send(answer)
-        self.metrics.moves_rejected.labels(code.value).inc()
-        return answer
-
-    async def _move(self, session: Session, message: MakeMove) -> None:
-        started = time.perf_counter()
-        runtime = self.races.get(message.race_id)
-        player_id = session.player_id
-        if runtime is None:
-            self._reject(session, message, ErrorCode.UNKNOWN_RACE, "no such live race")
-            return
-        if player_id is None or player_id not in runtime.race.racers:
-            self._reject(session, message, ErrorCode.NOT_IN_RACE, "you are not racing here")
-            return
-        board = runtime.boards.get(player_id)
-        if board is None:
-            self._reject(session, message, ErrorCode.WRONG_STATUS, "the race has not started")
-            return
-        async with board.lock:
-            if message.seq in board.seq_to_ply:
-                self._answer_duplicate(session, runtime, player_id, message)
-                return
-            previous = board.rejections.get(message.seq)
-            if previous is not None and previous.move == message.move:
-                session.send(previous)
-                return
-            now = self.clock()
-            try:
-                runtime.race.check_can_move(player_id, now)
-                board.game.play(message.move)
-            except RaceError as exc:
-                board.remember_rejection(
-                    message.seq, self._reject(session, message, exc.code, exc.message)
-                )
-                return
-            except InvalidMoveError as exc:
-                answer = self._reject(session, message, ErrorCode.INVALID_MOVE, str(exc))
-                board.remember_rejection(message.seq, answer)
-                return
-            except EngineError as exc:
-                answer = self._reject(session, message, ErrorCode.ILLEGAL_MOVE, str(exc))
-                board.remember_rejection(message.seq, answer)
-                return
-            game = board.game
-            ply = game.ply - 1
-            piles = touched_pile_models(game)
-            record = MoveRecord(
-                race_id=runtime.race_id,
-                player_id=player_id,
-                ply=ply,
-                seq=message.seq,
-                move=str(game.history[-1]),
-                at_ms=now,
-            )
-            runtime.in_flight += 1
-            try:
-                await self.store.append_move(record)
-            except Exception:
-                game.undo()
-                log.exception("could not store move %s of %s", ply, player_id)
-                self._reject(session, message, ErrorCode.UNAVAILABLE, "not stored; send it again")
-                return
-            finally:
-                runtime.in_flight -= 1
-            board.move_times.append(now)
-            board.seq_to_ply[message.seq] = ply
-            on, total = game.progress()
-            won = game.is_won()
-            stuck = not won and game.is_stuck()
-            ack = MoveAck(
-                race_id=runtime.race_id,
-                seq=message.seq,
-                ply=ply,
-                move=record.move,
-                at_ms=now,
-                piles=piles,
-                on_foundations=on,
-                total=total,
-                won=won,
-                stuck=stuck,
-            )
-            board.acks[message.seq] = ack
-            session.send(ack)
-            self.metrics.moves_accepted.inc()
-            self.metrics.ack_latency.observe(time.perf_counter() - started)
-            events = runtime.race.record_board(
-                player_id,
-                on_foundations=on,
-                total=total,
-                moves=game.ply,
-                won=won,
-                stuck=stuck,
-                now_ms=now,
-            )
-            await self._commit(runtime, events, now)
-
-    def _answer_duplicate(
-        self, session: Session, runtime: RaceRuntime, player_id: str, message: MakeMove
-    ) -> None:
-        ack = runtime.duplicate_ack(player_id, message.seq, message.move)
-        if ack is None:
-            stored = runtime.boards[player_id].seq_to_ply[message.seq]
-            self._reject(
-                session, message, ErrorCode.SEQ_REUSED, f"seq {message.seq} was ply {stored}"
-            )
-            return
-        session.send(ack)
+    # --- racing (moves: hub_moves.py) -------------------------------------------------------
 
     async def _resign(self, session: Session, message: Resign) -> None:
         player_id, _ = self._identity(session)
-        runtime = self._runtime(message.race_id)
+        runtime = await self._runtime(message.race_id)
         now = self.clock()
-        await self._commit(runtime, runtime.race.resign(player_id, now), now)
+        await self._apply(runtime, lambda race: race.resign(player_id, now))
 
     # --- watching and resync ---------------------------------------------------------------
 
@@ -606,7 +490,7 @@ class Hub:
                 session.send(event)
 
     async def _watch(self, session: Session, message: Watch | Sync) -> None:
-        runtime = self._runtime(message.race_id)
+        runtime = await self._runtime(message.race_id)
         if session.player_id is not None and session.player_id in runtime.race.racers:
             raise RaceError(ErrorCode.NOT_ALLOWED, "racers cannot watch their own race")
         runtime.spectators.add(session)
@@ -615,12 +499,12 @@ class Hub:
         self._push_spectator_boards(runtime, self.clock(), only=session)
 
     async def _unwatch(self, session: Session, message: Unwatch) -> None:
-        runtime = self._runtime(message.race_id)
+        runtime = await self._runtime(message.race_id)
         runtime.spectators.discard(session)
         session.watching.discard(runtime.race_id)
 
     async def _sync(self, session: Session, message: Sync) -> None:
-        runtime = self._runtime(message.race_id)
+        runtime = await self._runtime(message.race_id)
         player_id = session.player_id
         if player_id is None or player_id not in runtime.race.racers:
             await self._watch(session, message)
@@ -644,7 +528,7 @@ class Hub:
         JoinRace: _join_race,
         LeaveRace: _leave_race,
         StartRace: _start_race,
-        MakeMove: _move,
+        MakeMove: MoveHandling._move,
         Resign: _resign,
         Sync: _sync,
         Watch: _watch,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from solrace.engine import Audience, EngineError, Game, Move, deal
 from solrace.server.protocol.messages import MoveAck, MoveRejected
 from solrace.server.protocol.race import Race
-from solrace.server.protocol.records import MoveRecord
+from solrace.server.protocol.records import MoveRecord, RaceRecord
 from solrace.server.protocol.views import board_for
 from solrace.server.session import Session
 
@@ -40,12 +40,25 @@ class RacerBoard:
 
 
 class RaceRuntime:
-    def __init__(self, race: Race) -> None:
+    def __init__(self, race: Race, saved: RaceRecord | None = None) -> None:
         self.race = race
         self.boards: dict[str, RacerBoard] = {}
         self.spectators: set[Session] = set()
         self.in_flight = 0
-        self.saved = race.to_record()
+        #: The record as the store holds it (None: not stored yet): the `expected` of the
+        #: next compare-and-set.
+        self.saved = saved
+        #: Serializes this node's changes to the race (each is a compare-and-set).
+        self.lock = asyncio.Lock()
+        #: The last event this node's sessions were sent (events go out in version order).
+        self.sent_epoch = race.epoch
+        self.sent_version = race.version
+        #: Several nodes: the task reading the race's channel.
+        self.follower: asyncio.Task[None] | None = None
+        #: This node has acted on the race's finish (final boards sent).
+        self.finished = False
+        #: Several nodes: a reload failed (store outage); the ticker tries again.
+        self.stale = False
 
     @property
     def race_id(self) -> str:
@@ -56,23 +69,58 @@ class RaceRuntime:
         for player_id in self.race.racers:
             self.boards[player_id] = RacerBoard(deal(self.race.game, self.race.record.game_number))
 
-    def restore_boards(self, moves: list[MoveRecord]) -> None:
-        """Rebuild every board by replaying the stored moves (after a restart)."""
+    def restore_boards(self, moves: list[MoveRecord], *, progress: bool = True) -> None:
+        """Rebuild every board by replaying the stored moves (after a restart, or when a
+        node loads a race); `progress` also recomputes each racer's progress from them."""
         self.deal_boards()
+        for player_id in self.boards:
+            self.restore_board(player_id, [m for m in moves if m.player_id == player_id])
+            if progress:
+                self.restore_progress(player_id)
+
+    def restore_board(self, player_id: str, moves: list[MoveRecord]) -> None:
+        """Rebuild one racer's board from its stored moves (the store is the truth)."""
+        board = RacerBoard(deal(self.race.game, self.race.record.game_number))
+        for move in sorted(moves, key=lambda m: m.ply):
+            board.game.play(move.move)
+            board.move_times.append(move.at_ms)
+            board.seq_to_ply[move.seq] = move.ply
+        old = self.boards.get(player_id)
+        if old is not None:
+            board.lock = old.lock  # a holder of the old board's lock still serializes with us
+        self.boards[player_id] = board
+
+    def apply_stored_move(self, move: MoveRecord) -> bool:
+        """Another node stored `move`: play it on our copy of that board. False if the copy
+        is not exactly one move behind (then rebuild it from the store)."""
+        board = self.boards.get(move.player_id)
+        if board is None or move.ply < board.game.ply:
+            return True
+        if move.ply > board.game.ply:
+            return False
+        try:
+            board.game.play(move.move)
+        except EngineError:
+            return False
+        board.move_times.append(move.at_ms)
+        board.seq_to_ply[move.seq] = move.ply
+        return True
+
+    def restore_progress(self, player_id: str) -> None:
+        """Set a racer's progress from its board (replayed moves), no event."""
+        board = self.boards[player_id]
         started = self.race.started_at_ms or 0
-        for player_id, board in self.boards.items():
-            reached_at = 0
-            on_before = board.game.progress()[0]
-            for move in sorted((m for m in moves if m.player_id == player_id), key=lambda m: m.ply):
-                board.game.play(move.move)
-                board.move_times.append(move.at_ms)
-                board.seq_to_ply[move.seq] = move.ply
-                on_now = board.game.progress()[0]
-                if on_now != on_before:
-                    reached_at = max(0, move.at_ms - started)
-                    on_before = on_now
-            on, total = board.game.progress()
-            self.race.restore_progress(player_id, on, total, board.game.ply, reached_at)
+        game = deal(self.race.game, self.race.record.game_number)
+        reached_at = 0
+        on_before = game.progress()[0]
+        for move, at_ms in zip(board.game.history, board.move_times, strict=True):
+            game.play(move)
+            on_now = game.progress()[0]
+            if on_now != on_before:
+                reached_at = max(0, at_ms - started)
+                on_before = on_now
+        on, total = board.game.progress()
+        self.race.restore_progress(player_id, on, total, board.game.ply, reached_at)
 
     def duplicate_ack(self, player_id: str, seq: int, move_text: str) -> MoveAck | None:
         """The answer to a resent move (`duplicate` set); None if `seq` was another move."""

@@ -19,6 +19,14 @@ class Settings(BaseSettings):
     store: str | None = Field(
         default=None, description="store URL; default sqlite:<data_dir>/solrace.sqlite3"
     )
+    redis: str | None = Field(
+        default=None, description="redis:// URL: the store and the broker (several nodes)"
+    )
+    broker: str | None = Field(
+        default=None,
+        description="live events between nodes: memory: (one node) or redis://; "
+        "default: the Redis of --redis or --store, else memory:",
+    )
     secret: str | None = Field(
         default=None, description="token signing secret; default: <data_dir>/secret, created once"
     )
@@ -45,4 +53,20 @@ class Settings(BaseSettings):
     spectator_batch_s: float = Field(default=0.25, gt=0)
 
     def store_url(self) -> str:
-        return self.store or f"sqlite:{self.data_dir / 'solrace.sqlite3'}"
+        return self.store or self.redis or f"sqlite:{self.data_dir / 'solrace.sqlite3'}"
+
+    def broker_url(self) -> str:
+        if self.broker:
+            return self.broker
+        if self.redis:
+            return self.redis
+        store = self.store_url()
+        return store if store.startswith(REDIS_SCHEMES) else "memory:"
+
+    @property
+    def is_cluster(self) -> bool:
+        """Several nodes may serve the same races (the broker links them)."""
+        return self.broker_url() != "memory:"
+
+
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")

@@ -45,6 +45,7 @@ class Racer:
     reached_at_ms: int = 0
     connected: bool = True
     disconnected_at_ms: int | None = None
+    holder: str | None = None
 
     @property
     def is_done(self) -> bool:
@@ -85,10 +86,18 @@ class Race:
     """One race's lifecycle and its versioned event history."""
 
     def __init__(self, record: RaceRecord, epoch: str, history_size: int = 50) -> None:
-        self.record = record
-        self.epoch = epoch
-        self.version = 0
+        """The race as `record` stores it; `epoch` numbers its events unless the record
+        already carries an epoch (then its version and recent events carry on)."""
         self.history: deque[RaceEvent] = deque(maxlen=history_size)
+        self.reset_to(record if record.epoch else record.model_copy(update={"epoch": epoch}))
+
+    def reset_to(self, record: RaceRecord) -> None:
+        """Become exactly what `record` holds (a newer copy from the store, or a rollback)."""
+        self.record = record
+        self.epoch = record.epoch
+        self.version = record.version
+        self.history.clear()
+        self.history.extend(record.events)
         self.status = record.status
         self.creator = record.creator
         self.start_at_ms = record.start_at_ms
@@ -97,8 +106,27 @@ class Race:
         self.finished_at_ms = record.finished_at_ms
         self.results = record.results
         self.racers: dict[str, Racer] = {
-            r.player_id: Racer(r.player_id, r.name, r.state, r.state_at_ms) for r in record.racers
+            r.player_id: Racer(
+                r.player_id,
+                r.name,
+                r.state,
+                r.state_at_ms,
+                on_foundations=r.on_foundations,
+                total=r.total,
+                moves=r.moves,
+                reached_at_ms=r.reached_at_ms,
+                connected=r.connected,
+                disconnected_at_ms=r.disconnected_at_ms,
+                holder=r.holder,
+            )
+            for r in record.racers
         }
+
+    def new_epoch(self, epoch: str) -> None:
+        """Number events afresh (clients resync with a snapshot): after a restart of a node
+        that did not store every event."""
+        self.epoch = epoch
+        self.history.clear()
 
     # --- reading -----------------------------------------------------------------------
 
@@ -130,9 +158,19 @@ class Race:
                         name=r.name,
                         state=r.state,
                         state_at_ms=r.state_at_ms,
+                        on_foundations=r.on_foundations,
+                        total=r.total,
+                        moves=r.moves,
+                        reached_at_ms=r.reached_at_ms,
+                        connected=r.connected,
+                        disconnected_at_ms=r.disconnected_at_ms,
+                        holder=r.holder,
                     )
                     for r in self.racers.values()
                 ],
+                "epoch": self.epoch,
+                "version": self.version,
+                "events": list(self.history),
             }
         )
 
@@ -405,10 +443,21 @@ class Race:
         self.check_can_move(player_id, now_ms)
         return self._set_state(self.racers[player_id], RacerState.RESIGNED, now_ms)
 
-    def set_connected(self, player_id: str, connected: bool, now_ms: int) -> list[RaceEvent]:
-        """A racer's socket came or went; a racer away longer than the grace forfeits."""
+    def set_connected(
+        self, player_id: str, connected: bool, now_ms: int, holder: str | None = None
+    ) -> list[RaceEvent]:
+        """A racer's socket came or went; a racer away longer than the grace forfeits.
+
+        `holder` names the connection (node and session): a racer who reconnected elsewhere
+        is not marked away when the old connection's node notices it closed."""
         racer = self.racers.get(player_id)
-        if racer is None or racer.connected == connected or not self.is_live:
+        if racer is None or not self.is_live:
+            return []
+        if connected:
+            racer.holder = holder
+        elif holder is not None and racer.holder is not None and racer.holder != holder:
+            return []
+        if racer.connected == connected:
             return []
         racer.connected = connected
         racer.disconnected_at_ms = None if connected else now_ms

@@ -7,10 +7,17 @@ log) every accepted move with its server time; boards are rebuilt from those by 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from solrace.server.protocol.messages import ResultEntry
+from solrace.server.protocol.messages import (
+    Progress,
+    RaceFinished,
+    RaceStarted,
+    RaceUpdate,
+    ResultEntry,
+)
 
 
 class RaceStatus(StrEnum):
@@ -38,11 +45,28 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+StoredEvent = Annotated[
+    RaceUpdate | RaceStarted | Progress | RaceFinished, Field(discriminator="type")
+]
+"""A race event as kept in the record's recent history (any node can serve a resync)."""
+
+
 class RacerRecord(Record):
+    """A seat. Progress and connection fields are the live state several nodes share; one
+    node on SQLite stores them only with race-level changes (a restart replays the moves)."""
+
     player_id: str
     name: str
     state: RacerState
     state_at_ms: int | None = None
+    on_foundations: int = 0
+    total: int = 0
+    moves: int = 0
+    reached_at_ms: int = 0
+    connected: bool = True
+    disconnected_at_ms: int | None = None
+    #: Which connection (node:session) holds the racer: only that one may mark it gone.
+    holder: str | None = None
 
 
 class RaceRecord(Record):
@@ -67,6 +91,11 @@ class RaceRecord(Record):
     finished_at_ms: int | None = None
     racers: list[RacerRecord] = []
     results: list[ResultEntry] | None = None
+    #: Event numbering, fixed per race on several nodes (one node starts a new epoch when
+    #: it restarts, since it did not store every progress event), and the recent events.
+    epoch: str = ""
+    version: int = 0
+    events: list[StoredEvent] = []
 
 
 class PlayerRecord(Record):

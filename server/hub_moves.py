@@ -1,0 +1,201 @@
+"""The hub's move handling: validate on this node's copy of the racer's board, store the move
+(persist, then acknowledge), then move the racer's progress on through the race record.
+
+A racer's moves are validated on the node that holds its connection. The store's ply guard
+settles the rest: when it refuses a move (`PlyConflictError`) another connection or node
+stored that ply first, or an earlier attempt was stored and its reply lost; the board is then
+rebuilt from the stored moves and the answer comes from them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from solrace.engine import EngineError, InvalidMoveError
+from solrace.server.metrics import Metrics
+from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.messages import MakeMove, MoveAck, MoveRejected
+from solrace.server.protocol.records import MoveRecord
+from solrace.server.protocol.views import touched_pile_models
+from solrace.server.race_sync import RaceSync
+from solrace.server.runtime import RacerBoard, RaceRuntime
+from solrace.server.session import Session
+from solrace.server.store import PlyConflictError, StoreError
+
+log = logging.getLogger("solrace.server.hub")
+
+
+class MoveHandling(RaceSync):
+    metrics: Metrics
+
+    def _reject(
+        self, session: Session, message: MakeMove, code: ErrorCode, reason: str
+    ) -> MoveRejected:
+        answer = MoveRejected(
+            race_id=message.race_id,
+            seq=message.seq,
+            move=message.move,
+            code=code.value,
+            reason=reason,
+        )
+        session.send(answer)
+        self.metrics.moves_rejected.labels(code.value).inc()
+        return answer
+
+    async def _move(self, session: Session, message: MakeMove) -> None:
+        started = time.perf_counter()
+        player_id = session.player_id
+        try:
+            runtime = await self._load(message.race_id)
+        except StoreError:
+            self._reject(session, message, ErrorCode.UNAVAILABLE, "store unavailable; send again")
+            return
+        if runtime is None:
+            self._reject(session, message, ErrorCode.UNKNOWN_RACE, "no such live race")
+            return
+        if player_id is None or player_id not in runtime.race.racers:
+            self._reject(session, message, ErrorCode.NOT_IN_RACE, "you are not racing here")
+            return
+        if player_id not in runtime.boards:
+            self._reject(session, message, ErrorCode.WRONG_STATUS, "the race has not started")
+            return
+        async with runtime.boards[player_id].lock:
+            board = runtime.boards[player_id]  # a rebuild keeps the lock, not the object
+            await self._move_locked(session, message, runtime, player_id, board, started)
+
+    async def _move_locked(
+        self,
+        session: Session,
+        message: MakeMove,
+        runtime: RaceRuntime,
+        player_id: str,
+        board: RacerBoard,
+        started: float,
+    ) -> None:
+        if message.seq in board.seq_to_ply:
+            self._answer_duplicate(session, runtime, player_id, message)
+            return
+        previous = board.rejections.get(message.seq)
+        if previous is not None and previous.move == message.move:
+            session.send(previous)
+            return
+        now = self.clock()
+        try:
+            runtime.race.check_can_move(player_id, now)
+            board.game.play(message.move)
+        except RaceError as exc:
+            board.remember_rejection(
+                message.seq, self._reject(session, message, exc.code, exc.message)
+            )
+            return
+        except InvalidMoveError as exc:
+            answer = self._reject(session, message, ErrorCode.INVALID_MOVE, str(exc))
+            board.remember_rejection(message.seq, answer)
+            return
+        except EngineError as exc:
+            answer = self._reject(session, message, ErrorCode.ILLEGAL_MOVE, str(exc))
+            board.remember_rejection(message.seq, answer)
+            return
+        game = board.game
+        ply = game.ply - 1
+        piles = touched_pile_models(game)
+        record = MoveRecord(
+            race_id=runtime.race_id,
+            player_id=player_id,
+            ply=ply,
+            seq=message.seq,
+            move=str(game.history[-1]),
+            at_ms=now,
+        )
+        runtime.in_flight += 1
+        try:
+            await self.store.append_move(record)
+        except PlyConflictError:
+            game.undo()
+            await self._settle_conflict(session, runtime, player_id, message)
+            return
+        except Exception as exc:
+            game.undo()
+            log.warning("move %s of %s not stored: %s", ply, player_id, exc)
+            self._reject(session, message, ErrorCode.UNAVAILABLE, "not stored; send it again")
+            return
+        finally:
+            runtime.in_flight -= 1
+        board.move_times.append(now)
+        board.seq_to_ply[message.seq] = ply
+        on, total = game.progress()
+        won = game.is_won()
+        stuck = not won and game.is_stuck()
+        ack = MoveAck(
+            race_id=runtime.race_id,
+            seq=message.seq,
+            ply=ply,
+            move=record.move,
+            at_ms=now,
+            piles=piles,
+            on_foundations=on,
+            total=total,
+            won=won,
+            stuck=stuck,
+        )
+        board.acks[message.seq] = ack
+        session.send(ack)
+        self.metrics.moves_accepted.inc()
+        self.metrics.ack_latency.observe(time.perf_counter() - started)
+        try:
+            await self._apply(
+                runtime,
+                lambda race: race.record_board(
+                    player_id,
+                    on_foundations=on,
+                    total=total,
+                    moves=game.ply,
+                    won=won,
+                    stuck=stuck,
+                    now_ms=now,
+                ),
+                moves=[record],
+            )
+        except RaceError as exc:
+            # The move is stored and acknowledged; its progress goes out with the next change.
+            log.warning("race %s: progress of %s not stored: %s", runtime.race_id, player_id, exc)
+
+    async def _settle_conflict(
+        self, session: Session, runtime: RaceRuntime, player_id: str, message: MakeMove
+    ) -> None:
+        """The store already holds this ply or seq: rebuild the board from the stored moves
+        and answer from them (a duplicate ack, or a rejection that says why)."""
+        try:
+            moves = await self.store.get_moves(runtime.race_id)
+        except StoreError:
+            self._reject(session, message, ErrorCode.UNAVAILABLE, "not stored; send it again")
+            return
+        runtime.restore_board(player_id, [m for m in moves if m.player_id == player_id])
+        board = runtime.boards[player_id]
+        if message.seq in board.seq_to_ply:
+            self._answer_duplicate(session, runtime, player_id, message)
+            return
+        self._reject(
+            session,
+            message,
+            ErrorCode.NOT_ALLOWED,
+            f"your board changed on another connection (now at ply {board.game.ply}); "
+            "here it is: play from it",
+        )
+        session.send(self._own_board(runtime, player_id))
+
+    def _answer_duplicate(
+        self, session: Session, runtime: RaceRuntime, player_id: str, message: MakeMove
+    ) -> None:
+        ack = runtime.duplicate_ack(player_id, message.seq, message.move)
+        if ack is None:
+            stored = runtime.boards[player_id].seq_to_ply[message.seq]
+            self._reject(
+                session, message, ErrorCode.SEQ_REUSED, f"seq {message.seq} was ply {stored}"
+            )
+            return
+        session.send(ack)
+
+
+__all__ = ["MoveHandling"]

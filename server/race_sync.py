@@ -1,0 +1,412 @@
+"""Race changes and their delivery, on one node or on several nodes sharing Redis.
+
+Every change to a race is a function of the race (`Race -> events`), applied under the race's
+lock and stored with a compare-and-set on its record (`save_race_if(new, expected=old)`). Of
+two nodes changing a race from the same record one wins; the other reloads the record and
+applies its change again to the fresh copy, where a start, a finish or a time-out someone
+else already applied yields no event: each happens once.
+
+The stored record carries the event numbering (epoch and version) and the recent events, so
+any node can serve a resync. After storing a change a node publishes a small notice on the
+race's channel (`race:<id>`: the new version and the move behind it, if any); each node that
+follows the race (it has sessions in it, or recovered it) reloads the record when the notice
+is newer than its copy and forwards the events its own sessions have not had, in version
+order, or a snapshot when they are gone. A gap in the channel (the broker says messages may
+be lost) reloads the record and every board from the store.
+
+One node (no broker) keeps SQLite fast: a change that only moves a racer's progress on is not
+stored (a restart recomputes progress by replaying the moves) and nothing is published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from solrace.engine import Audience, Game, deal
+from solrace.server.broker import Broker, BrokerError, Subscription
+from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.messages import Board, Progress, RaceEvent, RaceStarted
+from solrace.server.protocol.race import Race
+from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState, RaceStatus
+from solrace.server.protocol.views import board_for
+from solrace.server.runtime import RaceRuntime
+from solrace.server.session import Session
+from solrace.server.settings import Settings
+from solrace.server.store import Store, StoreError
+
+log = logging.getLogger("solrace.server.sync")
+
+FINISHED_KEPT = 500
+CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `unavailable`
+
+Change = Callable[[Race], list[RaceEvent]]
+
+
+class RaceNotice(BaseModel):
+    """What a node publishes on `race:<id>` after storing a change (a wake-up, not the
+    truth: the record in the store is)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    epoch: str
+    version: int
+    moves: list[MoveRecord] = []
+
+
+def race_channel(race_id: str) -> str:
+    return f"race:{race_id}"
+
+
+def is_progress_only(events: Sequence[RaceEvent]) -> bool:
+    """Events that only move racers' progress on (no state change): one node need not
+    store them, since replaying the moves recomputes them."""
+    return all(
+        isinstance(e, Progress) and e.progress.state == RacerState.PLAYING.value for e in events
+    )
+
+
+def opening_progress(race: Race, events: Sequence[RaceEvent]) -> list[RaceEvent]:
+    """If `events` started the race: every racer's progress on the fresh deal (one deal for
+    all: every racer gets the same one)."""
+    if not any(isinstance(e, RaceStarted) for e in events) or race.started_at_ms is None:
+        return []
+    game = deal(race.game, race.record.game_number)
+    on, total = game.progress()
+    won = game.is_won()
+    stuck = not won and game.is_stuck()
+    more: list[RaceEvent] = []
+    for player_id, racer in race.racers.items():
+        if racer.moves == 0:
+            more += race.record_board(
+                player_id,
+                on_foundations=on,
+                total=total,
+                moves=0,
+                won=won,
+                stuck=stuck,
+                now_ms=race.started_at_ms,
+            )
+    return more
+
+
+def board_progress(player_id: str, game: Game, at_ms: int) -> Change:
+    """The change that reports a racer's board as it stands (after a move)."""
+    on, total = game.progress()
+    won = game.is_won()
+    stuck = not won and game.is_stuck()
+    moves = game.ply
+
+    def change(race: Race) -> list[RaceEvent]:
+        return race.record_board(
+            player_id,
+            on_foundations=on,
+            total=total,
+            moves=moves,
+            won=won,
+            stuck=stuck,
+            now_ms=at_ms,
+        )
+
+    return change
+
+
+class RaceSync:
+    """The hub's side that changes races, stores them and delivers their events."""
+
+    store: Store
+    broker: Broker | None
+    settings: Settings
+    clock: Callable[[], int]
+    races: dict[str, RaceRuntime]
+    players: dict[str, Session]
+    node_id: str
+
+    @property
+    def is_cluster(self) -> bool:
+        """Several nodes may serve this node's races (a broker links them)."""
+        return self.broker is not None
+
+    # --- delivery to this node's sessions --------------------------------------------------
+
+    def _recipients(self, runtime: RaceRuntime) -> set[Session]:
+        sessions = {self.players[p] for p in runtime.race.racers if p in self.players}
+        return sessions | runtime.spectators
+
+    def _publish(self, runtime: RaceRuntime, messages: Iterable[BaseModel]) -> None:
+        batch = list(messages)
+        if not batch:
+            return
+        for session in self._recipients(runtime):
+            for message in batch:
+                session.send(message)
+
+    def _own_board(self, runtime: RaceRuntime, player_id: str) -> Board:
+        game = runtime.boards[player_id].game
+        return Board(
+            race_id=runtime.race_id,
+            player_id=player_id,
+            ply=game.ply,
+            delayed_ms=0,
+            board=board_for(game, Audience.PLAYER),
+        )
+
+    def _push_spectator_boards(
+        self, runtime: RaceRuntime, now: int, *, force: bool = False, only: Session | None = None
+    ) -> None:
+        """Send spectators each racer's board as it was `spectator_delay` ago (batched)."""
+        targets = {only} if only is not None else runtime.spectators
+        if not targets or not runtime.boards:
+            return
+        for player_id, board in runtime.boards.items():
+            changed = runtime.advance_spectator_board(player_id, now)
+            delayed = board.spectator_game
+            if delayed is None or (changed is None and only is None and not force):
+                continue
+            message = Board(
+                race_id=runtime.race_id,
+                player_id=player_id,
+                ply=delayed.ply,
+                delayed_ms=runtime.race.record.spectator_delay_ms if runtime.race.is_live else 0,
+                board=board_for(delayed, Audience.SPECTATOR),
+            )
+            for session in targets if changed is None else runtime.spectators | targets:
+                session.send(message)
+
+    def _forward(self, runtime: RaceRuntime) -> None:
+        """Send this node's sessions the events they have not had, in version order (a
+        snapshot if the history no longer reaches back), then act on what changed."""
+        race = runtime.race
+        if runtime.sent_epoch == race.epoch and runtime.sent_version == race.version:
+            return
+        missed = race.events_since(runtime.sent_epoch, runtime.sent_version)
+        if missed is None:
+            self._publish(runtime, [race.snapshot(self.clock())])
+        else:
+            self._publish(runtime, missed)
+        runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
+        if race.started_at_ms is not None and not runtime.boards:
+            runtime.deal_boards()  # the race just started: no moves yet
+            for player_id in runtime.boards:
+                session = self.players.get(player_id)
+                if session is not None:
+                    session.send(self._own_board(runtime, player_id))
+        if race.status is RaceStatus.FINISHED and not runtime.finished:
+            runtime.finished = True
+            self._push_spectator_boards(runtime, self.clock(), force=True)
+            self._forget_finished()
+            log.info("race %s finished", runtime.race_id)
+        elif race.status is RaceStatus.CANCELLED:
+            self.races.pop(runtime.race_id, None)
+
+    def _forget_finished(self) -> None:
+        done = [rid for rid, rt in self.races.items() if not rt.race.is_live]
+        for race_id in done[: max(0, len(done) - FINISHED_KEPT)]:
+            del self.races[race_id]
+
+    # --- changes ---------------------------------------------------------------------------
+
+    async def _apply(
+        self, runtime: RaceRuntime, change: Change, *, moves: Sequence[MoveRecord] = ()
+    ) -> list[RaceEvent]:
+        """Apply `change` to the race, store it (compare-and-set), deliver its events.
+
+        `RaceError(UNAVAILABLE)` if the store cannot be reached (nothing changed here; the
+        request may be sent again) or the race keeps changing under us."""
+        async with runtime.lock:
+            events = await self._apply_locked(runtime, change, moves)
+        if events:
+            await self._changed(runtime, events)
+        return events
+
+    async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
+        """After this node stored `events` (once across nodes): a hook for what follows."""
+        return None
+
+    async def _apply_locked(
+        self, runtime: RaceRuntime, change: Change, moves: Sequence[MoveRecord]
+    ) -> list[RaceEvent]:
+        race = runtime.race
+        for _ in range(CHANGE_ATTEMPTS):
+            events = change(race)
+            if not self.is_cluster and events and is_progress_only(events):
+                self._forward(runtime)
+                return events
+            record = race.to_record()
+            if record == runtime.saved:
+                self._forward(runtime)
+                return events
+            try:
+                stored = await self.store.save_race_if(record, runtime.saved)
+            except StoreError as exc:
+                self._roll_back(runtime)
+                raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
+            if stored:
+                runtime.saved = record
+                self._forward(runtime)
+                await self._notify(runtime, moves)
+                return events
+            # Another node changed the race first: take its record and apply ours again.
+            try:
+                fresh = await self.store.get_race(runtime.race_id)
+            except StoreError as exc:
+                self._roll_back(runtime)
+                raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
+            if fresh is None:
+                self._roll_back(runtime)
+                raise RaceError(ErrorCode.UNKNOWN_RACE, f"no race {runtime.race_id!r}")
+            race.reset_to(fresh)
+            runtime.saved = fresh
+            self._forward(runtime)
+        raise RaceError(ErrorCode.UNAVAILABLE, "the race is busy; retry")
+
+    def _roll_back(self, runtime: RaceRuntime) -> None:
+        """Undo an unstored change: back to the stored record (one node: plus the progress
+        it never stores, from the boards, and a new epoch since event numbers were used)."""
+        saved = runtime.saved
+        if saved is None:
+            return  # never stored: the caller drops the race
+        race = runtime.race
+        version = race.version
+        race.reset_to(saved)
+        if not self.is_cluster:
+            for player_id in runtime.boards:
+                runtime.restore_progress(player_id)
+            if race.version < version:
+                race.new_epoch(self._new_epoch())
+
+    def _new_epoch(self) -> str:
+        raise NotImplementedError  # the hub's
+
+    async def _notify(self, runtime: RaceRuntime, moves: Sequence[MoveRecord]) -> None:
+        if self.broker is None:
+            return
+        race = runtime.race
+        notice = RaceNotice(epoch=race.epoch, version=race.version, moves=list(moves))
+        try:
+            await self.broker.publish(
+                race_channel(runtime.race_id), notice.model_dump_json().encode()
+            )
+        except BrokerError as exc:
+            # Nodes whose link dropped get a gap when it is back and reload then.
+            log.warning("race %s: notice not published (%s)", runtime.race_id, exc)
+
+    # --- several nodes: loading and following races ------------------------------------------
+
+    async def _load(self, race_id: str) -> RaceRuntime | None:
+        """This node's copy of a race: the one in memory, else (several nodes) loaded from the
+        store, its boards rebuilt from the stored moves, and followed."""
+        runtime = self.races.get(race_id)
+        if runtime is not None or not self.is_cluster:
+            return runtime
+        subscription = await self._subscribe(race_id)
+        try:
+            record = await self.store.get_race(race_id)
+            if record is None or record.status is RaceStatus.CANCELLED:
+                await subscription.close()
+                return None
+            moves = await self.store.get_moves(race_id) if record.started_at_ms else []
+        except BaseException:
+            await subscription.close()
+            raise
+        runtime = self.races.get(race_id)  # loaded meanwhile by another request
+        if runtime is not None:
+            await subscription.close()
+            return runtime
+        runtime = self._install_loaded(record, moves)
+        self._follow(runtime, subscription)
+        return runtime
+
+    def _install_loaded(self, record: RaceRecord, moves: list[MoveRecord]) -> RaceRuntime:
+        race = Race(record, self._new_epoch(), self.settings.history_size)
+        runtime = RaceRuntime(race, saved=record)
+        runtime.finished = not race.is_live
+        if race.started_at_ms is not None:
+            runtime.restore_boards(moves, progress=not self.is_cluster)
+        self.races[record.race_id] = runtime
+        return runtime
+
+    async def _subscribe(self, race_id: str) -> Subscription:
+        assert self.broker is not None
+        return await self.broker.subscribe(race_channel(race_id))
+
+    def _follow(self, runtime: RaceRuntime, subscription: Subscription) -> None:
+        runtime.follower = asyncio.create_task(
+            self._read_notices(runtime, subscription), name=f"solrace-follow-{runtime.race_id}"
+        )
+
+    async def _unfollow(self, runtime: RaceRuntime) -> None:
+        task, runtime.follower = runtime.follower, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _read_notices(self, runtime: RaceRuntime, subscription: Subscription) -> None:
+        try:
+            async for item in subscription:
+                if item is None:  # messages may be lost: reload everything
+                    await self._refresh(runtime, reload_boards=True)
+                else:
+                    await self._on_notice(runtime, RaceNotice.model_validate_json(item))
+                if not runtime.race.is_live:
+                    break  # nothing follows a race's end
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("race %s: following failed", runtime.race_id)
+        finally:
+            await subscription.close()
+            if runtime.follower is asyncio.current_task():
+                runtime.follower = None
+
+    async def _on_notice(self, runtime: RaceRuntime, notice: RaceNotice) -> None:
+        behind = False
+        for move in notice.moves:
+            board = runtime.boards.get(move.player_id)
+            if board is not None and board.lock.locked():
+                continue  # a move of that racer is being stored here: the store decides
+            if not runtime.apply_stored_move(move):
+                behind = True
+        race = runtime.race
+        if behind or notice.epoch != race.epoch or notice.version > race.version:
+            await self._refresh(runtime, reload_boards=behind)
+
+    async def _refresh(self, runtime: RaceRuntime, *, reload_boards: bool = False) -> None:
+        """Take the stored record (and, if asked, every board from the stored moves) and
+        forward what this node's sessions missed. A store outage leaves the copy as it is:
+        the next notice, gap or tick tries again."""
+        try:
+            if reload_boards and runtime.race.started_at_ms is not None:
+                moves = await self.store.get_moves(runtime.race_id)
+                if not runtime.boards:
+                    runtime.deal_boards()
+                for player_id, board in list(runtime.boards.items()):
+                    async with board.lock:  # board first, then race: the order moves take
+                        mine = [m for m in moves if m.player_id == player_id]
+                        runtime.restore_board(player_id, mine)
+            async with runtime.lock:
+                record = await self.store.get_race(runtime.race_id)
+                if record is not None and record != runtime.saved:
+                    runtime.race.reset_to(record)
+                    runtime.saved = record
+                self._forward(runtime)
+        except StoreError as exc:
+            runtime.stale = True
+            log.warning("race %s: cannot reload (%s)", runtime.race_id, exc)
+            return
+        runtime.stale = False
+
+
+__all__ = [
+    "FINISHED_KEPT",
+    "RaceNotice",
+    "RaceSync",
+    "board_progress",
+    "opening_progress",
+    "race_channel",
+]
