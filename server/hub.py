@@ -11,7 +11,7 @@ import logging
 import random
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 from solrace.engine import (
@@ -40,6 +40,7 @@ from solrace.server.protocol.messages import (
     Ping,
     Pong,
     RaceEvent,
+    RaceFinished,
     RaceList,
     Replay,
     Resign,
@@ -99,6 +100,10 @@ class Hub(MoveHandling):
         self._ticker: asyncio.Task[None] | None = None
         self._last_spectator_push = 0
         self._store_down = False
+        # Plugged in by the composition root (app.py): tournaments and ratings.
+        self.extra_handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {}
+        self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
+        self.ratings_of: Callable[[str], Awaitable[dict[str, float]]] | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -289,11 +294,15 @@ class Hub(MoveHandling):
             self._error(session, ErrorCode.HELLO_REQUIRED, "say hello first", message)
             return
         handler = self._handlers.get(type(message))
-        if handler is None:  # pragma: no cover - every message type has a handler
-            self._error(session, ErrorCode.INVALID_MESSAGE, "unexpected message", message)
+        extra = self.extra_handlers.get(type(message))
+        if handler is None and extra is None:
+            self._error(session, ErrorCode.INVALID_MESSAGE, "not served here", message)
             return
         try:
-            await handler(self, session, message)
+            if handler is not None:
+                await handler(self, session, message)
+            elif extra is not None:
+                await extra(session, message)
         except RaceError as exc:
             race_id = getattr(message, "race_id", None)
             self._error(session, exc.code, exc.message, message, race_id)
@@ -349,7 +358,9 @@ class Hub(MoveHandling):
                 player_id=session.player_id,
                 name=session.name,
                 token=token,
-                ratings={},
+                ratings={}
+                if player is None or self.ratings_of is None
+                else await self.ratings_of(player.player_id),
                 active_races=active,
                 server_time_ms=now,
             )
@@ -364,6 +375,46 @@ class Hub(MoveHandling):
                 except RaceError as exc:
                     log.warning("race %s: %s not marked back: %s", runtime.race_id, player_id, exc)
         log.info("hello from %s", session.name or "an anonymous spectator")
+
+    async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
+        """A race this node finished (once across nodes): ratings, tournaments."""
+        if not any(isinstance(event, RaceFinished) for event in events):
+            return
+        for hook in self.race_finished_hooks:
+            try:
+                await hook(runtime.race.to_record())
+            except Exception:
+                log.exception("race %s: a finish hook failed", runtime.race_id)
+
+    async def open_seated_race(self, record: RaceRecord, seated: Sequence[tuple[str, str]]) -> None:
+        """Open a race whose seats the server fills (a tournament's): every (player id, name)
+        is seated with the record's invite code, so the countdown starts at once; the grace of
+        a seated player not connected here runs from now. An existing race id is left alone."""
+        if record.race_id in self.races or await self.store.get_race(record.race_id):
+            return
+        now = self.clock()
+        runtime = RaceRuntime(Race(record, self._new_epoch(), self.settings.history_size))
+        here = {p: self._holder(s) for p, s in self.players.items()}
+
+        def seat(race: Race) -> list[RaceEvent]:
+            events: list[RaceEvent] = []
+            for player_id, name in seated:
+                events += race.join(player_id, name, record.invite_code, now)
+            for player_id, _ in seated:
+                connected = player_id in here
+                events += race.set_connected(player_id, connected, now, here.get(player_id))
+            return events
+
+        subscription = await self._subscribe(record.race_id) if self.is_cluster else None
+        try:
+            await self._apply(runtime, seat)
+        except BaseException:
+            if subscription is not None:
+                await subscription.close()
+            raise
+        self.races[record.race_id] = runtime
+        if subscription is not None:
+            self._follow(runtime, subscription)
 
     async def _runtime(self, race_id: str) -> RaceRuntime:
         runtime = await self._load(race_id)

@@ -1,0 +1,180 @@
+"""Ratings at run time: rate each finished rated race once, answer leaderboards and profiles.
+
+The maths is pure (`protocol/ratings.py`); this module reads the racers' ratings, computes the
+update from the race's full finishing order (tied ranks share a place) and hands it to the
+store, which applies it at most once per race and only over the ratings it was computed from.
+A `STALE` answer (a racer's rating moved meanwhile, e.g. another node rated another race) is
+read again and recomputed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from solrace.server.protocol.competition_records import (
+    RatingChangeRecord,
+    RatingOutcome,
+    RatingRecord,
+    RatingUpdate,
+    RecentResult,
+)
+from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ratings import DEFAULT_CONFIG, Rating, RatingConfig, leaderboard
+from solrace.server.protocol.ratings import rate_race as rate_placings
+from solrace.server.protocol.records import RaceRecord, RaceStatus
+from solrace.server.protocol.tournament_errors import PlayerId
+from solrace.server.protocol.tournament_messages import (
+    GameRating,
+    GetLeaderboard,
+    GetProfile,
+    Leaderboard,
+    LeaderboardRow,
+    Profile,
+    RecentResultModel,
+)
+from solrace.server.session import Session
+from solrace.server.store import Store
+
+log = logging.getLogger("solrace.server.ratings")
+
+STALE_RETRIES = 5
+RECENT_SHOWN = 10
+
+Handler = Callable[[Session, Any], Awaitable[None]]
+
+
+def to_rating(record: RatingRecord) -> Rating:
+    return Rating(record.mu, record.sigma, record.races, record.wins)
+
+
+def placings_of(record: RaceRecord) -> list[list[str]]:
+    """The finishing order as groups of tied players (equal ranks), best first."""
+    groups: dict[int, list[str]] = {}
+    for entry in record.results or []:
+        groups.setdefault(entry.rank, []).append(entry.player_id)
+    return [groups[rank] for rank in sorted(groups)]
+
+
+class RatingService:
+    def __init__(self, store: Store, config: RatingConfig = DEFAULT_CONFIG) -> None:
+        self.store = store
+        self.config = config
+
+    @property
+    def handlers(self) -> dict[type[Any], Handler]:
+        return {GetLeaderboard: self.get_leaderboard, GetProfile: self.get_profile}
+
+    async def display_ratings(self, player_id: str) -> dict[str, float]:
+        """Game id -> displayed rating, for `welcome.ratings`."""
+        records = await self.store.get_ratings(player_id)
+        return {r.game: float(to_rating(r).display(self.config)) for r in records}
+
+    async def game_ratings(self, game: str) -> dict[str, Rating]:
+        return {r.player_id: to_rating(r) for r in await self.store.list_ratings(game)}
+
+    async def race_finished(self, record: RaceRecord) -> None:
+        """Rate a finished rated race (a repeat, here or on another node, changes nothing)."""
+        placings = placings_of(record)
+        players = [p for group in placings for p in group]
+        if not record.rated or record.status is not RaceStatus.FINISHED or len(players) < 2:
+            return
+        at_ms = record.finished_at_ms or 0
+        for _ in range(STALE_RETRIES):
+            stored = {}
+            for player_id in players:
+                for rating in await self.store.get_ratings(player_id):
+                    if rating.game == record.game:
+                        stored[player_id] = rating
+            table = {PlayerId(p): to_rating(r) for p, r in stored.items()}
+            changes = rate_placings(table, [[PlayerId(p) for p in g] for g in placings])
+            update = RatingUpdate(
+                race_id=record.race_id,
+                game=record.game,
+                changes=[
+                    RatingChangeRecord(
+                        player_id=change.player,
+                        before=stored.get(change.player),
+                        after=RatingRecord(
+                            player_id=change.player,
+                            game=record.game,
+                            mu=change.after.mu,
+                            sigma=change.after.sigma,
+                            races=change.after.races,
+                            wins=change.after.wins,
+                            updated_at_ms=at_ms,
+                        ),
+                        result=RecentResult(
+                            race_id=record.race_id,
+                            game=record.game,
+                            rank=change.place,
+                            racers=len(players),
+                            rating_before=change.before.display(self.config),
+                            rating_after=change.after.display(self.config),
+                            at_ms=at_ms,
+                        ),
+                    )
+                    for change in changes
+                ],
+            )
+            outcome = await self.store.apply_rating_update(update)
+            if outcome is not RatingOutcome.STALE:
+                if outcome is RatingOutcome.APPLIED:
+                    log.info("rated race %s (%d racers)", record.race_id, len(players))
+                return
+        log.warning("race %s not rated: ratings kept changing under it", record.race_id)
+
+    # --- requests ------------------------------------------------------------------------
+
+    async def get_leaderboard(self, session: Session, message: GetLeaderboard) -> None:
+        rows = leaderboard(
+            {PlayerId(p): r for p, r in (await self.game_ratings(message.game)).items()},
+            self.config,
+            include_provisional=message.include_provisional,
+            limit=message.limit,
+        )
+        entries = []
+        for row in rows:
+            player = await self.store.get_player(row.player)
+            entries.append(
+                LeaderboardRow(
+                    rank=row.rank,
+                    player_id=row.player,
+                    name=player.name if player else row.player,
+                    rating=row.rating,
+                    races=row.races,
+                    wins=row.wins,
+                    provisional=row.is_provisional,
+                )
+            )
+        session.send(Leaderboard(game=message.game, entries=entries))
+
+    async def get_profile(self, session: Session, message: GetProfile) -> None:
+        player_id = message.player_id or session.player_id
+        player = None if player_id is None else await self.store.get_player(player_id)
+        if player is None:
+            raise RaceError(ErrorCode.UNKNOWN_PLAYER, "no such player (say which, or hello first)")
+        ratings = []
+        for record in sorted(await self.store.get_ratings(player.player_id), key=lambda r: r.game):
+            rating = to_rating(record)
+            ratings.append(
+                GameRating(
+                    game=record.game,
+                    rating=rating.display(self.config),
+                    mu=record.mu,
+                    sigma=record.sigma,
+                    races=record.races,
+                    wins=record.wins,
+                    provisional=rating.is_provisional(self.config),
+                )
+            )
+        recent = await self.store.get_recent_results(player.player_id, RECENT_SHOWN)
+        session.send(
+            Profile(
+                player_id=player.player_id,
+                name=player.name,
+                ratings=ratings,
+                recent=[RecentResultModel(**r.model_dump()) for r in recent],
+            )
+        )
