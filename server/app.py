@@ -18,8 +18,10 @@ from solrace.server.broker import Broker, open_broker
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.ratings import RatingService
 from solrace.server.settings import Settings
 from solrace.server.store import open_store
+from solrace.server.tournaments import TournamentService
 from solrace.server.transport import Transport
 
 log = logging.getLogger("solrace.server")
@@ -61,6 +63,12 @@ class App:
         self.hub = Hub(
             self.store, settings, self.metrics, load_secret(settings), broker=self.broker
         )
+        self.ratings = RatingService(self.store)
+        self.tournaments = TournamentService(self.hub, self.ratings)
+        self.hub.ratings_of = self.ratings.display_ratings
+        self.hub.race_finished_hooks += [self.ratings.race_finished, self.tournaments.race_finished]
+        self.hub.extra_handlers.update(self.ratings.handlers)
+        self.hub.extra_handlers.update(self.tournaments.handlers)
         self.transport = Transport(self.hub, settings, self.metrics)
 
     @property
@@ -72,6 +80,7 @@ class App:
         if self.broker is not None:
             await self.broker.open()
         await self.hub.start()
+        await self.tournaments.start()
         await self.transport.start()
         log.info(
             "listening on ws://%s:%d (store %s, broker %s)",
@@ -84,6 +93,7 @@ class App:
     async def stop(self) -> None:
         """Stop accepting, close clients with 1012, stop timers, flush and close the store."""
         await self.transport.stop(CloseCode.SERVICE_RESTART)
+        await self.tournaments.stop()
         await self.hub.stop()
         if self.broker is not None:
             await self.broker.close()
@@ -140,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--spectator-delay-rated-s", type=float, help="spectator board delay (default 10)"
     )
     parser.add_argument("--min-time-limit-s", type=int, help="shortest race allowed (default 10)")
+    parser.add_argument(
+        "--admin-token", help="tournament admin token (default: none, no tournaments)"
+    )
     return parser
 
 

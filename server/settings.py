@@ -39,6 +39,12 @@ class Settings(BaseSettings):
     ping_timeout_s: float | None = 20.0
     idle_timeout_s: float = Field(default=60.0, gt=0)
     max_outgoing: int = Field(default=1024, ge=16)
+    send_buffer_bytes: int | None = Field(
+        default=None,
+        ge=1024,
+        description="kernel send buffer per socket (SO_SNDBUF); default: the kernel's, which "
+        "may hold megabytes for a client that stops reading before its queue overflows",
+    )
     origins: list[str] | None = None
 
     countdown_s: float = Field(default=3.0, ge=0)
@@ -51,6 +57,11 @@ class Settings(BaseSettings):
     history_size: int = Field(default=50, ge=1)
     tick_s: float = Field(default=0.1, gt=0)
     spectator_batch_s: float = Field(default=0.25, gt=0)
+
+    admin_token: str | None = Field(
+        default=None, description="tournament admin token; none: tournaments cannot be created"
+    )
+    tournament_tick_s: float = Field(default=1.0, gt=0)
 
     def store_url(self) -> str:
         return self.store or self.redis or f"sqlite:{self.data_dir / 'solrace.sqlite3'}"

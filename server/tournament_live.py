@@ -1,0 +1,164 @@
+"""A tournament as the service holds it: the state machine plus what the server adds
+(name, time limit, player names, the race id of every requested race), stored as one JSON
+document; and the state-machine call behind each admin act."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from solrace.server.protocol.competition_records import TournamentRecord
+from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.pairing import RaceResult
+from solrace.server.protocol.tournament import Tournament
+from solrace.server.protocol.tournament_errors import (
+    CorrectionRefusedError,
+    InvalidResultError,
+    InvalidSettingsError,
+    MatchId,
+    NotAdminError,
+    PlayerId,
+    TournamentError,
+    UnknownMatchError,
+    UnknownPlayerError,
+)
+from solrace.server.protocol.tournament_events import TournamentEvent
+from solrace.server.protocol.tournament_messages import TournamentAdmin
+from solrace.server.protocol.tournament_view import RaceKey
+
+DOCUMENT_SCHEMA = 1
+
+Command = Callable[["Live"], list[TournamentEvent]]
+
+ERROR_CODES: dict[type[TournamentError], ErrorCode] = {
+    NotAdminError: ErrorCode.NOT_ADMIN,
+    UnknownPlayerError: ErrorCode.UNKNOWN_PLAYER,
+    UnknownMatchError: ErrorCode.UNKNOWN_MATCH,
+    InvalidResultError: ErrorCode.INVALID_RESULT,
+    CorrectionRefusedError: ErrorCode.CORRECTION_REFUSED,
+    InvalidSettingsError: ErrorCode.INVALID_SETTINGS,
+}
+
+
+def refusal(exc: TournamentError) -> RaceError:
+    return RaceError(ERROR_CODES.get(type(exc), ErrorCode.WRONG_STATUS), str(exc))
+
+
+@dataclass
+class RaceLink:
+    """Which match and race number a tournament race plays."""
+
+    match_id: MatchId
+    round_number: int
+    race_number: int
+
+
+@dataclass
+class Live:
+    """One tournament as loaded from its stored document."""
+
+    tournament: Tournament
+    version: int
+    name: str
+    time_limit_s: int
+    created_at_ms: int
+    names: dict[str, str] = field(default_factory=dict)
+    links: dict[str, RaceLink] = field(default_factory=dict)
+    next_race: int = 1
+
+    @property
+    def tournament_id(self) -> str:
+        return self.tournament.tournament_id
+
+    def race_ids(self) -> dict[RaceKey, str]:
+        """(match, race number) -> race id, for the current round (the newest race wins)."""
+        current = self.tournament.current_round
+        if current is None:
+            return {}
+        return {
+            (link.match_id, link.race_number): race_id
+            for race_id, link in self.links.items()
+            if link.round_number == current.number
+        }
+
+    def document(self) -> str:
+        return json.dumps(
+            {
+                "schema": DOCUMENT_SCHEMA,
+                "name": self.name,
+                "time_limit_s": self.time_limit_s,
+                "names": self.names,
+                "links": {
+                    rid: [k.match_id, k.round_number, k.race_number]
+                    for rid, k in self.links.items()
+                },
+                "next_race": self.next_race,
+                "state": self.tournament.to_dict(),
+            },
+            sort_keys=True,
+        )
+
+    def to_record(self) -> TournamentRecord:
+        return TournamentRecord(
+            tournament_id=self.tournament_id,
+            version=self.version,
+            phase=self.tournament.phase.value,
+            created_at_ms=self.created_at_ms,
+            document=self.document(),
+        )
+
+    @classmethod
+    def from_record(cls, record: TournamentRecord, deals: Callable[[int, int], str]) -> Live:
+        data = json.loads(record.document)
+        return cls(
+            tournament=Tournament.from_dict(data["state"], deal_source=deals),
+            version=record.version,
+            name=str(data["name"]),
+            time_limit_s=int(data["time_limit_s"]),
+            created_at_ms=record.created_at_ms,
+            names={str(k): str(v) for k, v in data["names"].items()},
+            links={
+                rid: RaceLink(MatchId(m), int(r), int(n))
+                for rid, (m, r, n) in data["links"].items()
+            },
+            next_race=int(data["next_race"]),
+        )
+
+
+def admin_command(message: TournamentAdmin, ratings: dict[PlayerId, float], now: float) -> Command:
+    """The state-machine call behind an admin act (its actor is the tournament's admin)."""
+    match_id = MatchId(message.match_id or "")
+    player = PlayerId(message.player_id or "")
+
+    def command(live: Live) -> list[TournamentEvent]:
+        t = live.tournament
+        admin = t.admin
+        act = message.act
+        if act in ("forfeit", "drop") and not message.player_id:
+            raise UnknownPlayerError(f"{act} needs player_id")
+        if act in ("forfeit", "correct_result") and not message.match_id:
+            raise UnknownMatchError(f"{act} needs match_id")
+        if act == "open_check_in":
+            return t.open_check_in(admin, now=now)
+        if act == "start":
+            return t.start(admin, now=now, ratings=ratings)
+        if act == "pause":
+            return t.pause(admin, now=now)
+        if act == "resume":
+            return t.resume(admin, now=now)
+        if act == "forfeit":
+            return t.forfeit(admin, match_id, player, now=now)
+        if act == "drop":
+            return t.drop(player, actor=admin, now=now)
+        if message.race_number is None or not message.placings:
+            raise InvalidResultError("correct_result needs race_number and placings")
+        result = RaceResult.from_groups(
+            [[PlayerId(p) for p in g] for g in message.placings],
+            {PlayerId(p): n for p, n in (message.cards or {}).items()},
+        )
+        return t.correct_result(
+            admin, match_id, message.race_number, result, now=now, reason=message.reason
+        )
+
+    return command

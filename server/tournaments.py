@@ -1,0 +1,455 @@
+"""Tournaments at run time: requests, the round's races, results, no-shows, restarts.
+
+The rules are pure (`protocol/tournament.py`); this service loads a tournament's document
+from the store, applies one command to it, saves it with a compare-and-set on its version
+(so of two nodes moving one tournament on, one wins and the other reloads and tries again),
+and only then acts on the events: it opens each requested race through the hub
+(`Hub.open_seated_race`: the match's players seated, the round's secret deal), tells the
+seated players (`tournament_race`) and pushes the new view to the tournament's watchers.
+
+The hub calls `race_finished` when a race ends; the finishing order (ties share a place) and
+cards on foundations become the match's result. `tick` reports players connected during their
+match as present and forfeits no-shows after the grace period (not until that period has
+passed since this node started: after a restart nobody has had time to come back yet).
+After a restart, `start` reopens requested races that were never stored and feeds results of
+races that finished while the tournament was not told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import random
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from solrace.engine import GAME_IDS, random_ranked_number
+from solrace.server.hub import Hub
+from solrace.server.protocol.commitment import commit
+from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
+from solrace.server.protocol.records import RaceRecord, RaceStatus
+from solrace.server.protocol.tournament import Tournament
+from solrace.server.protocol.tournament_errors import (
+    MatchId,
+    PlayerId,
+    TournamentError,
+    TournamentId,
+)
+from solrace.server.protocol.tournament_events import RaceRequested, TournamentEvent
+from solrace.server.protocol.tournament_messages import (
+    CheckIn,
+    CreateTournament,
+    JoinTournament,
+    LeaveTournament,
+    ListTournaments,
+    TournamentAdmin,
+    TournamentList,
+    TournamentRace,
+    TournamentView,
+    UnwatchTournament,
+    WatchTournament,
+)
+from solrace.server.protocol.tournament_state import Phase, TournamentSettings
+from solrace.server.protocol.tournament_view import build_summary, build_view
+from solrace.server.ratings import RatingService, placings_of
+from solrace.server.session import Session
+from solrace.server.tournament_live import Command, Live, RaceLink, admin_command, refusal
+
+log = logging.getLogger("solrace.server.tournaments")
+
+SAVE_ATTEMPTS = 8
+
+Handler = Callable[[Session, Any], Any]
+
+
+class TournamentService:
+    def __init__(self, hub: Hub, ratings: RatingService, rng: random.Random | None = None) -> None:
+        self.hub = hub
+        self.store = hub.store
+        self.settings = hub.settings
+        self.ratings = ratings
+        self.rng = rng or random.SystemRandom()
+        self.live: dict[str, Live] = {}
+        self.watchers: dict[str, set[Session]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._started_at = 0.0
+        self._ticker: asyncio.Task[None] | None = None
+
+    @property
+    def handlers(self) -> dict[type[Any], Handler]:
+        return {
+            CreateTournament: self._create,
+            ListTournaments: self._list,
+            WatchTournament: self._watch,
+            UnwatchTournament: self._unwatch,
+            JoinTournament: self._join,
+            CheckIn: self._check_in,
+            LeaveTournament: self._leave,
+            TournamentAdmin: self._admin,
+        }
+
+    def _deal(self, round_number: int, race_number: int) -> str:
+        return random_ranked_number(self.rng)
+
+    def _now(self) -> float:
+        return self.hub.clock() / 1000
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the unfinished tournaments and bring their races in line (after the hub has
+        recovered its races), then tick."""
+        self._started_at = self._now()
+        for record in await self.store.list_tournaments():
+            if record.phase == Phase.FINISHED.value:
+                continue
+            live = Live.from_record(record, self._deal)
+            self.live[live.tournament_id] = live
+            try:
+                await self._resume(live)
+            except Exception:
+                log.exception("tournament %s: could not resume", live.tournament_id)
+        self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-tournaments")
+
+    async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+
+    async def _resume(self, live: Live) -> None:
+        ids = live.race_ids()
+        for match in live.tournament.live_matches():
+            if match.pending_race is None:
+                continue
+            race_id = ids.get((match.match_id, match.pending_race))
+            if race_id is None:
+                continue
+            stored = await self.store.get_race(race_id)
+            if stored is None:
+                await self._open_race(live, race_id, match.pending_race, match.match_id)
+            elif stored.status is RaceStatus.FINISHED:
+                await self.race_finished(stored)
+        log.info("resumed tournament %s (%s)", live.tournament_id, live.tournament.phase.value)
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.tournament_tick_s)  # the service's timer
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("tournament tick failed")
+
+    async def tick(self) -> None:
+        """Mark connected players present; forfeit no-shows once the grace has passed."""
+        now = self._now()
+        for tournament_id, live in list(self.live.items()):
+            if live.tournament.phase is not Phase.RUNNING:
+                continue
+            grace = live.tournament.settings.no_show_grace or 0.0
+            may_forfeit = now - self._started_at >= grace
+
+            def command(live: Live, may_forfeit: bool = may_forfeit) -> list[TournamentEvent]:
+                t = live.tournament
+                events: list[TournamentEvent] = []
+                for match in t.live_matches():
+                    for player in match.racing:
+                        if player not in match.present and self._is_present(live, player):
+                            events += t.report_present(player, now=now)
+                return events + (t.tick(now=now) if may_forfeit else [])
+
+            try:
+                await self._mutate(tournament_id, command)
+            except (RaceError, TournamentError) as exc:
+                log.warning("tournament %s: tick refused: %s", tournament_id, exc)
+
+    def _is_present(self, live: Live, player: str) -> bool:
+        if player in self.hub.players:
+            return True
+        for race_id in live.race_ids().values():
+            runtime = self.hub.races.get(race_id)
+            racer = None if runtime is None else runtime.race.racers.get(player)
+            if racer is not None and racer.connected and runtime is not None:
+                return runtime.race.is_live
+        return False
+
+    # --- the one way to change a tournament ------------------------------------------------
+
+    def _lock(self, tournament_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(tournament_id, asyncio.Lock())
+
+    async def _load(self, tournament_id: str) -> Live:
+        record = await self.store.get_tournament(tournament_id)
+        if record is None:
+            raise RaceError(ErrorCode.UNKNOWN_TOURNAMENT, f"no tournament {tournament_id!r}")
+        known = self.live.get(tournament_id)
+        if known is not None and known.version == record.version:
+            return known
+        live = Live.from_record(record, self._deal)
+        if live.tournament.phase is not Phase.FINISHED:
+            self.live[tournament_id] = live
+        return live
+
+    async def _mutate(self, tournament_id: str, command: Command) -> Live:
+        """Apply `command` to the stored tournament, save it (compare-and-set on the version),
+        then open requested races and push the view. A refusal changes nothing."""
+        async with self._lock(tournament_id):
+            for _ in range(SAVE_ATTEMPTS):
+                live = await self._load(tournament_id)
+                fresh = Live.from_record(live.to_record(), self._deal)  # a copy to change
+                before = fresh.document()
+                try:
+                    events = command(fresh)
+                except TournamentError as exc:
+                    raise refusal(exc) from None
+                requested = [e for e in events if isinstance(e, RaceRequested)]
+                links = {}
+                for event in requested:
+                    race_id = f"{tournament_id}-{fresh.next_race}"
+                    fresh.next_race += 1
+                    fresh.links[race_id] = RaceLink(
+                        event.match_id, event.round_number, event.race_number
+                    )
+                    links[race_id] = event
+                if fresh.document() == before:
+                    return live
+                fresh.version = live.version + 1
+                if not await self.store.save_tournament(fresh.to_record(), live.version):
+                    continue  # another node moved it on first: load and apply again
+                if fresh.tournament.phase is Phase.FINISHED:
+                    self.live.pop(tournament_id, None)
+                else:
+                    self.live[tournament_id] = fresh
+                break
+            else:
+                raise RaceError(ErrorCode.UNAVAILABLE, "the tournament is busy; retry")
+        for race_id, event in links.items():
+            await self._open_race(fresh, race_id, event.race_number, event.match_id)
+        self._push(fresh)
+        return fresh
+
+    async def _open_race(
+        self, live: Live, race_id: str, race_number: int, match_id: MatchId
+    ) -> None:
+        t = live.tournament
+        rnd, match = t.find_match(match_id)
+        number = rnd.game_numbers[race_number]
+        now = self.hub.clock()
+        salt = secrets.token_hex(16)
+        rated = t.settings.rated
+        delay = (
+            self.settings.spectator_delay_rated_s
+            if rated
+            else self.settings.spectator_delay_casual_s
+        )
+        record = RaceRecord(
+            race_id=race_id,
+            game=t.game_id,
+            seats=len(match.racing),
+            time_limit_s=live.time_limit_s,
+            rated=rated,
+            invite_code=secrets.token_hex(8),  # seats are the server's to fill
+            game_number=number,
+            salt=salt,
+            commitment=commit(t.game_id, number, salt),
+            creator=match.racing[0],
+            status=RaceStatus.OPEN,
+            created_at_ms=now,
+            countdown_ms=round(self.settings.countdown_s * 1000),
+            grace_ms=round(self.settings.grace_s * 1000),
+            spectator_delay_ms=round(delay * 1000),
+        )
+        seated = [(p, live.names.get(p, p)) for p in match.racing]
+        try:
+            await self.hub.open_seated_race(record, seated)
+        except RaceError as exc:
+            log.warning("tournament %s: race %s not opened: %s", t.tournament_id, race_id, exc)
+            return
+        notice = TournamentRace(
+            tournament_id=t.tournament_id,
+            match_id=match_id,
+            round=rnd.number,
+            race_number=race_number,
+            race_id=race_id,
+            players=list(match.racing),
+        )
+        for player in match.racing:
+            session = self.hub.players.get(player)
+            if session is not None:
+                session.send(notice)
+        log.info("tournament %s: race %s for %s", t.tournament_id, race_id, match_id)
+
+    def _view(self, live: Live) -> TournamentView:
+        return TournamentView(
+            tournament=build_view(
+                live.tournament,
+                version=live.version,
+                name=live.name,
+                time_limit_s=live.time_limit_s,
+                names=live.names,
+                race_ids=live.race_ids(),
+            )
+        )
+
+    def _push(self, live: Live) -> None:
+        watchers = self.watchers.get(live.tournament_id)
+        if not watchers:
+            return
+        view = self._view(live)
+        for session in list(watchers):
+            if session.closed:
+                watchers.discard(session)
+            else:
+                session.send(view)
+
+    def _answer(self, session: Session, live: Live) -> None:
+        """The requester gets the view (watchers already had it)."""
+        if session not in self.watchers.get(live.tournament_id, set()):
+            session.send(self._view(live))
+
+    # --- the hub's hook --------------------------------------------------------------------
+
+    async def race_finished(self, record: RaceRecord) -> None:
+        """A race ended: if it is a tournament's, its finishing order is the match's result."""
+        tournament_id, _, number = record.race_id.rpartition("-")
+        if not tournament_id.startswith("t") or not number.isdigit():
+            return
+        live = await self._load(tournament_id)
+        link = live.links.get(record.race_id)
+        if link is None or record.results is None:
+            return
+        cards = {PlayerId(r.player_id): r.on_foundations for r in record.results}
+        groups = [[PlayerId(p) for p in g] for g in placings_of(record)]
+        result = RaceResult.from_groups(groups, cards)
+        now = self._now()
+
+        def command(live: Live) -> list[TournamentEvent]:
+            return live.tournament.record_race(link.match_id, link.race_number, result, now=now)
+
+        try:
+            await self._mutate(tournament_id, command)
+        except RaceError as exc:  # e.g. the match was decided meanwhile (a forfeit)
+            log.info("tournament %s: race %s not counted: %s", tournament_id, record.race_id, exc)
+
+    # --- requests --------------------------------------------------------------------------
+
+    def _check_admin(self, token: str) -> None:
+        expected = self.settings.admin_token
+        if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
+            raise RaceError(ErrorCode.NOT_ADMIN, "a valid admin token is needed for that")
+
+    def _identity(self, session: Session) -> tuple[PlayerId, str]:
+        if session.player_id is None or session.name is None:
+            raise RaceError(ErrorCode.IDENTITY_REQUIRED, "hello with a name or token first")
+        return PlayerId(session.player_id), session.name
+
+    async def _create(self, session: Session, message: CreateTournament) -> None:
+        self._check_admin(message.admin_token)
+        admin, name = self._identity(session)
+        settings = self.settings
+        if message.game not in GAME_IDS:
+            raise RaceError(ErrorCode.UNKNOWN_GAME, f"games: {', '.join(GAME_IDS)}")
+        if not settings.min_time_limit_s <= message.time_limit_s <= settings.max_time_limit_s:
+            raise RaceError(
+                ErrorCode.INVALID_SETTINGS,
+                f"time limit: {settings.min_time_limit_s}..{settings.max_time_limit_s} s",
+            )
+        rules = FormatRules(
+            format=Format(message.format),
+            best_of=message.best_of,
+            third_place_match=message.third_place_match,
+            bracket_reset=message.bracket_reset,
+            swiss_rounds=message.swiss_rounds,
+            heat_size=min(message.heat_size, settings.max_seats),
+            advance_per_heat=message.advance_per_heat,
+        )
+        grace = message.no_show_grace_s
+        tournament_id = TournamentId("t" + secrets.token_hex(3))
+        try:
+            tournament = Tournament.create(
+                tournament_id,
+                message.game,
+                TournamentSettings(
+                    rules,
+                    min_players=message.min_players,
+                    max_players=message.max_players,
+                    check_in_required=message.check_in_required,
+                    no_show_grace=None if grace is None else float(grace),
+                    rated=message.rated,
+                ),
+                admin=admin,
+                now=self._now(),
+                deal_source=self._deal,
+            )
+        except TournamentError as exc:
+            raise refusal(exc) from None
+        live = Live(
+            tournament,
+            version=1,
+            name=message.name,
+            time_limit_s=message.time_limit_s,
+            created_at_ms=self.hub.clock(),
+            names={admin: name},
+        )
+        if not await self.store.save_tournament(live.to_record(), None):
+            raise RaceError(ErrorCode.UNAVAILABLE, "tournament id taken; retry")
+        self.live[tournament_id] = live
+        session.send(self._view(live))
+        log.info("%s created tournament %s (%s)", name, tournament_id, message.format)
+
+    async def _list(self, session: Session, message: ListTournaments) -> None:
+        summaries = []
+        for record in await self.store.list_tournaments():
+            live = Live.from_record(record, self._deal)
+            summaries.append(build_summary(live.tournament, live.name))
+        session.send(TournamentList(tournaments=summaries))
+
+    async def _watch(self, session: Session, message: WatchTournament) -> None:
+        live = await self._load(message.tournament_id)
+        self.watchers.setdefault(live.tournament_id, set()).add(session)
+        session.send(self._view(live))
+
+    async def _unwatch(self, session: Session, message: UnwatchTournament) -> None:
+        self.watchers.get(message.tournament_id, set()).discard(session)
+
+    async def _join(self, session: Session, message: JoinTournament) -> None:
+        player, name = self._identity(session)
+        now = self._now()
+
+        def command(live: Live) -> list[TournamentEvent]:
+            live.names[player] = name
+            return live.tournament.register(player, now=now)
+
+        self._answer(session, await self._mutate(message.tournament_id, command))
+
+    async def _check_in(self, session: Session, message: CheckIn) -> None:
+        player, _ = self._identity(session)
+        now = self._now()
+        live = await self._mutate(
+            message.tournament_id, lambda live: live.tournament.check_in(player, now=now)
+        )
+        self._answer(session, live)
+
+    async def _leave(self, session: Session, message: LeaveTournament) -> None:
+        player, _ = self._identity(session)
+        now = self._now()
+        live = await self._mutate(
+            message.tournament_id, lambda live: live.tournament.drop(player, actor=player, now=now)
+        )
+        self._answer(session, live)
+
+    async def _admin(self, session: Session, message: TournamentAdmin) -> None:
+        self._check_admin(message.admin_token)
+        live = await self._load(message.tournament_id)
+        ratings: dict[PlayerId, float] = {}
+        if message.act == "start":
+            table = await self.ratings.game_ratings(live.tournament.game_id)
+            ratings = {PlayerId(p): float(r.display()) for p, r in table.items()}
+        now = self._now()
+        command = admin_command(message, ratings, now)
+        self._answer(session, await self._mutate(message.tournament_id, command))
