@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import socket
 import time
 from http import HTTPStatus
 
@@ -156,6 +157,12 @@ class Transport:
         return None
 
     async def _serve_connection(self, connection: ServerConnection) -> None:
+        if self.settings.send_buffer_bytes is not None:
+            sock = connection.transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_SNDBUF, self.settings.send_buffer_bytes
+                )
         session = WebSocketSession(connection, self.settings.max_outgoing)
         self.sessions.add(session)
         self.metrics.connections.inc()
