@@ -274,7 +274,8 @@ class Hub(MoveHandling):
                 moves = await self.store.get_moves(runtime.race_id)
                 async with runtime.boards[player_id].lock:
                     mine = [m for m in moves if m.player_id == player_id]
-                    runtime.restore_board(player_id, mine)
+                    if len(mine) > runtime.boards[player_id].game.ply:  # else a move in flight
+                        runtime.restore_board(player_id, mine)
             found.append(runtime)
         return found
 

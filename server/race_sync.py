@@ -388,7 +388,10 @@ class RaceSync:
                 for player_id, board in list(runtime.boards.items()):
                     async with board.lock:  # board first, then race: the order moves take
                         mine = [m for m in moves if m.player_id == player_id]
-                        runtime.restore_board(player_id, mine)
+                        # Moves read before the lock: a move stored meanwhile (by this node,
+                        # under this lock) makes the board ahead of them; keep it then.
+                        if len(mine) > runtime.boards[player_id].game.ply:
+                            runtime.restore_board(player_id, mine)
             async with runtime.lock:
                 record = await self.store.get_race(runtime.race_id)
                 if record is not None and record != runtime.saved:
