@@ -98,8 +98,13 @@ async def solrace_player(
     go: asyncio.Event,
     stop: asyncio.Event,
     stats: Stats,
+    turn: tuple[asyncio.Event, asyncio.Event] | None = None,
 ) -> None:
+    if turn is not None:
+        await turn[0].wait()  # connect in player order (a round-robin balancer alternates)
     async with connect(url, compression=None, max_size=1 << 20) as ws:
+        if turn is not None:
+            turn[1].set()
         await ws.send(encode(Hello(protocol=PROTOCOL_VERSION, name=name)))
         welcome = await recv_until(ws, Welcome)
         assert isinstance(welcome, Welcome)
@@ -234,9 +239,8 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-async def measure(
-    players: int, seconds: float, data_dir: Path, attach: int | None = None
-) -> dict[str, dict[str, float]]:
+def race_numbers(players: int) -> list[tuple[str, list[str]]]:
+    """Deals (and their openings) that keep every race going, one per pair (at most 50)."""
     rng = random.Random(players)
     pairs = max(1, players // 2)
     numbers: list[tuple[str, list[str]]] = []
@@ -246,6 +250,13 @@ async def measure(
         prefix = endless_moves(str(candidate), 6, rng)
         if prefix is not None:
             numbers.append((str(candidate), prefix))
+    return numbers
+
+
+async def measure(
+    players: int, seconds: float, data_dir: Path, attach: int | None = None
+) -> dict[str, dict[str, float]]:
+    numbers = race_numbers(players)
     frame = encode(MakeMove(race_id="r0123456789", seq=12345, move="t2-t5:3"))
 
     if attach is not None:
@@ -294,12 +305,19 @@ async def measure(
 
 
 async def measure_solrace(
-    players: int, seconds: float, port: int, numbers: list[tuple[str, list[str]]]
+    players: int,
+    seconds: float,
+    port: int,
+    numbers: list[tuple[str, list[str]]],
+    *,
+    ordered: bool = False,
 ) -> dict[str, float]:
     go, stop, stats = asyncio.Event(), asyncio.Event(), Stats()
     ready = asyncio.Barrier(players + 1)
     coros = []
     tag = random.Random().randrange(10**6)
+    turns = [asyncio.Event() for _ in range(players + 1)]
+    turns[0].set()
     for i in range(players):
         number, prefix = numbers[(i // 2) % len(numbers)]
         if i % 2 == 0:
@@ -316,6 +334,7 @@ async def measure_solrace(
                 go,
                 stop,
                 stats,
+                (turns[i], turns[i + 1]) if ordered else None,
             )
         )
     return await run_phase(coros, seconds, go, stop, ready, stats)
