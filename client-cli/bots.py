@@ -149,6 +149,14 @@ class Bot:
                 self.race_id = race_id
                 return
 
+    def follow(self, race_id: str) -> None:
+        """Play `race_id` next: a race the server seated this bot in (a tournament's)."""
+        self.race_id = race_id
+        self.reason = ""
+        self._pending = None
+        self._resigned = False
+        self._rejections = 0
+
     async def start(self) -> None:
         if self.race_id is not None:
             await self.conn.send(StartRace(race_id=self.race_id))

@@ -135,7 +135,7 @@ def build_view(
                 winner=b.winner,
                 loser=b.loser,
             )
-            for b in t.bracket()
+            for b in (t.bracket() if t.seeds else [])  # no bracket before the seeding
         ],
         live=live,
         champion=t.champion(),

@@ -1,0 +1,260 @@
+"""Tournaments and ratings end to end: real servers on loopback, bots and raw clients.
+
+Bots play on a single node with the SQLite store (countdown 0, no move delay, short races);
+the tournament service ticks on its own timer, the tests only wait for messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from solrace.client.bots import Bot
+from solrace.client.connection import Connection
+from solrace.client.strategy import make_strategy
+from solrace.client.tournament_bots import play_tournament
+from solrace.engine import deal
+from solrace.server.app import App
+from solrace.server.protocol.messages import (
+    Error,
+    RaceFinished,
+    RaceStarted,
+    Resign,
+)
+from solrace.server.protocol.tournament_messages import (
+    CreateTournament,
+    GetLeaderboard,
+    GetProfile,
+    JoinTournament,
+    Leaderboard,
+    Profile,
+    TournamentAdmin,
+    TournamentModel,
+    TournamentRace,
+    TournamentView,
+    WatchTournament,
+)
+from tests.integration.conftest import ServerFactory
+from tests.integration.helpers import play, start_race
+from tests.integration.wsclient import Client
+
+TOKEN = "let-me-admin"
+FAST = {"admin_token": TOKEN, "tournament_tick_s": 0.02, "spectator_delay_rated_s": 0.0}
+
+
+def url_of(app: App) -> str:
+    return f"ws://127.0.0.1:{app.port}"
+
+
+async def connect(app: App, name: str | None = None, token: str | None = None) -> Client:
+    client = await Client.open(url_of(app))
+    await client.hello(name, token)
+    return client
+
+
+async def create(admin: Client, fmt: str, **options: Any) -> TournamentModel:
+    values: dict[str, Any] = {
+        "admin_token": TOKEN,
+        "name": f"{fmt}-cup",
+        "game": "klondike",
+        "format": fmt,
+        "time_limit_s": 20,
+        "check_in_required": False,
+        "no_show_grace_s": None,
+    }
+    values.update(options)
+    await admin.send(CreateTournament(**values))
+    return (await admin.expect(TournamentView)).tournament
+
+
+def admin_act(tournament_id: str, act: str, **fields: Any) -> TournamentAdmin:
+    return TournamentAdmin(tournament_id=tournament_id, admin_token=TOKEN, act=act, **fields)  # type: ignore[arg-type]
+
+
+async def bots_play(app: App, fmt: str, count: int, **options: Any) -> list[TournamentModel]:
+    admin = await connect(app, "director")
+    try:
+        view = await create(admin, fmt, **options)
+        tid = view.tournament_id
+        await admin.send(WatchTournament(tournament_id=tid))
+        bots = [
+            Bot(
+                url_of(app),
+                f"bot{i}",
+                make_strategy("greedy", seed=i, max_moves=400),
+                delay_s=0.0,
+            )
+            for i in range(count)
+        ]
+        await asyncio.gather(*(bot.connect() for bot in bots))
+        runs = [asyncio.create_task(play_tournament(bot, tid)) for bot in bots]
+        await admin.expect(TournamentView, lambda m: len(m.tournament.players) == count)
+        await admin.send(admin_act(tid, "start"))
+        try:
+            return await asyncio.wait_for(asyncio.gather(*runs), 60)
+        finally:
+            for run in runs:
+                run.cancel()
+            await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
+    finally:
+        await admin.close()
+
+
+async def test_eight_bots_play_a_single_elimination_to_a_champion(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(**FAST)
+    views = await bots_play(app, "single_elimination", 8)
+    final = views[0]
+    assert final.phase == "finished" and final.champion is not None
+    assert all(v.champion == final.champion for v in views)
+    assert [len(r.matches) for r in final.rounds] == [4, 2, 1]
+    assert all(r.is_ended and r.game_numbers for r in final.rounds)  # deals revealed
+    assert [b.state for b in final.bracket] == ["played"] * 7
+    assert final.bracket[-1].winner == final.champion
+    assert final.standings[0].player_id == final.champion
+    # Every race of a round used the same deal.
+    for rnd in final.rounds:
+        assert len(set(rnd.game_numbers.values())) == len(rnd.game_numbers)
+
+
+async def test_six_bots_play_a_swiss_to_a_champion(start_server: ServerFactory) -> None:
+    app = await start_server(**FAST)
+    views = await bots_play(app, "swiss", 6)
+    final = views[0]
+    assert final.phase == "finished" and final.champion == final.standings[0].player_id
+    assert [len(r.matches) for r in final.rounds] == [3, 3, 3]
+    assert sum(s.points for s in final.standings) == 9  # one point per match
+    pairs = [frozenset(m.players) for r in final.rounds for m in r.matches]
+    assert len(set(pairs)) == len(pairs)  # no rematch
+    assert final.bracket == []
+
+
+async def test_a_restart_mid_round_continues_the_tournament(start_server: ServerFactory) -> None:
+    first = await start_server(**FAST)
+    admin = await connect(first, "director")
+    ann, bob = await connect(first, "ann"), await connect(first, "bob")
+    view = await create(admin, "single_elimination")
+    tid = view.tournament_id
+    for player in (ann, bob):
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+    await admin.send(admin_act(tid, "start"))
+    notice = await ann.expect(TournamentRace)
+    await ann.expect(RaceStarted, lambda m: m.race_id == notice.race_id)
+    tokens = [c.welcome.token for c in (ann, bob) if c.welcome]
+    for each in (admin, ann, bob):
+        await each.close()
+    await first.stop()
+
+    again = await start_server(**FAST)
+    # Ann plays on (greedy); Bob resigns every race at once: a tie goes to Ann, seed 1.
+    bots = [
+        Bot(
+            url_of(again),
+            name,
+            make_strategy("greedy", seed=1, max_moves=moves),
+            delay_s=0.0,
+            connection=Connection(url_of(again), token=token),
+        )
+        for name, token, moves in (("ann", tokens[0], 400), ("bob", tokens[1], 0))
+    ]
+    await asyncio.gather(*(bot.connect() for bot in bots))
+    assert bots[0].state.active_races == [notice.race_id]
+    runs = [play_tournament(bot, tid, join=False) for bot in bots]
+    try:
+        views = await asyncio.wait_for(asyncio.gather(*runs), 60)
+    finally:
+        await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
+    final = views[0]
+    assert final.phase == "finished" and final.champion == bots[0].state.player_id
+    assert final.rounds[0].matches[0].races[0].placings[0] == [bots[0].state.player_id]
+
+
+def scoring_line(number: str, limit: int = 200) -> list[str]:
+    """Moves that put a card on a foundation: the first foundation move, else any other."""
+    game = deal("klondike", number)
+    line: list[str] = []
+    while game.progress()[0] == 0:
+        assert len(line) < limit, "no card reaches a foundation on this deal"
+        moves = sorted(game.legal_moves(), key=lambda m: (not m.dst.startswith("f"), m.is_deal))
+        game.play(moves[0])
+        line.append(str(moves[0]))
+    return line
+
+
+async def test_ratings_change_after_a_rated_race_and_show_in_a_later_welcome(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(**FAST)
+    ann, bob = await connect(app, "ann"), await connect(app, "bob")
+    assert ann.welcome is not None and ann.welcome.ratings == {}
+    app.hub.rng = random.Random(6)  # a rated deal is secret; the test wants a known one
+    race_id = await start_race(ann, [bob], rated=True, game_number=None)
+    deal_number = app.hub.races[race_id].race.record.game_number
+    await play(ann, race_id, scoring_line(deal_number))
+    for player in (ann, bob):
+        await player.send(Resign(race_id=race_id))
+    await bob.expect(RaceFinished)
+    # Ratings are applied right after the finish is announced: ask until they are there.
+    for _ in range(100):
+        await bob.send(GetProfile(player_id=ann.player_id))
+        if (await bob.expect(Profile)).ratings:
+            break
+    token = ann.welcome.token
+    await ann.close()
+
+    again = await connect(app, token=token)
+    assert again.welcome is not None
+    assert again.welcome.ratings["klondike"] > 1000  # the winner's shown rating rose
+    await again.send(GetProfile())
+    profile = await again.expect(Profile)
+    assert [(r.game, r.races, r.wins, r.provisional) for r in profile.ratings] == [
+        ("klondike", 1, 1, True)
+    ]
+    assert [(r.race_id, r.rank, r.racers) for r in profile.recent] == [(race_id, 1, 2)]
+    await again.send(GetLeaderboard(game="klondike"))
+    board = await again.expect(Leaderboard)
+    assert [e.name for e in board.entries] == ["ann", "bob"]
+    assert board.entries[0].rating > board.entries[1].rating
+    await again.close()
+    await bob.close()
+
+
+async def test_admin_acts_need_the_token_and_are_audited(start_server: ServerFactory) -> None:
+    closed = await start_server()  # no admin token configured
+    someone = await connect(closed, "someone")
+    await someone.send(
+        CreateTournament(
+            admin_token="guess", name="x", game="klondike", format="swiss", check_in_required=False
+        )
+    )
+    assert (await someone.expect(Error)).code == "not_admin"
+    await someone.close()
+
+    app = await start_server(**FAST)
+    admin = await connect(app, "director")
+    view = await create(admin, "round_robin")
+    tid = view.tournament_id
+    players = [await connect(app, name) for name in ("ann", "bob", "cat")]
+    for player in players:
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+    wrong = TournamentAdmin(tournament_id=tid, admin_token="wrong", act="start")
+    await players[0].send(wrong)
+    assert (await players[0].expect(Error)).code == "not_admin"
+    await admin.send(WatchTournament(tournament_id=tid))
+    await admin.expect(TournamentView)
+    await admin.send(admin_act(tid, "start"))
+    started = await admin.expect(TournamentView, lambda m: m.tournament.phase == "running")
+    live = started.tournament.live
+    assert live and all(m.race_id for m in live)  # watchable race ids
+    await admin.send(admin_act(tid, "pause"))
+    paused = await admin.expect(TournamentView, lambda m: m.tournament.paused)
+    assert [a.act for a in paused.tournament.audit] == ["create", "start", "pause"]
+    assert paused.tournament.audit[-1].actor == admin.player_id
+    await admin.send(admin_act(tid, "forfeit", match_id=live[0].match_id, player_id="nobody"))
+    assert (await admin.expect(Error)).code == "unknown_player"
+    for each in (admin, *players):
+        await each.close()
