@@ -278,6 +278,27 @@ async def test_two_nodes_appending_the_same_ply_store_one_move(open_another: Sto
     assert await node_b.get_moves("r1") == moves
 
 
+async def test_moves_arriving_together_each_get_their_own_answer(
+    open_another: StoreFactory,
+) -> None:
+    """Many racers' moves in flight at once (SQLite commits them as one batch): every good
+    move is stored in order, and a bad one among them is refused without harming the rest."""
+    store = await open_another()
+    await store.save_race(race())
+    players = [f"p{i}" for i in range(12)]
+    for ply in range(3):
+        good = [store.append_move(move(ply, player=p)) for p in players]
+        # A refusal in the same batch: a ply stored in the previous round, or no such race.
+        bad = move(ply - 1, seq=999, player="p0") if ply else move(0, race_id="nope")
+        outcomes = await asyncio.gather(*good, store.append_move(bad), return_exceptions=True)
+        assert outcomes[:-1] == [None] * len(players)
+        assert isinstance(outcomes[-1], PlyConflictError if ply else UnknownRaceError)
+    again = await open_another()
+    stored = await again.get_moves("r1")
+    for p in players:
+        assert [(m.ply, m.seq) for m in stored if m.player_id == p] == [(0, 1), (1, 2), (2, 3)]
+
+
 async def test_two_nodes_making_one_transition_get_one_true(open_another: StoreFactory) -> None:
     node_a, node_b = await open_another(), await open_another()
     opened = race()
