@@ -33,6 +33,12 @@ CREATE TABLE IF NOT EXISTS players (
     name TEXT NOT NULL UNIQUE COLLATE NOCASE,
     created_at_ms INTEGER NOT NULL
 );
+-- Names are owned case-blind beyond ASCII (COLLATE NOCASE folds ASCII only): the key is
+-- Python's str.casefold() of the name, as in the other stores.
+CREATE TABLE IF NOT EXISTS player_names (
+    name_key TEXT PRIMARY KEY,
+    player_id TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS races (
     race_id TEXT PRIMARY KEY,
     status TEXT NOT NULL,
@@ -111,6 +117,11 @@ class SqliteStore(SqliteCompetition):
             db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
             db.execute("PRAGMA foreign_keys=ON")
             db.executescript(SCHEMA + COMPETITION_SCHEMA)
+            # Files written before player_names existed: give their players their keys.
+            db.executemany(
+                "INSERT OR IGNORE INTO player_names (name_key, player_id) VALUES (?, ?)",
+                [(n.casefold(), p) for p, n in db.execute("SELECT player_id, name FROM players")],
+            )
             return db
 
         self._db = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
@@ -132,13 +143,23 @@ class SqliteStore(SqliteCompetition):
 
     async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
         def insert(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
             try:
+                db.execute(
+                    "INSERT INTO player_names (name_key, player_id) VALUES (?, ?)",
+                    (name.casefold(), player_id),
+                )
                 db.execute(
                     "INSERT INTO players (player_id, name, created_at_ms) VALUES (?, ?, ?)",
                     (player_id, name, now_ms),
                 )
             except sqlite3.IntegrityError:
+                db.execute("ROLLBACK")
                 raise NameTakenError(name) from None
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
         await self._run(insert)
         return PlayerRecord(player_id=player_id, name=name, created_at_ms=now_ms)
