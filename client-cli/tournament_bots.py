@@ -58,6 +58,8 @@ async def play_tournament(
         if isinstance(incoming, StatusChange):
             if incoming.status is LinkStatus.CLOSED:
                 raise BotError(f"{bot.name}: connection closed ({incoming.detail})")
+            if incoming.status is LinkStatus.CONNECTED:  # a new session: watch again
+                await bot.conn.send(WatchTournament(tournament_id=tournament_id))
             continue
         bot.state.apply(incoming)
         if isinstance(incoming, Error) and incoming.request in ("join_tournament", "check_in"):

@@ -1,0 +1,141 @@
+"""Tournaments and ratings as text (pure): the bracket as a tree for elimination formats, a
+standings table for Swiss, round robin and heats. The CLI prints these; a screen can show them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from solrace.server.protocol.tournament_messages import (
+    BracketMatchModel,
+    Leaderboard,
+    Profile,
+    TournamentModel,
+    TournamentSummary,
+)
+
+ELIMINATION = ("single_elimination", "double_elimination")
+_WINNERS = re.compile(r"^W(\d+)-(\d+)$")
+
+
+def _names(view: TournamentModel) -> dict[str, str]:
+    return {p.player_id: p.name for p in view.players}
+
+
+def _match_line(match: BracketMatchModel, names: dict[str, str]) -> str:
+    def who(player: str | None) -> str:
+        if player is None:
+            return "bye" if match.state in ("walkover", "empty") else "?"
+        name = names.get(player, player)
+        return f"{name}*" if player == match.winner else name
+
+    a, b = [*match.players, None, None][:2]
+    return f"{match.match_id} {who(a)} vs {who(b)} [{match.state}]"
+
+
+def render_bracket(view: TournamentModel) -> str:
+    """The winners bracket as a tree from the final down (winners marked *), then the other
+    matches (losers bracket, grand final, third place) by schedule step."""
+    names = _names(view)
+    matches = {m.match_id: m for m in view.bracket}
+    winners = {}
+    for match_id in matches:
+        found = _WINNERS.match(match_id)
+        if found:
+            winners[(int(found[1]), int(found[2]))] = match_id
+    lines: list[str] = []
+
+    def draw(rnd: int, number: int, prefix: str, last: bool, top: bool) -> None:
+        match_id = winners.get((rnd, number))
+        if match_id is None:
+            return
+        branch = "" if top else ("└─ " if last else "├─ ")
+        lines.append(prefix + branch + _match_line(matches[match_id], names))
+        below = prefix if top else prefix + ("   " if last else "│  ")
+        children = [(rnd - 1, 2 * number - 1), (rnd - 1, 2 * number)]
+        present = [c for c in children if c in winners]
+        for index, (r, n) in enumerate(present):
+            draw(r, n, below, index == len(present) - 1, False)
+
+    if winners:
+        final_round = max(r for r, _ in winners)
+        draw(final_round, 1, "", True, True)
+    others = sorted(
+        (m for m in view.bracket if m.match_id not in winners.values()),
+        key=lambda m: (m.step, m.match_id),
+    )
+    if others:
+        lines.append("")
+        lines += [f"step {m.step}: {_match_line(m, names)}" for m in others]
+    return "\n".join(lines)
+
+
+def render_standings(view: TournamentModel) -> str:
+    names = _names(view)
+    width = max(
+        [len("player"), *(len(names.get(s.player_id, s.player_id)) for s in view.standings)]
+    )
+    head = f"{'#':>3}  {'player':<{width}}  {'pts':>4}  {'tb':>5}  {'cards':>5}  W-D-L"
+    lines = [head, "-" * len(head)]
+    for s in view.standings:
+        name = names.get(s.player_id, s.player_id)
+        flag = " (out)" if s.is_eliminated else " (dropped)" if s.is_dropped else ""
+        lines.append(
+            f"{s.rank:>3}  {name:<{width}}  {s.points:>4g}  {s.tiebreak:>5g}  {s.cards:>5}"
+            f"  {s.wins}-{s.draws}-{s.losses}{flag}"
+        )
+    return "\n".join(lines)
+
+
+def render_tournament(view: TournamentModel) -> str:
+    names = _names(view)
+    state = view.phase + (" (paused)" if view.paused else "")
+    lines = [
+        f"{view.name} [{view.tournament_id}] {view.format} of {view.game}, best of "
+        f"{view.best_of}, {'rated' if view.rated else 'casual'}: {state}",
+        f"players: {', '.join(p.name for p in view.players) or 'none yet'}",
+    ]
+    if view.champion is not None:
+        lines.append(f"champion: {names.get(view.champion, view.champion)}")
+    if view.seeds:
+        lines.append("")
+        if view.format in ELIMINATION:
+            lines.append(render_bracket(view))
+        else:
+            lines.append(render_standings(view))
+    if view.live:
+        lines.append("")
+        lines.append("live (solrace watch RACE):")
+        for live in view.live:
+            players = " vs ".join(names.get(p, p) for p in live.players)
+            lines.append(f"  {live.match_id} race {live.race_number}: {live.race_id}  {players}")
+    return "\n".join(lines)
+
+
+def render_list(tournaments: list[TournamentSummary]) -> str:
+    if not tournaments:
+        return "no tournaments"
+    return "\n".join(
+        f"{t.tournament_id}  {t.name}  {t.format} of {t.game}  {t.phase}  "
+        f"{t.players} players  round {t.round}"
+        for t in tournaments
+    )
+
+
+def render_leaderboard(board: Leaderboard) -> str:
+    lines = [f"{board.game} leaderboard"]
+    for e in board.entries:
+        mark = " (provisional)" if e.provisional else ""
+        lines.append(f"{e.rank:>3}. {e.name:<24} {e.rating:>5}  {e.wins}/{e.races} wins{mark}")
+    return "\n".join(lines)
+
+
+def render_profile(profile: Profile) -> str:
+    lines = [profile.name]
+    for r in profile.ratings:
+        mark = " (provisional)" if r.provisional else ""
+        lines.append(f"  {r.game}: {r.rating}{mark}, {r.wins}/{r.races} wins")
+    for res in profile.recent:
+        delta = res.rating_after - res.rating_before
+        lines.append(f"  {res.race_id} {res.game}: {res.rank}/{res.racers} ({delta:+d})")
+    return "\n".join(lines)

@@ -1,0 +1,52 @@
+"""Tournament text: the bracket tree of an elimination and the standings table of a Swiss."""
+
+from __future__ import annotations
+
+from solrace.client.tournament_cli import parse_placings
+from solrace.client.tournament_render import render_tournament
+from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
+from solrace.server.protocol.tournament import Tournament
+from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
+from solrace.server.protocol.tournament_state import TournamentSettings
+from solrace.server.protocol.tournament_view import build_view
+
+
+def played(fmt: Format, count: int) -> str:
+    """A tournament played to its end in pure code (the better seed always wins)."""
+    settings = TournamentSettings(FormatRules(fmt), check_in_required=False)
+    admin = PlayerId("a")
+    t = Tournament.create(
+        TournamentId("t1"), "klondike", settings, admin=admin, now=0, deal_source=lambda r, n: "7"
+    )
+    names = {f"p{i}": f"n{i}" for i in range(1, count + 1)}
+    for p in names:
+        t.register(PlayerId(p), now=1)
+    t.start(admin, now=2)
+    while t.live_matches():
+        match = t.live_matches()[0]
+        order = sorted(match.racing, key=lambda p: int(p[1:]))
+        assert match.pending_race is not None
+        t.record_race(match.match_id, match.pending_race, RaceResult.from_order(order), now=3)
+    view = build_view(t, version=1, name="cup", time_limit_s=60, names=names, race_ids={})
+    return render_tournament(view)
+
+
+def test_an_elimination_is_drawn_as_a_tree() -> None:
+    text = played(Format.SINGLE_ELIMINATION, 4)
+    assert "champion: n1" in text
+    assert "W2-1 n1* vs n2 [played]\n├─ W1-1 n1* vs n4 [played]\n└─ W1-2 n2* vs n3 [played]" in (
+        text
+    )
+
+
+def test_a_swiss_is_a_standings_table() -> None:
+    text = played(Format.SWISS, 4)
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
+    assert lines[head].split() == ["#", "player", "pts", "tb", "cards", "W-D-L"]
+    assert lines[head + 2].split()[:3] == ["1", "n1", "2"]
+    assert len(lines) == head + 2 + 4
+
+
+def test_placings_text() -> None:
+    assert parse_placings("a,b=c,d") == [["a"], ["b", "c"], ["d"]]
