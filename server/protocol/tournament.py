@@ -198,11 +198,16 @@ class Tournament:
         return played
 
     def standings(self) -> list[Standing]:
+        """The standings (empty before the seeding)."""
+        if not self.seeds:
+            return []
         return compute_standings(self.settings.rules, self.seeds, self.history(), self.dropped)
 
     def bracket(self) -> list[BracketMatch]:
-        """Every match of an elimination bracket with its state (empty for other formats)."""
-        if self.settings.rules.format not in (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION):
+        """Every match of an elimination bracket with its state (empty for other formats, and
+        before the seeding: the bracket's size comes from the seeds)."""
+        elimination = (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION)
+        if self.settings.rules.format not in elimination or not self.seeds:
             return []
         return describe_bracket(
             self.settings.rules, self.seeds, self.history(), frozenset(self.dropped)

@@ -88,6 +88,8 @@ def bracket_order(size: int) -> list[int]:
 
 
 def _build(rules: FormatRules, count: int) -> list[_Node]:
+    if count < 1:
+        return []  # not seeded yet
     depth = max(1, math.ceil(math.log2(count)))
     size = 2**depth
     nodes: list[_Node] = []
@@ -250,7 +252,10 @@ def describe_bracket(
     history: Sequence[PlayedRound],
     dropped: frozenset[PlayerId] = frozenset(),
 ) -> list[BracketMatch]:
-    """Every match of the bracket with its current state, in schedule order (for the tree view)."""
+    """Every match of the bracket with its current state, in schedule order (for the tree view);
+    empty without seeds."""
+    if not seeds:
+        return []
     nodes = _build(rules, len(seeds))
     done = _resolve(nodes, seeds, _outcomes(history), dropped)
     return [

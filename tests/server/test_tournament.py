@@ -215,6 +215,20 @@ def test_registration_rules_refuse_and_change_nothing() -> None:
         )
 
 
+@pytest.mark.parametrize("fmt", list(Format))
+def test_before_the_seeding_bracket_and_standings_are_empty(fmt: Format) -> None:
+    t = new_tournament(FormatRules(fmt), 3)  # registered and checked in, not started
+    assert t.bracket() == [] and t.standings() == [] and t.champion() is None
+    assert t.public_view()["standings"] == []
+    empty = Tournament.create(
+        TournamentId("t0"), "klondike", TournamentSettings(FormatRules(fmt)), admin=ADMIN, now=0.0
+    )
+    assert empty.bracket() == [] and empty.standings() == []
+    if fmt in (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION):
+        t.start(ADMIN, now=5.0)
+        assert len(t.bracket()) >= 3  # seeded: the whole tree
+
+
 def test_players_who_do_not_check_in_are_left_out() -> None:
     t = Tournament.create(
         TournamentId("t"),
