@@ -32,7 +32,11 @@ from solrace.server.protocol.messages import (
     ServerMessage,
     Welcome,
 )
-from solrace.server.protocol.tournament_messages import CompetitionServerMessage
+from solrace.server.protocol.tournament_messages import (
+    CompetitionServerMessage,
+    TournamentModel,
+    TournamentView,
+)
 
 from .boards import apply_ack, board_from_model
 
@@ -276,6 +280,8 @@ class ClientState:
     lobby: dict[str, RaceInfo] = field(default_factory=dict)
     races: dict[str, RaceState] = field(default_factory=dict)
     replays: dict[str, ReplayModel] = field(default_factory=dict)
+    #: The latest view of each tournament watched (the server pushes it whole on every change).
+    tournaments: dict[str, TournamentModel] = field(default_factory=dict)
     #: server clock minus local clock, in ms, from the latest welcome or pong.
     clock_offset_ms: int = 0
     last_error: Error | None = None
@@ -321,8 +327,14 @@ class ClientState:
                 return None
             self.race(message.race_id).apply(message)
             return message.race_id
+        if isinstance(message, TournamentView):
+            view = message.tournament
+            known = self.tournaments.get(view.tournament_id)
+            if known is None or view.version >= known.version:
+                self.tournaments[view.tournament_id] = view
+            return None
         if isinstance(message, CompetitionServerMessage):
-            return None  # tournaments and ratings: not race state
+            return None  # ratings and race notices: not race state
         if isinstance(message, MoveAck):
             if self.player_id is not None:
                 self.race(message.race_id).apply_ack(self.player_id, message)

@@ -69,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("join", "check-in", "leave", "show", "watch"):
         one = sub.add_parser(name, help=f"{name} a tournament")
         one.add_argument("tournament")
+        if name in ("show", "watch"):
+            one.add_argument(
+                "--tui",
+                action="store_true",
+                help="a live screen: bracket or standings, live matches (Enter watches one)",
+            )
+            one.add_argument("--ascii", action="store_true", help="ASCII cards (with --tui)")
     sub.add_parser("list", help="list tournaments")
     admin = sub.add_parser("admin", help="an admin act (needs the admin token)")
     admin.add_argument("tournament")
@@ -175,6 +182,8 @@ async def _connect(args: argparse.Namespace, anonymous: bool) -> Connection:
 async def _run(args: argparse.Namespace) -> int:
     if args.command == "bots":
         return await _run_bots(args)
+    if getattr(args, "tui", False):
+        return await _run_tui(args)
     request = _request(args)
     assert request is not None
     anonymous = args.command in ("show", "watch", "list", "leaderboard")
@@ -197,6 +206,26 @@ async def _run(args: argparse.Namespace) -> int:
                 return 0
             print(flush=True)
     finally:
+        await conn.close()
+
+
+async def _run_tui(args: argparse.Namespace) -> int:
+    """`show|watch ID --tui`: the tournament screen, as a spectator."""
+    from .app import _log_to_file
+    from .identity import data_dir
+    from .session import Session
+    from .tournament_screen import TournamentApp
+
+    _log_to_file(data_dir())  # the screen owns the terminal
+    conn = await _connect(args, anonymous=True)
+    session = Session(conn)
+    conn.recv_nowait()  # the welcome, applied by Session
+    pump = asyncio.create_task(session.pump(), name="solrace-pump")
+    try:
+        await TournamentApp(session, args.tournament, ascii=args.ascii).run_async()
+        return 0
+    finally:
+        pump.cancel()
         await conn.close()
 
 

@@ -87,6 +87,30 @@ def render_standings(view: TournamentModel) -> str:
     return "\n".join(lines)
 
 
+def render_title(view: TournamentModel) -> str:
+    """Two short lines: name and id; format, game, best of, rated, phase (and the round)."""
+    state = view.phase + (" (paused)" if view.paused else "")
+    if view.rounds and view.phase == "running":
+        state += f", round {view.rounds[-1].number}"
+    return (
+        f"{view.name} [{view.tournament_id}]\n{view.format.replace('_', ' ')} of {view.game},"
+        f" best of {view.best_of}, {'rated' if view.rated else 'casual'}: {state}"
+    )
+
+
+def render_board(view: TournamentModel) -> str:
+    """The bracket tree (elimination formats) or the standings table (the others); before
+    the seeding, who registered and who checked in."""
+    if view.seeds:
+        return render_bracket(view) if view.format in ELIMINATION else render_standings(view)
+    names = _names(view)
+    lines = [f"registered: {', '.join(p.name for p in view.players) or 'nobody yet'}"]
+    if view.phase == "check_in":
+        checked = ", ".join(names.get(p, p) for p in view.checked_in)
+        lines.append(f"checked in: {checked or 'nobody yet'}")
+    return "\n".join(lines)
+
+
 def render_tournament(view: TournamentModel) -> str:
     names = _names(view)
     state = view.phase + (" (paused)" if view.paused else "")
@@ -99,10 +123,7 @@ def render_tournament(view: TournamentModel) -> str:
         lines.append(f"champion: {names.get(view.champion, view.champion)}")
     if view.seeds:
         lines.append("")
-        if view.format in ELIMINATION:
-            lines.append(render_bracket(view))
-        else:
-            lines.append(render_standings(view))
+        lines.append(render_board(view))
     if view.live:
         lines.append("")
         lines.append("live (solrace watch RACE):")

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.app import App
 from textual.css.query import NoMatches
 from textual.message import Message
+from textual.screen import Screen
 
 from solrace.server.protocol.messages import (
     Board,
@@ -279,8 +280,12 @@ class WatchApp(_SessionApp):
         self.follow = follow
         self.ascii = ascii
 
+    def home_screen(self) -> Screen[None]:
+        """The screen under the watched races (Esc on a race comes back to it)."""
+        return WatchPicker()
+
     def on_mount(self) -> None:
-        self.push_screen(WatchPicker())
+        self.push_screen(self.home_screen())
         if self.first_race:
             self.watch_race(self.first_race)
         self.set_interval(0.5, self._tick)

@@ -210,8 +210,17 @@ class Tournament:
         if self.settings.rules.format not in elimination or not self.seeds:
             return []
         return describe_bracket(
-            self.settings.rules, self.seeds, self.history(), frozenset(self.dropped)
+            self.settings.rules, self.seeds, self._decided_so_far(), frozenset(self.dropped)
         )
+
+    def _decided_so_far(self) -> list[PlayedRound]:
+        """Like `history`, plus the matches of the current round that have already ended, so
+        the bracket shows a result (and who goes through) as soon as it is known."""
+        played: list[PlayedRound] = []
+        for rnd in self.rounds:
+            outcomes = {mid: self._outcome(m) for mid, m in rnd.matches.items() if m.is_ended}
+            played.append(rnd.to_played({k: o for k, o in outcomes.items() if o is not None}))
+        return played
 
     def champion(self) -> PlayerId | None:
         if self.phase is not Phase.FINISHED:

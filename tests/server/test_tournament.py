@@ -229,6 +229,17 @@ def test_before_the_seeding_bracket_and_standings_are_empty(fmt: Format) -> None
         assert len(t.bracket()) >= 3  # seeded: the whole tree
 
 
+def test_the_bracket_shows_a_result_before_the_round_ends() -> None:
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4)
+    one, _two = of_type(events, RaceRequested)
+    t.record_race(one.match_id, 1, result_for(favourite_wins(one)), now=6.0)
+    bracket = {str(b.match_id): b for b in t.bracket()}
+    assert (bracket["W1-1"].state, bracket["W1-1"].winner) == ("played", "p1")
+    assert (bracket["W1-2"].state, bracket["W2-1"].state) == ("ready", "waiting")
+    assert bracket["W2-1"].players == ("p1", None)  # the winner is through already
+    assert t.history() == []  # pairing and standings still wait for the round's end
+
+
 def test_players_who_do_not_check_in_are_left_out() -> None:
     t = Tournament.create(
         TournamentId("t"),

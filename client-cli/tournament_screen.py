@@ -1,0 +1,196 @@
+"""The tournament screen: the bracket drawn as a tree (elimination formats) or the standings
+table (Swiss, round robin, heats), redrawn on every `tournament_view` the server pushes, and
+the tournament's live matches: Enter on one watches its race on the usual watch screen.
+
+`TournamentApp` is a `WatchApp` that opens on this screen (`solrace tournament show ID --tui`):
+it subscribes with `watch_tournament` (again after a reconnect, since the server forgets a
+closed session's subscriptions) and unsubscribes when it closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from solrace.server.protocol.messages import ServerMessage
+from solrace.server.protocol.tournament_messages import (
+    TournamentModel,
+    TournamentView,
+    UnwatchTournament,
+    WatchTournament,
+)
+
+from .connection import Incoming, LinkStatus, StatusChange
+from .session import Session
+from .tournament_render import render_board, render_title
+from .tui import WatchApp
+
+if TYPE_CHECKING:
+    from textual.coordinate import Coordinate
+
+TOURNAMENT_CSS = """
+#t-head { height: auto; }
+#t-body { height: 1fr; }
+#t-live-head { height: 1; }
+#t-live { height: auto; max-height: 8; }
+"""
+
+
+def live_rows(view: TournamentModel) -> list[tuple[str, str, str, str, str]]:
+    """The live matches as table rows: match, round, race number, players, race id."""
+    names = {p.player_id: p.name for p in view.players}
+    return [
+        (
+            live.match_id,
+            str(live.round),
+            str(live.race_number),
+            " vs ".join(names.get(p, p) for p in live.players),
+            live.race_id,
+        )
+        for live in view.live
+    ]
+
+
+class TournamentScreen(Screen[None]):
+    """One tournament: title, bracket or standings, live matches (Enter watches)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("pagedown", "scroll_body(1)", "Scroll", show=False),
+        Binding("pageup", "scroll_body(-1)", "Scroll", show=False),
+        Binding("f5", "refresh", "Refresh"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, tournament_id: str) -> None:
+        super().__init__()
+        self.tournament_id = tournament_id
+        #: What the screen shows, as plain text (tests and logs read it).
+        self.title_text = ""
+        self.body_text = ""
+        self.live_race_ids: list[str] = []
+
+    @property
+    def tournament_app(self) -> TournamentApp:
+        assert isinstance(self.app, TournamentApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="t-head")
+        with VerticalScroll(id="t-body"):
+            yield Static(id="t-tree")
+        yield Static(id="t-live-head")
+        yield DataTable(id="t-live", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#t-live", DataTable)
+        table.add_columns("match", "round", "race", "players", "race id")
+        table.focus()
+        self.update_view()
+        self.tournament_app.subscribe()
+
+    def on_screen_resume(self) -> None:
+        self.update_view()  # views that came while a race was on screen
+
+    def action_refresh(self) -> None:
+        self.tournament_app.subscribe()
+
+    def action_scroll_body(self, pages: int) -> None:
+        body = self.query_one("#t-body", VerticalScroll)
+        if pages > 0:
+            body.scroll_page_down()
+        else:
+            body.scroll_page_up()
+
+    def update_view(self) -> None:
+        app = self.tournament_app
+        view = app.session.state.tournaments.get(self.tournament_id)
+        link = "" if app.session.link is LinkStatus.CONNECTED else "  reconnecting…"
+        if view is None:
+            self.title_text = f"tournament {self.tournament_id}: waiting for the server…{link}"
+            self.body_text = ""
+            self._show([])
+            return
+        names = {p.player_id: p.name for p in view.players}
+        title = render_title(view) + link
+        if view.champion is not None:
+            title += f"\nchampion: {names.get(view.champion, view.champion)}"
+        self.title_text = title
+        self.body_text = render_board(view)
+        self._show(live_rows(view))
+
+    def _show(self, rows: list[tuple[str, str, str, str, str]]) -> None:
+        self.query_one("#t-head", Static).update(Text(self.title_text, style="bold"))
+        self.query_one("#t-tree", Static).update(Text(self.body_text))
+        count = len(rows)
+        head = f"live matches ({count}) — Enter watches a race" if count else "no live match"
+        self.query_one("#t-live-head", Static).update(Text(head, style="dim" if not count else ""))
+        table = self.query_one("#t-live", DataTable)
+        ids = [row[-1] for row in rows]
+        if ids == self.live_race_ids and table.row_count == count:
+            return  # the same races: keep the table (and its cursor) as it is
+        selected = self._selected_race_id()
+        table.clear()
+        for row in rows:
+            table.add_row(*row, key=row[-1])
+        self.live_race_ids = ids
+        if selected in ids:
+            table.move_cursor(row=ids.index(selected))
+
+    def _selected_race_id(self) -> str | None:
+        table = self.query_one("#t-live", DataTable)
+        if not table.row_count:
+            return None
+        coordinate: Coordinate = table.cursor_coordinate
+        with contextlib.suppress(Exception):
+            return str(table.coordinate_to_cell_key(coordinate).row_key.value)
+        return None
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        race_id = event.row_key.value
+        if race_id:
+            self.tournament_app.watch_race(str(race_id))
+
+
+class TournamentApp(WatchApp):
+    """`WatchApp` opening on a tournament: Esc on a race goes back to the tournament."""
+
+    TITLE = "solrace tournament"
+    CSS = WatchApp.CSS + TOURNAMENT_CSS
+
+    def __init__(self, session: Session, tournament_id: str, *, ascii: bool = False) -> None:
+        super().__init__(session, ascii=ascii)
+        self.tournament_id = tournament_id
+
+    def home_screen(self) -> Screen[None]:
+        return TournamentScreen(self.tournament_id)
+
+    def subscribe(self) -> None:
+        """Ask for the view and every change after it (a refusal becomes a notification)."""
+        tid = self.tournament_id
+
+        def answers(message: ServerMessage) -> bool:
+            return isinstance(message, TournamentView) and message.tournament.tournament_id == tid
+
+        self.background(self.session.request(WatchTournament(tournament_id=tid), answers))
+
+    async def action_quit(self) -> None:
+        if self.session.link is LinkStatus.CONNECTED:
+            with contextlib.suppress(Exception):
+                await self.session.conn.send(UnwatchTournament(tournament_id=self.tournament_id))
+        self.exit()
+
+    def after_event(self, incoming: Incoming) -> None:
+        if isinstance(incoming, StatusChange) and incoming.status is LinkStatus.CONNECTED:
+            self.subscribe()  # a new session on the server: watch again
+        super().after_event(incoming)
+
+
+__all__ = ["TournamentApp", "TournamentScreen", "live_rows"]

@@ -1,0 +1,214 @@
+"""The tournament screen driven by Textual's pilot against a real server on loopback: redrawn
+on every pushed view, bracket tree or standings table, Enter on a live match watches its race.
+
+Nobody plays: the seated players stay idle and the admin decides matches by forfeit, so every
+step waits on a pushed view, never on a race's pace."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solrace.client.connection import Connection
+from solrace.client.session import Session
+from solrace.client.tournament_screen import TournamentApp, TournamentScreen
+from solrace.client.watching import WatchScreen
+from solrace.client.widgets import BoardWidget
+from solrace.server.app import App
+from solrace.server.protocol.messages import ServerMessage
+from solrace.server.protocol.tournament_messages import (
+    CreateTournament,
+    JoinTournament,
+    TournamentAdmin,
+    TournamentModel,
+    TournamentView,
+)
+
+from .conftest import eventually, server_settings
+
+TOKEN = "screen-admin"
+
+
+class Opened:
+    """Sessions the test opens (each with its pump), closed at the end."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.items: list[tuple[Session, asyncio.Task[None]]] = []
+
+    async def open(self, name: str | None) -> Session:
+        conn = Connection(self.url, name=name)
+        await conn.connect()
+        conn.recv_nowait()
+        session = Session(conn)
+        self.items.append((session, asyncio.create_task(session.pump())))
+        return session
+
+    async def close(self) -> None:
+        for session, pump in self.items:
+            pump.cancel()
+            await session.conn.close()
+
+
+@pytest.fixture
+async def tournament_server(tmp_path: Path) -> AsyncIterator[App]:
+    app = App(
+        server_settings(
+            tmp_path / "server",
+            admin_token=TOKEN,
+            tournament_tick_s=0.02,
+            spectator_delay_rated_s=0.0,
+            min_time_limit_s=1,
+        )
+    )
+    await app.start()
+    try:
+        yield app
+    finally:
+        await app.stop()
+
+
+@pytest.fixture
+async def opened(tournament_server: App) -> AsyncIterator[Opened]:
+    sessions = Opened(f"ws://127.0.0.1:{tournament_server.port}")
+    yield sessions
+    await sessions.close()
+
+
+def is_view(tid: str | None = None) -> Any:
+    def check(message: ServerMessage) -> bool:
+        if not isinstance(message, TournamentView):
+            return False
+        return tid is None or message.tournament.tournament_id == tid
+
+    return check
+
+
+async def create(admin: Session, fmt: str) -> str:
+    reply = await admin.request(
+        CreateTournament(
+            admin_token=TOKEN,
+            name=f"{fmt}-cup",
+            game="klondike",
+            format=fmt,  # type: ignore[arg-type]
+            time_limit_s=300,
+            check_in_required=False,
+            no_show_grace_s=None,
+            rated=False,
+        ),
+        is_view(),
+    )
+    assert isinstance(reply, TournamentView)
+    return reply.tournament.tournament_id
+
+
+async def act(admin: Session, tid: str, what: str, **fields: Any) -> TournamentModel:
+    message = TournamentAdmin(tournament_id=tid, admin_token=TOKEN, act=what, **fields)  # type: ignore[arg-type]
+    reply = await admin.request(message, is_view(tid))
+    assert isinstance(reply, TournamentView)
+    return reply.tournament
+
+
+async def register(opened: Opened, tid: str, names: list[str]) -> list[Session]:
+    players = [await opened.open(name) for name in names]
+    for player in players:
+        await player.request(JoinTournament(tournament_id=tid), is_view(tid))
+    return players
+
+
+def tournament_screen(app: TournamentApp) -> TournamentScreen:
+    screen = app.screen
+    assert isinstance(screen, TournamentScreen)
+    return screen
+
+
+async def test_the_bracket_redraws_live_and_enter_watches_a_match(opened: Opened) -> None:
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    app = TournamentApp(await opened.open(None), tid)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await eventually(lambda: isinstance(app.screen, TournamentScreen), what="the screen")
+        screen = tournament_screen(app)
+        await eventually(lambda: "registered: nobody yet" in screen.body_text, what="empty")
+        assert "single_elimination-cup" in screen.title_text
+        await register(opened, tid, ["ann", "bob", "cid", "dee"])
+        await eventually(
+            lambda: "registered: ann, bob, cid, dee" in screen.body_text, what="pushed joins"
+        )
+
+        await act(admin, tid, "start")
+        await eventually(lambda: len(screen.live_race_ids) == 2, what="two live matches")
+        tree = screen.body_text.splitlines()
+        assert tree == [
+            "W2-1 ? vs ? [waiting]",
+            "├─ W1-1 ann vs dee [ready]",
+            "└─ W1-2 bob vs cid [ready]",
+        ]
+        assert "running, round 1" in screen.title_text
+        assert max(len(line) for line in screen.title_text.splitlines() + tree) <= 80
+        table = screen.query_one("#t-live")
+        assert table.region.bottom <= 23 and table.region.right <= 80  # above the footer
+
+        # Enter on the second live match watches its race; Esc comes back.
+        await pilot.press("down", "enter")
+        watched = screen.live_race_ids[1]
+        await eventually(
+            lambda: isinstance(app.screen, WatchScreen) and app.screen.race_id == watched,
+            what="the watch screen",
+        )
+        boards = app.screen.query(BoardWidget)
+        await eventually(
+            lambda: len(boards.nodes) == 2 and all(b.board is not None for b in boards.nodes),
+            what="both boards",
+        )
+        assert {b.title for b in boards.nodes} == {"bob", "cid"}
+        await pilot.press("escape")
+        await eventually(lambda: app.screen is screen, what="back on the tournament")
+
+        # Each decision the server pushes is redrawn: a forfeit, the next round, the champion.
+        await act(admin, tid, "forfeit", match_id="W1-1", player_id=opened_id(opened, "dee"))
+        await eventually(lambda: "W1-1 ann* vs dee [played]" in screen.body_text, what="W1-1")
+        assert screen.body_text.splitlines()[0] == "W2-1 ann vs ? [waiting]"  # ann goes through
+        assert screen.live_race_ids == [watched]
+        await act(admin, tid, "forfeit", match_id="W1-2", player_id=opened_id(opened, "cid"))
+        await eventually(lambda: "W2-1 ann vs bob [ready]" in screen.body_text, what="final")
+        assert len(screen.live_race_ids) == 1 and "round 2" in screen.title_text
+        await act(admin, tid, "forfeit", match_id="W2-1", player_id=opened_id(opened, "ann"))
+        await eventually(lambda: "champion: bob" in screen.title_text, what="the champion")
+        assert screen.live_race_ids == [] and "finished" in screen.title_text
+
+
+async def test_a_round_robin_shows_its_standings_table(opened: Opened) -> None:
+    admin = await opened.open("director")
+    tid = await create(admin, "round_robin")
+    app = TournamentApp(await opened.open(None), tid)
+    async with app.run_test(size=(80, 24)):
+        await eventually(lambda: isinstance(app.screen, TournamentScreen), what="the screen")
+        screen = tournament_screen(app)
+        await register(opened, tid, ["eve", "fay", "gus"])
+        started = await act(admin, tid, "start")
+        await eventually(lambda: len(screen.live_race_ids) == 1, what="one live match, one bye")
+        head = screen.body_text.splitlines()[0]
+        assert head.split() == ["#", "player", "pts", "tb", "cards", "W-D-L"]
+        live = started.live[0]
+        await act(admin, tid, "forfeit", match_id=live.match_id, player_id=live.players[1])
+        winner = next(p.name for p in started.players if p.player_id == live.players[0])
+
+        def row_of(name: str) -> list[str]:
+            lines = screen.body_text.splitlines()[2:]
+            return next((line.split() for line in lines if line.split()[1] == name), [])
+
+        await eventually(lambda: row_of(winner)[2:3] == ["1"], what="the win in the table")
+        assert row_of(winner)[-1] == "1-0-0"
+        assert sorted(row[2] for row in map(row_of, ("eve", "fay", "gus"))) == ["0", "1", "1"]
+        await eventually(lambda: "round 2" in screen.title_text, what="the next round")
+
+
+def opened_id(opened: Opened, name: str) -> str:
+    player_id = next(s.state.player_id for s, _ in opened.items if s.state.name == name)
+    assert player_id is not None
+    return player_id
