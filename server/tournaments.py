@@ -8,9 +8,13 @@ and only then acts on the events: it opens each requested race through the hub
 seated players (`tournament_race`) and pushes the new view to the tournament's watchers.
 
 The hub calls `race_finished` when a race ends; the finishing order (ties share a place) and
-cards on foundations become the match's result. `tick` reports players connected during their
-match as present and forfeits no-shows after the grace period (not until that period has
-passed since this node started: after a restart nobody has had time to come back yet).
+cards on foundations become the match's result. A race whose match was decided meanwhile (a
+forfeit, a drop-out, an admin correction: `RaceCancelled`) is stopped: cancelled through the
+hub like any race change, so its racers and spectators see it end, and it neither counts nor
+changes ratings. `tick` reports players connected during their match as present and forfeits
+no-shows once the grace period has passed since the race was requested (that time is stored
+with the tournament, so a restart continues the timer; after a restart players still get the
+race's reconnect grace, `grace_s`, to come back before anyone is forfeited).
 After a restart, `start` reopens requested races that were never stored and feeds results of
 races that finished while the tournament was not told.
 """
@@ -30,7 +34,9 @@ from solrace.engine import GAME_IDS, random_ranked_number
 from solrace.server.hub import Hub
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.messages import RaceEvent
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
+from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import RaceRecord, RaceStatus
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
@@ -39,7 +45,11 @@ from solrace.server.protocol.tournament_errors import (
     TournamentError,
     TournamentId,
 )
-from solrace.server.protocol.tournament_events import RaceRequested, TournamentEvent
+from solrace.server.protocol.tournament_events import (
+    RaceCancelled,
+    RaceRequested,
+    TournamentEvent,
+)
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
     CreateTournament,
@@ -64,6 +74,21 @@ log = logging.getLogger("solrace.server.tournaments")
 SAVE_ATTEMPTS = 8
 
 Handler = Callable[[Session, Any], Any]
+
+
+def cancel_race(now_ms: int) -> Callable[[Race], list[RaceEvent]]:
+    """The race change that stops a live race whose match is decided: cancelled (no result,
+    no rating), one `race_update` to its racers and spectators. A race that has already
+    ended is left as it is."""
+
+    def change(race: Race) -> list[RaceEvent]:
+        if not race.is_live:
+            return []
+        race.status = RaceStatus.CANCELLED
+        race.finished_at_ms = now_ms
+        return [race._update()]
+
+    return change
 
 
 class TournamentService:
@@ -151,8 +176,10 @@ class TournamentService:
         for tournament_id, live in list(self.live.items()):
             if live.tournament.phase is not Phase.RUNNING:
                 continue
+            # The no-show timer runs from the stored request time (`tick` below); after a
+            # restart, players also get the race's reconnect grace to come back.
             grace = live.tournament.settings.no_show_grace or 0.0
-            may_forfeit = now - self._started_at >= grace
+            may_forfeit = now - self._started_at >= min(grace, self.settings.grace_s)
 
             def command(live: Live, may_forfeit: bool = may_forfeit) -> list[TournamentEvent]:
                 t = live.tournament
@@ -208,6 +235,7 @@ class TournamentService:
                 except TournamentError as exc:
                     raise refusal(exc) from None
                 requested = [e for e in events if isinstance(e, RaceRequested)]
+                cancelled = [e for e in events if isinstance(e, RaceCancelled)]
                 links = {}
                 for event in requested:
                     race_id = f"{tournament_id}-{fresh.next_race}"
@@ -230,8 +258,35 @@ class TournamentService:
                 raise RaceError(ErrorCode.UNAVAILABLE, "the tournament is busy; retry")
         for race_id, event in links.items():
             await self._open_race(fresh, race_id, event.race_number, event.match_id)
+        for stop in cancelled:
+            await self._stop_race(fresh, stop)
         self._push(fresh)
         return fresh
+
+    async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
+        """Cancel the race of a match decided meanwhile (its result would not count)."""
+        race_ids = [
+            race_id
+            for race_id, link in live.links.items()
+            if (link.match_id, link.race_number) == (event.match_id, event.race_number)
+        ]
+        if not race_ids:
+            return
+        race_id = race_ids[-1]  # the newest race of that match and number
+        try:
+            runtime = await self.hub._load(race_id)
+            if runtime is None or not runtime.race.is_live:
+                return
+            await self.hub._apply(runtime, cancel_race(self.hub.clock()))
+        except RaceError as exc:  # the store is down: the race runs on; its result is ignored
+            log.warning("tournament %s: race %s not stopped: %s", live.tournament_id, race_id, exc)
+            return
+        log.info(
+            "tournament %s: race %s stopped (%s decided)",
+            live.tournament_id,
+            race_id,
+            event.match_id,
+        )
 
     async def _open_race(
         self, live: Live, race_id: str, race_number: int, match_id: MatchId

@@ -1,0 +1,160 @@
+"""A tournament's races against its decisions, end to end on loopback: a race whose match is
+decided meanwhile (forfeit, correction) is stopped, and after a restart the no-show timer
+continues from when the race was requested instead of starting over."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from solrace.server.app import App
+from solrace.server.hub import wall_clock_ms
+from solrace.server.protocol.messages import (
+    MakeMove,
+    MoveRejected,
+    RaceFinished,
+    RaceStarted,
+    RaceUpdate,
+    Resign,
+)
+from solrace.server.protocol.records import RaceStatus
+from solrace.server.protocol.tournament_messages import (
+    GetProfile,
+    JoinTournament,
+    Profile,
+    TournamentRace,
+    TournamentView,
+    WatchTournament,
+)
+from tests.integration.conftest import ServerFactory, make_settings
+from tests.integration.test_tournaments import FAST, admin_act, connect, create
+from tests.integration.wsclient import Client
+
+
+async def until(check: Callable[[], bool], what: str, within: float = 10.0) -> None:
+    """Wait for a condition on server state (no message tells it), yielding between looks."""
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+async def two_player_final(app: App, **options: object) -> tuple[Client, Client, Client, str]:
+    """Admin, ann and bob; a single elimination of the two, created and joined (not started)."""
+    admin = await connect(app, "director")
+    ann, bob = await connect(app, "ann"), await connect(app, "bob")
+    view = await create(admin, "single_elimination", time_limit_s=300, **options)
+    for player in (ann, bob):
+        await player.send(JoinTournament(tournament_id=view.tournament_id))
+        await player.expect(TournamentView)
+    return admin, ann, bob, view.tournament_id
+
+
+def cancelled(race_id: str) -> Callable[[RaceUpdate], bool]:
+    return lambda m: m.race_id == race_id and m.race.status == "cancelled"
+
+
+async def test_a_forfeit_stops_the_running_race_of_the_decided_match(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(**FAST)
+    admin, ann, bob, tid = await two_player_final(app)
+    await admin.send(admin_act(tid, "start"))
+    notice = await ann.expect(TournamentRace)
+    for player in (ann, bob):
+        await player.expect(RaceStarted, lambda m: m.race_id == notice.race_id)
+
+    await admin.send(admin_act(tid, "forfeit", match_id=notice.match_id, player_id=bob.player_id))
+    final = await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+    assert final.tournament.champion == ann.player_id
+    for player in (ann, bob):
+        await player.expect(RaceUpdate, cancelled(notice.race_id))
+    assert notice.race_id not in app.hub.races
+    stored = await app.store.get_race(notice.race_id)
+    assert stored is not None and stored.status is RaceStatus.CANCELLED and stored.results is None
+
+    await ann.send(MakeMove(race_id=notice.race_id, seq=1, move="deal"))
+    assert (await ann.expect(MoveRejected)).code == "unknown_race"
+    assert not any(isinstance(m, RaceFinished) for m in ann.received + bob.received)
+    await ann.send(GetProfile())
+    assert (await ann.expect(Profile)).ratings == []  # a stopped race rates nobody
+    for each in (admin, ann, bob):
+        await each.close()
+
+
+async def test_a_correction_stops_the_sudden_death_race_it_makes_useless(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(**FAST)
+    admin, ann, bob, tid = await two_player_final(app)
+    await admin.send(admin_act(tid, "start"))
+    first = await ann.expect(TournamentRace)
+    for player in (ann, bob):
+        await player.expect(RaceStarted, lambda m: m.race_id == first.race_id)
+    for player in (ann, bob):  # both resign with no card out: a tie, so a sudden-death race
+        await player.send(Resign(race_id=first.race_id))
+    second = await ann.expect(TournamentRace, lambda m: m.race_number == 2)
+    await ann.expect(RaceStarted, lambda m: m.race_id == second.race_id)
+
+    assert ann.player_id is not None and bob.player_id is not None
+    await admin.send(
+        admin_act(
+            tid,
+            "correct_result",
+            match_id=first.match_id,
+            race_number=1,
+            placings=[[ann.player_id], [bob.player_id]],
+            reason="scorer error",
+        )
+    )
+    final = await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+    assert final.tournament.champion == ann.player_id
+    assert [len(m.races) for m in final.tournament.rounds[0].matches] == [1]
+    await bob.expect(RaceUpdate, cancelled(second.race_id))
+    stored = await app.store.get_race(second.race_id)
+    assert stored is not None and stored.status is RaceStatus.CANCELLED
+    for each in (admin, ann, bob):
+        await each.close()
+
+
+async def test_after_a_restart_a_no_show_forfeits_on_the_stored_timer(
+    start_server: ServerFactory, tmp_path: Path
+) -> None:
+    first = await start_server(**FAST)
+    admin, ann, bob, tid = await two_player_final(first, no_show_grace_s=30)
+    await bob.close()  # bob never shows up for his race
+    await admin.send(admin_act(tid, "start"))
+    notice = await ann.expect(TournamentRace)
+
+    def ann_present() -> bool:
+        matches = first.tournaments.live[tid].tournament.live_matches()
+        return bool(matches) and ann.player_id in matches[0].present
+
+    await until(ann_present, "ann reported present")
+    tokens = [c.welcome.token for c in (admin, ann) if c.welcome is not None]
+    for each in (admin, ann):
+        await each.close()
+    await first.stop()
+
+    # The node comes back 31 s later (its clock says so): bob's 30 s are over, so he forfeits
+    # once the players have had the reconnect grace (2 s here), not after 30 s more.
+    again = App(make_settings(tmp_path, **FAST, grace_s=2.0))
+    again.hub.clock = lambda: wall_clock_ms() + 31_000
+    await again.start()
+    clients: list[Client] = []
+    try:
+        clients = [await connect(again, token=token) for token in tokens]
+        admin, ann = clients
+        await admin.send(WatchTournament(tournament_id=tid))
+        view = await admin.expect(
+            TournamentView, lambda m: m.tournament.phase == "finished", within=10.0
+        )
+        match = view.tournament.rounds[0].matches[0]
+        assert match.forfeited == [bob.player_id] and match.winner == ann.player_id
+        await ann.expect(RaceUpdate, cancelled(notice.race_id))  # and his race is stopped
+    finally:
+        for each in clients:
+            await each.close()
+        await again.stop()
