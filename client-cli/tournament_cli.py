@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from solrace.server.protocol.messages import ClientMessage, Error, ServerMessage
+from solrace.server.protocol.messages import ClientMessage, Error, Ping, Pong, ServerMessage
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
     CreateTournament,
@@ -23,6 +23,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentAdmin,
     TournamentList,
     TournamentView,
+    UnwatchTournament,
     WatchTournament,
 )
 
@@ -38,6 +39,7 @@ from .tournament_render import (
     render_tournament,
 )
 
+NAMES_PING = 4_242_424
 ADMIN_ACTS = ("open-check-in", "start", "pause", "resume", "forfeit", "correct", "drop")
 FORMATS = ("single_elimination", "double_elimination", "swiss", "round_robin", "heats")
 
@@ -81,9 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_argument("tournament")
     admin.add_argument("act", choices=ADMIN_ACTS)
     admin.add_argument("--match")
-    admin.add_argument("--player")
+    admin.add_argument("--player", help="player id or name")
     admin.add_argument("--race", type=int)
-    admin.add_argument("--placings", help="ids best first, ',' between places, '=' ties")
+    admin.add_argument("--placings", help="ids or names best first, ',' between places, '=' ties")
     admin.add_argument("--reason", default="")
     for act in ("start", "pause", "resume"):
         short = sub.add_parser(act, help=f"admin: {act} a tournament")
@@ -184,12 +186,19 @@ async def _run(args: argparse.Namespace) -> int:
         return await _run_bots(args)
     if getattr(args, "tui", False):
         return await _run_tui(args)
-    request = _request(args)
-    assert request is not None
     anonymous = args.command in ("show", "watch", "list", "leaderboard")
     conn = await _connect(args, anonymous)
     try:
         conn.recv_nowait()  # the welcome
+        if args.command == "admin" and (args.player or args.placings):
+            names = await _player_ids(conn, args.tournament)
+            if args.player:
+                args.player = names.get(args.player, args.player)
+            if args.placings:
+                groups = parse_placings(args.placings)
+                args.placings = ",".join("=".join(names.get(p, p) for p in g) for g in groups)
+        request = _request(args)
+        assert request is not None
         await conn.send(request)
         while True:
             incoming = await asyncio.wait_for(conn.recv(), 30.0)
@@ -207,6 +216,25 @@ async def _run(args: argparse.Namespace) -> int:
             print(flush=True)
     finally:
         await conn.close()
+
+
+async def _player_ids(conn: Connection, tournament_id: str) -> dict[str, str]:
+    """The tournament's player names -> ids (an admin act may name players instead of ids)."""
+    await conn.send(WatchTournament(tournament_id=tournament_id))
+    names: dict[str, str] = {}
+    while True:
+        incoming = await asyncio.wait_for(conn.recv(), 30.0)
+        if isinstance(incoming, TournamentView):
+            names = {p.name: p.player_id for p in incoming.tournament.players}
+            break
+        if isinstance(incoming, Error):
+            return {}  # the act itself will say what is wrong
+    await conn.send(UnwatchTournament(tournament_id=tournament_id))
+    await conn.send(Ping(nonce=NAMES_PING))
+    while True:  # views pushed before the unwatch came first: skip them
+        incoming = await asyncio.wait_for(conn.recv(), 30.0)
+        if isinstance(incoming, Pong) and incoming.nonce == NAMES_PING:
+            return names
 
 
 async def _run_tui(args: argparse.Namespace) -> int:

@@ -212,3 +212,19 @@ def opened_id(opened: Opened, name: str) -> str:
     player_id = next(s.state.player_id for s, _ in opened.items if s.state.name == name)
     assert player_id is not None
     return player_id
+
+
+async def test_the_cli_admin_acts_take_player_names(
+    opened: Opened, tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from solrace.client.tournament_cli import _run, build_parser
+
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await register(opened, tid, ["ann", "bob"])
+    await act(admin, tid, "start")
+    url = f"ws://127.0.0.1:{tournament_server.port}"
+    argv = ["--server", url, "--admin-token", TOKEN, "admin", tid, "forfeit", "--match", "W1-1"]
+    assert await _run(build_parser().parse_args([*argv, "--player", "bob"])) == 0
+    out = capsys.readouterr().out
+    assert "champion: ann" in out and "W1-1 ann* vs bob [played]" in out
