@@ -64,6 +64,56 @@ class Klondike(Game):
         top = dst.cards[-1]
         return RANK[top] == RANK[card] + 1 and COLOR[top] != COLOR[card]
 
+    def has_card_move(self) -> bool:
+        """Exactly ``Game.has_card_move`` (the same rules, read from the same card tables),
+        without trying every source against every target: the server asks it after every
+        move (the stuck test). Property tests compare the two on random and odd positions."""
+        # What each target takes, keyed by the card that fits: a foundation the next card
+        # of its suit, a tableau column the card one rank lower of the other colour.
+        takes: dict[tuple[int, int], list[Pile]] = {}
+        for f in self.foundations:
+            takes.setdefault((f.index, len(f.cards)), []).append(f)
+        fits: dict[tuple[int, int], list[Pile]] = {}
+        space = False
+        for t in self.tableau:
+            if t.cards:
+                top = t.cards[-1]
+                fits.setdefault((RANK[top] - 1, 1 - COLOR[top]), []).append(t)
+            else:
+                space = True
+        any_to_space = space and self.kings_free_spaces and self._all_kings_at_bottom()
+        whole_runs = self.whole_runs_only
+
+        def goes(src: Pile, n: int, card: int) -> bool:
+            """May the top `n` cards of `src` (`card` the lowest of them) go anywhere?"""
+            rank = RANK[card]
+            if n == 1:
+                for dst in takes.get((SUIT[card], rank), ()):
+                    if dst is not src:
+                        return True
+            if whole_runs and src.kind == TABLEAU and n != len(src.cards) - src.down:
+                return False  # onto the tableau only whole runs (the foundation came first)
+            if space and (any_to_space or rank == KING):
+                return True  # an empty column is never the source (it has no card)
+            for dst in fits.get((rank, COLOR[card]), ()):  # noqa: SIM110 - no generator: hot
+                if dst is not src:
+                    return True
+            return False
+
+        waste = self.waste.cards
+        if waste and goes(self.waste, 1, waste[-1]):
+            return True
+        if self.takeback:
+            for f in self.foundations:
+                if f.cards and goes(f, 1, f.cards[-1]):
+                    return True
+        for t in self.tableau:
+            cards = t.cards
+            for n in range(1, len(cards) - t.down + 1):
+                if goes(t, n, cards[-n]):
+                    return True
+        return False
+
     def _all_kings_at_bottom(self) -> bool:
         # Only face-up Kings count: legality must never depend on a hidden card.
         return (

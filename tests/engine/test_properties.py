@@ -16,7 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solrace.engine import GAME_IDS, Game, Move, board_from_view, deal, replay, view
+from solrace.engine import (
+    GAME_IDS,
+    Game,
+    Move,
+    board_from_view,
+    deal,
+    game_class,
+    replay,
+    view,
+)
 from solrace.engine.cards import COLOR, RANK, SUIT
 from solrace.engine.games.british_square import BritishSquare
 from solrace.engine.games.colorado import Colorado
@@ -285,6 +294,83 @@ def test_copies_are_independent(game_id: str, number: str, choices: list[int], s
     if original.legal_moves():
         original.play(original.legal_moves()[0])
         assert twin.pile_texts() == deal(game_id, number).pile_texts()
+
+
+KLONDIKE_IDS = [g for g in GAME_IDS if issubclass(game_class(g), Klondike)]
+
+
+@pytest.mark.parametrize("game_id", KLONDIKE_IDS)
+@PROPERTY_SETTINGS
+@given(number=GAME_NUMBERS, choices=CHOICES)
+def test_klondike_fast_card_move_test_agrees_with_the_generic_one(
+    game_id: str, number: str, choices: list[int]
+) -> None:
+    """Klondike answers `has_card_move` (the server's stuck test) without generating moves;
+    it must agree with the generic search on every board, and on the player's view of it."""
+    for game in playout(game_id, number, choices):
+        assert game.has_card_move() == Game.has_card_move(game)
+        seen = view(game, "player")
+        assert isinstance(seen, BoardView)
+        rebuilt = board_from_view(seen)
+        assert rebuilt.has_card_move() == Game.has_card_move(rebuilt)
+
+
+@pytest.mark.parametrize("game_id", KLONDIKE_IDS)
+@settings(PROPERTY_SETTINGS, max_examples=150)
+@given(
+    deck=st.permutations(range(52)),
+    placed=st.integers(0, 24),
+    spots=st.lists(st.integers(0, 11), min_size=24, max_size=24),
+    downs=st.lists(st.integers(0, 3), min_size=7, max_size=7),
+    kings_down=st.booleans(),
+)
+def test_klondike_fast_card_move_test_agrees_on_any_position(
+    game_id: str,
+    deck: list[int],
+    placed: int,
+    spots: list[int],
+    downs: list[int],
+    kings_down: bool,
+) -> None:
+    """Arbitrary sparse positions too (foundations out of order, broken runs, empty columns,
+    all Kings at the bottom), which no legal game reaches but from_piles can build: few
+    cards, so that a single rule often decides whether any move is left."""
+    game = game_class(game_id).from_piles({})
+    assert isinstance(game, Klondike)
+    piles = [game.waste, *game.foundations, *game.tableau]
+    cards = [c for c in deck if not (kings_down and RANK[c] == 12)]
+    if kings_down:  # the four Kings face up at the bottom of four columns
+        for column, suit in zip(game.tableau[1:5], range(4), strict=True):
+            column.cards.append(13 * suit + 12)
+    for card, spot in zip(cards[:placed], spots, strict=False):
+        piles[spot].cards.append(card)
+    game.stock.cards = cards[placed:]
+    for column, down in zip(game.tableau, downs, strict=True):
+        column.down = min(down, max(0, len(column.cards) - 1))
+    if kings_down:
+        game.tableau[0].cards = []
+        game.tableau[0].down = 0
+    assert game.has_card_move() == Game.has_card_move(game)
+
+
+CARD_MOVE_EDGE_POSITIONS = [
+    {"tableau[0]": "#KC 9H 8S", "tableau[1]": "9D"},  # only a part of a run fits
+    {"tableau[0]": "5H 6S"},  # a run's inner card fits its own top (never a move)
+    {"foundation[0]": "2C"},  # a foundation's own top "fits" it (never a move)
+    {"foundation[0]": "AC", "tableau[0]": "2C", "tableau[1]": "#5D"},
+    {"waste": "AS 2S", "foundation[1]": "AS"},
+    {"tableau[0]": "KC", "tableau[1]": "KS", "tableau[2]": "KH", "tableau[3]": "KD 5C"},
+    {"tableau[0]": "#KC 7D", "tableau[1]": "KS", "tableau[2]": "KH", "tableau[3]": "KD"},
+]
+
+
+@pytest.mark.parametrize("game_id", KLONDIKE_IDS)
+@pytest.mark.parametrize("piles", CARD_MOVE_EDGE_POSITIONS)
+def test_klondike_fast_card_move_test_agrees_on_edge_positions(
+    game_id: str, piles: dict[str, str]
+) -> None:
+    game = game_class(game_id).from_piles(piles)
+    assert game.has_card_move() == Game.has_card_move(game)
 
 
 # -- move text -------------------------------------------------------------------------------
