@@ -14,6 +14,7 @@ import time
 
 from solrace.engine import EngineError, InvalidMoveError
 from solrace.server.metrics import Metrics
+from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import MakeMove, MoveAck, MoveRejected
 from solrace.server.protocol.records import MoveRecord
@@ -139,8 +140,9 @@ class MoveHandling(RaceSync):
             won=won,
             stuck=stuck,
         )
-        board.acks[message.seq] = ack
-        session.send(ack)
+        frame = encode(ack)
+        board.acks[message.seq] = frame
+        session.send_frame(ack, frame)
         self.metrics.moves_accepted.inc()
         self.metrics.ack_latency.observe(time.perf_counter() - started)
         try:

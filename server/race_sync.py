@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from solrace.engine import Audience, Game, deal
 from solrace.server.broker import Broker, BrokerError, Subscription
+from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import Board, Progress, RaceEvent, RaceStarted
 from solrace.server.protocol.race import Race
@@ -138,12 +139,13 @@ class RaceSync:
         return sessions | runtime.spectators
 
     def _publish(self, runtime: RaceRuntime, messages: Iterable[BaseModel]) -> None:
-        batch = list(messages)
-        if not batch:
+        recipients = self._recipients(runtime)
+        if not recipients:
             return
-        for session in self._recipients(runtime):
-            for message in batch:
-                session.send(message)
+        batch = [(message, encode(message)) for message in messages]  # once for everyone
+        for session in recipients:
+            for message, frame in batch:
+                session.send_frame(message, frame)
 
     def _own_board(self, runtime: RaceRuntime, player_id: str) -> Board:
         game = runtime.boards[player_id].game

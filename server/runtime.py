@@ -12,6 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from solrace.engine import Audience, EngineError, Game, Move, deal
+from solrace.server.protocol.codec import decode_server
 from solrace.server.protocol.messages import MoveAck, MoveRejected
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord
@@ -28,7 +29,10 @@ class RacerBoard:
     game: Game
     move_times: list[int] = field(default_factory=list)
     seq_to_ply: dict[int, int] = field(default_factory=dict)
-    acks: dict[int, MoveAck] = field(default_factory=dict)
+    #: Each acknowledged move's ack as sent, encoded: bytes are not tracked by the garbage
+    #: collector, and a race keeps one per move (pydantic models would cost the collector
+    #: ~10 objects each, scanned again at every full collection).
+    acks: dict[int, bytes] = field(default_factory=dict)
     rejections: OrderedDict[int, MoveRejected] = field(default_factory=OrderedDict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     spectator_game: Game | None = None
@@ -132,24 +136,28 @@ class RaceRuntime:
                 return None
         except EngineError:
             return None
-        ack = board.acks.get(seq)
-        if ack is None:  # stored before a restart: answer with the whole board as it is now
-            game = board.game
-            on, total = game.progress()
-            view = board_for(game, Audience.PLAYER)
-            ack = MoveAck(
-                race_id=self.race_id,
-                seq=seq,
-                ply=ply,
-                move=str(stored),
-                at_ms=board.move_times[ply],
-                piles=list(view.piles),
-                on_foundations=on,
-                total=total,
-                won=view.won,
-                stuck=view.stuck,
-            )
-        return ack.model_copy(update={"duplicate": True})
+        frame = board.acks.get(seq)
+        if frame is not None:
+            sent = decode_server(frame)
+            assert isinstance(sent, MoveAck)
+            return sent.model_copy(update={"duplicate": True})
+        # Stored before a restart: answer with the whole board as it is now.
+        game = board.game
+        on, total = game.progress()
+        view = board_for(game, Audience.PLAYER)
+        return MoveAck(
+            race_id=self.race_id,
+            seq=seq,
+            ply=ply,
+            move=str(stored),
+            at_ms=board.move_times[ply],
+            piles=list(view.piles),
+            on_foundations=on,
+            total=total,
+            won=view.won,
+            stuck=view.stuck,
+            duplicate=True,
+        )
 
     def spectator_target_ply(self, player_id: str, now_ms: int) -> int:
         """How many of a racer's moves a spectator may see now."""

@@ -24,6 +24,11 @@ class Session(ABC):
     def send(self, message: BaseModel) -> None:
         """Queue a message; never blocks (a client that does not read is closed)."""
 
+    def send_frame(self, message: BaseModel, frame: bytes) -> None:
+        """Queue `message` already encoded as `frame` (`codec.encode(message)`): a message
+        sent to many sessions, or kept for resending, is encoded once."""
+        self.send(message)
+
     @abstractmethod
     def close(self, code: CloseCode, reason: str) -> None:
         """Close after the messages already queued."""

@@ -233,7 +233,13 @@ class Race:
         oldest = self.history[0].version if self.history else self.version + 1
         if version + 1 < oldest:
             return None
-        return [event for event in self.history if event.version > version]
+        history = self.history
+        missed = self.version - version
+        if missed <= len(history) and history[-missed].version == version + 1:
+            # Versions only grow along the history, so these are exactly the events after
+            # `version` (usually the last one: no scan of the whole history per move).
+            return [history[i] for i in range(len(history) - missed, len(history))]
+        return [event for event in history if event.version > version]
 
     def racer(self, player_id: str) -> Racer:
         racer = self.racers.get(player_id)

@@ -9,11 +9,9 @@ from solrace.server.protocol.messages import BoardModel, PileModel
 
 
 def pile_models(piles: Mapping[str, PileView]) -> list[PileModel]:
-    # The engine's views are already valid; skipping validation keeps the ack path short.
-    return [
-        PileModel.model_construct(name=p.name, down=p.down, cards=list(p.cards))
-        for p in piles.values()
-    ]
+    # Validated on purpose: pydantic-core checks three fields faster (~1 us) than
+    # `model_construct` skips them in Python (~1.9 us, pydantic 2.13).
+    return [PileModel(name=p.name, down=p.down, cards=list(p.cards)) for p in piles.values()]
 
 
 def board_model(board: BoardView) -> BoardModel:

@@ -1,0 +1,122 @@
+"""Hub CPU per move, without sockets: the server's own share of a move's cost.
+
+Run: python bench/hub_bench.py [--store memory:|sqlite:] [--moves 2000] [--rounds 5] [--profile]
+
+Two racers in one casual Klondike race on a known deal; one of them clicks the stock again
+and again (always legal, never stuck: the same kind of move `load.py` sends most). Each frame
+goes through the codec, the hub, the store, the race machine and the encoder of every frame
+sent, as on a live node, but into in-memory sessions, so the figure is the hub's CPU per move
+with the transport (websockets, the event loop's socket work) left out. `--profile` prints
+cProfile's top functions (profiling roughly doubles the times).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from solrace.server.hub import Hub
+from solrace.server.metrics import Metrics
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.codec import decode_client, encode
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    CreateRace,
+    Hello,
+    JoinRace,
+    MakeMove,
+    StartRace,
+)
+from solrace.server.session import Session
+from solrace.server.settings import Settings
+from solrace.server.store import open_store
+
+
+class EncodingSession(Session):
+    """Encodes what it is sent, as the WebSocket session does, and keeps the frames."""
+
+    def __init__(self, session_id: int) -> None:
+        super().__init__(session_id)
+        self.frames: list[bytes] = []
+
+    def send(self, message: BaseModel) -> None:
+        self.frames.append(encode(message))
+
+    def send_frame(self, message: BaseModel, frame: bytes) -> None:
+        self.frames.append(frame)
+
+    def close(self, code: CloseCode, reason: str) -> None:
+        return None
+
+
+async def run(store_url: str, moves: int, rounds: int, profile: bool) -> None:
+    settings = Settings(countdown_s=0, store=store_url)
+    store = open_store(store_url)
+    await store.open()
+    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    alice, bob = EncodingSession(1), EncodingSession(2)
+    await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+    await hub.handle(
+        alice, CreateRace(game="klondike", seats=2, time_limit_s=3600, game_number="1002")
+    )
+    race_id = next(iter(hub.races))
+    await hub.handle(bob, JoinRace(race_id=race_id))
+    await hub.handle(alice, StartRace(race_id=race_id))
+    for _ in range(100):
+        await hub.tick()
+        if hub.races[race_id].boards:
+            break
+        await asyncio.sleep(0.01)  # the countdown of 0 s still waits for the next tick
+    total = (rounds + 2) * moves
+    frames = [encode(MakeMove(race_id=race_id, seq=i, move="deal")) for i in range(total)]
+
+    async def play(batch: list[bytes]) -> float:
+        started = time.perf_counter()
+        for frame in batch:
+            await hub.handle(alice, decode_client(frame))
+        return (time.perf_counter() - started) / len(batch) * 1e6
+
+    await play(frames[:moves])  # warm-up: caches, the event history filled
+    sent = len(alice.frames) + len(bob.frames)
+    # The best of several rounds: the machine is shared, and noise only ever adds time.
+    times = sorted([await play(frames[moves * r : moves * (r + 1)]) for r in range(1, rounds + 1)])
+    frames_per_move = (len(alice.frames) + len(bob.frames) - sent) / (moves * rounds)
+    print(
+        f"{store_url}: {times[0]:.1f} us/move best of {rounds} rounds of {moves} "
+        f"(median {times[len(times) // 2]:.1f}; {frames_per_move:.1f} frames sent per move)"
+    )
+    if profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        await play(frames[moves * (rounds + 1) :])
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+    await store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--store", default="memory:", help="memory: or sqlite:PATH (default a temp)"
+    )
+    parser.add_argument("--moves", type=int, default=2000, help="moves per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.store
+        if url == "sqlite:":
+            url = f"sqlite:{Path(tmp) / 'bench.sqlite3'}"
+        asyncio.run(run(url, args.moves, args.rounds, args.profile))
+
+
+if __name__ == "__main__":
+    main()
