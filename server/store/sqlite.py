@@ -58,8 +58,42 @@ CREATE TABLE IF NOT EXISTS moves (
 """
 
 
+# The usual case in one statement (the disk thread holds the GIL for every Python call it
+# makes, and the event loop waits for it): stored only if the race exists and `ply` is the
+# player's next one; a seq already stored fails the UNIQUE constraint. Nothing inserted: the
+# checks one by one say why.
+_INSERT_NEXT_MOVE = """
+INSERT INTO moves (race_id, player_id, ply, seq, move, at_ms)
+SELECT :race_id, :player_id, :ply, :seq, :move, :at_ms
+WHERE EXISTS (SELECT 1 FROM races WHERE race_id = :race_id)
+  AND (SELECT COALESCE(MAX(ply) + 1, 0) FROM moves
+       WHERE race_id = :race_id AND player_id = :player_id) = :ply
+"""
+
+
 def _insert_move(db: sqlite3.Connection, move: MoveRecord) -> StoreError | None:
     """Insert one move inside the caller's transaction; a refusal is returned, not raised."""
+    try:
+        inserted = db.execute(
+            _INSERT_NEXT_MOVE,
+            {
+                "race_id": move.race_id,
+                "player_id": move.player_id,
+                "ply": move.ply,
+                "seq": move.seq,
+                "move": move.move,
+                "at_ms": move.at_ms,
+            },
+        ).rowcount
+    except sqlite3.IntegrityError:
+        inserted = 0
+    if inserted == 1:
+        return None
+    return _why_not_inserted(db, move)
+
+
+def _why_not_inserted(db: sqlite3.Connection, move: MoveRecord) -> StoreError:
+    """The refusal of a move `_INSERT_NEXT_MOVE` did not store (nothing is written here)."""
     if db.execute("SELECT 1 FROM races WHERE race_id = ?", (move.race_id,)).fetchone() is None:
         return UnknownRaceError(move.race_id)
     (last,) = db.execute(
@@ -69,15 +103,7 @@ def _insert_move(db: sqlite3.Connection, move: MoveRecord) -> StoreError | None:
     expected = 0 if last is None else last + 1
     if expected != move.ply:
         return PlyConflictError(f"expected ply {expected}, got {move.ply}")
-    try:
-        db.execute(
-            "INSERT INTO moves (race_id, player_id, ply, seq, move, at_ms) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (move.race_id, move.player_id, move.ply, move.seq, move.move, move.at_ms),
-        )
-    except sqlite3.IntegrityError:
-        return PlyConflictError(f"seq {move.seq} is already stored")
-    return None
+    return PlyConflictError(f"seq {move.seq} is already stored")
 
 
 def _insert_moves(db: sqlite3.Connection, moves: list[MoveRecord]) -> list[StoreError | None]:
