@@ -73,6 +73,8 @@ class Bot:
         self._pending: int | None = None
         self._resigned = False
         self._rejections = 0
+        #: How many times the link came back (a new session: subscriptions must be renewed).
+        self.reconnects = 0
 
     async def connect(self, attempts: int = 5) -> None:
         """Say hello; a taken name gets a random suffix."""
@@ -105,6 +107,8 @@ class Bot:
         if isinstance(incoming, StatusChange):
             if incoming.status is LinkStatus.CLOSED:
                 raise BotError(f"{self.name}: connection closed ({incoming.detail})")
+            if incoming.status is LinkStatus.CONNECTED:
+                self.reconnects += 1
             return None
         self.state.apply(incoming)
         return incoming

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import AsyncIterator
 from typing import TextIO
 
@@ -47,12 +48,29 @@ commands:
 
 
 async def stdin_lines() -> AsyncIterator[str]:
-    """Lines of standard input without blocking the event loop."""
+    """Lines of standard input without blocking the event loop.
+
+    A daemon thread reads them: a program that ends on its own (a tournament that finishes)
+    must not wait for one more line of input before it can exit."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def read() -> None:
+        while True:
+            line = sys.stdin.readline()
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, line or None)
+            except RuntimeError:  # the loop is closed: the program is ending
+                return
+            if not line:
+                return
+
+    threading.Thread(target=read, name="solrace-stdin", daemon=True).start()
     while True:
-        line = await asyncio.to_thread(sys.stdin.readline)
-        if not line:
+        got = await queue.get()
+        if got is None:
             return
-        yield line
+        yield got
 
 
 class PlainMode:

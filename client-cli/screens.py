@@ -38,6 +38,8 @@ class LobbyScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f5", "refresh", "Refresh"),
         Binding("ctrl+s", "start", "Start"),
+        Binding("ctrl+r", "resume", "Resume my race"),
+        Binding("ctrl+t", "tournaments", "Tournaments"),
         Binding("escape", "app.quit", "Quit"),
     ]
 
@@ -70,6 +72,8 @@ class LobbyScreen(Screen[None]):
             yield Button("Start", id="start", compact=True)
             yield Button("Leave", id="leave", compact=True)
             yield Button("Refresh", id="refresh", compact=True)
+            yield Button("Resume", id="resume", compact=True)
+            yield Button("Tournaments", id="tournaments", compact=True)
         yield Static(id="lobby-status")
         yield Footer()
 
@@ -85,6 +89,14 @@ class LobbyScreen(Screen[None]):
 
     def action_start(self) -> None:
         self.play.start_current()
+
+    def action_resume(self) -> None:
+        self.play.resume_race()
+
+    def action_tournaments(self) -> None:
+        from .tournament_lobby import TournamentListScreen
+
+        self.app.push_screen(TournamentListScreen())
 
     def update_view(self) -> None:
         app = self.play
@@ -140,6 +152,10 @@ class LobbyScreen(Screen[None]):
             self.play.leave_current()
         elif button == "refresh":
             self.action_refresh()
+        elif button == "resume":
+            self.action_resume()
+        elif button == "tournaments":
+            self.action_tournaments()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "join-id" and event.value.strip():
@@ -356,12 +372,14 @@ class ResultScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "rematch", "Rematch"),
         Binding("l", "lobby", "Lobby"),
+        Binding("t", "tournament", "Tournament"),
         Binding("q", "app.quit", "Quit"),
     ]
 
     def __init__(self, race_id: str) -> None:
         super().__init__()
         self.race_id = race_id
+        self.tournament_id: str | None = None
 
     @property
     def play(self) -> PlayApp:
@@ -384,7 +402,26 @@ class ResultScreen(Screen[None]):
         self.query_one("#ranking", DataTable).add_columns(
             "rank", "player", "result", "cards", "time"
         )
+        self.tournament_id = self.play.session.state.tournament_of(self.race_id)
+        if self.tournament_id is not None:  # the tournament comes back by itself
+            self.query_one("#rematch", Button).display = False
+            self.set_timer(self.play.RESULT_PAUSE_S, self._back_to_tournament)
         self.update_view()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "tournament":
+            return self.tournament_id is not None
+        if action == "rematch":
+            return self.tournament_id is None
+        return True
+
+    def _back_to_tournament(self) -> None:
+        if self.app.screen is self:
+            self.action_tournament()
+
+    def action_tournament(self) -> None:
+        if self.tournament_id is not None:
+            self.play.back_to_tournament(self.race_id)
 
     def update_view(self) -> None:
         race = self.play.session.state.races.get(self.race_id)
@@ -395,6 +432,11 @@ class ResultScreen(Screen[None]):
         head = f"race {self.race_id} finished"
         if mine is not None:
             head += f": you are #{mine.rank} of {len(race.results or [])}"
+        notice = self.play.session.state.tournament_races.get(self.race_id)
+        if notice is not None:
+            head += f"  (tournament {notice.tournament_id}, match {notice.match_id})"
+        if self.tournament_id is not None:
+            head += "\nthe tournament comes back in a moment (t: now)"
         self.query_one("#result-head", Static).update(Text(head, style="bold"))
         table = self.query_one("#ranking", DataTable)
         table.clear()

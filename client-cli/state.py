@@ -35,6 +35,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.tournament_messages import (
     CompetitionServerMessage,
     TournamentModel,
+    TournamentRace,
     TournamentView,
 )
 
@@ -282,6 +283,8 @@ class ClientState:
     replays: dict[str, ReplayModel] = field(default_factory=dict)
     #: The latest view of each tournament watched (the server pushes it whole on every change).
     tournaments: dict[str, TournamentModel] = field(default_factory=dict)
+    #: Race id -> the `tournament_race` notice that seated this player in it.
+    tournament_races: dict[str, TournamentRace] = field(default_factory=dict)
     #: server clock minus local clock, in ms, from the latest welcome or pong.
     clock_offset_ms: int = 0
     last_error: Error | None = None
@@ -333,8 +336,11 @@ class ClientState:
             if known is None or view.version >= known.version:
                 self.tournaments[view.tournament_id] = view
             return None
+        if isinstance(message, TournamentRace):
+            self.tournament_races[message.race_id] = message
+            return message.race_id
         if isinstance(message, CompetitionServerMessage):
-            return None  # ratings and race notices: not race state
+            return None  # ratings and lists: not race state
         if isinstance(message, MoveAck):
             if self.player_id is not None:
                 self.race(message.race_id).apply_ack(self.player_id, message)
@@ -348,6 +354,30 @@ class ClientState:
             else:
                 self.lobby.pop(info.race_id, None)
         return message.race_id
+
+    def tournament_of(self, race_id: str) -> str | None:
+        """The tournament a race belongs to: from its notice, else from its id (the server
+        names a tournament's races `<tournament id>-<n>`), else None."""
+        notice = self.tournament_races.get(race_id)
+        if notice is not None:
+            return notice.tournament_id
+        head, _, number = race_id.rpartition("-")
+        return head if head.startswith("t") and number.isdigit() else None
+
+    def races_to_play(self, tournament_id: str | None = None) -> list[str]:
+        """Live races this player is seated in (from `welcome.active_races` and the
+        `tournament_race` notices), optionally only those of one tournament, oldest first."""
+        found: list[str] = []
+        for race_id in [*self.active_races, *self.tournament_races]:
+            if race_id in found:
+                continue
+            if tournament_id is not None and self.tournament_of(race_id) != tournament_id:
+                continue
+            race = self.races.get(race_id)
+            if race is not None and race.status != "unknown" and not race.is_live:
+                continue
+            found.append(race_id)
+        return found
 
     def server_now_ms(self, local_now_ms: int) -> int:
         return local_now_ms + self.clock_offset_ms

@@ -1,5 +1,11 @@
 """Bots in tournaments: join (and check in), then play every race the server seats the bot in
-until the tournament is over. Used by `solrace tournament bots` and the end-to-end tests."""
+until the tournament is over. Used by `solrace tournament bots` and the end-to-end tests.
+
+The bot reads the tournament's phase from its state (every pushed view is folded in, also the
+ones that arrive while it plays a race), watches the tournament again after every reconnect
+(a new session on the server has no subscription), and asks for the view again when nothing
+has come for `refresh_s` seconds, so a push it missed (another node, a lost link) cannot leave
+it waiting for ever."""
 
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ from solrace.server.protocol.tournament_messages import (
 from .bots import Bot, BotError
 from .connection import LinkStatus, StatusChange
 
-IDLE_TIMEOUT_S = 120.0
+REFRESH_S = 10.0
 
 
 def _race_to_play(bot: Bot, played: set[str]) -> str | None:
@@ -30,7 +36,7 @@ def _race_to_play(bot: Bot, played: set[str]) -> str | None:
 
 
 async def play_tournament(
-    bot: Bot, tournament_id: str, *, join: bool = True, idle_timeout_s: float = IDLE_TIMEOUT_S
+    bot: Bot, tournament_id: str, *, join: bool = True, refresh_s: float = REFRESH_S
 ) -> TournamentModel:
     """Run one (connected) bot through a tournament; returns its final view."""
     if join:
@@ -39,36 +45,49 @@ async def play_tournament(
     for active in bot.state.active_races:  # back after a restart or a lost link
         await bot.conn.send(Sync(race_id=active))
     me = bot.state.player_id
-    view: TournamentModel | None = None
     checked_in = False
     played: set[str] = set()
+    loop = asyncio.get_running_loop()
+    reconnects = bot.reconnects
+    last_view = loop.time()
+    seen_version = -1
     while True:
+        view = bot.state.tournaments.get(tournament_id)
+        if view is not None and view.version != seen_version:
+            seen_version = view.version
+            last_view = loop.time()
+            wants_check_in = view.phase == "check_in" and me not in view.checked_in
+            if wants_check_in and not checked_in:
+                checked_in = True
+                await bot.conn.send(CheckIn(tournament_id=tournament_id))
+        if view is not None and view.phase == "finished":
+            return view
+        if bot.reconnects != reconnects:  # the link came back during a race: watch again
+            reconnects = bot.reconnects
+            await bot.conn.send(WatchTournament(tournament_id=tournament_id))
         race_id = _race_to_play(bot, played)
         if race_id is not None:
             played.add(race_id)
             bot.follow(race_id)
             await bot.play()
             continue
-        if view is not None and view.phase == "finished":
-            return view
+        wait = last_view + refresh_s - loop.time()
+        if wait <= 0:  # nothing for a while: ask again (a missed push)
+            last_view = loop.time()
+            await bot.conn.send(WatchTournament(tournament_id=tournament_id))
+            continue
         try:
-            incoming = await asyncio.wait_for(bot.conn.recv(), idle_timeout_s)
+            incoming = await asyncio.wait_for(bot.conn.recv(), wait)
         except TimeoutError:
-            raise BotError(f"{bot.name}: nothing from tournament {tournament_id}") from None
+            continue
         if isinstance(incoming, StatusChange):
             if incoming.status is LinkStatus.CLOSED:
                 raise BotError(f"{bot.name}: connection closed ({incoming.detail})")
-            if incoming.status is LinkStatus.CONNECTED:  # a new session: watch again
-                await bot.conn.send(WatchTournament(tournament_id=tournament_id))
+            if incoming.status is LinkStatus.CONNECTED:
+                bot.reconnects += 1
             continue
         bot.state.apply(incoming)
         if isinstance(incoming, Error) and incoming.request in ("join_tournament", "check_in"):
             raise BotError(f"{bot.name}: {incoming.code}: {incoming.message}")
-        if isinstance(incoming, TournamentView) and incoming.tournament.tournament_id == (
-            tournament_id
-        ):
-            view = incoming.tournament
-            wants_check_in = view.phase == "check_in" and me not in view.checked_in
-            if wants_check_in and not checked_in:
-                checked_in = True
-                await bot.conn.send(CheckIn(tournament_id=tournament_id))
+        if isinstance(incoming, TournamentView):
+            continue  # read from the state at the top

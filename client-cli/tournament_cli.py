@@ -68,9 +68,21 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--heat-size", type=int, default=4)
     create.add_argument("--advance", type=int, default=2, help="heats: how many go through")
     create.add_argument("--third-place", action="store_true")
-    for name in ("join", "check-in", "leave", "show", "watch"):
-        one = sub.add_parser(name, help=f"{name} a tournament")
+    for name in ("join", "play", "check-in", "leave", "show", "watch"):
+        helps = {"play": "play your races of a tournament you are in (stays connected)"}
+        one = sub.add_parser(name, help=helps.get(name, f"{name} a tournament"))
         one.add_argument("tournament")
+        if name in ("join", "play"):
+            if name == "join":
+                one.add_argument(
+                    "--play",
+                    action="store_true",
+                    help="stay connected and play your races (the play screen) until the end",
+                )
+            one.add_argument(
+                "--plain", action="store_true", help="play in line mode (implies --play)"
+            )
+            one.add_argument("--ascii", action="store_true", help="ASCII cards")
         if name in ("show", "watch"):
             one.add_argument(
                 "--tui",
@@ -184,6 +196,10 @@ async def _connect(args: argparse.Namespace, anonymous: bool) -> Connection:
 async def _run(args: argparse.Namespace) -> int:
     if args.command == "bots":
         return await _run_bots(args)
+    if args.command == "play" or (args.command == "join" and (args.play or args.plain)):
+        from .tournament_play import run_play
+
+        return await run_play(args)
     if getattr(args, "tui", False):
         return await _run_tui(args)
     anonymous = args.command in ("show", "watch", "list", "leaderboard")

@@ -4,7 +4,10 @@ the tournament's live matches: Enter on one watches its race on the usual watch 
 
 `TournamentApp` is a `WatchApp` that opens on this screen (`solrace tournament show ID --tui`):
 it subscribes with `watch_tournament` (again after a reconnect, since the server forgets a
-closed session's subscriptions) and unsubscribes when it closes.
+closed session's subscriptions) and unsubscribes when it closes. The play app (`PlayApp`) shows
+the same screen to a player (`solrace tournament join|play ID`, or Ctrl+T in the lobby): there
+`j` joins, `c` checks in, Enter on the player's own live match opens its race screen, and the
+player's next race opens by itself.
 """
 
 from __future__ import annotations
@@ -19,18 +22,15 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from solrace.server.protocol.messages import ServerMessage
 from solrace.server.protocol.tournament_messages import (
     TournamentModel,
-    TournamentView,
     UnwatchTournament,
-    WatchTournament,
 )
 
-from .connection import Incoming, LinkStatus, StatusChange
+from .connection import LinkStatus
 from .session import Session
 from .tournament_render import render_board, render_title
-from .tui import WatchApp
+from .tui import PlayApp, WatchApp, _SessionApp
 
 if TYPE_CHECKING:
     from textual.coordinate import Coordinate
@@ -58,6 +58,29 @@ def live_rows(view: TournamentModel) -> list[tuple[str, str, str, str, str]]:
     ]
 
 
+def player_line(view: TournamentModel, me: str | None) -> str:
+    """Where the player stands: not in it, registered, checked in, playing a match, out."""
+    if me is None or all(p.player_id != me for p in view.players):
+        if view.phase in ("registration", "check_in"):
+            return "you: not registered (j joins)"
+        return "you: watching"
+    if view.phase == "registration":
+        return "you: registered; your races open by themselves"
+    if view.phase == "check_in":
+        done = me in view.checked_in
+        return "you: checked in" if done else "you: registered, not checked in (c checks in)"
+    mine = [live for live in view.live if me in live.players]
+    if mine:
+        live = mine[0]
+        return f"you: playing {live.match_id} race {live.race_number} ({live.race_id}, Enter)"
+    standing = next((s for s in view.standings if s.player_id == me), None)
+    if view.phase == "finished":
+        return "you: champion!" if view.champion == me else "you: done"
+    if standing is not None and (standing.is_eliminated or standing.is_dropped):
+        return "you: out"
+    return "you: waiting for your next race"
+
+
 class TournamentScreen(Screen[None]):
     """One tournament: title, bracket or standings, live matches (Enter watches)."""
 
@@ -65,6 +88,9 @@ class TournamentScreen(Screen[None]):
         Binding("pagedown", "scroll_body(1)", "Scroll", show=False),
         Binding("pageup", "scroll_body(-1)", "Scroll", show=False),
         Binding("f5", "refresh", "Refresh"),
+        Binding("j", "join", "Join"),
+        Binding("c", "check_in", "Check in"),
+        Binding("escape", "back", "Back"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -77,9 +103,16 @@ class TournamentScreen(Screen[None]):
         self.live_race_ids: list[str] = []
 
     @property
-    def tournament_app(self) -> TournamentApp:
-        assert isinstance(self.app, TournamentApp)
+    def host(self) -> _SessionApp:
+        assert isinstance(self.app, _SessionApp)
         return self.app
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("join", "check_in"):
+            return isinstance(self.app, PlayApp)  # a spectator has no identity to play with
+        if action == "back":
+            return len(self.app.screen_stack) > 2  # pushed from the lobby
+        return True
 
     def compose(self) -> ComposeResult:
         yield Static(id="t-head")
@@ -94,13 +127,25 @@ class TournamentScreen(Screen[None]):
         table.add_columns("match", "round", "race", "players", "race id")
         table.focus()
         self.update_view()
-        self.tournament_app.subscribe()
+        self.host.subscribe_tournament(self.tournament_id)
 
     def on_screen_resume(self) -> None:
         self.update_view()  # views that came while a race was on screen
 
     def action_refresh(self) -> None:
-        self.tournament_app.subscribe()
+        self.host.subscribe_tournament(self.tournament_id)
+
+    def action_join(self) -> None:
+        if isinstance(self.app, PlayApp):
+            self.app.play_tournament(self.tournament_id)
+
+    def action_check_in(self) -> None:
+        if isinstance(self.app, PlayApp):
+            self.app.check_in(self.tournament_id)
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
 
     def action_scroll_body(self, pages: int) -> None:
         body = self.query_one("#t-body", VerticalScroll)
@@ -110,7 +155,7 @@ class TournamentScreen(Screen[None]):
             body.scroll_page_up()
 
     def update_view(self) -> None:
-        app = self.tournament_app
+        app = self.host
         view = app.session.state.tournaments.get(self.tournament_id)
         link = "" if app.session.link is LinkStatus.CONNECTED else "  reconnecting…"
         if view is None:
@@ -122,6 +167,8 @@ class TournamentScreen(Screen[None]):
         title = render_title(view) + link
         if view.champion is not None:
             title += f"\nchampion: {names.get(view.champion, view.champion)}"
+        if isinstance(app, PlayApp):
+            title += "\n" + player_line(view, app.session.state.player_id)
         self.title_text = title
         self.body_text = render_board(view)
         self._show(live_rows(view))
@@ -156,7 +203,7 @@ class TournamentScreen(Screen[None]):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         race_id = event.row_key.value
         if race_id:
-            self.tournament_app.watch_race(str(race_id))
+            self.host.watch_race(str(race_id))
 
 
 class TournamentApp(WatchApp):
@@ -174,23 +221,13 @@ class TournamentApp(WatchApp):
 
     def subscribe(self) -> None:
         """Ask for the view and every change after it (a refusal becomes a notification)."""
-        tid = self.tournament_id
-
-        def answers(message: ServerMessage) -> bool:
-            return isinstance(message, TournamentView) and message.tournament.tournament_id == tid
-
-        self.background(self.session.request(WatchTournament(tournament_id=tid), answers))
+        self.subscribe_tournament(self.tournament_id)
 
     async def action_quit(self) -> None:
         if self.session.link is LinkStatus.CONNECTED:
             with contextlib.suppress(Exception):
                 await self.session.conn.send(UnwatchTournament(tournament_id=self.tournament_id))
         self.exit()
-
-    def after_event(self, incoming: Incoming) -> None:
-        if isinstance(incoming, StatusChange) and incoming.status is LinkStatus.CONNECTED:
-            self.subscribe()  # a new session on the server: watch again
-        super().after_event(incoming)
 
 
 __all__ = ["TournamentApp", "TournamentScreen", "live_rows"]

@@ -4,6 +4,12 @@ The session's pump runs beside the app on the same event loop; each server messa
 app as a `ServerEvent`, after the state has folded it in. The app then moves between screens
 (a race that starts opens the race screen, a race that ends the result screen) and asks the
 current screen to redraw.
+
+Tournaments: `PlayApp` also plays a person's tournament races. A `tournament_race` notice (the
+server seated the player in a match's race) opens the race screen for it, from any screen but
+another live race; when the race ends, its result shows a few seconds, then the tournament
+screen comes back until the next race. Started as `solrace tournament join|play ID` the app
+opens on that tournament's screen and checks in by itself when check-in opens.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import App
@@ -28,6 +34,15 @@ from solrace.server.protocol.messages import (
     RaceStarted,
     RaceUpdate,
     ReplayModel,
+    ServerMessage,
+    Sync,
+)
+from solrace.server.protocol.tournament_messages import (
+    CheckIn,
+    TournamentModel,
+    TournamentRace,
+    TournamentView,
+    WatchTournament,
 )
 
 from .connection import Incoming, LinkStatus, StatusChange
@@ -66,9 +81,13 @@ class _SessionApp(App[None]):
 
     CSS = CSS
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, *, ascii: bool = False) -> None:
         super().__init__()
         self.session = session
+        self.ascii = ascii
+        self.follow = False
+        #: Tournaments subscribed to (again after a reconnect: a new session on the server).
+        self.watched_tournaments: set[str] = set()
         session.listeners.append(self._forward)
 
     def _forward(self, incoming: Incoming) -> None:
@@ -97,6 +116,26 @@ class _SessionApp(App[None]):
 
         self.run_worker(run(), exclusive=False)
 
+    def subscribe_tournament(self, tournament_id: str) -> None:
+        """Ask for a tournament's view and every change after it."""
+        self.watched_tournaments.add(tournament_id)
+
+        def answers(message: ServerMessage) -> bool:
+            return (
+                isinstance(message, TournamentView)
+                and message.tournament.tournament_id == tournament_id
+            )
+
+        self.background(self.session.request(WatchTournament(tournament_id=tournament_id), answers))
+
+    def watch_race(self, race_id: str) -> None:
+        """Spectate a race on the watch screen (Esc comes back)."""
+        self.background(self.session.watch(race_id))
+        if isinstance(self.screen, WatchScreen):
+            self.switch_screen(WatchScreen(race_id, ascii=self.ascii))
+        else:
+            self.push_screen(WatchScreen(race_id, ascii=self.ascii))
+
     def on_server_event(self, event: ServerEvent) -> None:
         incoming = event.incoming
         if isinstance(incoming, StatusChange):
@@ -105,6 +144,8 @@ class _SessionApp(App[None]):
             elif incoming.status is LinkStatus.CONNECTED:
                 self.sub_title = ""
                 self.notify("reconnected")
+                for tournament_id in sorted(self.watched_tournaments):
+                    self.subscribe_tournament(tournament_id)
             else:
                 self.sub_title = "disconnected"
                 self.notify(f"connection closed: {incoming.detail}", severity="error")
@@ -123,6 +164,8 @@ class _SessionApp(App[None]):
 
 class PlayApp(_SessionApp):
     TITLE = "solrace"
+    #: Seconds a tournament race's result stays on screen before the tournament comes back.
+    RESULT_PAUSE_S: ClassVar[float] = 5.0
 
     def __init__(
         self,
@@ -131,11 +174,16 @@ class PlayApp(_SessionApp):
         opponents: Opponents | None = None,
         game: str = "klondike",
         args: argparse.Namespace | None = None,
+        tournament_id: str | None = None,
     ) -> None:
-        super().__init__(session)
+        super().__init__(session, ascii=bool(args and args.ascii))
         self.opponents = opponents
         self.game = game
-        self.ascii = bool(args and args.ascii)
+        #: Opened on this tournament's screen (`solrace tournament join|play ID`).
+        self.tournament_id = tournament_id
+        #: Tournaments this player plays in here: checked in by the app when check-in opens.
+        self.playing: set[str] = set() if tournament_id is None else {tournament_id}
+        self._checked_in: set[str] = set()
         self.time_limit = args.time_limit if args else 600
         self.race_id: str | None = None
         self.auto_race = opponents is not None
@@ -143,7 +191,15 @@ class PlayApp(_SessionApp):
         self.invite = args.invite if args else None
 
     def on_mount(self) -> None:
-        self.push_screen(LobbyScreen())
+        if self.tournament_id is not None:
+            from .tournament_screen import TournamentScreen
+
+            self.push_screen(TournamentScreen(self.tournament_id))
+            waiting = self.session.state.races_to_play(self.tournament_id)
+            if waiting:  # back in a tournament whose race is on
+                self.open_race(waiting[0])
+        else:
+            self.push_screen(LobbyScreen())
         self.set_interval(0.5, self._tick)
         if self.auto_race:
             self.create_race(self.game, 2, self.time_limit)
@@ -162,8 +218,13 @@ class PlayApp(_SessionApp):
 
     def lobby_status(self) -> Text:
         race = self.session.state.races.get(self.race_id) if self.race_id else None
+        mine = self.session.state.races_to_play()
+        if mine and (race is None or race.info is None):
+            return Text(f"your races in progress: {', '.join(mine)} — Ctrl+R resumes")
         if race is None or race.info is None:
-            return Text("create a race, or pick one and join it", style="dim")
+            return Text(
+                "create a race, or pick one and join it; Ctrl+T lists tournaments", style="dim"
+            )
         info = race.info
         names = ", ".join(r.name for r in info.racers)
         text = f"your race {info.race_id} ({info.game}): {info.status}, "
@@ -223,6 +284,9 @@ class PlayApp(_SessionApp):
         self.background(work())
 
     def rematch(self, race_id: str) -> None:
+        if self.session.state.tournament_of(race_id) is not None:
+            self.notify("a tournament race has no rematch", severity="warning")
+            return
         race = self.session.state.races.get(race_id)
         info = race.info if race else None
         self.back_to_lobby()
@@ -235,9 +299,119 @@ class PlayApp(_SessionApp):
         self.race_id = None
         self.refresh_lobby()
 
+    # --- races the server seats the player in (tournaments) ------------------------------
+
+    def open_race(self, race_id: str) -> None:
+        """Show the race screen of a race this player is seated in (resync it first when its
+        board is not here: a race from `welcome.active_races`, or one opened while away)."""
+        if self.session.state.my_board(race_id) is None:
+            self.background(self.session.conn.send(Sync(race_id=race_id)))
+        self.race_id = race_id
+        self._pop_races()
+        self.push_screen(RaceScreen(race_id, ascii=self.ascii))
+
+    def resume_race(self) -> None:
+        """The lobby's Ctrl+R: the oldest live race this player is seated in."""
+        mine = self.session.state.races_to_play()
+        if not mine:
+            self.notify("no race of yours is on")
+            return
+        self.open_race(mine[0])
+
+    def _pop_races(self) -> None:
+        while len(self.screen_stack) > 2 and isinstance(
+            self.screen, RaceScreen | ResultScreen | WatchScreen
+        ):
+            self.pop_screen()
+
+    def is_mine(self, race_id: str) -> bool:
+        state = self.session.state
+        if race_id in state.races_to_play():
+            return True
+        return any(
+            live.race_id == race_id and state.player_id in live.players
+            for view in state.tournaments.values()
+            for live in view.live
+        )
+
+    def watch_race(self, race_id: str) -> None:
+        if self.is_mine(race_id):
+            self.open_race(race_id)  # racers cannot watch their own race: play it
+        else:
+            super().watch_race(race_id)
+
+    def play_tournament(self, tournament_id: str) -> None:
+        """Join a tournament (from its screen or the list) and play its races here."""
+        from solrace.server.protocol.tournament_messages import JoinTournament
+
+        self.playing.add(tournament_id)
+
+        def answers(message: ServerMessage) -> bool:
+            return (
+                isinstance(message, TournamentView)
+                and message.tournament.tournament_id == tournament_id
+            )
+
+        self.background(self.session.request(JoinTournament(tournament_id=tournament_id), answers))
+
+    def check_in(self, tournament_id: str) -> None:
+        self.playing.add(tournament_id)
+        self._checked_in.add(tournament_id)
+        self.background(self.session.conn.send(CheckIn(tournament_id=tournament_id)))
+
+    def open_tournament(self, tournament_id: str) -> None:
+        from .tournament_screen import TournamentScreen
+
+        screen = self.screen
+        if isinstance(screen, TournamentScreen) and screen.tournament_id == tournament_id:
+            return
+        self.push_screen(TournamentScreen(tournament_id))
+
+    def back_to_tournament(self, race_id: str) -> None:
+        """After a tournament race: its tournament's screen (under the race, or a new one)."""
+        tournament_id = self.session.state.tournament_of(race_id)
+        self._pop_races()
+        if self.race_id == race_id:
+            self.race_id = None
+        if tournament_id is not None:
+            self.open_tournament(tournament_id)
+
+    def _on_view(self, view: TournamentModel) -> None:
+        tid = view.tournament_id
+        me = self.session.state.player_id
+        registered = any(p.player_id == me for p in view.players)
+        if (
+            tid in self.playing
+            and registered
+            and view.phase == "check_in"
+            and me not in view.checked_in
+            and tid not in self._checked_in
+        ):
+            self.check_in(tid)
+
+    def _on_tournament_race(self, notice: TournamentRace) -> None:
+        if self.session.state.player_id not in notice.players:
+            return
+        screen = self.screen
+        if isinstance(screen, RaceScreen):
+            if screen.race_id == notice.race_id:
+                return
+            current = self.session.state.races.get(screen.race_id)
+            if current is not None and current.is_live:  # busy: say so, do not take over
+                self.notify(f"tournament race {notice.race_id} ({notice.match_id}) is ready")
+                return
+        self.notify(f"match {notice.match_id}, race {notice.race_number}: {notice.race_id}")
+        self.open_race(notice.race_id)
+
     # --- screen changes ------------------------------------------------------------------
 
     def after_event(self, incoming: Incoming) -> None:
+        if isinstance(incoming, TournamentRace):
+            self._on_tournament_race(incoming)
+            return
+        if isinstance(incoming, TournamentView):
+            self._on_view(incoming.tournament)
+            return
         race_id = self.race_id
         if race_id is None or getattr(incoming, "race_id", None) != race_id:
             return
@@ -245,6 +419,13 @@ class PlayApp(_SessionApp):
         if race is None:
             return
         screen = self.screen
+        if race.status == "cancelled" and isinstance(screen, RaceScreen):
+            self.notify(f"race {race_id} was stopped: its match is decided", severity="warning")
+            if self.session.state.tournament_of(race_id) is not None:
+                self.back_to_tournament(race_id)
+            else:
+                self.back_to_lobby()
+            return
         if isinstance(incoming, MoveRejected) and isinstance(screen, RaceScreen):
             screen.message = f"refused {incoming.move}: {incoming.reason}"
         if isinstance(incoming, MoveAck) and isinstance(screen, RaceScreen):
@@ -275,10 +456,9 @@ class WatchApp(_SessionApp):
         follow: bool = False,
         ascii: bool = False,
     ) -> None:
-        super().__init__(session)
+        super().__init__(session, ascii=ascii)
         self.first_race = race_id
         self.follow = follow
-        self.ascii = ascii
 
     def home_screen(self) -> Screen[None]:
         """The screen under the watched races (Esc on a race comes back to it)."""
@@ -294,13 +474,6 @@ class WatchApp(_SessionApp):
         if isinstance(self.screen, WatchScreen):
             with contextlib.suppress(NoMatches):
                 self.screen.update_head()
-
-    def watch_race(self, race_id: str) -> None:
-        self.background(self.session.watch(race_id))
-        if isinstance(self.screen, WatchScreen):
-            self.switch_screen(WatchScreen(race_id, ascii=self.ascii))
-        else:
-            self.push_screen(WatchScreen(race_id, ascii=self.ascii))
 
     def after_event(self, incoming: Incoming) -> None:
         screen = self.screen

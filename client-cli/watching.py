@@ -19,16 +19,17 @@ from .replay import ReplayCursor, is_replay_verified
 from .widgets import BoardWidget, RacersPanel, clock_text
 
 if TYPE_CHECKING:
-    from .tui import WatchApp
+    from .tui import _SessionApp
 
 FOLLOW_PAUSE_S = 4.0
 """How long TV mode shows a finished race's result before moving on."""
 
 
-def _watch_app(screen: Screen[None]) -> WatchApp:
-    from .tui import WatchApp
+def _watch_app(screen: Screen[None]) -> _SessionApp:
+    """The app of a watch screen: `WatchApp`, or `PlayApp` (a tournament's other races)."""
+    from .tui import _SessionApp
 
-    assert isinstance(screen.app, WatchApp)
+    assert isinstance(screen.app, _SessionApp)
     return screen.app
 
 

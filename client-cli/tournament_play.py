@@ -1,0 +1,268 @@
+"""A person plays a tournament: `solrace tournament join ID --play` (join, then play) and
+`solrace tournament play ID` (already in it: play on, e.g. after closing the terminal).
+
+Both stay connected until the tournament is over. The Textual app (`PlayApp` on the
+tournament's screen) opens each race the server seats the player in; with `--plain` the line
+mode of `solrace play --plain` plays it: every `tournament_race` notice makes that race the
+current one (the board prints at the start), moves and commands are read line by line, and
+`next` waits for the next race (or the end). The program ends by itself once the tournament has
+finished (`tournament finished: champion NAME`, exit code 0), or on `quit`; at the end of the
+input it follows the tournament to its end without playing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TextIO
+
+from solrace.server.protocol.messages import Board, ServerMessage, Sync
+from solrace.server.protocol.tournament_messages import (
+    CheckIn,
+    JoinTournament,
+    TournamentModel,
+    TournamentRace,
+    TournamentView,
+    WatchTournament,
+)
+
+from .connection import ConnectionFailedError, Incoming, LinkStatus, StatusChange
+from .identity import connect_player
+from .plain import PlainMode, stdin_lines
+from .session import RequestError, Session
+from .tournament_render import render_tournament
+
+TOURNAMENT_HELP = """\
+tournament commands:
+  next                wait for your next race (or the end of the tournament)
+  show                print the tournament (standings or bracket, live matches)
+  (every command of `solrace play --plain` works on the current race: moves, board, moves,
+   resign, wait...; `quit` leaves, your races then run on without you)"""
+
+
+def _is_view(tournament_id: str) -> Callable[[ServerMessage], bool]:
+    def check(message: ServerMessage) -> bool:
+        return (
+            isinstance(message, TournamentView)
+            and message.tournament.tournament_id == tournament_id
+        )
+
+    return check
+
+
+class TournamentPlain:
+    """The plain line mode of one tournament: `PlainMode` plus the tournament's notices."""
+
+    def __init__(self, session: Session, tournament_id: str, out: TextIO) -> None:
+        self.session = session
+        self.tournament_id = tournament_id
+        self.mode = PlainMode(session, out)
+        self.finished = asyncio.Event()
+        self._shown: tuple[str, int, bool] | None = None
+        self._checked_in = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        session.listeners.append(self.on_event)
+
+    def say(self, text: str) -> None:
+        self.mode.say(text)
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        async def run() -> None:
+            with contextlib.suppress(RequestError, TimeoutError, ConnectionError):
+                await work
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @property
+    def view(self) -> TournamentModel | None:
+        return self.session.state.tournaments.get(self.tournament_id)
+
+    def name_of(self, player_id: str) -> str:
+        view = self.view
+        names = {p.player_id: p.name for p in view.players} if view else {}
+        return names.get(player_id, player_id)
+
+    # --- events --------------------------------------------------------------------------
+
+    def on_event(self, incoming: Incoming) -> None:
+        if isinstance(incoming, StatusChange):
+            if incoming.status is LinkStatus.CONNECTED:  # a new session: watch again
+                self._spawn(
+                    self.session.conn.send(WatchTournament(tournament_id=self.tournament_id))
+                )
+            return
+        if isinstance(incoming, TournamentRace) and incoming.tournament_id == self.tournament_id:
+            if self.session.me in incoming.players:
+                self.take(incoming)
+        elif (
+            isinstance(incoming, TournamentView)
+            and incoming.tournament.tournament_id == self.tournament_id
+        ):
+            self.on_view(incoming.tournament)
+
+    def take(self, notice: TournamentRace) -> None:
+        """The server seated the player in a race: it becomes the current race."""
+        players = " vs ".join(self.name_of(p) for p in notice.players)
+        self.say(
+            f"tournament race {notice.race_id}: match {notice.match_id}, round {notice.round}, "
+            f"race {notice.race_number}: {players}"
+        )
+        self.mode.race_id = notice.race_id
+        if self.session.state.my_board(notice.race_id) is not None:
+            self.mode.print_board()
+
+    def on_view(self, view: TournamentModel) -> None:
+        me = self.session.me
+        registered = any(p.player_id == me for p in view.players)
+        wants = view.phase == "check_in" and registered and me not in view.checked_in
+        if wants and not self._checked_in:
+            self._checked_in = True
+            self._spawn(self.session.conn.send(CheckIn(tournament_id=self.tournament_id)))
+        rounds = len(view.rounds)
+        key = (view.phase, rounds, view.paused)
+        if key == self._shown:
+            return
+        self._shown = key
+        if view.phase == "finished":
+            champion = self.name_of(view.champion) if view.champion else "nobody"
+            self.say(f"tournament finished: champion {champion}")
+            self.finished.set()
+            return
+        paused = " (paused)" if view.paused else ""
+        where = f", round {rounds}" if rounds else ""
+        self.say(f"tournament {view.phase}{where}{paused}: {len(view.players)} players")
+
+    # --- commands ------------------------------------------------------------------------
+
+    def current(self) -> str | None:
+        """The oldest live race of this tournament the player is seated in."""
+        waiting = self.session.state.races_to_play(self.tournament_id)
+        return waiting[0] if waiting else None
+
+    async def next_race(self) -> None:
+        while not self.finished.is_set():
+            race_id = self.current()
+            if race_id is not None:
+                if race_id != self.mode.race_id:
+                    self.mode.race_id = race_id
+                    await self.session.conn.send(Sync(race_id=race_id))
+                self.say(f"next race {race_id}")
+                return
+            await self.session.wait_for(
+                lambda m: isinstance(m, TournamentRace | TournamentView | Board),
+                timeout_s=24 * 3600,
+            )
+        self.say("no next race: the tournament is over")
+
+    async def commands(self, lines: AsyncIterator[str]) -> bool:
+        """Read commands until `quit` (True) or the end of the input (False)."""
+        async for raw in lines:
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line in ("quit", "exit", "q"):
+                return True
+            try:
+                if line == "next":
+                    await self.next_race()
+                elif line == "show":
+                    view = self.view
+                    self.say(render_tournament(view) if view else "no view yet")
+                elif line == "help":
+                    await self.mode.command("help")
+                    self.say(TOURNAMENT_HELP)
+                else:
+                    await self.mode.command(line)
+            except RequestError as exc:
+                self.say(f"refused: {exc.message} ({exc.code})")
+            except TimeoutError:
+                self.say("no answer from the server")
+        return False
+
+    async def run(self, lines: AsyncIterator[str]) -> int:
+        await self.session.conn.send(WatchTournament(tournament_id=self.tournament_id))
+        race_id = self.current()  # back while a race of ours is on (welcome.active_races)
+        if race_id is not None:
+            self.mode.race_id = race_id
+            self.say(f"your race {race_id} is on")
+            await self.session.conn.send(Sync(race_id=race_id))
+        reading = asyncio.create_task(self.commands(lines))
+        ending = asyncio.create_task(self.finished.wait())
+        try:
+            done, _ = await asyncio.wait({reading, ending}, return_when=asyncio.FIRST_COMPLETED)
+            if reading in done and not reading.result():
+                await ending  # end of input: follow the tournament to its end
+        finally:
+            for task in (reading, ending, *self._tasks):
+                task.cancel()
+            for task in (reading, ending):
+                with contextlib.suppress(BaseException):
+                    await task
+        if self.finished.is_set() and self.view is not None:
+            self.say(render_tournament(self.view))
+        return 0
+
+
+async def join(session: Session, tournament_id: str) -> str | None:
+    """Register; None when the player is in (already registered counts), else the refusal."""
+    try:
+        await session.request(JoinTournament(tournament_id=tournament_id), _is_view(tournament_id))
+        return None
+    except RequestError as exc:
+        refusal = f"{exc.code}: {exc.message}"
+    except TimeoutError:
+        return "no answer from the server"
+    try:
+        reply = await session.request(
+            WatchTournament(tournament_id=tournament_id),
+            _is_view(tournament_id),
+        )
+    except (RequestError, TimeoutError):
+        return refusal
+    assert isinstance(reply, TournamentView)
+    if any(p.player_id == session.me for p in reply.tournament.players):
+        return None
+    return refusal
+
+
+async def run_play(args: argparse.Namespace) -> int:
+    """`join ID --play` and `play ID`: connect as the player and play until the end."""
+    from .app import _log_to_file
+    from .identity import data_dir
+
+    _log_to_file(data_dir())
+    tid = args.tournament
+    try:
+        conn = await connect_player(args.server, args.server, args.name)
+    except ConnectionFailedError as exc:
+        print(f"solrace tournament: {exc}", file=sys.stderr)
+        return 1
+    session = Session(conn)
+    conn.recv_nowait()  # the welcome, applied by Session
+    pump = asyncio.create_task(session.pump(), name="solrace-pump")
+    try:
+        if args.command == "join":
+            refusal = await join(session, tid)
+            if refusal is not None:
+                print(f"solrace tournament: {refusal}", file=sys.stderr)
+                return 1
+        if args.plain:
+            plain = TournamentPlain(session, tid, sys.stdout)
+            plain.say(f"connected to {args.server} as {session.state.name}; tournament {tid}")
+            return await plain.run(stdin_lines())
+        from .tui import PlayApp
+
+        options = argparse.Namespace(ascii=args.ascii, time_limit=600, race=None, invite=None)
+        await PlayApp(session, args=options, tournament_id=tid).run_async()
+        return 0
+    finally:
+        pump.cancel()
+        await conn.close()
+
+
+__all__ = ["TournamentPlain", "join", "run_play"]

@@ -1,0 +1,274 @@
+"""A person plays tournament races against a bot, on a real server on loopback: in line mode
+through a child process (`solrace tournament join ID --plain`) and on the play screen driven by
+Textual's pilot; and `solrace tournament bots` exits with the champion after reconnects.
+
+The person's moves come from the deal the server drew (read from the in-process server), so
+the person surely puts a card on a foundation; the bot resigns at once (no moves allowed), so
+the person wins the race, the match and the tournament."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from solrace.client.bots import Bot
+from solrace.client.screens import RaceScreen, ResultScreen
+from solrace.client.session import Session
+from solrace.client.strategy import make_strategy
+from solrace.client.tournament_bots import play_tournament
+from solrace.client.tournament_screen import TournamentScreen
+from solrace.client.tui import PlayApp
+from solrace.server.app import App
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.tournament_messages import WatchTournament
+from tests.integration.test_tournaments import scoring_line
+
+from .conftest import eventually, server_settings
+from .process import Child
+from .test_tournament_screen import TOKEN, Opened, act, create, is_view
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[App]:
+    app = App(
+        server_settings(
+            tmp_path / "server",
+            admin_token=TOKEN,
+            tournament_tick_s=0.02,
+            spectator_delay_rated_s=0.0,
+            min_time_limit_s=1,
+        )
+    )
+    await app.start()
+    app.tournaments.rng = random.Random(4)  # a known deal, on which `scoring_line` scores
+    try:
+        yield app
+    finally:
+        await app.stop()
+
+
+@pytest.fixture
+async def opened(server: App) -> AsyncIterator[Opened]:
+    sessions = Opened(f"ws://127.0.0.1:{server.port}")
+    yield sessions
+    await sessions.close()
+
+
+def url_of(app: App) -> str:
+    return f"ws://127.0.0.1:{app.port}"
+
+
+async def watching(admin: Session, tid: str) -> None:
+    await admin.request(WatchTournament(tournament_id=tid), is_view(tid))
+
+
+def registered(admin: Session, tid: str) -> int:
+    view = admin.state.tournaments.get(tid)
+    return 0 if view is None else len(view.players)
+
+
+def resigning_bot(app: App) -> Bot:
+    return Bot(url_of(app), "rob", make_strategy("greedy", max_moves=0), delay_s=0.0)
+
+
+def played(session: Session, race_id: str) -> int:
+    return session.state.races[race_id].plies[session.me or ""]
+
+
+def at_ply(session: Session, race_id: str, ply: int) -> Callable[[], bool]:
+    return lambda: played(session, race_id) == ply
+
+
+def deal_of(app: App, race_id: str) -> str:
+    return app.hub.races[race_id].race.record.game_number
+
+
+async def test_a_person_plays_a_tournament_race_in_plain_mode(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    player = await Child.start(
+        tmp_path, "tournament", "--server", url_of(server), "--name", "pat", "join", tid, "--plain"
+    )
+    bot = resigning_bot(server)
+    run: asyncio.Task[object] | None = None
+    try:
+        await player.expect("tournament registration")
+        await bot.connect()
+        run = asyncio.create_task(play_tournament(bot, tid))
+        await eventually(lambda: registered(admin, tid) == 2, what="both registered")
+        await act(admin, tid, "start")
+        line = await player.expect("tournament race ")
+        race_id = line.split()[2].rstrip(":")
+        assert "match W1-1, round 1, race 1: " in line
+        for move in scoring_line(deal_of(server, race_id)):
+            await player.send(move)
+            await player.expect(f"ok {move}")
+        await player.send("resign")
+        await player.expect("resigned")
+        await player.expect("race finished")
+        await player.expect("1. pat")
+        await player.expect("commitment verified")
+        await player.expect("tournament finished: champion pat")
+        assert await player.finish() == 0  # it ends by itself with the tournament
+        assert "W1-1 pat* vs rob [played]" in player.output
+        final = await asyncio.wait_for(run, 30)
+        assert getattr(final, "champion", None) is not None
+    finally:
+        await player.kill()
+        if run is not None:
+            run.cancel()
+        await bot.close()
+
+
+async def test_a_person_plays_a_tournament_race_on_the_play_screen(
+    server: App, opened: Opened, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(PlayApp, "RESULT_PAUSE_S", 0.2)
+    results_shown: list[ResultScreen] = []  # the result is on screen briefly: record it
+    mounted = ResultScreen.on_mount
+
+    def record(screen: ResultScreen) -> None:
+        mounted(screen)
+        results_shown.append(screen)
+
+    monkeypatch.setattr(ResultScreen, "on_mount", record)
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    pat = await opened.open("pat")
+    bot = resigning_bot(server)
+    await bot.connect()
+    run: asyncio.Task[object] | None = None
+    app = PlayApp(pat, tournament_id=tid)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await eventually(lambda: isinstance(app.screen, TournamentScreen), what="screen")
+            screen = app.screen
+            assert isinstance(screen, TournamentScreen)
+            await eventually(lambda: "j joins" in screen.title_text, what="the join hint")
+            await pilot.press("j")
+            run = asyncio.create_task(play_tournament(bot, tid))
+            await eventually(lambda: registered(admin, tid) == 2, what="both registered")
+            await eventually(lambda: "you: registered" in screen.title_text, what="registered")
+            await act(admin, tid, "start")
+
+            # The server seats pat: the race screen opens by itself.
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+            race = app.screen
+            assert isinstance(race, RaceScreen)
+            race_id = race.race_id
+            await eventually(lambda: pat.state.my_board(race_id) is not None, what="the deal")
+            for move in scoring_line(deal_of(server, race_id)):
+                after = played(pat, race_id) + 1
+                if move == "deal":
+                    await pilot.press("d")
+                else:
+                    await pilot.press("colon", *move, "enter")
+                await eventually(at_ply(pat, race_id, after), what=move)
+            await pilot.press("x", "x")
+            await eventually(lambda: bool(results_shown), what="the result")
+            result = results_shown[0]
+            assert result.race_id == race_id and result.tournament_id == tid
+            results = pat.state.races[race_id].results or []
+            assert [e.name for e in results][:1] == ["pat"]
+
+            # Then the tournament comes back, decided.
+            await eventually(lambda: app.screen is screen, what="back on the tournament")
+            await eventually(lambda: "champion: pat" in screen.title_text, what="champion")
+            assert "you: champion!" in screen.title_text
+            assert "W1-1 pat* vs rob [played]" in screen.body_text
+        if run is not None:
+            await asyncio.wait_for(run, 30)
+    finally:
+        if run is not None:
+            run.cancel()
+        await bot.close()
+
+
+async def test_a_pushed_race_opens_from_the_lobby_and_ctrl_t_lists_tournaments(
+    server: App, opened: Opened, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from solrace.client.screens import LobbyScreen
+    from solrace.client.tournament_lobby import TournamentListScreen
+
+    monkeypatch.setattr(PlayApp, "RESULT_PAUSE_S", 0.2)
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    pat = await opened.open("pat")
+    bot = resigning_bot(server)
+    await bot.connect()
+    run: asyncio.Task[object] | None = None
+    app = PlayApp(pat)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+            await pilot.press("ctrl+t")
+            await eventually(lambda: isinstance(app.screen, TournamentListScreen), what="list")
+            listing = app.screen
+            assert isinstance(listing, TournamentListScreen)
+            await eventually(lambda: [t.tournament_id for t in listing.summaries] == [tid])
+            await pilot.press("j")  # joins the highlighted tournament and opens its screen
+            await eventually(lambda: isinstance(app.screen, TournamentScreen), what="screen")
+            run = asyncio.create_task(play_tournament(bot, tid))
+            await eventually(lambda: registered(admin, tid) == 2, what="both registered")
+            await act(admin, tid, "start")
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+            race = app.screen
+            assert isinstance(race, RaceScreen)
+            assert pat.state.races_to_play(tid) == [race.race_id]
+            # Resigning at once (the bot did too) ends the race in a tie with no card out: the
+            # match goes on with a sudden-death race, which opens by itself.
+            await eventually(lambda: pat.state.my_board(race.race_id) is not None, what="deal")
+            await pilot.press("x", "x")
+            await eventually(
+                lambda: isinstance(app.screen, RaceScreen) and app.screen.race_id != race.race_id,
+                what="the sudden-death race opens by itself",
+            )
+        if run is not None:
+            run.cancel()
+    finally:
+        if run is not None:
+            run.cancel()
+        await bot.close()
+
+
+async def test_tournament_bots_exit_with_the_champion_after_reconnects(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    bots = await Child.start(
+        tmp_path, "tournament", "--server", url_of(server), "bots", tid, "--count", "4",
+        "--delay", "0.01",
+    )  # fmt: skip
+    try:
+        await eventually(lambda: registered(admin, tid) == 4, what="four bots registered")
+        await act(admin, tid, "start")
+        await eventually(
+            lambda: sum(rt.race.is_live for rt in server.hub.races.values()) == 2,
+            what="the first round's races",
+        )
+        # Every bot loses its link mid-race (a server restart says 1012): they come back.
+        dropped = {p: s for p, s in server.hub.players.items() if p != admin.me}
+        assert len(dropped) == 4
+        for session in dropped.values():
+            session.close(CloseCode.SERVICE_RESTART, "the test drops every bot")
+        await eventually(
+            lambda: all(server.hub.players.get(p) not in (None, s) for p, s in dropped.items()),
+            what="every bot back on a new session",
+        )
+        assert await bots.finish(90) == 0
+        assert "champion: tbot-" in bots.output
+        view = admin.state.tournaments[tid]
+        assert view.phase == "finished" and view.champion is not None
+    finally:
+        await bots.kill()
