@@ -1,6 +1,7 @@
 """A tournament as the service holds it: the state machine plus what the server adds
 (name, time limit, player names, the race id of every requested race), stored as one JSON
-document; and the state-machine call behind each admin act."""
+document; the state-machine call behind each admin act; and the race changes the service
+makes (stopping a decided match's race, marking a seated player connected)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from dataclasses import dataclass, field
 
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.messages import RaceEvent
 from solrace.server.protocol.pairing import RaceResult
+from solrace.server.protocol.race import Race
+from solrace.server.protocol.records import RaceStatus
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
     CorrectionRefusedError,
@@ -162,3 +166,29 @@ def admin_command(message: TournamentAdmin, ratings: dict[PlayerId, float], now:
         )
 
     return command
+
+
+def cancel_race(now_ms: int) -> Callable[[Race], list[RaceEvent]]:
+    """The race change that stops a live race whose match is decided: cancelled (no result,
+    no rating), one `race_update` to its racers and spectators. A race that has already
+    ended is left as it is."""
+
+    def change(race: Race) -> list[RaceEvent]:
+        if not race.is_live:
+            return []
+        race.status = RaceStatus.CANCELLED
+        race.finished_at_ms = now_ms
+        return [race._update()]
+
+    return change
+
+
+def mark_connected(player_id: str, now_ms: int, holder: str) -> Callable[[Race], list[RaceEvent]]:
+    """A seated player connected to this node: connected in the race (held here)."""
+
+    def change(race: Race) -> list[RaceEvent]:
+        if player_id not in race.racers or not race.is_live:
+            return []
+        return race.set_connected(player_id, True, now_ms, holder)
+
+    return change

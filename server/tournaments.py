@@ -17,6 +17,12 @@ with the tournament, so a restart continues the timer; after a restart players s
 race's reconnect grace, `grace_s`, to come back before anyone is forfeited).
 After a restart, `start` reopens requested races that were never stored and feeds results of
 races that finished while the tournament was not told.
+
+On several nodes (a broker), each saved change is announced on the broker
+(`tournament_relay.py`): the other nodes push the view to their own watchers and hand the
+`tournament_race` notices to the seated players connected to them (marking them connected in
+the race, as a hello would). Presence counts a player connected to any node: here, or
+connected in the stored race record.
 """
 
 from __future__ import annotations
@@ -34,10 +40,8 @@ from solrace.engine import GAME_IDS, random_ranked_number
 from solrace.server.hub import Hub
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.errors import ErrorCode, RaceError
-from solrace.server.protocol.messages import RaceEvent
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
-from solrace.server.protocol.race import Race
-from solrace.server.protocol.records import RaceRecord, RaceStatus
+from solrace.server.protocol.records import LIVE_STATUSES, RaceRecord, RaceStatus
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
     MatchId,
@@ -67,28 +71,23 @@ from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, build_view
 from solrace.server.ratings import RatingService, placings_of
 from solrace.server.session import Session
-from solrace.server.tournament_live import Command, Live, RaceLink, admin_command, refusal
+from solrace.server.store.base import StoreError
+from solrace.server.tournament_live import (
+    Command,
+    Live,
+    RaceLink,
+    admin_command,
+    cancel_race,
+    mark_connected,
+    refusal,
+)
+from solrace.server.tournament_relay import ChangeNotice, TournamentRelay
 
 log = logging.getLogger("solrace.server.tournaments")
 
 SAVE_ATTEMPTS = 8
 
 Handler = Callable[[Session, Any], Any]
-
-
-def cancel_race(now_ms: int) -> Callable[[Race], list[RaceEvent]]:
-    """The race change that stops a live race whose match is decided: cancelled (no result,
-    no rating), one `race_update` to its racers and spectators. A race that has already
-    ended is left as it is."""
-
-    def change(race: Race) -> list[RaceEvent]:
-        if not race.is_live:
-            return []
-        race.status = RaceStatus.CANCELLED
-        race.finished_at_ms = now_ms
-        return [race._update()]
-
-    return change
 
 
 class TournamentService:
@@ -103,6 +102,8 @@ class TournamentService:
         self._locks: dict[str, asyncio.Lock] = {}
         self._started_at = 0.0
         self._ticker: asyncio.Task[None] | None = None
+        self._pushed: dict[str, int] = {}  # the version each tournament's watchers last got
+        self.relay: TournamentRelay | None = None
 
     @property
     def handlers(self) -> dict[type[Any], Handler]:
@@ -129,6 +130,9 @@ class TournamentService:
         """Load the unfinished tournaments and bring their races in line (after the hub has
         recovered its races), then tick."""
         self._started_at = self._now()
+        if self.hub.broker is not None:  # several nodes: hear the others' changes
+            self.relay = TournamentRelay(self.hub.broker, self.hub.node_id, self._remote_change)
+            await self.relay.start()
         for record in await self.store.list_tournaments():
             if record.phase == Phase.FINISHED.value:
                 continue
@@ -146,6 +150,9 @@ class TournamentService:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
             self._ticker = None
+        if self.relay is not None:
+            await self.relay.stop()
+            self.relay = None
 
     async def _resume(self, live: Live) -> None:
         ids = live.race_ids()
@@ -180,13 +187,26 @@ class TournamentService:
             # restart, players also get the race's reconnect grace to come back.
             grace = live.tournament.settings.no_show_grace or 0.0
             may_forfeit = now - self._started_at >= min(grace, self.settings.grace_s)
+            absent = {
+                player
+                for match in live.tournament.live_matches()
+                for player in match.racing
+                if player not in match.present
+            }
+            try:
+                present = {p for p in absent if await self._is_present(live, p)}
+            except StoreError as exc:
+                log.warning("tournament %s: presence unknown: %s", tournament_id, exc)
+                continue
 
-            def command(live: Live, may_forfeit: bool = may_forfeit) -> list[TournamentEvent]:
+            def command(
+                live: Live, may_forfeit: bool = may_forfeit, present: set[PlayerId] = present
+            ) -> list[TournamentEvent]:
                 t = live.tournament
                 events: list[TournamentEvent] = []
                 for match in t.live_matches():
                     for player in match.racing:
-                        if player not in match.present and self._is_present(live, player):
+                        if player not in match.present and player in present:
                             events += t.report_present(player, now=now)
                 return events + (t.tick(now=now) if may_forfeit else [])
 
@@ -195,14 +215,25 @@ class TournamentService:
             except (RaceError, TournamentError) as exc:
                 log.warning("tournament %s: tick refused: %s", tournament_id, exc)
 
-    def _is_present(self, live: Live, player: str) -> bool:
+    async def _is_present(self, live: Live, player: str) -> bool:
+        """Connected here, or connected in one of the round's live races (on several nodes
+        the stored race says so for a player connected to another node)."""
         if player in self.hub.players:
             return True
         for race_id in live.race_ids().values():
             runtime = self.hub.races.get(race_id)
-            racer = None if runtime is None else runtime.race.racers.get(player)
-            if racer is not None and racer.connected and runtime is not None:
-                return runtime.race.is_live
+            if runtime is not None:
+                racer = runtime.race.racers.get(player)
+                if racer is not None and racer.connected:
+                    return runtime.race.is_live
+                continue
+            if not self.hub.is_cluster:
+                continue
+            record = await self.store.get_race(race_id)
+            if record is None or record.status not in LIVE_STATUSES:
+                continue
+            if any(r.player_id == player and r.connected for r in record.racers):
+                return True
         return False
 
     # --- the one way to change a tournament ------------------------------------------------
@@ -220,6 +251,8 @@ class TournamentService:
         live = Live.from_record(record, self._deal)
         if live.tournament.phase is not Phase.FINISHED:
             self.live[tournament_id] = live
+        else:
+            self.live.pop(tournament_id, None)
         return live
 
     async def _mutate(self, tournament_id: str, command: Command) -> Live:
@@ -256,12 +289,50 @@ class TournamentService:
                 break
             else:
                 raise RaceError(ErrorCode.UNAVAILABLE, "the tournament is busy; retry")
+        notices = []
         for race_id, event in links.items():
-            await self._open_race(fresh, race_id, event.race_number, event.match_id)
+            notice = await self._open_race(fresh, race_id, event.race_number, event.match_id)
+            if notice is not None:
+                notices.append(notice)
         for stop in cancelled:
             await self._stop_race(fresh, stop)
         self._push(fresh)
+        if self.relay is not None:
+            await self.relay.publish(tournament_id, fresh.version, notices)
         return fresh
+
+    async def _remote_change(self, notice: ChangeNotice | None) -> None:
+        """Another node changed a tournament (None: changes may have been missed)."""
+        if notice is None:
+            wanted = [tid for tid, sessions in self.watchers.items() if sessions]
+        else:
+            for race in notice.races:
+                await self._seat_here(race)
+            tid = notice.tournament_id
+            wanted = [tid] if self.watchers.get(tid) or tid in self.live else []
+        for tournament_id in wanted:
+            try:
+                self._push(await self._load(tournament_id))
+            except (RaceError, StoreError) as exc:
+                log.warning("tournament %s: view not refreshed: %s", tournament_id, exc)
+
+    async def _seat_here(self, notice: TournamentRace) -> None:
+        """A race another node opened: its seated players connected here are marked
+        connected in it (held by this node, as a hello would) and get the notice."""
+        here = [(p, self.hub.players[p]) for p in notice.players if p in self.hub.players]
+        if not here:
+            return
+        try:
+            runtime = await self.hub._load(notice.race_id)
+            if runtime is not None and runtime.race.is_live:
+                now = self.hub.clock()
+                for player, session in here:
+                    holder = self.hub._holder(session)
+                    await self.hub._apply(runtime, mark_connected(player, now, holder))
+        except (RaceError, StoreError) as exc:
+            log.warning("race %s: seated players not marked here: %s", notice.race_id, exc)
+        for _, session in here:
+            session.send(notice)
 
     async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
         """Cancel the race of a match decided meanwhile (its result would not count)."""
@@ -290,7 +361,8 @@ class TournamentService:
 
     async def _open_race(
         self, live: Live, race_id: str, race_number: int, match_id: MatchId
-    ) -> None:
+    ) -> TournamentRace | None:
+        """Open a match's race; its notice went to the seated players connected here."""
         t = live.tournament
         rnd, match = t.find_match(match_id)
         number = rnd.game_numbers[race_number]
@@ -324,7 +396,7 @@ class TournamentService:
             await self.hub.open_seated_race(record, seated)
         except RaceError as exc:
             log.warning("tournament %s: race %s not opened: %s", t.tournament_id, race_id, exc)
-            return
+            return None
         notice = TournamentRace(
             tournament_id=t.tournament_id,
             match_id=match_id,
@@ -338,6 +410,7 @@ class TournamentService:
             if session is not None:
                 session.send(notice)
         log.info("tournament %s: race %s for %s", t.tournament_id, race_id, match_id)
+        return notice
 
     def _view(self, live: Live) -> TournamentView:
         return TournamentView(
@@ -353,8 +426,9 @@ class TournamentService:
 
     def _push(self, live: Live) -> None:
         watchers = self.watchers.get(live.tournament_id)
-        if not watchers:
+        if not watchers or self._pushed.get(live.tournament_id, 0) >= live.version:
             return
+        self._pushed[live.tournament_id] = live.version
         view = self._view(live)
         for session in list(watchers):
             if session.closed:

@@ -1,0 +1,109 @@
+"""Tournaments on several nodes: after each change it saves, a node publishes a small notice
+on the broker (channel `tournaments`: the tournament id, its new version, the node and the
+`tournament_race` notices of the races it opened); every other node reads them, pushes the
+reloaded view to its own watchers of that tournament and hands each `tournament_race` to the
+seated players connected to it.
+
+One channel for every tournament, not one per tournament: a node must hear about a race for a
+player connected to it without knowing which tournaments that player is in, and a tournament
+changes a few times a minute at most. The broker delivers at most once: a gap (`None`) makes
+the node push the stored view to every watcher it has, and a player who missed a notice still
+finds the race in `welcome.active_races` and in the pushed view's live matches."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from solrace.server.broker import Broker, BrokerUnavailableError, Subscription
+from solrace.server.protocol.tournament_messages import TournamentRace
+
+log = logging.getLogger("solrace.server.tournaments")
+
+CHANNEL = "tournaments"
+
+
+@dataclass(frozen=True)
+class ChangeNotice:
+    """A tournament moved on (saved as `version` by `node`), maybe opening races."""
+
+    tournament_id: str
+    version: int
+    node: str
+    races: list[TournamentRace] = field(default_factory=list)
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "tournament_id": self.tournament_id,
+                "version": self.version,
+                "node": self.node,
+                "races": [race.model_dump(mode="json") for race in self.races],
+            }
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> ChangeNotice | None:
+        try:
+            raw = json.loads(data)
+            return cls(
+                tournament_id=str(raw["tournament_id"]),
+                version=int(raw["version"]),
+                node=str(raw["node"]),
+                races=[TournamentRace.model_validate(r) for r in raw["races"]],
+            )
+        except (ValueError, KeyError, TypeError):
+            log.warning("a tournament notice that does not read: %r", data[:200])
+            return None
+
+
+Receiver = Callable[[ChangeNotice | None], Awaitable[None]]
+
+
+class TournamentRelay:
+    """This node's end of the `tournaments` channel."""
+
+    def __init__(self, broker: Broker, node_id: str, receive: Receiver) -> None:
+        self.broker = broker
+        self.node_id = node_id
+        self.receive = receive
+        self._subscription: Subscription | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._subscription = await self.broker.subscribe(CHANNEL)
+        self._reader = asyncio.create_task(self._read(self._subscription), name="solrace-relay")
+
+    async def stop(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+            self._reader = None
+        if self._subscription is not None:
+            await self._subscription.close()
+            self._subscription = None
+
+    async def publish(self, tournament_id: str, version: int, races: list[TournamentRace]) -> None:
+        notice = ChangeNotice(tournament_id, version, self.node_id, races)
+        try:
+            await self.broker.publish(CHANNEL, notice.encode())
+        except BrokerUnavailableError as exc:  # other nodes catch up on their next change
+            log.warning("tournament %s: change not announced: %s", tournament_id, exc)
+
+    async def _read(self, subscription: Subscription) -> None:
+        async for data in subscription:
+            notice = None if data is None else ChangeNotice.decode(data)
+            if data is not None and (notice is None or notice.node == self.node_id):
+                continue
+            try:
+                await self.receive(notice)
+            except Exception:
+                log.exception("tournament notice not handled")
+
+
+__all__ = ["CHANNEL", "ChangeNotice", "TournamentRelay"]

@@ -1,0 +1,106 @@
+"""A tournament served by two nodes sharing a real Redis: the admin and ann on node A, bob and
+a spectator on node B. Views pushed after every change reach the watcher on B, bob gets his
+`tournament_race` on B (and the race's events), and he counts as present though only B has
+him: no no-show forfeit."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solrace.server.app import App
+from solrace.server.protocol.messages import RaceFinished, RaceStarted, Resign
+from solrace.server.protocol.tournament_messages import (
+    JoinTournament,
+    TournamentRace,
+    TournamentView,
+    WatchTournament,
+)
+from tests.integration.conftest import make_settings
+from tests.integration.helpers import play
+from tests.integration.test_tournament_races import until
+from tests.integration.test_tournaments import FAST, admin_act, create, scoring_line
+from tests.integration.wsclient import Client
+
+pytestmark = pytest.mark.redis
+
+Opener = Callable[..., Awaitable[Client]]
+
+
+@pytest.fixture
+async def nodes(tmp_path: Path, redis_url: str) -> AsyncIterator[list[App]]:
+    apps: list[App] = []
+    for n in (1, 2):
+        app = App(make_settings(tmp_path / f"node{n}", store=None, redis=redis_url, **FAST))
+        await app.start()
+        apps.append(app)
+    yield apps
+    for app in apps:
+        await app.stop()
+
+
+@pytest.fixture
+async def clients() -> AsyncIterator[Opener]:
+    opened: list[Client] = []
+
+    async def open_client(app: App, name: str | None = None) -> Client:
+        client = await Client.open(f"ws://127.0.0.1:{app.port}")
+        opened.append(client)
+        await client.hello(name)
+        return client
+
+    yield open_client
+    for client in opened:
+        await client.close()
+
+
+def tid_of(message: Any, tid: str) -> bool:
+    return bool(message.tournament.tournament_id == tid)
+
+
+async def test_views_race_notices_and_presence_reach_every_node(
+    nodes: list[App], clients: Opener
+) -> None:
+    node_a, node_b = nodes
+    node_a.tournaments.rng = random.Random(4)  # a known deal (the start is asked of node A)
+    admin, ann = await clients(node_a, "director"), await clients(node_a, "ann")
+    bob, watcher = await clients(node_b, "bob"), await clients(node_b)
+    view = await create(admin, "single_elimination", time_limit_s=300, no_show_grace_s=3)
+    tid = view.tournament_id
+    await watcher.send(WatchTournament(tournament_id=tid))
+    await watcher.expect(TournamentView)
+    for player in (ann, bob):
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+    # Joins on both nodes are pushed to the watcher on B.
+    await watcher.expect(TournamentView, lambda m: len(m.tournament.players) == 2)
+
+    await admin.send(admin_act(tid, "start"))  # node A opens the race
+    notices = [await p.expect(TournamentRace) for p in (ann, bob)]
+    assert notices[0] == notices[1]
+    race_id = notices[0].race_id
+    for player in (ann, bob):
+        await player.expect(RaceStarted, lambda m: m.race_id == race_id)
+    running = await watcher.expect(TournamentView, lambda m: m.tournament.phase == "running")
+    assert [live.race_id for live in running.tournament.live] == [race_id]
+
+    def both_present() -> bool:
+        live = node_a.tournaments.live.get(tid)
+        matches = [] if live is None else live.tournament.live_matches()
+        return bool(matches) and set(matches[0].present) == {ann.player_id, bob.player_id}
+
+    await until(both_present, "bob (on node B) reported present by node A")
+    assert bob.player_id not in node_a.hub.players
+
+    deal_number = node_a.hub.races[race_id].race.record.game_number
+    await bob.send(Resign(race_id=race_id))
+    await play(ann, race_id, scoring_line(deal_number))
+    await ann.send(Resign(race_id=race_id))
+    await bob.expect(RaceFinished, lambda m: m.race_id == race_id)
+    final = await watcher.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+    assert final.tournament.champion == ann.player_id
+    assert final.tournament.rounds[0].matches[0].forfeited == []  # bob was never a no-show
