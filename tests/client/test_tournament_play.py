@@ -116,7 +116,9 @@ async def test_a_person_plays_a_tournament_race_in_plain_mode(
         await player.expect("1. pat")
         await player.expect("commitment verified")
         await player.expect("tournament finished: champion pat")
-        assert await player.finish() == 0  # it ends by itself with the tournament
+        # It ends by itself with the tournament (its input is still open).
+        assert await asyncio.wait_for(player.proc.wait(), 30) == 0
+        assert await player.finish() == 0
         assert "W1-1 pat* vs rob [played]" in player.output
         final = await asyncio.wait_for(run, 30)
         assert getattr(final, "champion", None) is not None
