@@ -115,6 +115,8 @@ class TournamentPlain:
         self.mode.race_id = notice.race_id
         if self.session.state.my_board(notice.race_id) is not None:
             self.mode.print_board()
+        else:  # resync: the race's first events may have come before (or without) us
+            self._spawn(self.session.conn.send(Sync(race_id=notice.race_id)))
 
     def on_view(self, view: TournamentModel) -> None:
         me = self.session.me
