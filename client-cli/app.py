@@ -89,6 +89,7 @@ class Opponents:
             make_strategy(self.strategy),
             delay_s=self.delay_s,
             connection=conn,
+            resign_when_alone=True,
         )
         await bot.connect()
         await bot.join(race_id)

@@ -61,8 +61,12 @@ class Bot:
         *,
         delay_s: float = 0.25,
         connection: Connection | None = None,
+        resign_when_alone: bool = False,
     ) -> None:
         self.url = url
+        #: Stop once every other racer is out (an opponent seated for one person: a bot racing
+        #: on alone would only keep that person waiting for the result).
+        self.resign_when_alone = resign_when_alone
         self.name = name
         self.strategy = strategy
         self.delay_s = delay_s
@@ -183,6 +187,14 @@ class Bot:
             and board is not None
         )
 
+    def _others_are_out(self) -> bool:
+        race = self.race
+        me = self.state.player_id
+        if race is None:
+            return False
+        others = [r for pid, r in race.racers.items() if pid != me]
+        return bool(others) and all(r.state != "playing" for r in others)
+
     async def _act(self) -> None:
         race = self.race
         me = self.state.player_id
@@ -205,6 +217,11 @@ class Bot:
             race = self.race
             if race is not None and race.is_finished:
                 break
+            if self.resign_when_alone and self._can_move() and self._others_are_out():
+                self.reason = "every other racer is out"
+                self._resigned = True
+                await self.conn.send(Resign(race_id=self.race_id or ""))
+                continue
             if self._can_move() and loop.time() >= next_at:
                 await self._act()
                 continue
