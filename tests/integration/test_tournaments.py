@@ -10,6 +10,8 @@ import asyncio
 import random
 from typing import Any
 
+import pytest
+
 from solrace.client.bots import Bot
 from solrace.client.connection import Connection
 from solrace.client.strategy import make_strategy
@@ -131,8 +133,14 @@ async def test_six_bots_play_a_swiss_to_a_champion(start_server: ServerFactory) 
     assert final.bracket == []
 
 
-async def test_a_restart_mid_round_continues_the_tournament(start_server: ServerFactory) -> None:
-    first = await start_server(**FAST)
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+async def test_a_restart_mid_round_continues_the_tournament(
+    start_server: ServerFactory, backend: str, request: pytest.FixtureRequest
+) -> None:
+    on: dict[str, str] = {}
+    if backend == "redis":
+        on["store"] = request.getfixturevalue("redis_url")
+    first = await start_server(**FAST, **on)
     admin = await connect(first, "director")
     ann, bob = await connect(first, "ann"), await connect(first, "bob")
     view = await create(admin, "single_elimination")
@@ -148,7 +156,7 @@ async def test_a_restart_mid_round_continues_the_tournament(start_server: Server
         await each.close()
     await first.stop()
 
-    again = await start_server(**FAST)
+    again = await start_server(**FAST, **on)
     # Ann plays on (greedy); Bob resigns every race at once: a tie goes to Ann, seed 1.
     bots = [
         Bot(
