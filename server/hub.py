@@ -20,7 +20,7 @@ from solrace.engine import (
     deal,
     random_ranked_number,
 )
-from solrace.server.broker import Broker
+from solrace.server.broker import Broker, Subscription
 from solrace.server.hub_moves import MoveHandling
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
@@ -413,7 +413,19 @@ class Hub(MoveHandling):
             if subscription is not None:
                 await subscription.close()
             raise
-        self.races[record.race_id] = runtime
+        await self._install_created(runtime, subscription)
+
+    async def _install_created(
+        self, runtime: RaceRuntime, subscription: Subscription | None
+    ) -> None:
+        """Hold a race this node just stored. Several nodes: a request on this node may
+        have loaded it from the store while it was being published (a join answering the
+        creator's first event); that copy stays the only one, or every event of the race
+        would reload a second copy here and be delivered twice to this node's sessions."""
+        if self.races.setdefault(runtime.race_id, runtime) is not runtime:
+            if subscription is not None:
+                await subscription.close()
+            return
         if subscription is not None:
             self._follow(runtime, subscription)
 
@@ -493,9 +505,7 @@ class Hub(MoveHandling):
             if subscription is not None:
                 await subscription.close()
             raise
-        self.races[record.race_id] = runtime
-        if subscription is not None:
-            self._follow(runtime, subscription)
+        await self._install_created(runtime, subscription)
         log.info("%s created race %s (%s)", name, record.race_id, record.game)
 
     async def _join_race(self, session: Session, message: JoinRace) -> None:
