@@ -22,6 +22,7 @@ prefix inside scripts, so this wants one Redis (or one hash slot), not Redis Clu
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -73,6 +74,25 @@ redis.call('ZADD', KEYS[3], order, ARGV[1])
 return order
 """
 
+# KEYS: race, order counter, new status set, then every status set. ARGV: race_id, status,
+# new record JSON, sha1 of the record JSON expected to be stored, sha1 of the new JSON.
+# 1 stored; 2 the new record is already stored; 0 neither (the caller compares parsed
+# records: another node may have written the same record as other JSON text).
+SAVE_RACE_IF_TEXT = """
+local current = redis.call('HGET', KEYS[1], 'record')
+local digest = current and redis.sha1hex(current) or ''
+if digest ~= ARGV[4] then
+  if digest == ARGV[5] then return 2 end
+  return 0
+end
+local order = redis.call('HGET', KEYS[1], 'order')
+if not order then order = redis.call('INCR', KEYS[2]) end
+for i = 4, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+redis.call('HSET', KEYS[1], 'record', ARGV[3], 'status', ARGV[2], 'order', order)
+redis.call('ZADD', KEYS[3], order, ARGV[1])
+return 1
+"""
+
 # KEYS: race, moves list, seqs hash, racers set. ARGV: ply, seq, move JSON, player_id.
 # 1 stored, -1 unknown race, -2 wrong ply, -3 seq already stored, 2 this very move is
 # already stored at that ply (a retried append whose first reply was lost).
@@ -112,6 +132,13 @@ def _move_json(move: MoveRecord) -> str:
     return move.model_dump_json()
 
 
+def _sha1(text: str) -> str:
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+
+
+KNOWN_KEPT = 4096  # races whose stored JSON this store remembers (newest kept)
+
+
 class RedisStore(RedisCompetition):
     def __init__(self, url: str, *, prefix: str = "solrace:", timeout_s: float = 5.0) -> None:
         self.url = url
@@ -121,6 +148,11 @@ class RedisStore(RedisCompetition):
         # disagree, and every reply is converted into a record right here anyway.
         self._redis: Any = None
         self._scripts: dict[str, Any] = {}
+        # Per race: the record object last read or written here, with the sha1 of its JSON
+        # as stored. A compare-and-set whose `expected` is that very object compares the
+        # digests inside Redis (one script call) instead of WATCH, HMGET, parsing the stored
+        # record (its recent events included) and MULTI/EXEC.
+        self._known: dict[str, tuple[RaceRecord, str]] = {}
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -162,6 +194,7 @@ class RedisStore(RedisCompetition):
         self._scripts = {
             "create_player": self._redis.register_script(CREATE_PLAYER),
             "save_race": self._redis.register_script(SAVE_RACE),
+            "save_race_if_text": self._redis.register_script(SAVE_RACE_IF_TEXT),
             "append_move": self._redis.register_script(APPEND_MOVE),
             "list_races": self._redis.register_script(LIST_RACES),
         }
@@ -213,7 +246,47 @@ class RedisStore(RedisCompetition):
         args = [race.race_id, race.status.value, race.model_dump_json()]
         await self._call(lambda: self._scripts["save_race"](keys, args))
 
+    def _remember(self, record: RaceRecord, digest: str) -> None:
+        self._known.pop(record.race_id, None)
+        self._known[record.race_id] = (record, digest)
+        if len(self._known) > KNOWN_KEPT:
+            del self._known[next(iter(self._known))]
+
+    def _race_keys(self, race: RaceRecord) -> list[str]:
+        return [
+            self._key("race", race.race_id),
+            self._key("race-order"),
+            self._status_key(race.status),
+            *(self._status_key(status) for status in RaceStatus),
+        ]
+
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
+        text = race.model_dump_json()
+        digest = _sha1(text)
+        known = self._known.get(race.race_id)
+        if expected is not None and known is not None and known[0] is expected:
+            tries = 0
+
+            async def by_digest() -> int:
+                nonlocal tries
+                tries += 1
+                args = [race.race_id, race.status.value, text, known[1], digest]
+                return int(await self._scripts["save_race_if_text"](self._race_keys(race), args))
+
+            code = await self._call(by_digest)
+            if code == 1 or (code == 2 and tries > 1):  # 2 after a lost reply: ours
+                self._remember(race, digest)
+                return True
+            if code == 2:
+                return False  # as below: stored is not `expected`
+        stored = await self._save_race_if_parsed(race, expected, text)
+        if stored:
+            self._remember(race, digest)
+        return stored
+
+    async def _save_race_if_parsed(
+        self, race: RaceRecord, expected: RaceRecord | None, text: str
+    ) -> bool:
         key = self._key("race", race.race_id)
         tries = 0
 
@@ -224,8 +297,10 @@ class RedisStore(RedisCompetition):
                 while True:
                     try:
                         await pipe.watch(key)
-                        text, order = await pipe.hmget(key, ["record", "order"])
-                        stored = None if text is None else RaceRecord.model_validate_json(text)
+                        current, order = await pipe.hmget(key, ["record", "order"])
+                        stored = (
+                            None if current is None else RaceRecord.model_validate_json(current)
+                        )
                         if stored != expected:
                             await pipe.unwatch()
                             # A retry finding our own record: the lost reply was a success.
@@ -238,7 +313,7 @@ class RedisStore(RedisCompetition):
                         pipe.hset(
                             key,
                             mapping={
-                                "record": race.model_dump_json(),
+                                "record": text,
                                 "status": race.status.value,
                                 "order": order,
                             },
@@ -255,7 +330,11 @@ class RedisStore(RedisCompetition):
         text: str | None = await self._call(
             lambda: self.redis.hget(self._key("race", race_id), "record")
         )
-        return None if text is None else RaceRecord.model_validate_json(text)
+        if text is None:
+            return None
+        record = RaceRecord.model_validate_json(text)
+        self._remember(record, _sha1(text))
+        return record
 
     async def list_races(self, statuses: Sequence[RaceStatus]) -> list[RaceRecord]:
         keys = [self._status_key(status) for status in dict.fromkeys(statuses)]
