@@ -574,6 +574,15 @@ class Hub(MoveHandling):
         self._send_catch_up(session, runtime, message)
         if player_id in runtime.boards:
             session.send(self._own_board(runtime, player_id))
+        # A racer resyncing here is connected here, even if no hello announced it to this race
+        # (a tournament race opened on another node): otherwise its grace period would run out.
+        now, holder = self.clock(), self._holder(session)
+        try:
+            await self._apply(
+                runtime, lambda race: race.set_connected(player_id, True, now, holder)
+            )
+        except RaceError as exc:
+            log.warning("race %s: %s not marked connected: %s", runtime.race_id, player_id, exc)
 
     async def _get_replay(self, session: Session, message: GetReplay) -> None:
         record = await self.store.get_race(message.race_id)
