@@ -27,7 +27,7 @@ from solrace.server.protocol.replay import verify_replay
 from tests.integration.conftest import make_settings
 from tests.integration.helpers import play, start_race
 from tests.integration.process import ServerProcess
-from tests.integration.wsclient import Client
+from tests.integration.wsclient import connect_client
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.redis
@@ -50,17 +50,11 @@ async def nodes(tmp_path: Path) -> AsyncIterator[Starter]:
         await node.kill()
 
 
-async def connect(url: str, name: str | None = None, token: str | None = None) -> Client:
-    client = await Client.open(url)
-    await client.hello(name, token)
-    return client
-
-
 async def test_a_killed_node_s_race_carries_on_at_another_node(
     nodes: Starter, redis_url: str
 ) -> None:
     node_a = await nodes("--store", redis_url)
-    alice, bob = await connect(node_a.url, "alice"), await connect(node_a.url, "bob")
+    alice, bob = await connect_client(node_a.url, "alice"), await connect_client(node_a.url, "bob")
     race_id = await start_race(alice, [bob], time_limit_s=600)
     acked = await play(alice, race_id, ["deal", "deal"])
     await play(bob, race_id, ["deal"])
@@ -71,8 +65,8 @@ async def test_a_killed_node_s_race_carries_on_at_another_node(
     await bob.close()
 
     node_b = await nodes("--store", redis_url)  # another machine, same Redis, same secret
-    alice2 = await connect(node_b.url, token=tokens[alice.player_id])
-    bob2 = await connect(node_b.url, token=tokens[bob.player_id])
+    alice2 = await connect_client(node_b.url, token=tokens[alice.player_id])
+    bob2 = await connect_client(node_b.url, token=tokens[bob.player_id])
     assert alice2.welcome is not None and alice2.welcome.active_races == [race_id]
     await alice2.send(Sync(race_id=race_id, epoch="node a", since_version=5))
     snapshot = await alice2.expect(RaceSnapshot)
@@ -106,7 +100,7 @@ async def test_a_move_while_redis_restarts_is_refused_then_the_race_goes_on(
     url = f"ws://127.0.0.1:{app.port}"
     alice = bob = None
     try:
-        alice, bob = await connect(url, "alice"), await connect(url, "bob")
+        alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
         race_id = await start_race(alice, [bob], time_limit_s=600)
         await play(alice, race_id, ["deal"])
 

@@ -23,7 +23,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.replay import verify_replay
 from tests.integration.helpers import play, start_race
 from tests.integration.process import ServerProcess
-from tests.integration.wsclient import Client
+from tests.integration.wsclient import connect_client
 
 Starter = Callable[..., Awaitable[ServerProcess]]
 
@@ -42,15 +42,9 @@ async def processes(tmp_path: Path) -> AsyncIterator[Starter]:
         await process.kill()
 
 
-async def _connect(url: str, name: str | None = None, token: str | None = None) -> Client:
-    client = await Client.open(url)
-    await client.hello(name, token)
-    return client
-
-
 async def test_kill_9_mid_race_then_restart_continues_from_last_ack(processes: Starter) -> None:
     first = await processes()
-    alice, bob = await _connect(first.url, "alice"), await _connect(first.url, "bob")
+    alice, bob = await connect_client(first.url, "alice"), await connect_client(first.url, "bob")
     race_id = await start_race(alice, [bob], time_limit_s=600)
     acked = await play(alice, race_id, ["deal", "deal", "deal"])
     await play(bob, race_id, ["deal"])
@@ -62,8 +56,8 @@ async def test_kill_9_mid_race_then_restart_continues_from_last_ack(processes: S
     await bob.close()
 
     second = await processes()
-    alice2 = await _connect(second.url, token=tokens[alice.player_id])
-    bob2 = await _connect(second.url, token=tokens[bob.player_id])
+    alice2 = await connect_client(second.url, token=tokens[alice.player_id])
+    bob2 = await connect_client(second.url, token=tokens[bob.player_id])
     assert alice2.welcome and alice2.welcome.active_races == [race_id]
     await alice2.send(Sync(race_id=race_id, epoch="before the crash", since_version=9))
     snapshot = await alice2.expect(RaceSnapshot)
@@ -96,6 +90,6 @@ async def test_kill_9_mid_race_then_restart_continues_from_last_ack(processes: S
 
 async def test_sigterm_closes_clients_with_1012_and_exits_0(processes: Starter) -> None:
     server = await processes()
-    watcher = await _connect(server.url)
+    watcher = await connect_client(server.url)
     assert await server.terminate() == 0
     assert await watcher.closed() == CloseCode.SERVICE_RESTART

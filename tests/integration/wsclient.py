@@ -99,3 +99,10 @@ class Client:
             await self.connection.close()
         with contextlib.suppress(Exception):
             await self.reader
+
+
+async def connect_client(url: str, name: str | None = None, token: str | None = None) -> Client:
+    """A client that has said hello (a new name, a token, or neither: a spectator)."""
+    client = await Client.open(url)
+    await client.hello(name, token)
+    return client
