@@ -167,6 +167,8 @@ class PlainMode:
         if race.commitment_ok is not None:
             verdict = "verified" if race.commitment_ok else "MISMATCH: the deal was not the one"
             self.say(f"deal {race.game} {race.game_number}: commitment {verdict}")
+        elif race.deal_held:
+            self.say("deal held until the tournament round ends (checked then)")
 
     # --- commands ------------------------------------------------------------------------
 

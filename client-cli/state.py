@@ -82,6 +82,8 @@ class RaceState:
     racers: dict[str, RacerStatus] = field(default_factory=dict)
     results: list[ResultEntry] | None = None
     game_number: str | None = None
+    #: The race ended but its deal stays secret until its tournament round ends.
+    deal_held: bool = False
     salt: str | None = None
     #: None until the reveal; then whether sha256(game, number, salt) equals the commitment.
     commitment_ok: bool | None = None
@@ -170,7 +172,11 @@ class RaceState:
         status.elapsed_ms = entry.elapsed_ms
 
     def _reveal(
-        self, results: list[ResultEntry], game_number: str, salt: str, commitment: str
+        self,
+        results: list[ResultEntry],
+        game_number: str | None,
+        salt: str | None,
+        commitment: str,
     ) -> None:
         self.results = results
         self.game_number = game_number
@@ -178,6 +184,10 @@ class RaceState:
         if self.commitment is None:
             self.commitment = commitment
         game = self.game
+        if game_number is None or salt is None:
+            # A tournament round's deal: revealed in the tournament view when the round ends.
+            self.deal_held = True
+            return
         # The commitment checked is the one received at the start, not the one at the end.
         self.commitment_ok = (
             game is not None
@@ -225,11 +235,7 @@ class RaceState:
             self.started_at_ms = message.started_at_ms
             for entry in message.progress:
                 self._set_progress(entry)
-            if (
-                message.results is not None
-                and message.game_number is not None
-                and message.salt is not None
-            ):
+            if message.results is not None:
                 self._reveal(
                     message.results,
                     message.game_number,

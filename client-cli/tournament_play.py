@@ -32,6 +32,7 @@ from solrace.server.protocol.tournament_messages import (
 from .connection import ConnectionFailedError, Incoming, LinkStatus, StatusChange
 from .identity import connect_player
 from .plain import PlainMode, stdin_lines
+from .replay import is_replay_verified
 from .session import RequestError, Session
 from .tournament_render import render_tournament
 
@@ -63,6 +64,9 @@ class TournamentPlain:
         self.finished = asyncio.Event()
         self._shown: tuple[str, int, bool] | None = None
         self._checked_in = False
+        #: Races this player was seated in, by round: their deals are checked when it ends.
+        self._rounds_of: dict[str, int] = {}
+        self._checks: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         session.listeners.append(self.on_event)
 
@@ -113,6 +117,7 @@ class TournamentPlain:
             f"race {notice.race_number}: {players}"
         )
         self.mode.race_id = notice.race_id
+        self._rounds_of[notice.race_id] = notice.round
         if self.session.state.my_board(notice.race_id) is not None:
             self.mode.print_board()
         else:  # resync: the race's first events may have come before (or without) us
@@ -125,6 +130,14 @@ class TournamentPlain:
         if wants and not self._checked_in:
             self._checked_in = True
             self._spawn(self.session.conn.send(CheckIn(tournament_id=self.tournament_id)))
+        for race_id, number in list(self._rounds_of.items()):
+            if number <= len(view.rounds) and view.rounds[number - 1].is_ended:
+                del self._rounds_of[race_id]
+                race = self.session.state.races.get(race_id)
+                if race is not None and race.deal_held:
+                    self._checks.append(
+                        asyncio.get_running_loop().create_task(self._check_deal(race_id))
+                    )
         rounds = len(view.rounds)
         key = (view.phase, rounds, view.paused)
         if key == self._shown:
@@ -132,12 +145,32 @@ class TournamentPlain:
         self._shown = key
         if view.phase == "finished":
             champion = self.name_of(view.champion) if view.champion else "nobody"
-            self.say(f"tournament finished: champion {champion}")
-            self.finished.set()
+            self._spawn(self._finish(champion))
             return
         paused = " (paused)" if view.paused else ""
         where = f", round {rounds}" if rounds else ""
         self.say(f"tournament {view.phase}{where}{paused}: {len(view.players)} players")
+
+    async def _finish(self, champion: str) -> None:
+        """Say the end once the last round's deals are checked."""
+        await asyncio.gather(*self._checks, return_exceptions=True)
+        self.say(f"tournament finished: champion {champion}")
+        self.finished.set()
+
+    async def _check_deal(self, race_id: str) -> None:
+        """The round ended: fetch the race's replay and check its deal against the commitment
+        received at the start (not the one in the replay, which the server also wrote)."""
+        try:
+            replay = await self.session.get_replay(race_id)
+        except (RequestError, TimeoutError, ConnectionError) as exc:
+            self.say(f"deal of {race_id} not checked: {exc}")
+            return
+        race = self.session.state.races[race_id]
+        ok = replay.commitment == race.commitment and is_replay_verified(replay)
+        race.game_number, race.salt, race.commitment_ok = replay.game_number, replay.salt, ok
+        race.deal_held = False
+        verdict = "verified" if ok else "MISMATCH: the deal was not the one"
+        self.say(f"deal {replay.game} {replay.game_number}: commitment {verdict}")
 
     # --- commands ------------------------------------------------------------------------
 

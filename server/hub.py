@@ -590,6 +590,10 @@ class Hub(MoveHandling):
             raise RaceError(ErrorCode.UNKNOWN_RACE, f"no race {message.race_id!r}")
         if record.status is not RaceStatus.FINISHED:
             raise RaceError(ErrorCode.NOT_FINISHED, "replays exist once a race has finished")
+        if record.deal_held:
+            raise RaceError(
+                ErrorCode.NOT_FINISHED, "this deal is revealed when its tournament round ends"
+            )
         moves = await self.store.get_moves(record.race_id)
         session.send(Replay(replay=build_replay(record, moves)))
 

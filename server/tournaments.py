@@ -52,6 +52,7 @@ from solrace.server.protocol.tournament_errors import (
 from solrace.server.protocol.tournament_events import (
     RaceCancelled,
     RaceRequested,
+    RoundEnded,
     TournamentEvent,
 )
 from solrace.server.protocol.tournament_messages import (
@@ -269,6 +270,7 @@ class TournamentService:
                     raise refusal(exc) from None
                 requested = [e for e in events if isinstance(e, RaceRequested)]
                 cancelled = [e for e in events if isinstance(e, RaceCancelled)]
+                ended = [e.round_number for e in events if isinstance(e, RoundEnded)]
                 links = {}
                 for event in requested:
                     race_id = f"{tournament_id}-{fresh.next_race}"
@@ -296,6 +298,8 @@ class TournamentService:
                 notices.append(notice)
         for stop in cancelled:
             await self._stop_race(fresh, stop)
+        for round_number in ended:
+            await self._release_deals(fresh, round_number)
         self._push(fresh)
         if self.relay is not None:
             await self.relay.publish(tournament_id, fresh.version, notices)
@@ -333,6 +337,20 @@ class TournamentService:
             log.warning("race %s: seated players not marked here: %s", notice.race_id, exc)
         for _, session in here:
             session.send(notice)
+
+    async def _release_deals(self, live: Live, round_number: int) -> None:
+        """The round ended: its races' game numbers and salts may be known (replays, checks).
+        Until now they were held, because other matches raced on the same deal."""
+        for race_id, link in live.links.items():
+            if link.round_number != round_number:
+                continue
+            for _ in range(SAVE_ATTEMPTS):
+                record = await self.store.get_race(race_id)
+                if record is None or not record.deal_held:
+                    break
+                released = record.model_copy(update={"deal_held": False})
+                if await self.store.save_race_if(released, record):
+                    break
 
     async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
         """Cancel the race of a match decided meanwhile (its result would not count)."""
@@ -390,6 +408,7 @@ class TournamentService:
             countdown_ms=round(self.settings.countdown_s * 1000),
             grace_ms=round(self.settings.grace_s * 1000),
             spectator_delay_ms=round(delay * 1000),
+            deal_held=True,  # other matches of the round race on this deal
         )
         seated = [(p, live.names.get(p, p)) for p in match.racing]
         try:

@@ -337,7 +337,8 @@ class Progress(Message):
 
 
 class RaceFinished(Message):
-    """Versioned: final ranking, and the game number and salt behind the commitment."""
+    """Versioned: final ranking, and the game number and salt behind the commitment (null
+    while the deal is held: a tournament race, whose round's other matches race on)."""
 
     type: Literal["race_finished"] = "race_finished"
     race_id: str
@@ -345,8 +346,8 @@ class RaceFinished(Message):
     version: int
     finished_at_ms: int
     results: list[ResultEntry]
-    game_number: str
-    salt: str
+    game_number: str | None
+    salt: str | None
     commitment: str
 
 

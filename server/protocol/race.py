@@ -208,6 +208,12 @@ class Race:
             elapsed_ms=max(0, end - started),
         )
 
+    @property
+    def is_deal_revealed(self) -> bool:
+        """May anyone know the game number? Only after the finish, and for a held deal (a
+        tournament round's) only once it is released."""
+        return self.status is RaceStatus.FINISHED and not self.record.deal_held
+
     def snapshot(self, now_ms: int) -> RaceSnapshot:
         finished = self.status is RaceStatus.FINISHED
         started = self.started_at_ms is not None
@@ -220,8 +226,8 @@ class Race:
             started_at_ms=self.started_at_ms,
             progress=[self.progress_of(r, now_ms) for r in self.racers.values()] if started else [],
             results=self.results if finished else None,
-            game_number=self.record.game_number if finished else None,
-            salt=self.record.salt if finished else None,
+            game_number=self.record.game_number if self.is_deal_revealed else None,
+            salt=self.record.salt if self.is_deal_revealed else None,
         )
 
     def events_since(self, epoch: str | None, version: int | None) -> list[RaceEvent] | None:
@@ -403,8 +409,8 @@ class Race:
                     version=v,
                     finished_at_ms=now_ms,
                     results=results,
-                    game_number=self.record.game_number,
-                    salt=self.record.salt,
+                    game_number=None if self.record.deal_held else self.record.game_number,
+                    salt=None if self.record.deal_held else self.record.salt,
                     commitment=self.record.commitment,
                 )
             )

@@ -91,6 +91,9 @@ class RaceRecord(Record):
     finished_at_ms: int | None = None
     racers: list[RacerRecord] = []
     results: list[ResultEntry] | None = None
+    #: The game number and salt stay secret after the finish until released: a tournament
+    #: round's deal, raced by other matches still running (see `Race.is_deal_revealed`).
+    deal_held: bool = False
     #: Event numbering, fixed per race on several nodes (one node starts a new epoch when
     #: it restarts, since it did not store every progress event), and the recent events.
     epoch: str = ""

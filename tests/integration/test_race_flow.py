@@ -39,6 +39,7 @@ async def test_two_player_race_played_to_a_win(server: App, client: ClientFactor
         (2, "bob", "resigned"),
     ]
     assert finished.game_number == "1"
+    assert finished.salt is not None
     assert finished.commitment == commit("klondike", "1", finished.salt)
     await alice.expect(RaceFinished)
 

@@ -11,12 +11,16 @@ from pathlib import Path
 
 from solrace.server.app import App
 from solrace.server.hub import wall_clock_ms
+from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.messages import (
+    Error,
+    GetReplay,
     MakeMove,
     MoveRejected,
     RaceFinished,
     RaceStarted,
     RaceUpdate,
+    Replay,
     Resign,
 )
 from solrace.server.protocol.records import RaceStatus
@@ -158,3 +162,50 @@ async def test_after_a_restart_a_no_show_forfeits_on_the_stored_timer(
         for each in clients:
             await each.close()
         await again.stop()
+
+
+async def test_a_round_s_deal_stays_secret_until_every_match_of_the_round_ends(
+    start_server: ServerFactory,
+) -> None:
+    """Two matches race on one deal: the first to finish reveals neither number nor salt, and
+    its replay (which shows a line through the deal) waits for the round's end."""
+    app = await start_server(**FAST)
+    admin = await connect(app, "director")
+    players = [await connect(app, name) for name in ("ann", "bob", "cid", "dee")]
+    view = await create(admin, "single_elimination", time_limit_s=300, check_in_required=False)
+    tid = view.tournament_id
+    await admin.send(WatchTournament(tournament_id=tid))
+    await admin.expect(TournamentView)
+    for player in players:
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+    await admin.send(admin_act(tid, "start"))
+    notices = {p.player_id: await p.expect(TournamentRace) for p in players}
+    first, second = sorted({n.race_id for n in notices.values()})
+    in_first = [p for p in players if notices[p.player_id].race_id == first]
+    in_second = [p for p in players if notices[p.player_id].race_id == second]
+    for player in players:
+        await player.expect(
+            RaceStarted, lambda m, p=player: m.race_id == notices[p.player_id].race_id
+        )
+
+    for player in in_first:
+        await player.send(Resign(race_id=first))
+    held = await in_first[0].expect(RaceFinished, lambda m: m.race_id == first)
+    assert held.game_number is None and held.salt is None
+    await in_first[0].send(GetReplay(race_id=first))
+    refusal = await in_first[0].expect(Error, lambda m: m.request == "get_replay")
+    assert refusal.code == "not_finished" and "round ends" in refusal.message
+
+    # A tie asks for a sudden-death race; the admin settles both matches by forfeits instead.
+    for loser in (in_first[1], in_second[1]):
+        match_id = notices[loser.player_id].match_id
+        await admin.send(admin_act(tid, "forfeit", match_id=match_id, player_id=loser.player_id))
+    ended = await admin.expect(
+        TournamentView, lambda m: bool(m.tournament.rounds and m.tournament.rounds[0].is_ended)
+    )
+    number = ended.tournament.rounds[0].game_numbers["1"]
+    await in_first[0].send(GetReplay(race_id=first))
+    replay = (await in_first[0].expect(Replay)).replay
+    assert replay.game_number == number
+    assert replay.commitment == commit(replay.game, number, replay.salt)
