@@ -448,7 +448,9 @@ class ResultScreen(Screen[None]):
                 f"{entry.on_foundations}/{entry.total}",
                 f"{entry.elapsed_ms / 1000:.1f}s",
             )
-        if race.commitment_ok is None:
+        if race.commitment_ok is None and race.deal_held:
+            reveal = Text("deal held until the tournament round ends", style="dim")
+        elif race.commitment_ok is None:
             reveal = Text("waiting for the reveal…", style="dim")
         elif race.commitment_ok:
             reveal = Text(
