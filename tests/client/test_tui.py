@@ -153,8 +153,12 @@ async def test_watch_mode_shows_every_board_until_the_reveal(
                 ),
                 what="both boards",
             )
-            texts = [w.text for w in screen.query(BoardWidget)]
-            assert any("dan" in t for t in texts) and any("eve" in t for t in texts)
+
+            # Each board is labelled with its racer once the widget has redrawn.
+            def labelled(name: str) -> bool:
+                return any(name in w.text for w in screen.query(BoardWidget))
+
+            await eventually(lambda: labelled("dan") and labelled("eve"), what="board labels")
             await asyncio.gather(*tasks)
             race = spectator.state.races[bots[0].race_id or ""]
             await eventually(lambda: race.commitment_ok is True, what="the reveal")
