@@ -67,7 +67,7 @@ async def test_lobby_create_join_and_race_to_the_end(server_url: str, alice: Ses
         await pilot.press("enter")
         await eventually(lambda: "refused" in screen.message, what="refusal shown")
         racers = screen.query_one("#racers", RacersPanel)
-        assert "bob" in racers.text and "alice" in racers.text
+        await eventually(lambda: "bob" in racers.text and "alice" in racers.text, what="bars")
         bot_task = asyncio.create_task(bot.play())
         await pilot.press("x")
         await pilot.press("x")
