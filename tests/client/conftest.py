@@ -73,3 +73,25 @@ def child_env(tmp_path: Path) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("NO_COLOR", None)
     return env
+
+
+#: The admin token of the tournament tests' server.
+TOKEN = "screen-admin"
+
+
+@pytest.fixture
+async def tournament_server(tmp_path: Path) -> AsyncIterator[App]:
+    app = App(
+        server_settings(
+            tmp_path / "server",
+            admin_token=TOKEN,
+            tournament_tick_s=0.02,
+            spectator_delay_rated_s=0.0,
+            min_time_limit_s=1,
+        )
+    )
+    await app.start()
+    try:
+        yield app
+    finally:
+        await app.stop()

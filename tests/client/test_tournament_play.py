@@ -27,28 +27,16 @@ from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.tournament_messages import WatchTournament
 from tests.integration.test_tournaments import scoring_line
 
-from .conftest import eventually, server_settings
+from .conftest import eventually
 from .process import Child
-from .test_tournament_screen import TOKEN, Opened, act, create, is_view
+from .test_tournament_screen import Opened, act, create, is_view
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[App]:
-    app = App(
-        server_settings(
-            tmp_path / "server",
-            admin_token=TOKEN,
-            tournament_tick_s=0.02,
-            spectator_delay_rated_s=0.0,
-            min_time_limit_s=1,
-        )
-    )
-    await app.start()
-    app.tournaments.rng = random.Random(4)  # a known deal, on which `scoring_line` scores
-    try:
-        yield app
-    finally:
-        await app.stop()
+async def server(tournament_server: App) -> App:
+    """The tournament tests' server, on a known deal on which `scoring_line` scores."""
+    tournament_server.tournaments.rng = random.Random(4)
+    return tournament_server
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,9 +27,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentView,
 )
 
-from .conftest import eventually, server_settings
-
-TOKEN = "screen-admin"
+from .conftest import TOKEN, eventually
 
 
 class Opened:
@@ -52,24 +49,6 @@ class Opened:
         for session, pump in self.items:
             pump.cancel()
             await session.conn.close()
-
-
-@pytest.fixture
-async def tournament_server(tmp_path: Path) -> AsyncIterator[App]:
-    app = App(
-        server_settings(
-            tmp_path / "server",
-            admin_token=TOKEN,
-            tournament_tick_s=0.02,
-            spectator_delay_rated_s=0.0,
-            min_time_limit_s=1,
-        )
-    )
-    await app.start()
-    try:
-        yield app
-    finally:
-        await app.stop()
 
 
 @pytest.fixture
