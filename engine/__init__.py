@@ -24,7 +24,16 @@ from .game import Game
 from .moves import DEAL, Move, to_long_name, to_short_name
 from .registry import GAME_IDS, GAMES, deal, game_class, replay
 from .seeds import GameNumber, parse_game_number, random_ranked_number
-from .views import Audience, BoardView, PileView, ProgressView, board_from_view, view, view_piles
+from .views import (
+    Audience,
+    BoardView,
+    PileView,
+    ProgressView,
+    board_from_view,
+    shown_cards,
+    view,
+    view_piles,
+)
 
 __all__ = [
     "CARDS",
@@ -55,6 +64,7 @@ __all__ = [
     "parse_game_number",
     "random_ranked_number",
     "replay",
+    "shown_cards",
     "to_long_name",
     "to_short_name",
     "view",

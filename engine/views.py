@@ -50,9 +50,16 @@ class BoardView:
     stuck: bool
 
 
-def pile_view(pile: Pile) -> PileView:
+def shown_cards(pile: Pile) -> tuple[int, list[str]]:
+    """What a player sees of ``pile``: how many cards lie face down (the whole stock), and the
+    face-up cards' text, bottom to top. Every player view of a pile goes through here."""
     down = pile.face_down_count()
-    return PileView(pile.name, down, tuple(TEXT[c] for c in pile.cards[down:]))
+    return down, [TEXT[c] for c in pile.cards[down:]]
+
+
+def pile_view(pile: Pile) -> PileView:
+    down, cards = shown_cards(pile)
+    return PileView(pile.name, down, tuple(cards))
 
 
 def view_piles(game: Game, names: Iterable[str]) -> dict[str, PileView]:

@@ -14,17 +14,21 @@ import time
 
 from solrace.engine import EngineError, InvalidMoveError
 from solrace.server.metrics import Metrics
-from solrace.server.protocol.codec import encode
+from solrace.server.protocol.codec import encode_move_ack
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import MakeMove, MoveAck, MoveRejected
 from solrace.server.protocol.records import MoveRecord
-from solrace.server.protocol.views import touched_pile_models
+from solrace.server.protocol.views import touched_pile_fields
 from solrace.server.race_sync import RaceSync
 from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
 from solrace.server.store import PlyConflictError, StoreError
 
 log = logging.getLogger("solrace.server.hub")
+
+#: What `send_frame` gets beside a move ack's frame: sessions send the frame and read only the
+#: message's type (`Session.send_frame`), and building the model would cost what the frame saved.
+_ACK_STAND_IN = MoveAck.model_construct()
 
 
 class MoveHandling(RaceSync):
@@ -100,7 +104,7 @@ class MoveHandling(RaceSync):
             return
         game = board.game
         ply = game.ply - 1
-        piles = touched_pile_models(game)
+        piles = touched_pile_fields(game)
         record = MoveRecord(
             race_id=runtime.race_id,
             player_id=player_id,
@@ -128,7 +132,8 @@ class MoveHandling(RaceSync):
         on, total = game.progress()
         won = game.is_won()
         stuck = not won and game.is_stuck()
-        ack = MoveAck(
+        # A `MoveAck`, encoded without building it (`encode_move_ack` says why).
+        frame = encode_move_ack(
             race_id=runtime.race_id,
             seq=message.seq,
             ply=ply,
@@ -140,9 +145,8 @@ class MoveHandling(RaceSync):
             won=won,
             stuck=stuck,
         )
-        frame = encode(ack)
         board.acks[message.seq] = frame
-        session.send_frame(ack, frame)
+        session.send_frame(_ACK_STAND_IN, frame)
         self.metrics.moves_accepted.inc()
         self.metrics.ack_latency.observe(time.perf_counter() - started)
         try:

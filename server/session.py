@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from pydantic import BaseModel
 
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.codec import decode_server
 
 
 class Session(ABC):
@@ -25,9 +26,13 @@ class Session(ABC):
         """Queue a message; never blocks (a client that does not read is closed)."""
 
     def send_frame(self, message: BaseModel, frame: bytes) -> None:
-        """Queue `message` already encoded as `frame` (`codec.encode(message)`): a message
-        sent to many sessions, or kept for resending, is encoded once."""
-        self.send(message)
+        """Queue `frame`, a message already encoded (`codec.encode`): a message sent to many
+        sessions, or kept for resending, is encoded once.
+
+        Send `frame` and read nothing of `message` but its type: the move ack, built as bytes
+        without its model, comes with a field-less `MoveAck` stand-in. This fallback, for a
+        session with only `send`, decodes the frame."""
+        self.send(decode_server(frame))
 
     @abstractmethod
     def close(self, code: CloseCode, reason: str) -> None:

@@ -17,10 +17,20 @@ from solrace.server.protocol.messages import (
     CLIENT_ADAPTER,
     SERVER_ADAPTER,
     ClientMessage,
+    PileFields,
     ServerMessage,
 )
 
 _packers = threading.local()
+
+
+def _packer() -> msgpack.Packer:
+    # One reused packer per thread: a packer is not thread-safe, and creating one per frame
+    # costs as much as packing a small map.
+    packer: msgpack.Packer | None = getattr(_packers, "packer", None)
+    if packer is None:
+        packer = _packers.packer = msgpack.Packer(use_bin_type=True)
+    return packer
 
 
 def encode(message: BaseModel) -> bytes:
@@ -28,12 +38,44 @@ def encode(message: BaseModel) -> bytes:
 
     The same bytes as `msgpack.packb(message.model_dump(), use_bin_type=True)`, a third
     cheaper (every frame a server sends goes through here): the model's serializer without
-    `model_dump`'s Python wrapper, and one reused packer per thread (a packer is not
-    thread-safe, and creating one per frame costs as much as packing a small map)."""
-    packer: msgpack.Packer | None = getattr(_packers, "packer", None)
-    if packer is None:
-        packer = _packers.packer = msgpack.Packer(use_bin_type=True)
-    data: bytes = packer.pack(type(message).__pydantic_serializer__.to_python(message))
+    `model_dump`'s Python wrapper, and one reused packer per thread."""
+    data: bytes = _packer().pack(type(message).__pydantic_serializer__.to_python(message))
+    return data
+
+
+def encode_move_ack(
+    *,
+    race_id: str,
+    seq: int,
+    ply: int,
+    move: str,
+    at_ms: int,
+    piles: list[PileFields],
+    on_foundations: int,
+    total: int,
+    won: bool,
+    stuck: bool,
+) -> bytes:
+    """The bytes of `encode(MoveAck(...))` with these fields (`duplicate` false), without
+    building the models: every accepted move sends one, and with its piles as models (a stock
+    click sends the whole waste back) it cost ~14 us against ~4 us this way (21-card waste).
+    The map's keys are `MoveAck`'s fields in their order; a test holds both to equal bytes."""
+    data: bytes = _packer().pack(
+        {
+            "type": "move_ack",
+            "race_id": race_id,
+            "seq": seq,
+            "ply": ply,
+            "move": move,
+            "at_ms": at_ms,
+            "piles": piles,
+            "on_foundations": on_foundations,
+            "total": total,
+            "won": won,
+            "stuck": stuck,
+            "duplicate": False,
+        }
+    )
     return data
 
 

@@ -8,7 +8,7 @@ time is integer milliseconds (server wall clock, Unix epoch) so msgpack carries 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -50,6 +50,15 @@ class Message(BaseModel):
 
 class PileModel(Message):
     """One pile as its viewer may see it: `down` hidden cards under face-up `cards`."""
+
+    name: str
+    down: int
+    cards: list[str]
+
+
+class PileFields(TypedDict):
+    """`PileModel` as the codec encodes it (a plain map, same keys in the same order), for
+    the move ack's frame, which is built without models (`codec.encode_move_ack`)."""
 
     name: str
     down: int

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from solrace.engine import Audience, BoardView, Game, PileView, view, view_piles
-from solrace.server.protocol.messages import BoardModel, PileModel
+from solrace.engine import Audience, BoardView, Game, PileView, shown_cards, view, view_piles
+from solrace.server.protocol.messages import BoardModel, PileFields, PileModel
 
 
 def pile_models(piles: Mapping[str, PileView]) -> list[PileModel]:
@@ -40,3 +40,13 @@ def board_for(game: Game, audience: Audience) -> BoardModel:
 def touched_pile_models(game: Game) -> list[PileModel]:
     """The player's view of the piles the last move changed (what a move ack carries)."""
     return pile_models(view_piles(game, game.touched_piles()))
+
+
+def touched_pile_fields(game: Game) -> list[PileFields]:
+    """`touched_pile_models` as plain maps, straight from the engine's cards (no views, no
+    models): the piles of the move ack, which every accepted move sends."""
+    fields: list[PileFields] = []
+    for name in game.touched_piles():
+        down, cards = shown_cards(game.pile_by_name(name))
+        fields.append({"name": name, "down": down, "cards": cards})
+    return fields

@@ -16,6 +16,7 @@ from solrace.engine import (
     ProgressView,
     deal,
     game_class,
+    shown_cards,
     view,
     view_piles,
 )
@@ -73,6 +74,7 @@ def test_player_view_shows_exactly_the_face_up_cards(game_id: str) -> None:
                 assert pile.name == name
                 assert pile.down == sum(1 for t in tokens if t.startswith("#"))
                 assert pile.cards == tuple(t for t in tokens if not t.startswith("#"))
+                assert shown_cards(game.pile_by_name(name)) == (pile.down, list(pile.cards))
             assert seen.piles["stock"].cards == ()
             assert seen.piles["stock"].down == len(texts["stock"].split())
 

@@ -1,0 +1,95 @@
+"""The hub's move handling (server/hub_moves.py): acks sent as frames built without models.
+
+The sessions here implement `send` only, so every frame the hub hands to `send_frame` comes
+back through the session's fallback (decoding it): what a client would read.
+"""
+
+from __future__ import annotations
+
+import random
+
+from pydantic import BaseModel
+
+from solrace.engine import deal
+from solrace.server.hub import Hub
+from solrace.server.metrics import Metrics
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    CreateRace,
+    Hello,
+    JoinRace,
+    MakeMove,
+    MoveAck,
+    StartRace,
+)
+from solrace.server.protocol.views import touched_pile_models
+from solrace.server.session import Session
+from solrace.server.settings import Settings
+from solrace.server.store import open_store
+
+GAME_NUMBER = "1002"
+NOW_MS = 1_700_000_000_000
+
+
+class SendOnlySession(Session):
+    def __init__(self, session_id: int) -> None:
+        super().__init__(session_id)
+        self.sent: list[BaseModel] = []
+
+    def send(self, message: BaseModel) -> None:
+        self.sent.append(message)
+
+    def close(self, code: CloseCode, reason: str) -> None:
+        self.closed = True
+
+
+async def test_acks_are_the_moves_as_the_mover_sees_them_and_resends_repeat_them() -> None:
+    store = open_store("memory:")
+    await store.open()
+    hub = Hub(store, Settings(countdown_s=0, store="memory:"), Metrics(), b"x" * 32)
+    hub.clock = lambda: NOW_MS
+    alice, bob = SendOnlySession(1), SendOnlySession(2)
+    await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+    await hub.handle(
+        alice, CreateRace(game="klondike", seats=2, time_limit_s=3600, game_number=GAME_NUMBER)
+    )
+    race_id = next(iter(hub.races))
+    await hub.handle(bob, JoinRace(race_id=race_id))
+    await hub.handle(alice, StartRace(race_id=race_id))
+    await hub.tick()
+    assert hub.races[race_id].boards, "the race did not start"
+
+    shadow = deal("klondike", GAME_NUMBER)  # the same moves on a board of our own
+    rng = random.Random(7)
+    acks: list[MoveAck] = []
+    for seq in range(60):
+        moves = shadow.legal_moves()
+        if not moves:
+            break
+        move = rng.choice(moves)
+        shadow.play(move)
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move=str(move)))
+        # The ack, then the move's progress event.
+        ack = next(m for m in reversed(alice.sent) if isinstance(m, MoveAck))
+        on, total = shadow.progress()
+        assert ack == MoveAck(
+            race_id=race_id,
+            seq=seq,
+            ply=seq,
+            move=str(shadow.history[-1]),
+            at_ms=NOW_MS,
+            piles=touched_pile_models(shadow),
+            on_foundations=on,
+            total=total,
+            won=shadow.is_won(),
+            stuck=not shadow.is_won() and shadow.is_stuck(),
+        )
+        acks.append(ack)
+    assert len(acks) > 10
+
+    for ack in (acks[0], acks[len(acks) // 2], acks[-1]):
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=ack.seq, move=ack.move))
+        assert alice.sent[-1] == ack.model_copy(update={"duplicate": True})
+    await store.close()
