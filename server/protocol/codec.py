@@ -17,11 +17,13 @@ from solrace.server.protocol.messages import (
     CLIENT_ADAPTER,
     SERVER_ADAPTER,
     ClientMessage,
+    MakeMove,
     PileFields,
     ServerMessage,
 )
 
 _packers = threading.local()
+_MOVE_VALIDATOR = MakeMove.__pydantic_validator__
 
 
 def _packer() -> msgpack.Packer:
@@ -103,10 +105,12 @@ def _request_type(value: dict[str, Any]) -> str | None:
     return kind if isinstance(kind, str) and len(kind) <= 32 else None
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, tag: str | None = None) -> str:
+    """The first errors, each where (`move.seq`: the union's tag, then the field) and what."""
     parts = []
     for error in exc.errors()[:3]:
-        where = ".".join(str(p) for p in error["loc"]) or "message"
+        loc = error["loc"] if tag is None else (tag, *error["loc"])
+        where = ".".join(str(p) for p in loc) or "message"
         parts.append(f"{where}: {error['msg']}")
     return "; ".join(parts)
 
@@ -114,6 +118,14 @@ def _describe(exc: ValidationError) -> str:
 def decode_client(data: bytes) -> ClientMessage:
     """A frame from a client to its message; `DecodeError` or `SchemaError` if it is not one."""
     value = unpack_map(data)
+    if value.get("type") == "move":
+        # Most frames are moves: their model's validator directly, not the union's dispatch.
+        # The same checks; errors get the tag the union puts first in their location.
+        try:
+            move: MakeMove = _MOVE_VALIDATOR.validate_python(value)
+        except ValidationError as exc:
+            raise SchemaError(_describe(exc, "move"), "move") from None
+        return move
     try:
         return CLIENT_ADAPTER.validate_python(value)
     except ValidationError as exc:
