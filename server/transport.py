@@ -1,8 +1,15 @@
 """The WebSocket edge: bytes in, bytes out, limits enforced; decisions stay in the hub.
 
-Per connection: binary frames only, a size cap (websockets closes 1009), a credit-bucket rate
-budget (1008), an idle timeout (4004), a bounded outgoing queue (4005), no compression. The
-same port answers `GET /healthz` and `GET /metrics` over plain HTTP.
+Each connection is an asyncio `Protocol` driving websockets' sans-I/O `ServerProtocol`: the
+bytes the socket delivers go to the protocol, the frames it parses go to the hub, and what the
+protocol has to send is written at once. There is no task or queue per frame on the way (the
+library's asyncio connection spends a third of a bare echo server's CPU on those); one task
+per connection runs the hub's handler while it waits on the store, and exits when idle.
+
+Per connection: binary frames only, a size cap (the protocol closes 1009), a credit-bucket
+rate budget (1008), an idle timeout (4004), keepalive pings (1011 when unanswered), a bound on
+frames written while the socket pushes back (4005), no compression, an optional Origin check,
+and an opening-handshake timeout. The same port answers `GET /healthz` and `GET /metrics`.
 """
 
 from __future__ import annotations
@@ -11,17 +18,18 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import socket
 import time
 from collections import deque
 from http import HTTPStatus
+from typing import cast
 
 from pydantic import BaseModel
-from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import Headers
-from websockets.exceptions import ConnectionClosed
-from websockets.http11 import Request, Response
-from websockets.protocol import Protocol, State
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Request
+from websockets.protocol import State
+from websockets.server import ServerProtocol
 from websockets.typing import Origin
 
 from solrace.server.hub import Hub
@@ -35,47 +43,119 @@ from solrace.server.session import Session
 from solrace.server.settings import Settings
 
 log = logging.getLogger("solrace.server.transport")
+ws_log = logging.getLogger("solrace.server.websocket")
 
 _session_ids = itertools.count(1)
 
-
-class _Close:
-    def __init__(self, code: CloseCode, reason: str) -> None:
-        self.code = code
-        self.reason = reason
-
-
-def _can_write_directly(connection: ServerConnection) -> bool:
-    """Does this websockets expose what `Connection.send` itself uses (its sans-I/O
-    protocol, `send_data` and the `paused` flag of flow control)?"""
-    return (
-        isinstance(getattr(connection, "protocol", None), Protocol)
-        and callable(getattr(connection, "send_data", None))
-        and isinstance(getattr(connection, "paused", None), bool)
-    )
+#: Seconds a client has to complete the opening handshake, and to answer our close frame.
+OPEN_TIMEOUT_S = 10.0
+CLOSE_TIMEOUT_S = 10.0
+#: Frames read ahead of the hub per connection; past it the socket is not read (back-pressure).
+INBOX_LIMIT = 16
 
 
-class WebSocketSession(Session):
-    """A session that hands each frame to the socket at once, in order, never blocking the
-    hub. When the socket pushes back (websockets paused writing: the kernel's and the
-    transport's buffers are full), frames wait in a bounded backlog that one writer task
-    drains in order; a client that stops reading overflows it and is closed (4005)."""
+class WebSocketSession(Session, asyncio.Protocol):
+    """One client connection: the hub's `Session` and the socket's asyncio `Protocol`.
 
-    def __init__(self, connection: ServerConnection, max_outgoing: int) -> None:
+    Frames are written as soon as they are sent (in order: one writer, the event loop). While
+    the socket pushes back (asyncio paused writing: the kernel's and the transport's buffers
+    are full) frames still go to the transport's buffer, counted; a client that stops reading
+    overflows `max_outgoing` and is closed (4005)."""
+
+    def __init__(self, edge: Transport) -> None:
         super().__init__(next(_session_ids))
-        self.connection = connection
-        self.max_outgoing = max_outgoing
-        #: Frames (and at last a close) waiting for the writer task, oldest first.
-        self.backlog: deque[bytes | _Close] = deque()
-        self._backlogged = asyncio.Event()
-        #: When the last frame arrived (monotonic seconds), for the idle watchdog.
-        self.last_frame_at = time.monotonic()
-        self.writer = asyncio.create_task(self._write(), name=f"solrace-writer-{self.session_id}")
+        self.edge = edge
+        settings = edge.settings
+        self.ws = ServerProtocol(
+            origins=edge.origins, max_size=settings.max_frame_bytes, logger=ws_log
+        )
+        self.transport: asyncio.Transport | None = None
+        self.loop = asyncio.get_running_loop()
+        #: A close is under way (ours or the peer's): nothing more is sent.
         self.closing = False
-        # Writing directly makes the two calls `Connection.send` makes, without a task
-        # switch and an async context manager per frame (a sixth of a move's CPU on a
-        # loaded node). Another websockets without them: every frame takes the writer task.
-        self.direct = _can_write_directly(connection)
+        #: We closed it (a limit, a bad frame): what it sent meanwhile is not handled.
+        self.refused = False
+        self.opened = False
+        #: Whole messages (payload, is_text) waiting for the hub, oldest first.
+        self.inbox: deque[tuple[bytes, bool]] = deque()
+        self.worker: asyncio.Task[None] | None = None
+        self.reading_paused = False
+        self.writing_paused = False
+        self.written_while_paused = 0
+        self.max_outgoing = settings.max_outgoing
+        self.fragments: list[bytes] = []
+        self.fragment_is_text = False
+        #: When the last message arrived (monotonic seconds), for the idle watchdog.
+        self.last_frame_at = time.monotonic()
+        self.bucket = CreditBucket(
+            settings.rate_capacity, settings.rate_refill_per_s, self.last_frame_at
+        )
+        self.last_ping_at = self.last_frame_at
+        self.ping_outstanding = False
+        self.timer: asyncio.TimerHandle | None = None
+        self.lost: asyncio.Future[None] = self.loop.create_future()
+
+    # --- asyncio.Protocol --------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self.edge.connections.add(self)
+        size = self.edge.settings.send_buffer_bytes
+        sock = transport.get_extra_info("socket")
+        if size is not None and sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+        self.timer = self.loop.call_later(OPEN_TIMEOUT_S, self._abort)
+
+    def data_received(self, data: bytes) -> None:
+        ws = self.ws
+        ws.receive_data(data)
+        for event in ws.events_received():
+            if isinstance(event, Frame):
+                self._frame(event)
+            elif isinstance(event, Request):
+                self._request(event)
+        self._flush()
+
+    def eof_received(self) -> bool | None:
+        self.ws.receive_eof()
+        self._flush()
+        return None  # asyncio closes the transport
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+        self.written_while_paused = 0
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # Messages already read are still handled (a resign sent just before closing
+        # counts); their answers go nowhere.
+        self.closing = True
+        if self.timer is not None:
+            self.timer.cancel()
+        edge = self.edge
+        edge.connections.discard(self)
+        if self.opened:
+            edge.sessions.discard(self)
+            edge.metrics.connections.dec()
+            finish = self.loop.create_task(self._finish(), name=f"solrace-bye-{self.session_id}")
+            edge.finishing.add(finish)
+            finish.add_done_callback(edge.finishing.discard)
+        else:
+            self.lost.set_result(None)
+
+    async def _finish(self) -> None:
+        """The hub learns of the close once the message it is handling is answered."""
+        try:
+            if self.worker is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.worker)
+            await self.edge.hub.disconnected(self)
+        finally:
+            self.lost.set_result(None)
+
+    # --- the hub's Session ---------------------------------------------------------------
 
     def send(self, message: BaseModel) -> None:
         if not self.closing:
@@ -85,191 +165,241 @@ class WebSocketSession(Session):
         if not self.closing:
             self._put(frame)
 
-    def _put(self, frame: bytes) -> None:
-        connection = self.connection
-        # An empty backlog means every earlier frame is already with the transport, so a
-        # direct write keeps the order; while paused the writer task waits for the socket.
-        if (
-            not self.backlog
-            and self.direct
-            and connection.protocol.state is State.OPEN
-            and not connection.paused
-        ):
-            try:
-                connection.protocol.send_binary(frame)
-                connection.send_data()
-            except Exception:  # as `Connection.send` does with an unexpected error
-                log.exception("connection %s: write failed", self.session_id)
-                self.closing = True
-                connection.transport.abort()
-            return
-        if len(self.backlog) >= self.max_outgoing:
-            self.closing = True
-            self.backlog.clear()
-            self.writer.cancel()
-            asyncio.create_task(  # noqa: RUF006 - the close outlives this call on purpose
-                connection.close(CloseCode.TOO_SLOW, "outgoing queue overflow")
-            )
-            return
-        self.backlog.append(frame)
-        self._backlogged.set()
-
     def close(self, code: CloseCode, reason: str) -> None:
-        if not self.closing:
+        """Close after the frames already sent (the close frame follows them)."""
+        if self.closing:
+            return
+        self.closing = self.refused = True
+        self.inbox.clear()
+        self._resume_reading()  # the peer's answer to our close must be read
+        if self.ws.state is State.OPEN:
+            self.ws.send_close(code, reason)
+            self._flush()
+
+    # --- writing -----------------------------------------------------------------------------
+
+    def _put(self, frame: bytes) -> None:
+        if self.ws.state is not State.OPEN:  # the peer's close, or the protocol failed it
             self.closing = True
-            self.backlog.append(_Close(code, reason))  # after every frame already sent
-            self._backlogged.set()
+            return
+        if self.writing_paused:
+            self.written_while_paused += 1
+            if self.written_while_paused > self.max_outgoing:
+                self.close(CloseCode.TOO_SLOW, "outgoing queue overflow")
+                return
+        self.ws.send_binary(frame)
+        self._flush()
 
-    async def _write(self) -> None:
-        with contextlib.suppress(ConnectionClosed):
-            while True:
-                while not self.backlog:
-                    self._backlogged.clear()
-                    await self._backlogged.wait()
-                # Popped and handed to the transport in one step (`send` writes before it
-                # waits for the socket), so the backlog never hides a frame not yet written.
-                item = self.backlog.popleft()
-                if isinstance(item, _Close):
-                    await self.connection.close(item.code, item.reason)
-                    return
-                await self.connection.send(item)
+    def _flush(self) -> None:
+        transport = self.transport
+        if transport is None:
+            return
+        for chunk in self.ws.data_to_send():
+            if chunk:
+                transport.write(chunk)
+            elif transport.can_write_eof():
+                transport.write_eof()  # after what is buffered; the peer closes then
+            else:
+                transport.close()
+        if self.ws.close_expected() and self.timer is None:
+            self.timer = self.loop.call_later(CLOSE_TIMEOUT_S, self._abort)
 
+    def _abort(self) -> None:
+        self.timer = None
+        if self.transport is not None:
+            self.transport.abort()
 
-async def _discard_incoming(connection: ServerConnection) -> None:
-    with contextlib.suppress(ConnectionClosed):
-        while True:
-            await connection.recv()
+    # --- reading -----------------------------------------------------------------------------
+
+    def _request(self, request: Request) -> None:
+        """The opening handshake, or a plain HTTP request for `/healthz` or `/metrics`."""
+        ws = self.ws
+        path = request.path.split("?", 1)[0]
+        if path == "/healthz":
+            ws.send_response(ws.reject(HTTPStatus.OK, "ok\n"))
+            return
+        if path == "/metrics":
+            response = ws.reject(HTTPStatus.OK, "")
+            response.body = self.edge.metrics.render()
+            del response.headers["Content-Type"], response.headers["Content-Length"]
+            response.headers["Content-Type"] = CONTENT_TYPE
+            response.headers["Content-Length"] = str(len(response.body))
+            ws.send_response(response)
+            return
+        response = ws.accept(request)
+        response.headers["Server"] = "solrace"
+        ws.send_response(response)
+        if ws.state is State.OPEN:
+            self.opened = True
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            self.edge.sessions.add(self)
+            self.edge.metrics.connections.inc()
+
+    def _frame(self, frame: Frame) -> None:
+        opcode = frame.opcode
+        data = frame.data if isinstance(frame.data, bytes) else bytes(frame.data)
+        if opcode is Opcode.BINARY or opcode is Opcode.TEXT:
+            if frame.fin:
+                self._message(data, opcode is Opcode.TEXT)
+            else:
+                self.fragments = [data]
+                self.fragment_is_text = opcode is Opcode.TEXT
+        elif opcode is Opcode.CONT:
+            self.fragments.append(data)  # the protocol caps the whole message's size
+            if frame.fin:
+                whole, self.fragments = b"".join(self.fragments), []
+                self._message(whole, self.fragment_is_text)
+        elif opcode is Opcode.PONG:
+            self.ping_outstanding = False
+        elif opcode is Opcode.CLOSE:
+            self.closing = True  # the protocol answers it; what came before is still handled
+
+    def _message(self, data: bytes, is_text: bool) -> None:
+        if self.refused:
+            return
+        self.last_frame_at = now = time.monotonic()
+        if not self.bucket.spend(now):
+            self.edge.metrics.rate_limit_closes.inc()
+            self.close(CloseCode.POLICY_VIOLATION, "rate budget exceeded")
+            return
+        self.inbox.append((data, is_text))
+        if self.worker is None:
+            self.worker = self.loop.create_task(self._work())
+        if len(self.inbox) >= INBOX_LIMIT and not self.reading_paused and self.transport:
+            self.reading_paused = True
+            self.transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        if self.reading_paused:
+            self.reading_paused = False
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.resume_reading()
+
+    async def _work(self) -> None:
+        """Hand the inbox to the hub in order, one message at a time."""
+        edge = self.edge
+        metrics = edge.metrics
+        try:
+            while self.inbox and not self.refused:
+                data, is_text = self.inbox.popleft()
+                if len(self.inbox) < INBOX_LIMIT // 2:
+                    self._resume_reading()
+                if is_text:
+                    metrics.bad_frames.labels("text").inc()
+                    self.close(CloseCode.UNSUPPORTED_DATA, "binary frames only")
+                    break
+                try:
+                    message = decode_client(data)
+                except DecodeError as exc:
+                    metrics.bad_frames.labels("msgpack").inc()
+                    self.close(CloseCode.INVALID_PAYLOAD, str(exc)[:100])
+                    break
+                except SchemaError as exc:
+                    metrics.bad_frames.labels("schema").inc()
+                    self.send(
+                        Error(
+                            code=ErrorCode.INVALID_MESSAGE.value,
+                            message=str(exc),
+                            request=exc.request_type,
+                        )
+                    )
+                    continue
+                await edge.hub.handle(self, message)
+        except Exception:
+            log.exception("connection %s failed", self.session_id)
+            self.close(CloseCode.INTERNAL_ERROR, "internal error")
+        finally:
+            self.worker = None
+
+    # --- keepalive ---------------------------------------------------------------------------
+
+    def keepalive(self, now: float, interval: float, timeout: float | None) -> None:
+        """Ping every `interval` seconds; close (1011) when a ping waits over `timeout`."""
+        if self.closing or self.ws.state is not State.OPEN:
+            return
+        if self.ping_outstanding:
+            if timeout is not None and now - self.last_ping_at > timeout:
+                self.ws.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+                self.closing = self.refused = True
+                self._flush()
+        elif now - self.last_ping_at >= interval:
+            self.ping_outstanding = True
+            self.last_ping_at = now
+            self.ws.send_ping(os.urandom(4))
+            self._flush()
 
 
 class Transport:
-    """Runs the websockets server and feeds each connection's messages to the hub."""
+    """Listens for connections and feeds each one's messages to the hub."""
 
     def __init__(self, hub: Hub, settings: Settings, metrics: Metrics) -> None:
         self.hub = hub
         self.settings = settings
         self.metrics = metrics
-        self.server: Server | None = None
+        self.server: asyncio.Server | None = None
+        #: Every connection, and those past the opening handshake (the hub's sessions).
+        self.connections: set[WebSocketSession] = set()
         self.sessions: set[WebSocketSession] = set()
-        self._idle_watch: asyncio.Task[None] | None = None
+        #: Closed connections whose hub goodbye is still running.
+        self.finishing: set[asyncio.Task[None]] = set()
+        self.origins: list[Origin | None] | None = None
+        if settings.origins:
+            # Browsers send Origin; scripts and the terminal client send none.
+            self.origins = [Origin(o) for o in settings.origins] + [None]
+        self._watch: asyncio.Task[None] | None = None
 
     @property
     def port(self) -> int:
         assert self.server is not None
-        port: int = next(iter(self.server.sockets)).getsockname()[1]
+        port: int = self.server.sockets[0].getsockname()[1]
         return port
 
     async def start(self) -> None:
-        settings = self.settings
-        origins: list[Origin | None] | None = None
-        if settings.origins:
-            # Browsers send Origin; scripts and the terminal client send none.
-            origins = [Origin(o) for o in settings.origins] + [None]
-        self.server = await serve(
-            self._serve_connection,
-            settings.host,
-            settings.port,
-            process_request=self._process_request,
-            max_size=settings.max_frame_bytes,
-            max_queue=16,
-            compression=None,
-            ping_interval=settings.ping_interval_s,
-            ping_timeout=settings.ping_timeout_s,
-            origins=origins,
-            server_header="solrace",
+        loop = asyncio.get_running_loop()
+        self.server = await loop.create_server(
+            lambda: WebSocketSession(self),
+            self.settings.host,
+            self.settings.port,
+            reuse_address=True,
         )
-        self._idle_watch = asyncio.create_task(self._close_idle_sessions(), name="solrace-idle")
+        self._watch = asyncio.create_task(self._watchdog(), name="solrace-watchdog")
 
-    async def _close_idle_sessions(self) -> None:
-        """One watchdog for every socket (cheaper than a timer around each receive)."""
-        limit = self.settings.idle_timeout_s
+    async def _watchdog(self) -> None:
+        """One timer for every socket (cheaper than one per socket): idle timeout, pings."""
+        settings = self.settings
+        idle = settings.idle_timeout_s
+        interval, timeout = settings.ping_interval_s, settings.ping_timeout_s
+        step = min(1.0, idle / 4, *(x / 4 for x in (interval, timeout) if x is not None))
         while True:
-            await asyncio.sleep(min(1.0, limit / 4))
+            await asyncio.sleep(step)
             now = time.monotonic()
             for session in list(self.sessions):
-                if now - session.last_frame_at > limit and not session.closing:
+                if now - session.last_frame_at > idle and not session.closing:
                     session.close(CloseCode.IDLE_TIMEOUT, "idle")
+                elif interval is not None:
+                    session.keepalive(now, interval, timeout)
 
     async def stop(self, code: CloseCode = CloseCode.SERVICE_RESTART) -> None:
-        """Stop accepting, close every connection with `code`, wait for the handlers."""
-        if self._idle_watch is not None:
-            self._idle_watch.cancel()
+        """Stop accepting, close every connection with `code`, wait for the goodbyes."""
+        if self._watch is not None:
+            self._watch.cancel()
         if self.server is None:
             return
-        self.server.close(close_connections=True, code=code, reason="server restart")
+        self.server.close()
+        for connection in list(self.connections):
+            if connection.opened:
+                connection.close(code, "server restart")
+            elif connection.transport is not None:
+                connection.transport.abort()
+        waiting = [c.lost for c in self.connections]
+        if waiting:
+            _, late = await asyncio.wait(waiting, timeout=CLOSE_TIMEOUT_S)
+            if late:
+                for connection in list(self.connections):
+                    connection._abort()
+                await asyncio.wait(late, timeout=CLOSE_TIMEOUT_S)
+        if self.finishing:
+            await asyncio.wait(list(self.finishing), timeout=CLOSE_TIMEOUT_S)
         await self.server.wait_closed()
-
-    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
-        path = request.path.split("?", 1)[0]
-        if path == "/healthz":
-            return connection.respond(HTTPStatus.OK, "ok\n")
-        if path == "/metrics":
-            headers = Headers([("Content-Type", CONTENT_TYPE)])
-            return Response(200, "OK", headers, self.metrics.render())
-        return None
-
-    async def _serve_connection(self, connection: ServerConnection) -> None:
-        if self.settings.send_buffer_bytes is not None:
-            sock = connection.transport.get_extra_info("socket")
-            if sock is not None:
-                sock.setsockopt(
-                    socket.SOL_SOCKET, socket.SO_SNDBUF, self.settings.send_buffer_bytes
-                )
-        session = WebSocketSession(connection, self.settings.max_outgoing)
-        self.sessions.add(session)
-        self.metrics.connections.inc()
-        bucket = CreditBucket(
-            self.settings.rate_capacity, self.settings.rate_refill_per_s, time.monotonic()
-        )
-        try:
-            await self._receive(connection, session, bucket)
-        except ConnectionClosed:
-            pass
-        except Exception:
-            log.exception("connection %s failed", session.session_id)
-            session.close(CloseCode.INTERNAL_ERROR, "internal error")
-        finally:
-            self.sessions.discard(session)
-            self.metrics.connections.dec()
-            await self.hub.disconnected(session)
-            # Let queued messages and a pending close go out, then stop the writer. Frames
-            # the client already sent are read and dropped meanwhile: unread frames would
-            # hold back its answer to our close frame until the close timeout.
-            drain = asyncio.create_task(_discard_incoming(connection))
-            if not session.writer.done():
-                session.close(CloseCode.NORMAL, "bye")
-                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                    await asyncio.wait_for(session.writer, timeout=2)
-            session.writer.cancel()
-            drain.cancel()
-
-    async def _receive(
-        self, connection: ServerConnection, session: WebSocketSession, bucket: CreditBucket
-    ) -> None:
-        while not session.closing:
-            frame = await connection.recv()
-            session.last_frame_at = now = time.monotonic()
-            if not bucket.spend(now):
-                self.metrics.rate_limit_closes.inc()
-                session.close(CloseCode.POLICY_VIOLATION, "rate budget exceeded")
-                return
-            if isinstance(frame, str):
-                self.metrics.bad_frames.labels("text").inc()
-                session.close(CloseCode.UNSUPPORTED_DATA, "binary frames only")
-                return
-            try:
-                message = decode_client(frame)
-            except DecodeError as exc:
-                self.metrics.bad_frames.labels("msgpack").inc()
-                session.close(CloseCode.INVALID_PAYLOAD, str(exc)[:100])
-                return
-            except SchemaError as exc:
-                self.metrics.bad_frames.labels("schema").inc()
-                session.send(
-                    Error(
-                        code=ErrorCode.INVALID_MESSAGE.value,
-                        message=str(exc),
-                        request=exc.request_type,
-                    )
-                )
-                continue
-            await self.hub.handle(session, message)

@@ -7,11 +7,16 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
+from textual.screen import Screen
+from textual.widget import Widget
 
 from solrace.server.app import App
 from solrace.server.settings import Settings
+
+W = TypeVar("W", bound=Widget)
 
 
 def server_settings(data_dir: Path, **overrides: object) -> Settings:
@@ -64,6 +69,12 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.02)
+
+
+async def widget(screen: Screen[Any], selector: str, kind: type[W]) -> W:
+    """The widget `selector` of `screen` once mounted (a screen just pushed composes later)."""
+    await eventually(lambda: bool(screen.query(selector)), what=f"{selector} mounted")
+    return screen.query_one(selector, kind)
 
 
 def child_env(tmp_path: Path) -> dict[str, str]:

@@ -13,7 +13,7 @@ from solrace.client.tui import ReplayApp
 from solrace.client.widgets import BoardWidget
 from solrace.server.protocol.messages import ReplayModel
 
-from .conftest import eventually
+from .conftest import eventually, widget
 from .process import Child
 from .test_connection import session_for
 
@@ -62,7 +62,7 @@ async def test_replay_steps_every_racer_move_by_move(server_url: str, tmp_path: 
 
     app = ReplayApp(replay, ascii=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        board = app.screen.query_one("#board", BoardWidget)
+        board = await widget(app.screen, "#board", BoardWidget)
         await eventually(lambda: "t6" in board.text, what="first board")
         first = board.text
         await pilot.press("end")

@@ -17,7 +17,7 @@ from solrace.client.tui import PlayApp, WatchApp
 from solrace.client.watching import WatchScreen
 from solrace.client.widgets import BoardWidget, RacersPanel
 
-from .conftest import eventually
+from .conftest import eventually, widget
 
 
 async def open_session(url: str, name: str | None) -> tuple[Session, asyncio.Task[None]]:
@@ -52,7 +52,7 @@ async def test_lobby_create_join_and_race_to_the_end(server_url: str, alice: Ses
         await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
         screen = app.screen
         assert isinstance(screen, RaceScreen)
-        board = screen.query_one("#board", BoardWidget)
+        board = await widget(screen, "#board", BoardWidget)
         await eventually(lambda: "t0" in board.text, what="board drawn")
         ply_before = alice.state.races[race_id].plies[alice.me or ""]
         await pilot.press("d")
@@ -109,7 +109,7 @@ async def test_mouse_picks_stock_then_card_and_target(server_url: str, alice: Se
         await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
         screen = app.screen
         assert isinstance(screen, RaceScreen)
-        board = screen.query_one("#board", BoardWidget)
+        board = await widget(screen, "#board", BoardWidget)
         await eventually(lambda: board.text.count("t6") == 1, what="board drawn")
         me = alice.me or ""
         # The stock's label row: clicking the stock deals.
@@ -218,7 +218,7 @@ async def test_play_without_server_embeds_one_races_a_bot_and_rematches(
             first = app.race_id
             screen = app.screen
             assert isinstance(screen, RaceScreen)
-            board = screen.query_one("#board", BoardWidget)
+            board = await widget(screen, "#board", BoardWidget)
             await eventually(lambda: "t19" in board.text, what="Colorado's 20 piles")
             await pilot.press("x", "x")
             await eventually(lambda: isinstance(app.screen, ResultScreen), 90, "result")
