@@ -272,6 +272,11 @@ class RaceState:
         )
         self.plies[player_id] = ack.ply + 1
         self.last_rejection = None
+        # The ack is this racer's own progress (the server's progress batches skip the mover).
+        status = self.racers.get(player_id)
+        if status is not None:
+            status.on_foundations, status.total = ack.on_foundations, ack.total
+            status.moves = max(status.moves, ack.ply + 1)
         return True
 
 

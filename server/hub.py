@@ -118,6 +118,7 @@ class Hub(MoveHandling):
                 await self._ticker
             self._ticker = None
         for runtime in list(self.races.values()):
+            runtime.take_held()  # the connections are closed: no batch is due
             await self._unfollow(runtime)
 
     async def recover(self) -> None:
@@ -352,7 +353,7 @@ class Hub(MoveHandling):
             old = self.players.get(player.player_id)
             if old is not None and old is not session:
                 old.close(CloseCode.REPLACED, "connected again elsewhere")
-            self.players[player.player_id] = session
+                del self.players[player.player_id]
         session.send(
             Welcome(
                 protocol=PROTOCOL_VERSION,
@@ -375,6 +376,9 @@ class Hub(MoveHandling):
                     )
                 except RaceError as exc:
                     log.warning("race %s: %s not marked back: %s", runtime.race_id, player_id, exc)
+            # Only now does this session get its races' live events: what happened before
+            # (its own return included) comes in order with the `Sync` that follows a welcome.
+            self.players[player_id] = session
         log.info("hello from %s", session.name or "an anonymous spectator")
 
     async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
@@ -545,11 +549,15 @@ class Hub(MoveHandling):
         since = message.since_version if isinstance(message, Sync) else None
         epoch = message.epoch if isinstance(message, Sync) else None
         missed = race.events_since(epoch, since)
+        mark = session.versions.get(race.race_id)
+        if missed and mark is not None and mark[0] == race.epoch and missed[0].version <= mark[1]:
+            missed = None  # live events reached it first: the missed ones would come too late
         if missed is None:
             session.send(race.snapshot(self.clock()))
         else:
             for event in missed:
                 session.send(event)
+        session.versions[race.race_id] = (race.epoch, race.version)
 
     async def _watch(self, session: Session, message: Watch | Sync) -> None:
         runtime = await self._runtime(message.race_id)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,7 +31,13 @@ from solrace.engine import Audience, Game, deal
 from solrace.server.broker import Broker, BrokerError, Subscription
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
-from solrace.server.protocol.messages import Board, Progress, RaceEvent, RaceStarted
+from solrace.server.protocol.messages import (
+    Board,
+    Progress,
+    RaceEvent,
+    RaceSnapshot,
+    RaceStarted,
+)
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState, RaceStatus
 from solrace.server.protocol.views import board_for
@@ -69,6 +75,11 @@ def is_progress_only(events: Sequence[RaceEvent]) -> bool:
     return all(
         isinstance(e, Progress) and e.progress.state == RacerState.PLAYING.value for e in events
     )
+
+
+def mover_of(message: RaceEvent | RaceSnapshot) -> str | None:
+    """The racer a progress event is about (None for other messages)."""
+    return message.progress.player_id if isinstance(message, Progress) else None
 
 
 def opening_progress(race: Race, events: Sequence[RaceEvent]) -> list[RaceEvent]:
@@ -138,14 +149,35 @@ class RaceSync:
         sessions = {self.players[p] for p in runtime.race.racers if p in self.players}
         return sessions | runtime.spectators
 
-    def _publish(self, runtime: RaceRuntime, messages: Iterable[BaseModel]) -> None:
+    def _publish(
+        self,
+        runtime: RaceRuntime,
+        messages: Sequence[RaceEvent | RaceSnapshot],
+        *,
+        to_mover: bool = True,
+    ) -> None:
+        """Send `messages` (in version order) to the race's sessions, each only what is newer
+        than what that session was last sent of the race: every session sees versions rise.
+        `to_mover=False` (progress batches): a racer is not sent its own progress, which its
+        move acks already carried."""
         recipients = self._recipients(runtime)
-        if not recipients:
+        if not recipients or not messages:
             return
-        batch = [(message, encode(message)) for message in messages]  # once for everyone
+        race_id = runtime.race_id
+        batch = [
+            (m, encode(m), m.epoch, m.version, None if to_mover else mover_of(m)) for m in messages
+        ]  # encoded once for everyone
         for session in recipients:
-            for message, frame in batch:
+            mark = session.versions.get(race_id)
+            for message, frame, epoch, version, mover in batch:
+                if mark is not None and mark[0] == epoch and version <= mark[1]:
+                    continue  # it had this version already (a catch-up overtook the batch)
+                if mover is not None and mover == session.player_id:
+                    continue
                 session.send_frame(message, frame)
+                mark = (epoch, version)
+            if mark is not None:
+                session.versions[race_id] = mark
 
     def _own_board(self, runtime: RaceRuntime, player_id: str) -> Board:
         game = runtime.boards[player_id].game
@@ -186,11 +218,16 @@ class RaceSync:
         if runtime.sent_epoch == race.epoch and runtime.sent_version == race.version:
             return
         missed = race.events_since(runtime.sent_epoch, runtime.sent_version)
-        if missed is None:
-            self._publish(runtime, [race.snapshot(self.clock())])
-        else:
-            self._publish(runtime, missed)
         runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
+        if missed is None:
+            runtime.take_held()  # the snapshot carries everyone's latest progress
+            self._publish(runtime, [race.snapshot(self.clock())])
+        elif self.settings.progress_interval_s > 0 and is_progress_only(missed):
+            self._hold(runtime, missed)
+            return
+        else:
+            self._publish(runtime, runtime.take_held(), to_mover=False)
+            self._publish(runtime, missed)
         if race.started_at_ms is not None and not runtime.boards:
             runtime.deal_boards()  # the race just started: no moves yet
             for player_id in runtime.boards:
@@ -204,6 +241,27 @@ class RaceSync:
             log.info("race %s finished", runtime.race_id)
         elif race.status is RaceStatus.CANCELLED:
             self.races.pop(runtime.race_id, None)
+
+    def _hold(self, runtime: RaceRuntime, events: Sequence[RaceEvent]) -> None:
+        """Batch progress: each racer's latest goes out with the next batch, at most
+        `progress_interval_s` from now, or at once ahead of any other event (in version
+        order: clients drop an event older than one they have). Moves are answered at once
+        by their acks, which carry the mover's own progress (a batch skips it for the mover);
+        the progress of a racer moving many times a second reaches the others a few times a
+        second, never later than the interval."""
+        held = runtime.held
+        for event in events:
+            assert isinstance(event, Progress)
+            held.pop(event.progress.player_id, None)  # re-inserted last: version order
+            held[event.progress.player_id] = event
+        if runtime.held_flush is None:
+            runtime.held_flush = asyncio.get_running_loop().call_later(
+                self.settings.progress_interval_s, self._send_held, runtime
+            )
+
+    def _send_held(self, runtime: RaceRuntime) -> None:
+        runtime.held_flush = None
+        self._publish(runtime, runtime.take_held(), to_mover=False)
 
     def _forget_finished(self) -> None:
         done = [rid for rid, rt in self.races.items() if not rt.race.is_live]

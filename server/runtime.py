@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from solrace.engine import Audience, EngineError, Game, Move, deal
 from solrace.server.protocol.codec import decode_server
-from solrace.server.protocol.messages import MoveAck, MoveRejected
+from solrace.server.protocol.messages import MoveAck, MoveRejected, Progress
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord
 from solrace.server.protocol.views import board_for
@@ -63,6 +63,19 @@ class RaceRuntime:
         self.finished = False
         #: Several nodes: a reload failed (store outage); the ticker tries again.
         self.stale = False
+        #: Progress events held back for the next batch: the latest per racer, oldest first.
+        self.held: dict[str, Progress] = {}
+        #: The timer that sends `held` (None: nothing is held).
+        self.held_flush: asyncio.TimerHandle | None = None
+
+    def take_held(self) -> list[Progress]:
+        """The held progress events, in version order; nothing is held after."""
+        if self.held_flush is not None:
+            self.held_flush.cancel()
+            self.held_flush = None
+        held = list(self.held.values())
+        self.held.clear()
+        return held
 
     @property
     def race_id(self) -> str:

@@ -19,6 +19,8 @@ class Session(ABC):
         self.player_id: str | None = None
         self.name: str | None = None
         self.watching: set[str] = set()
+        #: Race id -> (epoch, version) of the last event of it this session was sent.
+        self.versions: dict[str, tuple[str, int]] = {}
         self.closed = False
 
     @abstractmethod

@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     history_size: int = Field(default=50, ge=1)
     tick_s: float = Field(default=0.1, gt=0)
     spectator_batch_s: float = Field(default=0.25, gt=0)
+    progress_interval_s: float = Field(
+        default=0.1,
+        ge=0,
+        description="racers' progress is sent to the race's sessions in batches this often "
+        "(the latest per racer; state changes at once); 0: every progress event at once",
+    )
 
     admin_token: str | None = Field(
         default=None, description="tournament admin token; none: tournaments cannot be created"

@@ -115,7 +115,8 @@ def endless_number(moves: int) -> str:
 async def test_three_nodes_see_one_race_s_events_in_the_same_order(
     cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
 ) -> None:
-    node_a, node_b, node_c = [await cluster(redis_url) for _ in range(3)]
+    # Every progress event sent at once (not batched), so every version reaches everyone.
+    node_a, node_b, node_c = [await cluster(redis_url, progress_interval_s=0) for _ in range(3)]
     alice = await clients(url(node_a), "alice")
     bob = await clients(url(node_b), "bob")
     carol = await clients(url(node_c))  # an anonymous spectator

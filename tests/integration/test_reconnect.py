@@ -15,6 +15,7 @@ from solrace.server.protocol.messages import (
     RaceUpdate,
     Resign,
     Sync,
+    Watch,
 )
 from tests.integration.conftest import ClientFactory, ServerFactory
 from tests.integration.helpers import play, start_race
@@ -25,6 +26,8 @@ async def test_reconnect_mid_race_gets_missed_events_and_plays_on(
 ) -> None:
     alice, bob = await client("alice"), await client("bob")
     race_id = await start_race(alice, [bob])
+    carol = await client("carol")
+    await carol.send(Watch(race_id=race_id))
     await play(alice, race_id, ["deal", "deal"])
     last = max(m.version for m in alice.received if hasattr(m, "version"))
     epoch = next(m.epoch for m in alice.received if isinstance(m, Progress))
@@ -34,6 +37,11 @@ async def test_reconnect_mid_race_gets_missed_events_and_plays_on(
     # Bob sees Alice drop, and keeps playing meanwhile.
     await bob.expect(RaceUpdate, lambda m: not m.race.racers[0].connected)
     await play(bob, race_id, ["deal", "deal", "deal"])
+    # Bob's progress batch has gone out (a spectator has it): Alice's new connection gets it
+    # only from her resync.
+    await carol.expect(
+        Progress, lambda m: m.progress.player_id == bob.player_id and m.progress.moves == 3
+    )
 
     again = await client()
     welcome = await again.hello(token=token)
