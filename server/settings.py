@@ -38,6 +38,14 @@ class Settings(BaseSettings):
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
     idle_timeout_s: float = Field(default=60.0, gt=0)
+    open_timeout_s: float = Field(
+        default=10.0, gt=0, description="seconds a client has to complete the opening handshake"
+    )
+    close_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds a client has to answer our close frame before the socket is aborted",
+    )
     max_outgoing: int = Field(default=1024, ge=16)
     send_buffer_bytes: int | None = Field(
         default=None,

@@ -47,9 +47,6 @@ ws_log = logging.getLogger("solrace.server.websocket")
 
 _session_ids = itertools.count(1)
 
-#: Seconds a client has to complete the opening handshake, and to answer our close frame.
-OPEN_TIMEOUT_S = 10.0
-CLOSE_TIMEOUT_S = 10.0
 #: Frames read ahead of the hub per connection; past it the socket is not read (back-pressure).
 INBOX_LIMIT = 16
 
@@ -104,7 +101,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if size is not None and sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
-        self.timer = self.loop.call_later(OPEN_TIMEOUT_S, self._abort)
+        self.timer = self.loop.call_later(self.edge.settings.open_timeout_s, self._abort)
 
     def data_received(self, data: bytes) -> None:
         ws = self.ws
@@ -202,7 +199,7 @@ class WebSocketSession(Session, asyncio.Protocol):
             else:
                 transport.close()
         if self.ws.close_expected() and self.timer is None:
-            self.timer = self.loop.call_later(CLOSE_TIMEOUT_S, self._abort)
+            self.timer = self.loop.call_later(self.edge.settings.close_timeout_s, self._abort)
 
     def _abort(self) -> None:
         self.timer = None
@@ -394,12 +391,13 @@ class Transport:
             elif connection.transport is not None:
                 connection.transport.abort()
         waiting = [c.lost for c in self.connections]
+        close_timeout = self.settings.close_timeout_s
         if waiting:
-            _, late = await asyncio.wait(waiting, timeout=CLOSE_TIMEOUT_S)
+            _, late = await asyncio.wait(waiting, timeout=close_timeout)
             if late:
                 for connection in list(self.connections):
                     connection._abort()
-                await asyncio.wait(late, timeout=CLOSE_TIMEOUT_S)
+                await asyncio.wait(late, timeout=close_timeout)
         if self.finishing:
-            await asyncio.wait(list(self.finishing), timeout=CLOSE_TIMEOUT_S)
+            await asyncio.wait(list(self.finishing), timeout=close_timeout)
         await self.server.wait_closed()

@@ -1,0 +1,262 @@
+"""The transport's edges over real sockets: fragmented messages, keepalive pings, the opening
+and closing handshake timeouts, a plain HTTP request, and shutdown (1012)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
+from solrace.server.app import App
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.codec import encode
+from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Ping, Pong, Welcome
+from solrace.server.transport import WebSocketSession
+from tests.integration.conftest import ServerFactory
+from tests.integration.wsclient import Client
+
+WAIT_S = 5.0
+
+
+def url_of(app: App) -> str:
+    return f"ws://127.0.0.1:{app.port}"
+
+
+async def wait_until(condition: Callable[[], bool], within: float = WAIT_S) -> None:
+    """Wait for a condition on server state (no message tells it), yielding between looks."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {condition.__name__}"
+        await asyncio.sleep(0.01)
+
+
+async def read_to_eof(reader: asyncio.StreamReader, within: float = WAIT_S) -> bytes:
+    """What the server sends until it closes the socket (a reset counts as closed)."""
+    async with asyncio.timeout(within):
+        try:
+            return await reader.read()
+        except ConnectionResetError:
+            return b""
+
+
+async def ping_pong(client: Client, nonce: int) -> None:
+    await client.send(Ping(nonce=nonce))
+    await client.expect(Pong, lambda m: m.nonce == nonce)
+
+
+def only_session(app: App) -> WebSocketSession:
+    [session] = app.transport.sessions
+    return session
+
+
+# --- fragmented messages -------------------------------------------------------------------
+
+
+async def test_a_fragmented_message_is_reassembled(start_server: ServerFactory) -> None:
+    app = await start_server()
+    client = await Client.open(url_of(app))
+    try:
+        hello = encode(Hello(protocol=PROTOCOL_VERSION, name="fragments"))
+        third = len(hello) // 3
+        parts = [hello[:third], hello[third : 2 * third], hello[2 * third :]]
+        assert all(parts) and b"".join(parts) == hello
+        await client.connection.send(parts)  # an iterable: one message in three frames
+        welcome = await client.expect(Welcome)
+        assert welcome.player_id
+        # The connection goes on as usual after it.
+        await ping_pong(client, 7)
+        assert client.connection.close_code is None
+    finally:
+        await client.close()
+
+
+async def test_a_fragmented_message_over_the_size_cap_closes_1009(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(max_frame_bytes=1024)
+    client = await Client.open(url_of(app))
+    try:
+        await client.hello("big")
+        # Each frame is under the cap; the message they make is not.
+        await client.connection.send([b"\x00" * 400] * 3)
+        assert await client.closed(within=WAIT_S) == CloseCode.MESSAGE_TOO_BIG
+        await wait_until(lambda: not app.transport.sessions)
+    finally:
+        await client.close()
+
+
+# --- keepalive -----------------------------------------------------------------------------
+
+
+async def test_a_client_that_stops_reading_is_closed_1011_after_the_ping_timeout(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(ping_interval_s=0.2, ping_timeout_s=0.3)
+    stuck = await Client.open(url_of(app))
+    try:
+        await stuck.hello("stuck")
+        session = only_session(app)
+        stuck.connection.transport.pause_reading()  # our pings now go unanswered
+        await wait_until(lambda: session.closing)
+        # The server has sent its close frame and waits for the client's answer.
+        assert session in app.transport.connections
+        stuck.connection.transport.resume_reading()
+        assert await stuck.closed(within=WAIT_S) == CloseCode.INTERNAL_ERROR
+        assert stuck.connection.close_reason == "keepalive ping timeout"
+        await wait_until(lambda: session not in app.transport.connections)
+        assert session not in app.transport.sessions
+    finally:
+        await stuck.close()
+
+
+async def test_a_client_that_answers_pings_stays_open_across_ping_intervals(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(ping_interval_s=0.2, ping_timeout_s=0.5)
+    client = await Client.open(url_of(app))  # websockets answers pings by itself
+    try:
+        await client.hello("awake")
+        session = only_session(app)
+        # A new ping goes out only once the last one was answered: six distinct ping times
+        # mean five pongs, over a second, longer than the ping timeout.
+        pings = {session.last_ping_at}
+
+        def pinged_often() -> bool:
+            pings.add(session.last_ping_at)
+            return len(pings) >= 6
+
+        await wait_until(pinged_often)
+        assert not session.closing
+        assert session in app.transport.sessions
+        assert client.connection.close_code is None
+        await ping_pong(client, 1)
+    finally:
+        await client.close()
+
+
+# --- handshake timeouts --------------------------------------------------------------------
+
+
+async def test_a_socket_that_never_completes_the_handshake_is_closed_after_open_timeout(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(open_timeout_s=0.3)
+    # Connected (and past its handshake) before the silent sockets: still open after their
+    # timeouts, so a completed handshake cancels its timer.
+    good = await Client.open(url_of(app))
+    try:
+        await good.hello("patient")
+        started = time.monotonic()
+        silent_reader, silent_writer = await asyncio.open_connection("127.0.0.1", app.port)
+        half_reader, half_writer = await asyncio.open_connection("127.0.0.1", app.port)
+        half_writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n")
+        await half_writer.drain()
+        closed = asyncio.gather(read_to_eof(silent_reader), read_to_eof(half_reader))
+        # The server keeps serving the good client while the two wait for their timeout.
+        exchanges = 0
+        while True:
+            await ping_pong(good, exchanges)
+            exchanges += 1
+            if closed.done():
+                break
+            await asyncio.wait([closed], timeout=0.05)
+        assert list(await closed) == [b"", b""]
+        assert time.monotonic() - started >= 0.3 - 0.05
+        await wait_until(lambda: app.transport.connections == app.transport.sessions)
+        assert len(app.transport.connections) == 1
+        assert good.connection.close_code is None
+        await ping_pong(good, -1)
+        for writer in (silent_writer, half_writer):
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+    finally:
+        await good.close()
+
+
+async def test_a_client_that_never_answers_our_close_is_dropped_after_close_timeout(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(ping_interval_s=0.2, ping_timeout_s=0.3, close_timeout_s=0.3)
+    stuck = await Client.open(url_of(app))
+    try:
+        await stuck.hello("stuck")
+        session = only_session(app)
+        stuck.connection.transport.pause_reading()
+        await wait_until(lambda: session.closing)
+        # The client never reads our close frame: the socket is aborted, the hub told.
+        await wait_until(lambda: session not in app.transport.connections)
+        await asyncio.wait_for(session.lost, WAIT_S)
+        assert session not in app.transport.sessions
+    finally:
+        with contextlib.suppress(Exception):
+            stuck.connection.transport.resume_reading()
+        await stuck.close()
+
+
+# --- plain HTTP ----------------------------------------------------------------------------
+
+
+async def test_a_plain_http_get_is_answered_426_and_closed(start_server: ServerFactory) -> None:
+    app = await start_server()
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    try:
+        # HTTP/1.1 keeps connections open by default: the server closes this one itself.
+        writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        await writer.drain()
+        raw = await read_to_eof(reader)
+        head, _, body = raw.decode().partition("\r\n\r\n")
+        status_line, *header_lines = head.split("\r\n")
+        headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}
+        assert int(status_line.split()[1]) == 426
+        assert headers["upgrade"] == "websocket"
+        assert "WebSocket" in body
+        assert not app.transport.sessions
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+    await wait_until(lambda: not app.transport.connections)
+
+
+# --- shutdown ------------------------------------------------------------------------------
+
+
+async def test_stop_closes_clients_1012_and_drops_unfinished_handshakes(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server()
+    racer = await Client.open(url_of(app))
+    try:
+        await racer.hello("leaving")
+        reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+        await wait_until(lambda: len(app.transport.connections) == 2)
+        # The default close timeout is 10 s: a client that answers does not wait it out.
+        async with asyncio.timeout(WAIT_S):
+            await app.stop()
+        assert await racer.closed(within=WAIT_S) == CloseCode.SERVICE_RESTART
+        assert await read_to_eof(reader) == b""
+        assert not app.transport.connections and not app.transport.sessions
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+    finally:
+        await racer.close()
+
+
+async def test_stop_drops_a_client_that_never_answers_after_close_timeout(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(close_timeout_s=0.3)
+    stuck = await Client.open(url_of(app))
+    try:
+        await stuck.hello("stuck")
+        stuck.connection.transport.pause_reading()
+        async with asyncio.timeout(WAIT_S):
+            await app.stop()
+        assert not app.transport.connections and not app.transport.sessions
+    finally:
+        with contextlib.suppress(Exception):
+            stuck.connection.transport.resume_reading()
+        await stuck.close()
