@@ -559,6 +559,15 @@ class Hub(MoveHandling):
                 session.send(event)
         session.versions[race.race_id] = (race.epoch, race.version)
 
+    def catch_up(self, session: Session, runtime: RaceRuntime) -> None:
+        """Send `session` the race's events it has not had (all of them for a session new to
+        the race), in order: a racer seated by another node learns of the start this way."""
+        race = runtime.race
+        mark = session.versions.get(race.race_id)
+        since = mark[1] if mark is not None and mark[0] == race.epoch else 0
+        sync = Sync(race_id=race.race_id, epoch=race.epoch, since_version=since)
+        self._send_catch_up(session, runtime, sync)
+
     async def _watch(self, session: Session, message: Watch | Sync) -> None:
         runtime = await self._runtime(message.race_id)
         if session.player_id is not None and session.player_id in runtime.race.racers:

@@ -331,6 +331,7 @@ class TournamentService:
             if runtime is not None and runtime.race.is_live:
                 now = self.hub.clock()
                 for player, session in here:
+                    self.hub.catch_up(session, runtime)  # it may have started meanwhile
                     holder = self.hub._holder(session)
                     await self.hub._apply(runtime, mark_connected(player, now, holder))
         except (RaceError, StoreError) as exc:
