@@ -165,6 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--spectator-delay-rated-s", type=float, help="spectator board delay (default 10)"
     )
+    parser.add_argument(
+        "--progress-interval-s",
+        type=float,
+        help="send racers' progress in batches this often; 0: at once (default 0.1)",
+    )
     parser.add_argument("--min-time-limit-s", type=int, help="shortest race allowed (default 10)")
     parser.add_argument(
         "--admin-token", help="tournament admin token (default: none, no tournaments)"

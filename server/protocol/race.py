@@ -199,7 +199,8 @@ class Race:
     def progress_of(self, racer: Racer, now_ms: int) -> ProgressEntry:
         started = self.started_at_ms or now_ms
         end = racer.state_at_ms if racer.is_done and racer.state_at_ms else now_ms
-        return ProgressEntry(
+        # Built from the race's own typed fields, once per move: not validated again.
+        return ProgressEntry.model_construct(
             player_id=racer.player_id,
             state=racer.state.value,
             on_foundations=racer.on_foundations,
@@ -282,7 +283,9 @@ class Race:
     def _progress(self, racer: Racer, now_ms: int) -> RaceEvent:
         entry = self.progress_of(racer, now_ms)
         return self._emit(
-            lambda v: Progress(race_id=self.race_id, epoch=self.epoch, version=v, progress=entry)
+            lambda v: Progress.model_construct(
+                race_id=self.race_id, epoch=self.epoch, version=v, progress=entry
+            )
         )
 
     # --- lobby -------------------------------------------------------------------------
