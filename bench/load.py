@@ -182,7 +182,10 @@ async def run_phase(
     stop: asyncio.Event,
     ready: asyncio.Barrier,
     stats: Stats,
+    server_pid: int | None = None,
 ) -> dict[str, float]:
+    """Run the clients; measure `seconds` after a warm-up. With `server_pid`, also the
+    server's CPU time per message in that window (all its threads: user + system)."""
     tasks = [asyncio.create_task(t) for t in tasks_for]
     async with asyncio.timeout(120):
         while ready.n_waiting < ready.parties - 1:
@@ -197,14 +200,25 @@ async def run_phase(
     await asyncio.sleep(warmup)
     stats.latencies.clear()
     stats.count = 0
+    cpu_before = cpu_seconds(server_pid)
     await asyncio.sleep(seconds)
     result = summarize(stats, seconds)
+    if server_pid is not None and stats.count:
+        result["server_cpu_us"] = 1e6 * (cpu_seconds(server_pid) - cpu_before) / stats.count
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     for t in tasks:
         if t.exception():
             raise t.exception()  # type: ignore[misc]
     return result
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process `pid` so far (0 without one)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_process(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -271,7 +285,7 @@ async def measure(
             echo_client(f"ws://127.0.0.1:{echo_port}", frame, ready, go, stop, stats)
             for _ in range(players)
         ]
-        echo_result = await run_phase(coros, seconds, go, stop, ready, stats)
+        echo_result = await run_phase(coros, seconds, go, stop, ready, stats, echo.pid)
     finally:
         stop_process(echo)
 
@@ -298,7 +312,9 @@ async def measure(
     )
     try:
         wait_port(port, server)
-        solrace_result = await measure_solrace(players, seconds, port, numbers)
+        solrace_result = await measure_solrace(
+            players, seconds, port, numbers, server_pid=server.pid
+        )
     finally:
         stop_process(server)
     return {"echo": echo_result, "solrace": solrace_result}
@@ -311,6 +327,7 @@ async def measure_solrace(
     numbers: list[tuple[str, list[str]]],
     *,
     ordered: bool = False,
+    server_pid: int | None = None,
 ) -> dict[str, float]:
     go, stop, stats = asyncio.Event(), asyncio.Event(), Stats()
     ready = asyncio.Barrier(players + 1)
@@ -337,7 +354,7 @@ async def measure_solrace(
                 (turns[i], turns[i + 1]) if ordered else None,
             )
         )
-    return await run_phase(coros, seconds, go, stop, ready, stats)
+    return await run_phase(coros, seconds, go, stop, ready, stats, server_pid)
 
 
 def main() -> None:
@@ -358,7 +375,8 @@ def main() -> None:
     results = {}
     print(
         f"{'players':>7} | {'echo msg/s':>10} {'p50':>7} {'p99':>7} | "
-        f"{'solrace mv/s':>12} {'p50':>7} {'p99':>7} | {'thr ratio':>9} {'p99 ratio':>9}"
+        f"{'solrace mv/s':>12} {'p50':>7} {'p99':>7} | {'thr ratio':>9} {'p99 ratio':>9} | "
+        f"{'server CPU/msg: echo':>20} {'solrace':>8}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.players:
@@ -373,7 +391,9 @@ def main() -> None:
                 f"{n:>7} | {e['moves_per_s']:>10,.0f} "
                 f"{e['p50_ms']:>6.1f}ms {e['p99_ms']:>6.1f}ms | "
                 f"{s['moves_per_s']:>12,.0f} {s['p50_ms']:>6.1f}ms {s['p99_ms']:>6.1f}ms | "
-                f"{r['ratio']['throughput']:>8.0%} {r['ratio']['p99']:>8.1f}x",
+                f"{r['ratio']['throughput']:>8.0%} {r['ratio']['p99']:>8.1f}x | "
+                f"{e.get('server_cpu_us', float('nan')):>18.0f}us "
+                f"{s.get('server_cpu_us', float('nan')):>6.0f}us",
                 flush=True,
             )
     if args.out:
