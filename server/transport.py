@@ -90,6 +90,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.last_ping_at = self.last_frame_at
         self.ping_outstanding = False
         self.timer: asyncio.TimerHandle | None = None
+        self.eof_written = False
         self.lost: asyncio.Future[None] = self.loop.create_future()
 
     # --- asyncio.Protocol --------------------------------------------------------------------
@@ -192,9 +193,14 @@ class WebSocketSession(Session, asyncio.Protocol):
         if transport is None:
             return
         for chunk in self.ws.data_to_send():
+            if transport.is_closing() or self.eof_written:
+                # The connection failed before its handshake was answered (a request and
+                # bad bytes in one read): nothing may follow the end of our stream.
+                break
             if chunk:
                 transport.write(chunk)
             elif transport.can_write_eof():
+                self.eof_written = True
                 transport.write_eof()  # after what is buffered; the peer closes then
             else:
                 transport.close()
@@ -211,6 +217,8 @@ class WebSocketSession(Session, asyncio.Protocol):
     def _request(self, request: Request) -> None:
         """The opening handshake, or a plain HTTP request for `/healthz` or `/metrics`."""
         ws = self.ws
+        if ws.eof_sent:
+            return  # bytes after the request broke the stream: it is being closed unanswered
         path = request.path.split("?", 1)[0]
         if path == "/healthz":
             ws.send_response(ws.reject(HTTPStatus.OK, "ok\n"))

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
+
+import pytest
 
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
@@ -218,6 +221,36 @@ async def test_a_plain_http_get_is_answered_426_and_closed(start_server: ServerF
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
     await wait_until(lambda: not app.transport.connections)
+
+
+async def test_a_handshake_and_bad_bytes_in_one_write_are_dropped_cleanly(
+    start_server: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The protocol fails the stream before the handshake is answered: the socket is closed
+    unanswered (nothing written after our end of stream), no error is logged, and the
+    server goes on serving."""
+    app = await start_server()
+    handshake = (
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    for junk in (b"\x82\x05hello", b"\xff" * 64):  # an unmasked frame; bytes of no frame
+        reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+        try:
+            writer.write(handshake + junk)
+            await writer.drain()
+            assert await read_to_eof(reader) == b""
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+    client = await Client.open(url_of(app))
+    try:
+        await client.hello("after")
+        await ping_pong(client, 7)
+    finally:
+        await client.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 # --- shutdown ------------------------------------------------------------------------------
