@@ -69,10 +69,9 @@ CREATE TABLE IF NOT EXISTS moves (
 """
 
 
-# The usual case in one statement (the disk thread holds the GIL for every Python call it
-# makes, and the event loop waits for it): stored only if the race exists and `ply` is the
-# player's next one; a seq already stored fails the UNIQUE constraint. Nothing inserted: the
-# checks one by one say why.
+# The usual case in one statement (it runs on the event loop's thread: each Python call
+# counts): stored only if the race exists and `ply` is the player's next one; a seq already
+# stored fails the UNIQUE constraint. Nothing inserted: the checks one by one say why.
 _INSERT_NEXT_MOVE = """
 INSERT INTO moves (race_id, player_id, ply, seq, move, at_ms)
 SELECT :race_id, :player_id, :ply, :seq, :move, :at_ms
@@ -328,9 +327,9 @@ class SqliteStore(SqliteCompetition):
     async def append_move(self, move: MoveRecord) -> None:
         """Store one move, committed before this returns.
 
-        Moves arriving while a commit is under way wait and then share the next transaction
-        and its one commit (group commit): each gets its own answer, none returns before the
-        commit that holds it, and the event loop hops to the disk thread once per batch.
+        The moves appended during one turn of the event loop share one transaction and its
+        one commit, made right after that turn on the loop's thread (group commit): each gets
+        its own answer, and none returns before the commit that holds it.
         """
         if self._writer is None:
             raise StoreError("store is not open")
