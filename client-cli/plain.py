@@ -27,6 +27,7 @@ from solrace.server.protocol.messages import (
 
 from .boards import rules_board
 from .connection import Incoming, LinkStatus, StatusChange
+from .held_deals import deal_line
 from .render import render_plain
 from .session import RequestError, Session
 from .state import RaceState
@@ -165,8 +166,7 @@ class PlainMode:
                 f"{entry.elapsed_ms / 1000:.1f}s"
             )
         if race.commitment_ok is not None:
-            verdict = "verified" if race.commitment_ok else "MISMATCH: the deal was not the one"
-            self.say(f"deal {race.game} {race.game_number}: commitment {verdict}")
+            self.say(deal_line(race))
         elif race.deal_held:
             self.say("deal held until the tournament round ends (checked then)")
 

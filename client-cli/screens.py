@@ -25,6 +25,7 @@ from .render import Hit
 from .widgets import BoardWidget, RacersPanel, clock_text
 
 if TYPE_CHECKING:
+    from .state import RaceState
     from .tui import PlayApp
 
 
@@ -380,6 +381,8 @@ class ResultScreen(Screen[None]):
         super().__init__()
         self.race_id = race_id
         self.tournament_id: str | None = None
+        #: The deal's line as plain text (tests and logs read it).
+        self.reveal_text = ""
 
     @property
     def play(self) -> PlayApp:
@@ -448,21 +451,29 @@ class ResultScreen(Screen[None]):
                 f"{entry.on_foundations}/{entry.total}",
                 f"{entry.elapsed_ms / 1000:.1f}s",
             )
-        if race.commitment_ok is None and race.deal_held:
-            reveal = Text("deal held until the tournament round ends", style="dim")
-        elif race.commitment_ok is None:
-            reveal = Text("waiting for the reveal…", style="dim")
-        elif race.commitment_ok:
-            reveal = Text(
-                f"deal {race.game} #{race.game_number}: commitment {race.commitment} ✓ verified",
-                style="green",
-            )
-        else:
-            reveal = Text(
-                f"deal {race.game} #{race.game_number}: commitment does NOT match ✗",
-                style="bold red",
-            )
+        reveal = self._reveal(race)
+        self.reveal_text = reveal.plain
         self.query_one("#reveal", Static).update(reveal)
+
+    def _reveal(self, race: RaceState) -> Text:
+        """The deal and its commitment check; a tournament race's deal is held until its
+        round ends, then the app fetches and checks it (`held_deals.py`)."""
+        deals = self.play.deals
+        if race.commitment_ok is None and race.deal_held:
+            if self.race_id in deals.checking:
+                return Text("the round is over: fetching the deal to check it…", style="dim")
+            failure = deals.failures.get(self.race_id)
+            if failure is not None:
+                return Text(f"deal not checked: {failure}", style="yellow")
+            return Text("deal held until the tournament round ends", style="dim")
+        if race.commitment_ok is None:
+            return Text("waiting for the reveal…", style="dim")
+        deal = f"deal {race.game} #{race.game_number}"
+        if self.tournament_id is not None:
+            deal += " (the round's deal)"
+        if race.commitment_ok:
+            return Text(f"{deal}: commitment {race.commitment} ✓ verified", style="green")
+        return Text(f"{deal}: commitment does NOT match ✗", style="bold red")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "rematch":

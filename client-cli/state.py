@@ -179,15 +179,16 @@ class RaceState:
         commitment: str,
     ) -> None:
         self.results = results
-        self.game_number = game_number
-        self.salt = salt
         if self.commitment is None:
             self.commitment = commitment
         game = self.game
         if game_number is None or salt is None:
-            # A tournament round's deal: revealed in the tournament view when the round ends.
-            self.deal_held = True
+            # A tournament round's deal: released when the round ends (`release_deal`); a
+            # later message that still holds it does not undo a release already checked.
+            self.deal_held = self.commitment_ok is None
             return
+        self.game_number = game_number
+        self.salt = salt
         # The commitment checked is the one received at the start, not the one at the end.
         self.commitment_ok = (
             game is not None
@@ -201,6 +202,19 @@ class RaceState:
                 status.on_foundations = entry.on_foundations
                 status.total = entry.total
                 status.elapsed_ms = entry.elapsed_ms
+
+    def release_deal(self, replay: ReplayModel) -> None:
+        """A held deal released (its tournament round ended): the replay's number and salt,
+        checked against the commitment received at the start, not the replay's (which the
+        server also wrote)."""
+        self.deal_held = False
+        self.game_number, self.salt = replay.game_number, replay.salt
+        self.commitment_ok = (
+            self.commitment is not None
+            and replay.commitment == self.commitment
+            and (self.game is None or self.game == replay.game)
+            and is_commitment_valid(self.commitment, replay.game, replay.game_number, replay.salt)
+        )
 
     def apply(self, message: ServerMessage) -> None:
         """Fold one message about this race into the state."""
@@ -333,8 +347,12 @@ class ClientState:
             self.lobby = {info.race_id: info for info in message.races}
             return None
         if isinstance(message, Replay):
-            self.replays[message.replay.race_id] = message.replay
-            return message.replay.race_id
+            replay = message.replay
+            self.replays[replay.race_id] = replay
+            race = self.races.get(replay.race_id)
+            if race is not None and race.deal_held:  # a tournament round's deal, released
+                race.release_deal(replay)
+            return replay.race_id
         if isinstance(message, Error):
             self.last_error = message
             if message.race_id is None:

@@ -19,7 +19,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TextIO
 
-from solrace.server.protocol.messages import Board, ServerMessage, Sync
+from solrace.server.protocol.messages import Board, RaceFinished, ServerMessage, Sync
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
     JoinTournament,
@@ -30,9 +30,9 @@ from solrace.server.protocol.tournament_messages import (
 )
 
 from .connection import ConnectionFailedError, Incoming, LinkStatus, StatusChange
+from .held_deals import HeldDeals
 from .identity import connect_player
 from .plain import PlainMode, stdin_lines
-from .replay import is_replay_verified
 from .session import RequestError, Session
 from .tournament_render import render_tournament
 
@@ -64,8 +64,8 @@ class TournamentPlain:
         self.finished = asyncio.Event()
         self._shown: tuple[str, int, bool] | None = None
         self._checked_in = False
-        #: Races this player was seated in, by round: their deals are checked when it ends.
-        self._rounds_of: dict[str, int] = {}
+        #: The deals of this player's races, checked when their round ends.
+        self.deals = HeldDeals(session)
         self._checks: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         session.listeners.append(self.on_event)
@@ -108,6 +108,8 @@ class TournamentPlain:
             and incoming.tournament.tournament_id == self.tournament_id
         ):
             self.on_view(incoming.tournament)
+        elif isinstance(incoming, RaceFinished):  # its round may have ended already
+            self._check_deals()
 
     def take(self, notice: TournamentRace) -> None:
         """The server seated the player in a race: it becomes the current race."""
@@ -117,7 +119,6 @@ class TournamentPlain:
             f"race {notice.race_number}: {players}"
         )
         self.mode.race_id = notice.race_id
-        self._rounds_of[notice.race_id] = notice.round
         if self.session.state.my_board(notice.race_id) is not None:
             self.mode.print_board()
         else:  # resync: the race's first events may have come before (or without) us
@@ -130,14 +131,7 @@ class TournamentPlain:
         if wants and not self._checked_in:
             self._checked_in = True
             self._spawn(self.session.conn.send(CheckIn(tournament_id=self.tournament_id)))
-        for race_id, number in list(self._rounds_of.items()):
-            if number <= len(view.rounds) and view.rounds[number - 1].is_ended:
-                del self._rounds_of[race_id]
-                race = self.session.state.races.get(race_id)
-                if race is not None and race.deal_held:
-                    self._checks.append(
-                        asyncio.get_running_loop().create_task(self._check_deal(race_id))
-                    )
+        self._check_deals()
         rounds = len(view.rounds)
         key = (view.phase, rounds, view.paused)
         if key == self._shown:
@@ -157,20 +151,15 @@ class TournamentPlain:
         self.say(f"tournament finished: champion {champion}")
         self.finished.set()
 
+    def _check_deals(self) -> None:
+        """Check the held deals of the player's races whose round has ended."""
+        loop = asyncio.get_running_loop()
+        for race_id in self.deals.claim(self.tournament_id):
+            self._checks.append(loop.create_task(self._check_deal(race_id)))
+
     async def _check_deal(self, race_id: str) -> None:
-        """The round ended: fetch the race's replay and check its deal against the commitment
-        received at the start (not the one in the replay, which the server also wrote)."""
-        try:
-            replay = await self.session.get_replay(race_id)
-        except (RequestError, TimeoutError, ConnectionError) as exc:
-            self.say(f"deal of {race_id} not checked: {exc}")
-            return
-        race = self.session.state.races[race_id]
-        ok = replay.commitment == race.commitment and is_replay_verified(replay)
-        race.game_number, race.salt, race.commitment_ok = replay.game_number, replay.salt, ok
-        race.deal_held = False
-        verdict = "verified" if ok else "MISMATCH: the deal was not the one"
-        self.say(f"deal {replay.game} {replay.game_number}: commitment {verdict}")
+        """The round ended: fetch the race's replay and check its deal (`held_deals.py`)."""
+        self.say((await self.deals.check(race_id)).text)
 
     # --- commands ------------------------------------------------------------------------
 

@@ -9,7 +9,10 @@ Tournaments: `PlayApp` also plays a person's tournament races. A `tournament_rac
 server seated the player in a match's race) opens the race screen for it, from any screen but
 another live race; when the race ends, its result shows a few seconds, then the tournament
 screen comes back until the next race. Started as `solrace tournament join|play ID` the app
-opens on that tournament's screen and checks in by itself when check-in opens.
+opens on that tournament's screen and checks in by itself when check-in opens. A tournament
+race's deal is held until its round ends: once a pushed tournament view shows that, the app
+fetches the race's replay and checks the deal against the commitment received at the start
+(`held_deals.py`, shared with the plain mode), then notifies and redraws the result screen.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from solrace.server.protocol.messages import (
     Error,
     MoveAck,
     MoveRejected,
+    RaceFinished,
     RaceSnapshot,
     RaceStarted,
     RaceUpdate,
@@ -46,6 +50,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 
 from .connection import Incoming, LinkStatus, StatusChange
+from .held_deals import HeldDeals
 from .screens import LobbyScreen, RaceScreen, ResultScreen
 from .session import RequestError, Session
 from .watching import ReplayScreen, WatchPicker, WatchScreen
@@ -184,6 +189,8 @@ class PlayApp(_SessionApp):
         #: Tournaments this player plays in here: checked in by the app when check-in opens.
         self.playing: set[str] = set() if tournament_id is None else {tournament_id}
         self._checked_in: set[str] = set()
+        #: The held deals of this player's tournament races, checked when their round ends.
+        self.deals = HeldDeals(session)
         self.time_limit = args.time_limit if args else 600
         self.race_id: str | None = None
         self.auto_race = opponents is not None
@@ -389,6 +396,21 @@ class PlayApp(_SessionApp):
         ):
             self.check_in(tid)
 
+    def check_deals(self) -> None:
+        """Fetch and check the held deals of the player's races whose round has ended."""
+        for race_id in self.deals.claim():
+            self.run_worker(self._check_deal(race_id), exclusive=False)
+
+    async def _check_deal(self, race_id: str) -> None:
+        check = await self.deals.check(race_id)
+        if check.ok is None:
+            self.notify(check.text, title="deal not checked", severity="warning")
+        elif check.ok:
+            self.notify(f"race {race_id}: {check.text}", title="round over")
+        else:
+            self.notify(f"race {race_id}: {check.text}", title="round over", severity="error")
+        self.redraw()
+
     def _on_tournament_race(self, notice: TournamentRace) -> None:
         if self.session.state.player_id not in notice.players:
             return
@@ -406,6 +428,8 @@ class PlayApp(_SessionApp):
     # --- screen changes ------------------------------------------------------------------
 
     def after_event(self, incoming: Incoming) -> None:
+        if isinstance(incoming, TournamentView | RaceFinished):
+            self.check_deals()  # a round ended (its races' deals are released) or a race did
         if isinstance(incoming, TournamentRace):
             self._on_tournament_race(incoming)
             return

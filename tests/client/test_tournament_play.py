@@ -29,7 +29,7 @@ from tests.integration.test_tournaments import scoring_line
 
 from .conftest import eventually
 from .process import Child
-from .test_tournament_screen import Opened, act, create, is_view
+from .test_tournament_screen import Opened, act, create, is_view, register
 
 
 @pytest.fixture
@@ -180,6 +180,69 @@ async def test_a_person_plays_a_tournament_race_on_the_play_screen(
         if run is not None:
             run.cancel()
         await bot.close()
+
+
+async def test_the_result_screen_checks_the_held_deal_once_the_round_ends(
+    server: App, opened: Opened, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four players: pat (on the play screen) wins a race while the round's other match still
+    races on the same deal, so the result says the deal is held. The admin pauses (no next
+    round opens over the result) and decides the other match: the round ends, and the result
+    screen fetches the released deal and shows it checked against the start's commitment."""
+    monkeypatch.setattr(PlayApp, "RESULT_PAUSE_S", 600.0)  # the result stays on screen
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    pat = await opened.open("pat")
+    app = PlayApp(pat, tournament_id=tid)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await eventually(lambda: isinstance(app.screen, TournamentScreen), what="screen")
+        screen = app.screen
+        assert isinstance(screen, TournamentScreen)
+        await eventually(lambda: "j joins" in screen.title_text, what="the join hint")
+        await pilot.press("j")
+        others = {s.me: s for s in await register(opened, tid, ["rob", "ida", "ivy"])}
+        await eventually(lambda: registered(admin, tid) == 4, what="all registered")
+        await act(admin, tid, "start")
+
+        await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+        race_screen = app.screen
+        assert isinstance(race_screen, RaceScreen)
+        race_id = race_screen.race_id
+        notice = pat.state.tournament_races[race_id]
+        (rival,) = [others[p] for p in notice.players if p != pat.me]
+        await eventually(lambda: pat.state.my_board(race_id) is not None, what="the deal")
+        for move in scoring_line(deal_of(server, race_id)):
+            after = played(pat, race_id) + 1
+            if move == "deal":
+                await pilot.press("d")
+            else:
+                await pilot.press("colon", *move, "enter")
+            await eventually(at_ply(pat, race_id, after), what=move)
+        await rival.resign(race_id)
+        await pilot.press("x", "x")
+
+        # pat won the race; the other match of round 1 races on: the deal is held.
+        await eventually(lambda: isinstance(app.screen, ResultScreen), what="the result")
+        result = app.screen
+        assert isinstance(result, ResultScreen) and result.race_id == race_id
+        await eventually(lambda: "deal held until" in result.reveal_text, what="held")
+        race = pat.state.races[race_id]
+        assert race.deal_held and race.game_number is None
+        assert [e.name for e in race.results or []][:1] == ["pat"]
+
+        # The admin decides the other match: round 1 ends, its deal is released.
+        view = await act(admin, tid, "pause")
+        (other,) = [live for live in view.live if pat.me not in live.players]
+        await act(admin, tid, "forfeit", match_id=other.match_id, player_id=other.players[0])
+        await eventually(lambda: "verified" in result.reveal_text, what="the deal checked")
+        number = deal_of(server, race_id)
+        assert f"deal klondike #{number} (the round's deal): commitment " in result.reveal_text
+        assert "✓ verified" in result.reveal_text
+        assert app.screen is result  # still on screen: the paused tournament opens no race
+        assert race.commitment_ok is True and not race.deal_held
+        assert race.commitment == server.hub.races[race_id].race.record.commitment
+        assert pat.state.tournaments[tid].rounds[0].is_ended
 
 
 async def test_a_pushed_race_opens_from_the_lobby_and_ctrl_t_lists_tournaments(
