@@ -81,20 +81,22 @@ WHERE EXISTS (SELECT 1 FROM races WHERE race_id = :race_id)
 """
 
 
+def _move_params(move: MoveRecord) -> dict[str, str | int]:
+    """`_INSERT_NEXT_MOVE`'s parameters for `move`."""
+    return {
+        "race_id": move.race_id,
+        "player_id": move.player_id,
+        "ply": move.ply,
+        "seq": move.seq,
+        "move": move.move,
+        "at_ms": move.at_ms,
+    }
+
+
 def _insert_move(db: sqlite3.Connection, move: MoveRecord) -> StoreError | None:
     """Insert one move inside the caller's transaction; a refusal is returned, not raised."""
     try:
-        inserted = db.execute(
-            _INSERT_NEXT_MOVE,
-            {
-                "race_id": move.race_id,
-                "player_id": move.player_id,
-                "ply": move.ply,
-                "seq": move.seq,
-                "move": move.move,
-                "at_ms": move.at_ms,
-            },
-        ).rowcount
+        inserted = db.execute(_INSERT_NEXT_MOVE, _move_params(move)).rowcount
     except sqlite3.IntegrityError:
         inserted = 0
     if inserted == 1:
@@ -123,20 +125,7 @@ def _insert_moves(db: sqlite3.Connection, moves: list[MoveRecord]) -> list[Store
     db.execute("BEGIN IMMEDIATE")
     try:
         try:
-            stored = db.executemany(
-                _INSERT_NEXT_MOVE,
-                [
-                    {
-                        "race_id": m.race_id,
-                        "player_id": m.player_id,
-                        "ply": m.ply,
-                        "seq": m.seq,
-                        "move": m.move,
-                        "at_ms": m.at_ms,
-                    }
-                    for m in moves
-                ],
-            ).rowcount
+            stored = db.executemany(_INSERT_NEXT_MOVE, [_move_params(m) for m in moves]).rowcount
         except sqlite3.IntegrityError:
             stored = -1
         if stored == len(moves):
