@@ -82,8 +82,12 @@ class LobbyScreen(Screen[None]):
         table = self.query_one("#races", DataTable)
         table.add_columns("race", "game", "status", "players", "time", "")
         self.update_view()
-        self.action_refresh()
-        self.set_interval(5.0, self.action_refresh)
+
+    def on_screen_resume(self) -> None:
+        self.action_refresh()  # and the server pushes the list on every change while here
+
+    def on_screen_suspend(self) -> None:
+        self.play.refresh_lobby(follow=False)  # a race screen needs no lobby pushes
 
     def action_refresh(self) -> None:
         self.play.refresh_lobby()

@@ -137,8 +137,10 @@ class Session:
     def me(self) -> str | None:
         return self.state.player_id
 
-    async def list_races(self) -> list[RaceInfo]:
-        reply = await self.request(ListRaces(), lambda m: isinstance(m, RaceList))
+    async def list_races(self, *, follow: bool = False) -> list[RaceInfo]:
+        """The live races; with `follow`, the server sends the list again on every change
+        (the state's lobby follows) until a later call without it."""
+        reply = await self.request(ListRaces(follow=follow), lambda m: isinstance(m, RaceList))
         assert isinstance(reply, RaceList)
         return list(reply.races)
 

@@ -220,8 +220,9 @@ class PlayApp(_SessionApp):
 
     # --- lobby actions -------------------------------------------------------------------
 
-    def refresh_lobby(self) -> None:
-        self.background(self.session.list_races())
+    def refresh_lobby(self, *, follow: bool = True) -> None:
+        """Ask for the race list; with `follow`, the server pushes it again on changes."""
+        self.background(self.session.list_races(follow=follow))
 
     def lobby_status(self) -> Text:
         race = self.session.state.races.get(self.race_id) if self.race_id else None

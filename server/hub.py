@@ -22,6 +22,7 @@ from solrace.engine import (
 )
 from solrace.server.broker import Broker, Subscription
 from solrace.server.hub_moves import MoveHandling
+from solrace.server.lobby import LobbyFeed
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import commit
@@ -41,6 +42,7 @@ from solrace.server.protocol.messages import (
     Pong,
     RaceEvent,
     RaceFinished,
+    RaceInfo,
     RaceList,
     Replay,
     Resign,
@@ -104,14 +106,21 @@ class Hub(MoveHandling):
         self.extra_handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {}
         self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
         self.ratings_of: Callable[[str], Awaitable[dict[str, float]]] | None = None
+        self.lobby = LobbyFeed(
+            self._live_race_infos,
+            settings.lobby_push_s,
+            settings.lobby_poll_s if self.is_cluster else None,
+        )
 
     # --- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.recover()
         self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-ticker")
+        self.lobby.start()
 
     async def stop(self) -> None:
+        await self.lobby.stop()
         if self._ticker is not None:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -235,6 +244,7 @@ class Hub(MoveHandling):
 
     async def disconnected(self, session: Session) -> None:
         session.closed = True
+        self.lobby.follow(session, False, [])
         for race_id in session.watching:
             runtime = self.races.get(race_id)
             if runtime is not None:
@@ -446,13 +456,16 @@ class Hub(MoveHandling):
 
     # --- lobby -----------------------------------------------------------------------------
 
-    async def _list_races(self, session: Session, message: ListRaces) -> None:
+    async def _live_race_infos(self) -> list[RaceInfo]:
         if self.is_cluster:
             records = await self.store.list_races(LIVE_STATUSES)
-            infos = [Race(r, "", 1).info() for r in records]
-        else:
-            infos = [rt.race.info() for rt in self.races.values() if rt.race.is_live]
+            return [Race(r, "", 1).info() for r in records]
+        return [rt.race.info() for rt in self.races.values() if rt.race.is_live]
+
+    async def _list_races(self, session: Session, message: ListRaces) -> None:
+        infos = await self._live_race_infos()
         session.send(RaceList(races=infos))
+        self.lobby.follow(session, message.follow, infos)
 
     async def _create_race(self, session: Session, message: CreateRace) -> None:
         player_id, name = self._identity(session)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from solrace.engine import Audience, Game, deal
 from solrace.server.broker import Broker, BrokerError, Subscription
+from solrace.server.lobby import LobbyFeed
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import (
@@ -137,6 +138,7 @@ class RaceSync:
     races: dict[str, RaceRuntime]
     players: dict[str, Session]
     node_id: str
+    lobby: LobbyFeed
 
     @property
     def is_cluster(self) -> bool:
@@ -219,15 +221,19 @@ class RaceSync:
             return
         missed = race.events_since(runtime.sent_epoch, runtime.sent_version)
         runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
-        if missed is None:
+        if missed and is_progress_only(missed):
+            if self.settings.progress_interval_s > 0:
+                self._hold(runtime, missed)
+                return
+            self._publish(runtime, missed)
+        elif missed is None:
             runtime.take_held()  # the snapshot carries everyone's latest progress
             self._publish(runtime, [race.snapshot(self.clock())])
-        elif self.settings.progress_interval_s > 0 and is_progress_only(missed):
-            self._hold(runtime, missed)
-            return
+            self.lobby.changed()
         else:
             self._publish(runtime, runtime.take_held(), to_mover=False)
             self._publish(runtime, missed)
+            self.lobby.changed()
         if race.started_at_ms is not None and not runtime.boards:
             runtime.deal_boards()  # the race just started: no moves yet
             for player_id in runtime.boards:

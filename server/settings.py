@@ -72,6 +72,13 @@ class Settings(BaseSettings):
         "(the latest per racer; state changes at once); 0: every progress event at once",
     )
 
+    lobby_push_s: float = Field(
+        default=0.5, gt=0, description="a lobby change reaches its followers within this"
+    )
+    lobby_poll_s: float = Field(
+        default=2.0, gt=0, description="several nodes: how often the lobby list is read again"
+    )
+
     admin_token: str | None = Field(
         default=None, description="tournament admin token; none: tournaments cannot be created"
     )

@@ -184,7 +184,11 @@ class Ping(Message):
 
 
 class ListRaces(Message):
+    """The live races; with `follow`, the list again whenever it changes (until `follow` is
+    false in a later `list_races`, or the connection closes)."""
+
     type: Literal["list_races"] = "list_races"
+    follow: bool = False
 
 
 class CreateRace(Message):

@@ -1,0 +1,99 @@
+"""The lobby feed: the list of live races, pushed to the sessions that follow it.
+
+A session follows the lobby with `list_races` and `follow: true` (and stops with `follow:
+false`, or by leaving). After a change of a race's lobby, status or timing on this node the
+list goes out again, at most every `interval_s` (a burst of joins is one push). On several
+nodes a race may change on another node, unseen here: while anyone follows, the list is also
+read again every `poll_s` and pushed when it differs from the last one sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from solrace.server.protocol.codec import encode
+from solrace.server.protocol.messages import RaceInfo, RaceList
+from solrace.server.session import Session
+from solrace.server.store import StoreError
+
+log = logging.getLogger("solrace.server.lobby")
+
+
+class LobbyFeed:
+    def __init__(
+        self,
+        list_races: Callable[[], Awaitable[list[RaceInfo]]],
+        interval_s: float,
+        poll_s: float | None,
+    ) -> None:
+        self.list_races = list_races
+        self.interval_s = interval_s
+        self.poll_s = poll_s
+        self.followers: set[Session] = set()
+        self._last: list[RaceInfo] | None = None
+        self._due: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._poller: asyncio.Task[None] | None = None
+
+    def follow(self, session: Session, on: bool, sent: list[RaceInfo]) -> None:
+        """`session` was just sent `sent`; it follows the lobby from now on (or stops)."""
+        if on:
+            self.followers.add(session)
+            self._last = sent
+        else:
+            self.followers.discard(session)
+
+    def changed(self) -> None:
+        """A race's lobby, status or timing changed here: push within `interval_s`."""
+        if self.followers and self._due is None:
+            self._due = asyncio.get_running_loop().call_later(self.interval_s, self._push_soon)
+
+    def _push_soon(self) -> None:
+        self._due = None
+        task = asyncio.create_task(self.push(), name="solrace-lobby-push")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def push(self) -> None:
+        """Send the followers the list if it differs from the last one sent."""
+        if not self.followers:
+            return
+        try:
+            races = await self.list_races()
+        except StoreError as exc:
+            log.warning("lobby not refreshed: %s", exc)
+            return
+        if races == self._last:
+            return
+        self._last = races
+        message = RaceList(races=races)
+        frame = encode(message)
+        for session in list(self.followers):
+            if session.closed:
+                self.followers.discard(session)
+            else:
+                session.send_frame(message, frame)
+
+    def start(self) -> None:
+        if self.poll_s is not None:
+            self._poller = asyncio.create_task(self._poll(self.poll_s), name="solrace-lobby")
+
+    async def _poll(self, every_s: float) -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            await self.push()
+
+    async def stop(self) -> None:
+        if self._due is not None:
+            self._due.cancel()
+            self._due = None
+        tasks = [*self._tasks, *([self._poller] if self._poller else [])]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._poller = None
