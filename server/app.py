@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--progress-interval-s",
         type=float,
-        help="send racers' progress in batches this often; 0: at once (default 0.1)",
+        help="fold racers' moves into their progress this often; 0: each move (default 0.1)",
     )
     parser.add_argument("--min-time-limit-s", type=int, help="shortest race allowed (default 10)")
     parser.add_argument(

@@ -106,6 +106,7 @@ class Hub(MoveHandling):
         self.extra_handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {}
         self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
         self.ratings_of: Callable[[str], Awaitable[dict[str, float]]] | None = None
+        self._folds: set[asyncio.Task[None]] = set()
         self.lobby = LobbyFeed(
             self._live_race_infos,
             settings.lobby_push_s,
@@ -127,7 +128,11 @@ class Hub(MoveHandling):
                 await self._ticker
             self._ticker = None
         for runtime in list(self.races.values()):
-            runtime.take_held()  # the connections are closed: no batch is due
+            if runtime.pending:  # the last progress batch goes into the race (and the store)
+                await self._fold(runtime)
+        if self._folds:
+            await asyncio.wait(list(self._folds))
+        for runtime in list(self.races.values()):
             await self._unfollow(runtime)
 
     async def recover(self) -> None:

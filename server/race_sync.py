@@ -42,7 +42,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState, RaceStatus
 from solrace.server.protocol.views import board_for
-from solrace.server.runtime import RaceRuntime
+from solrace.server.runtime import PendingBoard, RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
@@ -79,8 +79,12 @@ def is_progress_only(events: Sequence[RaceEvent]) -> bool:
 
 
 def mover_of(message: RaceEvent | RaceSnapshot) -> str | None:
-    """The racer a progress event is about (None for other messages)."""
-    return message.progress.player_id if isinstance(message, Progress) else None
+    """The racer whose own moves a progress event reports (None for any other message: a
+    change of state, the opening figures, a snapshot)."""
+    if not isinstance(message, Progress):
+        return None
+    entry = message.progress
+    return entry.player_id if entry.state == RacerState.PLAYING.value and entry.moves else None
 
 
 def opening_progress(race: Race, events: Sequence[RaceEvent]) -> list[RaceEvent]:
@@ -139,6 +143,8 @@ class RaceSync:
     players: dict[str, Session]
     node_id: str
     lobby: LobbyFeed
+    #: Progress batches being folded in (see `_note_progress`).
+    _folds: set[asyncio.Task[None]]
 
     @property
     def is_cluster(self) -> bool:
@@ -151,24 +157,19 @@ class RaceSync:
         sessions = {self.players[p] for p in runtime.race.racers if p in self.players}
         return sessions | runtime.spectators
 
-    def _publish(
-        self,
-        runtime: RaceRuntime,
-        messages: Sequence[RaceEvent | RaceSnapshot],
-        *,
-        to_mover: bool = True,
-    ) -> None:
+    def _publish(self, runtime: RaceRuntime, messages: Sequence[RaceEvent | RaceSnapshot]) -> None:
         """Send `messages` (in version order) to the race's sessions, each only what is newer
         than what that session was last sent of the race: every session sees versions rise.
-        `to_mover=False` (progress batches): a racer is not sent its own progress, which its
-        move acks already carried."""
+        With progress batches a racer is not sent the progress of its own moves: its acks
+        carried it."""
         recipients = self._recipients(runtime)
         if not recipients or not messages:
             return
         race_id = runtime.race_id
+        batching = self.settings.progress_interval_s > 0
         batch = [
-            (m, encode(m), m.epoch, m.version, None if to_mover else mover_of(m)) for m in messages
-        ]  # encoded once for everyone
+            (m, encode(m), m.epoch, m.version, mover_of(m) if batching else None) for m in messages
+        ]
         for session in recipients:
             mark = session.versions.get(race_id)
             for message, frame, epoch, version, mover in batch:
@@ -221,19 +222,13 @@ class RaceSync:
             return
         missed = race.events_since(runtime.sent_epoch, runtime.sent_version)
         runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
-        if missed and is_progress_only(missed):
-            if self.settings.progress_interval_s > 0:
-                self._hold(runtime, missed)
-                return
-            self._publish(runtime, missed)
-        elif missed is None:
-            runtime.take_held()  # the snapshot carries everyone's latest progress
+        if missed is None:
             self._publish(runtime, [race.snapshot(self.clock())])
             self.lobby.changed()
         else:
-            self._publish(runtime, runtime.take_held(), to_mover=False)
             self._publish(runtime, missed)
-            self.lobby.changed()
+            if not is_progress_only(missed):
+                self.lobby.changed()
         if race.started_at_ms is not None and not runtime.boards:
             runtime.deal_boards()  # the race just started: no moves yet
             for player_id in runtime.boards:
@@ -248,26 +243,58 @@ class RaceSync:
         elif race.status is RaceStatus.CANCELLED:
             self.races.pop(runtime.race_id, None)
 
-    def _hold(self, runtime: RaceRuntime, events: Sequence[RaceEvent]) -> None:
-        """Batch progress: each racer's latest goes out with the next batch, at most
-        `progress_interval_s` from now, or at once ahead of any other event (in version
-        order: clients drop an event older than one they have). Moves are answered at once
-        by their acks, which carry the mover's own progress (a batch skips it for the mover);
-        the progress of a racer moving many times a second reaches the others a few times a
-        second, never later than the interval."""
-        held = runtime.held
-        for event in events:
-            assert isinstance(event, Progress)
-            held.pop(event.progress.player_id, None)  # re-inserted last: version order
-            held[event.progress.player_id] = event
-        if runtime.held_flush is None:
-            runtime.held_flush = asyncio.get_running_loop().call_later(
-                self.settings.progress_interval_s, self._send_held, runtime
+    def _note_progress(
+        self, runtime: RaceRuntime, player_id: str, board: PendingBoard, move: MoveRecord
+    ) -> None:
+        """Progress batches: a move that only moves its racer on (not won, not stuck) is
+        folded into the race with the others of the next `progress_interval_s`, one event
+        per racer, or at once ahead of any other change (so a finish, a resign or a time-out
+        ranks on current figures). Each move is answered at once by its ack, which carries
+        the racer's own figures; one node fewer race steps per move, several nodes one
+        compare-and-set per batch instead of one per move."""
+        runtime.note_board(player_id, board, move)
+        if runtime.fold_due is None:
+            runtime.fold_due = asyncio.get_running_loop().call_later(
+                self.settings.progress_interval_s, self._fold_soon, runtime
             )
 
-    def _send_held(self, runtime: RaceRuntime) -> None:
-        runtime.held_flush = None
-        self._publish(runtime, runtime.take_held(), to_mover=False)
+    def _fold_soon(self, runtime: RaceRuntime) -> None:
+        runtime.fold_due = None
+        task = asyncio.create_task(self._fold(runtime), name=f"solrace-fold-{runtime.race_id}")
+        self._folds.add(task)
+        task.add_done_callback(self._folds.discard)
+
+    async def _fold(self, runtime: RaceRuntime) -> None:
+        try:
+            await self._apply(runtime, lambda race: [])  # the pending figures, nothing else
+        except RaceError as exc:
+            # The moves are stored and acknowledged; their progress goes with the next change.
+            log.warning("race %s: progress not stored: %s", runtime.race_id, exc)
+
+    def _folding(self, runtime: RaceRuntime, change: Change) -> tuple[Change, list[MoveRecord]]:
+        """`change` preceded by the racers' pending figures, and the moves behind them."""
+        pending, moves = runtime.take_pending()
+        if not pending:
+            return change, moves
+        now = self.clock()
+
+        def folded(race: Race) -> list[RaceEvent]:
+            events: list[RaceEvent] = []
+            for player_id, board in pending.items():
+                if player_id in race.racers:
+                    events += race.record_board(
+                        player_id,
+                        on_foundations=board.on_foundations,
+                        total=board.total,
+                        moves=board.moves,
+                        won=False,
+                        stuck=False,
+                        now_ms=now,
+                        reached_ms=board.reached_ms,
+                    )
+            return events + change(race)
+
+        return folded, moves
 
     def _forget_finished(self) -> None:
         done = [rid for rid, rt in self.races.items() if not rt.race.is_live]
@@ -284,7 +311,8 @@ class RaceSync:
         `RaceError(UNAVAILABLE)` if the store cannot be reached (nothing changed here; the
         request may be sent again) or the race keeps changing under us."""
         async with runtime.lock:
-            events = await self._apply_locked(runtime, change, moves)
+            change, folded_moves = self._folding(runtime, change)
+            events = await self._apply_locked(runtime, change, [*folded_moves, *moves])
         if events:
             await self._changed(runtime, events)
         return events

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from solrace.engine import Audience, EngineError, Game, Move, deal
 from solrace.server.protocol.codec import decode_server
-from solrace.server.protocol.messages import MoveAck, MoveRejected, Progress
+from solrace.server.protocol.messages import MoveAck, MoveRejected
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord
 from solrace.server.protocol.views import board_for
@@ -43,6 +43,17 @@ class RacerBoard:
             self.rejections.popitem(last=False)
 
 
+@dataclass(slots=True)
+class PendingBoard:
+    """A racer's figures after its latest move, waiting for the progress batch."""
+
+    on_foundations: int
+    total: int
+    moves: int
+    #: When the count on the foundations last changed (None: not since the last fold).
+    reached_ms: int | None
+
+
 class RaceRuntime:
     def __init__(self, race: Race, saved: RaceRecord | None = None) -> None:
         self.race = race
@@ -63,19 +74,36 @@ class RaceRuntime:
         self.finished = False
         #: Several nodes: a reload failed (store outage); the ticker tries again.
         self.stale = False
-        #: Progress events held back for the next batch: the latest per racer, oldest first.
-        self.held: dict[str, Progress] = {}
-        #: The timer that sends `held` (None: nothing is held).
-        self.held_flush: asyncio.TimerHandle | None = None
+        #: Racers' latest figures from moves not yet folded into the race (one progress batch),
+        #: and those moves (several nodes publish them with the batch).
+        self.pending: dict[str, PendingBoard] = {}
+        self.pending_moves: list[MoveRecord] = []
+        #: The timer that folds `pending` in (None: nothing is pending).
+        self.fold_due: asyncio.TimerHandle | None = None
 
-    def take_held(self) -> list[Progress]:
-        """The held progress events, in version order; nothing is held after."""
-        if self.held_flush is not None:
-            self.held_flush.cancel()
-            self.held_flush = None
-        held = list(self.held.values())
-        self.held.clear()
-        return held
+    def note_board(self, player_id: str, board: PendingBoard, move: MoveRecord) -> None:
+        """Keep a racer's figures after `move` for the next fold."""
+        previous = self.pending.get(player_id)
+        known = (
+            previous.on_foundations
+            if previous is not None
+            else self.race.racers[player_id].on_foundations
+        )
+        if board.on_foundations == known and previous is not None:
+            board.reached_ms = previous.reached_ms
+        elif board.on_foundations == known:
+            board.reached_ms = None
+        self.pending[player_id] = board
+        self.pending_moves.append(move)
+
+    def take_pending(self) -> tuple[dict[str, PendingBoard], list[MoveRecord]]:
+        """The figures and moves not folded in yet; nothing is pending after."""
+        if self.fold_due is not None:
+            self.fold_due.cancel()
+            self.fold_due = None
+        pending, moves = self.pending, self.pending_moves
+        self.pending, self.pending_moves = {}, []
+        return pending, moves
 
     @property
     def race_id(self) -> str:

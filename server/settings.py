@@ -68,8 +68,8 @@ class Settings(BaseSettings):
     progress_interval_s: float = Field(
         default=0.1,
         ge=0,
-        description="racers' progress is sent to the race's sessions in batches this often "
-        "(the latest per racer; state changes at once); 0: every progress event at once",
+        description="racers' moves are folded into the race's progress this often (one "
+        "event per racer; state changes at once); 0: every move at once",
     )
 
     lobby_push_s: float = Field(

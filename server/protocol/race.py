@@ -439,12 +439,15 @@ class Race:
         won: bool,
         stuck: bool,
         now_ms: int,
+        reached_ms: int | None = None,
     ) -> list[RaceEvent]:
-        """A racer's board changed (a move, or the deal): publish its progress."""
+        """A racer's board changed (a move, or the deal): publish its progress. A count on
+        the foundations that changed was reached at `reached_ms` (default: now)."""
         racer = self.racer(player_id)
         started = self.started_at_ms or now_ms
         if on_foundations != racer.on_foundations:
-            racer.reached_at_ms = max(0, now_ms - started)
+            reached = now_ms if reached_ms is None else reached_ms
+            racer.reached_at_ms = max(0, reached - started)
         racer.on_foundations = on_foundations
         racer.total = total
         racer.moves = moves

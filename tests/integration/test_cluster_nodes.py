@@ -314,8 +314,12 @@ async def test_a_move_while_redis_restarts_is_refused_then_both_nodes_carry_on(
 async def test_a_stuck_spectator_is_dropped_without_delaying_the_players(
     cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
 ) -> None:
-    node_a = await cluster(redis_url)
-    node_c = await cluster(redis_url, max_outgoing=16, send_buffer_bytes=4096)
+    # Every move's progress an event of its own (no batches): a stream the spectator can
+    # fall behind on.
+    node_a = await cluster(redis_url, progress_interval_s=0)
+    node_c = await cluster(
+        redis_url, max_outgoing=16, send_buffer_bytes=4096, progress_interval_s=0
+    )
     alice = await clients(url(node_a), "alice")
     bob = await clients(url(node_a), "bob")
     most = 1200

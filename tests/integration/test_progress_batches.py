@@ -1,14 +1,15 @@
-"""Progress batches over real sockets: other racers and spectators get each racer's latest
-progress at most every `progress_interval_s`, at once ahead of any state change, in version
-order; a mover's own progress rides in its acks."""
+"""Progress batches over real sockets: a racer's moves are folded into the race once per
+`progress_interval_s` (one event with the latest figures), or at once ahead of any other
+change, so the others see them in version order and a finish ranks on current figures; a
+mover's own progress rides in its acks."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from solrace.server.protocol.messages import Progress, RaceEvent, Resign, Watch
+from solrace.server.protocol.messages import Progress, RaceEvent, RaceFinished, Resign, Watch
 from tests.integration.conftest import ServerFactory
-from tests.integration.helpers import play, start_race
+from tests.integration.helpers import first_foundation_line, play, start_race
 from tests.integration.wsclient import Client
 
 EVENT_TYPES = ("race_update", "race_started", "progress", "race_finished")
@@ -80,6 +81,28 @@ async def test_held_progress_goes_out_after_the_interval(start_server: ServerFac
         assert latest.progress.state == "playing"
         events: list[RaceEvent] = [m for m in bob.received if isinstance(m, Progress)]
         assert [e.version for e in events] == sorted({e.version for e in events})
+    finally:
+        await alice.close()
+        await bob.close()
+
+
+async def test_a_time_out_ranks_on_the_figures_of_moves_not_yet_batched(
+    start_server: ServerFactory,
+) -> None:
+    # Only the time-out can fold Alice's moves in: they must count in the ranking.
+    app = await start_server(progress_interval_s=600)
+    url = f"ws://127.0.0.1:{app.port}"
+    alice, bob = [await Client.open(url) for _ in range(2)]
+    try:
+        await alice.hello("alice")
+        await bob.hello("bob")
+        race_id = await start_race(alice, [bob], time_limit_s=2)
+        acks = await play(alice, race_id, first_foundation_line("klondike", "1"))
+        assert acks[-1].on_foundations == 1
+        finished = await bob.expect(RaceFinished, within=30)
+        by_player = {r.player_id: r for r in finished.results}
+        assert by_player[alice.player_id].on_foundations == 1
+        assert by_player[alice.player_id].rank == 1 and by_player[bob.player_id].rank == 2
     finally:
         await alice.close()
         await bob.close()

@@ -47,12 +47,15 @@ async def test_reconnect_mid_race_gets_missed_events_and_plays_on(
     welcome = await again.hello(token=token)
     assert welcome.player_id == alice.player_id and welcome.active_races == [race_id]
     await again.send(Sync(race_id=race_id, epoch=epoch, since_version=last))
-    missed = [
-        await again.expect(Progress, lambda m: m.progress.player_id == bob.player_id)
-        for _ in range(3)
-    ]
-    assert [m.progress.moves for m in missed] == [1, 2, 3]
-    assert all(m.version > last for m in missed)
+    # The missed events (Bob's three quick moves are one progress batch), not a snapshot.
+    latest = await again.expect(
+        Progress, lambda m: m.progress.player_id == bob.player_id and m.progress.moves == 3
+    )
+    missed = [m for m in again.received if hasattr(m, "version")]
+    assert missed and all(m.version > last for m in missed)
+    assert [m.version for m in missed] == sorted({m.version for m in missed})
+    assert latest in missed
+    assert not [m for m in again.received if isinstance(m, RaceSnapshot)]
     board = await again.expect(Board)
     assert board.ply == 2 and board.player_id == alice.player_id
     # An ack lost in the drop: resending the same seq is answered again, not replayed.
@@ -61,7 +64,11 @@ async def test_reconnect_mid_race_gets_missed_events_and_plays_on(
     [ack] = await play(again, race_id, ["deal"], first_seq=3)
     assert ack.ply == 2
 
-    # An unknown epoch (or a too old version) gets a snapshot instead.
+    # An unknown epoch (or a too old version) gets a snapshot instead (once that move's
+    # progress batch is in the race: a spectator sees it).
+    await carol.expect(
+        Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves == 3
+    )
     await again.send(Sync(race_id=race_id, epoch="other", since_version=1))
     snapshot = await again.expect(RaceSnapshot)
     assert {p.player_id: p.moves for p in snapshot.progress} == {
