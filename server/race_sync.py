@@ -8,14 +8,16 @@ else already applied yields no event: each happens once.
 
 The stored record carries the event numbering (epoch and version) and the recent events, so
 any node can serve a resync. After storing a change a node publishes a small notice on the
-race's channel (`race:<id>`: the new version and the move behind it, if any); each node that
+race's channel (`race:<id>`: the new version and the moves behind it, if any); each node that
 follows the race (it has sessions in it, or recovered it) reloads the record when the notice
 is newer than its copy and forwards the events its own sessions have not had, in version
 order, or a snapshot when they are gone. A gap in the channel (the broker says messages may
 be lost) reloads the record and every board from the store.
 
-One node (no broker) keeps SQLite fast: a change that only moves a racer's progress on is not
-stored (a restart recomputes progress by replaying the moves) and nothing is published.
+Moves that only move their racer on are not a change each: their figures are folded into the
+race once per progress batch, or ahead of the next other change (`_note_progress`). One node
+(no broker) keeps SQLite fast: a change that only moves a racer's progress on is not stored
+(a restart recomputes progress by replaying the moves) and nothing is published.
 """
 
 from __future__ import annotations
