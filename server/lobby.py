@@ -32,8 +32,8 @@ class LobbyFeed:
         self.list_races = list_races
         self.interval_s = interval_s
         self.poll_s = poll_s
-        self.followers: set[Session] = set()
-        self._last: list[RaceInfo] | None = None
+        #: Each follower and the list it was last sent.
+        self.followers: dict[Session, list[RaceInfo]] = {}
         self._due: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._poller: asyncio.Task[None] | None = None
@@ -41,10 +41,9 @@ class LobbyFeed:
     def follow(self, session: Session, on: bool, sent: list[RaceInfo]) -> None:
         """`session` was just sent `sent`; it follows the lobby from now on (or stops)."""
         if on:
-            self.followers.add(session)
-            self._last = sent
+            self.followers[session] = sent
         else:
-            self.followers.discard(session)
+            self.followers.pop(session, None)
 
     def changed(self) -> None:
         """A race's lobby, status or timing changed here: push within `interval_s`."""
@@ -58,7 +57,7 @@ class LobbyFeed:
         task.add_done_callback(self._tasks.discard)
 
     async def push(self) -> None:
-        """Send the followers the list if it differs from the last one sent."""
+        """Send each follower the list if it differs from the last one it was sent."""
         if not self.followers:
             return
         try:
@@ -66,16 +65,17 @@ class LobbyFeed:
         except StoreError as exc:
             log.warning("lobby not refreshed: %s", exc)
             return
-        if races == self._last:
-            return
-        self._last = races
-        message = RaceList(races=races)
-        frame = encode(message)
-        for session in list(self.followers):
+        message: RaceList | None = None
+        frame = b""
+        for session, sent in list(self.followers.items()):
             if session.closed:
-                self.followers.discard(session)
-            else:
+                del self.followers[session]
+            elif sent != races:
+                if message is None:
+                    message = RaceList(races=races)
+                    frame = encode(message)  # once for everyone
                 session.send_frame(message, frame)
+                self.followers[session] = races
 
     def start(self) -> None:
         if self.poll_s is not None:
