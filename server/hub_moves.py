@@ -20,7 +20,7 @@ from solrace.server.protocol.messages import MakeMove, MoveAck, MoveRejected
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.protocol.views import touched_pile_fields
 from solrace.server.race_sync import RaceSync
-from solrace.server.runtime import PendingBoard, RacerBoard, RaceRuntime
+from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
 from solrace.server.store import PlyConflictError, StoreError
 
@@ -150,7 +150,7 @@ class MoveHandling(RaceSync):
         self.metrics.moves_accepted.inc()
         self.metrics.ack_latency.observe(time.perf_counter() - started)
         if not (won or stuck) and self.settings.progress_interval_s > 0:
-            self._note_progress(runtime, player_id, PendingBoard(on, total, game.ply, now), record)
+            self._note_progress(runtime, record, on, total, game.ply)
             return
         try:
             await self._apply(

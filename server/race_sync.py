@@ -44,7 +44,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState, RaceStatus
 from solrace.server.protocol.views import board_for
-from solrace.server.runtime import PendingBoard, RaceRuntime
+from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
@@ -246,15 +246,15 @@ class RaceSync:
             self.races.pop(runtime.race_id, None)
 
     def _note_progress(
-        self, runtime: RaceRuntime, player_id: str, board: PendingBoard, move: MoveRecord
+        self, runtime: RaceRuntime, move: MoveRecord, on_foundations: int, total: int, moves: int
     ) -> None:
         """Progress batches: a move that only moves its racer on (not won, not stuck) is
         folded into the race with the others of the next `progress_interval_s`, one event
         per racer, or at once ahead of any other change (so a finish, a resign or a time-out
         ranks on current figures). Each move is answered at once by its ack, which carries
-        the racer's own figures; one node fewer race steps per move, several nodes one
+        the racer's own figures. One node saves a race step per move; several nodes make one
         compare-and-set per batch instead of one per move."""
-        runtime.note_board(player_id, board, move)
+        runtime.note_board(move, on_foundations, total, moves)
         if runtime.fold_due is None:
             runtime.fold_due = asyncio.get_running_loop().call_later(
                 self.settings.progress_interval_s, self._fold_soon, runtime

@@ -81,19 +81,16 @@ class RaceRuntime:
         #: The timer that folds `pending` in (None: nothing is pending).
         self.fold_due: asyncio.TimerHandle | None = None
 
-    def note_board(self, player_id: str, board: PendingBoard, move: MoveRecord) -> None:
+    def note_board(self, move: MoveRecord, on_foundations: int, total: int, moves: int) -> None:
         """Keep a racer's figures after `move` for the next fold."""
-        previous = self.pending.get(player_id)
-        known = (
-            previous.on_foundations
-            if previous is not None
-            else self.race.racers[player_id].on_foundations
-        )
-        if board.on_foundations == known and previous is not None:
-            board.reached_ms = previous.reached_ms
-        elif board.on_foundations == known:
-            board.reached_ms = None
-        self.pending[player_id] = board
+        previous = self.pending.get(move.player_id)
+        if previous is None:
+            known, reached = self.race.racers[move.player_id].on_foundations, None
+        else:
+            known, reached = previous.on_foundations, previous.reached_ms
+        if on_foundations != known:
+            reached = move.at_ms
+        self.pending[move.player_id] = PendingBoard(on_foundations, total, moves, reached)
         self.pending_moves.append(move)
 
     def take_pending(self) -> tuple[dict[str, PendingBoard], list[MoveRecord]]:
