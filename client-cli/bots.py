@@ -103,7 +103,9 @@ class Bot:
     async def close(self) -> None:
         await self.conn.close()
 
-    async def _next_message(self, wait_s: float | None) -> ServerMessage | None:
+    async def next_message(self, wait_s: float | None) -> ServerMessage | None:
+        """The next server message, folded into the state; None after `wait_s` or on a link
+        change (a reconnect is counted, a closed link raises `BotError`)."""
         try:
             incoming = await asyncio.wait_for(self.conn.recv(), wait_s)
         except TimeoutError:
@@ -131,7 +133,7 @@ class Bot:
             )
         )
         while True:
-            message = await self._next_message(10.0)
+            message = await self.next_message(10.0)
             if message is None:
                 raise BotError(f"{self.name}: no answer to create_race")
             if isinstance(message, Error):
@@ -147,7 +149,7 @@ class Bot:
     async def join(self, race_id: str, invite_code: str | None = None) -> None:
         await self.conn.send(JoinRace(race_id=race_id, invite_code=invite_code))
         while True:
-            message = await self._next_message(10.0)
+            message = await self.next_message(10.0)
             if message is None:
                 raise BotError(f"{self.name}: no answer to join_race")
             if isinstance(message, Error) and message.request == "join_race":
@@ -226,7 +228,7 @@ class Bot:
                 await self._act()
                 continue
             wait = None if not self._can_move() else max(0.0, next_at - loop.time())
-            message = await self._next_message(wait if wait is not None else 30.0)
+            message = await self.next_message(wait if wait is not None else 30.0)
             if isinstance(message, MoveAck | MoveRejected) and message.seq == self._pending:
                 self._pending = None
                 next_at = loop.time() + self.delay_s

@@ -16,12 +16,10 @@ from solrace.server.protocol.tournament_messages import (
     CheckIn,
     JoinTournament,
     TournamentModel,
-    TournamentView,
     WatchTournament,
 )
 
 from .bots import Bot, BotError
-from .connection import LinkStatus, StatusChange
 
 REFRESH_S = 10.0
 
@@ -76,18 +74,6 @@ async def play_tournament(
             last_view = loop.time()
             await bot.conn.send(WatchTournament(tournament_id=tournament_id))
             continue
-        try:
-            incoming = await asyncio.wait_for(bot.conn.recv(), wait)
-        except TimeoutError:
-            continue
-        if isinstance(incoming, StatusChange):
-            if incoming.status is LinkStatus.CLOSED:
-                raise BotError(f"{bot.name}: connection closed ({incoming.detail})")
-            if incoming.status is LinkStatus.CONNECTED:
-                bot.reconnects += 1
-            continue
-        bot.state.apply(incoming)
+        incoming = await bot.next_message(wait)  # views are read from the state at the top
         if isinstance(incoming, Error) and incoming.request in ("join_tournament", "check_in"):
             raise BotError(f"{bot.name}: {incoming.code}: {incoming.message}")
-        if isinstance(incoming, TournamentView):
-            continue  # read from the state at the top
