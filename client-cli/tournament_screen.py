@@ -219,10 +219,6 @@ class TournamentApp(WatchApp):
     def home_screen(self) -> Screen[None]:
         return TournamentScreen(self.tournament_id)
 
-    def subscribe(self) -> None:
-        """Ask for the view and every change after it (a refusal becomes a notification)."""
-        self.subscribe_tournament(self.tournament_id)
-
     async def action_quit(self) -> None:
         if self.session.link is LinkStatus.CONNECTED:
             with contextlib.suppress(Exception):
