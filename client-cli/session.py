@@ -35,6 +35,7 @@ from solrace.server.protocol.messages import (
     Unwatch,
     Watch,
 )
+from solrace.server.protocol.tournament_messages import TournamentView
 
 from .boards import check_move
 from .connection import Connection, Incoming, LinkStatus, StatusChange
@@ -42,6 +43,18 @@ from .state import ClientState
 
 Listener = Callable[[Incoming], None]
 Predicate = Callable[[ServerMessage], bool]
+
+
+def tournament_view_of(tournament_id: str) -> Predicate:
+    """Accepts one tournament's `tournament_view` (the answer to joining or watching it)."""
+
+    def check(message: ServerMessage) -> bool:
+        return (
+            isinstance(message, TournamentView)
+            and message.tournament.tournament_id == tournament_id
+        )
+
+    return check
 
 
 class RequestError(Exception):

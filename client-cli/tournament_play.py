@@ -16,10 +16,10 @@ import argparse
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from typing import TextIO
 
-from solrace.server.protocol.messages import Board, RaceFinished, ServerMessage, Sync
+from solrace.server.protocol.messages import Board, RaceFinished, Sync
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
     JoinTournament,
@@ -33,7 +33,7 @@ from .connection import ConnectionFailedError, Incoming, LinkStatus, StatusChang
 from .held_deals import HeldDeals
 from .identity import connect_player
 from .plain import PlainMode, stdin_lines
-from .session import RequestError, Session
+from .session import RequestError, Session, tournament_view_of
 from .tournament_render import render_tournament
 
 TOURNAMENT_HELP = """\
@@ -42,16 +42,6 @@ tournament commands:
   show                print the tournament (standings or bracket, live matches)
   (every command of `solrace play --plain` works on the current race: moves, board, moves,
    resign, wait...; `quit` leaves, your races then run on without you)"""
-
-
-def _is_view(tournament_id: str) -> Callable[[ServerMessage], bool]:
-    def check(message: ServerMessage) -> bool:
-        return (
-            isinstance(message, TournamentView)
-            and message.tournament.tournament_id == tournament_id
-        )
-
-    return check
 
 
 class TournamentPlain:
@@ -235,7 +225,9 @@ class TournamentPlain:
 async def join(session: Session, tournament_id: str) -> str | None:
     """Register; None when the player is in (already registered counts), else the refusal."""
     try:
-        await session.request(JoinTournament(tournament_id=tournament_id), _is_view(tournament_id))
+        await session.request(
+            JoinTournament(tournament_id=tournament_id), tournament_view_of(tournament_id)
+        )
         return None
     except RequestError as exc:
         refusal = f"{exc.code}: {exc.message}"
@@ -244,7 +236,7 @@ async def join(session: Session, tournament_id: str) -> str | None:
     try:
         reply = await session.request(
             WatchTournament(tournament_id=tournament_id),
-            _is_view(tournament_id),
+            tournament_view_of(tournament_id),
         )
     except (RequestError, TimeoutError):
         return refusal

@@ -38,11 +38,11 @@ from solrace.server.protocol.messages import (
     RaceStarted,
     RaceUpdate,
     ReplayModel,
-    ServerMessage,
     Sync,
 )
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
+    JoinTournament,
     TournamentModel,
     TournamentRace,
     TournamentView,
@@ -52,7 +52,7 @@ from solrace.server.protocol.tournament_messages import (
 from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import HeldDeals
 from .screens import LobbyScreen, RaceScreen, ResultScreen
-from .session import RequestError, Session
+from .session import RequestError, Session, tournament_view_of
 from .watching import ReplayScreen, WatchPicker, WatchScreen
 
 if TYPE_CHECKING:
@@ -124,14 +124,8 @@ class _SessionApp(App[None]):
     def subscribe_tournament(self, tournament_id: str) -> None:
         """Ask for a tournament's view and every change after it."""
         self.watched_tournaments.add(tournament_id)
-
-        def answers(message: ServerMessage) -> bool:
-            return (
-                isinstance(message, TournamentView)
-                and message.tournament.tournament_id == tournament_id
-            )
-
-        self.background(self.session.request(WatchTournament(tournament_id=tournament_id), answers))
+        watch = WatchTournament(tournament_id=tournament_id)
+        self.background(self.session.request(watch, tournament_view_of(tournament_id)))
 
     def watch_race(self, race_id: str) -> None:
         """Spectate a race on the watch screen (Esc comes back)."""
@@ -350,17 +344,9 @@ class PlayApp(_SessionApp):
 
     def play_tournament(self, tournament_id: str) -> None:
         """Join a tournament (from its screen or the list) and play its races here."""
-        from solrace.server.protocol.tournament_messages import JoinTournament
-
         self.playing.add(tournament_id)
-
-        def answers(message: ServerMessage) -> bool:
-            return (
-                isinstance(message, TournamentView)
-                and message.tournament.tournament_id == tournament_id
-            )
-
-        self.background(self.session.request(JoinTournament(tournament_id=tournament_id), answers))
+        join = JoinTournament(tournament_id=tournament_id)
+        self.background(self.session.request(join, tournament_view_of(tournament_id)))
 
     def check_in(self, tournament_id: str) -> None:
         self.playing.add(tournament_id)
