@@ -237,12 +237,7 @@ class RedisStore(RedisCompetition):
     # --- races -----------------------------------------------------------------------------
 
     async def save_race(self, race: RaceRecord) -> None:
-        keys = [
-            self._key("race", race.race_id),
-            self._key("race-order"),
-            self._status_key(race.status),
-            *(self._status_key(status) for status in RaceStatus),
-        ]
+        keys = self._race_keys(race)
         args = [race.race_id, race.status.value, race.model_dump_json()]
         await self._call(lambda: self._scripts["save_race"](keys, args))
 
