@@ -468,9 +468,7 @@ class TournamentService:
         tournament_id, _, number = record.race_id.rpartition("-")
         if not tournament_id.startswith("t") or not number.isdigit():
             return
-        live = await self._load(tournament_id)
-        link = live.links.get(record.race_id)
-        if link is None or record.results is None:
+        if record.results is None:
             return
         cards = {PlayerId(r.player_id): r.on_foundations for r in record.results}
         groups = [[PlayerId(p) for p in g] for g in placings_of(record)]
@@ -478,6 +476,9 @@ class TournamentService:
         now = self._now()
 
         def command(live: Live) -> list[TournamentEvent]:
+            link = live.links.get(record.race_id)
+            if link is None:  # not a race of this tournament: nothing changes, nothing saved
+                return []
             return live.tournament.record_race(link.match_id, link.race_number, result, now=now)
 
         try:
@@ -594,9 +595,9 @@ class TournamentService:
 
     async def _admin(self, session: Session, message: TournamentAdmin) -> None:
         self._check_admin(message.admin_token)
-        live = await self._load(message.tournament_id)
         ratings: dict[PlayerId, float] = {}
-        if message.act == "start":
+        if message.act == "start":  # seeding by rating: the tournament's game is needed
+            live = await self._load(message.tournament_id)
             table = await self.ratings.game_ratings(live.tournament.game_id)
             ratings = {PlayerId(p): float(r.display()) for p, r in table.items()}
         now = self._now()
