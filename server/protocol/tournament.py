@@ -175,7 +175,7 @@ class Tournament:
         for stored, rnd in zip(data["rounds"], self.rounds, strict=True):
             if not rnd.is_ended:
                 stored["game_numbers"] = {}
-        data["standings"] = [s.to_dict() for s in self.standings()] if self.seeds else []
+        data["standings"] = [s.to_dict() for s in self.standings()]
         return data
 
     # --- queries ------------------------------------------------------------------------------
@@ -205,9 +205,8 @@ class Tournament:
 
     def bracket(self) -> list[BracketMatch]:
         """Every match of an elimination bracket with its state (empty for other formats, and
-        before the seeding: the bracket's size comes from the seeds)."""
-        elimination = (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION)
-        if self.settings.rules.format not in elimination or not self.seeds:
+        before the seeding)."""
+        if self.settings.rules.format not in (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION):
             return []
         return describe_bracket(
             self.settings.rules, self.seeds, self._decided_so_far(), frozenset(self.dropped)

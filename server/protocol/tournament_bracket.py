@@ -254,8 +254,6 @@ def describe_bracket(
 ) -> list[BracketMatch]:
     """Every match of the bracket with its current state, in schedule order (for the tree view);
     empty without seeds."""
-    if not seeds:
-        return []
     nodes = _build(rules, len(seeds))
     done = _resolve(nodes, seeds, _outcomes(history), dropped)
     return [

@@ -124,7 +124,7 @@ def build_view(
                 is_eliminated=s.is_eliminated,
                 is_dropped=s.is_dropped,
             )
-            for s in (t.standings() if t.seeds else [])
+            for s in t.standings()
         ],
         bracket=[
             BracketMatchModel(
@@ -135,7 +135,7 @@ def build_view(
                 winner=b.winner,
                 loser=b.loser,
             )
-            for b in (t.bracket() if t.seeds else [])  # no bracket before the seeding
+            for b in t.bracket()
         ],
         live=live,
         champion=t.champion(),
