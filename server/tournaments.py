@@ -188,14 +188,16 @@ class TournamentService:
             # restart, players also get the race's reconnect grace to come back.
             grace = live.tournament.settings.no_show_grace or 0.0
             may_forfeit = now - self._started_at >= min(grace, self.settings.grace_s)
-            absent = {
-                player
-                for match in live.tournament.live_matches()
-                for player in match.racing
-                if player not in match.present
-            }
+            race_ids = live.race_ids()
+            absent: dict[PlayerId, str | None] = {}  # player -> the race of their match
+            for match in live.tournament.live_matches():
+                pending = match.pending_race
+                race_id = None if pending is None else race_ids.get((match.match_id, pending))
+                for player in match.racing:
+                    if player not in match.present:
+                        absent[player] = race_id
             try:
-                present = {p for p in absent if await self._is_present(live, p)}
+                present = {p for p, rid in absent.items() if await self._is_present(p, rid)}
             except StoreError as exc:
                 log.warning("tournament %s: presence unknown: %s", tournament_id, exc)
                 continue
@@ -216,26 +218,23 @@ class TournamentService:
             except (RaceError, TournamentError) as exc:
                 log.warning("tournament %s: tick refused: %s", tournament_id, exc)
 
-    async def _is_present(self, live: Live, player: str) -> bool:
-        """Connected here, or connected in one of the round's live races (on several nodes
-        the stored race says so for a player connected to another node)."""
+    async def _is_present(self, player: str, race_id: str | None) -> bool:
+        """Connected here, or connected in their match's live race (on several nodes the
+        stored race says so for a player connected to another node)."""
         if player in self.hub.players:
             return True
-        for race_id in live.race_ids().values():
-            runtime = self.hub.races.get(race_id)
-            if runtime is not None:
-                racer = runtime.race.racers.get(player)
-                if racer is not None and racer.connected:
-                    return runtime.race.is_live
-                continue
-            if not self.hub.is_cluster:
-                continue
-            record = await self.store.get_race(race_id)
-            if record is None or record.status not in LIVE_STATUSES:
-                continue
-            if any(r.player_id == player and r.connected for r in record.racers):
-                return True
-        return False
+        if race_id is None:
+            return False
+        runtime = self.hub.races.get(race_id)
+        if runtime is not None:
+            racer = runtime.race.racers.get(player)
+            return racer is not None and racer.connected and runtime.race.is_live
+        if not self.hub.is_cluster:
+            return False
+        record = await self.store.get_race(race_id)
+        if record is None or record.status not in LIVE_STATUSES:
+            return False
+        return any(r.player_id == player and r.connected for r in record.racers)
 
     # --- the one way to change a tournament ------------------------------------------------
 
