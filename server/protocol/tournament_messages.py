@@ -288,17 +288,5 @@ class TournamentRace(_Message):
     players: list[str]
 
 
-CompetitionClientMessage = (
-    GetLeaderboard
-    | GetProfile
-    | CreateTournament
-    | ListTournaments
-    | WatchTournament
-    | UnwatchTournament
-    | JoinTournament
-    | CheckIn
-    | LeaveTournament
-    | TournamentAdmin
-)
 CompetitionServerMessage = Leaderboard | Profile | TournamentView | TournamentList | TournamentRace
 """The server messages about no race: a race-keyed client state skips them."""
