@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from solrace.client.bots import Bot
 from solrace.client.screens import RaceScreen, ResultScreen
@@ -73,6 +74,39 @@ def at_ply(session: Session, race_id: str, ply: int) -> Callable[[], bool]:
 
 def deal_of(app: App, race_id: str) -> str:
     return app.hub.races[race_id].race.record.game_number
+
+
+async def join_on_screen(app: PlayApp, pilot: Pilot[None]) -> TournamentScreen:
+    """The app opens on the tournament's screen, which offers `j`: press it (join)."""
+    await eventually(lambda: isinstance(app.screen, TournamentScreen), what="screen")
+    screen = app.screen
+    assert isinstance(screen, TournamentScreen)
+    await eventually(lambda: "j joins" in screen.title_text, what="the join hint")
+    await pilot.press("j")
+    return screen
+
+
+async def seated_race(app: PlayApp, session: Session) -> str:
+    """The race screen the server's seating opened by itself, once its deal is here."""
+    await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+    race = app.screen
+    assert isinstance(race, RaceScreen)
+    race_id = race.race_id
+    await eventually(lambda: session.state.my_board(race_id) is not None, what="the deal")
+    return race_id
+
+
+async def play_scoring_line(
+    pilot: Pilot[None], server: App, session: Session, race_id: str
+) -> None:
+    """Key in the moves that put a card on a foundation, each acknowledged before the next."""
+    for move in scoring_line(deal_of(server, race_id)):
+        after = played(session, race_id) + 1
+        if move == "deal":
+            await pilot.press("d")
+        else:
+            await pilot.press("colon", *move, "enter")
+        await eventually(at_ply(session, race_id, after), what=move)
 
 
 async def test_a_person_plays_a_tournament_race_in_plain_mode(
@@ -139,29 +173,15 @@ async def test_a_person_plays_a_tournament_race_on_the_play_screen(
     app = PlayApp(pat, tournament_id=tid)
     try:
         async with app.run_test(size=(100, 30)) as pilot:
-            await eventually(lambda: isinstance(app.screen, TournamentScreen), what="screen")
-            screen = app.screen
-            assert isinstance(screen, TournamentScreen)
-            await eventually(lambda: "j joins" in screen.title_text, what="the join hint")
-            await pilot.press("j")
+            screen = await join_on_screen(app, pilot)
             run = asyncio.create_task(play_tournament(bot, tid))
             await eventually(lambda: registered(admin, tid) == 2, what="both registered")
             await eventually(lambda: "you: registered" in screen.title_text, what="registered")
             await act(admin, tid, "start")
 
             # The server seats pat: the race screen opens by itself.
-            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-            race = app.screen
-            assert isinstance(race, RaceScreen)
-            race_id = race.race_id
-            await eventually(lambda: pat.state.my_board(race_id) is not None, what="the deal")
-            for move in scoring_line(deal_of(server, race_id)):
-                after = played(pat, race_id) + 1
-                if move == "deal":
-                    await pilot.press("d")
-                else:
-                    await pilot.press("colon", *move, "enter")
-                await eventually(at_ply(pat, race_id, after), what=move)
+            race_id = await seated_race(app, pat)
+            await play_scoring_line(pilot, server, pat, race_id)
             await pilot.press("x", "x")
             await eventually(lambda: bool(results_shown), what="the result")
             result = results_shown[0]
@@ -196,29 +216,15 @@ async def test_the_result_screen_checks_the_held_deal_once_the_round_ends(
     pat = await opened.open("pat")
     app = PlayApp(pat, tournament_id=tid)
     async with app.run_test(size=(100, 30)) as pilot:
-        await eventually(lambda: isinstance(app.screen, TournamentScreen), what="screen")
-        screen = app.screen
-        assert isinstance(screen, TournamentScreen)
-        await eventually(lambda: "j joins" in screen.title_text, what="the join hint")
-        await pilot.press("j")
+        await join_on_screen(app, pilot)
         others = {s.me: s for s in await register(opened, tid, ["rob", "ida", "ivy"])}
         await eventually(lambda: registered(admin, tid) == 4, what="all registered")
         await act(admin, tid, "start")
 
-        await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-        race_screen = app.screen
-        assert isinstance(race_screen, RaceScreen)
-        race_id = race_screen.race_id
+        race_id = await seated_race(app, pat)
         notice = pat.state.tournament_races[race_id]
         (rival,) = [others[p] for p in notice.players if p != pat.me]
-        await eventually(lambda: pat.state.my_board(race_id) is not None, what="the deal")
-        for move in scoring_line(deal_of(server, race_id)):
-            after = played(pat, race_id) + 1
-            if move == "deal":
-                await pilot.press("d")
-            else:
-                await pilot.press("colon", *move, "enter")
-            await eventually(at_ply(pat, race_id, after), what=move)
+        await play_scoring_line(pilot, server, pat, race_id)
         await rival.resign(race_id)
         await pilot.press("x", "x")
 
@@ -273,20 +279,15 @@ async def test_a_pushed_race_opens_from_the_lobby_and_ctrl_t_lists_tournaments(
             run = asyncio.create_task(play_tournament(bot, tid))
             await eventually(lambda: registered(admin, tid) == 2, what="both registered")
             await act(admin, tid, "start")
-            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-            race = app.screen
-            assert isinstance(race, RaceScreen)
-            assert pat.state.races_to_play(tid) == [race.race_id]
+            race_id = await seated_race(app, pat)
+            assert pat.state.races_to_play(tid) == [race_id]
             # Resigning at once (the bot did too) ends the race in a tie with no card out: the
             # match goes on with a sudden-death race, which opens by itself.
-            await eventually(lambda: pat.state.my_board(race.race_id) is not None, what="deal")
             await pilot.press("x", "x")
             await eventually(
-                lambda: isinstance(app.screen, RaceScreen) and app.screen.race_id != race.race_id,
+                lambda: isinstance(app.screen, RaceScreen) and app.screen.race_id != race_id,
                 what="the sudden-death race opens by itself",
             )
-        if run is not None:
-            run.cancel()
     finally:
         if run is not None:
             run.cancel()
