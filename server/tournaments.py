@@ -493,9 +493,8 @@ class TournamentService:
             raise RaceError(ErrorCode.NOT_ADMIN, "a valid admin token is needed for that")
 
     def _identity(self, session: Session) -> tuple[PlayerId, str]:
-        if session.player_id is None or session.name is None:
-            raise RaceError(ErrorCode.IDENTITY_REQUIRED, "hello with a name or token first")
-        return PlayerId(session.player_id), session.name
+        player_id, name = self.hub._identity(session)
+        return PlayerId(player_id), name
 
     async def _create(self, session: Session, message: CreateTournament) -> None:
         self._check_admin(message.admin_token)
