@@ -34,7 +34,7 @@ from .held_deals import HeldDeals
 from .identity import connect_player
 from .plain import PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
-from .tournament_render import render_tournament
+from .tournament_render import names_of, render_tournament
 
 TOURNAMENT_HELP = """\
 tournament commands:
@@ -78,7 +78,7 @@ class TournamentPlain:
 
     def name_of(self, player_id: str) -> str:
         view = self.view
-        names = {p.player_id: p.name for p in view.players} if view else {}
+        names = names_of(view) if view else {}
         return names.get(player_id, player_id)
 
     # --- events --------------------------------------------------------------------------

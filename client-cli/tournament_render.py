@@ -18,7 +18,8 @@ ELIMINATION = ("single_elimination", "double_elimination")
 _WINNERS = re.compile(r"^W(\d+)-(\d+)$")
 
 
-def _names(view: TournamentModel) -> dict[str, str]:
+def names_of(view: TournamentModel) -> dict[str, str]:
+    """Player id -> name, for the tournament's registered players."""
     return {p.player_id: p.name for p in view.players}
 
 
@@ -36,7 +37,7 @@ def _match_line(match: BracketMatchModel, names: dict[str, str]) -> str:
 def render_bracket(view: TournamentModel) -> str:
     """The winners bracket as a tree from the final down (winners marked *), then the other
     matches (losers bracket, grand final, third place) by schedule step."""
-    names = _names(view)
+    names = names_of(view)
     matches = {m.match_id: m for m in view.bracket}
     winners = {}
     for match_id in matches:
@@ -71,7 +72,7 @@ def render_bracket(view: TournamentModel) -> str:
 
 
 def render_standings(view: TournamentModel) -> str:
-    names = _names(view)
+    names = names_of(view)
     width = max(
         [len("player"), *(len(names.get(s.player_id, s.player_id)) for s in view.standings)]
     )
@@ -103,7 +104,7 @@ def render_board(view: TournamentModel) -> str:
     the seeding, who registered and who checked in."""
     if view.seeds:
         return render_bracket(view) if view.format in ELIMINATION else render_standings(view)
-    names = _names(view)
+    names = names_of(view)
     lines = [f"registered: {', '.join(p.name for p in view.players) or 'nobody yet'}"]
     if view.phase == "check_in":
         checked = ", ".join(names.get(p, p) for p in view.checked_in)
@@ -112,7 +113,7 @@ def render_board(view: TournamentModel) -> str:
 
 
 def render_tournament(view: TournamentModel) -> str:
-    names = _names(view)
+    names = names_of(view)
     state = view.phase + (" (paused)" if view.paused else "")
     lines = [
         f"{view.name} [{view.tournament_id}] {view.format} of {view.game}, best of "

@@ -29,7 +29,7 @@ from solrace.server.protocol.tournament_messages import (
 
 from .connection import LinkStatus
 from .session import Session
-from .tournament_render import render_board, render_title
+from .tournament_render import names_of, render_board, render_title
 from .tui import PlayApp, WatchApp, _SessionApp
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ TOURNAMENT_CSS = """
 
 def live_rows(view: TournamentModel) -> list[tuple[str, str, str, str, str]]:
     """The live matches as table rows: match, round, race number, players, race id."""
-    names = {p.player_id: p.name for p in view.players}
+    names = names_of(view)
     return [
         (
             live.match_id,
@@ -163,7 +163,7 @@ class TournamentScreen(Screen[None]):
             self.body_text = ""
             self._show([])
             return
-        names = {p.player_id: p.name for p in view.players}
+        names = names_of(view)
         title = render_title(view) + link
         if view.champion is not None:
             title += f"\nchampion: {names.get(view.champion, view.champion)}"
