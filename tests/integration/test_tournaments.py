@@ -37,6 +37,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentView,
     WatchTournament,
 )
+from solrace.server.tournament_live import Live
 from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import play, start_race
 from tests.integration.wsclient import Client
@@ -116,9 +117,16 @@ async def test_eight_bots_play_a_single_elimination_to_a_champion(
     assert [b.state for b in final.bracket] == ["played"] * 7
     assert final.bracket[-1].winner == final.champion
     assert final.standings[0].player_id == final.champion
-    # Every race of a round used the same deal.
-    for rnd in final.rounds:
-        assert len(set(rnd.game_numbers.values())) == len(rnd.game_numbers)
+    # Every race of a round used the round's deal (the stored races against the view).
+    stored = await app.store.get_tournament(final.tournament_id)
+    assert stored is not None
+    live = Live.from_record(stored, app.tournaments._deal)
+    numbers = {rnd.number: rnd.game_numbers for rnd in final.rounds}
+    assert len(live.links) >= 7  # a drawn race is played again
+    for race_id, link in live.links.items():
+        record = await app.store.get_race(race_id)
+        assert record is not None
+        assert record.game_number == numbers[link.round_number][str(link.race_number)]
 
 
 async def test_six_bots_play_a_swiss_to_a_champion(start_server: ServerFactory) -> None:
