@@ -229,6 +229,9 @@ def test_board_then_acks_follow_the_server_board() -> None:
     assert mine is not None
     assert mine.piles == expected.piles
     assert state.races[RACE].plies["pa"] == 3
+    # The acks are the racer's own progress (the server's batches leave it out).
+    me = state.races[RACE].racers["pa"]
+    assert (me.moves, me.on_foundations, me.total) == (3, *game.progress())
     state.apply(MoveRejected(race_id=RACE, seq=7, move="t0-t0", code="illegal_move", reason="no"))
     assert state.races[RACE].last_rejection is not None
     assert state.my_board(RACE) == mine
