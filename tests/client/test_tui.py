@@ -221,7 +221,12 @@ async def test_play_without_server_embeds_one_races_a_bot_and_rematches(
             board = await widget(screen, "#board", BoardWidget)
             await eventually(lambda: "t19" in board.text, what="Colorado's 20 piles")
             await pilot.press("x", "x")
-            await eventually(lambda: isinstance(app.screen, ResultScreen), 90, "result")
+            try:
+                await eventually(lambda: isinstance(app.screen, ResultScreen), 60, "result")
+            except AssertionError as exc:  # say where the race stood (a rare hang, unexplained)
+                race = session.state.races.get(first or "")
+                seen = None if race is None else {p: r.state for p, r in race.racers.items()}
+                raise AssertionError(f"{exc}; racers: {seen}; bot: {opponents!r}") from None
             await eventually(
                 lambda: session.state.races[first or ""].commitment_ok is True, what="reveal"
             )
