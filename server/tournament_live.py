@@ -14,7 +14,6 @@ from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import RaceEvent
 from solrace.server.protocol.pairing import RaceResult
 from solrace.server.protocol.race import Race
-from solrace.server.protocol.records import RaceStatus
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
     CorrectionRefusedError,
@@ -169,16 +168,12 @@ def admin_command(message: TournamentAdmin, ratings: dict[PlayerId, float], now:
 
 
 def cancel_race(now_ms: int) -> Callable[[Race], list[RaceEvent]]:
-    """The race change that stops a live race whose match is decided: cancelled (no result,
-    no rating), one `race_update` to its racers and spectators. A race that has already
-    ended is left as it is."""
+    """The race change that stops a live race whose match is decided (`Race.cancel`): no
+    result, no rating, one `race_update` to its racers and spectators. A race that has
+    already ended is left as it is."""
 
     def change(race: Race) -> list[RaceEvent]:
-        if not race.is_live:
-            return []
-        race.status = RaceStatus.CANCELLED
-        race.finished_at_ms = now_ms
-        return [race._update()]
+        return race.cancel(now_ms)
 
     return change
 

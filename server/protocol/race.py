@@ -312,10 +312,18 @@ class Race:
             raise RaceError(ErrorCode.WRONG_STATUS, "only an open race can be left; resign")
         del self.racers[player_id]
         if not self.racers:
-            self.status = RaceStatus.CANCELLED
-            self.finished_at_ms = now_ms
-        elif player_id == self.creator:
+            return self.cancel(now_ms)
+        if player_id == self.creator:
             self.creator = next(iter(self.racers))
+        return [self._update()]
+
+    def cancel(self, now_ms: int) -> list[RaceEvent]:
+        """Stop a live race with no result (nobody is left in it, or its tournament match was
+        decided meanwhile): one `race_update`. A race that has already ended stays as it is."""
+        if not self.is_live:
+            return []
+        self.status = RaceStatus.CANCELLED
+        self.finished_at_ms = now_ms
         return [self._update()]
 
     def request_start(self, player_id: str, now_ms: int) -> list[RaceEvent]:

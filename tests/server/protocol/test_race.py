@@ -90,6 +90,27 @@ def test_leaving_passes_the_creator_on_and_an_empty_race_is_cancelled() -> None:
     assert race.status is RaceStatus.CANCELLED
 
 
+def test_cancel_stops_a_live_race_once_with_one_update() -> None:
+    race = running()
+    [event] = race.cancel(5000)
+    assert isinstance(event, RaceUpdate) and event.race.status == RaceStatus.CANCELLED.value
+    assert race.status is RaceStatus.CANCELLED and race.finished_at_ms == 5000
+    assert race.results is None
+    version = race.version
+    assert race.cancel(6000) == []
+    assert race.finished_at_ms == 5000 and race.version == version
+
+
+def test_cancel_leaves_a_finished_race_as_it_is() -> None:
+    race = running()
+    for pid in list(race.racers):
+        race.resign(pid, 2000)
+    assert race.status is RaceStatus.FINISHED
+    version = race.version
+    assert race.cancel(3000) == []
+    assert race.status is RaceStatus.FINISHED and race.version == version
+
+
 def test_finish_order_and_ties() -> None:
     racers = [
         Racer("w2", "late winner", RacerState.FINISHED, 9000),
