@@ -3,7 +3,9 @@ side by side with a bare websockets echo server measured in the same run.
 
 Run: python bench/load.py --players 1 10 100 1000 --seconds 8 --out bench/results/load
 
-Each player is a closed loop: send a move, wait for its ack, send the next. Players race in
+Each player is a closed loop: send a move, wait for its ack, send the next (or, with
+`--rate R`, the same loop paced at R moves a second per player, each latency counted from
+the move's scheduled time so that a server falling behind shows). Players race in
 pairs on casual Klondike races with a named deal, so every move is known to be legal in
 advance (a short opening, then stock clicks, chosen so that the board is never stuck and the
 server does full work per move: validate, persist, ack, broadcast progress to the opponent).
@@ -73,6 +75,19 @@ def endless_moves(number: str, opening: int, rng: random.Random) -> list[str] | 
     return prefix
 
 
+async def paced(rate: float | None, k: int, start: float) -> float:
+    """With a rate: wait for the `k`th send time of a player that began at `start` and
+    return it (a late send keeps its schedule: its wait counts in its latency). Without
+    one: now."""
+    if rate is None:
+        return time.perf_counter()
+    due = start + k / rate
+    delay = due - time.perf_counter()
+    if delay > 0:
+        await asyncio.sleep(delay)
+    return due
+
+
 @dataclass
 class Stats:
     latencies: list[float] = field(default_factory=list)
@@ -99,6 +114,7 @@ async def solrace_player(
     stop: asyncio.Event,
     stats: Stats,
     turn: tuple[asyncio.Event, asyncio.Event] | None = None,
+    rate: float | None = None,
 ) -> None:
     if turn is not None:
         await turn[0].wait()  # connect in player order (a round-robin balancer alternates)
@@ -127,11 +143,12 @@ async def solrace_player(
         await go.wait()
         seq = 0
         moves = iter(prefix)
+        start = time.perf_counter() + (random.random() / rate if rate else 0.0)
         # The generator shares the machine with the server: it reads only the type and seq
         # of each reply (no schema validation) so that it measures the server, not itself.
         while not stop.is_set():
             text = next(moves, "deal")
-            sent = time.perf_counter()
+            sent = await paced(rate, seq, start)
             await ws.send(
                 encode_raw({"type": "move", "race_id": race_id, "seq": seq, "move": text})
             )
@@ -153,12 +170,16 @@ async def echo_client(
     go: asyncio.Event,
     stop: asyncio.Event,
     stats: Stats,
+    rate: float | None = None,
 ) -> None:
     async with connect(url, compression=None) as ws:
         await ready.wait()
         await go.wait()
+        start = time.perf_counter() + (random.random() / rate if rate else 0.0)
+        k = 0
         while not stop.is_set():
-            sent = time.perf_counter()
+            sent = await paced(rate, k, start)
+            k += 1
             await ws.send(frame)
             await ws.recv()
             stats.latencies.append(time.perf_counter() - sent)
@@ -268,13 +289,17 @@ def race_numbers(players: int) -> list[tuple[str, list[str]]]:
 
 
 async def measure(
-    players: int, seconds: float, data_dir: Path, attach: int | None = None
+    players: int,
+    seconds: float,
+    data_dir: Path,
+    attach: int | None = None,
+    rate: float | None = None,
 ) -> dict[str, dict[str, float]]:
     numbers = race_numbers(players)
     frame = encode(MakeMove(race_id="r0123456789", seq=12345, move="t2-t5:3"))
 
     if attach is not None:
-        return {"solrace": await measure_solrace(players, seconds, attach, numbers)}
+        return {"solrace": await measure_solrace(players, seconds, attach, numbers, rate=rate)}
     echo_port = free_port()
     echo = start_process([sys.executable, str(HERE / "echo_server.py"), str(echo_port)])
     try:
@@ -282,7 +307,7 @@ async def measure(
         go, stop, stats = asyncio.Event(), asyncio.Event(), Stats()
         ready = asyncio.Barrier(players + 1)
         coros = [
-            echo_client(f"ws://127.0.0.1:{echo_port}", frame, ready, go, stop, stats)
+            echo_client(f"ws://127.0.0.1:{echo_port}", frame, ready, go, stop, stats, rate)
             for _ in range(players)
         ]
         echo_result = await run_phase(coros, seconds, go, stop, ready, stats, echo.pid)
@@ -313,7 +338,7 @@ async def measure(
     try:
         wait_port(port, server)
         solrace_result = await measure_solrace(
-            players, seconds, port, numbers, server_pid=server.pid
+            players, seconds, port, numbers, server_pid=server.pid, rate=rate
         )
     finally:
         stop_process(server)
@@ -328,6 +353,7 @@ async def measure_solrace(
     *,
     ordered: bool = False,
     server_pid: int | None = None,
+    rate: float | None = None,
 ) -> dict[str, float]:
     go, stop, stats = asyncio.Event(), asyncio.Event(), Stats()
     ready = asyncio.Barrier(players + 1)
@@ -352,6 +378,7 @@ async def measure_solrace(
                 stop,
                 stats,
                 (turns[i], turns[i + 1]) if ordered else None,
+                rate,
             )
         )
     return await run_phase(coros, seconds, go, stop, ready, stats, server_pid)
@@ -365,11 +392,17 @@ def main() -> None:
     parser.add_argument(
         "--attach", type=int, metavar="PORT", help="only load a running server (for profiling)"
     )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        metavar="R",
+        help="pace every player at R moves a second (default: as fast as the acks come)",
+    )
     args = parser.parse_args()
     if args.attach:
         for n in args.players:
             with tempfile.TemporaryDirectory() as tmp:
-                r = asyncio.run(measure(n, args.seconds, Path(tmp), args.attach))
+                r = asyncio.run(measure(n, args.seconds, Path(tmp), args.attach, args.rate))
             print(n, r)
         return
     results = {}
@@ -380,7 +413,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.players:
-            r = asyncio.run(measure(n, args.seconds, Path(tmp)))
+            r = asyncio.run(measure(n, args.seconds, Path(tmp), rate=args.rate))
             e, s = r["echo"], r["solrace"]
             r["ratio"] = {
                 "throughput": s["moves_per_s"] / e["moves_per_s"],
