@@ -259,7 +259,7 @@ class Hub(MoveHandling):
             return
         del self.players[player_id]
         now = self.clock()
-        holder = self._holder(session)
+        holder = self.holder_of(session)
         for runtime in self._live_races_of(player_id):
             try:
                 await self._apply(
@@ -268,7 +268,9 @@ class Hub(MoveHandling):
             except RaceError as exc:
                 log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
 
-    def _holder(self, session: Session) -> str:
+    def holder_of(self, session: Session) -> str:
+        """The name of `session`'s connection in its races (`Racer.holder`): this node and
+        the session, so a racer who reconnected elsewhere is not marked away from here."""
         return f"{self.node_id}:{session.session_id}"
 
     def _live_races_of(self, player_id: str) -> list[RaceRuntime]:
@@ -383,7 +385,7 @@ class Hub(MoveHandling):
             )
         )
         if player is not None:
-            player_id, holder = player.player_id, self._holder(session)
+            player_id, holder = player.player_id, self.holder_of(session)
             for runtime in runtimes:
                 try:
                     await self._apply(
@@ -414,7 +416,7 @@ class Hub(MoveHandling):
             return
         now = self.clock()
         runtime = RaceRuntime(Race(record, self._new_epoch(), self.settings.history_size))
-        here = {p: self._holder(s) for p, s in self.players.items()}
+        here = {p: self.holder_of(s) for p, s in self.players.items()}
 
         def seat(race: Race) -> list[RaceEvent]:
             events: list[RaceEvent] = []
@@ -454,7 +456,8 @@ class Hub(MoveHandling):
             raise RaceError(ErrorCode.UNKNOWN_RACE, f"no live race {race_id!r}")
         return runtime
 
-    def _identity(self, session: Session) -> tuple[str, str]:
+    def identity_of(self, session: Session) -> tuple[str, str]:
+        """The player id and name `session` said hello with (`identity_required` if none)."""
         if session.player_id is None or session.name is None:
             raise RaceError(ErrorCode.IDENTITY_REQUIRED, "hello with a name or token first")
         return session.player_id, session.name
@@ -473,7 +476,7 @@ class Hub(MoveHandling):
         self.lobby.follow(session, message.follow, infos)
 
     async def _create_race(self, session: Session, message: CreateRace) -> None:
-        player_id, name = self._identity(session)
+        player_id, name = self.identity_of(session)
         settings = self.settings
         if message.game not in GAME_IDS:
             raise RaceError(ErrorCode.UNKNOWN_GAME, f"games: {', '.join(GAME_IDS)}")
@@ -531,7 +534,7 @@ class Hub(MoveHandling):
         log.info("%s created race %s (%s)", name, record.race_id, record.game)
 
     async def _join_race(self, session: Session, message: JoinRace) -> None:
-        player_id, name = self._identity(session)
+        player_id, name = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
         await self._apply(
@@ -539,7 +542,7 @@ class Hub(MoveHandling):
         )
 
     async def _leave_race(self, session: Session, message: LeaveRace) -> None:
-        player_id, _ = self._identity(session)
+        player_id, _ = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
         events = await self._apply(runtime, lambda race: race.leave(player_id, now))
@@ -547,7 +550,7 @@ class Hub(MoveHandling):
             session.send(event)  # no longer a racer, so not among the recipients
 
     async def _start_race(self, session: Session, message: StartRace) -> None:
-        player_id, _ = self._identity(session)
+        player_id, _ = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
         await self._apply(runtime, lambda race: race.request_start(player_id, now))
@@ -555,7 +558,7 @@ class Hub(MoveHandling):
     # --- racing (moves: hub_moves.py) -------------------------------------------------------
 
     async def _resign(self, session: Session, message: Resign) -> None:
-        player_id, _ = self._identity(session)
+        player_id, _ = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
         await self._apply(runtime, lambda race: race.resign(player_id, now))
@@ -611,7 +614,7 @@ class Hub(MoveHandling):
             session.send(self._own_board(runtime, player_id))
         # A racer resyncing here is connected here, even if no hello announced it to this race
         # (a tournament race opened on another node): otherwise its grace period would run out.
-        now, holder = self.clock(), self._holder(session)
+        now, holder = self.clock(), self.holder_of(session)
         try:
             await self._apply(
                 runtime, lambda race: race.set_connected(player_id, True, now, holder)

@@ -331,7 +331,7 @@ class TournamentService:
                 now = self.hub.clock()
                 for player, session in here:
                     self.hub.catch_up(session, runtime)  # it may have started meanwhile
-                    holder = self.hub._holder(session)
+                    holder = self.hub.holder_of(session)
                     await self.hub._apply(runtime, mark_connected(player, now, holder))
         except (RaceError, StoreError) as exc:
             log.warning("race %s: seated players not marked here: %s", notice.race_id, exc)
@@ -493,7 +493,7 @@ class TournamentService:
             raise RaceError(ErrorCode.NOT_ADMIN, "a valid admin token is needed for that")
 
     def _identity(self, session: Session) -> tuple[PlayerId, str]:
-        player_id, name = self.hub._identity(session)
+        player_id, name = self.hub.identity_of(session)
         return PlayerId(player_id), name
 
     async def _create(self, session: Session, message: CreateTournament) -> None:
