@@ -408,6 +408,45 @@ class Hub(MoveHandling):
             except Exception:
                 log.exception("race %s: a finish hook failed", runtime.race_id)
 
+    def new_race_record(
+        self,
+        race_id: str,
+        *,
+        game: str,
+        game_number: str,
+        seats: int,
+        time_limit_s: int,
+        rated: bool,
+        invite_code: str | None,
+        creator: str,
+        now_ms: int,
+        deal_held: bool = False,
+    ) -> RaceRecord:
+        """An open race's record as this server sets races up: its countdown, grace and
+        spectator delay (rated or casual) from the settings, and a fresh salt for the
+        commitment to its game number (`deal_held`: a tournament round's deal)."""
+        settings = self.settings
+        salt = secrets.token_hex(16)
+        delay = settings.spectator_delay_rated_s if rated else settings.spectator_delay_casual_s
+        return RaceRecord(
+            race_id=race_id,
+            game=game,
+            seats=seats,
+            time_limit_s=time_limit_s,
+            rated=rated,
+            invite_code=invite_code,
+            game_number=game_number,
+            salt=salt,
+            commitment=commit(game, game_number, salt),
+            creator=creator,
+            status=RaceStatus.OPEN,
+            created_at_ms=now_ms,
+            countdown_ms=round(settings.countdown_s * 1000),
+            grace_ms=round(settings.grace_s * 1000),
+            spectator_delay_ms=round(delay * 1000),
+            deal_held=deal_held,
+        )
+
     async def open_seated_race(self, record: RaceRecord, seated: Sequence[tuple[str, str]]) -> None:
         """Open a race whose seats the server fills (a tournament's): every (player id, name)
         is seated with the record's invite code, so the countdown starts at once; the grace of
@@ -497,27 +536,17 @@ class Hub(MoveHandling):
                 deal(message.game, number)
             except InvalidGameNumberError as exc:
                 raise RaceError(ErrorCode.INVALID_GAME_NUMBER, str(exc)) from None
-        salt = secrets.token_hex(16)
         now = self.clock()
-        delay = (
-            settings.spectator_delay_rated_s if message.rated else settings.spectator_delay_casual_s
-        )
-        record = RaceRecord(
-            race_id="r" + secrets.token_hex(5),
+        record = self.new_race_record(
+            "r" + secrets.token_hex(5),
             game=message.game,
+            game_number=number,
             seats=message.seats,
             time_limit_s=message.time_limit_s,
             rated=message.rated,
             invite_code=message.invite_code,
-            game_number=number,
-            salt=salt,
-            commitment=commit(message.game, number, salt),
             creator=player_id,
-            status=RaceStatus.OPEN,
-            created_at_ms=now,
-            countdown_ms=round(settings.countdown_s * 1000),
-            grace_ms=round(settings.grace_s * 1000),
-            spectator_delay_ms=round(delay * 1000),
+            now_ms=now,
         )
         runtime = RaceRuntime(Race(record, self._new_epoch(), settings.history_size))
         # Followed before it is stored: a join on another node right after is not missed.

@@ -38,7 +38,6 @@ from typing import Any
 
 from solrace.engine import GAME_IDS, random_ranked_number
 from solrace.server.hub import Hub
-from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.records import LIVE_STATUSES, RaceRecord, RaceStatus
@@ -383,31 +382,16 @@ class TournamentService:
         """Open a match's race; its notice went to the seated players connected here."""
         t = live.tournament
         rnd, match = t.find_match(match_id)
-        number = rnd.game_numbers[race_number]
-        now = self.hub.clock()
-        salt = secrets.token_hex(16)
-        rated = t.settings.rated
-        delay = (
-            self.settings.spectator_delay_rated_s
-            if rated
-            else self.settings.spectator_delay_casual_s
-        )
-        record = RaceRecord(
-            race_id=race_id,
+        record = self.hub.new_race_record(
+            race_id,
             game=t.game_id,
+            game_number=rnd.game_numbers[race_number],
             seats=len(match.racing),
             time_limit_s=live.time_limit_s,
-            rated=rated,
+            rated=t.settings.rated,
             invite_code=secrets.token_hex(8),  # seats are the server's to fill
-            game_number=number,
-            salt=salt,
-            commitment=commit(t.game_id, number, salt),
             creator=match.racing[0],
-            status=RaceStatus.OPEN,
-            created_at_ms=now,
-            countdown_ms=round(self.settings.countdown_s * 1000),
-            grace_ms=round(self.settings.grace_s * 1000),
-            spectator_delay_ms=round(delay * 1000),
+            now_ms=self.hub.clock(),
             deal_held=True,  # other matches of the round race on this deal
         )
         seated = [(p, live.names.get(p, p)) for p in match.racing]
