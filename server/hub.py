@@ -169,7 +169,7 @@ class Hub(MoveHandling):
             board = runtime.boards[player_id]
             change = board_progress(player_id, board.game, board.move_times[-1])
             with contextlib.suppress(RaceError):
-                await self._apply(runtime, change)
+                await self.apply_to_race(runtime, change)
 
     def _new_epoch(self) -> str:
         return secrets.token_hex(4)
@@ -243,7 +243,7 @@ class Hub(MoveHandling):
             events = race.tick(now)
             return events + opening_progress(race, events)
 
-        await self._apply(runtime, change)
+        await self.apply_to_race(runtime, change)
 
     # --- sessions --------------------------------------------------------------------------
 
@@ -262,7 +262,7 @@ class Hub(MoveHandling):
         holder = self.holder_of(session)
         for runtime in self._live_races_of(player_id):
             try:
-                await self._apply(
+                await self.apply_to_race(
                     runtime, lambda race: race.set_connected(player_id, False, now, holder)
                 )
             except RaceError as exc:
@@ -285,7 +285,7 @@ class Hub(MoveHandling):
         for record in await self.store.list_races(LIVE_STATUSES):
             if not any(r.player_id == player_id for r in record.racers):
                 continue
-            runtime = await self._load(record.race_id)
+            runtime = await self.load_race(record.race_id)
             if runtime is None or not runtime.race.is_live:
                 continue
             if player_id in runtime.boards:
@@ -388,7 +388,7 @@ class Hub(MoveHandling):
             player_id, holder = player.player_id, self.holder_of(session)
             for runtime in runtimes:
                 try:
-                    await self._apply(
+                    await self.apply_to_race(
                         runtime, lambda race: race.set_connected(player_id, True, now, holder)
                     )
                 except RaceError as exc:
@@ -468,7 +468,7 @@ class Hub(MoveHandling):
 
         subscription = await self._subscribe(record.race_id) if self.is_cluster else None
         try:
-            await self._apply(runtime, seat)
+            await self.apply_to_race(runtime, seat)
         except BaseException:
             if subscription is not None:
                 await subscription.close()
@@ -490,7 +490,7 @@ class Hub(MoveHandling):
             self._follow(runtime, subscription)
 
     async def _runtime(self, race_id: str) -> RaceRuntime:
-        runtime = await self._load(race_id)
+        runtime = await self.load_race(race_id)
         if runtime is None:
             raise RaceError(ErrorCode.UNKNOWN_RACE, f"no live race {race_id!r}")
         return runtime
@@ -552,7 +552,7 @@ class Hub(MoveHandling):
         # Followed before it is stored: a join on another node right after is not missed.
         subscription = await self._subscribe(record.race_id) if self.is_cluster else None
         try:
-            await self._apply(
+            await self.apply_to_race(
                 runtime, lambda race: race.join(player_id, name, message.invite_code, now)
             )
         except BaseException:
@@ -566,7 +566,7 @@ class Hub(MoveHandling):
         player_id, name = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
-        await self._apply(
+        await self.apply_to_race(
             runtime, lambda race: race.join(player_id, name, message.invite_code, now)
         )
 
@@ -574,7 +574,7 @@ class Hub(MoveHandling):
         player_id, _ = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
-        events = await self._apply(runtime, lambda race: race.leave(player_id, now))
+        events = await self.apply_to_race(runtime, lambda race: race.leave(player_id, now))
         for event in events:
             session.send(event)  # no longer a racer, so not among the recipients
 
@@ -582,7 +582,7 @@ class Hub(MoveHandling):
         player_id, _ = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
-        await self._apply(runtime, lambda race: race.request_start(player_id, now))
+        await self.apply_to_race(runtime, lambda race: race.request_start(player_id, now))
 
     # --- racing (moves: hub_moves.py) -------------------------------------------------------
 
@@ -590,7 +590,7 @@ class Hub(MoveHandling):
         player_id, _ = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
-        await self._apply(runtime, lambda race: race.resign(player_id, now))
+        await self.apply_to_race(runtime, lambda race: race.resign(player_id, now))
 
     # --- watching and resync ---------------------------------------------------------------
 
@@ -645,7 +645,7 @@ class Hub(MoveHandling):
         # (a tournament race opened on another node): otherwise its grace period would run out.
         now, holder = self.clock(), self.holder_of(session)
         try:
-            await self._apply(
+            await self.apply_to_race(
                 runtime, lambda race: race.set_connected(player_id, True, now, holder)
             )
         except RaceError as exc:

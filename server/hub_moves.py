@@ -52,7 +52,7 @@ class MoveHandling(RaceSync):
         started = time.perf_counter()
         player_id = session.player_id
         try:
-            runtime = await self._load(message.race_id)
+            runtime = await self.load_race(message.race_id)
         except StoreError:
             self._reject(session, message, ErrorCode.UNAVAILABLE, "store unavailable; send again")
             return
@@ -153,7 +153,7 @@ class MoveHandling(RaceSync):
             self._note_progress(runtime, record, on, total, game.ply)
             return
         try:
-            await self._apply(
+            await self.apply_to_race(
                 runtime,
                 lambda race: race.record_board(
                     player_id,

@@ -268,7 +268,7 @@ class RaceSync:
 
     async def _fold(self, runtime: RaceRuntime) -> None:
         try:
-            await self._apply(runtime, lambda race: [])  # the pending figures, nothing else
+            await self.apply_to_race(runtime, lambda race: [])  # the pending figures, nothing else
         except RaceError as exc:
             # The moves are stored and acknowledged; their progress goes with the next change.
             log.warning("race %s: progress not stored: %s", runtime.race_id, exc)
@@ -305,7 +305,7 @@ class RaceSync:
 
     # --- changes ---------------------------------------------------------------------------
 
-    async def _apply(
+    async def apply_to_race(
         self, runtime: RaceRuntime, change: Change, *, moves: Sequence[MoveRecord] = ()
     ) -> list[RaceEvent]:
         """Apply `change` to the race, store it (compare-and-set), deliver its events.
@@ -393,9 +393,10 @@ class RaceSync:
 
     # --- several nodes: loading and following races ------------------------------------------
 
-    async def _load(self, race_id: str) -> RaceRuntime | None:
+    async def load_race(self, race_id: str) -> RaceRuntime | None:
         """This node's copy of a race: the one in memory, else (several nodes) loaded from the
-        store, its boards rebuilt from the stored moves, and followed."""
+        store, its boards rebuilt from the stored moves, and followed. None if there is none
+        (or it was cancelled)."""
         runtime = self.races.get(race_id)
         if runtime is not None or not self.is_cluster:
             return runtime

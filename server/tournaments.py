@@ -325,13 +325,13 @@ class TournamentService:
         if not here:
             return
         try:
-            runtime = await self.hub._load(notice.race_id)
+            runtime = await self.hub.load_race(notice.race_id)
             if runtime is not None and runtime.race.is_live:
                 now = self.hub.clock()
                 for player, session in here:
                     self.hub.catch_up(session, runtime)  # it may have started meanwhile
                     holder = self.hub.holder_of(session)
-                    await self.hub._apply(runtime, mark_connected(player, now, holder))
+                    await self.hub.apply_to_race(runtime, mark_connected(player, now, holder))
         except (RaceError, StoreError) as exc:
             log.warning("race %s: seated players not marked here: %s", notice.race_id, exc)
         for _, session in here:
@@ -362,10 +362,10 @@ class TournamentService:
             return
         race_id = race_ids[-1]  # the newest race of that match and number
         try:
-            runtime = await self.hub._load(race_id)
+            runtime = await self.hub.load_race(race_id)
             if runtime is None or not runtime.race.is_live:
                 return
-            await self.hub._apply(runtime, cancel_race(self.hub.clock()))
+            await self.hub.apply_to_race(runtime, cancel_race(self.hub.clock()))
         except RaceError as exc:  # the store is down: the race runs on; its result is ignored
             log.warning("tournament %s: race %s not stopped: %s", live.tournament_id, race_id, exc)
             return
