@@ -273,6 +273,21 @@ class Game:
         self._restore(saved, scalars)
         return self.history.pop()
 
+    @property
+    def undo_depth(self) -> int:
+        """How many of the latest actions can still be taken back."""
+        return len(self._journal)
+
+    def forget_undo(self, keep: int) -> None:
+        """Forget how to take back all but the latest ``keep`` actions; the history stays
+        (``ply`` and replays are unchanged, and with ``keep`` >= 1 so is ``touched_piles``),
+        and so does the stuck test (it undoes only what it plays). Each undo record holds copies
+        of the piles its action touched, so a long-lived board that only ever takes back its
+        latest action (the server's) keeps its memory bounded this way."""
+        excess = len(self._journal) - max(0, keep)
+        if excess > 0:
+            del self._journal[:excess]
+
     def _restore(self, saved: _Saved, scalars: tuple[Any, ...]) -> None:
         for number, (cards, down) in saved.items():
             p = self.piles[number]

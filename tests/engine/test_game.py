@@ -177,6 +177,24 @@ def test_undo_returns_the_move_and_restores_automatic_follow_ups() -> None:
     assert game.touched_piles() == ()
 
 
+def test_forget_undo_keeps_the_history_and_the_latest_actions() -> None:
+    game = deal("klondike-draw3", "11")
+    for _ in range(6):
+        game.play(DEAL)
+    before_last = game.copy()
+    before_last.undo()
+    game.forget_undo(1)
+    assert (game.ply, game.undo_depth) == (6, 1)
+    assert game.touched_piles() == ("stock", "waste")
+    assert not game.is_stuck()  # the stuck test clicks and takes back on its own records
+    assert game.undo() == DEAL
+    assert game.pile_texts() == before_last.pile_texts()
+    with pytest.raises(NothingToUndoError):
+        game.undo()
+    game.forget_undo(0)
+    assert (game.ply, game.undo_depth) == (5, 0)
+
+
 def test_copy_is_independent() -> None:
     game = deal("klondike", "7")
     game.play(DEAL)
