@@ -145,7 +145,7 @@ class MoveHandling(RaceSync):
             won=won,
             stuck=stuck,
         )
-        board.acks[message.seq] = frame
+        board.remember_ack(message.seq, frame)
         session.send_frame(_ACK_STAND_IN, frame)
         self.metrics.moves_accepted.inc()
         self.metrics.ack_latency.observe(time.perf_counter() - started)

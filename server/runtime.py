@@ -20,6 +20,11 @@ from solrace.server.protocol.views import board_for
 from solrace.server.session import Session
 
 REJECTIONS_KEPT = 64
+#: Acks kept as sent, per racer: a client resends only moves it has no answer for (the last
+#: few); an older move's resend is answered with the board as it is now.
+ACKS_KEPT = 64
+#: Undo records kept per board: the server takes back only a move it failed to store.
+UNDO_KEPT = 4
 
 
 @dataclass
@@ -36,6 +41,20 @@ class RacerBoard:
     rejections: OrderedDict[int, MoveRejected] = field(default_factory=OrderedDict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     spectator_game: Game | None = None
+
+    def remember_ack(self, seq: int, frame: bytes) -> None:
+        """Keep a stored move's ack for resends, within `ACKS_KEPT`, and forget old undo
+        records (memory per racer stays bounded however long the race)."""
+        acks = self.acks
+        acks[seq] = frame
+        if len(acks) > ACKS_KEPT:
+            del acks[next(iter(acks))]
+        self.trim()
+
+    def trim(self) -> None:
+        """Forget undo records beyond `UNDO_KEPT` (in bulk: a list shrinks from its front)."""
+        if self.game.undo_depth > 2 * UNDO_KEPT:
+            self.game.forget_undo(UNDO_KEPT)
 
     def remember_rejection(self, seq: int, answer: MoveRejected) -> None:
         self.rejections[seq] = answer
@@ -127,6 +146,7 @@ class RaceRuntime:
             board.game.play(move.move)
             board.move_times.append(move.at_ms)
             board.seq_to_ply[move.seq] = move.ply
+        board.trim()
         old = self.boards.get(player_id)
         if old is not None:
             board.lock = old.lock  # a holder of the old board's lock still serializes with us
@@ -146,6 +166,7 @@ class RaceRuntime:
             return False
         board.move_times.append(move.at_ms)
         board.seq_to_ply[move.seq] = move.ply
+        board.trim()
         return True
 
     def restore_progress(self, player_id: str) -> None:
@@ -179,7 +200,7 @@ class RaceRuntime:
             sent = decode_server(frame)
             assert isinstance(sent, MoveAck)
             return sent.model_copy(update={"duplicate": True})
-        # Stored before a restart: answer with the whole board as it is now.
+        # Stored before a restart, or older than the acks kept: the whole board as it is now.
         game = board.game
         on, total = game.progress()
         view = board_for(game, Audience.PLAYER)
@@ -222,4 +243,5 @@ class RaceRuntime:
             return None
         for move in board.game.history[delayed.ply : target]:
             delayed.play(move)
+        delayed.forget_undo(0)  # a spectator's copy is never taken back
         return delayed

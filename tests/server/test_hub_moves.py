@@ -10,7 +10,7 @@ import random
 
 from pydantic import BaseModel
 
-from solrace.engine import deal
+from solrace.engine import Audience, deal
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
@@ -23,7 +23,8 @@ from solrace.server.protocol.messages import (
     MoveAck,
     StartRace,
 )
-from solrace.server.protocol.views import touched_pile_models
+from solrace.server.protocol.views import board_for, touched_pile_models
+from solrace.server.runtime import ACKS_KEPT, UNDO_KEPT
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import open_store
@@ -64,7 +65,7 @@ async def test_acks_are_the_moves_as_the_mover_sees_them_and_resends_repeat_them
     shadow = deal("klondike", GAME_NUMBER)  # the same moves on a board of our own
     rng = random.Random(7)
     acks: list[MoveAck] = []
-    for seq in range(60):
+    for seq in range(ACKS_KEPT + 30):
         moves = shadow.legal_moves()
         if not moves:
             break
@@ -87,9 +88,24 @@ async def test_acks_are_the_moves_as_the_mover_sees_them_and_resends_repeat_them
             stuck=not shadow.is_won() and shadow.is_stuck(),
         )
         acks.append(ack)
-    assert len(acks) > 10
+    assert len(acks) > ACKS_KEPT + 10
 
-    for ack in (acks[0], acks[len(acks) // 2], acks[-1]):
+    for ack in (acks[-ACKS_KEPT], acks[-ACKS_KEPT // 2], acks[-1]):
         await hub.handle(alice, MakeMove(race_id=race_id, seq=ack.seq, move=ack.move))
         assert alice.sent[-1] == ack.model_copy(update={"duplicate": True})
+    # Older answers are not kept (nor undo records: a board's memory stays bounded); a resend
+    # of such a move is answered with the board as it is now.
+    board = hub.races[race_id].boards[alice.player_id or ""]
+    assert len(board.acks) == ACKS_KEPT and board.game.undo_depth <= 2 * UNDO_KEPT
+    oldest = acks[0]
+    await hub.handle(alice, MakeMove(race_id=race_id, seq=oldest.seq, move=oldest.move))
+    on, total = shadow.progress()
+    assert alice.sent[-1] == oldest.model_copy(
+        update={
+            "duplicate": True,
+            "piles": list(board_for(shadow, Audience.PLAYER).piles),
+            "on_foundations": on,
+            "total": total,
+        }
+    )
     await store.close()
