@@ -7,6 +7,7 @@ the top N cards. Piles have short names ``s``, ``w``, ``f<i>``, ``t<i>``, ``r<i>
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -62,20 +63,13 @@ class Move:
 
     @classmethod
     def parse(cls, text: str) -> Move:
-        """Parse the notation; raises :class:`InvalidMoveError` with the expected form."""
+        """Parse the notation; raises :class:`InvalidMoveError` with the expected form.
+
+        Moves are values: the same text gives the same object (the latest few thousand
+        texts are remembered), so a long history holds references, not copies."""
         if not isinstance(text, str):
             raise InvalidMoveError(f"a move is text, not {type(text).__name__}")
-        t = text.strip().lower()
-        if t == "deal":
-            return DEAL
-        m = _MOVE_RE.match(t)
-        if not m:
-            raise InvalidMoveError(
-                f"cannot read move {text!r}: expected 'deal', 'SRC-DST' or 'SRC-DST:N' "
-                "with piles s, w, f0.., t0.., r0.. (e.g. 'w-t3', 't2-t5:3')"
-            )
-        src, dst, count = m.groups()
-        return cls(src, dst, int(count) if count else 1)
+        return _parse(text)
 
     @classmethod
     def from_long(cls, src: str, dst: str, n: int = 1) -> Move:
@@ -91,3 +85,19 @@ class Move:
 
 
 DEAL: Final = Move("s", "s", 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> Move:
+    """`Move.parse` of a string, remembered (a game's moves repeat a few hundred texts)."""
+    t = text.strip().lower()
+    if t == "deal":
+        return DEAL
+    m = _MOVE_RE.match(t)
+    if not m:
+        raise InvalidMoveError(
+            f"cannot read move {text!r}: expected 'deal', 'SRC-DST' or 'SRC-DST:N' "
+            "with piles s, w, f0.., t0.., r0.. (e.g. 'w-t3', 't2-t5:3')"
+        )
+    src, dst, count = m.groups()
+    return Move(src, dst, int(count) if count else 1)
