@@ -8,6 +8,7 @@ replays), answers by sequence number (idempotency) and spectators' delayed board
 from __future__ import annotations
 
 import asyncio
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -32,7 +33,8 @@ class RacerBoard:
     """A racer's live board with what the server needs to answer and replay it."""
 
     game: Game
-    move_times: list[int] = field(default_factory=list)
+    #: Each move's server time (ms), as machine integers (8 bytes each, not 32 as objects).
+    move_times: array[int] = field(default_factory=lambda: array("q"))
     seq_to_ply: dict[int, int] = field(default_factory=dict)
     #: Each acknowledged move's ack as sent, encoded: bytes are not tracked by the garbage
     #: collector, and a race keeps one per move (pydantic models would cost the collector
