@@ -222,6 +222,7 @@ class Hub(MoveHandling):
                 self._push_spectator_boards(runtime, now)
         if push:
             self._last_spectator_push = now
+        self._forget_finished(now)
         if failure is not None and not self._store_down:
             log.warning("store unavailable (%s): timers wait until it is back", failure)
         elif failure is None and self._store_down:

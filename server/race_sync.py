@@ -240,7 +240,7 @@ class RaceSync:
         if race.status is RaceStatus.FINISHED and not runtime.finished:
             runtime.finished = True
             self._push_spectator_boards(runtime, self.clock(), force=True)
-            self._forget_finished()
+            self._forget_finished(self.clock())
             log.info("race %s finished", runtime.race_id)
         elif race.status is RaceStatus.CANCELLED:
             self.races.pop(runtime.race_id, None)
@@ -298,10 +298,17 @@ class RaceSync:
 
         return folded, moves
 
-    def _forget_finished(self) -> None:
-        done = [rid for rid, rt in self.races.items() if not rt.race.is_live]
-        for race_id in done[: max(0, len(done) - FINISHED_KEPT)]:
-            del self.races[race_id]
+    def _forget_finished(self, now_ms: int) -> None:
+        """Drop finished races from memory once `finished_kept_s` old, and the oldest beyond
+        `FINISHED_KEPT`. Until then a late resend, watcher or sync is answered from memory;
+        after, a finished race is its replay in the store."""
+        cutoff = now_ms - int(self.settings.finished_kept_s * 1000)
+        done = [rt for rt in self.races.values() if not rt.race.is_live]
+        excess = len(done) - FINISHED_KEPT
+        for index, runtime in enumerate(done):
+            finished_at = runtime.race.finished_at_ms
+            if index < excess or (finished_at is not None and finished_at <= cutoff):
+                del self.races[runtime.race_id]
 
     # --- changes ---------------------------------------------------------------------------
 

@@ -65,6 +65,12 @@ class Settings(BaseSettings):
     history_size: int = Field(default=50, ge=1)
     tick_s: float = Field(default=0.1, gt=0)
     spectator_batch_s: float = Field(default=0.25, gt=0)
+    finished_kept_s: float = Field(
+        default=600.0,
+        ge=0,
+        description="a finished race stays in memory this long (late resends, watchers, syncs); "
+        "its replay stays in the store",
+    )
     progress_interval_s: float = Field(
         default=0.1,
         ge=0,

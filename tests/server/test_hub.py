@@ -1,11 +1,26 @@
-"""The hub's public helpers (server/hub.py) that the tournament service shares with it."""
+"""The hub (server/hub.py): the helpers the tournament service shares with it, and how long
+a finished race stays in memory."""
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
+from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import is_commitment_valid
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    CreateRace,
+    Error,
+    Hello,
+    JoinRace,
+    RaceSnapshot,
+    Resign,
+    Sync,
+)
 from solrace.server.protocol.records import RaceStatus
+from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import open_store
 
@@ -60,3 +75,49 @@ def test_a_new_race_record_is_open_with_the_server_s_settings_and_a_fresh_commit
     assert held.spectator_delay_ms == 12000
     assert held.salt != casual.salt  # one deal, a different commitment per race
     assert is_commitment_valid(held.commitment, "klondike", "1002", held.salt)
+
+
+class QuietSession(Session):
+    def send(self, message: BaseModel) -> None:
+        self.sent.append(message)
+
+    def close(self, code: CloseCode, reason: str) -> None:
+        self.closed = True
+
+    def __init__(self, session_id: int) -> None:
+        super().__init__(session_id)
+        self.sent: list[BaseModel] = []
+
+
+async def test_a_finished_race_leaves_memory_after_finished_kept_s() -> None:
+    store = open_store("memory:")
+    await store.open()
+    settings = Settings(store="memory:", countdown_s=0, finished_kept_s=60)
+    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    clock = [NOW_MS]
+    hub.clock = lambda: clock[0]
+    alice, bob = QuietSession(1), QuietSession(2)
+    await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+    await hub.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
+    (race_id,) = hub.races
+    await hub.handle(bob, JoinRace(race_id=race_id))
+    await hub.tick()
+    for session in (alice, bob):
+        await hub.handle(session, Resign(race_id=race_id))
+    assert hub.races[race_id].race.status is RaceStatus.FINISHED
+
+    clock[0] += 59_000
+    await hub.tick()
+    before = len(alice.sent)
+    await hub.handle(alice, Sync(race_id=race_id))
+    answers = alice.sent[before:]
+    assert any(isinstance(m, RaceSnapshot) for m in answers), "kept: answered from memory"
+    clock[0] += 1_000
+    await hub.tick()
+    assert race_id not in hub.races
+    await hub.handle(alice, Sync(race_id=race_id))
+    assert isinstance(alice.sent[-1], Error) and alice.sent[-1].code == "unknown_race"
+    replay = await store.get_race(race_id)
+    assert replay is not None and replay.status is RaceStatus.FINISHED
+    await store.close()
