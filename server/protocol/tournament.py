@@ -191,7 +191,7 @@ class Tournament:
         """Rounds with every match decided (the current one too once it has ended)."""
         played: list[PlayedRound] = []
         for rnd in self.rounds:
-            outcomes = {mid: self._outcome(m) for mid, m in rnd.matches.items()}
+            outcomes = {mid: self.outcome_of(m) for mid, m in rnd.matches.items()}
             decided = {mid: o for mid, o in outcomes.items() if o is not None}
             if len(decided) == len(outcomes) and rnd.is_ended:
                 played.append(rnd.to_played(decided))
@@ -217,7 +217,7 @@ class Tournament:
         the bracket shows a result (and who goes through) as soon as it is known."""
         played: list[PlayedRound] = []
         for rnd in self.rounds:
-            outcomes = {mid: self._outcome(m) for mid, m in rnd.matches.items() if m.is_ended}
+            outcomes = {mid: self.outcome_of(m) for mid, m in rnd.matches.items() if m.is_ended}
             played.append(rnd.to_played({k: o for k, o in outcomes.items() if o is not None}))
         return played
 
@@ -446,7 +446,7 @@ class Tournament:
             raise UnknownMatchError(f"match {match_id} has no recorded race {race_number}")
         result.validate(match.races[race_number - 1].players)
         races = [*match.races[: race_number - 1], result, *match.races[race_number:]]
-        was_decided = self._outcome(match) is not None
+        was_decided = self.outcome_of(match) is not None
         decided_after = len(races)
         for count in range(race_number, len(races) + 1):
             if self._score(match, races[:count]) is not None:
@@ -456,7 +456,7 @@ class Tournament:
         match.races = races[:decided_after]
         events: list[TournamentEvent] = [ResultCorrected(match_id, race_number, result, voided)]
         self._log(now, actor, "correct_result", f"{match_id} race {race_number}: {reason}".strip())
-        outcome = self._outcome(match)
+        outcome = self.outcome_of(match)
         if outcome is None:
             if match.is_ended or was_decided:
                 match.is_ended = False
@@ -485,7 +485,8 @@ class Tournament:
             forfeited=match.forfeited,
         )
 
-    def _outcome(self, match: Match) -> MatchOutcome | None:
+    def outcome_of(self, match: Match) -> MatchOutcome | None:
+        """The match's outcome from the races it played (None while undecided)."""
         return self._score(match, match.races)
 
     def _forfeit(self, match: Match, player: PlayerId, reason: str) -> list[TournamentEvent]:
@@ -529,7 +530,7 @@ class Tournament:
         for match in rnd.matches.values():
             if match.is_ended:
                 continue
-            outcome = self._outcome(match)
+            outcome = self.outcome_of(match)
             if outcome is not None:
                 match.is_ended = True
                 if match.pending_race is not None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .pairing import MatchOutcome
 from .tournament import Tournament
 from .tournament_errors import MatchId
 from .tournament_messages import (
@@ -39,14 +38,12 @@ def build_view(
     race_ids: Mapping[RaceKey, str],
 ) -> TournamentModel:
     t = tournament
-    outcomes: dict[MatchId, MatchOutcome] = {}
-    for played in t.history():
-        outcomes.update(played.outcomes)
     rounds = []
     for rnd in t.rounds:
         matches = []
         for match in rnd.matches.values():
-            outcome = outcomes.get(match.match_id) if match.is_ended else None
+            # An ended match's winner shows at once, before the rest of its round ends.
+            outcome = t.outcome_of(match) if match.is_ended else None
             pending = match.pending_race
             matches.append(
                 MatchModel(

@@ -41,6 +41,7 @@ from solrace.server.protocol.tournament_events import (
     TournamentStarted,
 )
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
+from solrace.server.protocol.tournament_view import build_view
 
 ADMIN = PlayerId("admin")
 Decider = Callable[[RaceRequested], list[PlayerId]]
@@ -238,6 +239,10 @@ def test_the_bracket_shows_a_result_before_the_round_ends() -> None:
     assert (bracket["W1-2"].state, bracket["W2-1"].state) == ("ready", "waiting")
     assert bracket["W2-1"].players == ("p1", None)  # the winner is through already
     assert t.history() == []  # pairing and standings still wait for the round's end
+    view = build_view(t, version=1, name="cup", time_limit_s=60, names={}, race_ids={})
+    matches = {m.match_id: m for m in view.rounds[0].matches}
+    assert (matches["W1-1"].is_ended, matches["W1-1"].winner) == (True, "p1")
+    assert (matches["W1-2"].is_ended, matches["W1-2"].winner) == (False, None)
 
 
 def test_players_who_do_not_check_in_are_left_out() -> None:
