@@ -105,6 +105,8 @@ class Hub(MoveHandling):
         # Plugged in by the composition root (app.py): tournaments and ratings.
         self.extra_handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {}
         self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
+        #: Called with each session that closed (services drop what they keep for it).
+        self.session_closed_hooks: list[Callable[[Session], None]] = []
         self.ratings_of: Callable[[str], Awaitable[dict[str, float]]] | None = None
         self._folds: set[asyncio.Task[None]] = set()
         self.lobby = LobbyFeed(
@@ -251,6 +253,8 @@ class Hub(MoveHandling):
     async def disconnected(self, session: Session) -> None:
         session.closed = True
         self.lobby.follow(session, False, [])
+        for hook in self.session_closed_hooks:
+            hook(session)
         for race_id in session.watching:
             runtime = self.races.get(race_id)
             if runtime is not None:

@@ -547,7 +547,21 @@ class TournamentService:
         session.send(self._view(live))
 
     async def _unwatch(self, session: Session, message: UnwatchTournament) -> None:
-        self.watchers.get(message.tournament_id, set()).discard(session)
+        self._stop_watching(session, message.tournament_id)
+
+    def session_closed(self, session: Session) -> None:
+        """The hub's hook: a closed session watches nothing (nothing is kept for it)."""
+        for tournament_id in [t for t, sessions in self.watchers.items() if session in sessions]:
+            self._stop_watching(session, tournament_id)
+
+    def _stop_watching(self, session: Session, tournament_id: str) -> None:
+        sessions = self.watchers.get(tournament_id)
+        if sessions is None:
+            return
+        sessions.discard(session)
+        if not sessions:
+            del self.watchers[tournament_id]
+            self._pushed.pop(tournament_id, None)
 
     async def _join(self, session: Session, message: JoinTournament) -> None:
         player, name = self._identity(session)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
+
 from solrace.engine import Game, Move, deal
 from solrace.server.protocol.messages import (
     Board,
@@ -13,7 +17,7 @@ from solrace.server.protocol.messages import (
     RaceStarted,
     RaceUpdate,
 )
-from tests.integration.wsclient import Client
+from tests.integration.wsclient import WAIT_S, Client
 
 
 async def create_race(
@@ -86,3 +90,11 @@ def first_foundation_line(game_id: str, number: str) -> list[str]:
         game.play(move)
         line.append(str(move))
     return line
+
+
+async def wait_until(condition: Callable[[], bool], within: float = WAIT_S) -> None:
+    """Wait for a condition on server state (no message tells it), yielding between looks."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {condition.__name__}"
+        await asyncio.sleep(0.01)

@@ -39,7 +39,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.server.tournament_live import Live
 from tests.integration.conftest import ServerFactory
-from tests.integration.helpers import play, start_race
+from tests.integration.helpers import play, start_race, wait_until
 from tests.integration.wsclient import Client
 
 TOKEN = "let-me-admin"
@@ -274,3 +274,28 @@ async def test_admin_acts_need_the_token_and_are_audited(start_server: ServerFac
     assert (await admin.expect(Error)).code == "unknown_player"
     for each in (admin, *players):
         await each.close()
+
+
+async def test_a_watcher_that_closes_is_forgotten(start_server: ServerFactory) -> None:
+    app = await start_server(**FAST)
+    admin = await connect(app, "director")
+    tid = (await create(admin, "swiss")).tournament_id
+    watchers = app.tournaments.watchers
+    fans = [await connect(app, name) for name in ("fan1", "fan2")]
+    for fan in fans:
+        await fan.send(WatchTournament(tournament_id=tid))
+        await fan.expect(TournamentView)
+    assert len(watchers[tid]) == 2
+    await fans[0].close()
+
+    def one_watcher_left() -> bool:
+        return len(watchers.get(tid, ())) == 1
+
+    await wait_until(one_watcher_left)
+    await fans[1].close()
+
+    def nobody_watches() -> bool:
+        return tid not in watchers
+
+    await wait_until(nobody_watches)  # nothing is kept for closed sessions
+    await admin.close()

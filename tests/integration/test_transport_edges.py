@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 
 import pytest
 
@@ -17,6 +16,7 @@ from solrace.server.protocol.codec import encode
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Ping, Pong, Welcome
 from solrace.server.transport import WebSocketSession
 from tests.integration.conftest import ServerFactory
+from tests.integration.helpers import wait_until
 from tests.integration.wsclient import Client
 
 WAIT_S = 5.0
@@ -24,14 +24,6 @@ WAIT_S = 5.0
 
 def url_of(app: App) -> str:
     return f"ws://127.0.0.1:{app.port}"
-
-
-async def wait_until(condition: Callable[[], bool], within: float = WAIT_S) -> None:
-    """Wait for a condition on server state (no message tells it), yielding between looks."""
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {condition.__name__}"
-        await asyncio.sleep(0.01)
 
 
 async def read_to_eof(reader: asyncio.StreamReader, within: float = WAIT_S) -> bytes:
