@@ -311,7 +311,10 @@ class TournamentService:
             for race in notice.races:
                 await self._seat_here(race)
             tid = notice.tournament_id
-            wanted = [tid] if self.watchers.get(tid) or tid in self.live else []
+            known = self.live.get(tid)
+            if known is not None and known.version >= notice.version:
+                return  # this node saved that version or loaded it since: nothing to read
+            wanted = [tid] if self.watchers.get(tid) or known is not None else []
         for tournament_id in wanted:
             try:
                 self._push(await self._load(tournament_id))
