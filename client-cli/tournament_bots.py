@@ -20,6 +20,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 
 from .bots import Bot, BotError
+from .tournament_render import must_check_in
 
 REFRESH_S = 10.0
 
@@ -54,8 +55,7 @@ async def play_tournament(
         if view is not None and view.version != seen_version:
             seen_version = view.version
             last_view = loop.time()
-            wants_check_in = view.phase == "check_in" and me not in view.checked_in
-            if wants_check_in and not checked_in:
+            if must_check_in(view, me) and not checked_in:
                 checked_in = True
                 await bot.conn.send(CheckIn(tournament_id=tournament_id))
         if view is not None and view.phase == "finished":

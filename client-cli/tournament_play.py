@@ -34,7 +34,7 @@ from .held_deals import HeldDeals
 from .identity import connect_player
 from .plain import PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
-from .tournament_render import names_of, render_tournament
+from .tournament_render import must_check_in, names_of, render_tournament
 
 TOURNAMENT_HELP = """\
 tournament commands:
@@ -115,10 +115,7 @@ class TournamentPlain:
             self._spawn(self.session.conn.send(Sync(race_id=notice.race_id)))
 
     def on_view(self, view: TournamentModel) -> None:
-        me = self.session.me
-        registered = any(p.player_id == me for p in view.players)
-        wants = view.phase == "check_in" and registered and me not in view.checked_in
-        if wants and not self._checked_in:
+        if must_check_in(view, self.session.me) and not self._checked_in:
             self._checked_in = True
             self._spawn(self.session.conn.send(CheckIn(tournament_id=self.tournament_id)))
         self._check_deals()

@@ -18,6 +18,15 @@ ELIMINATION = ("single_elimination", "double_elimination")
 _WINNERS = re.compile(r"^W(\d+)-(\d+)$")
 
 
+def must_check_in(view: TournamentModel, me: str | None) -> bool:
+    """Check-in is open and `me` is registered but not checked in yet."""
+    return (
+        view.phase == "check_in"
+        and me not in view.checked_in
+        and any(p.player_id == me for p in view.players)
+    )
+
+
 def names_of(view: TournamentModel) -> dict[str, str]:
     """Player id -> name, for the tournament's registered players."""
     return {p.player_id: p.name for p in view.players}

@@ -53,6 +53,7 @@ from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import HeldDeals
 from .screens import LobbyScreen, RaceScreen, ResultScreen
 from .session import RequestError, Session, tournament_view_of
+from .tournament_render import must_check_in
 from .watching import ReplayScreen, WatchPicker, WatchScreen
 
 if TYPE_CHECKING:
@@ -372,14 +373,10 @@ class PlayApp(_SessionApp):
 
     def _on_view(self, view: TournamentModel) -> None:
         tid = view.tournament_id
-        me = self.session.state.player_id
-        registered = any(p.player_id == me for p in view.players)
         if (
             tid in self.playing
-            and registered
-            and view.phase == "check_in"
-            and me not in view.checked_in
             and tid not in self._checked_in
+            and must_check_in(view, self.session.state.player_id)
         ):
             self.check_in(tid)
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from solrace.client.tournament_cli import parse_placings
-from solrace.client.tournament_render import render_tournament
+from solrace.client.tournament_render import must_check_in, render_tournament
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
+from solrace.server.protocol.tournament_messages import TournamentModel
 from solrace.server.protocol.tournament_state import TournamentSettings
 from solrace.server.protocol.tournament_view import build_view
 
@@ -50,3 +51,21 @@ def test_a_swiss_is_a_standings_table() -> None:
 
 def test_placings_text() -> None:
     assert parse_placings("a,b=c,d") == [["a"], ["b", "c"], ["d"]]
+
+
+def test_must_check_in_only_when_open_registered_and_not_yet_done() -> None:
+    settings = TournamentSettings(FormatRules(Format.SWISS), check_in_required=True)
+    admin = PlayerId("a")
+    t = Tournament.create(TournamentId("t1"), "klondike", settings, admin=admin, now=0)
+    for p in ("p1", "p2"):
+        t.register(PlayerId(p), now=1)
+
+    def view() -> TournamentModel:
+        return build_view(t, version=1, name="cup", time_limit_s=60, names={}, race_ids={})
+
+    assert not must_check_in(view(), "p1")  # registration: not yet
+    t.open_check_in(admin, now=2)
+    assert must_check_in(view(), "p1") and must_check_in(view(), "p2")
+    assert not must_check_in(view(), "stranger") and not must_check_in(view(), None)
+    t.check_in(PlayerId("p1"), now=3)
+    assert not must_check_in(view(), "p1") and must_check_in(view(), "p2")
