@@ -44,7 +44,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState, RaceStatus
 from solrace.server.protocol.views import board_for
-from solrace.server.runtime import RaceRuntime
+from solrace.server.runtime import PendingBoard, RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
@@ -255,6 +255,9 @@ class RaceSync:
         the racer's own figures. One node saves a race step per move; several nodes make one
         compare-and-set per batch instead of one per move."""
         runtime.note_board(move, on_foundations, total, moves)
+        self._arm_fold(runtime)
+
+    def _arm_fold(self, runtime: RaceRuntime) -> None:
         if runtime.fold_due is None:
             runtime.fold_due = asyncio.get_running_loop().call_later(
                 self.settings.progress_interval_s, self._fold_soon, runtime
@@ -273,11 +276,10 @@ class RaceSync:
             # The moves are stored and acknowledged; their progress goes with the next change.
             log.warning("race %s: progress not stored: %s", runtime.race_id, exc)
 
-    def _folding(self, runtime: RaceRuntime, change: Change) -> tuple[Change, list[MoveRecord]]:
-        """`change` preceded by the racers' pending figures, and the moves behind them."""
-        pending, moves = runtime.take_pending()
+    def _folding(self, pending: dict[str, PendingBoard], change: Change) -> Change:
+        """`change` preceded by the racers' `pending` figures."""
         if not pending:
-            return change, moves
+            return change
         now = self.clock()
 
         def folded(race: Race) -> list[RaceEvent]:
@@ -296,7 +298,7 @@ class RaceSync:
                     )
             return events + change(race)
 
-        return folded, moves
+        return folded
 
     def _forget_finished(self, now_ms: int) -> None:
         """Drop finished races from memory once `finished_kept_s` old, and the oldest beyond
@@ -320,8 +322,16 @@ class RaceSync:
         `RaceError(UNAVAILABLE)` if the store cannot be reached (nothing changed here; the
         request may be sent again) or the race keeps changing under us."""
         async with runtime.lock:
-            change, folded_moves = self._folding(runtime, change)
-            events = await self._apply_locked(runtime, change, [*folded_moves, *moves])
+            pending, folded_moves = runtime.take_pending()
+            try:
+                events = await self._apply_locked(
+                    runtime, self._folding(pending, change), [*folded_moves, *moves]
+                )
+            except RaceError:
+                if pending:  # not stored: the batch waits for the next fold
+                    runtime.put_back(pending, folded_moves)
+                    self._arm_fold(runtime)
+                raise
         if events:
             await self._changed(runtime, events)
         return events

@@ -114,6 +114,18 @@ class RaceRuntime:
         self.pending[move.player_id] = PendingBoard(on_foundations, total, moves, reached)
         self.pending_moves.append(move)
 
+    def put_back(self, pending: dict[str, PendingBoard], moves: list[MoveRecord]) -> None:
+        """A batch that was taken but not stored is pending again, under what was noted
+        since (a racer's newer figures win; the time its count was reached stays the
+        batch's if the count is the same)."""
+        for player_id, older in pending.items():
+            newer = self.pending.get(player_id)
+            if newer is None:
+                self.pending[player_id] = older
+            elif newer.on_foundations == older.on_foundations:
+                newer.reached_ms = older.reached_ms
+        self.pending_moves[:0] = moves
+
     def take_pending(self) -> tuple[dict[str, PendingBoard], list[MoveRecord]]:
         """The figures and moves not folded in yet; nothing is pending after."""
         if self.fold_due is not None:
