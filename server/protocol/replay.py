@@ -2,16 +2,23 @@
 
 A replay holds the game, the revealed number and salt, the commitment published at the start,
 and each racer's moves with server times. `verify_replay` recomputes the commitment, every
-board (each move must be legal), each racer's progress and the final ranking.
+board (each move must be legal), each racer's progress and the final ranking; `parse_replay`
+reads a replay file (JSON or msgpack) and says in one line what is wrong with one that is not.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+
 from solrace.engine import EngineError, deal
+from solrace.server.protocol.codec import unpack_map
 from solrace.server.protocol.commitment import is_commitment_valid
-from solrace.server.protocol.messages import ReplayModel, ReplayMove, ReplayRacer
+from solrace.server.protocol.errors import DecodeError
+from solrace.server.protocol.messages import ReplayModel, ReplayMove, ReplayRacer, ResultEntry
 from solrace.server.protocol.race import Racer, rank_racers
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
 
@@ -53,16 +60,136 @@ def build_replay(record: RaceRecord, moves: list[MoveRecord]) -> ReplayModel:
     )
 
 
+class ReplayFileError(ValueError):
+    """Bytes that are not a replay; the message says why in one line."""
+
+
+_KINDS: dict[type, str] = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+    bytes: "binary data",
+}
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """``("racers", 0, "moves", 2, "at_ms")`` -> ``racers[0].moves[2].at_ms``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else part
+    return text or "the replay"
+
+
+def describe_invalid(exc: ValidationError) -> str:
+    """A replay's schema errors in one line: missing fields, unknown fields, the first invalid
+    values (without pydantic's help links)."""
+    missing: list[str] = []
+    unknown: list[str] = []
+    invalid: list[str] = []
+    for error in exc.errors(include_url=False):
+        where = _where(error["loc"])
+        if error["type"] == "missing":
+            missing.append(where)
+        elif error["type"] == "extra_forbidden":
+            unknown.append(where)
+        else:
+            invalid.append(f"{where} ({error['msg']})")
+    parts = []
+    for label, names, limit in (
+        ("missing", missing, 12),
+        ("unknown", unknown, 12),
+        ("invalid", invalid, 4),
+    ):
+        if names:
+            more = f" and {len(names) - limit} more" if len(names) > limit else ""
+            parts.append(f"{label}: {', '.join(names[:limit])}{more}")
+    return "; ".join(parts)
+
+
+def parse_replay(data: bytes) -> ReplayModel:
+    """A replay from a file's bytes: JSON (a bare replay, or a `replay` message) or one msgpack
+    frame of either. `ReplayFileError` says what is wrong in one line."""
+    if not data.strip():
+        raise ReplayFileError("the file is empty")
+    value: object
+    if data.lstrip()[:1] in (b"{", b"["):
+        try:
+            value = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise ReplayFileError(
+                f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
+        except UnicodeDecodeError:
+            raise ReplayFileError("invalid JSON: not UTF-8 text") from None
+    else:
+        try:
+            value = unpack_map(data)
+        except DecodeError:
+            try:
+                value = json.loads(data)
+            except json.JSONDecodeError as exc:
+                raise ReplayFileError(
+                    f"neither JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}) "
+                    "nor a msgpack map"
+                ) from None
+            except UnicodeDecodeError:
+                raise ReplayFileError("neither JSON nor a msgpack map") from None
+    if isinstance(value, dict) and value.get("type") == "replay":
+        value = value.get("replay")
+    if not isinstance(value, dict):
+        kind = _KINDS.get(type(value), type(value).__name__)
+        raise ReplayFileError(f"a replay is an object (a map), not {kind}")
+    try:
+        return ReplayModel.model_validate(value)
+    except ValidationError as exc:
+        raise ReplayFileError(describe_invalid(exc)) from None
+
+
+@dataclass(frozen=True, slots=True)
+class IllegalMove:
+    """The first move of a racer that the engine refuses (the rest are not replayed)."""
+
+    index: int
+    """Position in the racer's move list (0-based: the ply it should have)."""
+    move: str
+    reason: str
+    after: int
+    """How many moves follow it (not replayed, so not checked)."""
+
+    def describe(self) -> str:
+        rest = ""
+        if self.after:
+            rest = f"; the {self.after} move{'s' if self.after > 1 else ''} after it"
+            rest += " are not replayed" if self.after > 1 else " is not replayed"
+        return f"illegal move {self.move!r} at ply {self.index}: {self.reason}{rest}"
+
+
 @dataclass
 class VerifyReport:
-    """What `verify_replay` found: no problems means the replay checks out."""
+    """What `verify_replay` found: no problems means the replay checks out.
+
+    `lines` say what was checked and found true, `problems` what was not; `illegal` has one
+    entry per racer of the replay, in order (None: every move of that racer is legal)."""
 
     problems: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    commitment_ok: bool = False
+    illegal: list[IllegalMove | None] = field(default_factory=list)
 
     @property
     def is_valid(self) -> bool:
         return not self.problems
+
+    @property
+    def verdict(self) -> str:
+        """One line: the result of every check together."""
+        if self.is_valid:
+            return "replay verified"
+        count = len(self.problems)
+        return f"replay does NOT verify ({count} problem{'' if count == 1 else 's'})"
 
 
 def _replay_racer(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport) -> Racer:
@@ -76,6 +203,7 @@ def _replay_racer(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport)
     game = deal(replay.game, replay.game_number)
     on_before = game.progress()[0]
     last_at = replay.started_at_ms
+    illegal: IllegalMove | None = None
     for index, move in enumerate(racer.moves):
         if move.ply != index:
             report.problems.append(f"{who}: move {index} has ply {move.ply}")
@@ -85,53 +213,82 @@ def _replay_racer(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport)
         try:
             game.play(move.move)
         except EngineError as exc:
-            report.problems.append(f"{who}: move {index} {move.move!r} is refused: {exc}")
+            illegal = IllegalMove(index, move.move, str(exc), len(racer.moves) - index - 1)
+            report.problems.append(f"{who}: {illegal.describe()}")
             break
         on_now = game.progress()[0]
         if on_now != on_before:
             result.reached_at_ms = move.at_ms - replay.started_at_ms
             on_before = on_now
+    report.illegal.append(illegal)
     result.on_foundations, result.total = game.progress()
     result.moves = game.ply
-    won = game.is_won()
-    if won != (state is RacerState.FINISHED):
-        report.problems.append(
-            f"{who}: state {state.value} but the board is {'' if won else 'not '}won"
+    if illegal is None:
+        # The board is the racer's final board: its state must agree with it.
+        won = game.is_won()
+        if won != (state is RacerState.FINISHED):
+            report.problems.append(
+                f"{who}: state {state.value} but the board is {'' if won else 'not '}won"
+            )
+        if (
+            state is RacerState.FINISHED
+            and racer.moves
+            and racer.state_at_ms != racer.moves[-1].at_ms
+        ):
+            report.problems.append(f"{who}: finish time is not the winning move's time")
+        if state is RacerState.STUCK and not game.is_stuck():
+            report.problems.append(f"{who}: state stuck but the board has a way forward")
+        report.lines.append(
+            f"{who}: {len(racer.moves)} moves, all legal, "
+            f"{result.on_foundations}/{result.total} on foundations, {state.value}"
         )
-    if state is RacerState.FINISHED and racer.moves and racer.state_at_ms != racer.moves[-1].at_ms:
-        report.problems.append(f"{who}: finish time is not the winning move's time")
-    if state is RacerState.STUCK and not game.is_stuck():
-        report.problems.append(f"{who}: state stuck but the board has a way forward")
-    report.lines.append(
-        f"{who}: {len(racer.moves)} moves, {result.on_foundations}/{result.total} on foundations, "
-        f"{state.value}"
-    )
+    else:
+        report.lines.append(
+            f"{who}: {illegal.index} of {len(racer.moves)} moves legal, then an illegal one"
+        )
     return result
+
+
+def _entry_text(entry: ResultEntry) -> str:
+    return (
+        f"#{entry.rank} {entry.name} ({entry.player_id}) {entry.state} "
+        f"{entry.on_foundations}/{entry.total} {entry.elapsed_ms / 1000:.1f} s"
+    )
 
 
 def verify_replay(replay: ReplayModel) -> VerifyReport:
     """Recompute commitment, boards, progress and ranking; list every disagreement."""
     report = VerifyReport()
-    if not is_commitment_valid(replay.commitment, replay.game, replay.game_number, replay.salt):
-        report.problems.append("commitment does not match game, number and salt")
+    report.commitment_ok = is_commitment_valid(
+        replay.commitment, replay.game, replay.game_number, replay.salt
+    )
+    if report.commitment_ok:
+        report.lines.append(
+            f"commitment verified: it is sha256 of game {replay.game}, "
+            f"number {replay.game_number} and the salt"
+        )
     else:
-        report.lines.append(f"commitment ok: sha256({replay.game}, {replay.game_number}, salt)")
+        report.problems.append(
+            f"commitment does not match game {replay.game}, number {replay.game_number} "
+            "and the salt"
+        )
     try:
         racers = [_replay_racer(replay, racer, report) for racer in replay.racers]
     except EngineError as exc:
         report.problems.append(f"cannot deal {replay.game} {replay.game_number}: {exc}")
         return report
     expected = rank_racers(racers, replay.started_at_ms)
-    if expected != replay.results:
-        report.problems.append("results differ from the ranking recomputed from the moves")
-        for line in expected:
-            report.lines.append(
-                f"  expected #{line.rank} {line.name} {line.state} {line.on_foundations}"
-            )
-    else:
-        for line in expected:
-            report.lines.append(
-                f"#{line.rank} {line.name}: {line.state}, {line.on_foundations}/{line.total}, "
-                f"{line.elapsed_ms / 1000:.1f} s"
-            )
+    if expected == replay.results:
+        report.lines.append("results match the ranking recomputed from the moves:")
+        report.lines += [f"  {_entry_text(entry)}" for entry in expected]
+        return report
+    basis = "the moves" if not any(report.illegal) else "the moves up to the illegal one"
+    for line, (given, computed) in enumerate(
+        itertools.zip_longest(replay.results, expected), start=1
+    ):
+        if given == computed:
+            continue
+        says = "nothing" if given is None else _entry_text(given)
+        gives = "nothing" if computed is None else _entry_text(computed)
+        report.problems.append(f"results line {line}: the file says {says}; {basis} give {gives}")
     return report
