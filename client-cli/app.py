@@ -21,7 +21,7 @@ from .connection import Connection, ConnectionFailedError
 from .embedded import EmbeddedServer
 from .identity import EMBEDDED_KEY, connect_player, data_dir
 from .plain import PlainMode, stdin_lines
-from .replay import load_replay_file, replay_text
+from .replay import is_replay_verified, load_replay_file, replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
 
@@ -229,11 +229,18 @@ def build_replay_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="solrace replay",
         description="Step through a finished race move by move, for each player. The source "
-        "is a race id on a server or a replay file (the server's replay JSON).",
+        "is a race id on a server or a replay file (the server's replay JSON). The replay is "
+        "checked as `solrace verify` does; a forged one stops at its first illegal move.",
     )
     parser.add_argument("source", help="race id, or path of a replay .json file")
     parser.add_argument("--server", default="ws://127.0.0.1:8765", help="server URL")
-    parser.add_argument("--plain", action="store_true", help="print every board, no TUI")
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="no TUI: print the checks (commitment, every move, ranking) and the verdict, then "
+        "each racer's moves, each with the board after it; exit status 1 if the replay does not "
+        "verify",
+    )
     parser.add_argument("--save", type=Path, help="also write the replay JSON to this file")
     parser.add_argument("--ascii", action="store_true", help="ASCII cards")
     return parser
@@ -271,8 +278,9 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     if args.save:
         args.save.write_text(replay.model_dump_json(indent=2))
     if args.plain:
-        print(replay_text(replay))
-        return 0
+        for line in replay_lines(replay):
+            print(line)
+        return 0 if is_replay_verified(replay) else 1
     from .tui import ReplayApp
 
     ReplayApp(replay, ascii=args.ascii).run()

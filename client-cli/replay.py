@@ -1,47 +1,80 @@
 """Replays: a finished race rebuilt move by move for each racer (pure; the TUI steps through).
 
-A replay file is the server's `ReplayModel` as JSON. Since the deal is revealed, each racer's
-board at each ply is `deal(game, number)` plus that racer's first `ply` moves, shown the way the
-racer saw it (face-down cards stay backs).
+A replay file is the server's `ReplayModel` as JSON (or msgpack). Since the deal is revealed,
+each racer's board at each ply is `deal(game, number)` plus that racer's first `ply` moves,
+shown the way the racer saw it (face-down cards stay backs). A replay is only as good as its
+check (`verify_replay`): the commitment, every move's legality, the states and the ranking.
+A forged file's boards stop at its first illegal move.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
-from solrace.engine import Audience, BoardView, EngineError, deal, view
-from solrace.server.protocol.commitment import is_commitment_valid
+from solrace.engine import Audience, BoardView, EngineError, Game, deal, view
 from solrace.server.protocol.messages import ReplayModel, ReplayRacer
+from solrace.server.protocol.replay import (
+    ReplayFileError,
+    VerifyReport,
+    parse_replay,
+    verify_replay,
+)
 
 from .render import render_plain
 
 
 def load_replay_file(path: Path) -> ReplayModel:
-    """Read a replay JSON file; `ValueError` says what is wrong with it."""
-    text = path.read_text()
+    """Read a replay file (JSON, or one msgpack frame); `ValueError` says in one line what is
+    wrong with it, `OSError` that it cannot be read."""
     try:
-        return ReplayModel.model_validate_json(text, strict=False)
-    except ValueError as exc:
-        raise ValueError(f"{path} is not a solrace replay: {exc}") from None
+        return parse_replay(path.read_bytes())
+    except ReplayFileError as exc:
+        raise ReplayFileError(f"{path} is not a solrace replay: {exc}") from None
+
+
+def _player_view(game: Game) -> BoardView:
+    board = view(game, Audience.PLAYER)
+    assert isinstance(board, BoardView)
+    return board
 
 
 def boards_of(replay: ReplayModel, racer: ReplayRacer) -> list[BoardView]:
-    """The racer's board before each move and after the last one (len = moves + 1)."""
+    """The racer's board before each move and after each one that replays: len = moves + 1,
+    or fewer when a move is illegal (a forged replay: `verify_replay` names the move)."""
     game = deal(replay.game, replay.game_number)
-    boards: list[BoardView] = []
-    first = view(game, Audience.PLAYER)
-    assert isinstance(first, BoardView)
-    boards.append(first)
+    boards = [_player_view(game)]
     for entry in racer.moves:
         try:
             game.play(entry.move)
         except EngineError:
-            break  # a corrupt replay: show what replays
-        after = view(game, Audience.PLAYER)
-        assert isinstance(after, BoardView)
-        boards.append(after)
+            break
+        boards.append(_player_view(game))
     return boards
+
+
+_REPORTS_KEPT: Final = 4
+_reports: dict[int, tuple[ReplayModel, VerifyReport]] = {}
+
+
+def report_of(replay: ReplayModel) -> VerifyReport:
+    """`verify_replay(replay)`, remembered for the latest few replays (a replay is immutable;
+    the TUI asks on every step)."""
+    kept = _reports.get(id(replay))
+    if kept is not None and kept[0] is replay:
+        return kept[1]
+    report = verify_replay(replay)
+    while len(_reports) >= _REPORTS_KEPT:
+        del _reports[next(iter(_reports))]
+    _reports[id(replay)] = (replay, report)
+    return report
+
+
+def is_replay_verified(replay: ReplayModel) -> bool:
+    """Every check passes: commitment, every move legal, states, ranking."""
+    return report_of(replay).is_valid
 
 
 @dataclass(slots=True)
@@ -85,7 +118,8 @@ class ReplayCursor:
             self.ply = min(self.ply, self.last_ply)
 
     def describe(self) -> str:
-        """One line: who, which move, when (seconds after the start)."""
+        """One line: who, which move, when (seconds after the start); at the end of a forged
+        racer's moves, the illegal move that stops the replay."""
         racer = self.racer
         if self.ply == 0:
             what = "the deal"
@@ -93,26 +127,65 @@ class ReplayCursor:
             entry = racer.moves[self.ply - 1]
             seconds = (entry.at_ms - self.replay.started_at_ms) / 1000
             what = f"move {self.ply}: {entry.move} at {seconds:.1f}s"
-        return f"{racer.name} ({racer.state}) {what} [{self.ply}/{self.last_ply}]"
+        line = f"{racer.name} ({racer.state}) {what} [{self.ply}/{self.last_ply}]"
+        if self.ply == self.last_ply < len(racer.moves):
+            line += f" ILLEGAL next: {racer.moves[self.ply].move} (ply {self.ply})"
+        return line
 
 
-def is_replay_verified(replay: ReplayModel) -> bool:
-    return is_commitment_valid(replay.commitment, replay.game, replay.game_number, replay.salt)
+def _seconds(replay: ReplayModel, at_ms: int) -> str:
+    return f"{(at_ms - replay.started_at_ms) / 1000:.1f} s"
+
+
+def _racer_lines(replay: ReplayModel, racer: ReplayRacer) -> Iterator[str]:
+    """A racer's game: the deal, then each move with the board after it, up to an illegal
+    move (named, with the moves after it that were not replayed)."""
+    count = len(racer.moves)
+    moves = f"{count} move{'' if count == 1 else 's'}"
+    yield f"{racer.name} ({racer.player_id}): {moves}, {racer.state}"
+    game = deal(replay.game, replay.game_number)
+    yield "the deal:"
+    yield render_plain(_player_view(game))
+    for index, entry in enumerate(racer.moves):
+        head = f"move {index + 1} (ply {index}) at {_seconds(replay, entry.at_ms)}: {entry.move}"
+        try:
+            game.play(entry.move)
+        except EngineError as exc:
+            yield ""
+            yield f"{head} ILLEGAL: {exc}"
+            rest = " ".join(m.move for m in racer.moves[index + 1 :])
+            yield "the replay of this racer stops here" + (
+                f"; not replayed: {rest}" if rest else ""
+            )
+            return
+        yield ""
+        yield head
+        yield render_plain(_player_view(game))
+
+
+def replay_lines(replay: ReplayModel) -> Iterator[str]:
+    """The whole replay as text, line by line: the checks and the verdict, the results (marked
+    NOT verified when a check fails), then each racer's moves, each with the board after it,
+    and the verdict again."""
+    report = report_of(replay)
+    yield f"race {replay.race_id}: {replay.game} deal {replay.game_number}"
+    yield from report.lines
+    yield from (f"PROBLEM: {problem}" for problem in report.problems)
+    yield report.verdict
+    if not report.is_valid:
+        yield "results as the file states them (NOT verified):"
+        for entry in replay.results:
+            yield (
+                f"  #{entry.rank} {entry.name} ({entry.player_id}) {entry.state} "
+                f"{entry.on_foundations}/{entry.total} {entry.elapsed_ms / 1000:.1f} s"
+            )
+    for racer in replay.racers:
+        yield ""
+        yield from _racer_lines(replay, racer)
+    yield ""
+    yield report.verdict
 
 
 def replay_text(replay: ReplayModel) -> str:
-    """The whole replay as text: the result, then each racer's moves and final board."""
-    verdict = "verified" if is_replay_verified(replay) else "MISMATCH"
-    lines = [
-        f"race {replay.race_id}: {replay.game} deal {replay.game_number} (commitment {verdict})"
-    ]
-    for entry in replay.results:
-        lines.append(
-            f"{entry.rank}. {entry.name} {entry.state} {entry.on_foundations}/{entry.total} "
-            f"{entry.elapsed_ms / 1000:.1f}s"
-        )
-    for racer in replay.racers:
-        moves = " ".join(m.move for m in racer.moves) or "(no moves)"
-        lines += ["", f"{racer.name}: {len(racer.moves)} moves: {moves}"]
-        lines.append(render_plain(boards_of(replay, racer)[-1]))
-    return "\n".join(lines)
+    """`replay_lines` as one string."""
+    return "\n".join(replay_lines(replay))

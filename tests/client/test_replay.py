@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
+import pytest
+
+from solrace.client.app import replay_main
 from solrace.client.bots import Bot
-from solrace.client.replay import ReplayCursor, load_replay_file, replay_text
+from solrace.client.replay import (
+    ReplayCursor,
+    is_replay_verified,
+    load_replay_file,
+    replay_text,
+)
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import ReplayApp
 from solrace.client.widgets import BoardWidget
 from solrace.server.protocol.messages import ReplayModel
+from tests.server.test_verify import ILLEGAL, MOVES, sample, with_illegal_move
 
 from .conftest import eventually, widget
 from .process import Child
@@ -93,3 +103,85 @@ async def test_replay_command_prints_a_file_and_fetches_from_a_server(
     broken.write_text("{}")
     bad = await Child.start(tmp_path, "replay", str(broken), "--plain")
     assert await bad.finish() == 1 and "not a solrace replay" in bad.output
+
+
+BOARD_HEAD = "Klondike  "  # the first line of every rendered klondike board
+
+
+def test_plain_text_has_every_move_with_the_board_after_it() -> None:
+    replay = sample(MOVES)
+    lines = replay_text(replay).splitlines()
+    assert lines[:2] == [
+        "race r1: klondike deal 1",
+        "commitment verified: it is sha256 of game klondike, number 1 and the salt",
+    ]
+    assert "replay verified" in lines and lines[-1] == "replay verified"
+    heads = [i for i, line in enumerate(lines) if line.startswith("move ")]
+    assert [lines[i] for i in heads] == [
+        "move 1 (ply 0) at 0.5 s: deal",
+        "move 2 (ply 1) at 0.5 s: deal",
+        "move 3 (ply 2) at 0.5 s: deal",
+    ]
+    # the deal and each move are followed by the board after it: the stock shrinks by one
+    assert sum(line.startswith(BOARD_HEAD) for line in lines) == len(MOVES) + 1
+    stocks = [lines[i + 2].split()[1] for i in heads]
+    assert stocks == ["##22", "##21", "##20"]
+    assert "NOT" not in "\n".join(lines)
+
+
+def test_a_forged_replay_is_shown_as_not_verified() -> None:
+    forged = ReplayModel.model_validate(with_illegal_move(1))
+    assert not is_replay_verified(forged)
+    text = replay_text(forged)
+    lines = text.splitlines()
+    # the commitment line says what it checked, and only that
+    assert "commitment verified: it is sha256 of game klondike, number 1 and the salt" in lines
+    assert (
+        "PROBLEM: ann (p1): illegal move 't0-t1' at ply 1: t1 does not accept QH on TS; "
+        "the 2 moves after it are not replayed"
+    ) in lines
+    assert lines.count("replay does NOT verify (1 problem)") == 2
+    assert "replay verified" not in lines
+    assert "results as the file states them (NOT verified):" in lines
+    assert f"move 2 (ply 1) at 0.5 s: {ILLEGAL} ILLEGAL: t1 does not accept QH on TS" in lines
+    assert "the replay of this racer stops here; not replayed: deal deal" in lines
+    assert sum(line.startswith(BOARD_HEAD) for line in lines) == 2  # the deal, one move
+
+    cursor = ReplayCursor(forged)
+    cursor.seek(10)
+    assert cursor.last_ply == 1
+    assert cursor.describe().endswith(f"[1/1] ILLEGAL next: {ILLEGAL} (ply 1)")
+
+
+def test_a_replay_with_a_wrong_commitment_says_so() -> None:
+    forged = sample(MOVES).model_copy(update={"salt": "t"})
+    text = replay_text(forged)
+    assert "PROBLEM: commitment does not match game klondike, number 1 and the salt" in text
+    assert "commitment verified" not in text
+    assert not is_replay_verified(forged)
+
+
+def test_replay_plain_exit_status_tells_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    true, forged = tmp_path / "true.json", tmp_path / "forged.json"
+    true.write_text(sample(MOVES).model_dump_json())
+    forged.write_text(json.dumps(with_illegal_move(2)))
+    assert replay_main([str(true), "--plain"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "replay verified"
+    assert replay_main([str(forged), "--plain"]) == 1
+    out = capsys.readouterr().out
+    assert "illegal move 't0-t1' at ply 2" in out
+    assert out.splitlines()[-1] == "replay does NOT verify (1 problem)"
+
+
+def test_a_file_that_is_not_a_replay_gets_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text("{}")
+    assert replay_main([str(path), "--plain"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"solrace replay: {path} is not a solrace replay: missing: race_id, ")
+    assert err.count("\n") == 1 and "http" not in err
