@@ -76,6 +76,8 @@ class Bot:
         self.reason = ""
         self._pending: int | None = None
         self._resigned = False
+        #: The link (`reconnects` then) this bot's resign went out on; None: none sent.
+        self._resign_link: int | None = None
         self._rejections = 0
         #: How many times the link came back (a new session: subscriptions must be renewed).
         self.reconnects = 0
@@ -165,6 +167,7 @@ class Bot:
         self.reason = ""
         self._pending = None
         self._resigned = False
+        self._resign_link = None
         self._rejections = 0
 
     async def start(self) -> None:
@@ -197,6 +200,27 @@ class Bot:
         others = [r for pid, r in race.racers.items() if pid != me]
         return bool(others) and all(r.state != "playing" for r in others)
 
+    async def _resign(self, reason: str) -> None:
+        """Leave the race (the server then ranks this bot out of it)."""
+        self.reason = reason
+        self._resigned = True
+        self._resign_link = self.reconnects
+        await self.conn.send(Resign(race_id=self.race_id or ""))
+
+    def _resign_may_be_lost(self) -> bool:
+        """Did this bot resign on a link that dropped since, and the race still counts it in?
+
+        A message written just before a link drops may never be read: a server that closes
+        a link for the message over its rate budget drops that message. A resign lost so
+        would leave the race waiting for this bot, which waits for the race's end. Sent again
+        on the new link, it is either applied or refused as already done (`not_playing`)."""
+        race = self.race
+        me = self.state.player_id
+        if self._resign_link in (None, self.reconnects) or race is None or me is None:
+            return False
+        racer = race.racers.get(me)
+        return race.status == "running" and racer is not None and racer.state == "playing"
+
     async def _act(self) -> None:
         race = self.race
         me = self.state.player_id
@@ -204,10 +228,11 @@ class Bot:
         board = race.boards[me]
         choice = self.strategy.choose(board)
         if choice.move is None:
-            self.reason = choice.reason
-            if not board.won and not board.stuck:
-                await self.conn.send(Resign(race_id=self.race_id))
-            self._resigned = True
+            if board.won or board.stuck:  # the server puts this bot out by itself
+                self.reason = choice.reason
+                self._resigned = True
+            else:
+                await self._resign(choice.reason)
             return
         self._pending = await self.conn.send_move(self.race_id, str(choice.move))
 
@@ -219,10 +244,11 @@ class Bot:
             race = self.race
             if race is not None and race.is_finished:
                 break
+            if self._resign_may_be_lost():
+                await self._resign(self.reason)
+                continue
             if self.resign_when_alone and self._can_move() and self._others_are_out():
-                self.reason = "every other racer is out"
-                self._resigned = True
-                await self.conn.send(Resign(race_id=self.race_id or ""))
+                await self._resign("every other racer is out")
                 continue
             if self._can_move() and loop.time() >= next_at:
                 await self._act()
@@ -235,9 +261,7 @@ class Bot:
                 if isinstance(message, MoveRejected):
                     self._rejections += 1
                     if self._rejections >= 3:
-                        self._resigned = True
-                        self.reason = f"moves refused: {message.reason}"
-                        await self.conn.send(Resign(race_id=message.race_id))
+                        await self._resign(f"moves refused: {message.reason}")
                 else:
                     self._rejections = 0
         return self.result()

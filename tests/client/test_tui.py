@@ -206,7 +206,10 @@ async def test_play_without_server_embeds_one_races_a_bot_and_rematches(
 
     embedded = EmbeddedServer(tmp_path / "embedded", countdown_s=0.1)
     url = await embedded.start()
-    opponents = Opponents(url, "greedy", 0.01)
+    # A move every 0.25 s keeps the bot inside the server's rate budget, as `play`'s default
+    # does (faster, its link is closed over budget and comes back: test_opponent.py). Still
+    # playing when the person resigns, it resigns too: alone.
+    opponents = Opponents(url, "greedy", 0.25)
     conn = await connect_player(url, EMBEDDED_KEY, "newbie")
     session = Session(conn)
     conn.recv_nowait()
@@ -223,10 +226,11 @@ async def test_play_without_server_embeds_one_races_a_bot_and_rematches(
             await pilot.press("x", "x")
             try:
                 await eventually(lambda: isinstance(app.screen, ResultScreen), 60, "result")
-            except AssertionError as exc:  # say where the race stood (a rare hang, unexplained)
+            except AssertionError as exc:  # say where the race stood
                 race = session.state.races.get(first or "")
                 seen = None if race is None else {p: r.state for p, r in race.racers.items()}
-                raise AssertionError(f"{exc}; racers: {seen}; bot: {opponents!r}") from None
+                bots = [bot.result() for bot in opponents.bots]
+                raise AssertionError(f"{exc}; racers: {seen}; bots: {bots}") from None
             await eventually(
                 lambda: session.state.races[first or ""].commitment_ok is True, what="reveal"
             )

@@ -1,0 +1,76 @@
+"""The bot `solrace play` seats as an opponent (`resign_when_alone`): it stops once the person
+it races is out, and its resign reaches the server even when its link drops on the way."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from solrace.client.bots import Bot
+from solrace.client.strategy import make_strategy
+from solrace.server.app import App
+from solrace.server.protocol.messages import Resign
+
+from .conftest import eventually, server_settings
+
+#: Messages a connection may send (the refill is too slow to matter here). The bot's hello,
+#: join and first move spend it all: its resign is the message over budget, which the server
+#: does not read (it closes the link). On the new link: hello, resync and the resign again.
+BUDGET = 3
+
+
+@pytest.fixture
+async def strict_server(tmp_path: Path) -> AsyncIterator[str]:
+    app = App(server_settings(tmp_path / "server", rate_capacity=BUDGET, rate_refill_per_s=0.001))
+    await app.start()
+    try:
+        yield f"ws://127.0.0.1:{app.port}"
+    finally:
+        await app.stop()
+
+
+async def test_a_resign_the_server_refused_is_sent_again_after_the_reconnect(
+    strict_server: str,
+) -> None:
+    person = Bot(strict_server, "person", make_strategy("greedy"))  # hello, create, resign
+    bot = Bot(
+        strict_server,
+        "opponent",
+        make_strategy("greedy", seed=1),
+        delay_s=60.0,
+        resign_when_alone=True,
+    )
+    try:
+        await person.connect()
+        await bot.connect()
+        race_id = await person.create("klondike", 2, 600, game_number="1")
+        await bot.join(race_id)  # the race is full: it starts after the countdown
+        task = asyncio.create_task(bot.play())
+        me = bot.state.player_id or ""
+        # One move, acknowledged; the next would wait a minute.
+        await eventually(lambda: bot.race is not None and bot.race.plies.get(me) == 1, what="move")
+        await person.conn.send(Resign(race_id=race_id))
+        # Alone, the bot resigns: one message over its budget, lost with the link it closes.
+        try:
+            result = await asyncio.wait_for(task, 20)
+        except TimeoutError:
+            race = bot.race
+            seen = None if race is None else {p: r.state for p, r in race.racers.items()}
+            raise AssertionError(
+                f"the race did not end: racers {seen}, reconnects {bot.reconnects}"
+            ) from None
+        assert bot.reconnects == 1  # the link the lost resign went out on
+        assert result.state == "resigned"
+        assert result.reason == "every other racer is out"
+        race = bot.race
+        assert race is not None and race.results is not None
+        assert {r.player_id: r.state for r in race.results} == {
+            person.state.player_id: "resigned",
+            me: "resigned",
+        }
+    finally:
+        await person.close()
+        await bot.close()
