@@ -1,11 +1,14 @@
 """The ``solrace`` command: one entry point, a subcommand per job.
 
 Subcommands import their module lazily, so ``solrace engine`` never loads the server.
+A closed stdout (``solrace deal klondike 1 --json | head -c 100``) ends the command quietly
+with status 141 (128 + SIGPIPE, what a shell shows for other tools stopped that way).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -32,8 +35,35 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+#: Exit status when stdout's reader went away: 128 + SIGPIPE, as for a process the signal ended.
+BROKEN_PIPE_STATUS: Final = 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush at exit does not fail again
+    (the Python docs' recipe for SIGPIPE, `signal` module notes)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file descriptor (a test's capture): nothing will be flushed to it
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            status = _main(list(sys.argv[1:] if argv is None else argv))
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here for output still in the buffer
+    except BrokenPipeError:
+        _silence_stdout()
+        return BROKEN_PIPE_STATUS
+    return status
+
+
+def _main(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0

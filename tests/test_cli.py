@@ -1,0 +1,87 @@
+"""The `solrace` command (solrace/cli.py) through real subprocesses: a closed stdout.
+
+Each command writes to a pipe whose reading end is already closed, as when `| head` has exited:
+the command must end quietly with status 141 (no `BrokenPipeError` traceback, nothing on stderr).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from solrace.cli import BROKEN_PIPE_STATUS, main
+from tests.server.test_verify import MOVES, sample
+
+SOLRACE = [sys.executable, "-m", "solrace.cli"]
+
+
+def run_into_closed_pipe(args: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [*SOLRACE, *args],
+            input=stdin,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.fixture
+def replay_file(tmp_path: Path) -> Path:
+    path = tmp_path / "race.json"
+    path.write_text(sample(MOVES).model_dump_json())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        (["-h"], BROKEN_PIPE_STATUS),
+        (["--version"], BROKEN_PIPE_STATUS),
+        (["deal", "klondike", "1"], BROKEN_PIPE_STATUS),
+        (["deal", "klondike", "1", "--json"], BROKEN_PIPE_STATUS),
+        (["verify", "REPLAY"], BROKEN_PIPE_STATUS),
+        (["replay", "REPLAY", "--plain"], BROKEN_PIPE_STATUS),
+        # argparse ignores a failed write of its help and exits 0 through SystemExit
+        (["deal", "--help"], 0),
+    ],
+)
+def test_a_closed_stdout_ends_the_command_quietly(
+    args: list[str], status: int, replay_file: Path
+) -> None:
+    args = [str(replay_file) if arg == "REPLAY" else arg for arg in args]
+    done = run_into_closed_pipe(args)
+    assert (done.returncode, done.stderr) == (status, "")
+
+
+def test_the_engine_loop_ends_quietly_on_a_closed_stdout() -> None:
+    done = run_into_closed_pipe(["engine"], stdin='{"cmd":"new","game":"klondike","deal":"1"}\n')
+    assert (done.returncode, done.stderr) == (BROKEN_PIPE_STATUS, "")
+
+
+def test_an_open_stdout_gets_everything(replay_file: Path) -> None:
+    done = subprocess.run(
+        [*SOLRACE, "replay", str(replay_file), "--plain"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[-1] == "replay verified"
+
+
+def test_main_in_process_returns_the_command_status(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-h"]) == 0
+    assert capsys.readouterr().out.startswith("usage: solrace COMMAND")
+    assert main(["no-such-command"]) == 2
