@@ -78,11 +78,23 @@ Incoming = ServerMessage | StatusChange
 
 
 class ConnectionFailedError(Exception):
-    """The server could not be reached or refused the hello (`fatal`: retrying cannot help)."""
+    """The server could not be reached or refused the hello (`fatal`: retrying cannot help).
 
-    def __init__(self, message: str, *, fatal: bool = False) -> None:
+    `close_code`: the close code the server ended the hello with (4001: a refused token);
+    `error_code`: the code of the `error` it answered the hello with (`name_taken`)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        fatal: bool = False,
+        close_code: int | None = None,
+        error_code: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.fatal = fatal
+        self.close_code = close_code
+        self.error_code = error_code
 
 
 @dataclass(slots=True)
@@ -249,6 +261,7 @@ class Connection:
                 raise ConnectionFailedError(
                     f"the server closed the connection ({code}: {reason})",
                     fatal=code in FATAL_CLOSE_CODES,
+                    close_code=code,
                 ) from None
             except TimeoutError:
                 raise ConnectionFailedError("no answer to hello") from None
@@ -259,7 +272,9 @@ class Connection:
             except ProtocolError:
                 continue
             if isinstance(message, Error):
-                raise ConnectionFailedError(f"{message.code}: {message.message}", fatal=True)
+                raise ConnectionFailedError(
+                    f"{message.code}: {message.message}", fatal=True, error_code=message.code
+                )
             if isinstance(message, Welcome):
                 received = _now_ms()
                 self.clock_offset_ms = message.server_time_ms - (sent_at + received) // 2

@@ -1,8 +1,21 @@
-"""Who the player is: name and token per server, kept in the user's config folder.
+"""Who the player is: a token per server and name, kept in the user's config folder.
 
 The server signs a token at the first hello with a name; sending it back later proves the same
 player, so keeping it (one JSON file, mode 0600) lets an identity survive restarts. The folder is
 platformdirs' user config dir, or `SOLRACE_CONFIG_DIR` (tests and portable installs).
+
+`identity.json` maps a server key (its URL, or `embedded`) to that server's identities:
+
+    {"ws://host:8765": {"name": "alice", "token": "v1...",
+                        "players": {"alice": "v1...", "carol": "v1..."},
+                        "admin": "alice-admin"}}
+
+`players` holds every name's token, so `--name carol` then `--name alice` again finds alice's
+token; `name` (with its `token`, the layout of older versions) is the one used last, the
+default without `--name`; `admin` names the separate identity `solrace tournament create` uses,
+so creating a tournament never takes over the connection of a player who is racing.
+A file that is not valid JSON is moved aside (`identity.json.bad`) with a warning, never
+overwritten.
 """
 
 from __future__ import annotations
@@ -13,21 +26,52 @@ import json
 import os
 import re
 import secrets
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Final, Literal
 
 import platformdirs
 
 from .connection import Connection, ConnectionFailedError
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows
+    fcntl = None  # type: ignore[assignment]
+
 EMBEDDED_KEY = "embedded"
 """Identity key of the embedded server (its port changes every run; its secret does not)."""
+
+FILE_NAME: Final = "identity.json"
+NAME_LIMIT: Final = 24
+"""The server's longest name (`Hello.name`)."""
+
+Role = Literal["player", "admin"]
+
+
+class IdentityError(ConnectionFailedError):
+    """The server refused every way to be this player (a refused token, a name taken)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, fatal=True)
 
 
 @dataclass(frozen=True, slots=True)
 class Identity:
     name: str
     token: str | None = None
+
+    @property
+    def player_id(self) -> str | None:
+        """The player id the token names (`v1.<player id>.<signature>`), if any."""
+        return player_id_of(self.token) if self.token else None
+
+
+def player_id_of(token: str) -> str | None:
+    parts = token.split(".")
+    return parts[1] if len(parts) == 3 and parts[1] else None
 
 
 def config_dir() -> Path:
@@ -40,38 +84,156 @@ def data_dir() -> Path:
     return Path(override) if override else platformdirs.user_data_path("solrace")
 
 
-def _identity_file() -> Path:
-    return config_dir() / "identity.json"
+def identity_file() -> Path:
+    return config_dir() / FILE_NAME
 
 
-def _load_all() -> dict[str, dict[str, str]]:
+def warn(text: str) -> None:
+    print(f"solrace: warning: {text}", file=sys.stderr, flush=True)
+
+
+# --- the file ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """Hold the identity file's lock: two programs saving at once must not lose a token."""
+    path = identity_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(path.with_name(FILE_NAME + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        raw = json.loads(_identity_file().read_text())
-    except (OSError, ValueError):
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _move_aside(path: Path, why: str) -> None:
+    """A file that cannot be read as identities: keep it for the user, start a new one."""
+    bad = path.with_name(FILE_NAME + ".bad")
+    number = 1
+    while bad.exists():
+        number += 1
+        bad = path.with_name(f"{FILE_NAME}.bad{number}")
+    try:
+        os.replace(path, bad)
+    except OSError as exc:
+        warn(f"{path} {why} and cannot be moved aside ({exc}); tokens are not saved")
+        raise
+    warn(f"{path} {why}; moved it to {bad} (a new file is started; its tokens are still there)")
+
+
+def _read() -> dict[str, dict[str, Any]]:
+    """Every server's entry (call with the lock held)."""
+    path = identity_file()
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        _move_aside(path, "is not valid JSON")
         return {}
     if not isinstance(raw, dict):
+        _move_aside(path, "is not a JSON object")
         return {}
-    return {k: v for k, v in raw.items() if isinstance(v, dict)}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, dict)}
 
 
-def load_identity(key: str) -> Identity | None:
-    entry = _load_all().get(key)
-    if entry is None or not isinstance(entry.get("name"), str):
-        return None
-    token = entry.get("token")
-    return Identity(entry["name"], token if isinstance(token, str) else None)
-
-
-def save_identity(key: str, identity: Identity) -> None:
-    entries = _load_all()
-    entries[key] = {"name": identity.name, **({"token": identity.token} if identity.token else {})}
-    path = _identity_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+def _write(entries: dict[str, dict[str, Any]]) -> None:
+    path = identity_file()
+    tmp = path.with_name(FILE_NAME + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         json.dump(entries, handle, indent=2)
     os.replace(tmp, path)
+
+
+def _tokens(entry: dict[str, Any]) -> dict[str, str | None]:
+    """Name -> token of one server's entry (older files: only `name` and `token`)."""
+    found: dict[str, str | None] = {}
+    players = entry.get("players")
+    if isinstance(players, dict):
+        for name, token in players.items():
+            if isinstance(name, str):
+                found[name] = token if isinstance(token, str) else None
+    name, token = entry.get("name"), entry.get("token")
+    if isinstance(name, str) and found.get(name) is None:
+        found[name] = token if isinstance(token, str) else None
+    return found
+
+
+def _entry(key: str) -> dict[str, Any]:
+    try:
+        with _locked():
+            return _read().get(key, {})
+    except OSError as exc:
+        warn(f"cannot read {identity_file()}: {exc}")
+        return {}
+
+
+def load_identity(key: str, name: str | None = None) -> Identity | None:
+    """The identity saved for server `key` under `name`, or the one used last."""
+    entry = _entry(key)
+    tokens = _tokens(entry)
+    if name is None:
+        last = entry.get("name")
+        if not isinstance(last, str):
+            return None
+        name = last
+    if name not in tokens:
+        return None
+    return Identity(name, tokens[name])
+
+
+def known_players(key: str) -> dict[str, str]:
+    """Name -> player id of every identity saved for server `key` (from their tokens)."""
+    found: dict[str, str] = {}
+    for name, token in _tokens(_entry(key)).items():
+        player_id = player_id_of(token) if token else None
+        if player_id is not None:
+            found[name] = player_id
+    return found
+
+
+def admin_name(key: str) -> str | None:
+    """The name of the admin identity saved for server `key` (`tournament create`)."""
+    name = _entry(key).get("admin")
+    return name if isinstance(name, str) else None
+
+
+def save_identity(key: str, identity: Identity, role: Role = "player") -> None:
+    """Keep `identity`'s token for server `key`; a player becomes the default of the next
+    run without `--name`, an admin the identity of the next `tournament create`."""
+    try:
+        with _locked():
+            entries = _read()
+            old = entries.get(key, {})
+            tokens = _tokens(old)
+            if identity.token or identity.name not in tokens:
+                tokens[identity.name] = identity.token
+            last = old.get("name") if isinstance(old.get("name"), str) else None
+            admin = old.get("admin") if isinstance(old.get("admin"), str) else None
+            if role == "player":
+                last = identity.name
+            else:
+                admin = identity.name
+            entry: dict[str, Any] = {}
+            if last is not None:
+                entry["name"] = last
+                if tokens.get(last):
+                    entry["token"] = tokens[last]
+            entry["players"] = tokens
+            if admin is not None:
+                entry["admin"] = admin
+            entries[key] = entry
+            _write(entries)
+    except OSError as exc:
+        warn(f"cannot save the token in {identity_file()}: {exc}")
 
 
 def default_name() -> str:
@@ -83,24 +245,66 @@ def default_name() -> str:
     return f"player-{secrets.token_hex(2)}"
 
 
-async def connect_player(url: str, key: str, name: str | None) -> Connection:
-    """A connected `Connection` for the player known under `key`, saving a new token.
+# --- connecting as someone -----------------------------------------------------------------
 
-    A stored token comes first; if the server no longer knows it (another secret), the name
-    is used again. A name given that differs from the stored one starts a new identity."""
-    stored = load_identity(key)
-    if stored is not None and (name is None or name == stored.name) and stored.token:
-        conn = Connection(url, name=stored.name, token=stored.token)
+
+def _default_admin_name(key: str) -> str:
+    last = load_identity(key)
+    base = last.name if last is not None else default_name()
+    return f"{base[: NAME_LIMIT - len('-admin')]}-admin"
+
+
+async def connect_player(url: str, key: str, name: str | None, role: Role = "player") -> Connection:
+    """A connected `Connection` for a player of the server known under `key`.
+
+    The player is `name`, or without it the one used last (`role="admin"`: the saved admin
+    identity, else `<last name>-admin`). Its saved token comes first; a token the server
+    refuses (4001, e.g. after its secret changed) is said on stderr and the name is asked
+    for again, which works if the server no longer knows the name either. A new token is
+    saved. Raises `IdentityError` (a `ConnectionFailedError`) when neither way works."""
+    explicit = name is not None
+    if name is None and role == "admin":
+        name = admin_name(key) or _default_admin_name(key)
+    elif name is None:
+        last = load_identity(key)
+        name = last.name if last is not None else default_name()
+    stored = load_identity(key, name)
+    refused: ConnectionFailedError | None = None
+    if stored is not None and stored.token:
+        conn = Connection(url, name=name, token=stored.token)
         try:
             await conn.connect()
         except ConnectionFailedError as exc:
             if not exc.fatal:
                 raise
+            refused = exc
         else:
+            save_identity(key, Identity(conn.name or name, conn.token), role)
             return conn
-    wanted = name or (stored.name if stored else default_name())
-    conn = Connection(url, name=wanted)
-    await conn.connect()
+    conn = Connection(url, name=name)
+    try:
+        await conn.connect()
+    except ConnectionFailedError as exc:
+        if exc.error_code != "name_taken":
+            raise
+        if refused is not None:
+            raise IdentityError(
+                f"the server at {url} refused the token saved for {name!r} ({refused}), and "
+                f"the name {name!r} is taken there: the server's secret may have changed. "
+                f"The saved tokens are in {identity_file()}; remove {name!r} from its "
+                f'"{key}" entry, or play as another --name'
+            ) from None
+        if role == "admin" and not explicit:  # a default name someone else holds
+            return await connect_player(url, key, f"{name[:18]}-{secrets.token_hex(2)}", role)
+        raise IdentityError(
+            f"name_taken: {name!r} belongs to someone else at {url} and {identity_file()} "
+            f"has no token for it; choose another --name"
+        ) from None
+    if refused is not None:
+        warn(
+            f"the server at {url} refused the token saved for {name!r} ({refused}); "
+            f"{name!r} is now a new player there (new token saved in {identity_file()})"
+        )
     if conn.token:
-        save_identity(key, Identity(conn.name or wanted, conn.token))
+        save_identity(key, Identity(conn.name or name, conn.token), role)
     return conn

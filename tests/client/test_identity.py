@@ -1,11 +1,21 @@
-"""The identity kept in the config folder: a token per server, reused after a restart."""
+"""The identity kept in the config folder: a token per server and name, reused after a
+restart; a corrupt file is moved aside; a refused token is explained."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
 from solrace.client.identity import (
     Identity,
+    IdentityError,
+    admin_name,
     connect_player,
     default_name,
+    identity_file,
+    known_players,
     load_identity,
     save_identity,
 )
@@ -43,3 +53,89 @@ async def test_a_stale_token_falls_back_to_the_name(server_url: str) -> None:
     stored = load_identity(server_url)
     assert stored is not None and stored.token != "v1.pgone.forged"
     await conn.close()
+
+
+async def player_of(url: str, name: str | None) -> str:
+    """Connect as `name` (None: the one used last) and hang up; the player id."""
+    conn = await connect_player(url, url, name)
+    try:
+        assert conn.welcome is not None and conn.welcome.player_id is not None
+        return conn.welcome.player_id
+    finally:
+        await conn.close()
+
+
+async def test_each_name_keeps_its_own_token(server_url: str) -> None:
+    alice = await player_of(server_url, "alice")
+    carol = await player_of(server_url, "carol")
+    assert carol != alice
+    assert await player_of(server_url, "alice") == alice  # not name_taken: alice's token
+    assert await player_of(server_url, None) == alice  # without a name: the one used last
+    assert await player_of(server_url, "carol") == carol
+    assert await player_of(server_url, None) == carol
+    assert known_players(server_url) == {"alice": alice, "carol": carol}
+
+
+def test_a_file_of_an_older_version_is_read_and_kept(client_dirs: Path) -> None:
+    path = identity_file()
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"ws://x": {"name": "zed", "token": "v1.pzed.sig"}}))
+    assert load_identity("ws://x") == Identity("zed", "v1.pzed.sig")
+    save_identity("ws://x", Identity("amy", "v1.pamy.sig"))
+    assert load_identity("ws://x") == Identity("amy", "v1.pamy.sig")
+    assert load_identity("ws://x", "zed") == Identity("zed", "v1.pzed.sig")
+    assert known_players("ws://x") == {"zed": "pzed", "amy": "pamy"}
+
+
+async def test_a_corrupt_file_is_moved_aside_not_overwritten(
+    server_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = identity_file()
+    path.parent.mkdir(parents=True)
+    corrupt = '{"ws://elsewhere": {"name": "kim", "token": "v1.pkim.s'  # cut short
+    path.write_text(corrupt)
+    conn = await connect_player(server_url, server_url, "alice")
+    await conn.close()
+    aside = path.with_name("identity.json.bad")
+    assert aside.read_text() == corrupt  # kim's token is still there for the user
+    assert f"moved it to {aside}" in capsys.readouterr().err
+    assert load_identity(server_url) == Identity("alice", conn.token)
+    path.write_text("[]")  # valid JSON, but not identities: moved aside too, next to the first
+    assert load_identity(server_url) is None
+    assert path.with_name("identity.json.bad2").read_text() == "[]"
+    assert aside.read_text() == corrupt
+
+
+async def test_a_refused_token_of_a_taken_name_says_where_the_tokens_are(
+    server_url: str,
+) -> None:
+    dave = await player_of(server_url, "dave")
+    # A token the server refuses (4001), as after its secret changed: dave's id, bad signature.
+    save_identity(server_url, Identity("dave", f"v1.{dave}.not-the-signature"))
+    with pytest.raises(IdentityError) as refused:
+        await connect_player(server_url, server_url, "dave")
+    text = str(refused.value)
+    assert "refused the token saved for 'dave'" in text
+    assert str(identity_file()) in text
+    assert "belongs to someone else" not in text
+
+
+async def test_a_taken_name_without_a_token_is_a_clear_error(server_url: str) -> None:
+    await player_of(server_url, "erin")
+    save_identity(server_url, Identity("other"))
+    with pytest.raises(IdentityError, match="'erin' belongs to someone else") as taken:
+        await connect_player(server_url, server_url + "/", "erin")  # another key: no token
+    assert "choose another --name" in str(taken.value)
+
+
+async def test_the_admin_identity_is_separate_and_not_the_default(server_url: str) -> None:
+    alice = await player_of(server_url, "alice")
+    conn = await connect_player(server_url, server_url, None, role="admin")
+    await conn.close()
+    assert conn.welcome is not None and conn.welcome.name == "alice-admin"
+    assert conn.welcome.player_id != alice
+    assert admin_name(server_url) == "alice-admin"
+    assert await player_of(server_url, None) == alice  # still alice by default
+    again = await connect_player(server_url, server_url, None, role="admin")
+    await again.close()
+    assert again.welcome is not None and again.welcome.player_id == conn.welcome.player_id
