@@ -23,7 +23,7 @@ import socket
 import time
 from collections import deque
 from http import HTTPStatus
-from typing import cast
+from typing import Any, cast
 
 from pydantic import BaseModel
 from websockets.frames import Frame, Opcode
@@ -44,6 +44,18 @@ from solrace.server.settings import Settings
 
 log = logging.getLogger("solrace.server.transport")
 ws_log = logging.getLogger("solrace.server.websocket")
+
+
+class _ProbeLog(logging.LoggerAdapter[logging.Logger]):
+    """websockets' log of a plain HTTP request (`/healthz`, `/metrics`), its INFO lines at
+    DEBUG: a load balancer checks every node every few seconds ("HTTP response sent (200 OK)",
+    "connection closed"), which would drown the log at INFO."""
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        super().log(logging.DEBUG if level == logging.INFO else level, msg, *args, **kwargs)
+
+
+probe_log = _ProbeLog(ws_log)
 
 _session_ids = itertools.count(1)
 
@@ -220,6 +232,8 @@ class WebSocketSession(Session, asyncio.Protocol):
         if ws.eof_sent:
             return  # bytes after the request broke the stream: it is being closed unanswered
         path = request.path.split("?", 1)[0]
+        if path in ("/healthz", "/metrics"):
+            ws.logger = probe_log  # the protocol logs the answer and the close with it
         if path == "/healthz":
             ws.send_response(ws.reject(HTTPStatus.OK, "ok\n"))
             return
