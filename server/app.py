@@ -5,15 +5,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import gc
 import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from solrace.server.broker import Broker, open_broker
 from solrace.server.hub import Hub
@@ -21,11 +29,16 @@ from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.ratings import RatingService
 from solrace.server.settings import Settings
-from solrace.server.store import open_store
+from solrace.server.store import StoreError, StoreUnavailableError, open_store
 from solrace.server.tournaments import TournamentService
 from solrace.server.transport import Transport
 
 log = logging.getLogger("solrace.server")
+
+
+class StartupError(Exception):
+    """The node cannot start for a reason the operator can fix (a port in use, a data
+    folder it cannot write, an unreachable Redis, ...): the message says which, in one line."""
 
 
 def load_secret(settings: Settings) -> bytes:
@@ -51,19 +64,38 @@ def redact(url: str) -> str:
     return url
 
 
+def _os_reason(exc: OSError) -> str:
+    """An OSError in words, without its errno number: "Not a directory: 'data/x'"."""
+    reason = exc.strerror or str(exc)
+    return f"{reason}: {exc.filename!r}" if exc.filename else reason
+
+
 class App:
-    """One server node: start, serve, stop cleanly."""
+    """One server node: start, serve, stop cleanly.
+
+    `StartupError` (from here or from `start`) is a setting or environment problem, told in
+    one line."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.metrics = Metrics()
-        self.store = open_store(settings.store_url())
-        self.broker: Broker | None = (
-            open_broker(settings.broker_url()) if settings.is_cluster else None
-        )
-        self.hub = Hub(
-            self.store, settings, self.metrics, load_secret(settings), broker=self.broker
-        )
+        try:
+            self.store = open_store(settings.store_url())
+            self.broker: Broker | None = (
+                open_broker(settings.broker_url()) if settings.is_cluster else None
+            )
+        except ValueError as exc:
+            raise StartupError(str(exc)) from exc
+        try:
+            secret = load_secret(settings)
+        except OSError as exc:
+            data_dir = settings.data_dir
+            if data_dir.exists() and not data_dir.is_dir():
+                reason = "it is a file, not a folder"
+            else:
+                reason = _os_reason(exc)
+            raise StartupError(f"cannot use the data dir {data_dir}: {reason}") from exc
+        self.hub = Hub(self.store, settings, self.metrics, secret, broker=self.broker)
         self.ratings = RatingService(self.store)
         self.tournaments = TournamentService(self.hub, self.ratings)
         self.hub.ratings_of = self.ratings.display_ratings
@@ -78,12 +110,20 @@ class App:
         return self.transport.port
 
     async def start(self) -> None:
-        await self.store.open()
-        if self.broker is not None:
-            await self.broker.open()
-        await self.hub.start()
-        await self.tournaments.start()
-        await self.transport.start()
+        """Open the store and the broker, recover races, listen. What started before a
+        failure is stopped again (in reverse order) before the error propagates."""
+        async with contextlib.AsyncExitStack() as undo:
+            await self._open_store()
+            undo.push_async_callback(self.store.close)
+            if self.broker is not None:
+                await self._open_broker(self.broker)
+                undo.push_async_callback(self.broker.close)
+            await self.hub.start()
+            undo.push_async_callback(self.hub.stop)
+            await self.tournaments.start()
+            undo.push_async_callback(self.tournaments.stop)
+            await self._listen()
+            undo.pop_all()
         log.info(
             "listening on ws://%s:%d (store %s, broker %s)",
             self.settings.host,
@@ -91,6 +131,41 @@ class App:
             redact(self.settings.store_url()),
             redact(self.settings.broker_url()),
         )
+
+    async def _open_store(self) -> None:
+        url = redact(self.settings.store_url())
+        try:
+            await self.store.open()
+        except StoreUnavailableError as exc:
+            raise StartupError(f"cannot reach Redis at {url} ({exc.__cause__ or exc})") from exc
+        except StoreError as exc:
+            raise StartupError(str(exc) if url.startswith("sqlite:") else f"{url}: {exc}") from exc
+
+    async def _open_broker(self, broker: Broker) -> None:
+        url = redact(self.settings.broker_url())
+        try:
+            await broker.open()
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise StartupError(f"cannot reach Redis at {url} ({exc})") from exc
+        except RedisError as exc:
+            raise StartupError(f"Redis at {url} refused the broker: {exc}") from exc
+
+    async def _listen(self) -> None:
+        host, port = self.settings.host, self.settings.port
+        try:
+            await self.transport.start()
+        except socket.gaierror as exc:
+            raise StartupError(f"cannot listen on {host!r}: unknown host ({exc.strerror})") from exc
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                message = f"port {port} on {host} is in use (another solrace serve?)"
+            elif exc.errno == errno.EADDRNOTAVAIL:
+                message = f"cannot listen on {host}: not an address of this machine"
+            elif exc.errno == errno.EACCES:
+                message = f"not allowed to listen on port {port} (ports below 1024 need privileges)"
+            else:
+                message = f"cannot listen on {host} port {port}: {_os_reason(exc)}"
+            raise StartupError(message) from exc
 
     async def stop(self) -> None:
         """Stop accepting, close clients with 1012, stop timers, flush and close the store."""
@@ -183,17 +258,46 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)
 
 
+def describe_settings_error(exc: ValidationError | SettingsError, args: argparse.Namespace) -> str:
+    """What is wrong with the settings, one setting per line, named as the operator wrote it
+    (`--port` when the flag was given, else `SOLRACE_PORT`)."""
+    if isinstance(exc, SettingsError):  # a value pydantic-settings could not even parse
+        return str(exc)
+    lines = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else "?"
+        if getattr(args, field, None) is not None:
+            name = "--" + field.replace("_", "-")
+        else:
+            name = "SOLRACE_" + field.upper()
+        why = error["msg"].removeprefix("Value error, ")  # a validator's own words
+        lines.append(f"invalid {name} {error.get('input')!r}: {why}")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """`solrace serve [flags]`."""
+    """`solrace serve [flags]`. Exit status: 0 after a clean shutdown, 2 for invalid
+    settings, 1 when the node cannot start (one line on stderr says why; the traceback is
+    logged at DEBUG)."""
     args = build_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
-    settings = settings_from_args(args)
+    try:
+        settings = settings_from_args(args)
+    except (ValidationError, SettingsError) as exc:
+        for line in describe_settings_error(exc, args).splitlines():
+            print(f"solrace serve: error: {line}", file=sys.stderr)
+        return 2
     logging.basicConfig(
-        level=settings.log_level.upper(),
+        level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(run(settings))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            return asyncio.run(run(settings))
+    except StartupError as exc:
+        log.debug("start-up failed", exc_info=True)
+        print(f"solrace serve: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -30,7 +30,7 @@ class Settings(BaseSettings):
     secret: str | None = Field(
         default=None, description="token signing secret; default: <data_dir>/secret, created once"
     )
-    log_level: str = "INFO"
+    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING, ERROR or CRITICAL")
 
     max_frame_bytes: int = Field(default=16 * 1024, ge=256)
     rate_capacity: float = Field(default=100.0, gt=0)
@@ -90,6 +90,14 @@ class Settings(BaseSettings):
     )
     tournament_tick_s: float = Field(default=1.0, gt=0)
 
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"not a log level (one of {', '.join(LOG_LEVELS)})")
+        return level
+
     def store_url(self) -> str:
         return self.store or self.redis or f"sqlite:{self.data_dir / 'solrace.sqlite3'}"
 
@@ -108,3 +116,4 @@ class Settings(BaseSettings):
 
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

@@ -26,6 +26,12 @@ __all__ = [
 ]
 
 
+STORE_URL_FORMS = (
+    "memory:, sqlite:PATH, redis://[:PASSWORD@]HOST:PORT/DB, rediss://... (TLS) "
+    "or unix://PATH (a Redis socket)"
+)
+
+
 def open_store(url: str) -> Store:
     """The (unopened) store a URL names: `memory:`, `sqlite:PATH` (`sqlite:///abs/path` too) or
     `redis://[:password@]HOST:PORT/DB` (`rediss://` for TLS, `unix://` for a socket)."""
@@ -42,4 +48,4 @@ def open_store(url: str) -> Store:
         from solrace.server.store.redis import RedisStore
 
         return RedisStore(url)
-    raise ValueError(f"unsupported store URL {url!r} (memory:, sqlite:PATH, redis://HOST:PORT/DB)")
+    raise ValueError(f"unsupported store URL {url!r}; accepted: {STORE_URL_FORMS}")

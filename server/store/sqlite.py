@@ -154,26 +154,51 @@ class SqliteStore(SqliteCompetition):
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
     async def open(self) -> None:
+        """Create or open the file (and its folder); `StoreError` saying why if it cannot be
+        opened (its folder cannot be created or written, the file is not a database, ...)."""
+        try:
+            await self._open()
+        except BaseException as exc:
+            await self.close()
+            if isinstance(exc, OSError | sqlite3.Error):
+                reason = str(exc)
+                if isinstance(exc, OSError) and exc.strerror:  # without "[Errno 20]"
+                    reason = exc.strerror + (f": {exc.filename!r}" if exc.filename else "")
+                raise StoreError(f"cannot open the SQLite database {self.path}: {reason}") from exc
+            raise
+
+    async def _open(self) -> None:
         def connect() -> sqlite3.Connection:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
-            db.execute("PRAGMA foreign_keys=ON")
-            db.executescript(SCHEMA + COMPETITION_SCHEMA)
-            # Files written before player_names existed: give their players their keys.
-            db.executemany(
-                "INSERT OR IGNORE INTO player_names (name_key, player_id) VALUES (?, ?)",
-                [(n.casefold(), p) for p, n in db.execute("SELECT player_id, name FROM players")],
-            )
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
+                db.execute("PRAGMA foreign_keys=ON")
+                db.executescript(SCHEMA + COMPETITION_SCHEMA)
+                # Files written before player_names existed: give their players their keys.
+                db.executemany(
+                    "INSERT OR IGNORE INTO player_names (name_key, player_id) VALUES (?, ?)",
+                    [
+                        (n.casefold(), p)
+                        for p, n in db.execute("SELECT player_id, name FROM players")
+                    ],
+                )
+            except BaseException:
+                db.close()
+                raise
             return db
 
         self._db = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
         writer = sqlite3.connect(self.path, isolation_level=None)
-        writer.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
-        writer.execute("PRAGMA foreign_keys=ON")
-        writer.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        writer.execute("PRAGMA wal_autocheckpoint=0")  # the worker thread checkpoints
+        try:
+            writer.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
+            writer.execute("PRAGMA foreign_keys=ON")
+            writer.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            writer.execute("PRAGMA wal_autocheckpoint=0")  # the worker thread checkpoints
+        except BaseException:
+            writer.close()
+            raise
         self._writer = writer
         self._checkpointer = asyncio.create_task(self._checkpoint_regularly())
 

@@ -1,10 +1,17 @@
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from solrace.server.app import build_parser, main, settings_from_args
+from solrace.server.app import App, StartupError, build_parser, main, settings_from_args
 from solrace.server.settings import Settings
 
 
@@ -32,3 +39,221 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--help"])
     assert caught.value.code == 0
     assert "SOLRACE_" in capsys.readouterr().out
+
+
+# --- start-up failures: one line on stderr, a non-zero exit, no traceback ----------------------
+
+
+@pytest.fixture(autouse=True)
+def no_solrace_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in os.environ if n.startswith("SOLRACE_")]:
+        monkeypatch.delenv(name)
+
+
+def serve(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:
+    """`solrace serve ARGV` in this process: its exit status and its stderr lines."""
+    code = main(list(argv))
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err.splitlines()
+
+
+@pytest.fixture
+def listening_port() -> Iterator[int]:
+    """A port (from the OS) on 127.0.0.1 that something else listens on."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port (from the OS) on 127.0.0.1 that nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_a_port_in_use_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, listening_port: int
+) -> None:
+    code, lines = serve(capsys, "--port", str(listening_port), "--data-dir", str(tmp_path))
+    assert code == 1
+    assert lines == [
+        f"solrace serve: error: port {listening_port} on 127.0.0.1 is in use "
+        "(another solrace serve?)"
+    ]
+
+
+def test_the_traceback_is_kept_at_debug(
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    listening_port: int,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="solrace.server")
+    argv = ["--port", str(listening_port), "--data-dir", str(tmp_path), "--log-level", "debug"]
+    assert serve(capsys, *argv)[0] == 1
+    [record] = [r for r in caplog.records if r.message == "start-up failed"]
+    assert record.levelno == logging.DEBUG and record.exc_info is not None
+    assert isinstance(record.exc_info[1], StartupError)
+    assert isinstance(record.exc_info[1].__cause__, OSError)
+
+
+async def test_a_failed_start_stops_what_it_started(tmp_path: Path, listening_port: int) -> None:
+    app = App(Settings(port=listening_port, data_dir=tmp_path, secret="s"))
+    with pytest.raises(StartupError, match="is in use"):
+        await app.start()
+    # The store was opened and the races recovered before the port was tried: undone.
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+def test_an_address_not_on_this_machine_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never a local address.
+    code, lines = serve(capsys, "--host", "192.0.2.1", "--data-dir", str(tmp_path))
+    assert code == 1
+    assert lines == [
+        "solrace serve: error: cannot listen on 192.0.2.1: not an address of this machine"
+    ]
+
+
+def test_a_data_dir_under_a_file_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "file").write_text("")
+    data_dir = tmp_path / "file" / "data"
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(data_dir))
+    assert (code, lines) == (
+        1,
+        [
+            f"solrace serve: error: cannot use the data dir {data_dir}: "
+            f"Not a directory: '{data_dir}'"
+        ],
+    )
+    # With a secret given, the store is the first to need the folder.
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(data_dir), "--secret", "s")
+    assert code == 1
+    assert lines == [
+        f"solrace serve: error: cannot open the SQLite database {data_dir / 'solrace.sqlite3'}: "
+        f"Not a directory: '{data_dir}'"
+    ]
+
+
+def test_a_data_dir_that_is_a_file_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "data").write_text("")
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path / "data"))
+    assert code == 1
+    assert lines == [
+        f"solrace serve: error: cannot use the data dir {tmp_path / 'data'}: "
+        "it is a file, not a folder"
+    ]
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """A folder nobody may write into: mode 0555, or for root (whom modes do not stop) the
+    immutable attribute; skipped where neither is possible."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield folder
+        finally:
+            folder.chmod(0o755)
+        return
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(folder)], check=False).returncode:
+        pytest.skip("running as root without chattr +i: no folder is read-only")
+    try:
+        yield folder
+    finally:
+        subprocess.run([chattr, "-i", str(folder)], check=True)
+
+
+def test_a_read_only_data_dir_is_one_line(
+    capsys: pytest.CaptureFixture[str], read_only_dir: Path
+) -> None:
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(read_only_dir))
+    assert code == 1
+    [line] = lines
+    assert line.startswith(f"solrace serve: error: cannot use the data dir {read_only_dir}: ")
+    assert line.endswith(f"'{read_only_dir / 'secret'}'")
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(read_only_dir), "--secret", "s")
+    assert code == 1
+    [line] = lines
+    database = read_only_dir / "solrace.sqlite3"
+    assert line.startswith(f"solrace serve: error: cannot open the SQLite database {database}: ")
+
+
+def test_a_port_out_of_range_names_the_flag(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, lines = serve(capsys, "--port", "99999", "--data-dir", str(tmp_path))
+    assert (code, lines) == (
+        2,
+        ["solrace serve: error: invalid --port 99999: Input should be less than or equal to 65535"],
+    )
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+def test_a_bad_environment_value_names_the_variable(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOLRACE_PORT", "abc")
+    monkeypatch.setenv("SOLRACE_SEND_BUFFER_BYTES", "10")
+    code, lines = serve(capsys, "--data-dir", str(tmp_path))
+    assert code == 2
+    assert lines == [
+        "solrace serve: error: invalid SOLRACE_PORT 'abc': Input should be a valid integer, "
+        "unable to parse string as an integer",
+        "solrace serve: error: invalid SOLRACE_SEND_BUFFER_BYTES '10': "
+        "Input should be greater than or equal to 1024",
+    ]
+
+
+def test_an_unknown_log_level_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, lines = serve(capsys, "--log-level", "loud", "--data-dir", str(tmp_path))
+    assert (code, lines) == (
+        2,
+        [
+            "solrace serve: error: invalid --log-level 'loud': "
+            "not a log level (one of DEBUG, INFO, WARNING, ERROR, CRITICAL)"
+        ],
+    )
+    assert Settings(log_level="debug").log_level == "DEBUG"
+
+
+def test_an_unreachable_redis_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int
+) -> None:
+    url = f"redis://:hunter2@127.0.0.1:{closed_port}/0"
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), "--redis", url)
+    assert code == 1
+    [line] = lines
+    assert line.startswith(
+        f"solrace serve: error: cannot reach Redis at redis://***@127.0.0.1:{closed_port}/0 ("
+    )
+    assert "hunter2" not in line
+
+
+def test_an_unknown_store_scheme_lists_the_accepted_ones(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, lines = serve(capsys, "--store", "bogus:xyz", "--data-dir", str(tmp_path))
+    assert (code, lines) == (
+        1,
+        [
+            "solrace serve: error: unsupported store URL 'bogus:xyz'; accepted: memory:, "
+            "sqlite:PATH, redis://[:PASSWORD@]HOST:PORT/DB, rediss://... (TLS) "
+            "or unix://PATH (a Redis socket)"
+        ],
+    )
