@@ -281,8 +281,11 @@ class Bot:
         )
 
 
-async def first_open_race(conn: Connection, state: ClientState) -> str | None:
-    """The id of an open race with a free seat, asking the server for its list."""
+async def first_open_race(
+    conn: Connection, state: ClientState, *, invite_code: str | None = None
+) -> str | None:
+    """The id of an open race with a free seat, asking the server for its list (a private
+    race only with an invite code: it may be that race's)."""
     await conn.send(ListRaces())
     while True:
         incoming = await asyncio.wait_for(conn.recv(), 10.0)
@@ -291,7 +294,8 @@ async def first_open_race(conn: Connection, state: ClientState) -> str | None:
         state.apply(incoming)
         if isinstance(incoming, RaceList):
             for info in incoming.races:
-                if info.status == "open" and len(info.racers) < info.seats:
+                joinable = not info.private or invite_code is not None
+                if info.status == "open" and len(info.racers) < info.seats and joinable:
                     return info.race_id
             return None
 
@@ -355,7 +359,9 @@ async def run_bots(args: argparse.Namespace) -> int:
             print(f"race {race_id}", flush=True)
             others = bots[1:]
         else:
-            found: str | None = args.race or await first_open_race(bots[0].conn, bots[0].state)
+            found: str | None = args.race or await first_open_race(
+                bots[0].conn, bots[0].state, invite_code=args.invite
+            )
             if found is None:
                 print("solrace bot: no open race to join (use --create)", file=sys.stderr)
                 return 1

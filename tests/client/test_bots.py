@@ -80,6 +80,24 @@ async def test_random_bots_join_an_existing_race(server_url: str, tmp_path: Path
             await joiner.kill()
 
 
+async def test_a_bot_looking_for_a_race_skips_private_ones(server_url: str, tmp_path: Path) -> None:
+    common = ("--server", server_url, "--delay", "0", "--max-moves", "30")
+    private = await Child.start(
+        tmp_path, "bot", *common, "--create", "klondike", "--seats", "2", "--invite", "ours"
+    )
+    seeker: Child | None = None
+    try:
+        await private.expect("race r")
+        seeker = await Child.start(tmp_path, "bot", *common)
+        assert await seeker.finish() == 1
+        assert "no open race to join" in seeker.output, seeker.output
+        assert "bad_invite" not in seeker.output
+    finally:
+        await private.kill()
+        if seeker is not None:
+            await seeker.kill()
+
+
 async def test_bot_help_and_bad_server(tmp_path: Path) -> None:
     helper = await Child.start(tmp_path, "bot", "--help")
     assert await helper.finish() == 0
