@@ -29,7 +29,7 @@ from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.ratings import RatingService
 from solrace.server.settings import Settings
-from solrace.server.store import StoreError, StoreUnavailableError, open_store
+from solrace.server.store import StoreError, StoreLockedError, StoreUnavailableError, open_store
 from solrace.server.tournaments import TournamentService
 from solrace.server.transport import Transport
 
@@ -74,13 +74,15 @@ class App:
     """One server node: start, serve, stop cleanly.
 
     `StartupError` (from here or from `start`) is a setting or environment problem, told in
-    one line."""
+    one line; with the SQLite store, `start` refuses a data file that another live server
+    holds (`<data-dir>/solrace.lock`)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.metrics = Metrics()
         try:
-            self.store = open_store(settings.store_url())
+            # One node per SQLite file: the store holds its lock file while open.
+            self.store = open_store(settings.store_url(), exclusive=True)
             self.broker: Broker | None = (
                 open_broker(settings.broker_url()) if settings.is_cluster else None
             )
@@ -136,6 +138,8 @@ class App:
         url = redact(self.settings.store_url())
         try:
             await self.store.open()
+        except StoreLockedError as exc:
+            raise StartupError(str(exc)) from exc
         except StoreUnavailableError as exc:
             raise StartupError(f"cannot reach Redis at {url} ({exc.__cause__ or exc})") from exc
         except StoreError as exc:

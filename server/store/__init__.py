@@ -11,7 +11,7 @@ from solrace.server.store.base import (
     UnknownRaceError,
 )
 from solrace.server.store.memory import MemoryStore
-from solrace.server.store.sqlite import SqliteStore
+from solrace.server.store.sqlite import SqliteStore, StoreLockedError
 
 __all__ = [
     "MemoryStore",
@@ -20,6 +20,7 @@ __all__ = [
     "SqliteStore",
     "Store",
     "StoreError",
+    "StoreLockedError",
     "StoreUnavailableError",
     "UnknownRaceError",
     "open_store",
@@ -32,9 +33,13 @@ STORE_URL_FORMS = (
 )
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, *, exclusive: bool = False) -> Store:
     """The (unopened) store a URL names: `memory:`, `sqlite:PATH` (`sqlite:///abs/path` too) or
-    `redis://[:password@]HOST:PORT/DB` (`rediss://` for TLS, `unix://` for a socket)."""
+    `redis://[:password@]HOST:PORT/DB` (`rediss://` for TLS, `unix://` for a socket).
+
+    `exclusive`: this process is the only server on the data. SQLite then locks its file
+    while open (a second server is refused, `StoreLockedError`); Redis is shared by design
+    and memory shares nothing, so they ignore it."""
     if url == "memory:":
         return MemoryStore()
     if url.startswith("sqlite:"):
@@ -43,7 +48,7 @@ def open_store(url: str) -> Store:
             path = path[2:]
         if not path:
             raise ValueError("sqlite: needs a path, e.g. sqlite:data/solrace.sqlite3")
-        return SqliteStore(path)
+        return SqliteStore(path, exclusive=exclusive)
     if url.startswith(("redis://", "rediss://", "unix://")):
         from solrace.server.store.redis import RedisStore
 

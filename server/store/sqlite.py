@@ -8,13 +8,21 @@ by the other connection, off the loop. Every other call runs on that connection'
 thread, so a long read never holds the loop up. Each write commits before the call returns:
 an acknowledged move survives a kill -9 (WAL with synchronous=NORMAL is durable against
 process crashes; `durable=True` selects FULL, a flush per commit, for power loss too).
+
+One server per file: `exclusive=True` (what `solrace serve` asks for) holds an exclusive
+`flock` on the lock file beside the database (`solrace.sqlite3` -> `solrace.lock`) while the
+store is open, so a second server on the same file refuses to start instead of recovering
+(and timing out) the first one's races. The kernel drops the lock when the process ends,
+kill -9 included; the file itself stays (it only holds the last holder's pid).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -80,6 +88,57 @@ WHERE EXISTS (SELECT 1 FROM races WHERE race_id = ?1)
 """
 
 
+class StoreLockedError(StoreError):
+    """Another live process (another `solrace serve`) has this database open."""
+
+    def __init__(self, lock_path: Path, holder_pid: int | None) -> None:
+        self.lock_path = lock_path
+        self.holder_pid = holder_pid
+        holder = "another process" if holder_pid is None else f"process {holder_pid}"
+        super().__init__(
+            f"{lock_path} is held by {holder}: another solrace serve uses this database"
+        )
+
+
+def lock_path_for(database: Path) -> Path:
+    """The lock file of a database: beside it, its suffix replaced by `.lock`
+    (`data/solrace.sqlite3` -> `data/solrace.lock`); never the database itself."""
+    lock = database.with_suffix(".lock")
+    return lock if lock != database else database.with_name(database.name + ".lock")
+
+
+def _hold_lock(path: Path) -> int:
+    """Take the exclusive lock on `path` (created if need be) without waiting, write our pid
+    into it and return its descriptor: closing that, or the process ending, releases it.
+    `StoreLockedError` if another open file description holds it (another process, or another
+    store of this process)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _read_pid(fd)
+        os.close(fd)
+        raise StoreLockedError(path, holder) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError as exc:  # the lock is what matters; the pid only helps the message
+        log.warning("could not write the pid into %s: %s", path, exc)
+    return fd
+
+
+def _read_pid(fd: int) -> int | None:
+    """The pid the holder wrote into the lock file (None: not written yet, or unreadable)."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
 def _move_params(move: MoveRecord) -> tuple[str, str, int, int, str, int]:
     """`_INSERT_NEXT_MOVE`'s parameters for `move` (numbered: a tuple is cheaper than a map)."""
     return (move.race_id, move.player_id, move.ply, move.seq, move.move, move.at_ms)
@@ -135,9 +194,13 @@ def _insert_moves(db: sqlite3.Connection, moves: list[MoveRecord]) -> list[Store
 
 
 class SqliteStore(SqliteCompetition):
-    def __init__(self, path: str | Path, *, durable: bool = False) -> None:
+    def __init__(self, path: str | Path, *, durable: bool = False, exclusive: bool = False) -> None:
         self.path = Path(path)
         self.durable = durable
+        #: Hold `lock_path` while open: a second exclusive store on the file is refused.
+        self.exclusive = exclusive
+        self.lock_path = lock_path_for(self.path)
+        self._lock_fd: int | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="solrace-sqlite")
         self._db: sqlite3.Connection | None = None
         #: The moves' connection, used on the event loop's thread only.
@@ -154,8 +217,9 @@ class SqliteStore(SqliteCompetition):
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
     async def open(self) -> None:
-        """Create or open the file (and its folder); `StoreError` saying why if it cannot be
-        opened (its folder cannot be created or written, the file is not a database, ...)."""
+        """Create or open the file (and its folder). `StoreLockedError` if exclusive and
+        another server has it open; `StoreError` saying why if it cannot be opened (its
+        folder cannot be created or written, the file is not a database, ...)."""
         try:
             await self._open()
         except BaseException as exc:
@@ -170,6 +234,8 @@ class SqliteStore(SqliteCompetition):
     async def _open(self) -> None:
         def connect() -> sqlite3.Connection:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.exclusive and self._lock_fd is None:
+                self._lock_fd = _hold_lock(self.lock_path)
             db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             try:
                 db.execute("PRAGMA journal_mode=WAL")
@@ -233,6 +299,9 @@ class SqliteStore(SqliteCompetition):
             await asyncio.get_running_loop().run_in_executor(self._executor, shut)
             self._db = None
         self._executor.shutdown(wait=True)
+        if self._lock_fd is not None:  # last: the file is checkpointed and closed by now
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
         def insert(db: sqlite3.Connection) -> None:

@@ -1,4 +1,6 @@
-"""`solrace serve` as a real process: a start-up failure is one line on stderr and exit 1."""
+"""`solrace serve` as a real process: a start-up failure is one line on stderr and exit 1;
+a second server on the data dir of a live one is refused (until that one is gone, even by
+kill -9)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,20 @@ import asyncio
 import os
 import socket
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import pytest
+
+from solrace.server.protocol.messages import MakeMove, MoveAck, RaceSnapshot, Sync
+from tests.integration.helpers import play, start_race
+from tests.integration.process import ServerProcess
+from tests.integration.wsclient import connect_client
+
 START_WITHIN_S = 30
+SECRET = "test-secret"  # ServerProcess's
+
+Starter = Callable[[], Awaitable[ServerProcess]]
 
 
 async def serve_expecting_failure(*argv: str) -> tuple[int, list[str]]:
@@ -58,3 +71,67 @@ async def test_invalid_settings_are_named_and_exit_2(tmp_path: Path) -> None:
         2,
         ["solrace serve: error: invalid --port 99999: Input should be less than or equal to 65535"],
     )
+
+
+@pytest.fixture
+async def servers(tmp_path: Path) -> AsyncIterator[Starter]:
+    """Starts `solrace serve` processes on one data dir; each is killed at the end."""
+    started: list[ServerProcess] = []
+
+    async def start() -> ServerProcess:
+        process = await ServerProcess.start(tmp_path / "data")
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        await process.kill()
+
+
+async def refused_line(data_dir: Path) -> str:
+    code, lines = await serve_expecting_failure(
+        "--port", "0", "--data-dir", str(data_dir), "--secret", SECRET
+    )
+    assert code == 1 and len(lines) == 1, lines
+    return lines[0]
+
+
+async def test_a_second_server_on_a_data_dir_is_refused_until_the_first_is_gone(
+    servers: Starter, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    lock = data_dir / "solrace.lock"
+    first = await servers()
+    alice = await connect_client(first.url, "alice")
+    bob = await connect_client(first.url, "bob")
+    race_id = await start_race(alice, [bob], time_limit_s=600)
+    await play(alice, race_id, ["deal"])
+
+    assert await refused_line(data_dir) == (
+        f"solrace serve: error: {lock} is held by process {first.process.pid}: "
+        "another solrace serve uses this database"
+    )
+    # The first serves on, its race untouched.
+    await play(alice, race_id, ["deal"], first_seq=2)
+    token = alice.welcome.token if alice.welcome else None
+    for each in (alice, bob):
+        await each.close()
+
+    await first.kill()  # kill -9: the kernel drops the lock
+    second = await servers()
+    again = await connect_client(second.url, token=token)
+    assert again.welcome and again.welcome.active_races == [race_id]
+    await again.send(Sync(race_id=race_id, epoch="", since_version=0))
+    snapshot = await again.expect(RaceSnapshot)
+    assert {p.player_id: p.moves for p in snapshot.progress}[again.player_id] == 2
+    await again.send(MakeMove(race_id=race_id, seq=3, move="deal"))
+    assert (await again.expect(MoveAck)).ply == 2
+    await again.close()
+
+    assert await refused_line(data_dir) == (
+        f"solrace serve: error: {lock} is held by process {second.process.pid}: "
+        "another solrace serve uses this database"
+    )
+    assert await second.terminate() == 0  # SIGTERM: a clean stop releases it too
+    third = await servers()
+    assert third.port != 0

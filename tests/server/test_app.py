@@ -8,11 +8,13 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from solrace.server.app import App, StartupError, build_parser, main, settings_from_args
 from solrace.server.settings import Settings
+from solrace.server.store.sqlite import lock_path_for
 
 
 def test_defaults_listen_on_loopback_8765_with_sqlite_in_data(
@@ -257,3 +259,73 @@ def test_an_unknown_store_scheme_lists_the_accepted_ones(
             "or unix://PATH (a Redis socket)"
         ],
     )
+
+
+# --- one server per SQLite file: <data-dir>/solrace.lock ----------------------------------------
+
+
+def node_settings(data_dir: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {"port": 0, "data_dir": data_dir, "secret": "s", **overrides}
+    return Settings(**values)
+
+
+async def test_a_second_app_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
+    first = App(node_settings(tmp_path))
+    await first.start()
+    try:
+        second = App(node_settings(tmp_path))
+        lock = tmp_path / "solrace.lock"
+        with pytest.raises(StartupError) as refused:
+            await second.start()
+        assert str(refused.value) == (
+            f"{lock} is held by process {os.getpid()}: another solrace serve uses this database"
+        )
+        # The refusal touched nothing of the first: its store and its port still work.
+        assert await first.store.get_player("nobody") is None
+        _, writer = await asyncio.open_connection("127.0.0.1", first.port)
+        writer.close()
+        await writer.wait_closed()
+    finally:
+        await first.stop()
+    third = App(node_settings(tmp_path))
+    await third.start()  # the first has stopped: its lock is gone
+    await third.stop()
+
+
+async def test_a_failed_start_releases_the_lock(tmp_path: Path, listening_port: int) -> None:
+    with pytest.raises(StartupError, match="is in use"):
+        await App(node_settings(tmp_path, port=listening_port)).start()
+    app = App(node_settings(tmp_path))
+    await app.start()
+    await app.stop()
+
+
+async def test_only_the_same_sqlite_file_is_locked(tmp_path: Path) -> None:
+    """Two files in one folder, or memory stores: nothing shared, nothing refused. (Redis is
+    shared by several nodes on purpose: it takes no lock either; see test_cluster_*.)"""
+    apps = [
+        App(node_settings(tmp_path, store=f"sqlite:{tmp_path / 'a.sqlite3'}")),
+        App(node_settings(tmp_path, store=f"sqlite:{tmp_path / 'b.sqlite3'}")),
+        App(node_settings(tmp_path, store="memory:")),
+        App(node_settings(tmp_path, store="memory:")),
+    ]
+    started: list[App] = []
+    try:
+        for app in apps:
+            await app.start()
+            started.append(app)
+    finally:
+        for app in started:
+            await app.stop()
+    assert len(started) == 4
+    assert lock_files(tmp_path) == {"a.lock", "b.lock"}
+
+
+def lock_files(folder: Path) -> set[str]:
+    return {p.name for p in folder.glob("*.lock")}
+
+
+def test_the_lock_file_is_never_the_database() -> None:
+    assert lock_path_for(Path("data/solrace.sqlite3")) == Path("data/solrace.lock")
+    assert lock_path_for(Path("data/races")) == Path("data/races.lock")
+    assert lock_path_for(Path("data/races.lock")) == Path("data/races.lock.lock")
