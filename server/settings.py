@@ -35,8 +35,8 @@ class Settings(BaseSettings):
     max_frame_bytes: int = Field(default=16 * 1024, ge=256)
     rate_capacity: float = Field(default=100.0, gt=0)
     rate_refill_per_s: float = Field(default=5.0, gt=0)
-    ping_interval_s: float | None = 20.0
-    ping_timeout_s: float | None = 20.0
+    ping_interval_s: float | None = Field(default=20.0, gt=0)
+    ping_timeout_s: float | None = Field(default=20.0, gt=0)
     idle_timeout_s: float = Field(default=60.0, gt=0)
     open_timeout_s: float = Field(
         default=10.0, gt=0, description="seconds a client has to complete the opening handshake"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from solrace.server.app import App, StartupError, build_parser, main, settings_from_args
 from solrace.server.settings import Settings
@@ -329,3 +330,23 @@ def test_the_lock_file_is_never_the_database() -> None:
     assert lock_path_for(Path("data/solrace.sqlite3")) == Path("data/solrace.lock")
     assert lock_path_for(Path("data/races")) == Path("data/races.lock")
     assert lock_path_for(Path("data/races.lock")) == Path("data/races.lock.lock")
+
+
+def test_operations_md_lists_every_setting_and_flag() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "operations.md").read_text()
+    missing = [
+        f"SOLRACE_{n.upper()}" for n in Settings.model_fields if f"SOLRACE_{n.upper()}`" not in text
+    ]
+    assert missing == []
+    flags = [o for a in build_parser()._actions for o in a.option_strings if o.startswith("--")]
+    assert [f for f in flags if f not in ("--help",) and f"`{f}`" not in text] == []
+
+
+def test_pings_need_a_positive_period() -> None:
+    """0 would spin the transport's watchdog (it sleeps a quarter of the period)."""
+    for name in ("ping_interval_s", "ping_timeout_s"):
+        zero: dict[str, Any] = {name: 0}
+        with pytest.raises(ValidationError, match="greater than 0"):
+            Settings(**zero)
+        off: dict[str, Any] = {name: None}
+        assert getattr(Settings(**off), name) is None
