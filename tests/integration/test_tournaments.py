@@ -239,7 +239,7 @@ async def test_ratings_change_after_a_rated_race_and_show_in_a_later_welcome(
 
 
 async def test_admin_acts_need_the_token_and_are_audited(start_server: ServerFactory) -> None:
-    closed = await start_server()  # no admin token configured
+    closed = await start_server(store="memory:")  # no admin token configured
     someone = await connect(closed, "someone")
     await someone.send(
         CreateTournament(
