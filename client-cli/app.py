@@ -18,7 +18,7 @@ from solrace.engine import GAME_IDS
 
 from .bots import Bot
 from .connection import Connection, ConnectionFailedError
-from .embedded import EmbeddedServer
+from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import EMBEDDED_KEY, connect_player, data_dir
 from .plain import PlainMode, stdin_lines
 from .replay import is_replay_verified, load_replay_file, replay_lines
@@ -110,14 +110,21 @@ class Opponents:
 
 async def _play(args: argparse.Namespace) -> int:
     embedded: EmbeddedServer | None = None
-    if args.server is None:
-        folder = args.data_dir or data_dir() / "embedded"
+    folder = (args.data_dir or data_dir() / "embedded") if args.server is None else data_dir()
+    try:
         _log_to_file(folder)
+    except OSError as exc:
+        print(f"solrace play: cannot use the data folder {folder}: {exc.strerror}", file=sys.stderr)
+        return 1
+    if args.server is None:
         embedded = EmbeddedServer(folder)
-        url = await embedded.start()
+        try:
+            url = await embedded.start()
+        except EmbeddedServerError as exc:
+            print(f"solrace play: {exc}", file=sys.stderr)
+            return 1
         key = EMBEDDED_KEY
     else:
-        _log_to_file(data_dir())
         url = args.server
         key = url
     opponents = Opponents(url, args.bot, args.bot_delay) if embedded else None

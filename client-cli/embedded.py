@@ -15,6 +15,24 @@ if TYPE_CHECKING:
     from solrace.server.app import App
 
 
+class EmbeddedServerError(Exception):
+    """The embedded server cannot start (the message says why, in one line)."""
+
+
+class EmbeddedServerBusyError(EmbeddedServerError):
+    """Another process (another `solrace play`) runs an embedded server on the same data."""
+
+    def __init__(self, folder: Path, holder_pid: int | None) -> None:
+        self.folder = folder
+        self.holder_pid = holder_pid
+        who = "another solrace play" if holder_pid is None else f"process {holder_pid}"
+        super().__init__(
+            f"{who} is already racing on the embedded server's data ({folder}): finish that "
+            "game first, or share a server: 'solrace serve' in one terminal and "
+            "'solrace play --server ws://127.0.0.1:8765' in each of the others"
+        )
+
+
 class EmbeddedServer:
     def __init__(self, folder: Path, **settings: Any) -> None:
         self.folder = folder
@@ -28,8 +46,9 @@ class EmbeddedServer:
         return f"ws://127.0.0.1:{self._app.port}"
 
     async def start(self) -> str:
-        from solrace.server.app import App
+        from solrace.server.app import App, StartupError
         from solrace.server.settings import Settings
+        from solrace.server.store.sqlite import StoreLockedError
 
         self.folder.mkdir(parents=True, exist_ok=True)
         options: dict[str, Any] = {
@@ -41,8 +60,15 @@ class EmbeddedServer:
             "countdown_s": 3.0,
         }
         options.update(self.settings)
-        self._app = App(Settings(**options))
-        await self._app.start()
+        app = App(Settings(**options))
+        try:
+            await app.start()
+        except StartupError as exc:
+            locked = exc.__cause__
+            if isinstance(locked, StoreLockedError):  # one SQLite file: one server at a time
+                raise EmbeddedServerBusyError(self.folder, locked.holder_pid) from None
+            raise EmbeddedServerError(f"cannot start the embedded server: {exc}") from exc
+        self._app = app
         return self.url
 
     async def stop(self) -> None:
