@@ -173,6 +173,16 @@ class Hub(MoveHandling):
             with contextlib.suppress(RaceError):
                 await self.apply_to_race(runtime, change)
 
+    async def _settle_boards(self, runtime: RaceRuntime) -> None:
+        """Store the finish or stuck board of racers whose move's change the store refused
+        (the move itself was stored and acknowledged); `RaceError` while it still refuses."""
+        for player_id in sorted(runtime.unsettled):
+            board = runtime.boards.get(player_id)
+            if board is not None and runtime.race.is_live and board.move_times:
+                change = board_progress(player_id, board.game, board.move_times[-1])
+                await self.apply_to_race(runtime, change)
+            runtime.unsettled.discard(player_id)
+
     def _new_epoch(self) -> str:
         return secrets.token_hex(4)
 
@@ -217,6 +227,8 @@ class Hub(MoveHandling):
             try:
                 if runtime.stale:
                     await self._refresh(runtime, reload_boards=True)
+                if runtime.unsettled:
+                    await self._settle_boards(runtime)
                 await self._tick_race(runtime, now)
             except RaceError as exc:
                 failure = exc.message

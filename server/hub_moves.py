@@ -167,8 +167,10 @@ class MoveHandling(RaceSync):
                 moves=[record],
             )
         except RaceError as exc:
-            # The move is stored and acknowledged; its progress goes out with the next change.
-            log.warning("race %s: progress of %s not stored: %s", runtime.race_id, player_id, exc)
+            # The move is stored and acknowledged; the tick stores its finish or stuck board
+            # (and its progress) once the store answers again.
+            runtime.unsettled.add(player_id)
+            log.warning("race %s: board of %s not stored: %s", runtime.race_id, player_id, exc)
 
     async def _settle_conflict(
         self, session: Session, runtime: RaceRuntime, player_id: str, message: MakeMove

@@ -99,6 +99,8 @@ class RaceRuntime:
         #: and those moves (several nodes publish them with the batch).
         self.pending: dict[str, PendingBoard] = {}
         self.pending_moves: list[MoveRecord] = []
+        #: Racers whose won or stuck board's change could not be stored: the tick applies it.
+        self.unsettled: set[str] = set()
         #: The timer that folds `pending` in (None: nothing is pending).
         self.fold_due: asyncio.TimerHandle | None = None
 

@@ -1,5 +1,6 @@
-"""Race changes on several nodes (server/race_sync.py): a progress batch whose store write
-fails is not lost; it is folded in with the next batch."""
+"""Race changes when the store refuses them (server/race_sync.py, hub_moves.py): a progress
+batch whose write fails is folded in with the next one, and a stuck or won board whose change
+fails is stored by the tick once the store is back."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from solrace.server.protocol.messages import (
     Hello,
     JoinRace,
     MakeMove,
+    MoveAck,
     Progress,
+    RaceSnapshot,
 )
-from solrace.server.protocol.records import RaceRecord
+from solrace.server.protocol.records import RaceRecord, RacerState
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import StoreError
@@ -79,5 +82,43 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
     assert runtime.race.racers[player].moves == 4 and not runtime.pending
     seen = [m.progress.moves for m in bob.sent if isinstance(m, Progress)]
     assert seen[-1] == 4
+    await hub.stop()
+    await store.close()
+
+
+async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
+    store = FailingSaves()
+    await store.open()
+    settings = Settings(store="memory:", countdown_s=0)
+    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    cat, dan = Recorder(1), Recorder(2)
+    await hub.handle(cat, Hello(protocol=PROTOCOL_VERSION, name="cat"))
+    await hub.handle(dan, Hello(protocol=PROTOCOL_VERSION, name="dan"))
+    await hub.handle(
+        cat, CreateRace(game="vegas-klondike", seats=2, time_limit_s=600, game_number="10")
+    )
+    (race_id,) = hub.races
+    await hub.handle(dan, JoinRace(race_id=race_id))
+    await hub.tick()
+    runtime = hub.races[race_id]
+    player = cat.player_id or ""
+    for seq in range(22):
+        await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move="deal"))
+    store.failing = True
+    await hub.handle(cat, MakeMove(race_id=race_id, seq=22, move="deal"))  # stuck now
+    ack = cat.sent[-1]
+    assert isinstance(ack, MoveAck) and ack.stuck, "acknowledged: the move itself is stored"
+    assert runtime.race.racers[player].state is RacerState.PLAYING
+    await hub.tick()  # the store is still away: nothing changes, nothing is lost
+    assert runtime.race.racers[player].state is RacerState.PLAYING
+
+    store.failing = False
+    await hub.tick()
+    assert runtime.race.racers[player].state is RacerState.STUCK
+    assert runtime.race.racers[player].moves == 23
+    # The refused change was rolled back under a new epoch: the opponent gets a snapshot.
+    snapshot = dan.sent[-1]
+    assert isinstance(snapshot, RaceSnapshot)
+    assert {p.player_id: p.state for p in snapshot.progress}[player] == "stuck"
     await hub.stop()
     await store.close()
