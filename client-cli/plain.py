@@ -2,19 +2,28 @@
 
 The board prints as ASCII text; each input line is one command or one move in the notation
 (`deal`, `w-t3`, `t2-t5:3`). Every command finishes before the next line is read (a move waits
-for its ack, a move typed before the start waits for the start), so a script is just lines.
-Events (players joining, the start, opponents' progress, the result) print as they arrive.
+for its ack; a move, `board`, `moves` or `resign` typed before the start waits for the start),
+so a script is just lines. A command's outcome prints once the server has confirmed it (or
+`refused COMMAND: why (code)`). Events (players joining, the start, opponents' progress, the
+result) print as they arrive.
+
+A player already seated in a race (back after Ctrl-C or a crash: `welcome.active_races`) is put
+back in it: at the start the oldest such race becomes the current one (`sync`), and `join RACE`
+of a race one sits in resumes it. A link closed for good (4003: the same player connected
+again elsewhere) ends the program with exit code 1.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 from collections.abc import AsyncIterator
-from typing import TextIO
+from typing import Final, TextIO
 
 from solrace.engine import GAME_IDS, EngineError, Move
+from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import (
     Board,
     Error,
@@ -29,23 +38,31 @@ from .boards import rules_board
 from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import deal_line
 from .render import render_plain
-from .session import RequestError, Session
+from .session import LinkClosedError, RequestError, Session
 from .state import RaceState
 
 HELP = """\
 commands:
   MOVE                a move: deal, w-t3, t6-f0, t2-t5:3 (piles s w f0.. t0.. r0..)
-  board               print the board again
-  moves               list the legal moves
+  board               print the board (waits for the start)
+  moves               list the legal moves (waits for the start)
   list                list open and running races
   create GAME [SEATS [SECONDS]]   create a race (games: {games})
-  join RACE [INVITE]  sit in a race
+  join RACE [INVITE]  sit in a race (a race you already sit in: back into it)
   start               start the race you created
-  resign              give up the current race
+  resign              give up the current race (during the countdown: at the start)
   wait                wait until the current race ends, then print the result
   leave               leave a race that has not started
   help                this text
   quit                leave the program (also end of input)"""
+
+NO_RACE: Final = "no current race: create or join one first ('list' shows the races)"
+#: Commands that act on the current race.
+RACE_COMMANDS: Final = frozenset({"board", "moves", "start", "resign", "leave", "wait"})
+#: The server's grace period for an away racer, unless configured otherwise.
+DEFAULT_GRACE_S: Final = 60
+#: Exit code when the link closed for good (4003, 4001...).
+EXIT_CLOSED: Final = 1
 
 
 async def stdin_lines() -> AsyncIterator[str]:
@@ -74,12 +91,24 @@ async def stdin_lines() -> AsyncIterator[str]:
         yield got
 
 
+def closed_text(detail: str) -> str:
+    """The line for a link closed for good (`detail`: `CODE: reason` or the hello's failure)."""
+    if detail.startswith(f"{CloseCode.REPLACED.value}") or "connected again elsewhere" in detail:
+        return (
+            f"connection closed: this player connected again elsewhere ({detail}); "
+            "another program uses the same identity, this one stops"
+        )
+    return f"connection closed: {detail}; this program stops"
+
+
 class PlainMode:
     def __init__(self, session: Session, out: TextIO, *, width: int = 80) -> None:
         self.session = session
         self.out = out
         self.width = width
         self.race_id: str | None = None
+        #: Set when the link is closed for good: `run` ends.
+        self.closed = asyncio.Event()
         self._seen: dict[str, tuple[int, str]] = {}
         self._status: dict[str, str] = {}
         session.listeners.append(self.on_event)
@@ -112,7 +141,8 @@ class PlainMode:
             elif incoming.status is LinkStatus.CONNECTED:
                 self.say("reconnected")
             else:
-                self.say(f"connection closed: {incoming.detail}")
+                self.say(closed_text(incoming.detail))
+                self.closed.set()
             return
         race_id = getattr(incoming, "race_id", None)
         if race_id is None or race_id != self.race_id:
@@ -125,7 +155,15 @@ class PlainMode:
             self.say(f"race started ({limit}s); commitment {incoming.commitment}")
         elif isinstance(incoming, Board) and incoming.player_id == self.session.me:
             self.print_board()
-        elif isinstance(incoming, Progress) and incoming.progress.player_id != self.session.me:
+        elif isinstance(incoming, Progress) and incoming.progress.player_id == self.session.me:
+            entry = incoming.progress  # a change of the own state: the resign's confirmation
+            if (
+                entry.state == "resigned"
+                and self._seen.get(entry.player_id, (0, ""))[1] != "resigned"
+            ):
+                self.say(f"resigned from race {race_id}")
+            self._seen[entry.player_id] = (entry.on_foundations, entry.state)
+        elif isinstance(incoming, Progress):
             entry = incoming.progress
             mark = (entry.on_foundations, entry.state)
             if self._seen.get(entry.player_id) != mark:
@@ -137,7 +175,7 @@ class PlainMode:
                 )
         elif isinstance(incoming, RaceFinished):
             self.print_result(race)
-        elif isinstance(incoming, Error):
+        elif isinstance(incoming, Error) and not self.session.was_awaited(incoming):
             self.say(f"error: {incoming.message} ({incoming.code})")
 
     def _on_update(self, race: RaceState) -> None:
@@ -170,9 +208,39 @@ class PlainMode:
         elif race.deal_held:
             self.say("deal held until the tournament round ends (checked then)")
 
-    # --- commands ------------------------------------------------------------------------
+    # --- the program ---------------------------------------------------------------------
 
     async def run(self, lines: AsyncIterator[str]) -> int:
+        """Read commands until `quit` or the end of the input (0), or until the link is
+        closed for good (`EXIT_CLOSED`). Cancelled (Ctrl-C) during a live race, it says
+        first what becomes of the race."""
+        if self.session.closed is not None:
+            self.say(closed_text(self.session.closed))
+            return EXIT_CLOSED
+        reading = asyncio.create_task(self._read_commands(lines), name="solrace-plain")
+        closing = asyncio.create_task(self.closed.wait(), name="solrace-plain-closed")
+        try:
+            await asyncio.wait({reading, closing}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            line = self.leaving_line()
+            if line is not None:
+                self.say(line)
+            raise
+        finally:
+            for task in (reading, closing):
+                task.cancel()
+            for task in (reading, closing):
+                with contextlib.suppress(BaseException):
+                    await task
+        if self.closed.is_set() or self.session.closed is not None:
+            return EXIT_CLOSED
+        return reading.result()
+
+    async def _read_commands(self, lines: AsyncIterator[str]) -> int:
+        try:
+            await self.take_back_seat()
+        except LinkClosedError:
+            return EXIT_CLOSED
         async for raw in lines:
             line = raw.strip()
             if not line or line.startswith("#"):
@@ -181,37 +249,111 @@ class PlainMode:
                 break
             try:
                 await self.command(line)
-            except RequestError as exc:
-                self.say(f"refused: {exc.message} ({exc.code})")
-            except TimeoutError:
-                self.say("no answer from the server")
+            except LinkClosedError:
+                return EXIT_CLOSED
         return 0
 
+    def leaving_line(self) -> str | None:
+        """What leaving now does to the current race (the program is interrupted), or None."""
+        race = self.race
+        me = self.session.me
+        if race is None or not race.is_live or me is None or me not in race.racers:
+            return None
+        if race.racers[me].state not in ("joined", "playing"):
+            return None
+        back = f"come back with 'join {race.race_id}' (or --race {race.race_id})"
+        if race.status == "open":
+            return (
+                f"leaving race {race.race_id} before its start: your seat is given up after "
+                f"the server's grace period ({DEFAULT_GRACE_S} s by default) unless you {back}"
+            )
+        return (
+            f"leaving race {race.race_id} while it is {race.status}: you forfeit (gone) after "
+            f"the server's grace period ({DEFAULT_GRACE_S} s by default) unless you {back}"
+        )
+
+    async def take_back_seat(self) -> None:
+        """Races this player already sits in (`welcome.active_races`): the current race, if
+        it is one, is shown as resumed; without a current race the oldest is resumed; the
+        others are named."""
+        mine = self.session.state.races_to_play()
+        current = self.race_id
+        if current is None and mine:
+            try:
+                await self.session.resume(mine[0])
+            except LinkClosedError:
+                raise
+            except (RequestError, TimeoutError) as exc:
+                self.say(f"cannot resume race {mine[0]}: {exc}")
+            else:
+                self.race_id = current = mine[0]
+        if current is not None and current in mine:
+            self.say_back(current)
+        others = [r for r in mine if r != current]
+        if others:
+            self.say(f"your races in progress: {', '.join(others)} ('join RACE' resumes one)")
+
+    def say_back(self, race_id: str) -> None:
+        """The current race is one this player was already seated in: where it stands."""
+        race = self.session.state.races.get(race_id)
+        if race is None:
+            return
+        if race.is_finished:
+            self.say(f"race {race_id} is over")
+            if race.results is not None:
+                self.print_result(race)
+            return
+        left = race.remaining_ms(self.session.conn.server_now_ms())
+        clock = f", {left // 1000}s left" if race.status == "running" and left else ""
+        self.say(f"back in race {race_id} ({race.status}{clock}): your seat was kept")
+        if self.session.state.my_board(race_id) is not None:
+            self.print_board()
+
+    # --- commands ------------------------------------------------------------------------
+
     async def command(self, line: str) -> None:
+        """Run one command line; a refusal prints `refused WORD: why (code)`. A link closed
+        for good raises `LinkClosedError`."""
+        parts = line.split(maxsplit=1)
+        if not parts:
+            return
+        word = parts[0].lower()
+        try:
+            await self._command(line)
+        except LinkClosedError:
+            raise
+        except RequestError as exc:
+            self.say(f"refused {word}: {exc.message} ({exc.code})")
+        except TimeoutError:
+            self.say(f"no answer from the server ({word})")
+
+    async def _command(self, line: str) -> None:
         word, *args = line.split()
         word = word.lower()
         if word == "help":
             self.say(HELP.format(games=", ".join(GAME_IDS)))
-        elif word == "board":
-            self.print_board()
-        elif word == "moves":
-            self.list_moves()
         elif word == "list":
             await self.list_races()
         elif word == "create":
             await self.create(args)
-        elif word == "join" and args:
-            await self.session.join_race(args[0], args[1] if len(args) > 1 else None)
-            self.race_id = args[0]
-            self.say(f"joined race {args[0]}")
-        elif word == "start" and self.race_id:
-            await self.session.start_race(self.race_id)
-        elif word == "leave" and self.race_id:
-            await self.session.leave_race(self.race_id)
-            self.say(f"left race {self.race_id}")
-        elif word == "resign" and self.race_id:
-            await self.session.resign(self.race_id)
-            self.say("resigned")
+        elif word == "join":
+            await self.join(args)
+        elif word in RACE_COMMANDS and self.race_id is None:
+            self.say(NO_RACE)
+        elif word == "board":
+            if self.session.state.my_board(self.race_id or "") is not None:
+                self.print_board()
+            else:
+                await self.wait_start()  # the board prints when it comes
+        elif word == "moves":
+            if await self.wait_start():
+                self.list_moves()
+        elif word == "start":
+            await self.start()
+        elif word == "leave":
+            await self.leave()
+        elif word == "resign":
+            await self.resign()
         elif word == "wait":
             await self.wait_end()
         else:
@@ -247,21 +389,62 @@ class PlainMode:
         self.race_id = race_id
         self.say(f"race {race_id} created ({args[0]}, {seats} seats, {limit}s)")
 
+    async def join(self, args: list[str]) -> None:
+        if not args:
+            self.say("join RACE [INVITE]: the race id ('list' shows the races)")
+            return
+        race_id = args[0]
+        # No current race while joining: a resumed race's board prints once, by `say_back`.
+        previous, self.race_id = self.race_id, None
+        try:
+            joined = await self.session.join_race(race_id, args[1] if len(args) > 1 else None)
+        except BaseException:
+            self.race_id = previous
+            raise
+        self.race_id = race_id
+        if joined:
+            self.say(f"joined race {race_id}")
+        else:
+            self.say_back(race_id)
+
+    async def start(self) -> None:
+        """Confirmed by the countdown (printed as the race's update comes)."""
+        assert self.race_id is not None
+        await self.session.start_race(self.race_id)
+
+    async def leave(self) -> None:
+        race_id = self.race_id
+        assert race_id is not None
+        await self.session.leave_race(race_id)
+        self.race_id = None
+        self.say(f"left race {race_id}")
+
+    async def resign(self) -> None:
+        race = self.race
+        if race is not None and race.status == "countdown" and not await self.wait_start():
+            return
+        assert self.race_id is not None
+        await self.session.resign(self.race_id)  # confirmed: `on_event` said so
+
     async def wait_start(self) -> bool:
         """Wait for the own board of the current race (the start); False if it cannot come."""
         race_id = self.race_id
         if race_id is None:
-            self.say("no race: create or join one first")
+            self.say(NO_RACE)
             return False
+        said = False
         while self.session.state.my_board(race_id) is None:
             race = self.session.state.races.get(race_id)
             if race is not None and race.is_finished:
+                self.say(f"race {race_id} is over ({race.status})")
                 return False
-            self.say("waiting for the start…")
+            if not said:
+                self.say("waiting for the start…")
+                said = True
             await self.session.wait_for(
                 lambda m: (
                     getattr(m, "race_id", None) == race_id
-                    and isinstance(m, Board | RaceFinished | RaceUpdate)
+                    and isinstance(m, Board | RaceFinished | RaceUpdate | RaceSnapshot)
                 ),
                 timeout_s=24 * 3600,
             )
@@ -270,7 +453,7 @@ class PlainMode:
     async def wait_end(self) -> None:
         race = self.race
         if race is None:
-            self.say("no race")
+            self.say(NO_RACE)
             return
         race_id = race.race_id
         while not race.is_finished:

@@ -3,7 +3,9 @@
 `Session.pump()` reads the connection forever, folds each message into `ClientState` and tells
 listeners (the plain mode prints, the Textual app refreshes). Requests (`create_race`,
 `join_race`, `move`, ...) send one message and wait for the answer that settles it, so the
-plain mode and tests read as a sequence of steps.
+plain mode and tests read as a sequence of steps. Once the link is closed for good (4003: the
+player connected again elsewhere; 4001...), every request and wait fails at once with
+`LinkClosedError`, a `RequestError`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from solrace.engine import EngineError, Move
 from solrace.server.protocol.messages import (
+    Board,
     ClientMessage,
     CreateRace,
     Error,
@@ -24,14 +27,17 @@ from solrace.server.protocol.messages import (
     ListRaces,
     MoveAck,
     MoveRejected,
+    Progress,
     RaceInfo,
     RaceList,
+    RaceSnapshot,
     RaceUpdate,
     Replay,
     ReplayModel,
     Resign,
     ServerMessage,
     StartRace,
+    Sync,
     Unwatch,
     Watch,
 )
@@ -39,7 +45,7 @@ from solrace.server.protocol.tournament_messages import TournamentView
 
 from .boards import check_move
 from .connection import Connection, Incoming, LinkStatus, StatusChange
-from .state import ClientState
+from .state import ClientState, RaceState
 
 Listener = Callable[[Incoming], None]
 Predicate = Callable[[ServerMessage], bool]
@@ -64,6 +70,14 @@ class RequestError(Exception):
         super().__init__(f"{message} ({code})")
         self.code = code
         self.message = message
+
+
+class LinkClosedError(RequestError):
+    """The connection is closed for good: nothing sent now can be answered."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("connection_closed", f"the connection is closed for good: {detail}")
+        self.detail = detail
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +105,10 @@ class Session:
             self.state.apply(conn.welcome)
         self.listeners: list[Listener] = []
         self.link = LinkStatus.CONNECTED
+        #: Why the link closed for good (set once `pump` has seen it), else None.
+        self.closed: str | None = None
         self._waiters: list[tuple[Predicate, asyncio.Future[ServerMessage]]] = []
+        self._settled: ServerMessage | None = None
 
     # --- reading -------------------------------------------------------------------------
 
@@ -101,23 +118,37 @@ class Session:
             incoming = await self.conn.recv()
             self.dispatch(incoming)
             if isinstance(incoming, StatusChange) and incoming.status is LinkStatus.CLOSED:
-                for _, future in self._waiters:
-                    if not future.done():
-                        future.set_exception(ConnectionError(incoming.detail))
                 return
 
     def dispatch(self, incoming: Incoming) -> None:
+        self._settled = None
         if isinstance(incoming, StatusChange):
             self.link = incoming.status
+            if incoming.status is LinkStatus.CLOSED:
+                self.closed = incoming.detail or "closed"
+                for _, future in self._waiters:
+                    if not future.done():
+                        future.set_exception(LinkClosedError(self.closed))
+                self._waiters = []
         else:
             self.state.apply(incoming, _now_ms())
             self.state.clock_offset_ms = self.conn.clock_offset_ms
             for predicate, future in list(self._waiters):
                 if not future.done() and predicate(incoming):
                     future.set_result(incoming)
+                    self._settled = incoming
             self._waiters = [(p, f) for p, f in self._waiters if not f.done()]
         for listener in list(self.listeners):
             listener(incoming)
+
+    def was_awaited(self, message: ServerMessage) -> bool:
+        """Did the message being dispatched settle a request or wait (listeners: an error
+        the requester reports itself need not be reported twice)?"""
+        return message is self._settled
+
+    def _check_open(self) -> None:
+        if self.closed is not None:
+            raise LinkClosedError(self.closed)
 
     async def request(
         self, message: ClientMessage, until: Predicate, timeout_s: float = 10.0
@@ -131,6 +162,7 @@ class Session:
                 return reply.race_id is None or race_id is None or reply.race_id == race_id
             return until(reply)
 
+        self._check_open()
         future: asyncio.Future[ServerMessage] = asyncio.get_running_loop().create_future()
         self._waiters.append((settles, future))
         await self.conn.send(message)
@@ -140,9 +172,15 @@ class Session:
         return reply
 
     async def wait_for(self, until: Predicate, timeout_s: float = 10.0) -> ServerMessage:
+        return await asyncio.wait_for(self.expect(until), timeout_s)
+
+    def expect(self, until: Predicate) -> asyncio.Future[ServerMessage]:
+        """The first message `until` accepts from now on, as a future: registered at once, so
+        it may be set up before sending what it answers."""
+        self._check_open()
         future: asyncio.Future[ServerMessage] = asyncio.get_running_loop().create_future()
         self._waiters.append((until, future))
-        return await asyncio.wait_for(future, timeout_s)
+        return future
 
     # --- requests ------------------------------------------------------------------------
 
@@ -192,19 +230,60 @@ class Session:
         assert isinstance(reply, RaceUpdate)
         return reply.race_id
 
-    async def join_race(self, race_id: str, invite_code: str | None = None) -> None:
+    async def join_race(self, race_id: str, invite_code: str | None = None) -> bool:
+        """Sit in a race: True. A race this player already sits in (back after a crash or
+        Ctrl-C: the server answers `already_joined`) is resumed instead (`resume`): False."""
+        me = self.me
+        try:
+            await self.request(
+                JoinRace(race_id=race_id, invite_code=invite_code),
+                lambda m: (
+                    isinstance(m, RaceUpdate)
+                    and m.race_id == race_id
+                    and any(r.player_id == me for r in m.race.racers)
+                ),
+            )
+        except RequestError as exc:
+            if exc.code != "already_joined":
+                raise
+            await self.resume(race_id)
+            return False
+        return True
+
+    async def resume(self, race_id: str) -> RaceState:
+        """Follow a race this player sits in again: `sync` answers with the race's snapshot
+        and, once it runs, the own board (waited for here too, so that nothing of the
+        answer is still to come when this returns)."""
+        me = self.me
+        board = self.expect(
+            lambda m: isinstance(m, Board) and m.race_id == race_id and m.player_id == me
+        )
+        try:
+            reply = await self.request(
+                Sync(race_id=race_id),
+                lambda m: isinstance(m, RaceSnapshot) and m.race_id == race_id,
+            )
+            assert isinstance(reply, RaceSnapshot)
+            seated = any(r.player_id == me for r in reply.race.racers)
+            if reply.race.status == "running" and seated:
+                await asyncio.wait_for(board, 10.0)
+        finally:
+            if board.done() and not board.cancelled():
+                board.exception()  # retrieved: a link closed meanwhile is not logged
+            board.cancel()
+        return self.state.race(race_id)
+
+    async def leave_race(self, race_id: str) -> None:
+        """Give up a seat in an open race; returns once the server took this player out."""
         me = self.me
         await self.request(
-            JoinRace(race_id=race_id, invite_code=invite_code),
+            LeaveRace(race_id=race_id),
             lambda m: (
                 isinstance(m, RaceUpdate)
                 and m.race_id == race_id
-                and any(r.player_id == me for r in m.race.racers)
+                and (m.race.status == "cancelled" or all(r.player_id != me for r in m.race.racers))
             ),
         )
-
-    async def leave_race(self, race_id: str) -> None:
-        await self.conn.send(LeaveRace(race_id=race_id))
 
     async def start_race(self, race_id: str) -> None:
         await self.request(
@@ -215,7 +294,17 @@ class Session:
         )
 
     async def resign(self, race_id: str) -> None:
-        await self.conn.send(Resign(race_id=race_id))
+        """Give up a running race; returns once the server says this racer resigned."""
+        me = self.me
+        await self.request(
+            Resign(race_id=race_id),
+            lambda m: (
+                isinstance(m, Progress)
+                and m.race_id == race_id
+                and m.progress.player_id == me
+                and m.progress.state == "resigned"
+            ),
+        )
 
     async def watch(self, race_id: str) -> None:
         await self.conn.send(Watch(race_id=race_id))

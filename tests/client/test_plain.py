@@ -1,8 +1,18 @@
-"""`solrace play --plain` in a child process against a real server (and the embedded one)."""
+"""`solrace play --plain` in a child process against a real server (and the embedded one):
+outcomes print once the server confirms them, a link closed for good ends the program, and a
+racer back after Ctrl-C takes its seat again."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import signal
 from pathlib import Path
+
+import pytest
+
+from solrace.client.connection import Connection
+from solrace.client.session import Session
 
 from .process import Child
 
@@ -69,3 +79,147 @@ async def test_plain_mode_without_server_embeds_one_and_seats_a_bot(tmp_path: Pa
         assert oct(identity.stat().st_mode & 0o777) == "0o600"
     finally:
         await player.kill()
+
+
+class Opponent:
+    """A racer in this process (no moves unless told), closed at the end."""
+
+    def __init__(self, session: Session, pump: asyncio.Task[None]) -> None:
+        self.session = session
+        self.pump = pump
+
+    @classmethod
+    async def open(cls, url: str, name: str | None = None, token: str | None = None) -> Opponent:
+        conn = Connection(url, name=name, token=token)
+        await conn.connect()
+        conn.recv_nowait()
+        session = Session(conn)
+        return cls(session, asyncio.create_task(session.pump()))
+
+    async def close(self) -> None:
+        self.pump.cancel()
+        await self.session.conn.close()
+
+
+def saved_token(tmp_path: Path, url: str) -> str:
+    """The token the child processes saved for `url` (their config folder)."""
+    entry = json.loads((tmp_path / "child-config" / "identity.json").read_text())[url]
+    token = entry["token"]
+    assert isinstance(token, str)
+    return token
+
+
+async def test_refused_commands_print_the_refusal_not_a_success(
+    server_url: str, tmp_path: Path
+) -> None:
+    player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "pat")
+    try:
+        await player.expect("connected to")
+        for word in ("resign", "start", "leave", "board", "moves", "wait"):
+            await player.send(word)
+            await player.expect("no current race: create or join one first")
+        await player.send("join")
+        await player.expect("join RACE [INVITE]")
+        await player.send("create klondike 3 30")
+        race_id = (await player.expect("created")).split()[1]
+        await player.send("start")
+        await player.expect("countdown:")
+        await player.send("leave")  # the countdown has begun: too late to leave
+        await player.expect("refused leave: only an open race can be left; resign (wrong_status)")
+        await player.send("moves")  # typed before the start: waits for it
+        await player.expect("legal moves:")
+        await player.send("resign")
+        await player.expect(f"resigned from race {race_id}")
+        await player.expect("race finished")
+        await player.send("resign")  # once more: the server refuses, nothing else is said
+        await player.expect("refused resign:")
+        await player.send("quit")
+        assert await player.finish() == 0
+        assert "left race" not in player.output
+        assert player.output.count("resigned from race") == 1
+        assert "error:" not in player.output  # each refusal is said once, as `refused`
+        assert "cannot read move" not in player.output
+    finally:
+        await player.kill()
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "waiting"])
+async def test_a_second_connection_of_the_player_ends_the_plain_client(
+    server_url: str, tmp_path: Path, busy: bool
+) -> None:
+    player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "pat")
+    other: Opponent | None = None
+    try:
+        await player.expect("connected to")
+        await player.send("create klondike 2 60")
+        await player.expect("created")
+        if busy:
+            await player.send("wait")  # a command in flight when the link is closed
+        other = await Opponent.open(server_url, token=saved_token(tmp_path, server_url))
+        line = await player.expect("connection closed:")
+        assert "this player connected again elsewhere (4003" in line
+        # It ends by itself, its input still open, with an error status.
+        assert await asyncio.wait_for(player.proc.wait(), 10) == 1
+        assert await player.finish() == 1
+        assert "Traceback" not in player.output
+    finally:
+        await player.kill()
+        if other is not None:
+            await other.close()
+
+
+async def test_a_racer_comes_back_into_its_race_after_ctrl_c(
+    server_url: str, tmp_path: Path
+) -> None:
+    first = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "dave")
+    rival = await Opponent.open(server_url, "rival")
+    children = [first]
+    try:
+        await first.expect("connected to")
+        await first.send("create klondike 2 300")
+        race_id = (await first.expect("created")).split()[1]
+        await rival.session.join_race(race_id)
+        await first.send("deal")
+        await first.expect("ok deal")
+        first.proc.send_signal(signal.SIGINT)
+        line = await first.expect("forfeit")
+        assert line.startswith(f"leaving race {race_id} while it is running: you forfeit")
+        assert "grace period" in line and f"join {race_id}" in line
+        assert await first.finish() == 130
+
+        # Back with --race: the seat is kept (not `already_joined`), the board comes back.
+        again = await Child.start(
+            tmp_path, "play", "--plain", "--server", server_url, "--race", race_id
+        )
+        children.append(again)
+        await again.expect(f"back in race {race_id} (running")
+        await again.expect("t6")  # the board
+        await again.send("deal")
+        await again.expect("ok deal")
+        await again.send("quit")
+        assert await again.finish() == 0
+
+        # Back with no race given: the race in progress becomes the current one; `join` of
+        # it resumes it too.
+        third = await Child.start(tmp_path, "play", "--plain", "--server", server_url)
+        children.append(third)
+        await third.expect(f"back in race {race_id} (running")
+        await third.send(f"join {race_id}")
+        await third.expect(f"back in race {race_id} (running")
+        await third.send("board")
+        await third.send("moves")
+        await third.expect("legal moves:")
+        # One board after each `back in race` and one for `board`: none printed twice.
+        assert third.output.count("t0    t1") == 3
+        await third.send("resign")
+        await third.expect(f"resigned from race {race_id}")
+        await rival.session.resign(race_id)
+        await third.send("wait")
+        await third.expect("race finished")
+        await third.send("quit")
+        assert await third.finish() == 0
+        assert "already_joined" not in third.output + again.output
+    finally:
+        for child in children:
+            await child.kill()
+        await rival.close()
