@@ -1,5 +1,12 @@
 """`solrace tournament ...`: create, join, check in, show, list, administer tournaments, run bots
-in one, and read leaderboards and profiles. Each command connects, asks, prints and exits."""
+in one, and read leaderboards and profiles. Each command connects, asks, prints and exits.
+
+Only what acts as the player (join, check-in, leave, play) connects with its saved identity:
+the server keeps one connection per player and closes the older one (4003), so a read-only
+command or an admin act run in another terminal must not take over a racing player's
+connection. Reads (show, watch, list, leaderboard, profile) and admin acts (authorized by the
+admin token) connect anonymously; `create`, whose creator is named in the audit, uses the
+server's separate admin identity (`identity.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +16,18 @@ import os
 import sys
 from collections.abc import Sequence
 
-from solrace.server.protocol.messages import ClientMessage, Error, Ping, Pong, ServerMessage
+from pydantic import ValidationError
+
+from solrace.engine import GAME_IDS
+from solrace.server.protocol.messages import (
+    ClientMessage,
+    Error,
+    ListRaces,
+    Ping,
+    Pong,
+    RaceList,
+    ServerMessage,
+)
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
     CreateTournament,
@@ -29,7 +47,7 @@ from solrace.server.protocol.tournament_messages import (
 
 from .bots import Bot, BotError
 from .connection import Connection, ConnectionFailedError, StatusChange
-from .identity import connect_player
+from .identity import connect_player, known_players, load_identity
 from .strategy import STRATEGIES, make_strategy
 from .tournament_bots import play_tournament
 from .tournament_render import (
@@ -42,6 +60,13 @@ from .tournament_render import (
 NAMES_PING = 4_242_424
 ADMIN_ACTS = ("open-check-in", "start", "pause", "resume", "forfeit", "correct", "drop")
 FORMATS = ("single_elimination", "double_elimination", "swiss", "round_robin", "heats")
+#: Commands that only read: an anonymous connection (no player's connection is taken over).
+READ_ONLY = frozenset({"show", "watch", "list", "leaderboard", "profile"})
+#: Admin acts: the admin token authorizes them, no identity is needed.
+ADMIN_COMMANDS = frozenset({"start", "pause", "resume", "admin"})
+#: Most tournaments whose players are read to find a player's id by name (three messages
+#: each: with the leaderboards, within the connection's rate budget of 100).
+NAME_SEARCH_TOURNAMENTS = 20
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,20 +79,65 @@ def build_parser() -> argparse.ArgumentParser:
         help="admin token (default: $SOLRACE_ADMIN_TOKEN)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    create = sub.add_parser("create", help="create a tournament (needs the admin token)")
-    create.add_argument("title", help="the tournament's name")
-    create.add_argument("--game", default="klondike")
-    create.add_argument("--format", choices=FORMATS, default="single_elimination")
-    create.add_argument("--best-of", type=int, default=1)
+    create = sub.add_parser(
+        "create",
+        help="create a tournament (needs the admin token)",
+        description="Create a tournament. Its creator is this config folder's separate admin "
+        "identity on the server (`solrace tournament --name NAME create ...` picks it; "
+        "default: <your name>-admin), so creating never takes over the connection of a "
+        "player who is racing.",
+    )
+    create.add_argument("title", help="the tournament's name (1 to 64 characters)")
+    create.add_argument(
+        "--game",
+        choices=GAME_IDS,
+        default="klondike",
+        metavar="GAME",
+        help="the game every race deals (default klondike): " + ", ".join(GAME_IDS),
+    )
+    create.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="single_elimination",
+        help="how players meet (default single_elimination; docs/tournaments.md)",
+    )
+    create.add_argument(
+        "--best-of",
+        type=int,
+        default=1,
+        metavar="N",
+        help="races per match, 1 to 9 (default 1); odd for head-to-head formats (first to "
+        "ceil(N/2) wins); heats play exactly N races",
+    )
     create.add_argument("--time-limit", type=int, default=600, help="seconds per race")
-    create.add_argument("--max-players", type=int)
+    create.add_argument(
+        "--max-players",
+        type=int,
+        metavar="N",
+        help="registration closes at N players, 2 to 1024 (default: no limit)",
+    )
     create.add_argument("--no-check-in", action="store_true", help="registration is enough")
     create.add_argument("--grace", type=int, default=120, help="no-show grace, seconds")
     create.add_argument("--casual", action="store_true", help="races do not change ratings")
-    create.add_argument("--rounds", type=int, help="Swiss rounds (default: automatic)")
-    create.add_argument("--heat-size", type=int, default=4)
-    create.add_argument("--advance", type=int, default=2, help="heats: how many go through")
-    create.add_argument("--third-place", action="store_true")
+    create.add_argument("--rounds", type=int, help="Swiss rounds, 1 to 64 (default: automatic)")
+    create.add_argument(
+        "--heat-size",
+        type=int,
+        default=4,
+        metavar="N",
+        help="heats: players per heat race, 2 to 16 (default 4)",
+    )
+    create.add_argument(
+        "--advance",
+        type=int,
+        default=2,
+        help="heats: how many of each heat go through, 1 to 15 (default 2)",
+    )
+    create.add_argument(
+        "--third-place",
+        action="store_true",
+        help="single elimination: the semi-final losers play for third place",
+    )
     for name in ("join", "play", "check-in", "leave", "show", "watch"):
         helps = {"play": "play your races of a tournament you are in (stays connected)"}
         one = sub.add_parser(name, help=helps.get(name, f"{name} a tournament"))
@@ -79,9 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
                     action="store_true",
                     help="stay connected and play your races (the play screen) until the end",
                 )
-            one.add_argument(
-                "--plain", action="store_true", help="play in line mode (implies --play)"
-            )
+                plain_help = "play in line mode (implies --play)"
+            else:
+                plain_help = "play in line mode instead of the play screen"
+            one.add_argument("--plain", action="store_true", help=plain_help)
             one.add_argument("--ascii", action="store_true", help="ASCII cards")
         if name in ("show", "watch"):
             one.add_argument(
@@ -110,8 +181,52 @@ def build_parser() -> argparse.ArgumentParser:
     board = sub.add_parser("leaderboard", help="a game's rating leaderboard")
     board.add_argument("game", nargs="?", default="klondike")
     profile = sub.add_parser("profile", help="a player's ratings and recent results")
-    profile.add_argument("player", nargs="?")
+    profile.add_argument(
+        "player",
+        nargs="?",
+        help="a player's name or id (default: --name, else the name you used last)",
+    )
     return parser
+
+
+def create_problem(args: argparse.Namespace) -> str | None:
+    """Why `create`'s options cannot make a tournament, or None (checked before connecting:
+    the server would accept some of these, e.g. an even best-of, or refuse them less
+    clearly)."""
+    title = args.title.strip()
+    if not title:
+        return "the tournament's name (TITLE) is empty"
+    if len(title) > 64:
+        return f"the tournament's name is {len(title)} characters long; at most 64"
+    if not 1 <= args.best_of <= 9:
+        return f"--best-of {args.best_of}: 1 to 9 races per match"
+    if args.best_of % 2 == 0 and args.format != "heats":
+        return (
+            f"--best-of {args.best_of}: a head-to-head match needs an odd number of races "
+            "(1, 3, 5, 7 or 9: first to a majority wins)"
+        )
+    if args.max_players is not None and not 2 <= args.max_players <= 1024:
+        return f"--max-players {args.max_players}: 2 to 1024"
+    if not 2 <= args.heat_size <= 16:
+        return f"--heat-size {args.heat_size}: 2 to 16 players per heat"
+    if not 1 <= args.advance <= 15:
+        return f"--advance {args.advance}: 1 to 15 players of each heat"
+    if args.rounds is not None and not 1 <= args.rounds <= 64:
+        return f"--rounds {args.rounds}: 1 to 64 Swiss rounds"
+    if args.time_limit < 1:
+        return f"--time-limit {args.time_limit}: seconds, more than 0"
+    if args.grace < 0:
+        return f"--grace {args.grace}: seconds, 0 or more"
+    return None
+
+
+def validation_text(exc: ValidationError) -> str:
+    """A pydantic refusal of a request's fields as one line."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"])
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)
 
 
 def parse_placings(text: str) -> list[list[str]]:
@@ -125,7 +240,7 @@ def _request(args: argparse.Namespace) -> ClientMessage | None:
     if command == "create":
         return CreateTournament(
             admin_token=token,
-            name=args.title,
+            name=args.title.strip(),
             game=args.game,
             format=args.format,
             best_of=args.best_of,
@@ -155,8 +270,6 @@ def _request(args: argparse.Namespace) -> ClientMessage | None:
         return ListTournaments()
     if command == "leaderboard":
         return GetLeaderboard(game=args.game)
-    if command == "profile":
-        return GetProfile(player_id=args.player)
     if command in ("start", "pause", "resume", "admin"):
         act = args.act if command == "admin" else command
         act = {"open-check-in": "open_check_in", "correct": "correct_result"}.get(act, act)
@@ -190,7 +303,14 @@ async def _connect(args: argparse.Namespace, anonymous: bool) -> Connection:
         conn = Connection(args.server)
         await conn.connect()
         return conn
+    if args.command == "create":
+        return await connect_player(args.server, args.server, args.name, role="admin")
     return await connect_player(args.server, args.server, args.name)
+
+
+def fail(text: str) -> int:
+    print(f"solrace tournament: {text}", file=sys.stderr)
+    return 1
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -202,10 +322,17 @@ async def _run(args: argparse.Namespace) -> int:
         return await run_play(args)
     if getattr(args, "tui", False):
         return await _run_tui(args)
-    anonymous = args.command in ("show", "watch", "list", "leaderboard")
+    if args.command == "create":
+        problem = create_problem(args)
+        if problem is not None:
+            print(f"solrace tournament create: {problem}", file=sys.stderr)
+            return 2
+    anonymous = args.command in READ_ONLY or args.command in ADMIN_COMMANDS
     conn = await _connect(args, anonymous)
     try:
         conn.recv_nowait()  # the welcome
+        if args.command == "profile":
+            return await _profile(conn, args)
         if args.command == "admin" and (args.player or args.placings):
             names = await _player_ids(conn, args.tournament)
             if args.player:
@@ -213,7 +340,10 @@ async def _run(args: argparse.Namespace) -> int:
             if args.placings:
                 groups = parse_placings(args.placings)
                 args.placings = ",".join("=".join(names.get(p, p) for p in g) for g in groups)
-        request = _request(args)
+        try:
+            request = _request(args)
+        except ValidationError as exc:
+            return fail(f"{args.command}: {validation_text(exc)}")
         assert request is not None
         await conn.send(request)
         while True:
@@ -232,6 +362,74 @@ async def _run(args: argparse.Namespace) -> int:
             print(flush=True)
     finally:
         await conn.close()
+
+
+async def _ask(conn: Connection, message: ClientMessage, kind: type[ServerMessage]) -> object:
+    """Send `message` and read until its answer of type `kind` (returned) or its error."""
+    await conn.send(message)
+    while True:
+        incoming = await asyncio.wait_for(conn.recv(), 30.0)
+        if isinstance(incoming, Error) and incoming.request == message.type:
+            return incoming
+        if isinstance(incoming, kind):
+            return incoming
+
+
+async def _profile(conn: Connection, args: argparse.Namespace) -> int:
+    """`profile [PLAYER]` on an anonymous connection: PLAYER is an id or a name (default:
+    --name, else the name used last), its id found from the saved identities, the live
+    races, the leaderboards or the tournaments' players."""
+    wanted = args.player or args.name
+    if wanted is None:
+        last = load_identity(args.server)
+        if last is None:
+            return fail(f"profile: no identity saved for {args.server}; name a player")
+        wanted = last.name
+    player_id = known_players(args.server).get(wanted)
+    candidates = [player_id] if player_id else []
+    if wanted != player_id and len(wanted) <= 64:
+        candidates.append(wanted)  # maybe an id already
+    for candidate in candidates:
+        reply = await _ask(conn, GetProfile(player_id=candidate), Profile)
+        if isinstance(reply, Profile):
+            print(render(reply), flush=True)
+            return 0
+    player_id = await _find_player(conn, wanted)
+    if player_id is not None:
+        reply = await _ask(conn, GetProfile(player_id=player_id), Profile)
+        if isinstance(reply, Profile):
+            print(render(reply), flush=True)
+            return 0
+    return fail(
+        f"unknown_player: no player named {wanted!r} (or with that id) on {args.server} "
+        "(names are looked up in your saved identities, the live races, the leaderboards "
+        "and the tournaments)"
+    )
+
+
+async def _find_player(conn: Connection, name: str) -> str | None:
+    """The id of the player called `name` (names are unique on a server), from what the
+    protocol lists with names: live races, leaderboards, tournaments' players."""
+    races = await _ask(conn, ListRaces(), RaceList)
+    if isinstance(races, RaceList):
+        for info in races.races:
+            for racer in info.racers:
+                if racer.name == name:
+                    return racer.player_id
+    for game in GAME_IDS:
+        board = await _ask(conn, GetLeaderboard(game=game, limit=100), Leaderboard)
+        if isinstance(board, Leaderboard):
+            for row in board.entries:
+                if row.name == name:
+                    return row.player_id
+    listed = await _ask(conn, ListTournaments(), TournamentList)
+    if not isinstance(listed, TournamentList):
+        return None
+    for summary in listed.tournaments[:NAME_SEARCH_TOURNAMENTS]:
+        names = await _player_ids(conn, summary.tournament_id)
+        if name in names:
+            return names[name]
+    return None
 
 
 async def _player_ids(conn: Connection, tournament_id: str) -> dict[str, str]:
@@ -298,6 +496,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(list(argv) if argv is not None else sys.argv[1:])
     try:
         return asyncio.run(_run(args))
+    except TimeoutError:
+        print("solrace tournament: no answer from the server", file=sys.stderr)
+        return 1
     except ConnectionFailedError as exc:
         print(f"solrace tournament: {exc}", file=sys.stderr)
         return 1

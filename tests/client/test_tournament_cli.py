@@ -1,0 +1,210 @@
+"""`solrace tournament` commands against a real server on loopback (run in this process, with
+the test's own config folder): read-only commands and admin acts never take over the
+connection of a player who is racing, `profile` takes a name, `create` refuses bad options in
+one line before connecting, and the help says what each option is."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+
+from solrace.client.identity import admin_name, connect_player
+from solrace.client.session import Session
+from solrace.client.tournament_cli import _run, build_parser, main
+from solrace.server.app import App
+from solrace.server.protocol.tournament_messages import JoinTournament, WatchTournament
+
+from .conftest import TOKEN, eventually
+from .test_tournament_screen import Opened, is_view
+
+
+@pytest.fixture
+async def opened(tournament_server: App) -> AsyncIterator[Opened]:
+    sessions = Opened(url_of(tournament_server))
+    yield sessions
+    await sessions.close()
+
+
+def url_of(app: App) -> str:
+    return f"ws://127.0.0.1:{app.port}"
+
+
+async def cli(url: str, *argv: str) -> int:
+    """`solrace tournament --server URL --admin-token TOKEN ARGV...` in this process."""
+    args = build_parser().parse_args(["--server", url, "--admin-token", TOKEN, *argv])
+    return await _run(args)
+
+
+async def player_session(url: str, name: str) -> tuple[Session, asyncio.Task[None]]:
+    """A player connected as `solrace play` does: its identity saved in the config folder."""
+    conn = await connect_player(url, url, name)
+    conn.recv_nowait()
+    session = Session(conn)
+    return session, asyncio.create_task(session.pump())
+
+
+async def still_connected(session: Session) -> None:
+    """The session's link is the same one and answers (a 4003 would have closed it)."""
+    await session.list_races()
+    assert session.closed is None and session.conn.status.value == "connected"
+
+
+async def test_reads_and_admin_acts_leave_a_racing_player_connected(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url_of(tournament_server)
+    alice, pump = await player_session(url, "alice")
+    try:
+        # `create` connects as the separate admin identity, not as alice (the last used).
+        assert await cli(url, "create", "friday", "--no-check-in", "--casual") == 0
+        found = re.search(r"\[(t[0-9a-f]+)\]", capsys.readouterr().out)
+        assert found is not None
+        tid = found[1]
+        assert admin_name(url) == "alice-admin"
+        await still_connected(alice)
+        await alice.request(JoinTournament(tournament_id=tid), is_view(tid))
+        bob = await opened.open("bob")
+        await bob.request(JoinTournament(tournament_id=tid), is_view(tid))
+
+        # An admin act: the admin token is enough, no identity is used.
+        assert await cli(url, "start", tid) == 0
+        await eventually(lambda: bool(alice.state.tournament_races), what="alice seated")
+        notice = next(iter(alice.state.tournament_races.values()))
+        await still_connected(alice)
+
+        # Reads while alice's race is on, in another terminal with her saved identity.
+        for argv in (["profile"], ["profile", "alice"], ["show", tid], ["list"]):
+            assert await cli(url, *argv) == 0, argv
+            await still_connected(alice)
+        assert await cli(url, "leaderboard") == 0
+        assert await cli(url, "admin", tid, "pause") == 0
+        assert await cli(url, "resume", tid) == 0
+        await still_connected(alice)
+        out = capsys.readouterr().out
+        assert out.count("alice\n") >= 2  # both profiles are alice's
+        assert "paused" in out
+        race = alice.state.races.get(notice.race_id)
+        assert race is None or all(r.state != "gone" for r in race.racers.values())
+    finally:
+        pump.cancel()
+        await alice.conn.close()
+
+
+async def test_profile_takes_a_name_found_where_the_server_lists_names(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url_of(tournament_server)
+    director = await opened.open("director")
+    tid_reply = await cli(url, "--name", "director2", "create", "names-cup", "--casual")
+    assert tid_reply == 0
+    found = re.search(r"\[(t[0-9a-f]+)\]", capsys.readouterr().out)
+    assert found is not None
+    tid = found[1]
+    # bob is only in a tournament, dan only in an open race: neither is saved here.
+    bob = await opened.open("bob")
+    await bob.request(JoinTournament(tournament_id=tid), is_view(tid))
+    dan = await opened.open("dan")
+    await dan.create_race("klondike", 2, 60)
+    await director.request(WatchTournament(tournament_id=tid), is_view(tid))
+
+    assert await cli(url, "profile", "bob") == 0
+    assert capsys.readouterr().out.splitlines()[0] == "bob"
+    assert await cli(url, "profile", "dan") == 0
+    assert capsys.readouterr().out.splitlines()[0] == "dan"
+    assert await cli(url, "profile", bob.me or "") == 0  # an id still works
+    assert capsys.readouterr().out.splitlines()[0] == "bob"
+
+    assert await cli(url, "profile", "nobody") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown_player" in err[0] and "'nobody'" in err[0]
+
+
+async def test_profile_without_a_player_is_the_saved_one_or_a_clear_error(
+    tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url_of(tournament_server)
+    assert await cli(url, "profile") == 1
+    assert "no identity saved" in capsys.readouterr().err
+    conn = await connect_player(url, url, "erin")
+    await conn.close()
+    assert await cli(url, "profile") == 0
+    assert capsys.readouterr().out.splitlines()[0] == "erin"
+
+
+@pytest.mark.parametrize(
+    ("options", "complaint"),
+    [
+        (["", "--casual"], "name (TITLE) is empty"),
+        (["   "], "name (TITLE) is empty"),
+        (["x" * 65], "at most 64"),
+        (["cup", "--best-of", "2"], "odd number of races"),
+        (["cup", "--best-of", "11"], "1 to 9"),
+        (["cup", "--format", "heats", "--heat-size", "1"], "--heat-size 1: 2 to 16"),
+        (["cup", "--format", "heats", "--advance", "0"], "--advance 0"),
+        (["cup", "--max-players", "1"], "--max-players 1"),
+        (["cup", "--rounds", "0", "--format", "swiss"], "--rounds 0"),
+    ],
+)
+async def test_create_refuses_bad_options_in_one_line(
+    tournament_server: App,
+    capsys: pytest.CaptureFixture[str],
+    options: list[str],
+    complaint: str,
+) -> None:
+    assert await cli(url_of(tournament_server), "create", *options) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("solrace tournament create: ") and complaint in lines[0]
+    assert tournament_server.tournaments.live == {}  # nothing was created
+
+
+async def test_heats_may_play_an_even_number_of_races(
+    tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url_of(tournament_server)
+    assert await cli(url, "create", "heats-cup", "--format", "heats", "--best-of", "2") == 0
+    assert "best of 2" in capsys.readouterr().out
+
+
+async def test_a_field_the_protocol_refuses_is_one_line_not_a_traceback(
+    tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url_of(tournament_server)
+    argv = ["admin", "t000000", "forfeit", "--match", "M" * 65, "--player", "p1"]
+    assert await cli(url, *argv) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("solrace tournament: admin: match_id")
+
+
+def help_of(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as done:
+        main([*argv, "--help"])
+    assert done.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_the_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    play = help_of(capsys, "play")
+    assert "--plain play in line mode instead of the play screen" in play
+    assert "implies --play" not in play
+    assert "implies --play" in help_of(capsys, "join")
+    create = help_of(capsys, "create")
+    for option, text in [
+        ("--game GAME", "the game every race deals"),
+        ("--best-of N", "races per match"),
+        ("--max-players N", "registration closes at N players"),
+        ("--heat-size N", "heats: players per heat race"),
+        ("--third-place", "single elimination: the semi-final losers play for third place"),
+    ]:
+        assert f"{option} {text}" in create, option
+
+
+async def test_unknown_ids_still_answer_in_one_line(
+    tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await cli(url_of(tournament_server), "show", "tnothere") == 1
+    assert "unknown_tournament" in capsys.readouterr().err
