@@ -232,10 +232,13 @@ class ReplayScreen(Screen[None]):
 
     def update_view(self) -> None:
         replay = self.cursor.replay
-        verdict = "✓ verified" if is_replay_verified(replay) else "✗ MISMATCH"
+        verified = is_replay_verified(replay)
+        verdict = "✓ verified" if verified else "✗ MISMATCH"
         ranking = "  ".join(
             f"{e.rank}. {e.name} {e.on_foundations}/{e.total}" for e in replay.results
         )
+        if not verified:
+            ranking = f"results as the file states them (NOT verified): {ranking}"
         deal = f"{replay.game} deal #{replay.game_number} {verdict}"
         head = f"replay {replay.race_id}: {deal}  {ranking}"
         self.query_one("#replay-head", Static).update(Text(head, style="bold"))
