@@ -123,7 +123,7 @@ def _move_aside(path: Path, why: str) -> None:
     except OSError as exc:
         warn(f"{path} {why} and cannot be moved aside ({exc}); tokens are not saved")
         raise
-    warn(f"{path} {why}; moved it to {bad} (a new file is started; its tokens are still there)")
+    warn(f"{path} {why}; moved it to {bad} (the tokens in it stay there); starting a new one")
 
 
 def _read() -> dict[str, dict[str, Any]]:
