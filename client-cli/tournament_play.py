@@ -32,7 +32,7 @@ from solrace.server.protocol.tournament_messages import (
 from .connection import ConnectionFailedError, Incoming, LinkStatus, StatusChange
 from .held_deals import HeldDeals
 from .identity import connect_player
-from .plain import PlainMode, stdin_lines
+from .plain import EXIT_CLOSED, PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
 from .tournament_render import must_check_in, names_of, render_tournament
 
@@ -204,16 +204,21 @@ class TournamentPlain:
             await self.session.conn.send(Sync(race_id=race_id))
         reading = asyncio.create_task(self.commands(lines))
         ending = asyncio.create_task(self.finished.wait())
+        closing = asyncio.create_task(self.mode.closed.wait())  # 4003, 4001: for good
+        waits = {reading, ending, closing}
         try:
-            done, _ = await asyncio.wait({reading, ending}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if reading in done and not reading.result():
-                await ending  # end of input: follow the tournament to its end
+                # End of input: follow the tournament to its end (or the link's).
+                await asyncio.wait({ending, closing}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (reading, ending, *self._tasks):
+            for task in (*waits, *self._tasks):
                 task.cancel()
-            for task in (reading, ending):
+            for task in waits:
                 with contextlib.suppress(BaseException):
                     await task
+        if self.mode.closed.is_set() and not self.finished.is_set():
+            return EXIT_CLOSED
         if self.finished.is_set() and self.view is not None:
             self.say(render_tournament(self.view))
         return 0
