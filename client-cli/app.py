@@ -150,10 +150,8 @@ async def _play(args: argparse.Namespace) -> int:
             await opponents.seat(race_id)
         elif args.create:
             await mode.create([args.create, str(args.seats), str(args.time_limit)])
-        elif args.race:
-            await session.join_race(args.race, args.invite)
-            mode.race_id = args.race
-            mode.say(f"joined race {args.race}")
+        elif args.race:  # as `join RACE [INVITE]` (a seat already held is resumed)
+            await mode.join([args.race] + ([args.invite] if args.invite else []))
         return await mode.run(stdin_lines())
     except ConnectionFailedError as exc:
         print(f"solrace play: {exc}", file=sys.stderr)

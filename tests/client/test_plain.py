@@ -193,6 +193,7 @@ async def test_a_racer_comes_back_into_its_race_after_ctrl_c(
         )
         children.append(again)
         await again.expect(f"back in race {race_id} (running")
+        assert f"joined race {race_id}" not in again.output  # resumed, not joined
         await again.expect("t6")  # the board
         await again.send("deal")
         await again.expect("ok deal")
