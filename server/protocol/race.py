@@ -199,8 +199,9 @@ class Race:
     def progress_of(self, racer: Racer, now_ms: int) -> ProgressEntry:
         started = self.started_at_ms or now_ms
         end = racer.state_at_ms if racer.is_done and racer.state_at_ms else now_ms
-        # Built from the race's own typed fields, once per move: not validated again.
-        return ProgressEntry.model_construct(
+        # Validated on purpose: pydantic-core checks these fields faster (~1.4 us) than
+        # `model_construct` skips them in Python (~2.4 us, pydantic 2.13).
+        return ProgressEntry(
             player_id=racer.player_id,
             state=racer.state.value,
             on_foundations=racer.on_foundations,
@@ -283,9 +284,7 @@ class Race:
     def _progress(self, racer: Racer, now_ms: int) -> RaceEvent:
         entry = self.progress_of(racer, now_ms)
         return self._emit(
-            lambda v: Progress.model_construct(
-                race_id=self.race_id, epoch=self.epoch, version=v, progress=entry
-            )
+            lambda v: Progress(race_id=self.race_id, epoch=self.epoch, version=v, progress=entry)
         )
 
     # --- lobby -------------------------------------------------------------------------
