@@ -34,6 +34,9 @@ from .strategy import STRATEGIES, Strategy, make_strategy
 
 RaceCallback = Callable[[str], Awaitable[None] | None]
 
+#: Seconds before a resign the server could not store is sent again.
+RESIGN_RETRY_S = 1.0
+
 
 class BotError(Exception):
     """A bot could not join or create its race."""
@@ -78,6 +81,8 @@ class Bot:
         self._resigned = False
         #: The link (`reconnects` then) this bot's resign went out on; None: none sent.
         self._resign_link: int | None = None
+        #: When to send a resign again that the server could not store (`unavailable`).
+        self._resign_retry_at: float | None = None
         self._rejections = 0
         #: How many times the link came back (a new session: subscriptions must be renewed).
         self.reconnects = 0
@@ -168,6 +173,7 @@ class Bot:
         self._pending = None
         self._resigned = False
         self._resign_link = None
+        self._resign_retry_at = None
         self._rejections = 0
 
     async def start(self) -> None:
@@ -244,7 +250,9 @@ class Bot:
             race = self.race
             if race is not None and race.is_finished:
                 break
-            if self._resign_may_be_lost():
+            retry_at = self._resign_retry_at
+            if self._resign_may_be_lost() or (retry_at is not None and loop.time() >= retry_at):
+                self._resign_retry_at = None
                 await self._resign(self.reason)
                 continue
             if self.resign_when_alone and self._can_move() and self._others_are_out():
@@ -253,8 +261,17 @@ class Bot:
             if self._can_move() and loop.time() >= next_at:
                 await self._act()
                 continue
-            wait = None if not self._can_move() else max(0.0, next_at - loop.time())
-            message = await self.next_message(wait if wait is not None else 30.0)
+            due = next_at if self._can_move() else self._resign_retry_at
+            wait = 30.0 if due is None else max(0.0, due - loop.time())
+            message = await self.next_message(wait)
+            if (
+                isinstance(message, Error)
+                and message.request == "resign"
+                and message.code == "unavailable"
+            ):
+                # The store could not take it: send it again in a while (within the budget).
+                self._resign_retry_at = loop.time() + RESIGN_RETRY_S
+                continue
             if isinstance(message, MoveAck | MoveRejected) and message.seq == self._pending:
                 self._pending = None
                 next_at = loop.time() + self.delay_s

@@ -1,5 +1,6 @@
 """The bot `solrace play` seats as an opponent (`resign_when_alone`): it stops once the person
-it races is out, and its resign reaches the server even when its link drops on the way."""
+it races is out, and its resign reaches the server even when its link drops on the way or the
+store cannot take it at first."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from solrace.client.bots import Bot
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
 from solrace.server.protocol.messages import Resign
+from solrace.server.protocol.records import RaceRecord, RacerState
+from solrace.server.store import StoreError
 
 from .conftest import eventually, server_settings
 
@@ -71,6 +74,45 @@ async def test_a_resign_the_server_refused_is_sent_again_after_the_reconnect(
             person.state.player_id: "resigned",
             me: "resigned",
         }
+    finally:
+        await person.close()
+        await bot.close()
+
+
+async def test_a_resign_the_store_could_not_take_is_sent_again(server_app: App) -> None:
+    url = f"ws://127.0.0.1:{server_app.port}"
+    person = Bot(url, "person", make_strategy("greedy"))
+    strategy = make_strategy("greedy", seed=1)
+    bot = Bot(url, "opponent", strategy, delay_s=60.0, resign_when_alone=True)
+    store = server_app.hub.store
+    save = store.save_race_if
+    refused: list[RaceRecord] = []
+
+    async def refuse_the_bot_s_first_resign(race: RaceRecord, expected: RaceRecord | None) -> bool:
+        me = bot.state.player_id
+        if not refused and any(
+            r.player_id == me and r.state is RacerState.RESIGNED for r in race.racers
+        ):
+            refused.append(race)
+            raise StoreError("the store is away")
+        return await save(race, expected)
+
+    store.save_race_if = refuse_the_bot_s_first_resign  # type: ignore[method-assign]
+    try:
+        await person.connect()
+        await bot.connect()
+        race_id = await person.create("klondike", 2, 600, game_number="1")
+        await bot.join(race_id)
+        task = asyncio.create_task(bot.play())
+        me = bot.state.player_id or ""
+        await eventually(lambda: bot.race is not None and bot.race.plies.get(me) == 1, what="move")
+        await person.conn.send(Resign(race_id=race_id))
+        result = await asyncio.wait_for(task, 20)  # refused once (unavailable), then stored
+        assert len(refused) == 1
+        assert result.state == "resigned" and bot.reconnects == 0
+        race = bot.race
+        assert race is not None and race.results is not None
+        assert {r.player_id: r.state for r in race.results}[me] == "resigned"
     finally:
         await person.close()
         await bot.close()
