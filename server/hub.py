@@ -109,6 +109,7 @@ class Hub(MoveHandling):
         self.session_closed_hooks: list[Callable[[Session], None]] = []
         self.ratings_of: Callable[[str], Awaitable[dict[str, float]]] | None = None
         self._folds: set[asyncio.Task[None]] = set()
+        self._stopped = False
         self.lobby = LobbyFeed(
             self._live_race_infos,
             settings.lobby_push_s,
@@ -129,7 +130,11 @@ class Hub(MoveHandling):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
             self._ticker = None
+        self._stopped = True  # a fold that fails now is not tried again
         for runtime in list(self.races.values()):
+            if runtime.fold_due is not None:
+                runtime.fold_due.cancel()
+                runtime.fold_due = None
             if runtime.pending:  # the last progress batch goes into the race (and the store)
                 await self._fold(runtime)
         if self._folds:
@@ -176,12 +181,12 @@ class Hub(MoveHandling):
     async def _settle_boards(self, runtime: RaceRuntime) -> None:
         """Store the finish or stuck board of racers whose move's change the store refused
         (the move itself was stored and acknowledged); `RaceError` while it still refuses."""
-        for player_id in sorted(runtime.unsettled):
+        for player_id, moves in sorted(runtime.unsettled.items()):
             board = runtime.boards.get(player_id)
             if board is not None and runtime.race.is_live and board.move_times:
                 change = board_progress(player_id, board.game, board.move_times[-1])
-                await self.apply_to_race(runtime, change)
-            runtime.unsettled.discard(player_id)
+                await self.apply_to_race(runtime, change, moves=moves)
+            del runtime.unsettled[player_id]
 
     def _new_epoch(self) -> str:
         return secrets.token_hex(4)

@@ -169,7 +169,7 @@ class MoveHandling(RaceSync):
         except RaceError as exc:
             # The move is stored and acknowledged; the tick stores its finish or stuck board
             # (and its progress) once the store answers again.
-            runtime.unsettled.add(player_id)
+            runtime.unsettled.setdefault(player_id, []).append(record)
             log.warning("race %s: board of %s not stored: %s", runtime.race_id, player_id, exc)
 
     async def _settle_conflict(

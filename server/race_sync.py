@@ -53,6 +53,8 @@ log = logging.getLogger("solrace.server.sync")
 
 FINISHED_KEPT = 500
 CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `unavailable`
+#: Seconds before a progress batch the store refused is folded again.
+FOLD_RETRY_S = 1.0
 
 Change = Callable[[Race], list[RaceEvent]]
 
@@ -147,6 +149,8 @@ class RaceSync:
     lobby: LobbyFeed
     #: Progress batches being folded in (see `_note_progress`).
     _folds: set[asyncio.Task[None]]
+    #: The hub has stopped: no fold is armed any more.
+    _stopped: bool
 
     @property
     def is_cluster(self) -> bool:
@@ -257,10 +261,14 @@ class RaceSync:
         runtime.note_board(move, on_foundations, total, moves)
         self._arm_fold(runtime)
 
-    def _arm_fold(self, runtime: RaceRuntime) -> None:
-        if runtime.fold_due is None:
+    def _arm_fold(self, runtime: RaceRuntime, delay_s: float | None = None) -> None:
+        """Fold the pending batch in `delay_s` (default: the progress interval); not once
+        the hub has stopped."""
+        if runtime.fold_due is None and not self._stopped:
             runtime.fold_due = asyncio.get_running_loop().call_later(
-                self.settings.progress_interval_s, self._fold_soon, runtime
+                self.settings.progress_interval_s if delay_s is None else delay_s,
+                self._fold_soon,
+                runtime,
             )
 
     def _fold_soon(self, runtime: RaceRuntime) -> None:
@@ -273,8 +281,13 @@ class RaceSync:
         try:
             await self.apply_to_race(runtime, lambda race: [])  # the pending figures, nothing else
         except RaceError as exc:
-            # The moves are stored and acknowledged; their progress goes with the next change.
-            log.warning("race %s: progress not stored: %s", runtime.race_id, exc)
+            # The moves are stored and acknowledged; their progress is tried again (one line
+            # per outage and race, not one per attempt).
+            if not runtime.fold_failing:
+                log.warning("race %s: progress not stored (retried): %s", runtime.race_id, exc)
+            runtime.fold_failing = True
+        else:
+            runtime.fold_failing = False
 
     def _folding(self, pending: dict[str, PendingBoard], change: Change) -> Change:
         """`change` preceded by the racers' `pending` figures."""
@@ -328,9 +341,9 @@ class RaceSync:
                     runtime, self._folding(pending, change), [*folded_moves, *moves]
                 )
             except RaceError:
-                if pending:  # not stored: the batch waits for the next fold
+                if pending:  # not stored: the batch is tried again, after a pause
                     runtime.put_back(pending, folded_moves)
-                    self._arm_fold(runtime)
+                    self._arm_fold(runtime, FOLD_RETRY_S)
                 raise
         if events:
             await self._changed(runtime, events)

@@ -99,8 +99,11 @@ class RaceRuntime:
         #: and those moves (several nodes publish them with the batch).
         self.pending: dict[str, PendingBoard] = {}
         self.pending_moves: list[MoveRecord] = []
-        #: Racers whose won or stuck board's change could not be stored: the tick applies it.
-        self.unsettled: set[str] = set()
+        #: Racers whose won or stuck board's change could not be stored, with the moves it
+        #: was to publish (several nodes): the tick applies it.
+        self.unsettled: dict[str, list[MoveRecord]] = {}
+        #: The last fold failed (the store refused it): logged once until one succeeds.
+        self.fold_failing = False
         #: The timer that folds `pending` in (None: nothing is pending).
         self.fold_due: asyncio.TimerHandle | None = None
 

@@ -4,6 +4,8 @@ fails is stored by the tick once the store is back."""
 
 from __future__ import annotations
 
+import asyncio
+
 from pydantic import BaseModel
 
 from solrace.server.broker import MemoryBroker
@@ -21,6 +23,7 @@ from solrace.server.protocol.messages import (
     RaceSnapshot,
 )
 from solrace.server.protocol.records import RaceRecord, RacerState
+from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import StoreError
@@ -74,7 +77,9 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
     await hub._fold(runtime)  # logged: progress not stored
     assert runtime.race.racers[player].moves == 0
     assert runtime.pending[player].moves == 3 and len(runtime.pending_moves) == 3
-    assert runtime.fold_due is not None, "the next fold is due"
+    due = runtime.fold_due
+    assert due is not None, "the next fold is due"
+    assert due.when() - asyncio.get_running_loop().time() <= FOLD_RETRY_S  # not the interval
 
     store.failing = False
     await hub.handle(alice, MakeMove(race_id=race_id, seq=3, move="deal"))
@@ -120,5 +125,59 @@ async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
     snapshot = dan.sent[-1]
     assert isinstance(snapshot, RaceSnapshot)
     assert {p.player_id: p.state for p in snapshot.progress}[player] == "stuck"
+    await hub.stop()
+    await store.close()
+
+
+async def test_a_stopped_hub_arms_no_fold_even_when_its_last_one_fails() -> None:
+    store = FailingSaves()
+    await store.open()
+    settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
+    hub = Hub(store, settings, Metrics(), b"x" * 32, broker=MemoryBroker())
+    alice, bob = Recorder(1), Recorder(2)
+    await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+    await hub.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
+    (race_id,) = hub.races
+    await hub.handle(bob, JoinRace(race_id=race_id))
+    await hub.tick()
+    await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
+    runtime = hub.races[race_id]
+    assert runtime.pending and runtime.fold_due is not None
+    store.failing = True
+    await hub.stop()  # its last fold fails
+    assert runtime.fold_due is None and not hub._folds
+    await store.close()
+
+
+async def test_several_nodes_get_the_move_behind_a_stuck_board_settled_by_the_tick() -> None:
+    store = FailingSaves()
+    await store.open()
+    broker = MemoryBroker()
+    settings = Settings(store="memory:", countdown_s=0)
+    hub = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
+    cat, dan = Recorder(1), Recorder(2)
+    await hub.handle(cat, Hello(protocol=PROTOCOL_VERSION, name="cat"))
+    await hub.handle(dan, Hello(protocol=PROTOCOL_VERSION, name="dan"))
+    await hub.handle(
+        cat, CreateRace(game="vegas-klondike", seats=2, time_limit_s=600, game_number="10")
+    )
+    (race_id,) = hub.races
+    await hub.handle(dan, JoinRace(race_id=race_id))
+    await hub.tick()
+    for seq in range(22):
+        await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move="deal"))
+    store.failing = True
+    await hub.handle(cat, MakeMove(race_id=race_id, seq=22, move="deal"))  # stuck, not stored
+    other_node = await broker.subscribe(race_channel(race_id))  # what another node reads
+    store.failing = False
+    await hub.tick()
+    notices: list[RaceNotice] = []
+    while not any(m.ply == 22 for n in notices for m in n.moves):
+        item = await asyncio.wait_for(anext(other_node), 5)
+        assert item is not None
+        notices.append(RaceNotice.model_validate_json(item))
+    assert hub.races[race_id].race.racers[cat.player_id or ""].state is RacerState.STUCK
+    await other_node.close()
     await hub.stop()
     await store.close()
