@@ -313,7 +313,11 @@ class TournamentService:
             tid = notice.tournament_id
             known = self.live.get(tid)
             if known is not None and known.version >= notice.version:
-                return  # this node saved that version or loaded it since: nothing to read
+                # This node saved that version or loaded it since (a watch, a refused act:
+                # those answer only their requester): nothing to read, but the watchers may
+                # not have had it yet (`_push` does nothing if they have).
+                self._push(known)
+                return
             wanted = [tid] if self.watchers.get(tid) or known is not None else []
         for tournament_id in wanted:
             try:
