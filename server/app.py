@@ -75,7 +75,7 @@ class App:
 
     `StartupError` (from here or from `start`) is a setting or environment problem, told in
     one line; with the SQLite store, `start` refuses a data file that another live server
-    holds (`<data-dir>/solrace.lock`)."""
+    holds (`<data-dir>/solrace.sqlite3.lock`)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings

@@ -10,7 +10,7 @@ an acknowledged move survives a kill -9 (WAL with synchronous=NORMAL is durable 
 process crashes; `durable=True` selects FULL, a flush per commit, for power loss too).
 
 One server per file: `exclusive=True` (what `solrace serve` asks for) holds an exclusive
-`flock` on the lock file beside the database (`solrace.sqlite3` -> `solrace.lock`) while the
+`flock` on the lock file beside the database (`solrace.sqlite3` -> `solrace.sqlite3.lock`) while the
 store is open, so a second server on the same file refuses to start instead of recovering
 (and timing out) the first one's races. The kernel drops the lock when the process ends,
 kill -9 included; the file itself stays (it only holds the last holder's pid).
@@ -101,10 +101,10 @@ class StoreLockedError(StoreError):
 
 
 def lock_path_for(database: Path) -> Path:
-    """The lock file of a database: beside it, its suffix replaced by `.lock`
-    (`data/solrace.sqlite3` -> `data/solrace.lock`); never the database itself."""
-    lock = database.with_suffix(".lock")
-    return lock if lock != database else database.with_name(database.name + ".lock")
+    """The lock file of a database: beside it, its name plus `.lock`
+    (`data/solrace.sqlite3` -> `data/solrace.sqlite3.lock`): one per database file, whatever
+    its suffix (`a.db` and `a.sqlite3` in one folder are two databases, two locks)."""
+    return database.with_name(database.name + ".lock")
 
 
 def _hold_lock(path: Path) -> int:

@@ -100,7 +100,7 @@ async def test_a_second_server_on_a_data_dir_is_refused_until_the_first_is_gone(
     servers: Starter, tmp_path: Path
 ) -> None:
     data_dir = tmp_path / "data"
-    lock = data_dir / "solrace.lock"
+    lock = data_dir / "solrace.sqlite3.lock"
     first = await servers()
     alice = await connect_client(first.url, "alice")
     bob = await connect_client(first.url, "bob")

@@ -262,7 +262,7 @@ def test_an_unknown_store_scheme_lists_the_accepted_ones(
     )
 
 
-# --- one server per SQLite file: <data-dir>/solrace.lock ----------------------------------------
+# --- one server per SQLite file: <data-dir>/solrace.sqlite3.lock -------------------------------
 
 
 def node_settings(data_dir: Path, **overrides: Any) -> Settings:
@@ -275,7 +275,7 @@ async def test_a_second_app_on_the_same_data_dir_is_refused(tmp_path: Path) -> N
     await first.start()
     try:
         second = App(node_settings(tmp_path))
-        lock = tmp_path / "solrace.lock"
+        lock = tmp_path / "solrace.sqlite3.lock"
         with pytest.raises(StartupError) as refused:
             await second.start()
         assert str(refused.value) == (
@@ -306,7 +306,7 @@ async def test_only_the_same_sqlite_file_is_locked(tmp_path: Path) -> None:
     shared by several nodes on purpose: it takes no lock either; see test_cluster_*.)"""
     apps = [
         App(node_settings(tmp_path, store=f"sqlite:{tmp_path / 'a.sqlite3'}")),
-        App(node_settings(tmp_path, store=f"sqlite:{tmp_path / 'b.sqlite3'}")),
+        App(node_settings(tmp_path, store=f"sqlite:{tmp_path / 'a.db'}")),
         App(node_settings(tmp_path, store="memory:")),
         App(node_settings(tmp_path, store="memory:")),
     ]
@@ -319,16 +319,16 @@ async def test_only_the_same_sqlite_file_is_locked(tmp_path: Path) -> None:
         for app in started:
             await app.stop()
     assert len(started) == 4
-    assert lock_files(tmp_path) == {"a.lock", "b.lock"}
+    assert lock_files(tmp_path) == {"a.sqlite3.lock", "a.db.lock"}
 
 
 def lock_files(folder: Path) -> set[str]:
     return {p.name for p in folder.glob("*.lock")}
 
 
-def test_the_lock_file_is_never_the_database() -> None:
-    assert lock_path_for(Path("data/solrace.sqlite3")) == Path("data/solrace.lock")
-    assert lock_path_for(Path("data/races")) == Path("data/races.lock")
+def test_the_lock_file_is_the_database_s_name_plus_lock() -> None:
+    assert lock_path_for(Path("data/solrace.sqlite3")) == Path("data/solrace.sqlite3.lock")
+    assert lock_path_for(Path("data/a.db")) != lock_path_for(Path("data/a.sqlite3"))
     assert lock_path_for(Path("data/races.lock")) == Path("data/races.lock.lock")
 
 
