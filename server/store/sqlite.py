@@ -100,6 +100,11 @@ class StoreLockedError(StoreError):
         )
 
 
+def _worker() -> ThreadPoolExecutor:
+    """The thread every call but the moves' writes runs on."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="solrace-sqlite")
+
+
 def lock_path_for(database: Path) -> Path:
     """The lock file of a database: beside it, its name plus `.lock`
     (`data/solrace.sqlite3` -> `data/solrace.sqlite3.lock`): one per database file, whatever
@@ -201,7 +206,7 @@ class SqliteStore(SqliteCompetition):
         self.exclusive = exclusive
         self.lock_path = lock_path_for(self.path)
         self._lock_fd: int | None = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="solrace-sqlite")
+        self._executor: ThreadPoolExecutor | None = _worker()
         self._db: sqlite3.Connection | None = None
         #: The moves' connection, used on the event loop's thread only.
         self._writer: sqlite3.Connection | None = None
@@ -209,17 +214,26 @@ class SqliteStore(SqliteCompetition):
         self._flush_due: asyncio.Handle | None = None
         self._checkpointer: asyncio.Task[None] | None = None
 
+    @property
+    def _thread(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            raise StoreError("store is not open")
+        return self._executor
+
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         def call() -> T:
             assert self._db is not None, "store is not open"
             return work(self._db)
 
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, call)
 
     async def open(self) -> None:
         """Create or open the file (and its folder). `StoreLockedError` if exclusive and
         another server has it open; `StoreError` saying why if it cannot be opened (its
-        folder cannot be created or written, the file is not a database, ...)."""
+        folder cannot be created or written, the file is not a database, ...). A store that
+        failed to open, or was closed, may be opened again."""
+        if self._executor is None:
+            self._executor = _worker()
         try:
             await self._open()
         except BaseException as exc:
@@ -255,7 +269,7 @@ class SqliteStore(SqliteCompetition):
                 raise
             return db
 
-        self._db = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
+        self._db = await asyncio.get_running_loop().run_in_executor(self._thread, connect)
         writer = sqlite3.connect(self.path, isolation_level=None)
         try:
             writer.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
@@ -296,9 +310,11 @@ class SqliteStore(SqliteCompetition):
                 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 db.close()
 
-            await asyncio.get_running_loop().run_in_executor(self._executor, shut)
+            await asyncio.get_running_loop().run_in_executor(self._thread, shut)
             self._db = None
-        self._executor.shutdown(wait=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
         if self._lock_fd is not None:  # last: the file is checkpointed and closed by now
             os.close(self._lock_fd)
             self._lock_fd = None

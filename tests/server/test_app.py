@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from solrace.server.app import App, StartupError, build_parser, main, settings_from_args
 from solrace.server.settings import Settings
-from solrace.server.store.sqlite import lock_path_for
+from solrace.server.store.sqlite import SqliteStore, StoreLockedError, lock_path_for
 
 
 def test_defaults_listen_on_loopback_8765_with_sqlite_in_data(
@@ -320,6 +320,18 @@ async def test_only_the_same_sqlite_file_is_locked(tmp_path: Path) -> None:
             await app.stop()
     assert len(started) == 4
     assert lock_files(tmp_path) == {"a.sqlite3.lock", "a.db.lock"}
+
+
+async def test_a_store_refused_its_lock_opens_once_the_holder_closes(tmp_path: Path) -> None:
+    holder = SqliteStore(tmp_path / "x.sqlite3", exclusive=True)
+    waiting = SqliteStore(tmp_path / "x.sqlite3", exclusive=True)
+    await holder.open()
+    with pytest.raises(StoreLockedError):
+        await waiting.open()
+    await holder.close()
+    await waiting.open()  # the same object, after a failed open
+    assert await waiting.get_race("nothing") is None
+    await waiting.close()
 
 
 def lock_files(folder: Path) -> set[str]:
