@@ -22,6 +22,8 @@ from .conftest import eventually, server_settings
 #: Messages a connection may send (the refill is too slow to matter here). The bot's hello,
 #: join and first move spend it all: its resign is the message over budget, which the server
 #: does not read (it closes the link). On the new link: hello, resync and the resign again.
+#: It counts what `Connection` and `Bot` send on their own (hello, join, a move): if they come
+#: to send more (a ping, a sync) the budget must follow, or the test checks something else.
 BUDGET = 3
 
 
