@@ -3,11 +3,8 @@ a finished race stays in memory."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
-from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import is_commitment_valid
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
@@ -20,9 +17,9 @@ from solrace.server.protocol.messages import (
     Sync,
 )
 from solrace.server.protocol.records import RaceStatus
-from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import open_store
+from tests.server.sessions import RecordingSession
 
 NOW_MS = 1_700_000_000_000
 
@@ -77,18 +74,6 @@ def test_a_new_race_record_is_open_with_the_server_s_settings_and_a_fresh_commit
     assert is_commitment_valid(held.commitment, "klondike", "1002", held.salt)
 
 
-class QuietSession(Session):
-    def send(self, message: BaseModel) -> None:
-        self.sent.append(message)
-
-    def close(self, code: CloseCode, reason: str) -> None:
-        self.closed = True
-
-    def __init__(self, session_id: int) -> None:
-        super().__init__(session_id)
-        self.sent: list[BaseModel] = []
-
-
 async def test_a_finished_race_leaves_memory_after_finished_kept_s() -> None:
     store = open_store("memory:")
     await store.open()
@@ -96,7 +81,7 @@ async def test_a_finished_race_leaves_memory_after_finished_kept_s() -> None:
     hub = Hub(store, settings, Metrics(), b"x" * 32)
     clock = [NOW_MS]
     hub.clock = lambda: clock[0]
-    alice, bob = QuietSession(1), QuietSession(2)
+    alice, bob = RecordingSession(1), RecordingSession(2)
     await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
     await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
     await hub.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))

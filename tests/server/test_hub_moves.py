@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import random
 
-from pydantic import BaseModel
-
 from solrace.engine import Audience, deal
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
-from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     CreateRace,
@@ -25,24 +22,12 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.views import board_for, touched_pile_models
 from solrace.server.runtime import ACKS_KEPT, UNDO_KEPT
-from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import open_store
+from tests.server.sessions import RecordingSession
 
 GAME_NUMBER = "1002"
 NOW_MS = 1_700_000_000_000
-
-
-class SendOnlySession(Session):
-    def __init__(self, session_id: int) -> None:
-        super().__init__(session_id)
-        self.sent: list[BaseModel] = []
-
-    def send(self, message: BaseModel) -> None:
-        self.sent.append(message)
-
-    def close(self, code: CloseCode, reason: str) -> None:
-        self.closed = True
 
 
 async def test_acks_are_the_moves_as_the_mover_sees_them_and_resends_repeat_them() -> None:
@@ -50,7 +35,7 @@ async def test_acks_are_the_moves_as_the_mover_sees_them_and_resends_repeat_them
     await store.open()
     hub = Hub(store, Settings(countdown_s=0, store="memory:"), Metrics(), b"x" * 32)
     hub.clock = lambda: NOW_MS
-    alice, bob = SendOnlySession(1), SendOnlySession(2)
+    alice, bob = RecordingSession(1), RecordingSession(2)
     await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
     await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
     await hub.handle(

@@ -2,27 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from solrace.server.lobby import LobbyFeed
-from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import RaceInfo, RaceList
-from solrace.server.session import Session
-
-
-class Recorder(Session):
-    def __init__(self, session_id: int) -> None:
-        super().__init__(session_id)
-        self.sent: list[BaseModel] = []
-
-    def send(self, message: BaseModel) -> None:
-        self.sent.append(message)
-
-    def send_frame(self, message: BaseModel, frame: bytes) -> None:
-        self.sent.append(message)
-
-    def close(self, code: CloseCode, reason: str) -> None:
-        self.closed = True
+from tests.server.sessions import RecordingSession
 
 
 def info(race_id: str) -> RaceInfo:
@@ -52,7 +34,7 @@ async def test_a_follower_gets_a_change_another_follower_already_has() -> None:
         return current
 
     feed = LobbyFeed(list_races, interval_s=600, poll_s=None)
-    early, late, gone = Recorder(1), Recorder(2), Recorder(3)
+    early, late, gone = RecordingSession(1), RecordingSession(2), RecordingSession(3)
     feed.follow(early, True, [])
     feed.follow(gone, True, [])
     current = [info("r1")]  # a race opens; before the push, another session follows

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic import BaseModel
-
 from solrace.server.broker import MemoryBroker
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
-from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     CreateRace,
@@ -24,22 +21,10 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.records import RaceRecord, RacerState
 from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
-from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import StoreError
 from solrace.server.store.memory import MemoryStore
-
-
-class Recorder(Session):
-    def __init__(self, session_id: int) -> None:
-        super().__init__(session_id)
-        self.sent: list[BaseModel] = []
-
-    def send(self, message: BaseModel) -> None:
-        self.sent.append(message)
-
-    def close(self, code: CloseCode, reason: str) -> None:
-        self.closed = True
+from tests.server.sessions import RecordingSession
 
 
 class FailingSaves(MemoryStore):
@@ -58,7 +43,7 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
     await store.open()
     settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
     hub = Hub(store, settings, Metrics(), b"x" * 32, broker=MemoryBroker())
-    alice, bob = Recorder(1), Recorder(2)
+    alice, bob = RecordingSession(1), RecordingSession(2)
     await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
     await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
     await hub.handle(
@@ -96,7 +81,7 @@ async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
     await store.open()
     settings = Settings(store="memory:", countdown_s=0)
     hub = Hub(store, settings, Metrics(), b"x" * 32)
-    cat, dan = Recorder(1), Recorder(2)
+    cat, dan = RecordingSession(1), RecordingSession(2)
     await hub.handle(cat, Hello(protocol=PROTOCOL_VERSION, name="cat"))
     await hub.handle(dan, Hello(protocol=PROTOCOL_VERSION, name="dan"))
     await hub.handle(
@@ -134,7 +119,7 @@ async def test_a_stopped_hub_arms_no_fold_even_when_its_last_one_fails() -> None
     await store.open()
     settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
     hub = Hub(store, settings, Metrics(), b"x" * 32, broker=MemoryBroker())
-    alice, bob = Recorder(1), Recorder(2)
+    alice, bob = RecordingSession(1), RecordingSession(2)
     await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
     await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
     await hub.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
@@ -156,7 +141,7 @@ async def test_several_nodes_get_the_move_behind_a_stuck_board_settled_by_the_ti
     broker = MemoryBroker()
     settings = Settings(store="memory:", countdown_s=0)
     hub = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
-    cat, dan = Recorder(1), Recorder(2)
+    cat, dan = RecordingSession(1), RecordingSession(2)
     await hub.handle(cat, Hello(protocol=PROTOCOL_VERSION, name="cat"))
     await hub.handle(dan, Hello(protocol=PROTOCOL_VERSION, name="dan"))
     await hub.handle(
