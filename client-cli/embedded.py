@@ -60,8 +60,9 @@ class EmbeddedServer:
             "countdown_s": 3.0,
         }
         options.update(self.settings)
-        app = App(Settings(**options))
         try:
+            # `App()` itself may refuse (the token secret in the data folder cannot be read).
+            app = App(Settings(**options))
             await app.start()
         except StartupError as exc:
             locked = exc.__cause__

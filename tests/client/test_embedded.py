@@ -40,6 +40,18 @@ async def test_play_says_in_one_line_when_the_embedded_server_cannot_start(
     finally:
         await child.kill()
 
+    # The token secret cannot be read (`secret` is a folder): the server refuses in `App()`.
+    (tmp_path / "odd" / "secret").mkdir(parents=True)
+    child = await Child.start(tmp_path, "play", "--plain", "--data-dir", str(tmp_path / "odd"))
+    try:
+        assert await child.finish() == 1
+        assert child.lines == [
+            "solrace play: cannot start the embedded server: cannot use the data dir "
+            f"{tmp_path / 'odd'}: Is a directory: '{tmp_path / 'odd' / 'secret'}'"
+        ], child.output
+    finally:
+        await child.kill()
+
     first = EmbeddedServer(tmp_path / "data")
     await first.start()
     child = await Child.start(tmp_path, "play", "--plain", "--data-dir", str(tmp_path / "data"))
