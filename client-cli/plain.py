@@ -273,9 +273,9 @@ class PlainMode:
         )
 
     async def take_back_seat(self) -> None:
-        """Races this player already sits in (`welcome.active_races`): the current race, if
-        it is one, is shown as resumed; without a current race the oldest is resumed; the
-        others are named."""
+        """Races this player already sits in (`welcome.active_races`): without a current race
+        the oldest is resumed and shown; the others are named. A current race set before
+        (`--race`: `join` resumed it and said so already) is not shown again."""
         mine = self.session.state.races_to_play()
         current = self.race_id
         if current is None and mine:
@@ -287,8 +287,7 @@ class PlainMode:
                 self.say(f"cannot resume race {mine[0]}: {exc}")
             else:
                 self.race_id = current = mine[0]
-        if current is not None and current in mine:
-            self.say_back(current)
+                self.say_back(current)
         others = [r for r in mine if r != current]
         if others:
             self.say(f"your races in progress: {', '.join(others)} ('join RACE' resumes one)")

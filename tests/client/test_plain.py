@@ -197,8 +197,12 @@ async def test_a_racer_comes_back_into_its_race_after_ctrl_c(
         await again.expect("t6")  # the board
         await again.send("deal")
         await again.expect("ok deal")
+        # Everything said before the first command is read: the race and its board once.
+        assert again.output.count("back in race") == 1, again.output
+        assert again.output.count("t0    t1") == 1, again.output
         await again.send("quit")
         assert await again.finish() == 0
+        assert again.output.count("back in race") == 1
 
         # Back with no race given: the race in progress becomes the current one; `join` of
         # it resumes it too.
