@@ -456,8 +456,10 @@ class PlainMode:
             return
         race_id = race.race_id
         while not race.is_finished:
+            # Not an error: awaited, it would count as reported and `on_event` would not say it.
             await self.session.wait_for(
-                lambda m: getattr(m, "race_id", None) == race_id, timeout_s=24 * 3600
+                lambda m: getattr(m, "race_id", None) == race_id and not isinstance(m, Error),
+                timeout_s=24 * 3600,
             )
 
     async def move(self, text: str) -> None:

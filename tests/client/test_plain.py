@@ -1,10 +1,13 @@
 """`solrace play --plain` in a child process against a real server (and the embedded one):
 outcomes print once the server confirms them, a link closed for good ends the program, and a
-racer back after Ctrl-C takes its seat again."""
+racer back after Ctrl-C takes its seat again; an error during `wait` is printed (in this
+process)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import signal
 from pathlib import Path
@@ -12,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from solrace.client.connection import Connection
+from solrace.client.plain import PlainMode
 from solrace.client.session import Session
 
+from .conftest import eventually
 from .process import Child
 
 
@@ -228,3 +233,27 @@ async def test_a_racer_comes_back_into_its_race_after_ctrl_c(
         for child in children:
             await child.kill()
         await rival.close()
+
+
+async def test_an_error_that_comes_during_wait_is_printed(server_url: str) -> None:
+    racer = await Opponent.open(server_url, "erin")
+    out = io.StringIO()
+    mode = PlainMode(racer.session, out)
+    waiting: asyncio.Task[None] | None = None
+    try:
+        await mode.command("create klondike 2 60")
+        race_id = mode.race_id
+        assert race_id is not None
+        waiting = asyncio.create_task(mode.command("wait"))
+        await eventually(lambda: bool(racer.session._waiters), what="the wait registered")
+        # An error about the race that no request of the plain mode waits for.
+        await racer.session.watch(race_id)
+        await eventually(lambda: "error:" in out.getvalue(), what="the error printed")
+        assert "error: racers cannot watch their own race (not_allowed)" in out.getvalue()
+        assert not waiting.done()  # still waiting for the end
+    finally:
+        if waiting is not None:
+            waiting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+        await racer.close()
