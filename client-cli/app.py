@@ -13,6 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 from solrace.engine import GAME_IDS
 
@@ -235,7 +236,10 @@ def build_replay_parser() -> argparse.ArgumentParser:
         prog="solrace replay",
         description="Step through a finished race move by move, for each player. The source "
         "is a race id on a server or a replay file (the server's replay JSON). The replay is "
-        "checked as `solrace verify` does; a forged one stops at its first illegal move.",
+        "checked as `solrace verify` does; a forged one stops at its first illegal move. Exit "
+        "status as verify's: 0 the replay verifies (or was shown), 1 it does not (--plain), 2 "
+        "there is no replay to check (unreadable file, not a replay, server or race not found) "
+        "or --save cannot write it.",
     )
     parser.add_argument("source", help="race id, or path of a replay .json file")
     parser.add_argument("--server", default="ws://127.0.0.1:8765", help="server URL")
@@ -264,12 +268,19 @@ async def _fetch_replay(server: str, race_id: str) -> object:
         await conn.close()
 
 
+#: Exit status of `solrace replay --plain` for a replay that does not verify (as `verify`).
+EXIT_NOT_VERIFIED: Final = 1
+#: Exit status when there is no replay to check, or it cannot be saved (as `verify`'s 2).
+EXIT_NO_REPLAY: Final = 2
+
+
 def replay_main(argv: Sequence[str] | None = None) -> int:
-    """`solrace replay RACE|FILE`."""
+    """`solrace replay RACE|FILE`: exit status 0, `EXIT_NOT_VERIFIED` or `EXIT_NO_REPLAY`."""
     args = build_replay_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
     path = Path(args.source)
+    is_file = path.suffix == ".json" or path.exists()
     try:
-        if path.suffix == ".json" or path.exists():
+        if is_file:
             replay = load_replay_file(path)
         else:
             from solrace.server.protocol.messages import ReplayModel
@@ -277,15 +288,26 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
             fetched = asyncio.run(_fetch_replay(args.server, args.source))
             assert isinstance(fetched, ReplayModel)
             replay = fetched
-    except (OSError, ValueError, ConnectionFailedError, RequestError) as exc:
+    except OSError as exc:
+        what = f"cannot read {path}" if is_file else f"cannot fetch race {args.source}"
+        print(f"solrace replay: {what}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_NO_REPLAY
+    except (ValueError, ConnectionFailedError, RequestError) as exc:
         print(f"solrace replay: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_NO_REPLAY
     if args.save:
-        args.save.write_text(replay.model_dump_json(indent=2))
+        try:
+            args.save.write_text(replay.model_dump_json(indent=2))
+        except OSError as exc:
+            print(
+                f"solrace replay: cannot save to {args.save}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            return EXIT_NO_REPLAY
     if args.plain:
         for line in replay_lines(replay):
             print(line)
-        return 0 if is_replay_verified(replay) else 1
+        return 0 if is_replay_verified(replay) else EXIT_NOT_VERIFIED
     from .tui import ReplayApp
 
     ReplayApp(replay, ascii=args.ascii).run()

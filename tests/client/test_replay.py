@@ -102,7 +102,10 @@ async def test_replay_command_prints_a_file_and_fetches_from_a_server(
     broken = tmp_path / "broken.json"
     broken.write_text("{}")
     bad = await Child.start(tmp_path, "replay", str(broken), "--plain")
-    assert await bad.finish() == 1 and "not a solrace replay" in bad.output
+    assert await bad.finish() == 2 and "not a solrace replay" in bad.output
+    unknown = await Child.start(tmp_path, "replay", "r-none", "--server", server_url, "--plain")
+    assert await unknown.finish() == 2
+    assert unknown.lines == ["solrace replay: no race 'r-none' (unknown_race)"], unknown.output
 
 
 BOARD_HEAD = "Klondike  "  # the first line of every rendered klondike board
@@ -180,8 +183,27 @@ def test_a_file_that_is_not_a_replay_gets_one_line(
 ) -> None:
     path = tmp_path / "empty.json"
     path.write_text("{}")
-    assert replay_main([str(path), "--plain"]) == 1
+    assert replay_main([str(path), "--plain"]) == 2  # as `solrace verify`: not a replay
     out, err = capsys.readouterr()
     assert out == ""
     assert err.startswith(f"solrace replay: {path} is not a solrace replay: missing: race_id, ")
     assert err.count("\n") == 1 and "http" not in err
+
+    missing = tmp_path / "missing.json"
+    assert replay_main([str(missing), "--plain"]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"solrace replay: cannot read {missing}: No such file or directory\n")
+
+
+def test_a_replay_that_cannot_be_saved_gets_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, blocker = tmp_path / "true.json", tmp_path / "a-file"
+    source.write_text(sample(MOVES).model_dump_json())
+    blocker.write_text("")
+    target = blocker / "saved.json"  # its folder is a file: it cannot be written
+    assert replay_main([str(source), "--plain", "--save", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"solrace replay: cannot save to {target}: Not a directory\n")
+    assert replay_main([str(source), "--save", str(tmp_path / "copy.json"), "--plain"]) == 0
+    assert load_replay_file(tmp_path / "copy.json") == sample(MOVES)
