@@ -19,6 +19,7 @@ from solrace.server.protocol.messages import ReplayModel, ReplayRacer
 from solrace.server.protocol.replay import (
     ReplayFileError,
     VerifyReport,
+    entry_text,
     parse_replay,
     verify_replay,
 )
@@ -174,11 +175,7 @@ def replay_lines(replay: ReplayModel) -> Iterator[str]:
     yield report.verdict
     if not report.is_valid:
         yield "results as the file states them (NOT verified):"
-        for entry in replay.results:
-            yield (
-                f"  #{entry.rank} {entry.name} ({entry.player_id}) {entry.state} "
-                f"{entry.on_foundations}/{entry.total} {entry.elapsed_ms / 1000:.1f} s"
-            )
+        yield from (f"  {entry_text(entry)}" for entry in replay.results)
     for racer in replay.racers:
         yield ""
         yield from _racer_lines(replay, racer)

@@ -249,7 +249,8 @@ def _replay_racer(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport)
     return result
 
 
-def _entry_text(entry: ResultEntry) -> str:
+def entry_text(entry: ResultEntry) -> str:
+    """A results line in words: `#1 ann (p1) finished 52/52 61.2 s` (verify, replays)."""
     return (
         f"#{entry.rank} {entry.name} ({entry.player_id}) {entry.state} "
         f"{entry.on_foundations}/{entry.total} {entry.elapsed_ms / 1000:.1f} s"
@@ -280,7 +281,7 @@ def verify_replay(replay: ReplayModel) -> VerifyReport:
     expected = rank_racers(racers, replay.started_at_ms)
     if expected == replay.results:
         report.lines.append("results match the ranking recomputed from the moves:")
-        report.lines += [f"  {_entry_text(entry)}" for entry in expected]
+        report.lines += [f"  {entry_text(entry)}" for entry in expected]
         return report
     basis = "the moves" if not any(report.illegal) else "the moves up to the illegal one"
     for line, (given, computed) in enumerate(
@@ -288,7 +289,7 @@ def verify_replay(replay: ReplayModel) -> VerifyReport:
     ):
         if given == computed:
             continue
-        says = "nothing" if given is None else _entry_text(given)
-        gives = "nothing" if computed is None else _entry_text(computed)
+        says = "nothing" if given is None else entry_text(given)
+        gives = "nothing" if computed is None else entry_text(computed)
         report.problems.append(f"results line {line}: the file says {says}; {basis} give {gives}")
     return report

@@ -21,6 +21,7 @@ from solrace.client.strategy import make_strategy
 from solrace.client.tui import ReplayApp
 from solrace.client.widgets import BoardWidget
 from solrace.server.protocol.messages import ReplayModel
+from solrace.server.protocol.replay import entry_text
 from tests.server.test_verify import ILLEGAL, MOVES, sample, with_illegal_move
 
 from .conftest import eventually, widget
@@ -145,7 +146,11 @@ def test_a_forged_replay_is_shown_as_not_verified() -> None:
     ) in lines
     assert lines.count("replay does NOT verify (1 problem)") == 2
     assert "replay verified" not in lines
-    assert "results as the file states them (NOT verified):" in lines
+    head = lines.index("results as the file states them (NOT verified):")
+    # each result line as `solrace verify` writes it (one function makes both)
+    stated = [f"  {entry_text(entry)}" for entry in forged.results]
+    assert stated and lines[head + 1 : head + 1 + len(stated)] == stated
+    assert stated[0].startswith("  #1 ")
     assert f"move 2 (ply 1) at 0.5 s: {ILLEGAL} ILLEGAL: t1 does not accept QH on TS" in lines
     assert "the replay of this racer stops here; not replayed: deal deal" in lines
     assert sum(line.startswith(BOARD_HEAD) for line in lines) == 2  # the deal, one move
