@@ -1,7 +1,8 @@
 """`solrace tournament` commands against a real server on loopback (run in this process, with
 the test's own config folder): read-only commands and admin acts never take over the
-connection of a player who is racing, `profile` takes a name, `create` refuses bad options in
-one line before connecting, and the help says what each option is."""
+connection of a player who is racing (`create` does only when `--name` is that player's),
+`profile` takes a name, `create` refuses bad options in one line before connecting, and the
+help says what each option is."""
 
 from __future__ import annotations
 
@@ -92,6 +93,24 @@ async def test_reads_and_admin_acts_leave_a_racing_player_connected(
         assert "paused" in out
         race = alice.state.races.get(notice.race_id)
         assert race is None or all(r.state != "gone" for r in race.racers.values())
+    finally:
+        pump.cancel()
+        await alice.conn.close()
+
+
+async def test_create_named_as_a_racing_player_acts_as_that_player(
+    tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The exception docs/client.md states ("Identity"): `--name` of the player itself makes
+    `create` use that player's token, which closes the player's live connection (4003)."""
+    url = url_of(tournament_server)
+    alice, pump = await player_session(url, "alice")
+    try:
+        assert await cli(url, "--name", "alice", "create", "own-name", "--casual") == 0
+        assert "own-name" in capsys.readouterr().out
+        await eventually(lambda: alice.closed is not None, what="alice's link closed")
+        assert (alice.closed or "").startswith("4003"), alice.closed
+        assert admin_name(url) == "alice"  # kept: the next create acts as alice too
     finally:
         pump.cancel()
         await alice.conn.close()
