@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 from pathlib import Path
 
 from .conftest import child_env
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """In the child before it runs: SIGINT handled as in a terminal. A test run started in
+    the background by a non-interactive shell (CI) ignores SIGINT, and a child would inherit
+    that, so a test sending it Ctrl-C would wait for nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Child:
@@ -26,6 +34,7 @@ class Child:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             env=child_env(tmp_path),
+            preexec_fn=_ctrl_c_as_in_a_terminal,
         )
         return cls(proc)
 
