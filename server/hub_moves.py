@@ -127,9 +127,9 @@ class MoveHandling(RaceSync):
             return
         finally:
             runtime.in_flight -= 1
-        board.move_times.append(now)
-        board.seq_to_ply[message.seq] = ply
         on, total = game.progress()
+        board.moved(now, on)
+        board.seq_to_ply[message.seq] = ply
         won = game.is_won()
         stuck = not won and game.is_stuck()
         # A `MoveAck`, encoded without building it (`encode_move_ack` says why).

@@ -43,6 +43,20 @@ class RacerBoard:
     rejections: OrderedDict[int, MoveRejected] = field(default_factory=OrderedDict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     spectator_game: Game | None = None
+    #: Cards on the foundations after the latest move, and when (server ms) that count last
+    #: changed (None: not since the deal): a racer's progress without replaying its moves.
+    on_foundations: int = field(init=False)
+    count_changed_at_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        self.on_foundations = self.game.progress()[0]
+
+    def moved(self, at_ms: int, on_foundations: int) -> None:
+        """A move at `at_ms` left `on_foundations` cards on the foundations."""
+        self.move_times.append(at_ms)
+        if on_foundations != self.on_foundations:
+            self.on_foundations = on_foundations
+            self.count_changed_at_ms = at_ms
 
     def remember_ack(self, seq: int, frame: bytes) -> None:
         """Keep a stored move's ack for resends, within `ACKS_KEPT`, and forget old undo
@@ -161,9 +175,10 @@ class RaceRuntime:
     def restore_board(self, player_id: str, moves: list[MoveRecord]) -> None:
         """Rebuild one racer's board from its stored moves (the store is the truth)."""
         board = RacerBoard(deal(self.race.game, self.race.record.game_number))
+        game = board.game
         for move in sorted(moves, key=lambda m: m.ply):
-            board.game.play(move.move)
-            board.move_times.append(move.at_ms)
+            game.play(move.move)
+            board.moved(move.at_ms, game.progress()[0])
             board.seq_to_ply[move.seq] = move.ply
         board.trim()
         old = self.boards.get(player_id)
@@ -183,24 +198,18 @@ class RaceRuntime:
             board.game.play(move.move)
         except EngineError:
             return False
-        board.move_times.append(move.at_ms)
+        board.moved(move.at_ms, board.game.progress()[0])
         board.seq_to_ply[move.seq] = move.ply
         board.trim()
         return True
 
     def restore_progress(self, player_id: str) -> None:
-        """Set a racer's progress from its board (replayed moves), no event."""
+        """Set a racer's progress from its board (no event): the figures of its latest move
+        and the time its count on the foundations last changed."""
         board = self.boards[player_id]
         started = self.race.started_at_ms or 0
-        game = deal(self.race.game, self.race.record.game_number)
-        reached_at = 0
-        on_before = game.progress()[0]
-        for move, at_ms in zip(board.game.history, board.move_times, strict=True):
-            game.play(move)
-            on_now = game.progress()[0]
-            if on_now != on_before:
-                reached_at = max(0, at_ms - started)
-                on_before = on_now
+        changed = board.count_changed_at_ms
+        reached_at = 0 if changed is None else max(0, changed - started)
         on, total = board.game.progress()
         self.race.restore_progress(player_id, on, total, board.game.ply, reached_at)
 
