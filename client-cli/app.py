@@ -174,6 +174,10 @@ async def _play(args: argparse.Namespace) -> int:
 def play_main(argv: Sequence[str] | None = None) -> int:
     """`solrace play ...`."""
     args = build_play_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
+    if not args.plain and not sys.stdout.isatty():
+        # The Textual screen needs a terminal; a pipe or a file gets the line mode.
+        print("solrace play: output is not a terminal: line mode (--plain)", file=sys.stderr)
+        args.plain = True
     try:
         return asyncio.run(_play(args))
     except KeyboardInterrupt:
@@ -222,6 +226,13 @@ async def _watch(args: argparse.Namespace) -> int:
 def watch_main(argv: Sequence[str] | None = None) -> int:
     """`solrace watch [RACE]`."""
     args = build_watch_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
+    if not sys.stdout.isatty():
+        print(
+            "solrace watch: needs a terminal (a full-screen view); a finished race prints as "
+            "text with 'solrace replay RACE --plain'",
+            file=sys.stderr,
+        )
+        return 2
     try:
         return asyncio.run(_watch(args))
     except KeyboardInterrupt:
