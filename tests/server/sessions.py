@@ -1,13 +1,15 @@
-"""A hub session for in-process tests: it records what the hub sends.
+"""In-process hub tests: a session that records what the hub sends, and a running race.
 
-It implements `send` only: a frame the hub hands to `send_frame` comes back through
-`Session`'s fallback, decoded, so `sent` holds what a client would read."""
+`RecordingSession` implements `send` only: a frame the hub hands to `send_frame` comes back
+through `Session`'s fallback, decoded, so `sent` holds what a client would read."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
+from solrace.server.hub import Hub
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
 from solrace.server.session import Session
 
 
@@ -21,3 +23,26 @@ class RecordingSession(Session):
 
     def close(self, code: CloseCode, reason: str) -> None:
         self.closed = True
+
+
+async def start_race_of_two(
+    hub: Hub,
+    *,
+    game: str = "klondike",
+    game_number: str | None = "1002",
+    time_limit_s: int = 600,
+) -> tuple[str, RecordingSession, RecordingSession]:
+    """Two racers say hello, the first creates a 2-seat race, the second joins, the hub
+    ticks (with no countdown, the race is running): the race id and the two sessions."""
+    first, second = RecordingSession(1), RecordingSession(2)
+    await hub.handle(first, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+    await hub.handle(second, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+    await hub.handle(
+        first,
+        CreateRace(game=game, seats=2, time_limit_s=time_limit_s, game_number=game_number),
+    )
+    (race_id,) = hub.races
+    await hub.handle(second, JoinRace(race_id=race_id))
+    await hub.tick()
+    assert hub.races[race_id].boards, "the race did not start"
+    return race_id, first, second

@@ -7,11 +7,7 @@ from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.commitment import is_commitment_valid
 from solrace.server.protocol.messages import (
-    PROTOCOL_VERSION,
-    CreateRace,
     Error,
-    Hello,
-    JoinRace,
     RaceSnapshot,
     Resign,
     Sync,
@@ -19,7 +15,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.records import RaceStatus
 from solrace.server.settings import Settings
 from solrace.server.store import open_store
-from tests.server.sessions import RecordingSession
+from tests.server.sessions import start_race_of_two
 
 NOW_MS = 1_700_000_000_000
 
@@ -81,13 +77,7 @@ async def test_a_finished_race_leaves_memory_after_finished_kept_s() -> None:
     hub = Hub(store, settings, Metrics(), b"x" * 32)
     clock = [NOW_MS]
     hub.clock = lambda: clock[0]
-    alice, bob = RecordingSession(1), RecordingSession(2)
-    await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
-    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
-    await hub.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
-    (race_id,) = hub.races
-    await hub.handle(bob, JoinRace(race_id=race_id))
-    await hub.tick()
+    race_id, alice, bob = await start_race_of_two(hub, game_number=None)
     for session in (alice, bob):
         await hub.handle(session, Resign(race_id=race_id))
     assert hub.races[race_id].race.status is RaceStatus.FINISHED

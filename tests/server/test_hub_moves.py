@@ -12,19 +12,14 @@ from solrace.engine import Audience, deal
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import (
-    PROTOCOL_VERSION,
-    CreateRace,
-    Hello,
-    JoinRace,
     MakeMove,
     MoveAck,
-    StartRace,
 )
 from solrace.server.protocol.views import board_for, touched_pile_models
 from solrace.server.runtime import ACKS_KEPT, UNDO_KEPT
 from solrace.server.settings import Settings
 from solrace.server.store import open_store
-from tests.server.sessions import RecordingSession
+from tests.server.sessions import start_race_of_two
 
 GAME_NUMBER = "1002"
 NOW_MS = 1_700_000_000_000
@@ -35,17 +30,7 @@ async def test_acks_are_the_moves_as_the_mover_sees_them_and_resends_repeat_them
     await store.open()
     hub = Hub(store, Settings(countdown_s=0, store="memory:"), Metrics(), b"x" * 32)
     hub.clock = lambda: NOW_MS
-    alice, bob = RecordingSession(1), RecordingSession(2)
-    await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
-    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
-    await hub.handle(
-        alice, CreateRace(game="klondike", seats=2, time_limit_s=3600, game_number=GAME_NUMBER)
-    )
-    race_id = next(iter(hub.races))
-    await hub.handle(bob, JoinRace(race_id=race_id))
-    await hub.handle(alice, StartRace(race_id=race_id))
-    await hub.tick()
-    assert hub.races[race_id].boards, "the race did not start"
+    race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER, time_limit_s=3600)
 
     shadow = deal("klondike", GAME_NUMBER)  # the same moves on a board of our own
     rng = random.Random(7)

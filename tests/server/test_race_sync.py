@@ -10,10 +10,6 @@ from solrace.server.broker import MemoryBroker
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import (
-    PROTOCOL_VERSION,
-    CreateRace,
-    Hello,
-    JoinRace,
     MakeMove,
     MoveAck,
     Progress,
@@ -24,7 +20,7 @@ from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
 from solrace.server.settings import Settings
 from solrace.server.store import StoreError
 from solrace.server.store.memory import MemoryStore
-from tests.server.sessions import RecordingSession
+from tests.server.sessions import start_race_of_two
 
 
 class FailingSaves(MemoryStore):
@@ -43,15 +39,9 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
     await store.open()
     settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
     hub = Hub(store, settings, Metrics(), b"x" * 32, broker=MemoryBroker())
-    alice, bob = RecordingSession(1), RecordingSession(2)
-    await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
-    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
-    await hub.handle(
-        alice, CreateRace(game="klondike", seats=2, time_limit_s=600, game_number="1002")
+    race_id, alice, bob = await start_race_of_two(
+        hub, game="klondike", game_number="1002", time_limit_s=600
     )
-    (race_id,) = hub.races
-    await hub.handle(bob, JoinRace(race_id=race_id))
-    await hub.tick()
     runtime = hub.races[race_id]
     assert runtime.boards, "the race did not start"
     for seq in range(3):
@@ -81,15 +71,9 @@ async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
     await store.open()
     settings = Settings(store="memory:", countdown_s=0)
     hub = Hub(store, settings, Metrics(), b"x" * 32)
-    cat, dan = RecordingSession(1), RecordingSession(2)
-    await hub.handle(cat, Hello(protocol=PROTOCOL_VERSION, name="cat"))
-    await hub.handle(dan, Hello(protocol=PROTOCOL_VERSION, name="dan"))
-    await hub.handle(
-        cat, CreateRace(game="vegas-klondike", seats=2, time_limit_s=600, game_number="10")
+    race_id, cat, dan = await start_race_of_two(
+        hub, game="vegas-klondike", game_number="10", time_limit_s=600
     )
-    (race_id,) = hub.races
-    await hub.handle(dan, JoinRace(race_id=race_id))
-    await hub.tick()
     runtime = hub.races[race_id]
     player = cat.player_id or ""
     for seq in range(22):
@@ -119,13 +103,7 @@ async def test_a_stopped_hub_arms_no_fold_even_when_its_last_one_fails() -> None
     await store.open()
     settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
     hub = Hub(store, settings, Metrics(), b"x" * 32, broker=MemoryBroker())
-    alice, bob = RecordingSession(1), RecordingSession(2)
-    await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
-    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
-    await hub.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
-    (race_id,) = hub.races
-    await hub.handle(bob, JoinRace(race_id=race_id))
-    await hub.tick()
+    race_id, alice, _ = await start_race_of_two(hub, game_number=None)
     await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
     runtime = hub.races[race_id]
     assert runtime.pending and runtime.fold_due is not None
@@ -141,15 +119,9 @@ async def test_several_nodes_get_the_move_behind_a_stuck_board_settled_by_the_ti
     broker = MemoryBroker()
     settings = Settings(store="memory:", countdown_s=0)
     hub = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
-    cat, dan = RecordingSession(1), RecordingSession(2)
-    await hub.handle(cat, Hello(protocol=PROTOCOL_VERSION, name="cat"))
-    await hub.handle(dan, Hello(protocol=PROTOCOL_VERSION, name="dan"))
-    await hub.handle(
-        cat, CreateRace(game="vegas-klondike", seats=2, time_limit_s=600, game_number="10")
+    race_id, cat, _ = await start_race_of_two(
+        hub, game="vegas-klondike", game_number="10", time_limit_s=600
     )
-    (race_id,) = hub.races
-    await hub.handle(dan, JoinRace(race_id=race_id))
-    await hub.tick()
     for seq in range(22):
         await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move="deal"))
     store.failing = True

@@ -10,17 +10,13 @@ from solrace.engine import deal
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import (
-    PROTOCOL_VERSION,
-    CreateRace,
-    Hello,
-    JoinRace,
     MakeMove,
     MoveAck,
 )
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.settings import Settings
 from solrace.server.store import open_store
-from tests.server.sessions import RecordingSession
+from tests.server.sessions import start_race_of_two
 
 START_MS = 1_700_000_000_000
 
@@ -43,15 +39,9 @@ async def test_progress_from_the_board_matches_a_replay_of_the_moves() -> None:
     hub = Hub(store, Settings(store="memory:", countdown_s=0), Metrics(), b"x" * 32)
     clock = [START_MS]
     hub.clock = lambda: clock[0]
-    alice, bob = RecordingSession(1), RecordingSession(2)
-    await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
-    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
-    await hub.handle(
-        alice, CreateRace(game="klondike", seats=2, time_limit_s=3600, game_number="1002")
+    race_id, alice, _ = await start_race_of_two(
+        hub, game="klondike", game_number="1002", time_limit_s=3600
     )
-    (race_id,) = hub.races
-    await hub.handle(bob, JoinRace(race_id=race_id))
-    await hub.tick()
     runtime = hub.races[race_id]
     started = runtime.race.started_at_ms or 0
     player = alice.player_id or ""
