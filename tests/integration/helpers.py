@@ -98,3 +98,16 @@ async def wait_until(condition: Callable[[], bool], within: float = WAIT_S) -> N
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {condition.__name__}"
         await asyncio.sleep(0.01)
+
+
+async def http_get(port: int, path: str) -> bytes:
+    """The server's whole answer to a plain `GET path` on the WebSocket port (healthz,
+    metrics), read until it closes the connection."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    async with asyncio.timeout(10):
+        raw = await reader.read()
+    writer.close()
+    await writer.wait_closed()
+    return raw

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from solrace.server.app import App
 from tests.integration.conftest import ClientFactory
-from tests.integration.helpers import play, start_race
+from tests.integration.helpers import http_get, play, start_race
 
 
 async def _get(port: int, path: str) -> tuple[int, dict[str, str], str]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
-    await writer.drain()
-    async with asyncio.timeout(10):
-        raw = await reader.read()
-    writer.close()
-    await writer.wait_closed()
+    raw = await http_get(port, path)
     head, _, body = raw.decode().partition("\r\n\r\n")
     status_line, *header_lines = head.split("\r\n")
     headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}

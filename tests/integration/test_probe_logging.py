@@ -3,27 +3,15 @@ not INFO; WebSocket connections still log at INFO."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
 
 from solrace.server.app import App
 from tests.integration.conftest import ClientFactory
-from tests.integration.helpers import wait_until
+from tests.integration.helpers import http_get, wait_until
 
 WS_LOGGER = "solrace.server.websocket"
-
-
-async def _get(port: int, path: str) -> bytes:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
-    await writer.drain()
-    async with asyncio.timeout(10):
-        raw = await reader.read()
-    writer.close()
-    await writer.wait_closed()
-    return raw
 
 
 def _levels(caplog: pytest.LogCaptureFixture, message: str) -> list[str]:
@@ -36,7 +24,7 @@ async def test_a_probe_is_logged_at_debug_only(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger=WS_LOGGER)
     for _ in range(3):
-        assert (await _get(server.port, path)).startswith(b"HTTP/1.1 200 OK")
+        assert (await http_get(server.port, path)).startswith(b"HTTP/1.1 200 OK")
 
     def all_closed() -> bool:
         return not server.transport.connections
@@ -52,7 +40,7 @@ async def test_a_websocket_connection_still_logs_at_info(
     server: App, client: ClientFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger=WS_LOGGER)
-    await _get(server.port, "/healthz")  # a probe first: the demotion stays with its socket
+    await http_get(server.port, "/healthz")  # a probe first: the demotion stays with its socket
     alice = await client("alice")
     await alice.close()
 
