@@ -148,29 +148,34 @@ async def test_refused_commands_print_the_refusal_not_a_success(
         await player.kill()
 
 
+async def ends_when_connected_elsewhere(player: Child, url: str, tmp_path: Path) -> None:
+    """Connect as `player`'s own identity: the server closes its link (4003) and the child
+    program ends by itself, its input still open, with status 1 and no traceback."""
+    other = await Opponent.open(url, token=saved_token(tmp_path, url))
+    try:
+        line = await player.expect("connection closed:")
+        assert "this player connected again elsewhere (4003" in line
+        assert await asyncio.wait_for(player.proc.wait(), 10) == 1
+        assert await player.finish() == 1
+        assert "Traceback" not in player.output
+    finally:
+        await other.close()
+
+
 @pytest.mark.parametrize("busy", [False, True], ids=["idle", "waiting"])
 async def test_a_second_connection_of_the_player_ends_the_plain_client(
     server_url: str, tmp_path: Path, busy: bool
 ) -> None:
     player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "pat")
-    other: Opponent | None = None
     try:
         await player.expect("connected to")
         await player.send("create klondike 2 60")
         await player.expect("created")
         if busy:
             await player.send("wait")  # a command in flight when the link is closed
-        other = await Opponent.open(server_url, token=saved_token(tmp_path, server_url))
-        line = await player.expect("connection closed:")
-        assert "this player connected again elsewhere (4003" in line
-        # It ends by itself, its input still open, with an error status.
-        assert await asyncio.wait_for(player.proc.wait(), 10) == 1
-        assert await player.finish() == 1
-        assert "Traceback" not in player.output
+        await ends_when_connected_elsewhere(player, server_url, tmp_path)
     finally:
         await player.kill()
-        if other is not None:
-            await other.close()
 
 
 async def test_a_racer_comes_back_into_its_race_after_ctrl_c(

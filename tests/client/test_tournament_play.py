@@ -30,7 +30,7 @@ from tests.integration.test_tournaments import scoring_line
 
 from .conftest import eventually
 from .process import Child
-from .test_plain import Opponent, saved_token
+from .test_plain import ends_when_connected_elsewhere
 from .test_tournament_screen import Opened, act, create, is_view, register
 
 
@@ -339,17 +339,8 @@ async def test_the_plain_tournament_client_ends_when_its_player_connects_elsewhe
     player = await Child.start(
         tmp_path, "tournament", "--server", url, "--name", "pat", "join", tid, "--plain"
     )
-    other: Opponent | None = None
     try:
         await player.expect("tournament registration")
-        other = await Opponent.open(url, token=saved_token(tmp_path, url))
-        line = await player.expect("connection closed:")
-        assert "this player connected again elsewhere (4003" in line
-        # It ends by itself, its input still open, with an error status.
-        assert await asyncio.wait_for(player.proc.wait(), 10) == 1
-        assert await player.finish() == 1
-        assert "Traceback" not in player.output
+        await ends_when_connected_elsewhere(player, url, tmp_path)
     finally:
         await player.kill()
-        if other is not None:
-            await other.close()
