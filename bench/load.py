@@ -242,6 +242,17 @@ def cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def server_env() -> dict[str, str]:
+    """The environment of a node under load: no countdown, no rate limit, warnings only."""
+    return dict(
+        os.environ,
+        SOLRACE_COUNTDOWN_S="0",
+        SOLRACE_RATE_CAPACITY="1000000",
+        SOLRACE_RATE_REFILL_PER_S="1000000",
+        SOLRACE_LOG_LEVEL="WARNING",
+    )
+
+
 def start_process(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         args,
@@ -315,13 +326,7 @@ async def measure(
         stop_process(echo)
 
     port = free_port()
-    env = dict(
-        os.environ,
-        SOLRACE_COUNTDOWN_S="0",
-        SOLRACE_RATE_CAPACITY="1000000",
-        SOLRACE_RATE_REFILL_PER_S="1000000",
-        SOLRACE_LOG_LEVEL="WARNING",
-    )
+    env = server_env()
     server = start_process(
         [
             sys.executable,

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from load import cpu_seconds, free_port, start_process, stop_process, wait_port
+from load import cpu_seconds, free_port, server_env, start_process, stop_process, wait_port
 
 from solrace.client.bots import Bot
 from solrace.client.connection import Connection
@@ -94,13 +94,7 @@ async def lane(url: str, index: int, max_moves: int, stop: asyncio.Event, tally:
 async def soak(minutes: float, lanes: int, every: float, max_moves: int) -> dict[str, object]:
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(
-            os.environ,
-            SOLRACE_COUNTDOWN_S="0",
-            SOLRACE_RATE_CAPACITY="1000000",
-            SOLRACE_RATE_REFILL_PER_S="1000000",
-            SOLRACE_LOG_LEVEL="WARNING",
-        )
+        env = server_env()
         command = [sys.executable, "-m", "solrace.cli", "serve", "--port", str(port)]
         server = start_process([*command, "--data-dir", str(Path(tmp) / "data")], env)
         try:

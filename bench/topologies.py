@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from load import (
     free_port,
     measure_solrace,
     race_numbers,
+    server_env,
     start_process,
     stop_process,
     wait_port,
@@ -57,14 +57,8 @@ backend nodes
 
 
 def node_env() -> dict[str, str]:
-    return dict(
-        os.environ,
-        SOLRACE_COUNTDOWN_S="0",
-        SOLRACE_RATE_CAPACITY="1000000",
-        SOLRACE_RATE_REFILL_PER_S="1000000",
-        SOLRACE_LOG_LEVEL="WARNING",
-        SOLRACE_SECRET="bench-secret",
-    )
+    """`server_env`, and one token secret for every node (any node verifies any token)."""
+    return {**server_env(), "SOLRACE_SECRET": "bench-secret"}
 
 
 def start_node(port: int, data_dir: Path, *extra: str) -> subprocess.Popen[bytes]:
