@@ -150,7 +150,7 @@ class MoveHandling(RaceSync):
         self.metrics.moves_accepted.inc()
         self.metrics.ack_latency.observe(time.perf_counter() - started)
         if not (won or stuck) and self.settings.progress_interval_s > 0:
-            self._note_progress(runtime, record, on, total, game.ply)
+            self._note_progress(runtime, record)
             return
         try:
             await self.apply_to_race(

@@ -44,7 +44,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState, RaceStatus
 from solrace.server.protocol.views import board_for
-from solrace.server.runtime import PendingBoard, RaceRuntime
+from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
@@ -249,16 +249,14 @@ class RaceSync:
         elif race.status is RaceStatus.CANCELLED:
             self.races.pop(runtime.race_id, None)
 
-    def _note_progress(
-        self, runtime: RaceRuntime, move: MoveRecord, on_foundations: int, total: int, moves: int
-    ) -> None:
+    def _note_progress(self, runtime: RaceRuntime, move: MoveRecord) -> None:
         """Progress batches: a move that only moves its racer on (not won, not stuck) is
         folded into the race with the others of the next `progress_interval_s`, one event
         per racer, or at once ahead of any other change (so a finish, a resign or a time-out
         ranks on current figures). Each move is answered at once by its ack, which carries
         the racer's own figures. One node saves a race step per move; several nodes make one
         compare-and-set per batch instead of one per move."""
-        runtime.note_board(move, on_foundations, total, moves)
+        runtime.note_move(move)
         self._arm_fold(runtime)
 
     def _arm_fold(self, runtime: RaceRuntime, delay_s: float | None = None) -> None:
@@ -289,25 +287,32 @@ class RaceSync:
         else:
             runtime.fold_failing = False
 
-    def _folding(self, pending: dict[str, PendingBoard], change: Change) -> Change:
-        """`change` preceded by the racers' `pending` figures."""
-        if not pending:
+    def _folding(self, runtime: RaceRuntime, pending: set[str], change: Change) -> Change:
+        """`change` preceded by the `pending` racers' figures: their boards' stored moves
+        (`RacerBoard.moved`; a move being stored meanwhile is not counted), read once, the
+        same however often a compare-and-set makes the change run again."""
+        figures = [
+            (p, b.on_foundations, b.game.total_cards, len(b.move_times), b.count_changed_at_ms)
+            for p in sorted(pending)
+            if (b := runtime.boards.get(p)) is not None
+        ]
+        if not figures:
             return change
         now = self.clock()
 
         def folded(race: Race) -> list[RaceEvent]:
             events: list[RaceEvent] = []
-            for player_id, board in pending.items():
+            for player_id, on, total, moves, changed_at in figures:
                 if player_id in race.racers:
                     events += race.record_board(
                         player_id,
-                        on_foundations=board.on_foundations,
-                        total=board.total,
-                        moves=board.moves,
+                        on_foundations=on,
+                        total=total,
+                        moves=moves,
                         won=False,
                         stuck=False,
                         now_ms=now,
-                        reached_ms=board.reached_ms,
+                        reached_ms=changed_at,
                     )
             return events + change(race)
 
@@ -338,7 +343,7 @@ class RaceSync:
             pending, folded_moves = runtime.take_pending()
             try:
                 events = await self._apply_locked(
-                    runtime, self._folding(pending, change), [*folded_moves, *moves]
+                    runtime, self._folding(runtime, pending, change), [*folded_moves, *moves]
                 )
             except RaceError:
                 if pending:  # not stored: the batch is tried again, after a pause

@@ -78,17 +78,6 @@ class RacerBoard:
             self.rejections.popitem(last=False)
 
 
-@dataclass(slots=True)
-class PendingBoard:
-    """A racer's figures after its latest move, waiting for the progress batch."""
-
-    on_foundations: int
-    total: int
-    moves: int
-    #: When the count on the foundations last changed (None: not since the last fold).
-    reached_ms: int | None
-
-
 class RaceRuntime:
     def __init__(self, race: Race, saved: RaceRecord | None = None) -> None:
         self.race = race
@@ -109,9 +98,9 @@ class RaceRuntime:
         self.finished = False
         #: Several nodes: a reload failed (store outage); the ticker tries again.
         self.stale = False
-        #: Racers' latest figures from moves not yet folded into the race (one progress batch),
-        #: and those moves (several nodes publish them with the batch).
-        self.pending: dict[str, PendingBoard] = {}
+        #: Racers with moves not yet folded into the race (one progress batch: their boards
+        #: have the figures), and those moves (several nodes publish them with the batch).
+        self.pending: set[str] = set()
         self.pending_moves: list[MoveRecord] = []
         #: Racers whose won or stuck board's change could not be stored, with the moves it
         #: was to publish (several nodes): the tick applies it.
@@ -121,37 +110,23 @@ class RaceRuntime:
         #: The timer that folds `pending` in (None: nothing is pending).
         self.fold_due: asyncio.TimerHandle | None = None
 
-    def note_board(self, move: MoveRecord, on_foundations: int, total: int, moves: int) -> None:
-        """Keep a racer's figures after `move` for the next fold."""
-        previous = self.pending.get(move.player_id)
-        if previous is None:
-            known, reached = self.race.racers[move.player_id].on_foundations, None
-        else:
-            known, reached = previous.on_foundations, previous.reached_ms
-        if on_foundations != known:
-            reached = move.at_ms
-        self.pending[move.player_id] = PendingBoard(on_foundations, total, moves, reached)
+    def note_move(self, move: MoveRecord) -> None:
+        """`move` (stored, its board moved on) goes into the next fold."""
+        self.pending.add(move.player_id)
         self.pending_moves.append(move)
 
-    def put_back(self, pending: dict[str, PendingBoard], moves: list[MoveRecord]) -> None:
-        """A batch that was taken but not stored is pending again, under what was noted
-        since (a racer's newer figures win; the time its count was reached stays the
-        batch's if the count is the same)."""
-        for player_id, older in pending.items():
-            newer = self.pending.get(player_id)
-            if newer is None:
-                self.pending[player_id] = older
-            elif newer.on_foundations == older.on_foundations:
-                newer.reached_ms = older.reached_ms
+    def put_back(self, pending: set[str], moves: list[MoveRecord]) -> None:
+        """A batch that was taken but not stored is pending again (before any move since)."""
+        self.pending |= pending
         self.pending_moves[:0] = moves
 
-    def take_pending(self) -> tuple[dict[str, PendingBoard], list[MoveRecord]]:
-        """The figures and moves not folded in yet; nothing is pending after."""
+    def take_pending(self) -> tuple[set[str], list[MoveRecord]]:
+        """The racers and moves not folded in yet; nothing is pending after."""
         if self.fold_due is not None:
             self.fold_due.cancel()
             self.fold_due = None
         pending, moves = self.pending, self.pending_moves
-        self.pending, self.pending_moves = {}, []
+        self.pending, self.pending_moves = set(), []
         return pending, moves
 
     @property

@@ -15,7 +15,7 @@ from solrace.server.protocol.messages import (
     Progress,
     RaceSnapshot,
 )
-from solrace.server.protocol.records import RaceRecord, RacerState
+from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
 from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
 from solrace.server.settings import Settings
 from solrace.server.store import StoreError
@@ -51,7 +51,7 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
     store.failing = True
     await hub._fold(runtime)  # logged: progress not stored
     assert runtime.race.racers[player].moves == 0
-    assert runtime.pending[player].moves == 3 and len(runtime.pending_moves) == 3
+    assert runtime.pending == {player} and len(runtime.pending_moves) == 3
     due = runtime.fold_due
     assert due is not None, "the next fold is due"
     assert due.when() - asyncio.get_running_loop().time() <= FOLD_RETRY_S  # not the interval
@@ -136,5 +136,45 @@ async def test_several_nodes_get_the_move_behind_a_stuck_board_settled_by_the_ti
         notices.append(RaceNotice.model_validate_json(item))
     assert hub.races[race_id].race.racers[cat.player_id or ""].state is RacerState.STUCK
     await other_node.close()
+    await hub.stop()
+    await store.close()
+
+
+class SlowMoves(MemoryStore):
+    """The memory store, with move writes that wait for `go` while it is not set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+        self.go.set()
+        self.waiting = asyncio.Event()
+
+    async def append_move(self, move: MoveRecord) -> None:
+        if not self.go.is_set():
+            self.waiting.set()
+            await self.go.wait()
+        await super().append_move(move)
+
+
+async def test_a_fold_counts_only_the_moves_already_stored() -> None:
+    store = SlowMoves()
+    await store.open()
+    settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
+    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    race_id, alice, _ = await start_race_of_two(hub)
+    runtime = hub.races[race_id]
+    player = alice.player_id or ""
+    for seq in range(2):
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
+    store.go.clear()
+    third = asyncio.create_task(hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal")))
+    await store.waiting.wait()  # played on the board, not stored (nor acknowledged) yet
+    assert runtime.boards[player].game.ply == 3
+    await hub._fold(runtime)
+    assert runtime.race.racers[player].moves == 2
+    store.go.set()
+    await third
+    await hub._fold(runtime)
+    assert runtime.race.racers[player].moves == 3
     await hub.stop()
     await store.close()
