@@ -244,7 +244,6 @@ class RaceSync:
         if race.status is RaceStatus.FINISHED and not runtime.finished:
             runtime.finished = True
             self._push_spectator_boards(runtime, self.clock(), force=True)
-            self._forget_finished(self.clock())
             log.info("race %s finished", runtime.race_id)
         elif race.status is RaceStatus.CANCELLED:
             self.races.pop(runtime.race_id, None)
