@@ -169,15 +169,6 @@ class Tournament:
         tournament.audit = [AuditEntry.from_dict(a) for a in data["audit"]]
         return tournament
 
-    def public_view(self) -> dict[str, Any]:
-        """What anyone may see: like `to_dict` but deals only for rounds that ended."""
-        data = self.to_dict()
-        for stored, rnd in zip(data["rounds"], self.rounds, strict=True):
-            if not rnd.is_ended:
-                stored["game_numbers"] = {}
-        data["standings"] = [s.to_dict() for s in self.standings()]
-        return data
-
     # --- queries ------------------------------------------------------------------------------
 
     @property
