@@ -61,9 +61,10 @@ Change = Callable[[Race], list[RaceEvent]]
 
 class RaceNotice(BaseModel):
     """What a node publishes on `race:<id>` after storing a change (a wake-up, not the
-    truth: the record in the store is)."""
+    truth: the record in the store is). Fields a newer node adds are ignored, so nodes of
+    two versions follow each other's races during a rolling upgrade."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     epoch: str
     version: int
@@ -478,12 +479,19 @@ class RaceSync:
                 await task
 
     async def _read_notices(self, runtime: RaceRuntime, subscription: Subscription) -> None:
+        """Follow the race's notices until it ends. A notice that cannot be read or acted on
+        is treated as a gap (the record and boards are reloaded from the store, which holds
+        the truth): one bad notice never stops the following."""
         try:
             async for item in subscription:
-                if item is None:  # messages may be lost: reload everything
+                try:
+                    if item is None:  # messages may be lost: reload everything
+                        await self._refresh(runtime, reload_boards=True)
+                    else:
+                        await self._on_notice(runtime, RaceNotice.model_validate_json(item))
+                except Exception:
+                    log.exception("race %s: notice not applied; reloading", runtime.race_id)
                     await self._refresh(runtime, reload_boards=True)
-                else:
-                    await self._on_notice(runtime, RaceNotice.model_validate_json(item))
                 if not runtime.race.is_live:
                     break  # nothing follows a race's end
         except asyncio.CancelledError:

@@ -5,6 +5,7 @@ fails is stored by the tick once the store is back."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from solrace.server.broker import MemoryBroker
 from solrace.server.hub import Hub
@@ -177,4 +178,36 @@ async def test_a_fold_counts_only_the_moves_already_stored() -> None:
     await hub._fold(runtime)
     assert runtime.race.racers[player].moves == 3
     await hub.stop()
+    await store.close()
+
+
+async def test_a_node_keeps_following_a_race_after_a_notice_it_cannot_read() -> None:
+    """A notice that does not parse is a gap (the node reloads from the store), not the end
+    of following; a field a newer node adds is ignored."""
+    store = MemoryStore()
+    await store.open()
+    broker = MemoryBroker()
+    settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
+    node_a = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
+    node_b = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
+    race_id, alice, _ = await start_race_of_two(node_a)
+    copy = await node_b.load_race(race_id)
+    assert copy is not None and copy.follower is not None
+    channel = race_channel(race_id)
+    await broker.publish(channel, b"not a notice")
+    race = node_a.races[race_id].race
+    newer = {"epoch": race.epoch, "version": race.version, "moves": [], "added_later": 1}
+    await broker.publish(channel, json.dumps(newer).encode())
+
+    await node_a.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
+    await node_a._fold(node_a.races[race_id])  # stored and published: a notice with the move
+    player = alice.player_id or ""
+    deadline = asyncio.get_running_loop().time() + 5
+    while copy.race.racers[player].moves != 1:
+        assert asyncio.get_running_loop().time() < deadline, "node B stopped following"
+        await asyncio.sleep(0.01)
+    assert copy.follower is not None and not copy.follower.done()
+    assert copy.boards[player].game.ply == 1
+    await node_b.stop()
+    await node_a.stop()
     await store.close()
