@@ -362,6 +362,7 @@ class Hub(MoveHandling):
         now = self.clock()
         player: PlayerRecord | None = None
         token: str | None = None
+        created = False
         if message.token is not None:
             player_id = verify_token(message.token, self.secret)
             player = None if player_id is None else await self.store.get_player(player_id)
@@ -383,7 +384,16 @@ class Hub(MoveHandling):
                 )
                 return
             token = sign_token(player.player_id, self.secret)
-        runtimes = [] if player is None else await self._active_races(player.player_id)
+            created = True
+        # The reads that may still fail come before anything changes, and a player just
+        # created has no races or ratings to read: a store outage here never leaves a name
+        # whose token was not sent, nor a session half identified.
+        runtimes: list[RaceRuntime] = []
+        ratings: dict[str, float] = {}
+        if player is not None and not created:
+            runtimes = await self._active_races(player.player_id)
+            if self.ratings_of is not None:
+                ratings = await self.ratings_of(player.player_id)
         session.said_hello = True
         active = [runtime.race_id for runtime in runtimes]
         if player is not None:
@@ -399,9 +409,7 @@ class Hub(MoveHandling):
                 player_id=session.player_id,
                 name=session.name,
                 token=token,
-                ratings={}
-                if player is None or self.ratings_of is None
-                else await self.ratings_of(player.player_id),
+                ratings=ratings,
                 active_races=active,
                 server_time_ms=now,
             )

@@ -1,21 +1,27 @@
-"""The hub (server/hub.py): the helpers the tournament service shares with it, and how long
-a finished race stays in memory."""
+"""The hub (server/hub.py): the helpers the tournament service shares with it, a hello while
+the store is away, and how long a finished race stays in memory."""
 
 from __future__ import annotations
 
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.commitment import is_commitment_valid
+from solrace.server.protocol.competition_records import RatingRecord
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
     Error,
+    Hello,
     RaceSnapshot,
     Resign,
     Sync,
+    Welcome,
 )
 from solrace.server.protocol.records import RaceStatus
+from solrace.server.ratings import RatingService
 from solrace.server.settings import Settings
-from solrace.server.store import open_store
-from tests.server.sessions import start_race_of_two
+from solrace.server.store import MemoryStore, StoreUnavailableError, open_store
+from tests.server.sessions import RecordingSession, start_race_of_two
 
 NOW_MS = 1_700_000_000_000
 
@@ -95,4 +101,41 @@ async def test_a_finished_race_leaves_memory_after_finished_kept_s() -> None:
     assert isinstance(alice.sent[-1], Error) and alice.sent[-1].code == "unknown_race"
     replay = await store.get_race(race_id)
     assert replay is not None and replay.status is RaceStatus.FINISHED
+    await store.close()
+
+
+class RatingsAway(MemoryStore):
+    """The memory store, with rating reads that fail while `failing` is set."""
+
+    failing = False
+
+    async def get_ratings(self, player_id: str) -> list[RatingRecord]:
+        if self.failing:
+            raise StoreUnavailableError("the store is away")
+        return await super().get_ratings(player_id)
+
+
+async def test_a_store_outage_in_hello_neither_loses_the_name_nor_half_identifies() -> None:
+    store = RatingsAway()
+    await store.open()
+    hub = Hub(store, Settings(store="memory:"), Metrics(), b"x" * 32)
+    hub.ratings_of = RatingService(store).display_ratings
+    store.failing = True
+
+    # A new name needs no store read after its creation: the token always reaches it.
+    first = RecordingSession(1)
+    await hub.handle(first, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+    (welcome,) = first.sent
+    assert isinstance(welcome, Welcome) and welcome.token is not None
+
+    # A returning player whose ratings cannot be read is told to retry, and nothing changed:
+    # the same connection's next hello is answered.
+    again = RecordingSession(2)
+    await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
+    (refusal,) = again.sent
+    assert isinstance(refusal, Error) and refusal.code == ErrorCode.UNAVAILABLE
+    assert not again.said_hello and hub.players.get(welcome.player_id or "") is not again
+    store.failing = False
+    await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
+    assert isinstance(again.sent[-1], Welcome) and again.sent[-1].player_id == welcome.player_id
     await store.close()
