@@ -1,16 +1,21 @@
 """The dependency rule of ARCHITECTURE.md, checked in fresh interpreters.
 
-``engine`` <- ``server.protocol`` <- the rest of ``server``. The engine imports the standard
-library only; the protocol layer is sans-I/O: no asyncio, no websockets, no redis and none of the
-server's runtime modules. Each check imports a layer in a new interpreter and looks at what got
-loaded (``sys.modules``) and at which code asked for it (every ``import`` statement is watched).
+``engine`` <- ``server.protocol`` <- the rest of ``server``; the client uses the engine and the
+protocol only. The engine imports the standard library only; the protocol layer is sans-I/O: no
+asyncio, no websockets, no redis, no sqlite3 and none of the server's runtime modules; the client
+never loads the server's runtime (only ``embedded`` imports it, lazily, when it starts a server).
+Each check imports a layer in a new interpreter and looks at what got loaded (``sys.modules``)
+and at which code asked for it (every ``import`` statement is watched).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 # Runs in a fresh interpreter: imports the named modules (argv[1]: a JSON list, or "walk:PKG" to
@@ -120,7 +125,7 @@ def test_importing_the_engine_package_alone_loads_nothing_forbidden() -> None:
 
 
 PROTOCOL = "solrace.server.protocol"
-PROTOCOL_FORBIDDEN = ("asyncio", "websockets", "redis", "solrace.client")
+PROTOCOL_FORBIDDEN = ("asyncio", "websockets", "redis", "sqlite3", "solrace.client")
 
 
 def test_protocol_is_sans_io() -> None:
@@ -144,11 +149,81 @@ def test_protocol_is_sans_io() -> None:
         (who, name) for who, name in report["statements"] if _matches(name, PROTOCOL_FORBIDDEN)
     ]
     assert asked == [], f"{PROTOCOL} imports I/O modules: {asked}"
-    # ...and nothing it pulls in loads websockets, redis or the client.
-    assert [m for m in loaded if _matches(m, ("websockets", "redis", "solrace.client"))] == []
+    # ...and nothing it pulls in loads websockets, redis, sqlite3 or the client.
+    io = ("websockets", "redis", "sqlite3", "solrace.client")
+    assert [m for m in loaded if _matches(m, io)] == []
     # asyncio may only be loaded as a side effect of a third-party library (typing_extensions
     # imports asyncio.coroutines when pydantic_core declares its deprecations), never by solrace.
     if "asyncio" in loaded:
         who: str = report["first_importer"].get("asyncio", "?")
         assert who.endswith(".py"), who
         assert not any(who.startswith(d) for d in report["solrace_dirs"]), f"{who} loads asyncio"
+
+
+CLIENT = "solrace.client"
+EMBEDDED = "solrace.client.embedded"
+
+
+def _server_runtime(name: str) -> bool:
+    """A module of the server outside the protocol (its bare package holds nothing)."""
+    return name.startswith("solrace.server.") and not _matches(name, (PROTOCOL,))
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(module: str, source: str) -> list[tuple[int, bool]]:
+    """(line, runs when the module is imported?) of each import of the server runtime."""
+    found: list[tuple[int, bool]] = []
+    package = module.rpartition(".")[0]
+
+    def visit(node: ast.AST, eager: bool) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            eager = False
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for statement in node.orelse:
+                visit(statement, eager)
+            return  # the body only runs under a type checker
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    base = importlib.util.resolve_name("." * node.level + base, package)
+                names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            if any(_server_runtime(n) for n in names):
+                found.append((node.lineno, eager))
+        for child in ast.iter_child_nodes(node):
+            visit(child, eager)
+
+    visit(ast.parse(source), True)
+    return found
+
+
+def test_client_loads_no_server_runtime() -> None:
+    # Every module that exists in the client now is imported; an import error fails here.
+    report = probe(f"walk:{CLIENT}")
+    imported: list[str] = report["imported"]
+    assert imported[0] == CLIENT and EMBEDDED in imported
+    loaded: list[str] = report["loaded"]
+    runtime = [m for m in loaded if _server_runtime(m)]
+    assert runtime == [], f"{CLIENT} loads server runtime modules: {runtime}"
+    asked = [(who, name) for who, name in report["statements"] if _server_runtime(name)]
+    assert asked == [], f"{CLIENT} imports the server runtime: {asked}"
+
+    # Read the source too: only `embedded` may name the runtime, and only in code that runs
+    # later (inside a function, or for the type checker), so that the imports above stay clean.
+    lazy: list[str] = []
+    for module in imported:
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None, module
+        for line, eager in _runtime_imports(module, Path(spec.origin).read_text("utf-8")):
+            where = f"{module}:{line}"
+            assert module == EMBEDDED, f"{where} imports the server runtime"
+            assert not eager, f"{where} imports the server runtime when the client loads"
+            lazy.append(where)
+    assert lazy, f"{EMBEDDED} no longer starts the real server (update this test)"
