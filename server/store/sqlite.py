@@ -37,6 +37,7 @@ from solrace.server.store.base import (
     UnknownRaceError,
 )
 from solrace.server.store.sqlite_competition import COMPETITION_SCHEMA, SqliteCompetition
+from solrace.server.store.sqlite_tx import transaction
 
 T = TypeVar("T")
 
@@ -174,28 +175,28 @@ def _why_not_inserted(db: sqlite3.Connection, move: MoveRecord) -> StoreError:
     return PlyConflictError(f"seq {move.seq} is already stored")
 
 
+class _BatchRefused(Exception):
+    """A move of the batch was not stored: roll the batch back and go move by move."""
+
+
 def _insert_moves(db: sqlite3.Connection, moves: list[MoveRecord]) -> list[StoreError | None]:
     """One transaction for a batch of moves; each is checked on its own (a refusal stores
     nothing for that move and does not affect the others). The usual batch, every move
     accepted, is one statement run over all of them; otherwise move by move, to say why."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
+
+    def insert_all() -> None:
         try:
             stored = db.executemany(_INSERT_NEXT_MOVE, [_move_params(m) for m in moves]).rowcount
         except sqlite3.IntegrityError:
-            stored = -1
-        if stored == len(moves):
-            outcomes: list[StoreError | None] = [None] * len(moves)
-        else:
-            db.execute("ROLLBACK")
-            db.execute("BEGIN IMMEDIATE")
-            outcomes = [_insert_move(db, move) for move in moves]
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-    return outcomes
+            raise _BatchRefused from None
+        if stored != len(moves):
+            raise _BatchRefused
+
+    try:
+        transaction(db, insert_all)
+    except _BatchRefused:
+        return transaction(db, lambda: [_insert_move(db, move) for move in moves])
+    return [None] * len(moves)
 
 
 class SqliteStore(SqliteCompetition):
@@ -321,7 +322,6 @@ class SqliteStore(SqliteCompetition):
 
     async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
         def insert(db: sqlite3.Connection) -> None:
-            db.execute("BEGIN IMMEDIATE")
             try:
                 db.execute(
                     "INSERT INTO player_names (name_key, player_id) VALUES (?, ?)",
@@ -332,14 +332,9 @@ class SqliteStore(SqliteCompetition):
                     (player_id, name, now_ms),
                 )
             except sqlite3.IntegrityError:
-                db.execute("ROLLBACK")
                 raise NameTakenError(name) from None
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
 
-        await self._run(insert)
+        await self._run(lambda db: transaction(db, lambda: insert(db)))
         return PlayerRecord(player_id=player_id, name=name, created_at_ms=now_ms)
 
     async def get_player(self, player_id: str) -> PlayerRecord | None:
@@ -372,28 +367,21 @@ class SqliteStore(SqliteCompetition):
         text = race.model_dump_json()
 
         def compare_and_set(db: sqlite3.Connection) -> bool:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute(
-                    "SELECT record FROM races WHERE race_id = ?", (race.race_id,)
-                ).fetchone()
-                stored = None if row is None else RaceRecord.model_validate_json(row[0])
-                if stored != expected:
-                    db.execute("ROLLBACK")
-                    return False
-                db.execute(
-                    "INSERT INTO races (race_id, status, record) VALUES (?, ?, ?) "
-                    "ON CONFLICT (race_id) DO UPDATE SET status = excluded.status, "
-                    "record = excluded.record",
-                    (race.race_id, race.status.value, text),
-                )
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+            row = db.execute(
+                "SELECT record FROM races WHERE race_id = ?", (race.race_id,)
+            ).fetchone()
+            stored = None if row is None else RaceRecord.model_validate_json(row[0])
+            if stored != expected:
+                return False
+            db.execute(
+                "INSERT INTO races (race_id, status, record) VALUES (?, ?, ?) "
+                "ON CONFLICT (race_id) DO UPDATE SET status = excluded.status, "
+                "record = excluded.record",
+                (race.race_id, race.status.value, text),
+            )
             return True
 
-        return await self._run(compare_and_set)
+        return await self._run(lambda db: transaction(db, lambda: compare_and_set(db)))
 
     async def get_race(self, race_id: str) -> RaceRecord | None:
         def select(db: sqlite3.Connection) -> str | None:

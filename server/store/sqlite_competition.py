@@ -19,6 +19,7 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
+from solrace.server.store.sqlite_tx import transaction
 
 T = TypeVar("T")
 
@@ -43,17 +44,6 @@ CREATE TABLE IF NOT EXISTS tournaments (
     record TEXT NOT NULL
 );
 """
-
-
-def _transaction(db: sqlite3.Connection, work: Callable[[], T]) -> T:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        outcome = work()
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-    return outcome
 
 
 def _apply(db: sqlite3.Connection, update: RatingUpdate) -> RatingOutcome:
@@ -107,7 +97,7 @@ class SqliteCompetition:
         return [RatingRecord.model_validate_json(text) for text in await self._run(select)]
 
     async def apply_rating_update(self, update: RatingUpdate) -> RatingOutcome:
-        return await self._run(lambda db: _transaction(db, lambda: _apply(db, update)))
+        return await self._run(lambda db: transaction(db, lambda: _apply(db, update)))
 
     async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
         def select(db: sqlite3.Connection) -> list[str]:
@@ -137,7 +127,7 @@ class SqliteCompetition:
             )
             return True
 
-        return await self._run(lambda db: _transaction(db, lambda: compare_and_set(db)))
+        return await self._run(lambda db: transaction(db, lambda: compare_and_set(db)))
 
     async def get_tournament(self, tournament_id: str) -> TournamentRecord | None:
         def select(db: sqlite3.Connection) -> str | None:
