@@ -103,6 +103,9 @@ class TournamentService:
         self._started_at = 0.0
         self._ticker: asyncio.Task[None] | None = None
         self._pushed: dict[str, int] = {}  # the version each tournament's watchers last got
+        #: Tournaments a saved change left with a race not opened or deals not released (the
+        #: store was away): the tick tries again.
+        self._repairs: set[str] = set()
         self.relay: TournamentRelay | None = None
 
     @property
@@ -169,6 +172,24 @@ class TournamentService:
                 await self.race_finished(stored)
         log.info("resumed tournament %s (%s)", live.tournament_id, live.tournament.phase.value)
 
+    async def _repair(self) -> None:
+        """Open the pending races a saved change could not open and release the deals of
+        ended rounds, for the tournaments a store outage interrupted (`_repairs`)."""
+        for tournament_id in list(self._repairs):
+            self._repairs.discard(tournament_id)  # a step that fails again puts it back
+            live = self.live.get(tournament_id)
+            if live is None:
+                continue
+            try:
+                await self._resume(live)
+            except StoreError as exc:
+                log.warning("tournament %s: not repaired yet: %s", tournament_id, exc)
+                self._repairs.add(tournament_id)
+                continue
+            for rnd in live.tournament.rounds:
+                if rnd.is_ended:
+                    await self._release_deals(live, rnd.number)
+
     async def _tick_forever(self) -> None:
         while True:
             await asyncio.sleep(self.settings.tournament_tick_s)  # the service's timer
@@ -178,7 +199,9 @@ class TournamentService:
                 log.exception("tournament tick failed")
 
     async def tick(self) -> None:
-        """Mark connected players present; forfeit no-shows once the grace has passed."""
+        """Finish what a store outage interrupted; mark connected players present; forfeit
+        no-shows once the grace has passed."""
+        await self._repair()
         now = self._now()
         for tournament_id, live in list(self.live.items()):
             if live.tournament.phase is not Phase.RUNNING:
@@ -289,6 +312,8 @@ class TournamentService:
                 break
             else:
                 raise RaceError(ErrorCode.UNAVAILABLE, "the tournament is busy; retry")
+        # The change is saved, so it stands: each step below is on its own, and one the store
+        # refuses is tried again by the tick (`_repairs`), not reported to the requester.
         notices = []
         for race_id, event in links.items():
             notice = await self._open_race(fresh, race_id, event.race_number, event.match_id)
@@ -350,13 +375,17 @@ class TournamentService:
         for race_id, link in live.links.items():
             if link.round_number != round_number:
                 continue
-            for _ in range(SAVE_ATTEMPTS):
-                record = await self.store.get_race(race_id)
-                if record is None or not record.deal_held:
-                    break
-                released = record.model_copy(update={"deal_held": False})
-                if await self.store.save_race_if(released, record):
-                    break
+            try:
+                for _ in range(SAVE_ATTEMPTS):
+                    record = await self.store.get_race(race_id)
+                    if record is None or not record.deal_held:
+                        break
+                    released = record.model_copy(update={"deal_held": False})
+                    if await self.store.save_race_if(released, record):
+                        break
+            except StoreError as exc:
+                log.warning("race %s: deal not released yet: %s", race_id, exc)
+                self._repairs.add(live.tournament_id)
 
     async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
         """Cancel the race of a match decided meanwhile (its result would not count)."""
@@ -373,7 +402,7 @@ class TournamentService:
             if runtime is None or not runtime.race.is_live:
                 return
             await self.hub.apply_to_race(runtime, cancel_race(self.hub.clock()))
-        except RaceError as exc:  # the store is down: the race runs on; its result is ignored
+        except (RaceError, StoreError) as exc:  # the race runs on; its result is ignored
             log.warning("tournament %s: race %s not stopped: %s", live.tournament_id, race_id, exc)
             return
         log.info(
@@ -404,8 +433,9 @@ class TournamentService:
         seated = [(p, live.names.get(p, p)) for p in match.racing]
         try:
             await self.hub.open_seated_race(record, seated)
-        except RaceError as exc:
-            log.warning("tournament %s: race %s not opened: %s", t.tournament_id, race_id, exc)
+        except (RaceError, StoreError) as exc:
+            log.warning("tournament %s: race %s not opened yet: %s", t.tournament_id, race_id, exc)
+            self._repairs.add(t.tournament_id)
             return None
         notice = TournamentRace(
             tournament_id=t.tournament_id,
