@@ -323,12 +323,30 @@ class RaceSync:
         `FINISHED_KEPT`. Until then a late resend, watcher or sync is answered from memory;
         after, a finished race is its replay in the store."""
         cutoff = now_ms - int(self.settings.finished_kept_s * 1000)
-        done = [rt for rt in self.races.values() if not rt.race.is_live]
+        done = sorted(
+            (rt for rt in self.races.values() if not rt.race.is_live),
+            key=lambda rt: rt.race.finished_at_ms or 0,
+        )
         excess = len(done) - FINISHED_KEPT
         for index, runtime in enumerate(done):
             finished_at = runtime.race.finished_at_ms
             if index < excess or (finished_at is not None and finished_at <= cutoff):
-                del self.races[runtime.race_id]
+                self._drop(runtime)
+
+    def _drop(self, runtime: RaceRuntime) -> None:
+        """Forget a race held here: its armed fold, its following of other nodes' notices
+        and what this node's sessions keep of it."""
+        race_id = runtime.race_id
+        for session in self._recipients(runtime):
+            session.versions.pop(race_id, None)
+            session.watching.discard(race_id)
+        del self.races[race_id]
+        if runtime.fold_due is not None:
+            runtime.fold_due.cancel()
+            runtime.fold_due = None
+        follower, runtime.follower = runtime.follower, None
+        if follower is not None:
+            follower.cancel()  # it closes its subscription as it ends
 
     # --- changes ---------------------------------------------------------------------------
 

@@ -94,9 +94,11 @@ async def test_a_finished_race_leaves_memory_after_finished_kept_s() -> None:
     await hub.handle(alice, Sync(race_id=race_id))
     answers = alice.sent[before:]
     assert any(isinstance(m, RaceSnapshot) for m in answers), "kept: answered from memory"
+    assert race_id in alice.versions
     clock[0] += 1_000
     await hub.tick()
     assert race_id not in hub.races
+    assert all(race_id not in s.versions for s in (alice, bob)), "sessions forget it too"
     await hub.handle(alice, Sync(race_id=race_id))
     assert isinstance(alice.sent[-1], Error) and alice.sent[-1].code == "unknown_race"
     replay = await store.get_race(race_id)
