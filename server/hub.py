@@ -61,7 +61,7 @@ from solrace.server.protocol.records import (
 )
 from solrace.server.protocol.replay import build_replay
 from solrace.server.protocol.tokens import sign_token, verify_token
-from solrace.server.race_sync import board_progress, opening_progress
+from solrace.server.race_sync import Change, board_progress, opening_progress
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
@@ -312,10 +312,7 @@ class Hub(MoveHandling):
                 continue
             if player_id in runtime.boards:
                 moves = await self.store.get_moves(runtime.race_id)
-                async with runtime.boards[player_id].lock:
-                    mine = [m for m in moves if m.player_id == player_id]
-                    if len(mine) > runtime.boards[player_id].game.ply:  # else a move in flight
-                        runtime.restore_board(player_id, mine)
+                await runtime.catch_up_board(player_id, moves)
             found.append(runtime)
         return found
 
@@ -484,7 +481,6 @@ class Hub(MoveHandling):
         if record.race_id in self.races or await self.store.get_race(record.race_id):
             return
         now = self.clock()
-        runtime = RaceRuntime(Race(record, self._new_epoch(), self.settings.history_size))
         here = {p: self.holder_of(s) for p, s in self.players.items()}
 
         def seat(race: Race) -> list[RaceEvent]:
@@ -496,9 +492,24 @@ class Hub(MoveHandling):
                 events += race.set_connected(player_id, connected, now, here.get(player_id))
             return events
 
+        await self._store_new_race(record, seat)
+
+    def check_race_settings(self, game: str, time_limit_s: int) -> None:
+        """Refuse a game this server does not run or a time limit outside its range."""
+        if game not in GAME_IDS:
+            raise RaceError(ErrorCode.UNKNOWN_GAME, f"games: {', '.join(GAME_IDS)}")
+        low, high = self.settings.min_time_limit_s, self.settings.max_time_limit_s
+        if not low <= time_limit_s <= high:
+            raise RaceError(ErrorCode.INVALID_SETTINGS, f"time limit: {low}..{high} s")
+
+    async def _store_new_race(self, record: RaceRecord, first: Change) -> None:
+        """Store a new race with its first change (the creator's join, a tournament's seats)
+        and hold it here. Several nodes: it is followed before it is stored, so a join on
+        another node right after is not missed."""
+        runtime = RaceRuntime(Race(record, self._new_epoch(), self.settings.history_size))
         subscription = await self._subscribe(record.race_id) if self.is_cluster else None
         try:
-            await self.apply_to_race(runtime, seat)
+            await self.apply_to_race(runtime, first)
         except BaseException:
             if subscription is not None:
                 await subscription.close()
@@ -546,16 +557,9 @@ class Hub(MoveHandling):
 
     async def _create_race(self, session: Session, message: CreateRace) -> None:
         player_id, name = self.identity_of(session)
-        settings = self.settings
-        if message.game not in GAME_IDS:
-            raise RaceError(ErrorCode.UNKNOWN_GAME, f"games: {', '.join(GAME_IDS)}")
-        if not 2 <= message.seats <= settings.max_seats:
-            raise RaceError(ErrorCode.INVALID_SETTINGS, f"seats: 2..{settings.max_seats}")
-        if not settings.min_time_limit_s <= message.time_limit_s <= settings.max_time_limit_s:
-            raise RaceError(
-                ErrorCode.INVALID_SETTINGS,
-                f"time limit: {settings.min_time_limit_s}..{settings.max_time_limit_s} s",
-            )
+        self.check_race_settings(message.game, message.time_limit_s)
+        if not 2 <= message.seats <= self.settings.max_seats:
+            raise RaceError(ErrorCode.INVALID_SETTINGS, f"seats: 2..{self.settings.max_seats}")
         if message.rated and message.game_number is not None:
             raise RaceError(ErrorCode.INVALID_SETTINGS, "a rated race's deal is always secret")
         number = message.game_number
@@ -578,18 +582,9 @@ class Hub(MoveHandling):
             creator=player_id,
             now_ms=now,
         )
-        runtime = RaceRuntime(Race(record, self._new_epoch(), settings.history_size))
-        # Followed before it is stored: a join on another node right after is not missed.
-        subscription = await self._subscribe(record.race_id) if self.is_cluster else None
-        try:
-            await self.apply_to_race(
-                runtime, lambda race: race.join(player_id, name, message.invite_code, now)
-            )
-        except BaseException:
-            if subscription is not None:
-                await subscription.close()
-            raise
-        await self._install_created(runtime, subscription)
+        await self._store_new_race(
+            record, lambda race: race.join(player_id, name, message.invite_code, now)
+        )
         log.info("%s created race %s (%s)", name, record.race_id, record.game)
 
     async def _join_race(self, session: Session, message: JoinRace) -> None:

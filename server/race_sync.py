@@ -542,13 +542,9 @@ class RaceSync:
                 moves = await self.store.get_moves(runtime.race_id)
                 if not runtime.boards:
                     runtime.deal_boards()
-                for player_id, board in list(runtime.boards.items()):
-                    async with board.lock:  # board first, then race: the order moves take
-                        mine = [m for m in moves if m.player_id == player_id]
-                        # Moves read before the lock: a move stored meanwhile (by this node,
-                        # under this lock) makes the board ahead of them; keep it then.
-                        if len(mine) > runtime.boards[player_id].game.ply:
-                            runtime.restore_board(player_id, mine)
+                for player_id in list(runtime.boards):
+                    # Board first, then race: the order moves take the locks.
+                    await runtime.catch_up_board(player_id, moves)
             async with runtime.lock:
                 record = await self.store.get_race(runtime.race_id)
                 if record is not None and record != runtime.saved:

@@ -161,6 +161,16 @@ class RaceRuntime:
             board.lock = old.lock  # a holder of the old board's lock still serializes with us
         self.boards[player_id] = board
 
+    async def catch_up_board(self, player_id: str, moves: list[MoveRecord]) -> None:
+        """Rebuild a racer's board from the race's stored `moves` if the store is ahead of
+        it (the racer moved on another node). Under the board's lock; the moves were read
+        before it, so a move stored meanwhile by this node leaves the board ahead of them,
+        and the board is kept then."""
+        async with self.boards[player_id].lock:
+            mine = [m for m in moves if m.player_id == player_id]
+            if len(mine) > self.boards[player_id].game.ply:
+                self.restore_board(player_id, mine)
+
     def apply_stored_move(self, move: MoveRecord) -> bool:
         """Another node stored `move`: play it on our copy of that board. False if the copy
         is not exactly one move behind (then rebuild it from the store)."""

@@ -36,7 +36,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from solrace.engine import GAME_IDS, random_ranked_number
+from solrace.engine import random_ranked_number
 from solrace.server.hub import Hub
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
@@ -521,13 +521,7 @@ class TournamentService:
         self._check_admin(message.admin_token)
         admin, name = self._identity(session)
         settings = self.settings
-        if message.game not in GAME_IDS:
-            raise RaceError(ErrorCode.UNKNOWN_GAME, f"games: {', '.join(GAME_IDS)}")
-        if not settings.min_time_limit_s <= message.time_limit_s <= settings.max_time_limit_s:
-            raise RaceError(
-                ErrorCode.INVALID_SETTINGS,
-                f"time limit: {settings.min_time_limit_s}..{settings.max_time_limit_s} s",
-            )
+        self.hub.check_race_settings(message.game, message.time_limit_s)
         rules = FormatRules(
             format=Format(message.format),
             best_of=message.best_of,
