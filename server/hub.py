@@ -236,6 +236,9 @@ class Hub(MoveHandling):
                     await self._settle_boards(runtime)
                 await self._tick_race(runtime, now)
             except RaceError as exc:
+                if exc.code != ErrorCode.UNAVAILABLE:  # e.g. a race cancelled meanwhile
+                    log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
+                    continue
                 failure = exc.message
             if push and runtime.race.is_live:
                 self._push_spectator_boards(runtime, now)

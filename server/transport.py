@@ -57,8 +57,6 @@ class _ProbeLog(logging.LoggerAdapter[logging.Logger]):
 
 probe_log = _ProbeLog(ws_log)
 
-_session_ids = itertools.count(1)
-
 #: Frames read ahead of the hub per connection; past it the socket is not read (back-pressure).
 INBOX_LIMIT = 16
 
@@ -72,7 +70,7 @@ class WebSocketSession(Session, asyncio.Protocol):
     overflows `max_outgoing` and is closed (4005)."""
 
     def __init__(self, edge: Transport) -> None:
-        super().__init__(next(_session_ids))
+        super().__init__(next(edge.session_ids))
         self.edge = edge
         settings = edge.settings
         self.ws = ServerProtocol(
@@ -363,6 +361,8 @@ class Transport:
         self.sessions: set[WebSocketSession] = set()
         #: Closed connections whose hub goodbye is still running.
         self.finishing: set[asyncio.Task[None]] = set()
+        #: Session ids, unique on this node (`Hub.holder_of` pairs them with the node id).
+        self.session_ids = itertools.count(1)
         self.origins: list[Origin | None] | None = None
         if settings.origins:
             # Browsers send Origin; scripts and the terminal client send none.
