@@ -78,65 +78,37 @@ class MoveHandling(RaceSync):
         board: RacerBoard,
         started: float,
     ) -> None:
-        if message.seq in board.seq_to_ply:
-            self._answer_duplicate(session, runtime, player_id, message)
-            return
-        previous = board.rejections.get(message.seq)
-        if previous is not None and previous.move == message.move:
-            session.send(previous)
+        """Answer a move under its board's lock: again as before (a resend), or play it,
+        store it, acknowledge it and move the racer's progress on."""
+        if self._answer_again(session, runtime, player_id, board, message):
             return
         now = self.clock()
-        try:
-            runtime.race.check_can_move(player_id, now)
-            board.game.play(message.move)
-        except RaceError as exc:
-            board.remember_rejection(
-                message.seq, self._reject(session, message, exc.code, exc.message)
-            )
-            return
-        except InvalidMoveError as exc:
-            answer = self._reject(session, message, ErrorCode.INVALID_MOVE, str(exc))
-            board.remember_rejection(message.seq, answer)
-            return
-        except EngineError as exc:
-            answer = self._reject(session, message, ErrorCode.ILLEGAL_MOVE, str(exc))
-            board.remember_rejection(message.seq, answer)
+        refusal = self._play(runtime, player_id, board, message.move, now)
+        if refusal is not None:
+            board.remember_rejection(message.seq, self._reject(session, message, *refusal))
             return
         game = board.game
-        ply = game.ply - 1
-        piles = touched_pile_fields(game)
+        piles = touched_pile_fields(game)  # what this move changed, read before any await
         record = MoveRecord(
             race_id=runtime.race_id,
             player_id=player_id,
-            ply=ply,
+            ply=game.ply - 1,
             seq=message.seq,
             move=str(game.history[-1]),
             at_ms=now,
         )
-        runtime.in_flight += 1
-        try:
-            await self.store.append_move(record)
-        except PlyConflictError:
-            game.undo()
-            await self._settle_conflict(session, runtime, player_id, message)
+        if not await self._store_move(session, message, runtime, record):
             return
-        except Exception as exc:
-            game.undo()
-            log.warning("move %s of %s not stored: %s", ply, player_id, exc)
-            self._reject(session, message, ErrorCode.UNAVAILABLE, "not stored; send it again")
-            return
-        finally:
-            runtime.in_flight -= 1
         on, total = game.progress()
         board.moved(now, on)
-        board.seq_to_ply[message.seq] = ply
+        board.seq_to_ply[message.seq] = record.ply
         won = game.is_won()
         stuck = not won and game.is_stuck()
         # A `MoveAck`, encoded without building it (`encode_move_ack` says why).
         frame = encode_move_ack(
             race_id=runtime.race_id,
             seq=message.seq,
-            ply=ply,
+            ply=record.ply,
             move=record.move,
             at_ms=now,
             piles=piles,
@@ -151,7 +123,73 @@ class MoveHandling(RaceSync):
         self.metrics.ack_latency.observe(time.perf_counter() - started)
         if not (won or stuck) and self.settings.progress_interval_s > 0:
             self._note_progress(runtime, record)
-            return
+        else:
+            await self._record_board(runtime, record, board, won=won, stuck=stuck)
+
+    def _answer_again(
+        self,
+        session: Session,
+        runtime: RaceRuntime,
+        player_id: str,
+        board: RacerBoard,
+        message: MakeMove,
+    ) -> bool:
+        """A sequence number answered before gets the same answer again: True if so."""
+        if message.seq in board.seq_to_ply:
+            self._answer_duplicate(session, runtime, player_id, message)
+            return True
+        previous = board.rejections.get(message.seq)
+        if previous is not None and previous.move == message.move:
+            session.send(previous)
+            return True
+        return False
+
+    @staticmethod
+    def _play(
+        runtime: RaceRuntime, player_id: str, board: RacerBoard, move: str, now: int
+    ) -> tuple[ErrorCode, str] | None:
+        """Play `move` on the racer's board if the race lets them move now; else why not."""
+        try:
+            runtime.race.check_can_move(player_id, now)
+            board.game.play(move)
+        except RaceError as exc:
+            return exc.code, exc.message
+        except InvalidMoveError as exc:  # not a move at all (its text)
+            return ErrorCode.INVALID_MOVE, str(exc)
+        except EngineError as exc:  # a move the rules refuse here
+            return ErrorCode.ILLEGAL_MOVE, str(exc)
+        return None
+
+    async def _store_move(
+        self, session: Session, message: MakeMove, runtime: RaceRuntime, record: MoveRecord
+    ) -> bool:
+        """Persist the move just played on the racer's board: True once stored; else it is
+        taken back from the board and the racer told why."""
+        game = runtime.boards[record.player_id].game
+        runtime.in_flight += 1
+        try:
+            await self.store.append_move(record)
+        except PlyConflictError:
+            game.undo()
+            await self._settle_conflict(session, runtime, record.player_id, message)
+            return False
+        except Exception as exc:
+            game.undo()
+            log.warning("move %s of %s not stored: %s", record.ply, record.player_id, exc)
+            self._reject(session, message, ErrorCode.UNAVAILABLE, "not stored; send it again")
+            return False
+        finally:
+            runtime.in_flight -= 1
+        return True
+
+    async def _record_board(
+        self, runtime: RaceRuntime, record: MoveRecord, board: RacerBoard, *, won: bool, stuck: bool
+    ) -> None:
+        """Store the racer's board at once (a finish, a stuck board, or every move when
+        progress is not batched)."""
+        player_id = record.player_id
+        on, total = board.game.progress()
+        moves = board.game.ply
         try:
             await self.apply_to_race(
                 runtime,
@@ -159,10 +197,10 @@ class MoveHandling(RaceSync):
                     player_id,
                     on_foundations=on,
                     total=total,
-                    moves=game.ply,
+                    moves=moves,
                     won=won,
                     stuck=stuck,
-                    now_ms=now,
+                    now_ms=record.at_ms,
                 ),
                 moves=[record],
             )
