@@ -140,10 +140,12 @@ class App:
             await self.store.open()
         except StoreLockedError as exc:
             raise StartupError(str(exc)) from exc
-        except StoreUnavailableError as exc:
-            raise StartupError(f"cannot reach Redis at {url} ({exc.__cause__ or exc})") from exc
         except StoreError as exc:
-            raise StartupError(str(exc) if url.startswith("sqlite:") else f"{url}: {exc}") from exc
+            if url.startswith("sqlite:"):  # its message names the file (locked, unreadable, ...)
+                raise StartupError(str(exc)) from exc
+            if isinstance(exc, StoreUnavailableError):
+                raise StartupError(f"cannot reach Redis at {url} ({exc.__cause__ or exc})") from exc
+            raise StartupError(f"{url}: {exc}") from exc
 
     async def _open_broker(self, broker: Broker) -> None:
         url = redact(self.settings.broker_url())

@@ -36,7 +36,8 @@ class UnknownRaceError(StoreError):
 
 
 class StoreUnavailableError(StoreError):
-    """The store cannot be reached (e.g. Redis restarting): retry later. A write that raised
+    """The store cannot be reached or used just now (Redis restarting; a SQLite file another
+    connection keeps locked, or a full or failing disk): retry later. A write that raised
     this may or may not have been stored, so read before writing it again."""
 
 

@@ -34,6 +34,7 @@ from solrace.server.store.base import (
     NameTakenError,
     PlyConflictError,
     StoreError,
+    StoreUnavailableError,
     UnknownRaceError,
 )
 from solrace.server.store.sqlite_competition import COMPETITION_SCHEMA, SqliteCompetition
@@ -43,8 +44,9 @@ T = TypeVar("T")
 
 log = logging.getLogger("solrace.server.store")
 
-#: How long the moves' writer waits for the other connection's write to finish.
-BUSY_TIMEOUT_MS = 5000
+#: How long a write waits for another connection's write to finish (this store's other
+#: connection, or another process on the file) before it fails with `StoreUnavailableError`.
+BUSY_TIMEOUT_S = 5.0
 CHECKPOINT_EVERY_S = 1.0
 
 SCHEMA = """
@@ -99,6 +101,32 @@ class StoreLockedError(StoreError):
         super().__init__(
             f"{lock_path} is held by {holder}: another solrace serve uses this database"
         )
+
+
+#: SQLite's primary result codes for a database that is there but cannot be used just now:
+#: another connection held the lock past the busy timeout, the disk is full or failing. A
+#: retry later may succeed, so they are `StoreUnavailableError`; any other is a `StoreError`.
+_UNAVAILABLE_CODES = frozenset(
+    {
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_PROTOCOL,
+    }
+)
+
+
+def store_error(exc: sqlite3.Error, context: str) -> StoreError:
+    """The store's error for a `sqlite3` one (raise it `from exc`): `StoreUnavailableError`
+    if the database is busy, locked, full or failing, else `StoreError`."""
+    message = f"{context}: {exc}"
+    # An error Python's sqlite3 raises itself (a closed connection, ...) has no code.
+    code: int | None = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in _UNAVAILABLE_CODES:
+        return StoreUnavailableError(message)
+    return StoreError(message)
 
 
 def _worker() -> ThreadPoolExecutor:
@@ -200,9 +228,22 @@ def _insert_moves(db: sqlite3.Connection, moves: list[MoveRecord]) -> list[Store
 
 
 class SqliteStore(SqliteCompetition):
-    def __init__(self, path: str | Path, *, durable: bool = False, exclusive: bool = False) -> None:
+    """Every call reports a failure as a `StoreError`: `StoreUnavailableError` when the
+    database is busy (another writer held it past `busy_timeout_s`), locked, full or failing,
+    so a caller may retry; the store carries on once the cause is gone."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        durable: bool = False,
+        exclusive: bool = False,
+        busy_timeout_s: float | None = None,
+    ) -> None:
         self.path = Path(path)
         self.durable = durable
+        #: How long a write waits for another connection's lock (None: `BUSY_TIMEOUT_S`).
+        self.busy_timeout_s = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
         #: Hold `lock_path` while open: a second exclusive store on the file is refused.
         self.exclusive = exclusive
         self.lock_path = lock_path_for(self.path)
@@ -222,9 +263,15 @@ class SqliteStore(SqliteCompetition):
         return self._executor
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` on the worker thread's connection; its `sqlite3` errors as `StoreError`s."""
+
         def call() -> T:
-            assert self._db is not None, "store is not open"
-            return work(self._db)
+            if self._db is None:
+                raise StoreError("store is not open")
+            try:
+                return work(self._db)
+            except sqlite3.Error as exc:
+                raise store_error(exc, f"SQLite database {self.path}") from exc
 
         return await asyncio.get_running_loop().run_in_executor(self._thread, call)
 
@@ -239,11 +286,14 @@ class SqliteStore(SqliteCompetition):
             await self._open()
         except BaseException as exc:
             await self.close()
-            if isinstance(exc, OSError | sqlite3.Error):
+            context = f"cannot open the SQLite database {self.path}"
+            if isinstance(exc, sqlite3.Error):
+                raise store_error(exc, context) from exc
+            if isinstance(exc, OSError):
                 reason = str(exc)
-                if isinstance(exc, OSError) and exc.strerror:  # without "[Errno 20]"
+                if exc.strerror:  # without "[Errno 20]"
                     reason = exc.strerror + (f": {exc.filename!r}" if exc.filename else "")
-                raise StoreError(f"cannot open the SQLite database {self.path}: {reason}") from exc
+                raise StoreError(f"{context}: {reason}") from exc
             raise
 
     async def _open(self) -> None:
@@ -251,7 +301,12 @@ class SqliteStore(SqliteCompetition):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.exclusive and self._lock_fd is None:
                 self._lock_fd = _hold_lock(self.lock_path)
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db = sqlite3.connect(
+                self.path,
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=self.busy_timeout_s,
+            )
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
@@ -271,11 +326,10 @@ class SqliteStore(SqliteCompetition):
             return db
 
         self._db = await asyncio.get_running_loop().run_in_executor(self._thread, connect)
-        writer = sqlite3.connect(self.path, isolation_level=None)
+        writer = sqlite3.connect(self.path, isolation_level=None, timeout=self.busy_timeout_s)
         try:
             writer.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
             writer.execute("PRAGMA foreign_keys=ON")
-            writer.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             writer.execute("PRAGMA wal_autocheckpoint=0")  # the worker thread checkpoints
         except BaseException:
             writer.close()
@@ -290,7 +344,7 @@ class SqliteStore(SqliteCompetition):
             await asyncio.sleep(CHECKPOINT_EVERY_S)
             try:
                 await self._run(lambda db: db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
-            except sqlite3.Error as exc:
+            except StoreError as exc:
                 log.warning("checkpoint failed: %s", exc)
 
     async def close(self) -> None:
@@ -308,8 +362,12 @@ class SqliteStore(SqliteCompetition):
             db = self._db
 
             def shut() -> None:
-                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                db.close()
+                try:
+                    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error as exc:  # what is committed is in the log all the same
+                    log.warning("final checkpoint of %s failed: %s", self.path, exc)
+                finally:
+                    db.close()
 
             await asyncio.get_running_loop().run_in_executor(self._thread, shut)
             self._db = None
@@ -430,7 +488,7 @@ class SqliteStore(SqliteCompetition):
         try:
             outcomes = _insert_moves(self._writer, [move for move, _ in batch])
         except sqlite3.Error as exc:
-            error = StoreError(f"moves not stored: {exc}")
+            error = store_error(exc, f"moves not stored in {self.path}")
             for _, future in batch:
                 if not future.done():
                     future.set_exception(error)

@@ -5,6 +5,7 @@ import logging
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 
 from solrace.server.app import App, StartupError, build_parser, main, settings_from_args
 from solrace.server.settings import Settings
+from solrace.server.store import StoreUnavailableError
 from solrace.server.store.sqlite import SqliteStore, StoreLockedError, lock_path_for
 
 
@@ -332,6 +334,31 @@ async def test_a_store_refused_its_lock_opens_once_the_holder_closes(tmp_path: P
     await waiting.open()  # the same object, after a failed open
     assert await waiting.get_race("nothing") is None
     await waiting.close()
+
+
+async def test_a_database_locked_by_another_connection_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a second server (that is the lock file) but, say, a backup tool holding SQLite's
+    own lock: the store is unavailable, told as the SQLite file it is, not as Redis."""
+    monkeypatch.setattr("solrace.server.store.sqlite.BUSY_TIMEOUT_S", 0.05)  # not 5 s
+    database = tmp_path / "solrace.sqlite3"
+    other = sqlite3.connect(database, isolation_level=None, timeout=0)
+    try:
+        other.execute("PRAGMA journal_mode=WAL")
+        other.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(StartupError) as refused:
+            await App(node_settings(tmp_path)).start()
+        assert str(refused.value) == (
+            f"cannot open the SQLite database {database}: database is locked"
+        )
+        assert isinstance(refused.value.__cause__, StoreUnavailableError)
+    finally:
+        other.close()
+    assert lock_files(tmp_path) == {"solrace.sqlite3.lock"}
+    app = App(node_settings(tmp_path))
+    await app.start()  # the failed start let its own lock file go
+    await app.stop()
 
 
 def lock_files(folder: Path) -> set[str]:

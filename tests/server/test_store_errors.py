@@ -1,0 +1,199 @@
+"""The `sqlite:` store's failures are store errors (server/store/sqlite.py): a database that
+another connection keeps locked is `StoreUnavailableError` from every write, the store works
+again once the lock is gone, and the hub answers `unavailable` meanwhile instead of closing
+the connection. Real SQLite files on disk; the lock is another connection's, as a backup tool
+or a second process would hold it.
+
+The store waits `busy_timeout_s` for a lock before giving up: 50 ms here (5 s by default), so
+each refused call costs the test 50 ms.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from solrace.server.hub import Hub
+from solrace.server.metrics import Metrics
+from solrace.server.protocol.competition_records import TournamentRecord
+from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Error, Hello, Welcome
+from solrace.server.protocol.records import (
+    MoveRecord,
+    RaceRecord,
+    RacerRecord,
+    RacerState,
+    RaceStatus,
+)
+from solrace.server.settings import Settings
+from solrace.server.store import SqliteStore, StoreError, StoreUnavailableError
+from solrace.server.store.sqlite import store_error
+from tests.server.sessions import RecordingSession
+
+BUSY_TIMEOUT_S = 0.05
+
+
+def race(race_id: str = "r1") -> RaceRecord:
+    return RaceRecord(
+        race_id=race_id,
+        game="klondike",
+        seats=2,
+        time_limit_s=300,
+        rated=False,
+        invite_code=None,
+        game_number="12345",
+        salt="00ff",
+        commitment="c0ffee",
+        creator="p1",
+        status=RaceStatus.OPEN,
+        created_at_ms=1_000,
+        countdown_ms=3_000,
+        grace_ms=60_000,
+        spectator_delay_ms=0,
+        racers=[RacerRecord(player_id="p1", name="Ann", state=RacerState.JOINED)],
+    )
+
+
+def move(ply: int) -> MoveRecord:
+    return MoveRecord(race_id="r1", player_id="p1", ply=ply, seq=ply + 1, move="t0f", at_ms=ply)
+
+
+def tournament(version: int) -> TournamentRecord:
+    return TournamentRecord(
+        tournament_id="t1", version=version, phase="open", created_at_ms=1_000, document="{}"
+    )
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    return tmp_path / "solrace.sqlite3"
+
+
+@pytest.fixture
+async def store(database: Path) -> AsyncIterator[SqliteStore]:
+    opened = SqliteStore(database, busy_timeout_s=BUSY_TIMEOUT_S)
+    await opened.open()
+    yield opened
+    await opened.close()
+
+
+class Holder:
+    """Another connection on the file that takes its write lock and lets it go again."""
+
+    def __init__(self, database: Path) -> None:
+        self.db = sqlite3.connect(database, isolation_level=None, timeout=0)
+
+    def lock(self) -> None:
+        # The file is in WAL mode: EXCLUSIVE shuts every other writer out; readers go on.
+        self.db.execute("BEGIN EXCLUSIVE")
+
+    def release(self) -> None:
+        self.db.execute("ROLLBACK")
+
+
+@pytest.fixture
+def holder(database: Path) -> Iterator[Holder]:
+    other = Holder(database)
+    yield other
+    other.db.close()
+
+
+async def test_every_write_to_a_locked_database_is_unavailable_until_the_lock_goes(
+    store: SqliteStore, holder: Holder
+) -> None:
+    opened = race()
+    assert await store.save_race_if(opened, None)
+    await store.append_move(move(0))
+
+    holder.lock()
+    # The worker thread's connection, the moves' own connection and the competition part.
+    with pytest.raises(StoreUnavailableError, match="database is locked"):
+        await store.create_player("p1", "Ann", 1_000)
+    with pytest.raises(StoreUnavailableError):
+        await store.save_race_if(race().model_copy(update={"seats": 3}), opened)
+    with pytest.raises(StoreUnavailableError):
+        await store.append_move(move(1))
+    with pytest.raises(StoreUnavailableError):
+        await store.save_tournament(tournament(1), None)
+    # Reads are not held up by a writer (WAL): what was stored before is there.
+    assert await store.get_race("r1") == opened
+    assert await store.get_moves("r1") == [move(0)]
+    holder.release()
+
+    # Nothing was half-stored, and the same store object carries on.
+    assert await store.get_player("p1") is None
+    assert await store.get_race("r1") == opened
+    assert (await store.create_player("p1", "Ann", 1_000)).name == "Ann"
+    assert await store.save_race_if(race().model_copy(update={"seats": 3}), opened)
+    await store.append_move(move(1))
+    assert await store.get_moves("r1") == [move(0), move(1)]
+    assert await store.save_tournament(tournament(1), None)
+
+
+async def test_opening_a_locked_database_is_unavailable(database: Path, holder: Holder) -> None:
+    """A file another connection has locked since before the store opened it (creating the
+    schema is a write)."""
+    holder.db.execute("PRAGMA journal_mode=WAL")
+    holder.lock()
+    store = SqliteStore(database, busy_timeout_s=BUSY_TIMEOUT_S)
+    with pytest.raises(StoreUnavailableError, match="cannot open the SQLite database"):
+        await store.open()
+    holder.release()
+    await store.open()  # a store that failed to open may be opened again
+    try:
+        assert (await store.create_player("p1", "Ann", 1_000)).name == "Ann"
+    finally:
+        await store.close()
+
+
+def test_only_a_busy_locked_full_or_failing_database_is_unavailable(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "errors.sqlite3", isolation_level=None, timeout=0)
+    other = sqlite3.connect(tmp_path / "errors.sqlite3", isolation_level=None, timeout=0)
+    try:
+        db.execute("CREATE TABLE t (x)")
+        other.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(sqlite3.OperationalError) as busy:
+            db.execute("INSERT INTO t VALUES (1)")
+        other.execute("ROLLBACK")
+        with pytest.raises(sqlite3.OperationalError) as no_table:  # a bug: retrying won't help
+            db.execute("SELECT * FROM nowhere")
+    finally:
+        db.close()
+        other.close()
+    with pytest.raises(sqlite3.ProgrammingError) as closed:  # raised by Python: no code
+        db.execute("SELECT 1")
+
+    assert isinstance(store_error(busy.value, "here"), StoreUnavailableError)
+    for other_error in (no_table.value, closed.value):
+        error = store_error(other_error, "here")
+        assert type(error) is StoreError and str(error) == f"here: {other_error}"
+
+
+async def test_the_hub_answers_unavailable_while_the_database_is_locked(
+    store: SqliteStore, holder: Holder
+) -> None:
+    """Neither a hello nor a new race closes the connection (1011): both are refused with
+    `unavailable`, change nothing, and succeed when sent again after the lock is gone."""
+    hub = Hub(store, Settings(store="memory:"), Metrics(), b"x" * 32)
+    ann, bob = RecordingSession(1), RecordingSession(2)
+    await hub.handle(ann, Hello(protocol=PROTOCOL_VERSION, name="ann"))
+    assert isinstance(ann.sent[-1], Welcome)
+
+    holder.lock()
+    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+    await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=600))
+    holder.release()
+
+    for session in (ann, bob):
+        refusal = session.sent[-1]
+        assert isinstance(refusal, Error) and refusal.code == ErrorCode.UNAVAILABLE
+        assert not session.closed
+    assert not bob.said_hello and hub.races == {}
+    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+    assert isinstance(bob.sent[-1], Welcome)
+    await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=600))
+    assert len(hub.races) == 1
+    await hub.stop()
