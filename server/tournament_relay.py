@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from solrace.server.broker import Broker, BrokerUnavailableError, Subscription
 from solrace.server.protocol.tournament_messages import TournamentRace
@@ -27,36 +27,25 @@ log = logging.getLogger("solrace.server.tournaments")
 CHANNEL = "tournaments"
 
 
-@dataclass(frozen=True)
-class ChangeNotice:
-    """A tournament moved on (saved as `version` by `node`), maybe opening races."""
+class ChangeNotice(BaseModel):
+    """A tournament moved on (saved as `version` by `node`), maybe opening races. Fields a
+    newer node adds are ignored (nodes of two versions during a rolling upgrade)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     tournament_id: str
     version: int
     node: str
-    races: list[TournamentRace] = field(default_factory=list)
+    races: list[TournamentRace] = []
 
     def encode(self) -> bytes:
-        return json.dumps(
-            {
-                "tournament_id": self.tournament_id,
-                "version": self.version,
-                "node": self.node,
-                "races": [race.model_dump(mode="json") for race in self.races],
-            }
-        ).encode()
+        return self.model_dump_json().encode()
 
     @classmethod
     def decode(cls, data: bytes) -> ChangeNotice | None:
         try:
-            raw = json.loads(data)
-            return cls(
-                tournament_id=str(raw["tournament_id"]),
-                version=int(raw["version"]),
-                node=str(raw["node"]),
-                races=[TournamentRace.model_validate(r) for r in raw["races"]],
-            )
-        except (ValueError, KeyError, TypeError):
+            return cls.model_validate_json(data)
+        except ValidationError:
             log.warning("a tournament notice that does not read: %r", data[:200])
             return None
 
@@ -89,7 +78,9 @@ class TournamentRelay:
             self._subscription = None
 
     async def publish(self, tournament_id: str, version: int, races: list[TournamentRace]) -> None:
-        notice = ChangeNotice(tournament_id, version, self.node_id, races)
+        notice = ChangeNotice(
+            tournament_id=tournament_id, version=version, node=self.node_id, races=races
+        )
         try:
             await self.broker.publish(CHANNEL, notice.encode())
         except BrokerUnavailableError as exc:  # other nodes catch up on their next change
