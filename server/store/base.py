@@ -54,10 +54,6 @@ class Store(Protocol):
 
     async def get_player(self, player_id: str) -> PlayerRecord | None: ...
 
-    async def save_race(self, race: RaceRecord) -> None:
-        """Insert or replace a race's record (settings, status, racers, results)."""
-        ...
-
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         """Save `race` only if the stored record still equals `expected` (None: no record yet);
         False stores nothing. The compare-and-set behind transitions that must happen once

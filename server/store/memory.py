@@ -34,9 +34,6 @@ class MemoryStore(MemoryCompetition):
     async def get_player(self, player_id: str) -> PlayerRecord | None:
         return self._players.get(player_id)
 
-    async def save_race(self, race: RaceRecord) -> None:
-        self._races[race.race_id] = race
-
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         if self._races.get(race.race_id) != expected:
             return False

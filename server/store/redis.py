@@ -9,7 +9,8 @@ Keys, all under one prefix (default `solrace:`):
   seq -> ply; `racers:<race>` set of players with moves.
 
 Writes whose checks must be atomic run as Lua scripts (one round trip, nothing interleaves):
-creating a player, saving a race, appending a move. `save_race_if` compares parsed records
+creating a player, saving a race over the record this store last read or wrote (compared by
+the digest of its JSON), appending a move. Otherwise `save_race_if` compares parsed records
 under WATCH/MULTI, so a record written by an older node (other JSON text, same values)
 still compares equal.
 
@@ -61,17 +62,6 @@ if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[2], 'player_id', ARGV[1], 'name', ARGV[2], 'created_at_ms', ARGV[3])
 return 1
-"""
-
-# KEYS: race, order counter, new status set, then every status set.
-# ARGV: race_id, status, record JSON.
-SAVE_RACE = """
-local order = redis.call('HGET', KEYS[1], 'order')
-if not order then order = redis.call('INCR', KEYS[2]) end
-for i = 4, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
-redis.call('HSET', KEYS[1], 'record', ARGV[3], 'status', ARGV[2], 'order', order)
-redis.call('ZADD', KEYS[3], order, ARGV[1])
-return order
 """
 
 # KEYS: race, order counter, new status set, then every status set. ARGV: race_id, status,
@@ -193,7 +183,6 @@ class RedisStore(RedisCompetition):
         )
         self._scripts = {
             "create_player": self._redis.register_script(CREATE_PLAYER),
-            "save_race": self._redis.register_script(SAVE_RACE),
             "save_race_if_text": self._redis.register_script(SAVE_RACE_IF_TEXT),
             "append_move": self._redis.register_script(APPEND_MOVE),
             "list_races": self._redis.register_script(LIST_RACES),
@@ -235,11 +224,6 @@ class RedisStore(RedisCompetition):
         )
 
     # --- races -----------------------------------------------------------------------------
-
-    async def save_race(self, race: RaceRecord) -> None:
-        keys = self._race_keys(race)
-        args = [race.race_id, race.status.value, race.model_dump_json()]
-        await self._call(lambda: self._scripts["save_race"](keys, args))
 
     def _remember(self, record: RaceRecord, digest: str) -> None:
         self._known.pop(record.race_id, None)

@@ -408,19 +408,6 @@ class SqliteStore(SqliteCompetition):
             return None
         return PlayerRecord(player_id=row[0], name=row[1], created_at_ms=row[2])
 
-    async def save_race(self, race: RaceRecord) -> None:
-        text = race.model_dump_json()
-
-        def upsert(db: sqlite3.Connection) -> None:
-            db.execute(
-                "INSERT INTO races (race_id, status, record) VALUES (?, ?, ?) "
-                "ON CONFLICT (race_id) DO UPDATE SET status = excluded.status, "
-                "record = excluded.record",
-                (race.race_id, race.status.value, text),
-            )
-
-        await self._run(upsert)
-
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         text = race.model_dump_json()
 

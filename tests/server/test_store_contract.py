@@ -102,6 +102,12 @@ def race(
     return record.model_copy(update=changes)
 
 
+async def seed(store: Store, *records: RaceRecord) -> None:
+    """Store races that are not stored yet (the one way races are written: compare-and-set)."""
+    for record in records:
+        assert await store.save_race_if(record, None), record.race_id
+
+
 def move(ply: int, seq: int | None = None, player: str = "p1", race_id: str = "r1") -> MoveRecord:
     return MoveRecord(
         race_id=race_id,
@@ -147,19 +153,18 @@ async def test_case_blind_names_beyond_ascii(store: Store) -> None:
 async def test_a_race_is_saved_replaced_and_read_back(store: Store) -> None:
     assert await store.get_race("r1") is None
     first = race()
-    await store.save_race(first)
+    assert await store.save_race_if(first, None)
     assert await store.get_race("r1") == first
     running = race(status=RaceStatus.RUNNING, started_at_ms=5_000)
-    await store.save_race(running)
+    assert await store.save_race_if(running, first)
     assert await store.get_race("r1") == running
 
 
 async def test_list_races_filters_by_status_in_first_save_order(store: Store) -> None:
-    await store.save_race(race("ra"))
-    await store.save_race(race("rb", RaceStatus.RUNNING))
-    await store.save_race(race("rc"))
-    await store.save_race(race("rd", RaceStatus.FINISHED))
-    await store.save_race(race("ra", RaceStatus.COUNTDOWN))  # an update keeps its place
+    await seed(store, race("ra"), race("rb", RaceStatus.RUNNING), race("rc"))
+    await seed(store, race("rd", RaceStatus.FINISHED))
+    # An update keeps its place.
+    assert await store.save_race_if(race("ra", RaceStatus.COUNTDOWN), race("ra"))
 
     live = await store.list_races(LIVE_STATUSES)
     assert [r.race_id for r in live] == ["ra", "rb", "rc"]
@@ -168,7 +173,7 @@ async def test_list_races_filters_by_status_in_first_save_order(store: Store) ->
     assert await store.list_races([RaceStatus.CANCELLED]) == []
     assert await store.list_races([]) == []
 
-    await store.save_race(race("rb", RaceStatus.FINISHED))
+    assert await store.save_race_if(race("rb", RaceStatus.FINISHED), race("rb", RaceStatus.RUNNING))
     assert [r.race_id for r in await store.list_races([RaceStatus.RUNNING])] == []
     assert [r.race_id for r in await store.list_races([RaceStatus.FINISHED])] == ["rb", "rd"]
 
@@ -188,7 +193,7 @@ async def test_save_race_if_sets_only_over_the_expected_record(store: Store) -> 
 
 async def test_save_race_if_updates_the_status_index(store: Store) -> None:
     opened = race()
-    await store.save_race(opened)
+    await seed(store, opened)
     finished = race(status=RaceStatus.FINISHED, finished_at_ms=9_000)
     assert await store.save_race_if(finished, opened)
     assert await store.list_races(LIVE_STATUSES) == []
@@ -199,8 +204,7 @@ async def test_save_race_if_updates_the_status_index(store: Store) -> None:
 
 
 async def test_moves_are_appended_in_ply_order_per_player(store: Store) -> None:
-    await store.save_race(race())
-    await store.save_race(race("r2"))
+    await seed(store, race(), race("r2"))
     for ply in range(3):
         await store.append_move(move(ply))
     await store.append_move(move(0, player="p2"))
@@ -235,7 +239,7 @@ def _grouped(moves: list[MoveRecord]) -> bool:
     ids=["gap", "stale-ply", "reused-seq", "duplicate"],
 )
 async def test_a_conflicting_move_stores_nothing(store: Store, bad: MoveRecord) -> None:
-    await store.save_race(race())
+    await seed(store, race())
     await store.append_move(move(0))
     with pytest.raises(PlyConflictError):
         await store.append_move(bad)
@@ -251,7 +255,7 @@ async def test_a_move_in_an_unknown_race_is_refused(store: Store) -> None:
 
 
 async def test_seqs_are_per_player(store: Store) -> None:
-    await store.save_race(race())
+    await seed(store, race())
     await store.append_move(move(0, seq=7))
     await store.append_move(move(0, seq=7, player="p2"))
     assert len(await store.get_moves("r1")) == 2
@@ -262,7 +266,7 @@ async def test_seqs_are_per_player(store: Store) -> None:
 
 async def test_two_nodes_appending_the_same_ply_store_one_move(open_another: StoreFactory) -> None:
     node_a, node_b = await open_another(), await open_another()
-    await node_a.save_race(race())
+    await seed(node_a, race())
     for ply in range(5):
         outcomes = await asyncio.gather(
             node_a.append_move(move(ply, seq=100 + ply)),
@@ -282,7 +286,7 @@ async def test_moves_arriving_together_each_get_their_own_answer(
     """Many racers' moves in flight at once (SQLite commits them as one batch): every good
     move is stored in order, and a bad one among them is refused without harming the rest."""
     store = await open_another()
-    await store.save_race(race())
+    await seed(store, race())
     players = [f"p{i}" for i in range(12)]
     for ply in range(3):
         good = [store.append_move(move(ply, player=p)) for p in players]
@@ -300,7 +304,7 @@ async def test_moves_arriving_together_each_get_their_own_answer(
 async def test_two_nodes_making_one_transition_get_one_true(open_another: StoreFactory) -> None:
     node_a, node_b = await open_another(), await open_another()
     opened = race()
-    await node_a.save_race(opened)
+    await seed(node_a, opened)
     finished_a = race(status=RaceStatus.FINISHED, finished_at_ms=9_000)
     finished_b = race(status=RaceStatus.FINISHED, finished_at_ms=9_001)
     won = await asyncio.gather(
@@ -315,7 +319,7 @@ async def test_everything_survives_a_restart(store_url: str, open_another: Store
         pytest.skip("memory: keeps nothing across a restart, by design")
     first = await open_another()
     player = await first.create_player("p1", "Ann", 1_000)
-    await first.save_race(race(status=RaceStatus.RUNNING))
+    await seed(first, race(status=RaceStatus.RUNNING))
     await first.append_move(move(0))
     await first.append_move(move(1))
     await first.close()
@@ -344,7 +348,7 @@ async def test_redis_restart_keeps_every_stored_move(own_redis_server: RedisServ
     store = open_store(own_redis_server.url)
     await store.open()
     try:
-        await store.save_race(race(status=RaceStatus.RUNNING))
+        await seed(store, race(status=RaceStatus.RUNNING))
         await store.append_move(move(0))
         own_redis_server.kill()  # a crash: only the AOF (fsync always) survives
         own_redis_server.start()
@@ -363,7 +367,7 @@ async def test_a_move_during_a_redis_outage_is_never_acknowledged(
     store = open_store(own_redis_server.url)
     await store.open()
     try:
-        await store.save_race(race(status=RaceStatus.RUNNING))
+        await seed(store, race(status=RaceStatus.RUNNING))
         own_redis_server.stop()
         with pytest.raises(StoreUnavailableError):
             await store.append_move(move(0))
