@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from .plain import PlainMode, stdin_lines
 from .replay import is_replay_verified, load_replay_file, replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
+from .tasks import cancel_and_wait
 
 
 def _log_to_file(folder: Path) -> None:
@@ -98,11 +98,7 @@ class Opponents:
         self.tasks.append(asyncio.create_task(bot.play()))
 
     async def close(self) -> None:
-        for task in self.tasks:
-            task.cancel()
-        for task in self.tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(self.tasks)
         for bot in self.bots:
             await bot.close()
         self.tasks.clear()

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -52,6 +54,10 @@ from solrace.server.protocol.messages import (
     Unwatch,
     Welcome,
 )
+
+from .tasks import cancel_and_wait
+
+log = logging.getLogger(__name__)
 
 #: Close codes after which connecting again cannot help.
 FATAL_CLOSE_CODES: Final = frozenset(
@@ -95,6 +101,14 @@ class ConnectionFailedError(Exception):
         self.fatal = fatal
         self.close_code = close_code
         self.error_code = error_code
+
+
+async def _close_quietly(ws: ClientConnection) -> None:
+    """Close a link being given up; a failure to close it is logged, not raised."""
+    try:
+        await ws.close()
+    except Exception:
+        log.warning("closing the link to %s failed", ws.remote_address, exc_info=True)
 
 
 @dataclass(slots=True)
@@ -201,12 +215,9 @@ class Connection:
         self._supervisor = None
         ws = self._ws
         if ws is not None:
-            with contextlib.suppress(Exception):
-                await ws.close()
+            await _close_quietly(ws)
         if supervisor is not None:
-            supervisor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await supervisor
+            await cancel_and_wait([supervisor])
         await self._stop_tasks()
         self.status = LinkStatus.CLOSED
 
@@ -233,16 +244,15 @@ class Connection:
         try:
             welcome = await self._hello(ws)
         except BaseException:
-            with contextlib.suppress(Exception):
-                await ws.close()
+            await _close_quietly(ws)
             raise
         self._ws = ws
         self.status = LinkStatus.CONNECTED
         await self._resume(ws)
         self._tasks = [
-            asyncio.create_task(self._read(ws), name="solrace-read"),
-            asyncio.create_task(self._ping(ws), name="solrace-ping"),
-            asyncio.create_task(self._resend(ws), name="solrace-resend"),
+            asyncio.create_task(self._on_link(self._read(ws)), name="solrace-read"),
+            asyncio.create_task(self._on_link(self._ping(ws)), name="solrace-ping"),
+            asyncio.create_task(self._on_link(self._resend(ws)), name="solrace-resend"),
         ]
         return welcome
 
@@ -323,6 +333,11 @@ class Connection:
                 received = _now_ms()
                 self.clock_offset_ms = message.server_time_ms - (sent + received) // 2
 
+    async def _on_link(self, work: Awaitable[None]) -> None:
+        """Run one of a link's tasks: the link closing ends it (the supervisor notices)."""
+        with contextlib.suppress(ConnectionClosed):
+            await work
+
     async def _read(self, ws: ClientConnection) -> None:
         async for data in ws:
             if isinstance(data, str):
@@ -352,11 +367,7 @@ class Connection:
 
     async def _stop_tasks(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, ConnectionClosed, Exception):
-                await task
+        await cancel_and_wait(tasks)
 
     # --- the supervisor: notice a lost link and bring it back ------------------------------
 

@@ -16,7 +16,6 @@ again elsewhere) ends the program with exit code 1.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -40,6 +39,7 @@ from .held_deals import deal_line
 from .render import render_plain
 from .session import LinkClosedError, RequestError, Session
 from .state import RaceState
+from .tasks import cancel_and_wait
 
 HELP = """\
 commands:
@@ -227,11 +227,7 @@ class PlainMode:
                 self.say(line)
             raise
         finally:
-            for task in (reading, closing):
-                task.cancel()
-            for task in (reading, closing):
-                with contextlib.suppress(BaseException):
-                    await task
+            await cancel_and_wait((reading, closing))
         if self.closed.is_set() or self.session.closed is not None:
             return EXIT_CLOSED
         return reading.result()

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import ClassVar
 
 from rich.text import Text
@@ -21,6 +20,7 @@ from solrace.server.protocol.tournament_messages import (
 
 from .session import RequestError
 from .tui import PlayApp
+from .widgets import selected_key
 
 
 class TournamentListScreen(Screen[None]):
@@ -87,12 +87,7 @@ class TournamentListScreen(Screen[None]):
             )
 
     def selected(self) -> str | None:
-        table = self.query_one("#tournaments", DataTable)
-        if not table.row_count:
-            return None
-        with contextlib.suppress(Exception):
-            return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
-        return None
+        return selected_key(self.query_one("#tournaments", DataTable))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:

@@ -34,6 +34,7 @@ from .held_deals import HeldDeals
 from .identity import connect_player
 from .plain import EXIT_CLOSED, PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
+from .tasks import cancel_and_wait
 from .tournament_render import must_check_in, names_of, render_tournament
 
 TOURNAMENT_HELP = """\
@@ -212,11 +213,7 @@ class TournamentPlain:
                 # End of input: follow the tournament to its end (or the link's).
                 await asyncio.wait({ending, closing}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (*waits, *self._tasks):
-                task.cancel()
-            for task in waits:
-                with contextlib.suppress(BaseException):
-                    await task
+            await cancel_and_wait((*waits, *self._tasks))
         if self.mode.closed.is_set() and not self.finished.is_set():
             return EXIT_CLOSED
         if self.finished.is_set() and self.view is not None:

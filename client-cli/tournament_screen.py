@@ -13,7 +13,7 @@ player's next race opens by itself.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -31,9 +31,7 @@ from .connection import LinkStatus
 from .session import Session
 from .tournament_render import names_of, render_board, render_title
 from .tui import PlayApp, WatchApp, _SessionApp
-
-if TYPE_CHECKING:
-    from textual.coordinate import Coordinate
+from .widgets import selected_key
 
 TOURNAMENT_CSS = """
 #t-head { height: auto; }
@@ -192,13 +190,7 @@ class TournamentScreen(Screen[None]):
             table.move_cursor(row=ids.index(selected))
 
     def _selected_race_id(self) -> str | None:
-        table = self.query_one("#t-live", DataTable)
-        if not table.row_count:
-            return None
-        coordinate: Coordinate = table.cursor_coordinate
-        with contextlib.suppress(Exception):
-            return str(table.coordinate_to_cell_key(coordinate).row_key.value)
-        return None
+        return selected_key(self.query_one("#t-live", DataTable))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         race_id = event.row_key.value

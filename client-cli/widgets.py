@@ -3,11 +3,15 @@ clicked, and a panel of racers' progress bars."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual import events
 from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist
 
 from solrace.engine import BoardView
 
@@ -147,6 +151,17 @@ class RacersPanel(Widget):
     @property
     def text(self) -> str:
         return self.render().plain
+
+
+def selected_key(table: DataTable[Any]) -> str | None:
+    """The key of the row under the table's cursor; None when there is none (an empty table,
+    or a cursor left past the rows a refresh removed)."""
+    if not table.row_count:
+        return None
+    try:
+        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+    except CellDoesNotExist:
+        return None
 
 
 def clock_text(ms: int | None) -> str:
