@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Final
 
 from solrace.engine import GAME_IDS
+from solrace.server.protocol.messages import ReplayModel
 
 from .bots import Bot
 from .connection import Connection, ConnectionFailedError
@@ -126,30 +127,10 @@ async def _play(args: argparse.Namespace) -> int:
         key = url
     opponents = Opponents(url, args.bot, args.bot_delay) if embedded else None
     conn: Connection | None = None
-    pump: asyncio.Task[None] | None = None
     try:
         conn = await connect_player(url, key, args.name)
-        session = Session(conn)
-        conn.recv_nowait()  # the welcome, applied by Session
-        pump = asyncio.create_task(session.pump(), name="solrace-pump")
-        if not args.plain:
-            from .tui import PlayApp
-
-            app = PlayApp(session, opponents=opponents, game=args.game, args=args)
-            await app.run_async()
-            return 0
-        mode = PlainMode(session, sys.stdout)
-        mode.say(f"connected to {url} as {session.state.name}")
-        if opponents is not None:
-            race_id = await session.create_race(args.game, 2, args.time_limit)
-            mode.race_id = race_id
-            mode.say(f"race {race_id} created ({args.game}, you against a {args.bot} bot)")
-            await opponents.seat(race_id)
-        elif args.create:
-            await mode.create([args.create, str(args.seats), str(args.time_limit)])
-        elif args.race:  # as `join RACE [INVITE]` (a seat already held is resumed)
-            await mode.join([args.race] + ([args.invite] if args.invite else []))
-        return await mode.run(stdin_lines())
+        async with Session.running(conn) as session:
+            return await _play_session(session, args, url, opponents)
     except ConnectionFailedError as exc:
         print(f"solrace play: {exc}", file=sys.stderr)
         return 1
@@ -157,14 +138,36 @@ async def _play(args: argparse.Namespace) -> int:
         print(f"solrace play: {exc}", file=sys.stderr)
         return 1
     finally:
-        if pump is not None:
-            pump.cancel()
         if opponents is not None:
             await opponents.close()
         if conn is not None:
             await conn.close()
         if embedded is not None:
             await embedded.stop()
+
+
+async def _play_session(
+    session: Session, args: argparse.Namespace, url: str, opponents: Opponents | None
+) -> int:
+    """`solrace play` once connected: the Textual app, or the line mode."""
+    if not args.plain:
+        from .tui import PlayApp
+
+        app = PlayApp(session, opponents=opponents, game=args.game, args=args)
+        await app.run_async()
+        return 0
+    mode = PlainMode(session, sys.stdout)
+    mode.say(f"connected to {url} as {session.state.name}")
+    if opponents is not None:
+        race_id = await session.create_race(args.game, 2, args.time_limit)
+        mode.race_id = race_id
+        mode.say(f"race {race_id} created ({args.game}, you against a {args.bot} bot)")
+        await opponents.seat(race_id)
+    elif args.create:
+        await mode.create([args.create, str(args.seats), str(args.time_limit)])
+    elif args.race:  # as `join RACE [INVITE]` (a seat already held is resumed)
+        await mode.join([args.race] + ([args.invite] if args.invite else []))
+    return await mode.run(stdin_lines())
 
 
 def play_main(argv: Sequence[str] | None = None) -> int:
@@ -205,17 +208,14 @@ async def _watch(args: argparse.Namespace) -> int:
     except ConnectionFailedError as exc:
         print(f"solrace watch: {exc}", file=sys.stderr)
         return 1
-    session = Session(conn)
-    conn.recv_nowait()
-    pump = asyncio.create_task(session.pump(), name="solrace-pump")
     try:
-        from .tui import WatchApp
+        async with Session.running(conn) as session:
+            from .tui import WatchApp
 
-        app = WatchApp(session, race_id=args.race, follow=args.follow, ascii=args.ascii)
-        await app.run_async()
-        return 0
+            app = WatchApp(session, race_id=args.race, follow=args.follow, ascii=args.ascii)
+            await app.run_async()
+            return 0
     finally:
-        pump.cancel()
         await conn.close()
 
 
@@ -262,16 +262,13 @@ def build_replay_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _fetch_replay(server: str, race_id: str) -> object:
+async def _fetch_replay(server: str, race_id: str) -> ReplayModel:
     conn = Connection(server, name=None)
     await conn.connect()
-    session = Session(conn)
-    conn.recv_nowait()
-    pump = asyncio.create_task(session.pump())
     try:
-        return await session.get_replay(race_id)
+        async with Session.running(conn) as session:
+            return await session.get_replay(race_id)
     finally:
-        pump.cancel()
         await conn.close()
 
 
@@ -290,11 +287,7 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
         if is_file:
             replay = load_replay_file(path)
         else:
-            from solrace.server.protocol.messages import ReplayModel
-
-            fetched = asyncio.run(_fetch_replay(args.server, args.source))
-            assert isinstance(fetched, ReplayModel)
-            replay = fetched
+            replay = asyncio.run(_fetch_replay(args.server, args.source))
     except OSError as exc:
         what = f"cannot read {path}" if is_file else f"cannot fetch race {args.source}"
         print(f"solrace replay: {what}: {exc.strerror or exc}", file=sys.stderr)

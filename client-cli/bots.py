@@ -91,7 +91,7 @@ class Bot:
         """Say hello; a taken name gets a random suffix."""
         if self.conn.welcome is not None:  # connected by the caller
             self.state.apply(self.conn.welcome)
-            self.conn.recv_nowait()
+            self.conn.take_welcome()
             return
         for attempt in range(attempts):
             try:
@@ -103,8 +103,7 @@ class Bot:
                 self.conn.name = self.name
                 continue
             self.state.apply(welcome)
-            # The welcome is queued for readers too; drop it, it is applied.
-            self.conn.recv_nowait()
+            self.conn.take_welcome()  # queued for readers too; it is applied
             return
 
     async def close(self) -> None:

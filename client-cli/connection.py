@@ -180,6 +180,14 @@ class Connection:
         except asyncio.QueueEmpty:
             return None
 
+    def take_welcome(self) -> Welcome:
+        """Take the welcome `connect` queued off the queue, for a reader that applied
+        `self.welcome` already (it is first in the queue: nothing is read before it)."""
+        incoming = self.recv_nowait()
+        if not isinstance(incoming, Welcome):
+            raise RuntimeError(f"the welcome is not next in the queue: {incoming!r}")
+        return incoming
+
     async def send(self, message: ClientMessage) -> None:
         """Send now, or as soon as the link is back."""
         if isinstance(message, LeaveRace | Unwatch):

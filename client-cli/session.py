@@ -1,6 +1,7 @@
 """A player's session: one connection, the state it feeds, and requests that wait for answers.
 
-`Session.pump()` reads the connection forever, folds each message into `ClientState` and tells
+`Session.running(conn)` starts a session on a connected `Connection` with its pump, which reads
+the connection forever, folds each message into `ClientState` and tells
 listeners (the plain mode prints, the Textual app refreshes). Requests (`create_race`,
 `join_race`, `move`, ...) send one message and wait for the answer that settles it, so the
 plain mode and tests read as a sequence of steps. Once the link is closed for good (4003: the
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from solrace.engine import EngineError, Move
@@ -46,6 +48,7 @@ from solrace.server.protocol.tournament_messages import TournamentView
 from .boards import check_move
 from .connection import Connection, Incoming, LinkStatus, StatusChange
 from .state import ClientState, RaceState
+from .tasks import cancel_and_wait
 
 Listener = Callable[[Incoming], None]
 Predicate = Callable[[ServerMessage], bool]
@@ -109,6 +112,24 @@ class Session:
         self.closed: str | None = None
         self._waiters: list[tuple[Predicate, asyncio.Future[ServerMessage]]] = []
         self._settled: ServerMessage | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def running(
+        cls, conn: Connection, state: ClientState | None = None
+    ) -> AsyncIterator[Session]:
+        """A session on `conn`, just connected, with its pump running until the block ends
+        (then it is cancelled and awaited; closing `conn` is the caller's).
+
+        The welcome is applied from `conn.welcome` and taken off the queue, so the pump
+        starts with what came after it."""
+        session = cls(conn, state)
+        conn.take_welcome()
+        pump = asyncio.create_task(session.pump(), name="solrace-pump")
+        try:
+            yield session
+        finally:
+            await cancel_and_wait([pump])
 
     # --- reading -------------------------------------------------------------------------
 

@@ -330,7 +330,7 @@ async def _run(args: argparse.Namespace) -> int:
     anonymous = args.command in READ_ONLY or args.command in ADMIN_COMMANDS
     conn = await _connect(args, anonymous)
     try:
-        conn.recv_nowait()  # the welcome
+        conn.take_welcome()  # this command reads the answer to its request only
         if args.command == "profile":
             return await _profile(conn, args)
         if args.command == "admin" and (args.player or args.placings):
@@ -460,14 +460,11 @@ async def _run_tui(args: argparse.Namespace) -> int:
 
     _log_to_file(data_dir())  # the screen owns the terminal
     conn = await _connect(args, anonymous=True)
-    session = Session(conn)
-    conn.recv_nowait()  # the welcome, applied by Session
-    pump = asyncio.create_task(session.pump(), name="solrace-pump")
     try:
-        await TournamentApp(session, args.tournament, ascii=args.ascii).run_async()
-        return 0
+        async with Session.running(conn) as session:
+            await TournamentApp(session, args.tournament, ascii=args.ascii).run_async()
+            return 0
     finally:
-        pump.cancel()
         await conn.close()
 
 

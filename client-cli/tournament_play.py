@@ -251,33 +251,35 @@ async def run_play(args: argparse.Namespace) -> int:
     from .identity import data_dir
 
     _log_to_file(data_dir())
-    tid = args.tournament
     try:
         conn = await connect_player(args.server, args.server, args.name)
     except ConnectionFailedError as exc:
         print(f"solrace tournament: {exc}", file=sys.stderr)
         return 1
-    session = Session(conn)
-    conn.recv_nowait()  # the welcome, applied by Session
-    pump = asyncio.create_task(session.pump(), name="solrace-pump")
     try:
-        if args.command == "join":
-            refusal = await join(session, tid)
-            if refusal is not None:
-                print(f"solrace tournament: {refusal}", file=sys.stderr)
-                return 1
-        if args.plain:
-            plain = TournamentPlain(session, tid, sys.stdout)
-            plain.say(f"connected to {args.server} as {session.state.name}; tournament {tid}")
-            return await plain.run(stdin_lines())
-        from .tui import PlayApp
-
-        options = argparse.Namespace(ascii=args.ascii, time_limit=600, race=None, invite=None)
-        await PlayApp(session, args=options, tournament_id=tid).run_async()
-        return 0
+        async with Session.running(conn) as session:
+            return await _play_in(session, args)
     finally:
-        pump.cancel()
         await conn.close()
+
+
+async def _play_in(session: Session, args: argparse.Namespace) -> int:
+    """`run_play` once connected: join if asked, then the line mode or the play app."""
+    tid = args.tournament
+    if args.command == "join":
+        refusal = await join(session, tid)
+        if refusal is not None:
+            print(f"solrace tournament: {refusal}", file=sys.stderr)
+            return 1
+    if args.plain:
+        plain = TournamentPlain(session, tid, sys.stdout)
+        plain.say(f"connected to {args.server} as {session.state.name}; tournament {tid}")
+        return await plain.run(stdin_lines())
+    from .tui import PlayApp
+
+    options = argparse.Namespace(ascii=args.ascii, time_limit=600, race=None, invite=None)
+    await PlayApp(session, args=options, tournament_id=tid).run_async()
+    return 0
 
 
 __all__ = ["TournamentPlain", "join", "run_play"]
