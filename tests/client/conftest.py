@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,6 +13,7 @@ from textual.widget import Widget
 
 from solrace.server.app import App
 from solrace.server.settings import Settings
+from tests.waiting import eventually
 
 W = TypeVar("W", bound=Widget)
 
@@ -58,17 +57,6 @@ def client_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     monkeypatch.setenv("SOLRACE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("NO_COLOR", raising=False)
     yield tmp_path
-
-
-async def eventually(
-    predicate: Callable[[], bool], timeout_s: float = 20.0, what: str = "condition"
-) -> None:
-    """Wait until `predicate()` holds, yielding to the event loop between checks."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def widget(screen: Screen[Any], selector: str, kind: type[W]) -> W:

@@ -15,8 +15,9 @@ from solrace.client.connection import (
 from solrace.client.session import Session
 from solrace.server.app import App
 from solrace.server.protocol.messages import Board, MoveAck, Welcome
+from tests.waiting import eventually
 
-from .conftest import eventually, server_settings
+from .conftest import server_settings
 
 
 async def session_for(url: str, name: str | None = None, token: str | None = None) -> Session:
@@ -144,7 +145,9 @@ async def test_server_restart_keeps_identity_and_race(tmp_path: Path) -> None:
     app = App(settings.model_copy(update={"port": port}))
     await app.start()
     try:
-        await eventually(lambda: bool(welcomes), 30, "a welcome from the restarted server")
+        await eventually(
+            lambda: bool(welcomes), within=30, what="a welcome from the restarted server"
+        )
         assert welcomes[-1].player_id == alice.me
         await eventually(lambda: alice.conn.status is LinkStatus.CONNECTED, what="connected")
         outcome = await alice.move(race_id, "deal")

@@ -16,8 +16,9 @@ from solrace.server.app import App
 from solrace.server.protocol.messages import Resign
 from solrace.server.protocol.records import RaceRecord, RacerState
 from solrace.server.store import StoreError
+from tests.waiting import eventually
 
-from .conftest import eventually, server_settings
+from .conftest import server_settings
 
 #: Messages a connection may send (the refill is too slow to matter here). The bot's hello,
 #: join and first move spend it all: its resign is the message over budget, which the server

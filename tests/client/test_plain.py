@@ -17,8 +17,8 @@ import pytest
 from solrace.client.connection import Connection
 from solrace.client.plain import PlainMode
 from solrace.client.session import Session
+from tests.waiting import eventually
 
-from .conftest import eventually
 from .process import Child
 
 

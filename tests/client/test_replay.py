@@ -23,8 +23,9 @@ from solrace.client.widgets import BoardWidget
 from solrace.server.protocol.messages import ReplayModel
 from solrace.server.protocol.replay import entry_text
 from tests.server.test_verify import ILLEGAL, MOVES, sample, with_illegal_move
+from tests.waiting import eventually
 
-from .conftest import eventually, widget
+from .conftest import widget
 from .process import Child
 from .test_connection import session_for
 

@@ -17,8 +17,9 @@ from solrace.client.session import Session
 from solrace.client.tournament_cli import _run, build_parser, main
 from solrace.server.app import App
 from solrace.server.protocol.tournament_messages import JoinTournament, WatchTournament
+from tests.waiting import eventually
 
-from .conftest import TOKEN, eventually
+from .conftest import TOKEN
 from .test_tournament_screen import Opened, is_view
 
 

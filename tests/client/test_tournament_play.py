@@ -27,8 +27,8 @@ from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.tournament_messages import WatchTournament
 from tests.integration.test_tournaments import scoring_line
+from tests.waiting import eventually
 
-from .conftest import eventually
 from .process import Child
 from .test_plain import ends_when_connected_elsewhere
 from .test_tournament_screen import Opened, act, create, is_view, register

@@ -26,8 +26,9 @@ from solrace.server.protocol.tournament_messages import (
     TournamentModel,
     TournamentView,
 )
+from tests.waiting import eventually
 
-from .conftest import TOKEN, eventually
+from .conftest import TOKEN
 
 
 class Opened:

@@ -16,8 +16,9 @@ from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp, WatchApp
 from solrace.client.watching import WatchScreen
 from solrace.client.widgets import BoardWidget, RacersPanel
+from tests.waiting import eventually
 
-from .conftest import eventually, widget
+from .conftest import widget
 
 
 async def open_session(url: str, name: str | None) -> tuple[Session, asyncio.Task[None]]:
@@ -71,7 +72,9 @@ async def test_lobby_create_join_and_race_to_the_end(server_url: str, alice: Ses
         bot_task = asyncio.create_task(bot.play())
         await pilot.press("x")
         await pilot.press("x")
-        await eventually(lambda: isinstance(app.screen, ResultScreen), 60, "result screen")
+        await eventually(
+            lambda: isinstance(app.screen, ResultScreen), within=60, what="result screen"
+        )
         result = app.screen
         assert isinstance(result, ResultScreen)
         await eventually(
@@ -185,8 +188,8 @@ async def test_watch_follow_mode_moves_on_to_the_next_race(server_url: str) -> N
             tasks = [asyncio.create_task(bot.play()) for bot in second]
             await eventually(
                 lambda: isinstance(app.screen, WatchScreen) and app.screen.race_id == second_id,
-                60,
-                "the next race on TV",
+                within=60,
+                what="the next race on TV",
             )
             for task in tasks:
                 task.cancel()
@@ -225,7 +228,9 @@ async def test_play_without_server_embeds_one_races_a_bot_and_rematches(
             await eventually(lambda: "t19" in board.text, what="Colorado's 20 piles")
             await pilot.press("x", "x")
             try:
-                await eventually(lambda: isinstance(app.screen, ResultScreen), 60, "result")
+                await eventually(
+                    lambda: isinstance(app.screen, ResultScreen), within=60, what="result"
+                )
             except AssertionError as exc:  # say where the race stood
                 race = session.state.races.get(first or "")
                 seen = None if race is None else {p: r.state for p, r in race.racers.items()}

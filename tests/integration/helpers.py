@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 
 from solrace.engine import Game, Move, deal
 from solrace.server.protocol.messages import (
@@ -17,7 +15,7 @@ from solrace.server.protocol.messages import (
     RaceStarted,
     RaceUpdate,
 )
-from tests.integration.wsclient import WAIT_S, Client
+from tests.integration.wsclient import Client
 
 
 async def create_race(
@@ -90,14 +88,6 @@ def first_foundation_line(game_id: str, number: str) -> list[str]:
         game.play(move)
         line.append(str(move))
     return line
-
-
-async def wait_until(condition: Callable[[], bool], within: float = WAIT_S) -> None:
-    """Wait for a condition on server state (no message tells it), yielding between looks."""
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {condition.__name__}"
-        await asyncio.sleep(0.01)
 
 
 async def http_get(port: int, path: str) -> bytes:

@@ -9,7 +9,9 @@ import pytest
 
 from solrace.server.app import App
 from tests.integration.conftest import ClientFactory
-from tests.integration.helpers import http_get, wait_until
+from tests.integration.helpers import http_get
+from tests.integration.wsclient import WAIT_S
+from tests.waiting import eventually
 
 WS_LOGGER = "solrace.server.websocket"
 
@@ -29,7 +31,9 @@ async def test_a_probe_is_logged_at_debug_only(
     def all_closed() -> bool:
         return not server.transport.connections
 
-    await wait_until(all_closed)  # the server has seen each probe's end (and logged it)
+    await eventually(
+        all_closed
+    )  # the server has seen each probe's end (and logged it, within=WAIT_S)
     assert _levels(caplog, "HTTP response sent (200 OK)") == ["DEBUG"] * 3
     assert _levels(caplog, "connection closed") == ["DEBUG"] * 3
     info = [r for r in caplog.records if r.name == WS_LOGGER and r.levelno >= logging.INFO]
@@ -47,6 +51,6 @@ async def test_a_websocket_connection_still_logs_at_info(
     def all_closed() -> bool:
         return not server.transport.connections
 
-    await wait_until(all_closed)
+    await eventually(all_closed, within=WAIT_S)
     assert _levels(caplog, "connection open") == ["INFO"]
     assert _levels(caplog, "connection closed") == ["DEBUG", "INFO"]

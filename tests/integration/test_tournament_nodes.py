@@ -22,9 +22,9 @@ from solrace.server.protocol.tournament_messages import (
 )
 from tests.integration.conftest import make_settings
 from tests.integration.helpers import play
-from tests.integration.test_tournament_races import until
 from tests.integration.test_tournaments import FAST, admin_act, create, scoring_line
 from tests.integration.wsclient import Client
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.redis
 
@@ -93,7 +93,7 @@ async def test_views_race_notices_and_presence_reach_every_node(
         matches = [] if live is None else live.tournament.live_matches()
         return bool(matches) and set(matches[0].present) == {ann.player_id, bob.player_id}
 
-    await until(both_present, "bob (on node B) reported present by node A")
+    await eventually(both_present, within=10.0, what="bob (on node B) reported present by node A")
     assert bob.player_id not in node_a.hub.players
 
     deal_number = node_a.hub.races[race_id].race.record.game_number

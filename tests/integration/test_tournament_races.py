@@ -4,8 +4,6 @@ continues from when the race was requested instead of starting over."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,14 +33,7 @@ from solrace.server.protocol.tournament_messages import (
 from tests.integration.conftest import ServerFactory, make_settings
 from tests.integration.test_tournaments import FAST, admin_act, connect, create
 from tests.integration.wsclient import Client
-
-
-async def until(check: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    """Wait for a condition on server state (no message tells it), yielding between looks."""
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
+from tests.waiting import eventually
 
 
 async def two_player_final(app: App, **options: object) -> tuple[Client, Client, Client, str]:
@@ -136,7 +127,7 @@ async def test_after_a_restart_a_no_show_forfeits_on_the_stored_timer(
         matches = first.tournaments.live[tid].tournament.live_matches()
         return bool(matches) and ann.player_id in matches[0].present
 
-    await until(ann_present, "ann reported present")
+    await eventually(ann_present, within=10.0, what="ann reported present")
     tokens = [c.welcome.token for c in (admin, ann) if c.welcome is not None]
     for each in (admin, ann):
         await each.close()

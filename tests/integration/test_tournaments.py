@@ -39,8 +39,9 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.server.tournament_live import Live
 from tests.integration.conftest import ServerFactory
-from tests.integration.helpers import play, start_race, wait_until
-from tests.integration.wsclient import Client
+from tests.integration.helpers import play, start_race
+from tests.integration.wsclient import WAIT_S, Client
+from tests.waiting import eventually
 
 TOKEN = "let-me-admin"
 FAST = {"admin_token": TOKEN, "tournament_tick_s": 0.02, "spectator_delay_rated_s": 0.0}
@@ -291,11 +292,11 @@ async def test_a_watcher_that_closes_is_forgotten(start_server: ServerFactory) -
     def one_watcher_left() -> bool:
         return len(watchers.get(tid, ())) == 1
 
-    await wait_until(one_watcher_left)
+    await eventually(one_watcher_left, within=WAIT_S)
     await fans[1].close()
 
     def nobody_watches() -> bool:
         return tid not in watchers
 
-    await wait_until(nobody_watches)  # nothing is kept for closed sessions
+    await eventually(nobody_watches, within=WAIT_S)  # nothing is kept for closed sessions
     await admin.close()

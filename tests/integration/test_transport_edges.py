@@ -16,8 +16,8 @@ from solrace.server.protocol.codec import encode
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Ping, Pong, Welcome
 from solrace.server.transport import WebSocketSession
 from tests.integration.conftest import ServerFactory
-from tests.integration.helpers import wait_until
 from tests.integration.wsclient import Client
+from tests.waiting import eventually
 
 WAIT_S = 5.0
 
@@ -76,7 +76,7 @@ async def test_a_fragmented_message_over_the_size_cap_closes_1009(
         # Each frame is under the cap; the message they make is not.
         await client.connection.send([b"\x00" * 400] * 3)
         assert await client.closed(within=WAIT_S) == CloseCode.MESSAGE_TOO_BIG
-        await wait_until(lambda: not app.transport.sessions)
+        await eventually(lambda: not app.transport.sessions, within=WAIT_S)
     finally:
         await client.close()
 
@@ -93,13 +93,13 @@ async def test_a_client_that_stops_reading_is_closed_1011_after_the_ping_timeout
         await stuck.hello("stuck")
         session = only_session(app)
         stuck.connection.transport.pause_reading()  # our pings now go unanswered
-        await wait_until(lambda: session.closing)
+        await eventually(lambda: session.closing, within=WAIT_S)
         # The server has sent its close frame and waits for the client's answer.
         assert session in app.transport.connections
         stuck.connection.transport.resume_reading()
         assert await stuck.closed(within=WAIT_S) == CloseCode.INTERNAL_ERROR
         assert stuck.connection.close_reason == "keepalive ping timeout"
-        await wait_until(lambda: session not in app.transport.connections)
+        await eventually(lambda: session not in app.transport.connections, within=WAIT_S)
         assert session not in app.transport.sessions
     finally:
         await stuck.close()
@@ -121,7 +121,7 @@ async def test_a_client_that_answers_pings_stays_open_across_ping_intervals(
             pings.add(session.last_ping_at)
             return len(pings) >= 6
 
-        await wait_until(pinged_often)
+        await eventually(pinged_often, within=WAIT_S)
         assert not session.closing
         assert session in app.transport.sessions
         assert client.connection.close_code is None
@@ -158,7 +158,7 @@ async def test_a_socket_that_never_completes_the_handshake_is_closed_after_open_
             await asyncio.wait([closed], timeout=0.05)
         assert list(await closed) == [b"", b""]
         assert time.monotonic() - started >= 0.3 - 0.05
-        await wait_until(lambda: app.transport.connections == app.transport.sessions)
+        await eventually(lambda: app.transport.connections == app.transport.sessions, within=WAIT_S)
         assert len(app.transport.connections) == 1
         assert good.connection.close_code is None
         await ping_pong(good, -1)
@@ -179,9 +179,9 @@ async def test_a_client_that_never_answers_our_close_is_dropped_after_close_time
         await stuck.hello("stuck")
         session = only_session(app)
         stuck.connection.transport.pause_reading()
-        await wait_until(lambda: session.closing)
+        await eventually(lambda: session.closing, within=WAIT_S)
         # The client never reads our close frame: the socket is aborted, the hub told.
-        await wait_until(lambda: session not in app.transport.connections)
+        await eventually(lambda: session not in app.transport.connections, within=WAIT_S)
         await asyncio.wait_for(session.lost, WAIT_S)
         assert session not in app.transport.sessions
     finally:
@@ -212,7 +212,7 @@ async def test_a_plain_http_get_is_answered_426_and_closed(start_server: ServerF
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
-    await wait_until(lambda: not app.transport.connections)
+    await eventually(lambda: not app.transport.connections, within=WAIT_S)
 
 
 async def test_a_handshake_and_bad_bytes_in_one_write_are_dropped_cleanly(
@@ -256,7 +256,7 @@ async def test_stop_closes_clients_1012_and_drops_unfinished_handshakes(
     try:
         await racer.hello("leaving")
         reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
-        await wait_until(lambda: len(app.transport.connections) == 2)
+        await eventually(lambda: len(app.transport.connections) == 2, within=WAIT_S)
         # The default close timeout is 10 s: a client that answers does not wait it out.
         async with asyncio.timeout(WAIT_S):
             await app.stop()
