@@ -19,11 +19,8 @@ from typing import Any
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from solrace.server.broker import Broker, open_broker
+from solrace.server.broker import Broker, BrokerError, BrokerUnavailableError, open_broker
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
@@ -151,10 +148,10 @@ class App:
         url = redact(self.settings.broker_url())
         try:
             await broker.open()
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise StartupError(f"cannot reach Redis at {url} ({exc})") from exc
-        except RedisError as exc:
-            raise StartupError(f"Redis at {url} refused the broker: {exc}") from exc
+        except BrokerUnavailableError as exc:
+            raise StartupError(f"cannot reach Redis at {url} ({exc.__cause__ or exc})") from exc
+        except BrokerError as exc:  # a malformed URL, or one Redis refuses
+            raise StartupError(f"{url}: {exc}") from exc
 
     async def _listen(self) -> None:
         host, port = self.settings.host, self.settings.port

@@ -20,6 +20,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = logging.getLogger("solrace.server.broker")
@@ -32,11 +33,12 @@ BACKOFF_MAX_S = 2.0
 
 
 class BrokerError(Exception):
-    """Base of the broker's errors."""
+    """Base of the broker's errors (`open`: a URL Redis refuses, e.g. a database it lacks)."""
 
 
 class BrokerUnavailableError(BrokerError):
-    """The message was not published (Redis unreachable); the store still has the truth."""
+    """Redis cannot be reached: the message was not published (the store still has the
+    truth), or the broker did not open."""
 
 
 class Subscription:
@@ -201,8 +203,23 @@ class RedisBroker(LocalFanout):
         return self.prefix + channel
 
     async def open(self) -> None:
-        self._client = aioredis.Redis.from_url(self.url, retry=Retry(NoBackoff(), 0))
-        await self._client.ping()  # fail fast on a wrong URL
+        """Connect, failing fast on a wrong URL: `BrokerUnavailableError` if Redis cannot be
+        reached, `BrokerError` if the URL is malformed or Redis refuses it. A broker that
+        failed to open holds no connection and may be opened again."""
+        try:
+            client: Any = aioredis.Redis.from_url(self.url, retry=Retry(NoBackoff(), 0))
+        except ValueError as exc:  # the URL does not parse (e.g. a port that is no number)
+            raise BrokerError(f"invalid Redis URL: {exc}") from exc
+        try:
+            await client.ping()
+        except BaseException as exc:
+            await client.aclose()
+            if isinstance(exc, OUTAGE_ERRORS):
+                raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
+            if isinstance(exc, RedisError):
+                raise BrokerError(f"Redis refused the broker: {exc}") from exc
+            raise
+        self._client = client
         self._reader = asyncio.create_task(self._read_forever(), name="solrace-broker-reader")
 
     async def close(self) -> None:

@@ -250,6 +250,29 @@ def test_an_unreachable_redis_is_one_line(
     assert "hunter2" not in line
 
 
+def test_an_unreachable_or_malformed_broker_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int
+) -> None:
+    """The store (SQLite) opens; the broker linking this node to others does not."""
+    url = f"redis://:hunter2@127.0.0.1:{closed_port}/0"
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), "--broker", url)
+    assert code == 1
+    [line] = lines
+    assert line.startswith(
+        f"solrace serve: error: cannot reach Redis at redis://***@127.0.0.1:{closed_port}/0 ("
+    )
+    assert "hunter2" not in line
+    url = "redis://127.0.0.1:notaport/0"
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), "--broker", url)
+    assert (code, lines) == (
+        1,
+        [
+            f"solrace serve: error: {url}: invalid Redis URL: "
+            "Port could not be cast to integer value as 'notaport'"
+        ],
+    )
+
+
 def test_an_unknown_store_scheme_lists_the_accepted_ones(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from solrace.server.broker import (
     Broker,
+    BrokerError,
     BrokerUnavailableError,
     MemoryBroker,
     RedisBroker,
@@ -146,3 +147,38 @@ async def test_a_redis_restart_gives_a_gap_then_live_messages(
     finally:
         await node_a.close()
         await node_b.close()
+
+
+# --- opening: the broker's own errors, never redis-py's ---------------------------------------
+
+
+@pytest.mark.redis
+async def test_opening_while_redis_is_away_is_unavailable_and_can_be_retried(
+    own_redis_server: RedisServer,
+) -> None:
+    broker = RedisBroker(own_redis_server.url)
+    own_redis_server.stop()
+    with pytest.raises(BrokerUnavailableError, match="redis unreachable"):
+        await broker.open()
+    own_redis_server.start()
+    await broker.open()  # the same object, after a failed open
+    try:
+        subscription = await broker.subscribe("race:r1")
+        await broker.publish("race:r1", b"live")
+        assert await subscription.get(WAIT_S) == b"live"
+    finally:
+        await broker.close()
+
+
+@pytest.mark.redis
+async def test_a_url_redis_refuses_or_that_does_not_parse_is_a_broker_error(
+    redis_url: str,
+) -> None:
+    no_such_database = redis_url.rsplit("/", 1)[0] + "/99"
+    for url, reason in [
+        (no_such_database, "Redis refused the broker: DB index is out of range"),
+        ("redis://127.0.0.1:notaport/0", "invalid Redis URL: Port could not be cast"),
+    ]:
+        with pytest.raises(BrokerError, match=reason) as refused:
+            await RedisBroker(url).open()
+        assert not isinstance(refused.value, BrokerUnavailableError)  # retrying won't help
