@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import (
@@ -33,7 +33,11 @@ MIN_PLAYERS_CASUAL = 1
 
 @dataclass
 class Racer:
-    """A seat's live state (progress is recomputed by replay after a restart)."""
+    """A seat's live state (progress is recomputed by replay after a restart).
+
+    The mutable twin of `RacerRecord`, field for field (tests/server/test_racer_fields.py):
+    a field added to one must be added to the other.
+    """
 
     player_id: str
     name: str
@@ -46,6 +50,13 @@ class Racer:
     connected: bool = True
     disconnected_at_ms: int | None = None
     holder: str | None = None
+
+    @classmethod
+    def from_record(cls, record: RacerRecord) -> Racer:
+        return cls(**dict(record))
+
+    def to_record(self) -> RacerRecord:
+        return RacerRecord(**asdict(self))
 
     @property
     def is_done(self) -> bool:
@@ -105,22 +116,7 @@ class Race:
         self.ends_at_ms = record.ends_at_ms
         self.finished_at_ms = record.finished_at_ms
         self.results = record.results
-        self.racers: dict[str, Racer] = {
-            r.player_id: Racer(
-                r.player_id,
-                r.name,
-                r.state,
-                r.state_at_ms,
-                on_foundations=r.on_foundations,
-                total=r.total,
-                moves=r.moves,
-                reached_at_ms=r.reached_at_ms,
-                connected=r.connected,
-                disconnected_at_ms=r.disconnected_at_ms,
-                holder=r.holder,
-            )
-            for r in record.racers
-        }
+        self.racers: dict[str, Racer] = {r.player_id: Racer.from_record(r) for r in record.racers}
 
     def new_epoch(self, epoch: str) -> None:
         """Number events afresh (clients resync with a snapshot): after a restart of a node
@@ -152,22 +148,7 @@ class Race:
                 "ends_at_ms": self.ends_at_ms,
                 "finished_at_ms": self.finished_at_ms,
                 "results": self.results,
-                "racers": [
-                    RacerRecord(
-                        player_id=r.player_id,
-                        name=r.name,
-                        state=r.state,
-                        state_at_ms=r.state_at_ms,
-                        on_foundations=r.on_foundations,
-                        total=r.total,
-                        moves=r.moves,
-                        reached_at_ms=r.reached_at_ms,
-                        connected=r.connected,
-                        disconnected_at_ms=r.disconnected_at_ms,
-                        holder=r.holder,
-                    )
-                    for r in self.racers.values()
-                ],
+                "racers": [r.to_record() for r in self.racers.values()],
                 "epoch": self.epoch,
                 "version": self.version,
                 "events": list(self.history),
