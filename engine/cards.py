@@ -52,10 +52,6 @@ class Card(int):
     def suit(self) -> int:
         return SUIT[self]
 
-    @property
-    def is_red(self) -> bool:
-        return COLOR[self] == 1
-
     def __str__(self) -> str:
         return TEXT[self]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from .cards import CARDS, TEXT, Card
+from .cards import TEXT, Card
 from .errors import IllegalMoveError, InvalidCardError, NothingToUndoError
 from .moves import DEAL, Move
 from .piles import FOUNDATION, RESERVE, STOCK, TABLEAU, UNKNOWN, WASTE, Pile
@@ -386,10 +386,6 @@ class Game:
     def pile_texts(self) -> dict[str, str]:
         """Every pile in RULES.md text with full information (face-down cards marked ``#``)."""
         return {p.name: p.to_text() for p in self.piles}
-
-    def top_card(self, short: str) -> Card | None:
-        p = self.pile(short)
-        return CARDS[p.cards[-1]] if p.cards else None
 
     def __str__(self) -> str:
         return "\n".join(f"{name}: {text}" for name, text in self.pile_texts().items())
