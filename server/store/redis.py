@@ -173,21 +173,30 @@ class RedisStore(RedisCompetition):
         raise AssertionError("unreachable")
 
     async def open(self) -> None:
-        # No client-side retries: every retry here is a decision (see `_call`).
-        self._redis = aioredis.Redis.from_url(
-            self.url,
-            retry=Retry(NoBackoff(), 0),
-            socket_timeout=self.timeout_s,
-            socket_connect_timeout=self.timeout_s,
-            decode_responses=True,
-        )
+        """Connect: `StoreUnavailableError` if Redis cannot be reached, `StoreError` if the URL
+        does not parse or Redis refuses it. A store that failed to open may be opened again."""
+        try:
+            # No client-side retries: every retry here is a decision (see `_call`).
+            self._redis = aioredis.Redis.from_url(
+                self.url,
+                retry=Retry(NoBackoff(), 0),
+                socket_timeout=self.timeout_s,
+                socket_connect_timeout=self.timeout_s,
+                decode_responses=True,
+            )
+        except ValueError as exc:  # e.g. a port that is no number
+            raise StoreError(f"invalid Redis URL: {exc}") from exc
         self._scripts = {
             "create_player": self._redis.register_script(CREATE_PLAYER),
             "save_race_if_text": self._redis.register_script(SAVE_RACE_IF_TEXT),
             "append_move": self._redis.register_script(APPEND_MOVE),
             "list_races": self._redis.register_script(LIST_RACES),
         }
-        await self._call(self.redis.ping)
+        try:
+            await self._call(self.redis.ping)
+        except BaseException:
+            await self.close()
+            raise
 
     async def close(self) -> None:
         if self._redis is not None:

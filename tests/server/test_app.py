@@ -250,6 +250,20 @@ def test_an_unreachable_redis_is_one_line(
     assert "hunter2" not in line
 
 
+def test_a_malformed_redis_url_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    url = "redis://127.0.0.1:notaport/0"
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), "--redis", url)
+    assert (code, lines) == (
+        1,
+        [
+            f"solrace serve: error: {url}: invalid Redis URL: "
+            "Port could not be cast to integer value as 'notaport'"
+        ],
+    )
+
+
 def test_an_unreachable_or_malformed_broker_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int
 ) -> None:
