@@ -103,6 +103,17 @@ class ConnectionFailedError(Exception):
         self.error_code = error_code
 
 
+def _closed_error(exc: ConnectionClosed) -> ConnectionFailedError:
+    """A link the server closed before it was up (during the hello or the resume)."""
+    code = exc.rcvd.code if exc.rcvd else None
+    reason = exc.rcvd.reason if exc.rcvd else ""
+    return ConnectionFailedError(
+        f"the server closed the connection ({code}: {reason})",
+        fatal=code in FATAL_CLOSE_CODES,
+        close_code=code,
+    )
+
+
 async def _close_quietly(ws: ClientConnection) -> None:
     """Close a link being given up; a failure to close it is logged, not raised."""
     try:
@@ -165,7 +176,8 @@ class Connection:
     # --- public API ----------------------------------------------------------------------
 
     async def connect(self) -> Welcome:
-        """Connect and say hello; raises `ConnectionFailedError` if that fails."""
+        """Connect, say hello and resume; raises `ConnectionFailedError` if that fails (also
+        when the server closes the link before the resume is sent: `close_code` says how)."""
         self._closing = False
         welcome = await self._open()
         self._supervisor = asyncio.create_task(self._supervise(), name="solrace-connection")
@@ -251,12 +263,20 @@ class Connection:
             raise ConnectionFailedError(f"cannot reach {self.url}: {exc}") from None
         try:
             welcome = await self._hello(ws)
+            await self._resume(ws)
+        except ConnectionClosed as exc:
+            # A restart (1012) or a newer session (4003) right after the welcome: the link is
+            # not up, so it is a failed connect (retried unless the code says otherwise).
+            await _close_quietly(ws)
+            raise _closed_error(exc) from None
         except BaseException:
             await _close_quietly(ws)
             raise
+        # Only now is the link up: no await from here on, so nothing sent meanwhile can slip
+        # between the end of the resume and the socket becoming the one `send` uses.
         self._ws = ws
         self.status = LinkStatus.CONNECTED
-        await self._resume(ws)
+        self._queue.put_nowait(welcome)
         self._tasks = [
             asyncio.create_task(self._on_link(self._read(ws)), name="solrace-read"),
             asyncio.create_task(self._on_link(self._ping(ws)), name="solrace-ping"),
@@ -273,14 +293,6 @@ class Connection:
         while True:
             try:
                 data = await asyncio.wait_for(ws.recv(), self.open_timeout_s)
-            except ConnectionClosed as exc:
-                code = exc.rcvd.code if exc.rcvd else None
-                reason = exc.rcvd.reason if exc.rcvd else ""
-                raise ConnectionFailedError(
-                    f"the server closed the connection ({code}: {reason})",
-                    fatal=code in FATAL_CLOSE_CODES,
-                    close_code=code,
-                ) from None
             except TimeoutError:
                 raise ConnectionFailedError("no answer to hello") from None
             if isinstance(data, str):
@@ -301,19 +313,30 @@ class Connection:
                     self.token = message.token
                 if message.name:
                     self.name = message.name
-                await self._queue.put(message)
                 return message
 
     async def _resume(self, ws: ClientConnection) -> None:
-        """After a (re)connect: resync followed races, flush the outbox, resend moves."""
+        """After a (re)connect: resync followed races, flush the outbox, resend moves.
+
+        `send` and `send_move` called meanwhile do not see this socket yet (it becomes
+        `self._ws` once the resume is through): what they queue is sent here too, until
+        nothing is left."""
         for race_id in sorted(self.followed - self._finished):
             epoch, version = self.versions.get(race_id, (None, None))
             await ws.send(encode(Sync(race_id=race_id, epoch=epoch, since_version=version)))
-        outbox, self._outbox = self._outbox, []
-        for message in outbox:
-            await ws.send(encode(message))
-        for pending in sorted(self.pending.values(), key=lambda p: p.seq):
-            await self._send_pending(ws, pending)
+        resent: set[int] = set()
+        while True:
+            outbox, self._outbox = self._outbox, []
+            for message in outbox:
+                await ws.send(encode(message))
+            moves = sorted(
+                (p for p in self.pending.values() if p.seq not in resent), key=lambda p: p.seq
+            )
+            if not outbox and not moves:
+                return
+            for pending in moves:
+                resent.add(pending.seq)
+                await self._send_pending(ws, pending)
 
     async def _send_pending(self, ws: ClientConnection, pending: PendingMove) -> None:
         pending.sent_at = time.monotonic()
@@ -380,6 +403,21 @@ class Connection:
     # --- the supervisor: notice a lost link and bring it back ------------------------------
 
     async def _supervise(self) -> None:
+        """Follow the link until it is closed for good; a failure of this task itself (a bug)
+        closes the link for good too, said with a `StatusChange`, rather than leave the user
+        waiting on a link nobody brings back."""
+        try:
+            await self._follow_link()
+        except Exception as exc:
+            log.exception("the connection to %s failed", self.url)
+            ws, self._ws = self._ws, None
+            if ws is not None:
+                await _close_quietly(ws)
+            await self._stop_tasks()
+            self.status = LinkStatus.CLOSED
+            await self._queue.put(StatusChange(LinkStatus.CLOSED, f"client error: {exc!r}"))
+
+    async def _follow_link(self) -> None:
         while not self._closing:
             ws = self._ws
             if ws is None:

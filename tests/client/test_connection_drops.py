@@ -1,0 +1,177 @@
+"""A link the server closes right after its welcome, before the client's resume is through.
+
+A bare WebSocket server on a loopback port from the OS answers every hello with a welcome and
+then does what the test says: close at once (as a restarting server does with 1012, or with
+4003 for a newer session), or keep the link open. The welcome and the close frame go out in one
+step of the event loop, so the client reads both together and its resume (a `Sync` for a
+followed race) meets a closing link every time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+from websockets.asyncio.server import ServerConnection, serve
+
+from solrace.client.connection import (
+    Connection,
+    ConnectionFailedError,
+    Incoming,
+    LinkStatus,
+    StatusChange,
+)
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.codec import encode
+from solrace.server.protocol.messages import PROTOCOL_VERSION, Welcome
+
+WELCOME = Welcome(
+    protocol=PROTOCOL_VERSION,
+    player_id="p1",
+    name="ann",
+    token="t",
+    ratings={},
+    active_races=[],
+    server_time_ms=0,
+)
+
+AfterWelcome = Callable[[int, ServerConnection], Awaitable[None]]
+
+
+@asynccontextmanager
+async def welcoming_server(after_welcome: AfterWelcome) -> AsyncIterator[str]:
+    """A server that welcomes each hello, then runs `after_welcome(n, ws)` for the n-th link
+    (counted from 1); yields its URL."""
+    links = 0
+
+    async def handler(ws: ServerConnection) -> None:
+        nonlocal links
+        links += 1
+        n = links
+        await ws.recv()
+        await ws.send(encode(WELCOME))
+        await after_welcome(n, ws)
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        yield f"ws://127.0.0.1:{port}"
+
+
+async def restart(n: int, ws: ServerConnection) -> None:
+    await ws.close(CloseCode.SERVICE_RESTART, "restart")
+
+
+async def received_until(conn: Connection, last: Callable[[Incoming], bool]) -> list[Incoming]:
+    """What `conn` delivers up to and including the first item `last` accepts."""
+    items: list[Incoming] = []
+    async with asyncio.timeout(10):
+        while not items or not last(items[-1]):
+            items.append(await conn.recv())
+    return items
+
+
+def is_status(status: LinkStatus) -> Callable[[Incoming], bool]:
+    return lambda item: isinstance(item, StatusChange) and item.status is status
+
+
+async def test_connect_fails_with_the_close_code_when_the_link_closes_after_the_welcome() -> None:
+    async with welcoming_server(restart) as url:
+        conn = Connection(url, name="ann")
+        conn.followed.add("r1")  # the resume sends a Sync: on a closing link
+        conn.versions["r1"] = ("e", 3)
+        with pytest.raises(ConnectionFailedError) as failed:
+            await conn.connect()
+        assert failed.value.close_code == CloseCode.SERVICE_RESTART
+        assert not failed.value.fatal
+        assert conn.status is LinkStatus.CLOSED
+        assert conn.recv_nowait() is None  # no welcome for a link that never came up
+        await conn.close()
+
+
+@asynccontextmanager
+async def connected_then(
+    then: AfterWelcome,
+) -> AsyncIterator[tuple[Connection, asyncio.Future[ServerConnection]]]:
+    """A connection whose first link stays up (the future: the server's side of it, to close);
+    every later link runs `then`. The connection follows a race, so each resume sends."""
+    first: asyncio.Future[ServerConnection] = asyncio.get_running_loop().create_future()
+
+    async def plan(n: int, ws: ServerConnection) -> None:
+        if n == 1:
+            first.set_result(ws)
+            await ws.wait_closed()
+        else:
+            await then(n, ws)
+
+    async with welcoming_server(plan) as url:
+        conn = Connection(url, name="ann", backoff_s=(0.01, 0.02))
+        await conn.connect()
+        conn.take_welcome()
+        conn.followed.add("r1")
+        try:
+            yield conn, first
+        finally:
+            await conn.close()
+
+
+async def test_a_reconnect_whose_link_closes_during_the_resume_keeps_trying() -> None:
+    async def two_restarts_then_up(n: int, ws: ServerConnection) -> None:
+        if n <= 3:
+            await restart(n, ws)
+        else:
+            await ws.wait_closed()
+
+    async with connected_then(two_restarts_then_up) as (conn, first):
+        await (await asyncio.wait_for(first, 10)).close(CloseCode.SERVICE_RESTART, "restart")
+        items = await received_until(conn, is_status(LinkStatus.CONNECTED))
+        failed = "the server closed the connection (1012: restart)"
+        assert items == [
+            StatusChange(LinkStatus.RECONNECTING, "link lost (1012)"),
+            StatusChange(LinkStatus.RECONNECTING, failed),
+            StatusChange(LinkStatus.RECONNECTING, failed),
+            WELCOME,
+            StatusChange(LinkStatus.CONNECTED, "reconnected"),
+        ]
+        assert conn.status is LinkStatus.CONNECTED
+
+
+async def test_a_reconnect_refused_for_good_during_the_resume_ends_closed() -> None:
+    """4003 (this player connected again elsewhere) ends the session, as documented."""
+
+    async def replaced(n: int, ws: ServerConnection) -> None:
+        await ws.close(CloseCode.REPLACED, "connected again elsewhere")
+
+    async with connected_then(replaced) as (conn, first):
+        await (await asyncio.wait_for(first, 10)).close(CloseCode.SERVICE_RESTART, "restart")
+        items = await received_until(conn, is_status(LinkStatus.CLOSED))
+        assert items == [
+            StatusChange(LinkStatus.RECONNECTING, "link lost (1012)"),
+            StatusChange(
+                LinkStatus.CLOSED,
+                "the server closed the connection (4003: connected again elsewhere)",
+            ),
+        ]
+        assert conn.status is LinkStatus.CLOSED
+
+
+async def test_an_unexpected_error_while_reconnecting_ends_closed_and_is_logged(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken_open() -> Welcome:
+        raise RuntimeError("a bug in the client")
+
+    async with connected_then(restart) as (conn, first):
+        monkeypatch.setattr(conn, "_open", broken_open)
+        with caplog.at_level(logging.ERROR, logger="solrace.client.connection"):
+            await (await asyncio.wait_for(first, 10)).close(CloseCode.SERVICE_RESTART, "restart")
+            items = await received_until(conn, is_status(LinkStatus.CLOSED))
+        assert items[0] == StatusChange(LinkStatus.RECONNECTING, "link lost (1012)")
+        closed = items[-1]
+        assert isinstance(closed, StatusChange) and "a bug in the client" in closed.detail
+        assert conn.status is LinkStatus.CLOSED
+        assert any(
+            "a bug in the client" in str(r.exc_info and r.exc_info[1]) for r in caplog.records
+        )
