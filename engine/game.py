@@ -20,6 +20,12 @@ from .seeds import GameNumber, parse_game_number, shuffled_deck
 _Saved = dict[int, tuple[list[int], int]]
 
 
+def seen(pile: Pile, index: int) -> str:
+    """The text of `pile.cards[index]` if its player sees it, else that it is face down."""
+    position = index % len(pile.cards)
+    return "a face-down card" if position < pile.face_down_count() else TEXT[pile.cards[position]]
+
+
 class Game:
     """A patience board that validates every action against its rules."""
 
@@ -160,20 +166,31 @@ class Game:
     def restore_scalar_state(self, state: tuple[Any, ...]) -> None:
         (self.round,) = state
 
+    def refusal(self, src: Pile, dst: Pile, n: int) -> str:
+        """Why a card move is refused, naming no card its player cannot see: a move from or
+        onto the stock, or of face-down cards, is answered before any game's `explain` (which
+        may name the cards it looked at) is asked."""
+        if src.kind == STOCK and src.cards:
+            return "cards leave the stock only by dealing ('deal')"
+        if dst.kind == STOCK:
+            return "no card goes onto the stock"
+        up = len(src.cards) - src.face_down_count()
+        if up < n <= len(src.cards):
+            return f"{src.short} has only {up} face-up card(s), not {n}"
+        return self.explain(src, dst, n)
+
     def explain(self, src: Pile, dst: Pile, n: int) -> str:
-        """Why a card move is refused, in words a player can act on."""
+        """Why a card move is refused, in words a player can act on (`refusal` has already
+        answered a move that would name a face-down card)."""
         if not src.cards:
             return f"{src.short} is empty"
         if n > len(src.cards):
             return f"{src.short} holds only {len(src.cards)} card(s)"
         if not self.can_pick(src, n):
-            up = len(src.cards) - src.face_down_count()
-            if n > up:
-                return f"{src.short} has only {up} face-up card(s), not {n}"
             if n > 1:
                 return f"{src.short} cannot give {n} cards at once"
             return f"cards do not move from {src.short} in this game"
-        top = f"on {TEXT[dst.cards[-1]]}" if dst.cards else "on an empty pile"
+        top = f"on {seen(dst, -1)}" if dst.cards else "on an empty pile"
         return f"{dst.short} does not accept {TEXT[src.cards[-n]]} {top}"
 
     def explain_deal(self) -> str:
@@ -254,7 +271,7 @@ class Game:
                     raise IllegalMoveError(f"{src.short} cannot move onto itself")
                 n = move.n
                 if n > len(src.cards) or not self.can_pick(src, n) or not self.accepts(dst, src, n):
-                    raise IllegalMoveError(self.explain(src, dst, n))
+                    raise IllegalMoveError(self.refusal(src, dst, n))
                 self.move_cards(src, dst, n)
                 self.after_move(src, dst, n)
             self.auto_flip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -12,6 +13,7 @@ from solrace.engine import (
     GAME_IDS,
     Audience,
     BoardView,
+    EngineError,
     Game,
     ProgressView,
     deal,
@@ -142,3 +144,28 @@ def test_view_piles_projects_only_the_named_piles() -> None:
 def test_unknown_audience_is_refused() -> None:
     with pytest.raises(ValueError, match="admin"):
         view(deal("klondike", "1"), "admin")
+
+
+CARD_TEXT = re.compile(r"\b[A2-9TJQK][CDHS]\b")
+
+
+@pytest.mark.parametrize("game_id", GAME_IDS)
+def test_a_refused_move_names_only_cards_its_player_sees(game_id: str) -> None:
+    """Every card move the rules refuse, on every board of a playout, is explained without
+    a face-down card: the stock's top card once showed in `w-s` and `s-f0` refusals."""
+    refusals = 0
+    for game in boards(game_id, seed=4, plies=40):
+        seen = {card for pile in player_view(game).piles.values() for card in pile.cards}
+        for src in game.piles:
+            for dst in game.piles:
+                for n in range(1, min(len(src.cards), 4) + 1):
+                    text = f"{src.short}-{dst.short}" + (f":{n}" if n > 1 else "")
+                    try:
+                        game.play(text)
+                    except EngineError as exc:
+                        refusals += 1
+                        hidden = set(CARD_TEXT.findall(str(exc))) - seen
+                        assert not hidden, f"{text}: {exc} names {hidden}"
+                    else:
+                        game.undo()
+    assert refusals > 100
