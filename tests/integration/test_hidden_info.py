@@ -16,6 +16,7 @@ from solrace.server.protocol.messages import (
     GetReplay,
     MakeMove,
     MoveAck,
+    MoveRejected,
     PileModel,
     RaceFinished,
     Replay,
@@ -29,6 +30,9 @@ from tests.integration.helpers import create_race, seat_and_start
 from tests.integration.wsclient import Client
 
 CARD = re.compile(r"^[A2-9TJQK][CSHD]$")
+CARD_IN_TEXT = re.compile(r"\b[A2-9TJQK][CSHD]\b")
+#: Moves Klondike always refuses whose explanation could name a hidden card (the stock's).
+PROBES = ("w-s", "s-f0", "s-t0", "t6-s")
 
 
 def _strings(value: Any) -> list[str]:
@@ -74,7 +78,12 @@ class Racer:
     async def play(self, count: int) -> None:
         [board] = [m for m in self.client.received if isinstance(m, Board)]
         self.see(board.board.piles)
-        for _ in range(count):
+        for turn in range(count):
+            if turn % 8 == 0:  # refused moves too: their reasons must not name hidden cards
+                for probe in PROBES:
+                    self.seq += 1
+                    await self.client.send(MakeMove(race_id=self.race_id, seq=self.seq, move=probe))
+                    await self.client.expect(MoveRejected, lambda m, s=self.seq: m.seq == s)
             self.seq += 1
             await self.client.send(MakeMove(race_id=self.race_id, seq=self.seq, move=self.choose()))
             ack = await self.client.expect(MoveAck, lambda m, s=self.seq: m.seq == s)
@@ -87,6 +96,7 @@ def check_frames(who: Client, race: ReplayModel, spectator: bool) -> int:
     moves = {r.player_id: [m.move for m in r.moves] for r in race.racers}
     finished = False
     checked = 0
+    shown: set[str] = set()  # every card `who` was shown so far
     for frame, message in zip(who.frames, who.received, strict=True):
         if isinstance(message, RaceFinished):
             finished = True
@@ -101,12 +111,18 @@ def check_frames(who: Client, race: ReplayModel, spectator: bool) -> int:
             assert message.board == board_for(game, audience)
             stock = [p for p in message.board.piles if p.name == "stock"]
             assert all(not p.cards for p in stock), "a stock card was shown"
+            shown.update(card for p in message.board.piles for card in p.cards)
             checked += 1
         elif isinstance(message, MoveAck):
             assert not spectator
             game = replay(race.game, race.game_number, moves[who.player_id][: message.ply + 1])
             names = [p.name for p in message.piles]
             assert message.piles == pile_models(view_piles(game, names))
+            shown.update(card for p in message.piles for card in p.cards)
+            checked += 1
+        elif isinstance(message, MoveRejected):
+            named = set(CARD_IN_TEXT.findall(message.reason))
+            assert named <= shown, f"{message.move!r} refused naming unseen {named - shown}"
             checked += 1
         elif not isinstance(message, Replay):
             cards = [s for s in _strings(raw) if CARD.match(s)]
