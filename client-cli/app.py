@@ -16,13 +16,14 @@ from typing import Final
 
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.messages import ReplayModel
+from solrace.server.protocol.replay import load_replay
 
 from .bots import Bot
 from .connection import Connection, ConnectionFailedError
 from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import EMBEDDED_KEY, connect_player, data_dir
 from .plain import PlainMode, stdin_lines
-from .replay import is_replay_verified, load_replay_file, replay_lines
+from .replay import is_replay_verified, replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
 from .tasks import cancel_and_wait
@@ -285,7 +286,7 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     is_file = path.suffix == ".json" or path.exists()
     try:
         if is_file:
-            replay = load_replay_file(path)
+            replay = load_replay(path)
         else:
             replay = asyncio.run(_fetch_replay(args.server, args.source))
     except OSError as exc:

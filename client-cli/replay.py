@@ -11,29 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Final
 
 from solrace.engine import Audience, BoardView, EngineError, Game, deal, view
 from solrace.server.protocol.messages import ReplayModel, ReplayRacer
-from solrace.server.protocol.replay import (
-    ReplayFileError,
-    VerifyReport,
-    entry_text,
-    parse_replay,
-    verify_replay,
-)
+from solrace.server.protocol.replay import VerifyReport, entry_text, verify_replay
 
 from .render import render_plain
-
-
-def load_replay_file(path: Path) -> ReplayModel:
-    """Read a replay file (JSON, or one msgpack frame); `ValueError` says in one line what is
-    wrong with it, `OSError` that it cannot be read."""
-    try:
-        return parse_replay(path.read_bytes())
-    except ReplayFileError as exc:
-        raise ReplayFileError(f"{path} is not a solrace replay: {exc}") from None
 
 
 def _player_view(game: Game) -> BoardView:

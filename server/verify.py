@@ -12,18 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from solrace.server.protocol.messages import ReplayModel
-from solrace.server.protocol.replay import ReplayFileError, parse_replay, verify_replay
-
-
-def load_replay(path: Path) -> ReplayModel:
-    """A replay from a JSON file (a bare replay, or a `replay` message) or a msgpack frame.
-
-    `OSError` if the file cannot be read; `ReplayFileError` (one line) if it is not a replay."""
-    try:
-        return parse_replay(path.read_bytes())
-    except ReplayFileError as exc:
-        raise ReplayFileError(f"{path} is not a solrace replay: {exc}") from None
+from solrace.server.protocol.replay import ReplayFileError, load_replay, verify_replay
 
 
 def main(argv: Sequence[str] | None = None) -> int:

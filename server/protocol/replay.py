@@ -3,7 +3,8 @@
 A replay holds the game, the revealed number and salt, the commitment published at the start,
 and each racer's moves with server times. `verify_replay` recomputes the commitment, every
 board (each move must be legal), each racer's progress and the final ranking; `parse_replay`
-reads a replay file (JSON or msgpack) and says in one line what is wrong with one that is not.
+reads a replay file's bytes (JSON or msgpack; `load_replay` the file itself) and says in one
+line what is wrong with one that is not.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -146,6 +148,17 @@ def parse_replay(data: bytes) -> ReplayModel:
         return ReplayModel.model_validate(value)
     except ValidationError as exc:
         raise ReplayFileError(describe_invalid(exc)) from None
+
+
+def load_replay(path: Path) -> ReplayModel:
+    """A replay file (`solrace verify`, `solrace replay`): `parse_replay` of its bytes.
+
+    `OSError` if the file cannot be read; `ReplayFileError` (one line, naming the file) if it
+    is not a replay. The verifier and the client both read replay files through this."""
+    try:
+        return parse_replay(path.read_bytes())
+    except ReplayFileError as exc:
+        raise ReplayFileError(f"{path} is not a solrace replay: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)

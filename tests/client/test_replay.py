@@ -10,18 +10,13 @@ import pytest
 
 from solrace.client.app import replay_main
 from solrace.client.bots import Bot
-from solrace.client.replay import (
-    ReplayCursor,
-    is_replay_verified,
-    load_replay_file,
-    replay_text,
-)
+from solrace.client.replay import ReplayCursor, is_replay_verified, replay_text
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import ReplayApp
 from solrace.client.widgets import BoardWidget
 from solrace.server.protocol.messages import ReplayModel
-from solrace.server.protocol.replay import entry_text
+from solrace.server.protocol.replay import ReplayFileError, entry_text, load_replay
 from tests.server.test_verify import ILLEGAL, MOVES, sample, with_illegal_move
 from tests.waiting import eventually
 
@@ -70,7 +65,7 @@ async def test_replay_steps_every_racer_move_by_move(server_url: str, tmp_path: 
 
     path = tmp_path / "race.json"
     path.write_text(replay.model_dump_json())
-    assert load_replay_file(path) == replay
+    assert load_replay(path) == replay
 
     app = ReplayApp(replay, ascii=True)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -162,6 +157,17 @@ def test_a_forged_replay_is_shown_as_not_verified() -> None:
     assert cursor.describe().endswith(f"[1/1] ILLEGAL next: {ILLEGAL} (ply 1)")
 
 
+def test_a_file_that_is_not_a_replay_is_named_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ReplayFileError) as failed:
+        load_replay(path)
+    assert (
+        str(failed.value)
+        == f"{path} is not a solrace replay: a replay is an object (a map), not an array"
+    )
+
+
 def test_a_replay_with_a_wrong_commitment_says_so() -> None:
     forged = sample(MOVES).model_copy(update={"salt": "t"})
     text = replay_text(forged)
@@ -212,4 +218,4 @@ def test_a_replay_that_cannot_be_saved_gets_one_line(
     out, err = capsys.readouterr()
     assert (out, err) == ("", f"solrace replay: cannot save to {target}: Not a directory\n")
     assert replay_main([str(source), "--save", str(tmp_path / "copy.json"), "--plain"]) == 0
-    assert load_replay_file(tmp_path / "copy.json") == sample(MOVES)
+    assert load_replay(tmp_path / "copy.json") == sample(MOVES)
