@@ -139,10 +139,14 @@ class MoveHandling(RaceSync):
             self._answer_duplicate(session, runtime, player_id, message)
             return True
         previous = board.rejections.get(message.seq)
-        if previous is not None and previous.move == message.move:
+        if previous is None:
+            return False
+        if previous.move == message.move:
             session.send(previous)
-            return True
-        return False
+        else:
+            reason = f"seq {message.seq} was refused for {previous.move!r}; use a new seq"
+            self._reject(session, message, ErrorCode.SEQ_REUSED, reason)
+        return True
 
     @staticmethod
     def _play(

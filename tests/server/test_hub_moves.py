@@ -14,6 +14,7 @@ from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
+    MoveRejected,
 )
 from solrace.server.protocol.views import board_for, touched_pile_models
 from solrace.server.runtime import ACKS_KEPT, UNDO_KEPT
@@ -78,4 +79,27 @@ async def test_acks_are_the_moves_as_the_mover_sees_them_and_resends_repeat_them
             "total": total,
         }
     )
+    await store.close()
+
+
+async def test_a_refused_seq_answers_the_same_move_again_and_refuses_another() -> None:
+    store = open_store("memory:")
+    await store.open()
+    hub = Hub(store, Settings(countdown_s=0, store="memory:"), Metrics(), b"x" * 32)
+    race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
+    player = alice.player_id or ""
+
+    await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="w-s"))
+    refused = alice.sent[-1]
+    assert isinstance(refused, MoveRejected) and refused.code == "illegal_move"
+    await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="w-s"))
+    assert alice.sent[-1] == refused  # the same answer again
+
+    await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+    reused = alice.sent[-1]
+    assert isinstance(reused, MoveRejected) and reused.code == "seq_reused"
+    assert hub.races[race_id].boards[player].game.ply == 0, "nothing was played"
+    await hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal"))
+    assert isinstance(alice.sent[-1], MoveAck) and alice.sent[-1].ply == 0
+    await hub.stop()
     await store.close()
