@@ -21,7 +21,7 @@ from solrace.server.protocol.messages import (
     Replay,
     Resign,
 )
-from solrace.server.protocol.records import RaceStatus
+from solrace.server.protocol.records import RaceRecord, RaceStatus
 from solrace.server.protocol.tournament_messages import (
     GetProfile,
     JoinTournament,
@@ -30,6 +30,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentView,
     WatchTournament,
 )
+from solrace.server.store import StoreUnavailableError
 from tests.integration.conftest import ServerFactory, make_settings
 from tests.integration.test_tournaments import FAST, admin_act, connect, create
 from tests.integration.wsclient import Client
@@ -200,3 +201,41 @@ async def test_a_round_s_deal_stays_secret_until_every_match_of_the_round_ends(
     replay = (await in_first[0].expect(Replay)).replay
     assert replay.game_number == number
     assert replay.commitment == commit(replay.game, number, replay.salt)
+
+
+async def test_a_race_the_store_could_not_open_after_a_saved_start_is_opened_by_the_tick(
+    start_server: ServerFactory,
+) -> None:
+    """The start is saved, then the store fails while its race is opened: the admin is told
+    the start holds (it does), and the tick opens the race once the store answers."""
+    app = await start_server(**FAST)
+    admin, ann, bob, tid = await two_player_final(app)
+    store = app.hub.store
+    real_get_race = store.get_race
+    failures = 0
+
+    async def get_race_away_once(race_id: str) -> RaceRecord | None:
+        nonlocal failures
+        if race_id.startswith(tid) and failures == 0:
+            failures += 1
+            raise StoreUnavailableError("the store is away (injected)")
+        return await real_get_race(race_id)
+
+    store.get_race = get_race_away_once  # type: ignore[method-assign]
+    try:
+        await admin.send(admin_act(tid, "start"))
+        view = await admin.expect(TournamentView, lambda m: m.tournament.phase == "running")
+        assert view.tournament.tournament_id == tid
+        notices = [await player.expect(TournamentRace) for player in (ann, bob)]
+        assert failures == 1, "the injected outage did not happen"
+        (race_id,) = {n.race_id for n in notices}
+        stored = await real_get_race(race_id)
+        assert stored is not None and {r.player_id for r in stored.racers} == {
+            ann.player_id,
+            bob.player_id,
+        }
+        assert not any(isinstance(m, Error) for m in admin.received)
+    finally:
+        store.get_race = real_get_race  # type: ignore[method-assign]
+        for each in (admin, ann, bob):
+            await each.close()
