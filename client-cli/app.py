@@ -16,14 +16,14 @@ from typing import Final
 
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.messages import ReplayModel
-from solrace.server.protocol.replay import load_replay
+from solrace.server.protocol.replay import load_replay, verify_replay
 
 from .bots import Bot
 from .connection import Connection, ConnectionFailedError
 from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import EMBEDDED_KEY, connect_player, data_dir
 from .plain import PlainMode, stdin_lines
-from .replay import is_replay_verified, replay_lines
+from .replay import replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
 from .tasks import cancel_and_wait
@@ -306,9 +306,10 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
             )
             return EXIT_NO_REPLAY
     if args.plain:
-        for line in replay_lines(replay):
+        report = verify_replay(replay)
+        for line in replay_lines(replay, report):
             print(line)
-        return 0 if is_replay_verified(replay) else EXIT_NOT_VERIFIED
+        return 0 if report.is_valid else EXIT_NOT_VERIFIED
     from .tui import ReplayApp
 
     ReplayApp(replay, ascii=args.ascii).run()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Final
 
 from solrace.engine import Audience, BoardView, EngineError, Game, deal, view
 from solrace.server.protocol.messages import ReplayModel, ReplayRacer
@@ -40,26 +39,9 @@ def boards_of(replay: ReplayModel, racer: ReplayRacer) -> list[BoardView]:
     return boards
 
 
-_REPORTS_KEPT: Final = 4
-_reports: dict[int, tuple[ReplayModel, VerifyReport]] = {}
-
-
-def report_of(replay: ReplayModel) -> VerifyReport:
-    """`verify_replay(replay)`, remembered for the latest few replays (a replay is immutable;
-    the TUI asks on every step)."""
-    kept = _reports.get(id(replay))
-    if kept is not None and kept[0] is replay:
-        return kept[1]
-    report = verify_replay(replay)
-    while len(_reports) >= _REPORTS_KEPT:
-        del _reports[next(iter(_reports))]
-    _reports[id(replay)] = (replay, report)
-    return report
-
-
 def is_replay_verified(replay: ReplayModel) -> bool:
     """Every check passes: commitment, every move legal, states, ranking."""
-    return report_of(replay).is_valid
+    return verify_replay(replay).is_valid
 
 
 @dataclass(slots=True)
@@ -70,6 +52,14 @@ class ReplayCursor:
     racer_index: int = 0
     ply: int = 0
     _boards: dict[int, list[BoardView]] = field(default_factory=dict)
+    _report: VerifyReport | None = None
+
+    @property
+    def report(self) -> VerifyReport:
+        """`verify_replay` of the replay, computed once (the TUI asks on every step)."""
+        if self._report is None:
+            self._report = verify_replay(self.replay)
+        return self._report
 
     @property
     def racer(self) -> ReplayRacer:
@@ -148,11 +138,12 @@ def _racer_lines(replay: ReplayModel, racer: ReplayRacer) -> Iterator[str]:
         yield render_plain(_player_view(game))
 
 
-def replay_lines(replay: ReplayModel) -> Iterator[str]:
+def replay_lines(replay: ReplayModel, report: VerifyReport | None = None) -> Iterator[str]:
     """The whole replay as text, line by line: the checks and the verdict, the results (marked
     NOT verified when a check fails), then each racer's moves, each with the board after it,
-    and the verdict again."""
-    report = report_of(replay)
+    and the verdict again. `report`: the replay's `verify_replay`, if computed already."""
+    if report is None:
+        report = verify_replay(replay)
     yield f"race {replay.race_id}: {replay.game} deal {replay.game_number}"
     yield from report.lines
     yield from (f"PROBLEM: {problem}" for problem in report.problems)

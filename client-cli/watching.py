@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from solrace.server.protocol.messages import RaceList, ReplayModel
 
 from .connection import Incoming
-from .replay import ReplayCursor, is_replay_verified
+from .replay import ReplayCursor
 from .widgets import BoardWidget, RacersPanel, clock_text
 
 if TYPE_CHECKING:
@@ -232,7 +232,7 @@ class ReplayScreen(Screen[None]):
 
     def update_view(self) -> None:
         replay = self.cursor.replay
-        verified = is_replay_verified(replay)
+        verified = self.cursor.report.is_valid
         verdict = "✓ verified" if verified else "✗ MISMATCH"
         ranking = "  ".join(
             f"{e.rank}. {e.name} {e.on_foundations}/{e.total}" for e in replay.results

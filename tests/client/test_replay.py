@@ -157,6 +157,17 @@ def test_a_forged_replay_is_shown_as_not_verified() -> None:
     assert cursor.describe().endswith(f"[1/1] ILLEGAL next: {ILLEGAL} (ply 1)")
 
 
+def test_a_cursor_keeps_its_replays_report() -> None:
+    """The TUI asks for the verdict on every step: the cursor verifies its replay once (no
+    module-wide cache keyed by id() shared between replays and apps)."""
+    forged, true = (
+        ReplayCursor(ReplayModel.model_validate(with_illegal_move(1))),
+        ReplayCursor(sample(MOVES)),
+    )
+    assert forged.report is forged.report and not forged.report.is_valid
+    assert true.report is true.report and true.report.is_valid
+
+
 def test_a_file_that_is_not_a_replay_is_named_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "notes.json"
     path.write_text("[1, 2]")
