@@ -22,7 +22,7 @@ from solrace.engine import (
 )
 from solrace.server.broker import Broker, Subscription
 from solrace.server.hub_moves import MoveHandling
-from solrace.server.lobby import LobbyFeed
+from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import commit
@@ -111,7 +111,7 @@ class Hub(MoveHandling):
         self._folds: set[asyncio.Task[None]] = set()
         self._stopped = False
         self.lobby = LobbyFeed(
-            self._live_race_infos,
+            self._race_list,
             settings.lobby_push_s,
             settings.lobby_poll_s if self.is_cluster else None,
         )
@@ -272,7 +272,7 @@ class Hub(MoveHandling):
 
     async def disconnected(self, session: Session) -> None:
         session.closed = True
-        self.lobby.follow(session, False, [])
+        self.lobby.unfollow(session)
         for hook in self.session_closed_hooks:
             hook(session)
         for race_id in session.watching:
@@ -553,10 +553,36 @@ class Hub(MoveHandling):
             return [Race(r, "", 1).info() for r in records]
         return [rt.race.info() for rt in self.races.values() if rt.race.is_live]
 
+    async def _race_list(self) -> RaceList:
+        return race_list(await self._live_race_infos())
+
     async def _list_races(self, session: Session, message: ListRaces) -> None:
-        infos = await self._live_race_infos()
-        session.send(RaceList(races=infos))
-        self.lobby.follow(session, message.follow, infos)
+        races = await self._race_list()
+        session.send(races)
+        if message.follow:
+            self.lobby.follow(session, races)
+        else:
+            self.lobby.unfollow(session)
+
+    async def _check_room_for(self, player_id: str) -> None:
+        """Refuse a new race past the open races one player, or the server, may have."""
+        if self.is_cluster:
+            creators = [r.creator for r in await self.store.list_races([RaceStatus.OPEN])]
+        else:
+            creators = [
+                rt.race.creator for rt in self.races.values() if rt.race.status is RaceStatus.OPEN
+            ]
+        if len(creators) >= self.settings.max_open_races:
+            raise RaceError(
+                ErrorCode.NOT_ALLOWED,
+                f"the lobby is full ({len(creators)} open races): join one or try again later",
+            )
+        mine = creators.count(player_id)
+        if mine >= self.settings.max_open_races_per_player:
+            raise RaceError(
+                ErrorCode.NOT_ALLOWED,
+                f"you have {mine} open races already: start or leave one first",
+            )
 
     async def _create_race(self, session: Session, message: CreateRace) -> None:
         player_id, name = self.identity_of(session)
@@ -565,6 +591,7 @@ class Hub(MoveHandling):
             raise RaceError(ErrorCode.INVALID_SETTINGS, f"seats: 2..{self.settings.max_seats}")
         if message.rated and message.game_number is not None:
             raise RaceError(ErrorCode.INVALID_SETTINGS, "a rated race's deal is always secret")
+        await self._check_room_for(player_id)
         number = message.game_number
         if number is None:
             number = random_ranked_number(self.rng)

@@ -21,11 +21,25 @@ from solrace.server.store import StoreError
 
 log = logging.getLogger("solrace.server.lobby")
 
+#: The most races one `race_list` holds (~270 bytes each with a few racers): a lobby of
+#: thousands of running races stays a frame every client reads.
+RACE_LIST_LIMIT = 200
+
+
+def race_list(infos: list[RaceInfo], limit: int = RACE_LIST_LIMIT) -> RaceList:
+    """The lobby's list of `infos` (in their order), the open races kept first when there are
+    more than `limit`; `more` counts those left out."""
+    if len(infos) <= limit:
+        return RaceList(races=infos)
+    open_ = [i for i in infos if i.status == "open"]
+    kept = {id(i) for i in (open_ + [i for i in infos if i.status != "open"])[:limit]}
+    return RaceList(races=[i for i in infos if id(i) in kept], more=len(infos) - limit)
+
 
 class LobbyFeed:
     def __init__(
         self,
-        list_races: Callable[[], Awaitable[list[RaceInfo]]],
+        list_races: Callable[[], Awaitable[RaceList]],
         interval_s: float,
         poll_s: float | None,
     ) -> None:
@@ -33,17 +47,17 @@ class LobbyFeed:
         self.interval_s = interval_s
         self.poll_s = poll_s
         #: Each follower and the list it was last sent.
-        self.followers: dict[Session, list[RaceInfo]] = {}
+        self.followers: dict[Session, RaceList] = {}
         self._due: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._poller: asyncio.Task[None] | None = None
 
-    def follow(self, session: Session, on: bool, sent: list[RaceInfo]) -> None:
-        """`session` was just sent `sent`; it follows the lobby from now on (or stops)."""
-        if on:
-            self.followers[session] = sent
-        else:
-            self.followers.pop(session, None)
+    def follow(self, session: Session, sent: RaceList) -> None:
+        """`session` was just sent `sent`; it follows the lobby from now on."""
+        self.followers[session] = sent
+
+    def unfollow(self, session: Session) -> None:
+        self.followers.pop(session, None)
 
     def changed(self) -> None:
         """A race's lobby, status or timing changed here: push within `interval_s`."""
@@ -65,16 +79,14 @@ class LobbyFeed:
         except StoreError as exc:
             log.warning("lobby not refreshed: %s", exc)
             return
-        message: RaceList | None = None
         frame = b""
         for session, sent in list(self.followers.items()):
             if session.closed:
                 del self.followers[session]
             elif sent != races:
-                if message is None:
-                    message = RaceList(races=races)
-                    frame = encode(message)  # once for everyone
-                session.send_frame(message, frame)
+                if not frame:
+                    frame = encode(races)  # once for everyone
+                session.send_frame(races, frame)
                 self.followers[session] = races
 
     def start(self) -> None:

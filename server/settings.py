@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     max_seats: int = Field(default=16, ge=8)
     min_time_limit_s: int = Field(default=10, ge=1)
     max_time_limit_s: int = Field(default=4 * 3600, ge=1)
+    max_open_races_per_player: int = Field(
+        default=3, ge=1, description="open races (not yet started) one player may have created"
+    )
+    max_open_races: int = Field(
+        default=500, ge=1, description="open races on the server (several nodes: in all)"
+    )
     history_size: int = Field(default=50, ge=1)
     tick_s: float = Field(default=0.1, gt=0)
     spectator_batch_s: float = Field(default=0.25, gt=0)

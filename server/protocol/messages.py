@@ -313,8 +313,12 @@ class Error(Message):
 
 
 class RaceList(Message):
+    """The live races (at most the server's list limit, open races first) and how many
+    more were left out."""
+
     type: Literal["race_list"] = "race_list"
     races: list[RaceInfo]
+    more: int = 0
 
 
 class RaceUpdate(Message):

@@ -1,18 +1,31 @@
-"""The lobby feed's bookkeeping: each follower is sent a list it has not had, once."""
+"""The lobby: the feed's bookkeeping (each follower is sent a list it has not had, once), the
+list's size limit, and the open races a player or the server may have."""
 
 from __future__ import annotations
 
-from solrace.server.lobby import LobbyFeed
-from solrace.server.protocol.messages import RaceInfo, RaceList
+from solrace.server.hub import Hub
+from solrace.server.lobby import LobbyFeed, race_list
+from solrace.server.metrics import Metrics
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    CreateRace,
+    Error,
+    Hello,
+    LeaveRace,
+    RaceInfo,
+    RaceList,
+)
+from solrace.server.settings import Settings
+from solrace.server.store import open_store
 from tests.server.sessions import RecordingSession
 
 
-def info(race_id: str) -> RaceInfo:
+def info(race_id: str, status: str = "open") -> RaceInfo:
     return RaceInfo.model_validate(
         {
             "race_id": race_id,
             "game": "klondike",
-            "status": "open",
+            "status": status,
             "seats": 2,
             "time_limit_s": 60,
             "rated": False,
@@ -28,25 +41,67 @@ def info(race_id: str) -> RaceInfo:
 
 
 async def test_a_follower_gets_a_change_another_follower_already_has() -> None:
-    current: list[RaceInfo] = []
+    current = RaceList(races=[])
 
-    async def list_races() -> list[RaceInfo]:
+    async def list_races() -> RaceList:
         return current
 
     feed = LobbyFeed(list_races, interval_s=600, poll_s=None)
     early, late, gone = RecordingSession(1), RecordingSession(2), RecordingSession(3)
-    feed.follow(early, True, [])
-    feed.follow(gone, True, [])
-    current = [info("r1")]  # a race opens; before the push, another session follows
-    feed.follow(late, True, current)
+    feed.follow(early, RaceList(races=[]))
+    feed.follow(gone, RaceList(races=[]))
+    current = RaceList(races=[info("r1")])  # a race opens; before the push, another follows
+    feed.follow(late, current)
     gone.closed = True
     await feed.push()
-    assert early.sent == [RaceList(races=current)]
+    assert early.sent == [current]
     assert late.sent == []  # it was sent this list when it asked
     assert gone not in feed.followers
     await feed.push()  # nothing changed since
     assert len(early.sent) == 1
-    feed.follow(early, False, [])
-    current = [info("r1"), info("r2")]
+    feed.unfollow(early)
+    current = RaceList(races=[info("r1"), info("r2")])
     await feed.push()
-    assert len(early.sent) == 1 and late.sent == [RaceList(races=current)]
+    assert len(early.sent) == 1 and late.sent == [current]
+
+
+def test_a_long_list_keeps_the_open_races_and_counts_the_rest() -> None:
+    infos = [info("a", "running"), info("b"), info("c", "countdown"), info("d"), info("e")]
+    assert race_list(infos, limit=5) == RaceList(races=infos)
+    short = race_list(infos, limit=4)
+    assert [i.race_id for i in short.races] == ["a", "b", "d", "e"] and short.more == 1
+    shorter = race_list(infos, limit=2)
+    assert [i.race_id for i in shorter.races] == ["b", "d"] and shorter.more == 3
+
+
+async def test_open_races_are_limited_per_player_and_per_server() -> None:
+    store = open_store("memory:")
+    await store.open()
+    settings = Settings(store="memory:", max_open_races_per_player=2, max_open_races=3)
+    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    ann, bob = RecordingSession(1), RecordingSession(2)
+    for session, name in ((ann, "ann"), (bob, "bob")):
+        await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
+
+    def create() -> CreateRace:
+        return CreateRace(game="klondike", seats=2, time_limit_s=60)
+
+    for _ in range(2):
+        await hub.handle(ann, create())
+    await hub.handle(ann, create())
+    refused = ann.sent[-1]
+    assert isinstance(refused, Error) and refused.code == "not_allowed"
+    assert "2 open races already" in refused.message and len(hub.races) == 2
+
+    await hub.handle(bob, create())  # the server's third
+    await hub.handle(bob, create())
+    full = bob.sent[-1]
+    assert isinstance(full, Error) and "lobby is full" in full.message and len(hub.races) == 3
+
+    first = next(iter(hub.races))
+    await hub.handle(ann, LeaveRace(race_id=first))  # her race is cancelled: room again
+    assert first not in hub.races
+    await hub.handle(ann, create())
+    assert not isinstance(ann.sent[-1], Error) and len(hub.races) == 3
+    await hub.stop()
+    await store.close()
