@@ -107,6 +107,8 @@ class LobbyScreen(Screen[None]):
         app = self.play
         state = app.session.state
         head = f"solrace — {state.name or 'anonymous'}{_link_text(app)}"
+        if state.lobby_more:
+            head += f" — {state.lobby_more} more live races not listed"
         self.query_one("#lobby-head", Static).update(Text(head, style="bold"))
         table = self.query_one("#races", DataTable)
         table.clear()

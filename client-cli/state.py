@@ -304,6 +304,8 @@ class ClientState:
     ratings: dict[str, float] = field(default_factory=dict)
     active_races: list[str] = field(default_factory=list)
     lobby: dict[str, RaceInfo] = field(default_factory=dict)
+    #: Live races the server's last list left out (it holds at most 200, the open ones first).
+    lobby_more: int = 0
     races: dict[str, RaceState] = field(default_factory=dict)
     replays: dict[str, ReplayModel] = field(default_factory=dict)
     #: The latest view of each tournament watched (the server pushes it whole on every change).
@@ -345,6 +347,7 @@ class ClientState:
             return None
         if isinstance(message, RaceList):
             self.lobby = {info.race_id: info for info in message.races}
+            self.lobby_more = message.more
             return None
         if isinstance(message, Replay):
             replay = message.replay

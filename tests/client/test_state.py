@@ -15,6 +15,7 @@ from solrace.server.protocol.messages import (
     ProgressEntry,
     RaceFinished,
     RaceInfo,
+    RaceList,
     RacerInfo,
     RaceSnapshot,
     RaceStarted,
@@ -243,3 +244,14 @@ def test_lobby_follows_race_updates() -> None:
     assert RACE in state.lobby
     state.apply(RaceUpdate(race_id=RACE, epoch="e", version=2, race=info("cancelled")))
     assert RACE not in state.lobby
+
+
+def test_a_race_list_replaces_the_lobby_and_says_how_many_it_left_out() -> None:
+    state = ClientState()
+    old = info().model_copy(update={"race_id": "r-old"})
+    state.apply(RaceUpdate(race_id="r-old", epoch="e", version=1, race=old))
+    assert "r-old" in state.lobby
+    state.apply(RaceList(races=[info()], more=250))
+    assert list(state.lobby) == [RACE] and state.lobby_more == 250
+    state.apply(RaceList(races=[]))
+    assert state.lobby == {} and state.lobby_more == 0
