@@ -87,16 +87,43 @@ def encode_raw(value: Any) -> bytes:
     return data
 
 
+class _Pairs(list[tuple[Any, Any]]):
+    """A map read as its (key, value) pairs: keys that are arrays or maps cannot key a dict."""
+
+
 def unpack_map(data: bytes) -> dict[str, Any]:
-    """Bytes to a map, or `DecodeError`."""
+    """Bytes to a map, or `DecodeError`.
+
+    Keys of any type are read (not only strings): a map keyed by numbers is a map, which the
+    message schema then refuses (`SchemaError`), as it refuses an unknown field. So is a map
+    keyed by arrays or maps. Nesting deeper than msgpack's decoder goes (1,024 levels) cannot
+    be read at all: `DecodeError`."""
     try:
-        value = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True)
-    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+        value = msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
+    except TypeError:  # an unhashable key (an array or a map); read it again as pairs
+        value = _unpack_pairs(data)
+    except msgpack.StackError:
+        raise DecodeError("not a msgpack frame: nested too deep") from None
+    except (ValueError, msgpack.ExtraData, msgpack.FormatError) as exc:
         raise DecodeError(f"not a msgpack frame: {exc}") from None
     except Exception as exc:  # msgpack raises a few bare exception types on garbage
         raise DecodeError(f"not a msgpack frame: {exc}") from None
     if not isinstance(value, dict):
         raise DecodeError(f"a frame must be a msgpack map, not {type(value).__name__}")
+    return value
+
+
+def _unpack_pairs(data: bytes) -> Any:
+    """A frame whose maps have unhashable keys: a map at the top is a `SchemaError`."""
+    try:
+        value = msgpack.unpackb(
+            data, raw=False, strict_map_key=False, object_pairs_hook=_Pairs, use_list=True
+        )
+    except Exception as exc:
+        raise DecodeError(f"not a msgpack frame: {exc}") from None
+    if isinstance(value, _Pairs):
+        kind = next((v for k, v in value if k == "type"), None)
+        raise SchemaError("a map's keys must be strings", _request_type({"type": kind}))
     return value
 
 

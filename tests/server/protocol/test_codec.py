@@ -90,6 +90,35 @@ def test_invalid_messages_raise_schema_error(
     assert caught.value.request_type == request_type
 
 
+@pytest.mark.parametrize(
+    ("frame", "request_type"),
+    [
+        (b"\x81\x01\x01", None),  # {1: 1}
+        (encode_raw({"type": "ping", "nonce": 1, 2: 3}), "ping"),
+        (encode_raw({"type": "move", b"seq": 1}), "move"),
+        (b"\x81\x91\x01\x01", None),  # {[1]: 1}: a key no dict can hold
+        (b"\x82\xa4type\xa4ping\xa5nonce\x81\x81\x01\x01\x01", "ping"),  # {{1: 1}: 1} inside
+        (encode_raw({"type": "ping", "nonce": 1, "x": [[[[[[[[[[1]]]]]]]]]]}), "ping"),
+    ],
+)
+def test_maps_with_keys_that_are_not_strings_are_invalid_messages(
+    frame: bytes, request_type: str | None
+) -> None:
+    """A map is a map whatever its keys: the schema refuses it (`invalid_message`), the
+    connection stays open."""
+    with pytest.raises(SchemaError) as caught:
+        decode_client(frame)
+    assert caught.value.request_type == request_type
+
+
+def test_a_frame_nested_deeper_than_the_decoder_goes_is_not_a_map() -> None:
+    deep = b"\x82\xa4type\xa4ping\xa1x" + b"\x91" * 3000 + b"\xc0"
+    with pytest.raises(DecodeError, match="nested too deep"):
+        decode_client(deep)
+    with pytest.raises(DecodeError):
+        decode_client(b"\x81\x91\x01")  # an array key, then nothing: truncated
+
+
 @given(st.binary(max_size=200))
 def test_any_bytes_decode_or_fail_cleanly(data: bytes) -> None:
     with contextlib.suppress(DecodeError, SchemaError):
