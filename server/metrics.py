@@ -33,6 +33,11 @@ class Metrics:
             "Connections closed (1008) for flooding",
             registry=self.registry,
         )
+        self.slow_closes = Counter(
+            "solrace_slow_closes",
+            "Connections closed (4005) for not reading what they were sent",
+            registry=self.registry,
+        )
         self.bad_frames = Counter(
             "solrace_bad_frames", "Frames refused, by kind", ["kind"], registry=self.registry
         )

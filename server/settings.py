@@ -46,7 +46,17 @@ class Settings(BaseSettings):
         gt=0,
         description="seconds a client has to answer our close frame before the socket is aborted",
     )
-    max_outgoing: int = Field(default=1024, ge=16)
+    max_outgoing: int = Field(
+        default=1024,
+        ge=16,
+        description="frames a connection may write while its socket pushes back; one more: 4005",
+    )
+    max_outgoing_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=16 * 1024,
+        description="bytes a connection may have buffered while its socket pushes back; a frame "
+        "that would go past it closes the connection with 4005",
+    )
     send_buffer_bytes: int | None = Field(
         default=None,
         ge=1024,

@@ -7,9 +7,16 @@ library's asyncio connection spends a third of a bare echo server's CPU on those
 per connection runs the hub's handler while it waits on the store, and exits when idle.
 
 Per connection: binary frames only, a size cap (the protocol closes 1009), a credit-bucket
-rate budget (1008), an idle timeout (4004), keepalive pings (1011 when unanswered), a bound on
-frames written while the socket pushes back (4005), no compression, an optional Origin check,
-and an opening-handshake timeout. The same port answers `GET /healthz` and `GET /metrics`.
+rate budget spent by messages and pings (1008), an idle timeout (4004), keepalive pings (1011
+when unanswered), a bound on the frames and bytes written while the socket pushes back (4005),
+no compression, an optional Origin check, and an opening-handshake timeout.
+
+Back-pressure works both ways: while the socket pushes back (asyncio paused writing) it is not
+read either, so a client that does not read cannot make the server write on its behalf (a
+pong per ping, an answer per request) without bound.
+
+The same port answers `GET` (and `HEAD`) `/healthz` and `/metrics`; other methods get 405.
+One request per connection: its answer closes it, and bytes after its head are discarded.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 from websockets.frames import Frame, Opcode
-from websockets.http11 import Request
+from websockets.http11 import Request, Response
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 from websockets.typing import Origin
@@ -60,6 +67,13 @@ probe_log = _ProbeLog(ws_log)
 #: Frames read ahead of the hub per connection; past it the socket is not read (back-pressure).
 INBOX_LIMIT = 16
 
+#: A request head longer than this is handed to the protocol as it comes (it answers 431 for
+#: a line or a header count over its limits) instead of being split from what follows it.
+MAX_HEAD_BYTES = 64 * 1024
+
+#: Plain HTTP paths, which answer GET and HEAD; the WebSocket opens on any other with a GET.
+PROBE_PATHS = ("/healthz", "/metrics")
+
 
 class WebSocketSession(Session, asyncio.Protocol):
     """One client connection: the hub's `Session` and the socket's asyncio `Protocol`.
@@ -67,7 +81,9 @@ class WebSocketSession(Session, asyncio.Protocol):
     Frames are written as soon as they are sent (in order: one writer, the event loop). While
     the socket pushes back (asyncio paused writing: the kernel's and the transport's buffers
     are full) frames still go to the transport's buffer, counted; a client that stops reading
-    overflows `max_outgoing` and is closed (4005)."""
+    overflows `max_outgoing` frames or `max_outgoing_bytes` and is closed (4005). Meanwhile
+    the socket is not read: what the protocol answers by itself (a pong per ping) cannot pile
+    up either."""
 
     def __init__(self, edge: Transport) -> None:
         super().__init__(next(edge.session_ids))
@@ -80,7 +96,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.loop = asyncio.get_running_loop()
         #: A close is under way (ours or the peer's): nothing more is sent.
         self.closing = False
-        #: We closed it (a limit, a bad frame): what it sent meanwhile is not handled.
+        #: We closed it (a limit, a bad frame), or are about to: what it sends now is not handled.
         self.refused = False
         self.opened = False
         #: Whole messages (payload, is_text) waiting for the hub, oldest first.
@@ -90,6 +106,11 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.writing_paused = False
         self.written_while_paused = 0
         self.max_outgoing = settings.max_outgoing
+        self.max_outgoing_bytes = settings.max_outgoing_bytes
+        #: The request head read so far, until it is whole (None after: frames follow).
+        self.head: bytearray | None = bytearray()
+        #: Over budget while messages read before were waiting: the close once they are handled.
+        self.closing_after: tuple[CloseCode, str] | None = None
         self.fragments: list[bytes] = []
         self.fragment_is_text = False
         #: When the last message arrived (monotonic seconds), for the idle watchdog.
@@ -115,6 +136,10 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.timer = self.loop.call_later(self.edge.settings.open_timeout_s, self._abort)
 
     def data_received(self, data: bytes) -> None:
+        if self.head is not None:
+            data = self._take_head(data)
+            if not data:
+                return
         ws = self.ws
         ws.receive_data(data)
         for event in ws.events_received():
@@ -132,9 +157,11 @@ class WebSocketSession(Session, asyncio.Protocol):
     def pause_writing(self) -> None:
         self.writing_paused = True
         self.written_while_paused = 0
+        self._pause_reading()
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        self._resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         # Messages already read are still handled (a resign sent just before closing
@@ -178,8 +205,9 @@ class WebSocketSession(Session, asyncio.Protocol):
         if self.closing:
             return
         self.closing = self.refused = True
+        self.closing_after = None
         self.inbox.clear()
-        self._resume_reading()  # the peer's answer to our close must be read
+        self._resume_reading()  # the peer's answer to our close must be read (once it reads)
         if self.ws.state is State.OPEN:
             self.ws.send_close(code, reason)
             self._flush()
@@ -192,7 +220,13 @@ class WebSocketSession(Session, asyncio.Protocol):
             return
         if self.writing_paused:
             self.written_while_paused += 1
-            if self.written_while_paused > self.max_outgoing:
+            transport = self.transport
+            assert transport is not None
+            if (
+                self.written_while_paused > self.max_outgoing
+                or transport.get_write_buffer_size() + len(frame) > self.max_outgoing_bytes
+            ):
+                self.edge.metrics.slow_closes.inc()
                 self.close(CloseCode.TOO_SLOW, "outgoing queue overflow")
                 return
         self.ws.send_binary(frame)
@@ -224,27 +258,75 @@ class WebSocketSession(Session, asyncio.Protocol):
 
     # --- reading -----------------------------------------------------------------------------
 
+    def _take_head(self, data: bytes) -> bytes:
+        """Until the request head is whole, the protocol gets it alone: what follows it (a
+        body, a second request, frames sent before our 101) is handed over only once the
+        request is answered, so that it cannot fail the stream before the answer is written.
+        Returns the bytes after the head (none while it is incomplete)."""
+        head = self.head
+        assert head is not None
+        start = len(head)
+        head += data
+        end = head.find(b"\r\n\r\n", max(0, start - 3))
+        if end < 0:
+            if len(head) > MAX_HEAD_BYTES:
+                self.head = None
+            return data  # the protocol parses what there is (and refuses a head too large)
+        self.head = None
+        cut = end + 4 - start
+        line = bytes(head[: head.find(b"\r\n")])
+        parts = line.split(b" ")
+        ws = self.ws
+        if (
+            len(parts) == 3
+            and parts[2] in (b"HTTP/1.1", b"HTTP/1.0")
+            and parts[0] not in (b"GET", b"HEAD")
+            and not ws.eof_sent
+        ):
+            # Before the protocol reads the head: a body it cannot parse would fail the stream.
+            method, path = (part.decode("ascii", "replace") for part in parts[:2])
+            ws.send_response(self._not_allowed(method, path))
+            self._flush()
+            return b""  # the rest is the body: discarded
+        ws.receive_data(data[:cut])
+        for event in ws.events_received():
+            if isinstance(event, Request):
+                self._request(event)
+        self._flush()
+        return data[cut:]
+
+    def _not_allowed(self, method: str, path: str) -> Response:
+        allowed = "GET, HEAD" if path.split("?", 1)[0] in PROBE_PATHS else "GET"
+        response = self.ws.reject(
+            HTTPStatus.METHOD_NOT_ALLOWED, f"{method[:16]} is not allowed: {allowed}\n"
+        )
+        response.headers["Allow"] = allowed
+        return response
+
     def _request(self, request: Request) -> None:
         """The opening handshake, or a plain HTTP request for `/healthz` or `/metrics`."""
         ws = self.ws
         if ws.eof_sent:
-            return  # bytes after the request broke the stream: it is being closed unanswered
+            return  # a request the protocol could not read: it closes the stream unanswered
         path = request.path.split("?", 1)[0]
-        if path in ("/healthz", "/metrics"):
+        if path in PROBE_PATHS:
             ws.logger = probe_log  # the protocol logs the answer and the close with it
-        if path == "/healthz":
-            ws.send_response(ws.reject(HTTPStatus.OK, "ok\n"))
-            return
-        if path == "/metrics":
+        method = request.method
+        if method not in ("GET", "HEAD"):
+            response = self._not_allowed(method, path)
+        elif path == "/healthz":
+            response = ws.reject(HTTPStatus.OK, "ok\n")
+        elif path == "/metrics":
             response = ws.reject(HTTPStatus.OK, "")
             response.body = self.edge.metrics.render()
             del response.headers["Content-Type"], response.headers["Content-Length"]
             response.headers["Content-Type"] = CONTENT_TYPE
             response.headers["Content-Length"] = str(len(response.body))
-            ws.send_response(response)
-            return
-        response = ws.accept(request)
-        response.headers["Server"] = "solrace"
+        else:
+            response = ws.accept(request)  # 405 (`Allow: GET`) for a HEAD
+            response.headers["Server"] = "solrace"
+        if method == "HEAD":
+            response.body = b""  # the headers a GET would get (Content-Length too), no body
         ws.send_response(response)
         if ws.state is State.OPEN:
             self.opened = True
@@ -268,6 +350,10 @@ class WebSocketSession(Session, asyncio.Protocol):
             if frame.fin:
                 whole, self.fragments = b"".join(self.fragments), []
                 self._message(whole, self.fragment_is_text)
+        elif opcode is Opcode.PING:
+            # The protocol has queued a pong: a ping costs a credit, as a message does.
+            if not self.refused and not self.bucket.spend(time.monotonic()):
+                self._over_budget()
         elif opcode is Opcode.PONG:
             self.ping_outstanding = False
         elif opcode is Opcode.CLOSE:
@@ -278,18 +364,39 @@ class WebSocketSession(Session, asyncio.Protocol):
             return
         self.last_frame_at = now = time.monotonic()
         if not self.bucket.spend(now):
-            self.edge.metrics.rate_limit_closes.inc()
-            self.close(CloseCode.POLICY_VIOLATION, "rate budget exceeded")
+            self._over_budget()
             return
         self.inbox.append((data, is_text))
         if self.worker is None:
             self.worker = self.loop.create_task(self._work())
-        if len(self.inbox) >= INBOX_LIMIT and not self.reading_paused and self.transport:
+        if len(self.inbox) >= INBOX_LIMIT:
+            self._pause_reading()
+
+    def _over_budget(self) -> None:
+        """The frame that found no credit closes the connection (1008); the messages read
+        before it, within the budget, are handled first and answered before the close."""
+        self.edge.metrics.rate_limit_closes.inc()
+        if self.worker is None:
+            self.close(CloseCode.POLICY_VIOLATION, "rate budget exceeded")
+            return
+        self.refused = True  # nothing more is handled; the worker closes once it is done
+        self.closing_after = (CloseCode.POLICY_VIOLATION, "rate budget exceeded")
+        self._pause_reading()
+
+    def _pause_reading(self) -> None:
+        if not self.reading_paused and self.transport is not None:
             self.reading_paused = True
             self.transport.pause_reading()
 
     def _resume_reading(self) -> None:
-        if self.reading_paused:
+        """Read again, unless the socket still pushes back, the inbox is full, or a close is
+        waiting for the inbox to be handled."""
+        if (
+            self.reading_paused
+            and not self.writing_paused
+            and len(self.inbox) < INBOX_LIMIT
+            and self.closing_after is None
+        ):
             self.reading_paused = False
             if self.transport is not None and not self.transport.is_closing():
                 self.transport.resume_reading()
@@ -299,7 +406,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         edge = self.edge
         metrics = edge.metrics
         try:
-            while self.inbox and not self.refused:
+            while self.inbox:  # a close that refuses the rest empties it
                 data, is_text = self.inbox.popleft()
                 if len(self.inbox) < INBOX_LIMIT // 2:
                     self._resume_reading()
@@ -329,6 +436,8 @@ class WebSocketSession(Session, asyncio.Protocol):
             self.close(CloseCode.INTERNAL_ERROR, "internal error")
         finally:
             self.worker = None
+            if self.closing_after is not None:
+                self.close(*self.closing_after)
 
     # --- keepalive ---------------------------------------------------------------------------
 
@@ -340,6 +449,7 @@ class WebSocketSession(Session, asyncio.Protocol):
             if timeout is not None and now - self.last_ping_at > timeout:
                 self.ws.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
                 self.closing = self.refused = True
+                self.inbox.clear()
                 self._flush()
         elif now - self.last_ping_at >= interval:
             self.ping_outstanding = True

@@ -1,5 +1,6 @@
-"""The transport's edges over real sockets: fragmented messages, keepalive pings, the opening
-and closing handshake timeouts, a plain HTTP request, and shutdown (1012)."""
+"""The transport's edges over real sockets: fragmented messages, maps keyed by numbers,
+keepalive pings, the opening and closing handshake timeouts, a plain HTTP request, and
+shutdown (1012)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import encode
-from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Ping, Pong, Welcome
+from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.messages import PROTOCOL_VERSION, Error, Hello, Ping, Pong, Welcome
 from solrace.server.transport import WebSocketSession
 from tests.integration.conftest import ServerFactory
 from tests.integration.wsclient import Client
@@ -77,6 +79,25 @@ async def test_a_fragmented_message_over_the_size_cap_closes_1009(
         await client.connection.send([b"\x00" * 400] * 3)
         assert await client.closed(within=WAIT_S) == CloseCode.MESSAGE_TOO_BIG
         await eventually(lambda: not app.transport.sessions, within=WAIT_S)
+    finally:
+        await client.close()
+
+
+async def test_maps_keyed_by_numbers_get_invalid_message_and_the_connection_stays_open(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server()
+    client = await Client.open(url_of(app))
+    try:
+        for frame in (b"\x81\x01\x01", b"\x83\xa4type\xa4ping\xa5nonce\x01\x02\x03"):
+            await client.send_raw(frame)
+            error = await client.expect(Error)
+            assert error.code == ErrorCode.INVALID_MESSAGE.value
+        await ping_pong(client, 3)
+        assert client.connection.close_code is None
+        # Too deep to decode at all: not one msgpack map (1007).
+        await client.send_raw(b"\x82\xa4type\xa4ping\xa1x" + b"\x91" * 3000 + b"\xc0")
+        assert await client.closed(within=WAIT_S) == CloseCode.INVALID_PAYLOAD
     finally:
         await client.close()
 
@@ -215,12 +236,13 @@ async def test_a_plain_http_get_is_answered_426_and_closed(start_server: ServerF
     await eventually(lambda: not app.transport.connections, within=WAIT_S)
 
 
-async def test_a_handshake_and_bad_bytes_in_one_write_are_dropped_cleanly(
+async def test_a_handshake_and_bad_bytes_in_one_write_get_the_101_then_a_1002_close(
     start_server: ServerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The protocol fails the stream before the handshake is answered: the socket is closed
-    unanswered (nothing written after our end of stream), no error is logged, and the
-    server goes on serving."""
+    """The request is answered before the bytes after it are read (they cannot fail the
+    stream before the answer is written); then those bytes close the connection 1002.
+    Nothing is written after our end of stream, no error is logged, and the server goes on
+    serving."""
     app = await start_server()
     handshake = (
         b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -231,7 +253,12 @@ async def test_a_handshake_and_bad_bytes_in_one_write_are_dropped_cleanly(
         try:
             writer.write(handshake + junk)
             await writer.drain()
-            assert await read_to_eof(reader) == b""
+            raw = await read_to_eof(reader)
+            head, _, frames = raw.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 101 ")
+            # One close frame (unmasked, server to client): 1002, protocol error.
+            assert frames[0] == 0x88 and frames[1] == len(frames) - 2
+            assert int.from_bytes(frames[2:4], "big") == 1002
         finally:
             writer.close()
             with contextlib.suppress(ConnectionError):

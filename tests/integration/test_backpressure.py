@@ -1,0 +1,304 @@
+"""Clients that do not read, over real sockets: the server stops reading them too, counts what
+it buffers for them in bytes, charges their pings to the rate budget, and closes them with
+the documented code; a flood's messages read within the budget are still handled."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+from pydantic import BaseModel
+from websockets.client import ClientProtocol
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Response
+from websockets.uri import parse_uri
+
+from solrace.server.app import App
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.codec import decode_server, encode
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    Hello,
+    JoinRace,
+    LeaveRace,
+    ListRaces,
+    Ping,
+    Pong,
+    Progress,
+    RaceList,
+    RaceUpdate,
+    Resign,
+    ServerMessage,
+    Welcome,
+)
+from solrace.server.transport import WebSocketSession
+from tests.integration.conftest import ServerFactory
+from tests.integration.helpers import create_race, start_race
+from tests.integration.wsclient import Client
+from tests.waiting import eventually
+
+WAIT_S = 10.0
+
+#: The most a test pushes at a server that should have stopped reading it.
+FLOOD_LIMIT = 32 * 1024 * 1024
+
+
+class RawClient:
+    """A WebSocket client on a plain socket (websockets' sans-I/O protocol): the test decides
+    when it writes and whether it reads, down to the byte."""
+
+    def __init__(self, sock: socket.socket, port: int) -> None:
+        self.sock = sock
+        self.protocol = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/"), max_size=None)
+        self.loop = asyncio.get_running_loop()
+        self.events: list[Frame] = []
+
+    @classmethod
+    async def open(cls, port: int, receive_buffer: int = 4096) -> RawClient:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # A small receive buffer (before connecting, so the window is small from the start).
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+        client = cls(sock, port)
+        client.protocol.send_request(client.protocol.connect())
+        await client.flush()
+        async with asyncio.timeout(WAIT_S):
+            while not any(isinstance(e, Response) for e in await client.receive() or []):
+                pass
+        return client
+
+    def frames_of(self, message: BaseModel) -> bytes:
+        self.protocol.send_binary(encode(message))
+        return self.pending()
+
+    def pings(self, count: int) -> bytes:
+        for n in range(count):
+            self.protocol.send_ping(n.to_bytes(4, "big") * 31)  # 124 bytes: a control frame
+        return self.pending()
+
+    def pending(self) -> bytes:
+        return b"".join(self.protocol.data_to_send())
+
+    async def flush(self) -> None:
+        await self.loop.sock_sendall(self.sock, self.pending())
+
+    async def receive(self) -> list[object] | None:
+        """One read's worth of events (maybe none: a part of a frame); None at the end of
+        the stream."""
+        data = await self.loop.sock_recv(self.sock, 65536)
+        if data:
+            self.protocol.receive_data(data)
+        else:
+            self.protocol.receive_eof()
+        events: list[object] = list(self.protocol.events_received())
+        self.events += [e for e in events if isinstance(e, Frame)]
+        # Answer the server's keepalive pings (and its close).
+        with contextlib.suppress(OSError):
+            await self.flush()
+        return events if data else None
+
+    async def read_to_close(self) -> int | None:
+        """Read everything until the server closes; its close code. Then close the socket
+        (the server waits for the client to close it)."""
+        async with asyncio.timeout(WAIT_S):
+            with contextlib.suppress(ConnectionError):
+                while await self.receive() is not None:
+                    pass
+        self.sock.close()
+        close = self.protocol.close_rcvd
+        return None if close is None else int(close.code)
+
+    def messages(self) -> list[ServerMessage]:
+        return [decode_server(bytes(e.data)) for e in self.events if e.opcode is Opcode.BINARY]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+async def raw_clients() -> AsyncIterator[list[RawClient]]:
+    clients: list[RawClient] = []
+    yield clients
+    for each in clients:
+        each.close()
+
+
+def session_of(app: App, known: set[WebSocketSession]) -> WebSocketSession:
+    [session] = app.transport.sessions - known
+    return session
+
+
+async def test_a_ping_flood_spends_the_rate_budget_and_is_closed_1008(
+    start_server: ServerFactory, raw_clients: list[RawClient]
+) -> None:
+    """Pings are answered by the protocol itself (a pong each), so they cost a credit too."""
+    app = await start_server(rate_capacity=50.0, rate_refill_per_s=0.001)
+    flooder = await RawClient.open(app.port)
+    raw_clients.append(flooder)
+    await eventually(lambda: len(app.transport.sessions) == 1, within=WAIT_S)
+    [session] = app.transport.sessions
+    await flooder.loop.sock_sendall(flooder.sock, flooder.pings(200))
+    await eventually(lambda: session.closing, within=WAIT_S, what="the flooder's close")
+    assert await flooder.read_to_close() == CloseCode.POLICY_VIOLATION
+    pongs = [e for e in flooder.events if e.opcode is Opcode.PONG]
+    assert 50 <= len(pongs) <= 200
+    assert app.metrics.rate_limit_closes._value.get() == 1
+    await eventually(lambda: not app.transport.connections, within=WAIT_S)
+
+
+async def test_a_client_that_pings_and_never_reads_is_not_read_either(
+    start_server: ServerFactory, raw_clients: list[RawClient]
+) -> None:
+    """While its socket pushes back the server stops reading it: the pongs it owes cannot
+    pile up in memory. Once the client reads again, it is served again."""
+    app = await start_server(
+        rate_capacity=1e9, rate_refill_per_s=1e9, send_buffer_bytes=4096, ping_interval_s=None
+    )
+    client = await RawClient.open(app.port)
+    raw_clients.append(client)
+    await eventually(lambda: len(app.transport.sessions) == 1, within=WAIT_S)
+    [session] = app.transport.sessions
+    assert session.transport is not None
+    chunk = client.pings(400)  # 52 KB
+    unsent = b""
+    sent = 0
+    while not (session.writing_paused and session.reading_paused):
+        assert sent < FLOOD_LIMIT, "the server kept reading a client that does not read"
+        unsent = unsent or chunk
+        with contextlib.suppress(BlockingIOError):
+            written = client.sock.send(unsent)
+            unsent, sent = unsent[written:], sent + written
+        await asyncio.sleep(0)  # the server's turn
+    buffered = session.transport.get_write_buffer_size()
+    # The high-water mark, plus the pongs of the pings of the read that crossed it.
+    assert buffered < 64 * 1024 + 256 * 1024 + 1024
+    # More pings are not read (the kernel's buffers fill up, then take nothing more), so
+    # nothing more is buffered for the client.
+    for _ in range(200):
+        unsent = unsent or chunk
+        with contextlib.suppress(BlockingIOError):
+            written = client.sock.send(unsent)
+            unsent, sent = unsent[written:], sent + written
+        await asyncio.sleep(0)
+    assert session.transport.get_write_buffer_size() <= buffered
+    assert session.reading_paused and not session.closing
+
+    # The client reads again: the server writes, reads again, and answers.
+    client.protocol.send_binary(encode(Ping(nonce=7)))
+    rest = unsent + client.pending()
+    sending = asyncio.create_task(client.loop.sock_sendall(client.sock, rest))
+    async with asyncio.timeout(WAIT_S):
+        while not any(isinstance(m, Pong) and m.nonce == 7 for m in client.messages()):
+            assert await client.receive() is not None, "the server closed the connection"
+        await sending
+    assert not session.reading_paused and not session.closing
+
+
+async def race_list_follower(app: App, raw_clients: list[RawClient]) -> RawClient:
+    follower = await RawClient.open(app.port)
+    raw_clients.append(follower)
+    await follower.loop.sock_sendall(
+        follower.sock,
+        follower.frames_of(Hello(protocol=PROTOCOL_VERSION))
+        + follower.frames_of(ListRaces(follow=True)),
+    )
+    async with asyncio.timeout(WAIT_S):
+        while not any(isinstance(m, Welcome) for m in follower.messages()):
+            await follower.receive()
+    return follower
+
+
+async def test_a_lobby_follower_that_never_reads_is_closed_4005_by_the_bytes_it_holds(
+    start_server: ServerFactory, raw_clients: list[RawClient]
+) -> None:
+    """Few frames, but large ones (the whole race list at each change): the cap on bytes
+    closes the follower long before the cap on frames (1024) would."""
+    cap = 128 * 1024
+    app = await start_server(
+        send_buffer_bytes=4096, max_outgoing_bytes=cap, lobby_push_s=0.01, ping_interval_s=None
+    )
+    url = f"ws://127.0.0.1:{app.port}"
+    creators = [await Client.open(url) for _ in range(20)]
+    try:
+        race_ids = []
+        for number, creator in enumerate(creators):
+            await creator.hello(f"creator{number}")
+            for _ in range(3):  # a player's most open races
+                race_ids.append(await create_race(creator, seats=16))
+        known = set(app.transport.sessions)
+        follower = await race_list_follower(app, raw_clients)
+        session = session_of(app, known)
+        assert session.transport is not None
+        # The follower reads no more. A racer joins and leaves a race: the lobby changes,
+        # and the whole list (60 races) is sent to the follower each time.
+        racer = creators[0]
+        most_buffered = 0
+        changes = 0
+        while not session.closing:
+            assert changes < 1000, "the follower was never closed"
+            race_id = race_ids[-1]
+            await racer.send(
+                JoinRace(race_id=race_id) if changes % 2 == 0 else LeaveRace(race_id=race_id)
+            )
+            await racer.expect(RaceUpdate, lambda m, r=race_id: m.race_id == r)
+            changes += 1
+            most_buffered = max(most_buffered, session.transport.get_write_buffer_size())
+        largest_frame = len(encode(await race_list(racer)))
+        assert most_buffered <= cap + largest_frame
+        assert await follower.read_to_close() == CloseCode.TOO_SLOW
+        assert app.metrics.slow_closes._value.get() == 1
+    finally:
+        for creator in creators:
+            await creator.close()
+
+
+async def race_list(client: Client) -> RaceList:
+    await client.send(ListRaces())
+    return await client.expect(RaceList)
+
+
+async def test_messages_read_within_the_budget_are_handled_before_the_1008(
+    start_server: ServerFactory, raw_clients: list[RawClient]
+) -> None:
+    """hello, three pings and a resign spend the five credits; one more ping closes the
+    connection (1008). The five are still handled, and answered before the close."""
+    app = await start_server(rate_capacity=5.0, rate_refill_per_s=0.001)
+    url = f"ws://127.0.0.1:{app.port}"
+    alice, bob = await Client.open(url), await Client.open(url)
+    try:
+        await alice.hello("alice")
+        await bob.hello("bob")
+        race_id = await start_race(alice, [bob])
+        token = alice.welcome.token if alice.welcome else None
+        assert token
+        again = await RawClient.open(app.port)  # a fresh connection: a fresh budget
+        raw_clients.append(again)
+        frames = [
+            Hello(protocol=PROTOCOL_VERSION, token=token),
+            Ping(nonce=1),
+            Ping(nonce=2),
+            Ping(nonce=3),
+            Resign(race_id=race_id),
+            Ping(nonce=4),  # no credit left
+        ]
+        # One write: the server reads them together, the last one before the others are
+        # handled.
+        await again.loop.sock_sendall(again.sock, b"".join(again.frames_of(m) for m in frames))
+        assert await again.read_to_close() == CloseCode.POLICY_VIOLATION
+        kinds = [type(m).__name__ for m in again.messages()]
+        assert kinds[0] == "Welcome"
+        assert [m.nonce for m in again.messages() if isinstance(m, Pong)] == [1, 2, 3]
+        assert any(
+            isinstance(m, Progress) and m.progress.state == "resigned" for m in again.messages()
+        )
+        await bob.expect(
+            Progress,
+            lambda m: m.progress.player_id == alice.player_id and m.progress.state == "resigned",
+        )
+    finally:
+        await alice.close()
+        await bob.close()

@@ -1,0 +1,129 @@
+"""Plain HTTP on the WebSocket port, at its edges: HEAD, other methods, and bytes after the
+request's head (a body, a second request). Each is answered once, then closed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from solrace.server.app import App
+from tests.integration.conftest import ServerFactory
+from tests.integration.wsclient import Client
+from tests.waiting import eventually
+
+WAIT_S = 5.0
+
+
+async def exchange(port: int, request: bytes) -> bytes:
+    """Everything the server answers to `request`, until it closes the connection."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        async with asyncio.timeout(WAIT_S):
+            try:
+                return await reader.read()
+            except ConnectionResetError:
+                return b""
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+
+def parse(raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    return int(status_line.split()[1]), headers, body
+
+
+@pytest.fixture
+async def app(start_server: ServerFactory) -> App:
+    return await start_server()
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/metrics"])
+async def test_head_gets_the_headers_of_a_get_and_no_body(app: App, path: str) -> None:
+    get_status, get_headers, get_body = parse(
+        await exchange(app.port, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    )
+    status, headers, body = parse(
+        await exchange(app.port, f"HEAD {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    )
+    assert (status, headers["content-type"]) == (get_status, get_headers["content-type"])
+    assert body == b""
+    if path != "/metrics":  # the metrics change between the two requests
+        assert headers["content-length"] == str(len(get_body))
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "allowed"),
+    [
+        (b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", "GET, HEAD"),
+        (
+            b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello=world",
+            "GET, HEAD",
+        ),
+        (b"PUT /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "GET, HEAD"),
+        (b"DELETE / HTTP/1.1\r\nHost: x\r\n\r\n", "GET"),
+    ],
+)
+async def test_other_methods_get_405_with_allow(
+    app: App, request_bytes: bytes, allowed: str
+) -> None:
+    status, headers, body = parse(await exchange(app.port, request_bytes))
+    assert (status, headers["allow"]) == (405, allowed)
+    assert body.decode() == f"{request_bytes.split()[0].decode()} is not allowed: {allowed}\n"
+
+
+async def test_a_head_is_not_a_websocket_handshake(app: App) -> None:
+    """The WebSocket path takes a GET only: 405 (`Allow: GET`), headers alone."""
+    request = (
+        b"HEAD / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    status, headers, body = parse(await exchange(app.port, request))
+    assert (status, headers["allow"], body) == (405, "GET", b"")
+    assert not app.transport.sessions
+
+
+@pytest.mark.parametrize(
+    "after",
+    [b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", b"unexpected body bytes", b"\xff" * 64],
+)
+async def test_bytes_after_the_request_head_do_not_stop_its_answer(app: App, after: bytes) -> None:
+    """The first request is answered (once: the connection closes after it), whatever
+    follows its head in the same write."""
+    raw = await exchange(app.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + after)
+    status, _, body = parse(raw)
+    assert (status, body) == (200, b"ok\n")
+    await eventually(lambda: not app.transport.connections, within=WAIT_S)
+    client = await Client.open(f"ws://127.0.0.1:{app.port}")  # the server serves on
+    try:
+        await client.hello("after")
+    finally:
+        await client.close()
+
+
+async def test_a_request_head_in_pieces_is_answered(app: App) -> None:
+    """The head's end may be split across reads (here between its two CRLFs)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    try:
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        await writer.drain()
+        await eventually(lambda: bool(app.transport.connections), within=WAIT_S)
+        [connection] = app.transport.connections
+        await eventually(lambda: len(connection.head or b"") > 0, within=WAIT_S)
+        writer.write(b"\r\nPOST / HTTP/1.1\r\n\r\n")
+        await writer.drain()
+        async with asyncio.timeout(WAIT_S):
+            raw = await reader.read()
+        status, _, body = parse(raw)
+        assert (status, body) == (200, b"ok\n")
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
