@@ -21,7 +21,7 @@ from solrace.server.protocol.replay import load_replay, verify_replay
 from .bots import Bot
 from .connection import Connection, ConnectionFailedError
 from .embedded import EmbeddedServer, EmbeddedServerError
-from .identity import EMBEDDED_KEY, connect_player, data_dir
+from .identity import EMBEDDED_KEY, NAME_RULE, connect_player, data_dir, name_problem
 from .plain import PlainMode, stdin_lines
 from .replay import replay_lines
 from .session import RequestError, Session
@@ -49,7 +49,7 @@ def build_play_parser() -> argparse.ArgumentParser:
         "starts in this process and a bot opponent takes the second seat.",
     )
     parser.add_argument("--server", help="server URL, e.g. ws://127.0.0.1:8765")
-    parser.add_argument("--name", help="your player name (kept with its token)")
+    parser.add_argument("--name", help=f"your player name (kept with its token): {NAME_RULE}")
     parser.add_argument("--plain", action="store_true", help="line mode: text board, typed moves")
     parser.add_argument(
         "--game",
@@ -174,6 +174,10 @@ async def _play_session(
 def play_main(argv: Sequence[str] | None = None) -> int:
     """`solrace play ...`."""
     args = build_play_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
+    problem = None if args.name is None else name_problem(args.name)
+    if problem is not None:
+        print(f"solrace play: {problem}", file=sys.stderr)
+        return 2
     if not args.plain and not sys.stdout.isatty():
         # The Textual screen needs a terminal; a pipe or a file gets the line mode.
         print("solrace play: output is not a terminal: line mode (--plain)", file=sys.stderr)

@@ -29,6 +29,7 @@ from solrace.server.protocol.messages import (
 )
 
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
+from .identity import NAME_LIMIT, NAME_RULE, name_problem
 from .state import ClientState, RaceState
 from .strategy import STRATEGIES, Strategy, make_strategy
 
@@ -334,7 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--invite", help="invite code (to create a private race or join one)")
     parser.add_argument("--start", action="store_true", help="start once every bot has joined")
     parser.add_argument("--count", type=int, default=1, help="how many bots (default 1)")
-    parser.add_argument("--name", default=None, help="bot name (numbered when --count > 1)")
+    parser.add_argument(
+        "--name",
+        default=None,
+        help=f"bot name (numbered when --count > 1): {NAME_RULE}",
+    )
     parser.add_argument("--delay", type=float, default=0.25, help="seconds between moves")
     parser.add_argument("--max-moves", type=int, default=1000, help="resign after this many")
     parser.add_argument("--seed", type=int, default=None, help="seed of the strategies")
@@ -345,7 +350,13 @@ def _names(base: str | None, count: int) -> list[str]:
     stem = base or f"bot-{secrets.token_hex(2)}"
     if count == 1:
         return [stem]
-    return [f"{stem[:20]}-{i + 1}" for i in range(count)]
+    return [numbered(stem, i + 1) for i in range(count)]
+
+
+def numbered(stem: str, number: int) -> str:
+    """`stem-number`, `stem` cut so that it fits the server's longest name."""
+    suffix = f"-{number}"
+    return stem[: NAME_LIMIT - len(suffix)] + suffix
 
 
 async def run_bots(args: argparse.Namespace) -> int:
@@ -416,6 +427,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
     if args.count < 1:
         print("solrace bot: --count must be at least 1", file=sys.stderr)
+        return 2
+    problem = None if args.name is None else name_problem(args.name)
+    if problem is not None:
+        print(f"solrace bot: {problem}", file=sys.stderr)
         return 2
     try:
         return asyncio.run(run_bots(args))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from pydantic import ValidationError
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
@@ -285,9 +286,16 @@ class Connection:
         return welcome
 
     async def _hello(self, ws: ClientConnection) -> Welcome:
-        hello = Hello(protocol=PROTOCOL_VERSION, name=None if self.token else self.name)
-        if self.token:
-            hello = Hello(protocol=PROTOCOL_VERSION, token=self.token)
+        try:
+            if self.token:
+                hello = Hello(protocol=PROTOCOL_VERSION, token=self.token)
+            else:
+                hello = Hello(protocol=PROTOCOL_VERSION, name=self.name)
+        except ValidationError:
+            # The entry points check --name first (`identity.name_problem`); this is the net.
+            raise ConnectionFailedError(
+                f"the protocol takes no name {self.name!r} (see --help for --name)", fatal=True
+            ) from None
         sent_at = _now_ms()
         await ws.send(encode(hello))
         while True:

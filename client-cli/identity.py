@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import platformdirs
+from pydantic import ValidationError
+
+from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
 
 from .connection import Connection, ConnectionFailedError
 
@@ -45,8 +48,55 @@ EMBEDDED_KEY = "embedded"
 """Identity key of the embedded server (its port changes every run; its secret does not)."""
 
 FILE_NAME: Final = "identity.json"
-NAME_LIMIT: Final = 24
+
+
+def _name_schema() -> dict[str, Any]:
+    """The JSON schema of the protocol's `Hello.name` (a string, or null for a spectator)."""
+    field = Hello.model_json_schema()["properties"]["name"]
+    for option in field.get("anyOf", [field]):
+        if option.get("type") == "string":
+            return dict(option)
+    raise AssertionError("Hello.name is not a string")  # pragma: no cover
+
+
+def _characters_of(pattern: str) -> str:
+    """`^[A-Za-z0-9_.\\-]+$` as `A-Z a-z 0-9 _ . -`; another pattern as itself."""
+    match = re.fullmatch(r"\^\[([^\]]+)\]\+\$", pattern)
+    if match is None:
+        return f"matching {pattern}"
+    body = match.group(1)
+    items: list[str] = []
+    i = 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            items.append(body[i + 1])
+            i += 2
+        elif i + 2 < len(body) and body[i + 1] == "-":
+            items.append(body[i : i + 3])
+            i += 3
+        else:
+            items.append(body[i])
+            i += 1
+    return "from " + " ".join(items)
+
+
+_NAME: Final = _name_schema()
+NAME_LIMIT: Final[int] = _NAME["maxLength"]
 """The server's longest name (`Hello.name`)."""
+NAME_RULE: Final = (
+    f"{_NAME['minLength']}-{NAME_LIMIT} characters {_characters_of(_NAME['pattern'])}"
+)
+"""The names the server takes, in words, from the protocol's `Hello.name`."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why the server would refuse `name` in its hello (`Hello.name`), or None."""
+    try:
+        Hello(protocol=PROTOCOL_VERSION, name=name)
+    except ValidationError:
+        return f"invalid --name {name!r}: {NAME_RULE}"
+    return None
+
 
 Role = Literal["player", "admin"]
 

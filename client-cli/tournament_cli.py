@@ -45,9 +45,9 @@ from solrace.server.protocol.tournament_messages import (
     WatchTournament,
 )
 
-from .bots import Bot, BotError
+from .bots import Bot, BotError, numbered
 from .connection import Connection, ConnectionFailedError, StatusChange
-from .identity import connect_player, known_players, load_identity
+from .identity import NAME_RULE, connect_player, known_players, load_identity, name_problem
 from .strategy import STRATEGIES, make_strategy
 from .tournament_bots import play_tournament
 from .tournament_render import (
@@ -72,7 +72,7 @@ NAME_SEARCH_TOURNAMENTS = 20
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="solrace tournament", description=__doc__)
     parser.add_argument("--server", default="ws://127.0.0.1:8765", help="server URL")
-    parser.add_argument("--name", help="your player name (kept with its token)")
+    parser.add_argument("--name", help=f"your player name (kept with its token): {NAME_RULE}")
     parser.add_argument(
         "--admin-token",
         default=os.environ.get("SOLRACE_ADMIN_TOKEN"),
@@ -470,7 +470,7 @@ async def _run_tui(args: argparse.Namespace) -> int:
 
 async def _run_bots(args: argparse.Namespace) -> int:
     bots = [
-        Bot(args.server, f"{args.name or 'tbot'}-{i + 1}", make_strategy(args.strategy, seed=i))
+        Bot(args.server, numbered(args.name or "tbot", i + 1), make_strategy(args.strategy, seed=i))
         for i in range(args.count)
     ]
     for bot in bots:
@@ -491,6 +491,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`solrace tournament COMMAND ...`."""
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else sys.argv[1:])
+    problem = None if args.name is None else name_problem(args.name)
+    if problem is not None:
+        print(f"solrace tournament: {problem}", file=sys.stderr)
+        return 2
     try:
         return asyncio.run(_run(args))
     except TimeoutError:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from solrace.client.bots import numbered
+from solrace.client.identity import name_problem
+
 from .process import Child
+
+
+def test_numbered_names_fit_the_server() -> None:
+    name = numbered("x" * 24, 12)
+    assert name == "x" * 21 + "-12"
+    assert name_problem(name) is None
 
 
 async def test_bots_create_fill_and_finish_a_race(server_url: str, tmp_path: Path) -> None:

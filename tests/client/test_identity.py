@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from solrace.client.identity import (
+    NAME_RULE,
     Identity,
     IdentityError,
     admin_name,
@@ -17,8 +18,12 @@ from solrace.client.identity import (
     identity_file,
     known_players,
     load_identity,
+    name_problem,
     save_identity,
 )
+from solrace.server.protocol.messages import Hello
+
+from .process import Child
 
 
 def test_save_and_load_round_trip() -> None:
@@ -33,6 +38,41 @@ def test_default_name_follows_the_server_rules() -> None:
     name = default_name()
     assert 1 <= len(name) <= 24
     assert all(c.isalnum() or c in "_.-" for c in name)
+
+
+def test_the_name_rule_is_the_protocols() -> None:
+    assert NAME_RULE == "1-24 characters from A-Z a-z 0-9 _ . -"
+    assert name_problem("Jane_Doe-2.0") is None
+    assert name_problem("x" * 24) is None
+    for bad in ("Jane Doe", "", "x" * 25, "zoë"):
+        assert name_problem(bad) == f"invalid --name {bad!r}: {NAME_RULE}"
+        with pytest.raises(ValueError):
+            Hello(protocol=1, name=bad)
+
+
+BAD_NAME = "x" * 30
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["play", "--plain", "--name", "a b"],
+        ["play", "--plain", "--name", ""],
+        ["bot", "--name", BAD_NAME, "--create", "klondike"],
+        ["bot", "--name", "a b", "--count", "2", "--create", "klondike"],
+        ["tournament", "--name", BAD_NAME, "join", "t1"],
+    ],
+)
+async def test_a_name_the_server_refuses_is_one_line_before_connecting(
+    server_url: str, tmp_path: Path, command: list[str]
+) -> None:
+    child = await Child.start(tmp_path, *command[:1], "--server", server_url, *command[1:])
+    try:
+        assert await child.finish() == 2
+    finally:
+        await child.kill()
+    name = command[command.index("--name") + 1]
+    assert child.lines == [f"solrace {command[0]}: invalid --name {name!r}: {NAME_RULE}"]
 
 
 async def test_the_token_survives_a_client_restart(server_url: str) -> None:
