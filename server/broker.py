@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import redis.asyncio as aioredis
@@ -30,6 +32,16 @@ MAX_QUEUED = 1024
 CONFIRM_TIMEOUT_S = 5.0
 BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 2.0
+
+# KEYS: the nodes' sorted set (member: node id, score: when its presence expires, in Redis's
+# own milliseconds, so the nodes' clocks need not agree). ARGV: node id, ttl in ms.
+ANNOUNCE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+"""
 
 
 class BrokerError(Exception):
@@ -117,6 +129,12 @@ class Broker(Protocol):
         unless the broker is down: then its first item is a gap, when the link is back)."""
         ...
 
+    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
+        """Say `node_id` is alive for `ttl_ms` more; the nodes alive now (itself included): a
+        node that stops announcing (killed, cut off) drops out once its time is up.
+        `BrokerUnavailableError` if it could not be said."""
+        ...
+
 
 class LocalFanout:
     """This node's subscriptions by channel; backends feed it."""
@@ -161,6 +179,18 @@ class LocalFanout:
 
 class MemoryBroker(LocalFanout):
     """`memory:`: in-process fan-out; several hubs in one process share one instance."""
+
+    def __init__(self, max_queued: int = MAX_QUEUED) -> None:
+        super().__init__(max_queued)
+        #: Seconds, for node presence (tests move it on instead of waiting).
+        self.clock: Callable[[], float] = time.monotonic
+        self._nodes: dict[str, float] = {}  # node id -> when its presence expires
+
+    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
+        now = self.clock()
+        self._nodes = {n: until for n, until in self._nodes.items() if until > now}
+        self._nodes[node_id] = now + ttl_ms / 1000
+        return set(self._nodes)
 
     async def open(self) -> None:
         return None
@@ -242,6 +272,19 @@ class RedisBroker(LocalFanout):
             except OUTAGE_ERRORS as exc:
                 if attempt == 1:
                     raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
+
+    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
+        key = self.prefix + "nodes"
+        try:
+            try:
+                nodes = await self._client.eval(ANNOUNCE, 1, key, node_id, ttl_ms)
+            except OUTAGE_ERRORS:  # a pooled connection may be stale after a Redis restart
+                nodes = await self._client.eval(ANNOUNCE, 1, key, node_id, ttl_ms)
+        except OUTAGE_ERRORS as exc:
+            raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
+        except RedisError as exc:
+            raise BrokerError(f"node presence not announced: {exc}") from exc
+        return {n.decode() if isinstance(n, bytes) else str(n) for n in nodes}
 
     async def subscribe(self, channel: str) -> Subscription:
         subscription, first = self._add(channel)

@@ -20,7 +20,7 @@ from solrace.engine import (
     deal,
     random_ranked_number,
 )
-from solrace.server.broker import Broker, Subscription
+from solrace.server.broker import Broker, BrokerError, Subscription
 from solrace.server.hub_moves import MoveHandling
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
@@ -57,6 +57,7 @@ from solrace.server.protocol.records import (
     LIVE_STATUSES,
     PlayerRecord,
     RaceRecord,
+    RacerRecord,
     RaceStatus,
 )
 from solrace.server.protocol.replay import build_replay
@@ -68,6 +69,20 @@ from solrace.server.settings import Settings
 from solrace.server.store import NameTakenError, Store, StoreError
 
 log = logging.getLogger("solrace.server.hub")
+
+
+def _node_of(holder: str) -> str:
+    """The node id in a racer's holder (`<node>:<session>`, `Hub.holder_of`)."""
+    return holder.partition(":")[0]
+
+
+def _held_by_gone(racers: Sequence[RacerRecord], alive: set[str]) -> bool:
+    return any(r.connected and r.holder and _node_of(r.holder) not in alive for r in racers)
+
+
+def _mark_away(player_id: str, now_ms: int, holder: str) -> Change:
+    """The racer's connection through `holder` is gone (unless they connected again since)."""
+    return lambda race: race.set_connected(player_id, False, now_ms, holder)
 
 
 def wall_clock_ms() -> int:
@@ -102,6 +117,9 @@ class Hub(MoveHandling):
         self._ticker: asyncio.Task[None] | None = None
         self._last_spectator_push = 0
         self._store_down = False
+        #: Several nodes: the nodes alive at the last announce (None: not announced yet).
+        self._nodes_alive: set[str] | None = None
+        self._last_announce_ms = 0
         # Plugged in by the composition root (app.py): tournaments and ratings.
         self.extra_handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {}
         self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
@@ -119,6 +137,9 @@ class Hub(MoveHandling):
     # --- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
+        if self.broker is not None:
+            # Alive before any session of ours is a racer's holder (see `_watch_nodes`).
+            await self._announce(self.clock())
         await self.recover()
         self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-ticker")
         self.lobby.start()
@@ -226,6 +247,8 @@ class Hub(MoveHandling):
         Every node ticks the races it has loaded; when two apply the same transition, the
         compare-and-set keeps one. A store outage is logged once, not at every tick."""
         now = self.clock()
+        if self.broker is not None and now - self._last_announce_ms >= self._announce_every_ms:
+            await self._watch_nodes(now)
         push = now - self._last_spectator_push >= self.settings.spectator_batch_s * 1000
         failure: str | None = None
         for runtime in list(self.races.values()):
@@ -255,6 +278,58 @@ class Hub(MoveHandling):
             counts[runtime.race.status] += 1
         for status, count in counts.items():
             self.metrics.races.labels(status.value).set(count)
+
+    # --- several nodes: who is alive ----------------------------------------------------------
+
+    @property
+    def _announce_every_ms(self) -> int:
+        return int(self.settings.node_ttl_s * 1000 / 5)
+
+    async def _announce(self, now: int) -> set[str] | None:
+        """Say this node is alive; the nodes alive now (None if the broker is away)."""
+        assert self.broker is not None
+        self._last_announce_ms = now
+        try:
+            return await self.broker.announce(self.node_id, int(self.settings.node_ttl_s * 1000))
+        except BrokerError as exc:
+            log.warning("node presence not announced: %s", exc)
+            return None
+
+    async def _watch_nodes(self, now: int) -> None:
+        """A racer held by a node that stopped announcing itself (killed, cut off) is marked
+        away here, so their grace runs and they forfeit unless they come back. When a node
+        drops out, the live races in the store with racers it held are loaded here first (no
+        node may hold them: all their racers were on it)."""
+        alive = await self._announce(now)
+        if alive is None:
+            return
+        seen, self._nodes_alive = self._nodes_alive, alive
+        if seen is not None and seen - alive:
+            log.warning("node(s) %s gone: their racers' grace starts", ", ".join(seen - alive))
+            try:
+                for record in await self.store.list_races(LIVE_STATUSES):
+                    if record.race_id not in self.races and _held_by_gone(record.racers, alive):
+                        await self.load_race(record.race_id)
+            except StoreError as exc:
+                log.warning("races of gone nodes not loaded: %s", exc)
+        for runtime in list(self.races.values()):
+            if not runtime.race.is_live:
+                continue
+            stale = [
+                (racer.player_id, racer.holder)
+                for racer in runtime.race.racers.values()
+                if racer.connected and racer.holder and _node_of(racer.holder) not in alive
+            ]
+            if not stale:
+                continue
+            # The gone node may have stored moves whose progress it never folded in.
+            await self._refresh(runtime, reload_boards=True)
+            await self._catch_up_progress(runtime)
+            for player_id, holder in stale:
+                try:
+                    await self.apply_to_race(runtime, _mark_away(player_id, now, holder))
+                except RaceError as exc:
+                    log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
 
     async def _tick_race(self, runtime: RaceRuntime, now: int) -> None:
         race = runtime.race
@@ -600,7 +675,7 @@ class Hub(MoveHandling):
                 deal(message.game, number)
             except InvalidGameNumberError as exc:
                 raise RaceError(ErrorCode.INVALID_GAME_NUMBER, str(exc)) from None
-        now = self.clock()
+        now, holder = self.clock(), self.holder_of(session)
         record = self.new_race_record(
             "r" + secrets.token_hex(5),
             game=message.game,
@@ -613,16 +688,17 @@ class Hub(MoveHandling):
             now_ms=now,
         )
         await self._store_new_race(
-            record, lambda race: race.join(player_id, name, message.invite_code, now)
+            record,
+            lambda race: race.join(player_id, name, message.invite_code, now, holder),
         )
         log.info("%s created race %s (%s)", name, record.race_id, record.game)
 
     async def _join_race(self, session: Session, message: JoinRace) -> None:
         player_id, name = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
-        now = self.clock()
+        now, holder = self.clock(), self.holder_of(session)
         await self.apply_to_race(
-            runtime, lambda race: race.join(player_id, name, message.invite_code, now)
+            runtime, lambda race: race.join(player_id, name, message.invite_code, now, holder)
         )
 
     async def _leave_race(self, session: Session, message: LeaveRace) -> None:

@@ -87,6 +87,12 @@ class Settings(BaseSettings):
         description="a finished race stays in memory this long (late resends, watchers, syncs); "
         "its replay stays in the store",
     )
+    node_ttl_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="several nodes: each node says it is alive every fifth of this; one "
+        "silent this long is taken for gone, and its racers' grace starts",
+    )
     progress_interval_s: float = Field(
         default=0.1,
         ge=0,

@@ -271,8 +271,14 @@ class Race:
     # --- lobby -------------------------------------------------------------------------
 
     def join(
-        self, player_id: str, name: str, invite_code: str | None, now_ms: int
+        self,
+        player_id: str,
+        name: str,
+        invite_code: str | None,
+        now_ms: int,
+        holder: str | None = None,
     ) -> list[RaceEvent]:
+        """Seat a player, connected through `holder` (see `set_connected`)."""
         if player_id in self.racers:
             raise RaceError(ErrorCode.ALREADY_JOINED, "you already sit in this race")
         if self.status is not RaceStatus.OPEN:
@@ -281,7 +287,7 @@ class Race:
             raise RaceError(ErrorCode.BAD_INVITE, "this race needs its invite code")
         if len(self.racers) >= self.record.seats:
             raise RaceError(ErrorCode.RACE_FULL, "every seat is taken")
-        self.racers[player_id] = Racer(player_id, name, state_at_ms=now_ms)
+        self.racers[player_id] = Racer(player_id, name, state_at_ms=now_ms, holder=holder)
         if len(self.racers) == self.record.seats:
             return [self._begin_countdown(now_ms)]
         return [self._update()]

@@ -22,7 +22,9 @@ class ServerProcess:
         self.reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def start(cls, data_dir: Path, *extra: str) -> ServerProcess:
+    async def start(
+        cls, data_dir: Path, *extra: str, env: dict[str, str] | None = None
+    ) -> ServerProcess:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -40,7 +42,7 @@ class ServerProcess:
             *extra,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
         server = cls(process)
         try:

@@ -368,3 +368,36 @@ async def test_a_stuck_spectator_is_dropped_without_delaying_the_players(
                     m.progress.player_id == p and m.progress.moves == played
                 ),
             )
+
+
+async def test_a_racer_whose_node_is_killed_and_who_never_comes_back_forfeits(
+    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str, tmp_path: Path
+) -> None:
+    """The killed node said nothing on its way out: the surviving node finds it silent past
+    its ttl, marks its racer away, and the grace (1 s here) makes her `gone`."""
+    doomed = await ServerProcess.start(
+        tmp_path / "doomed", "--redis", redis_url, "--grace-s", "1", env={"SOLRACE_NODE_TTL_S": "1"}
+    )
+    try:
+        survivor = await cluster(redis_url, node_ttl_s=1.0)
+        alice = await clients(doomed.url, "alice")
+        bob = await clients(url(survivor), "bob")
+        carol = await clients(url(survivor))
+        race_id = await create_race(alice, seats=2)
+        await seat_and_start(race_id, [bob], [alice, bob])
+        await carol.send(Watch(race_id=race_id))
+        await carol.expect(RaceSnapshot)
+        await play(alice, race_id, ["deal"])
+
+        await doomed.kill()
+        gone = await carol.expect(
+            Progress,
+            lambda m: m.progress.player_id == alice.player_id and m.progress.state == "gone",
+            within=20.0,
+        )
+        assert gone.progress.moves == 1
+        await play(bob, race_id, ["deal"])  # bob races on
+        await bob.send(Resign(race_id=race_id))
+        await carol.expect(RaceFinished)
+    finally:
+        await doomed.kill()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -182,3 +183,17 @@ async def test_a_url_redis_refuses_or_that_does_not_parse_is_a_broker_error(
         with pytest.raises(BrokerError, match=reason) as refused:
             await RedisBroker(url).open()
         assert not isinstance(refused.value, BrokerUnavailableError)  # retrying won't help
+
+
+async def test_a_node_that_stops_announcing_drops_out_after_its_ttl(
+    nodes: tuple[Broker, Broker],
+) -> None:
+    node_a, node_b = nodes
+    assert "a" in await node_a.announce("a", 300)
+    assert await node_b.announce("b", 60_000) >= {"a", "b"}
+    # "a" says nothing more: once its 300 ms are up (the broker's clock), it is gone.
+    deadline = asyncio.get_running_loop().time() + WAIT_S
+    while "a" in await node_b.announce("b", 60_000):
+        assert asyncio.get_running_loop().time() < deadline, "a never dropped out"
+        await asyncio.sleep(0.05)
+    assert "b" in await node_a.announce("a", 300)  # and it is back once it speaks again
