@@ -268,12 +268,17 @@ def describe_settings_error(exc: ValidationError | SettingsError, args: argparse
         return str(exc)
     lines = []
     for error in exc.errors():
-        field = str(error["loc"][0]) if error["loc"] else "?"
+        why = error["msg"].removeprefix("Value error, ")  # a validator's own words
+        if not error["loc"]:  # settings that do not go together: the validator names them
+            lines.append(why)
+            continue
+        field = str(error["loc"][0])
         if getattr(args, field, None) is not None:
             name = "--" + field.replace("_", "-")
         else:
             name = "SOLRACE_" + field.upper()
-        why = error["msg"].removeprefix("Value error, ")  # a validator's own words
+        if field == "origins":
+            why += """ (a JSON list: SOLRACE_ORIGINS='["https://example.org"]')"""
         lines.append(f"invalid {name} {error.get('input')!r}: {why}")
     return "\n".join(lines)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -76,7 +76,7 @@ class Settings(BaseSettings):
         default=3, ge=1, description="open races (not yet started) one player may have created"
     )
     max_open_races: int = Field(
-        default=500, ge=1, description="open races on the server (several nodes: in all)"
+        default=2000, ge=1, description="open races on the server (several nodes: in all)"
     )
     history_size: int = Field(default=50, ge=1)
     tick_s: float = Field(default=0.1, gt=0)
@@ -111,6 +111,16 @@ class Settings(BaseSettings):
         default=None, description="tournament admin token; none: tournaments cannot be created"
     )
     tournament_tick_s: float = Field(default=1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _time_limits_in_order(self) -> Settings:
+        if self.min_time_limit_s > self.max_time_limit_s:
+            raise ValueError(
+                f"the shortest time limit ({self.min_time_limit_s} s: --min-time-limit-s, "
+                f"SOLRACE_MIN_TIME_LIMIT_S) is above the longest ({self.max_time_limit_s} s: "
+                "SOLRACE_MAX_TIME_LIMIT_S): every race would be refused"
+            )
+        return self
 
     @field_validator("log_level")
     @classmethod

@@ -223,6 +223,32 @@ def test_a_bad_environment_value_names_the_variable(
     ]
 
 
+def test_time_limits_out_of_order_are_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, lines = serve(capsys, "--min-time-limit-s", "100000", "--data-dir", str(tmp_path))
+    assert (code, lines) == (
+        2,
+        [
+            "solrace serve: error: the shortest time limit (100000 s: --min-time-limit-s, "
+            "SOLRACE_MIN_TIME_LIMIT_S) is above the longest (14400 s: SOLRACE_MAX_TIME_LIMIT_S): "
+            "every race would be refused"
+        ],
+    )
+
+
+def test_origins_that_are_not_a_json_list_say_how_to_write_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOLRACE_ORIGINS", "https://x.org")
+    code, lines = serve(capsys, "--data-dir", str(tmp_path))
+    assert code == 2
+    assert lines == [
+        "solrace serve: error: invalid SOLRACE_ORIGINS 'https://x.org': Input should be a valid "
+        """list (a JSON list: SOLRACE_ORIGINS='["https://example.org"]')"""
+    ]
+
+
 def test_an_unknown_log_level_is_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
