@@ -21,44 +21,13 @@ from solrace.server.metrics import Metrics
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Error, Hello, Welcome
-from solrace.server.protocol.records import (
-    MoveRecord,
-    RaceRecord,
-    RacerRecord,
-    RacerState,
-    RaceStatus,
-)
 from solrace.server.settings import Settings
 from solrace.server.store import SqliteStore, StoreError, StoreUnavailableError
 from solrace.server.store.sqlite import store_error
 from tests.server.sessions import RecordingSession
+from tests.server.test_store_contract import move, race
 
 BUSY_TIMEOUT_S = 0.05
-
-
-def race(race_id: str = "r1") -> RaceRecord:
-    return RaceRecord(
-        race_id=race_id,
-        game="klondike",
-        seats=2,
-        time_limit_s=300,
-        rated=False,
-        invite_code=None,
-        game_number="12345",
-        salt="00ff",
-        commitment="c0ffee",
-        creator="p1",
-        status=RaceStatus.OPEN,
-        created_at_ms=1_000,
-        countdown_ms=3_000,
-        grace_ms=60_000,
-        spectator_delay_ms=0,
-        racers=[RacerRecord(player_id="p1", name="Ann", state=RacerState.JOINED)],
-    )
-
-
-def move(ply: int) -> MoveRecord:
-    return MoveRecord(race_id="r1", player_id="p1", ply=ply, seq=ply + 1, move="t0f", at_ms=ply)
 
 
 def tournament(version: int) -> TournamentRecord:
