@@ -215,13 +215,47 @@ async def _watch(args: argparse.Namespace) -> int:
         return 1
     try:
         async with Session.running(conn) as session:
+            if args.race is not None:
+                problem = await watch_problem(session, args.race, args.server)
+                if problem is not None:
+                    print(f"solrace watch: {problem}", file=sys.stderr)
+                    return EXIT_NOT_WATCHABLE
             from .tui import WatchApp
 
-            app = WatchApp(session, race_id=args.race, follow=args.follow, ascii=args.ascii)
+            app = WatchApp(
+                session,
+                race_id=args.race,
+                follow=args.follow,
+                ascii=args.ascii,
+                watching=args.race is not None,
+            )
             await app.run_async()
             return 0
     finally:
         await conn.close()
+
+
+#: Exit status of `solrace watch RACE` for a race the server does not hold live.
+EXIT_NOT_WATCHABLE: Final = 2
+
+
+async def watch_problem(session: Session, race_id: str, server: str) -> str | None:
+    """Watch `race_id`; None once it is watched, else why it cannot be (the server's error;
+    a finished race, whose replay the server has, is pointed to `solrace replay`)."""
+    try:
+        await session.watch(race_id)
+    except RequestError as exc:
+        if exc.code != "unknown_race":
+            return str(exc)
+        try:
+            await session.get_replay(race_id)
+        except RequestError:
+            return f"{exc}; 'solrace watch' lists the live races"
+        return (
+            f"race {race_id} is finished, so there is nothing live to watch; step through it "
+            f"with 'solrace replay {race_id} --server {server}' (--plain prints it as text)"
+        )
+    return None
 
 
 def watch_main(argv: Sequence[str] | None = None) -> int:

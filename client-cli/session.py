@@ -328,7 +328,13 @@ class Session:
         )
 
     async def watch(self, race_id: str) -> None:
-        await self.conn.send(Watch(race_id=race_id))
+        """Spectate a race: returns once its first news (a snapshot) has come. A race the
+        server does not hold live (unknown, or finished long ago) raises `RequestError`
+        (`unknown_race`)."""
+        await self.request(
+            Watch(race_id=race_id),
+            lambda m: getattr(m, "race_id", None) == race_id and not isinstance(m, Error),
+        )
 
     async def unwatch(self, race_id: str) -> None:
         await self.conn.send(Unwatch(race_id=race_id))

@@ -463,10 +463,13 @@ class WatchApp(_SessionApp):
         race_id: str | None = None,
         follow: bool = False,
         ascii: bool = False,
+        watching: bool = False,
     ) -> None:
+        """`watching`: `race_id` is watched already (`session.watch` answered)."""
         super().__init__(session, ascii=ascii)
         self.first_race = race_id
         self.follow = follow
+        self.watching = watching
 
     def home_screen(self) -> Screen[None]:
         """The screen under the watched races (Esc on a race comes back to it)."""
@@ -474,7 +477,9 @@ class WatchApp(_SessionApp):
 
     def on_mount(self) -> None:
         self.push_screen(self.home_screen())
-        if self.first_race:
+        if self.first_race and self.watching:
+            self.push_screen(WatchScreen(self.first_race, ascii=self.ascii))
+        elif self.first_race:
             self.watch_race(self.first_race)
         self.set_interval(0.5, self._tick)
 

@@ -17,6 +17,7 @@ import pytest
 from solrace.client.connection import Connection
 from solrace.client.plain import PlainMode
 from solrace.client.session import Session
+from solrace.server.protocol.messages import Watch
 from tests.waiting import eventually
 
 from .process import Child
@@ -252,7 +253,7 @@ async def test_an_error_that_comes_during_wait_is_printed(server_url: str) -> No
         waiting = asyncio.create_task(mode.command("wait"))
         await eventually(lambda: bool(racer.session._waiters), what="the wait registered")
         # An error about the race that no request of the plain mode waits for.
-        await racer.session.watch(race_id)
+        await racer.session.conn.send(Watch(race_id=race_id))
         await eventually(lambda: "error:" in out.getvalue(), what="the error printed")
         assert "error: racers cannot watch their own race (not_allowed)" in out.getvalue()
         assert not waiting.done()  # still waiting for the end
