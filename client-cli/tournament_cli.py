@@ -139,7 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="single elimination: the semi-final losers play for third place",
     )
     for name in ("join", "play", "check-in", "leave", "show", "watch"):
-        helps = {"play": "play your races of a tournament you are in (stays connected)"}
+        helps = {
+            "play": "play your races of a tournament you are in (stays connected)",
+            "show": "print a tournament once",
+            "watch": "print a tournament and every change, until it has finished (exit 0)",
+        }
         one = sub.add_parser(name, help=helps.get(name, f"{name} a tournament"))
         one.add_argument("tournament")
         if name in ("join", "play"):
@@ -298,6 +302,12 @@ def render(message: ServerMessage) -> str | None:
     return None
 
 
+def is_over(message: ServerMessage) -> bool:
+    """A view of a finished tournament: `watch` has printed its last one (nothing changes
+    after that), and exits as `play --plain` does."""
+    return isinstance(message, TournamentView) and message.tournament.phase == "finished"
+
+
 async def _connect(args: argparse.Namespace, anonymous: bool) -> Connection:
     if anonymous:
         conn = Connection(args.server)
@@ -357,7 +367,7 @@ async def _run(args: argparse.Namespace) -> int:
             if text is None:
                 continue
             print(text, flush=True)
-            if args.command != "watch":
+            if args.command != "watch" or is_over(incoming):
                 return 0
             print(flush=True)
     finally:

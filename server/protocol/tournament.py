@@ -558,7 +558,8 @@ class Tournament:
         if self.phase not in phases:
             allowed = " or ".join(p.value for p in phases)
             raise WrongPhaseError(
-                f"cannot {doing} while the tournament is in {self.phase.value} (needs {allowed})"
+                f"cannot {doing} while the tournament is in phase {self.phase.value} "
+                f"(needs phase {allowed})"
             )
 
     def _require_admin(self, actor: PlayerId, doing: str) -> None:

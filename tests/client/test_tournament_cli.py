@@ -20,7 +20,7 @@ from solrace.server.protocol.tournament_messages import JoinTournament, WatchTou
 from tests.waiting import eventually
 
 from .conftest import TOKEN
-from .test_tournament_screen import Opened, is_view
+from .test_tournament_screen import Opened, act, create, is_view, opened_id, register
 
 
 @pytest.fixture
@@ -232,3 +232,40 @@ async def test_unknown_ids_still_answer_in_one_line(
 ) -> None:
     assert await cli(url_of(tournament_server), "show", "tnothere") == 1
     assert "unknown_tournament" in capsys.readouterr().err
+
+
+async def test_watch_exits_once_the_tournament_has_finished(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url_of(tournament_server)
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await register(opened, tid, ["ann", "bob"])
+    await act(admin, tid, "start")
+    watching = asyncio.create_task(cli(url, "watch", tid))
+    try:
+        await eventually(lambda: "running" in capsys.readouterr().out, what="a running view")
+        await act(admin, tid, "forfeit", match_id="W1-1", player_id=opened_id(opened, "bob"))
+        assert await asyncio.wait_for(watching, 30) == 0
+    finally:
+        watching.cancel()
+    # Watched after its end: the final view, then exit.
+    capsys.readouterr()
+    assert await asyncio.wait_for(cli(url, "watch", tid), 30) == 0
+    assert "champion: ann" in capsys.readouterr().out
+
+
+async def test_joining_a_finished_tournament_names_its_phase(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url_of(tournament_server)
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await register(opened, tid, ["ann", "bob"])
+    await act(admin, tid, "start")
+    await act(admin, tid, "forfeit", match_id="W1-1", player_id=opened_id(opened, "bob"))
+    assert await cli(url, "--name", "cat", "join", tid) == 1
+    assert capsys.readouterr().err == (
+        "solrace tournament: wrong_status: cannot register while the tournament is in phase "
+        "finished (needs phase registration or check_in)\n"
+    )
