@@ -343,6 +343,10 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return EXIT_NO_REPLAY
+    if not args.plain and not sys.stdout.isatty():
+        # The Textual screen needs a terminal; a pipe or a file gets the text (as `play`).
+        print("solrace replay: output is not a terminal: text (--plain)", file=sys.stderr)
+        args.plain = True
     if args.plain:
         report = verify_replay(replay)
         for line in replay_lines(replay, report):

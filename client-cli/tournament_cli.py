@@ -497,6 +497,18 @@ async def _run_bots(args: argparse.Namespace) -> int:
     return 0
 
 
+def _without_a_terminal(args: argparse.Namespace) -> None:
+    """Output into a pipe or a file: a full-screen view (`--tui`, the play screen) becomes its
+    text form, said on stderr, as `solrace play` does."""
+    if getattr(args, "tui", False):
+        print("solrace tournament: output is not a terminal: text (without --tui)", file=sys.stderr)
+        args.tui = False
+    playing = args.command == "play" or (args.command == "join" and args.play)
+    if playing and not args.plain:
+        print("solrace tournament: output is not a terminal: line mode (--plain)", file=sys.stderr)
+        args.plain = True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`solrace tournament COMMAND ...`."""
     parser = build_parser()
@@ -505,6 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         print(f"solrace tournament: {problem}", file=sys.stderr)
         return 2
+    if not sys.stdout.isatty():
+        _without_a_terminal(args)
     try:
         return asyncio.run(_run(args))
     except TimeoutError:

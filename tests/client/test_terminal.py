@@ -16,10 +16,55 @@ import pytest
 from solrace.client.bots import Bot
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
+from tests.server.test_verify import MOVES, sample
 from tests.waiting import eventually
 
-from .conftest import child_env, server_settings
+from .conftest import TOKEN, child_env, server_settings
 from .process import Child
+from .test_tournament_screen import Opened, create
+
+
+async def test_replay_into_a_pipe_prints_the_text(tmp_path: Path) -> None:
+    path = tmp_path / "race.json"
+    path.write_text(sample(MOVES).model_dump_json())
+    replay = await Child.start(tmp_path, "replay", str(path))
+    try:
+        assert await replay.finish() == 0
+    finally:
+        await replay.kill()
+    assert replay.lines[0] == "solrace replay: output is not a terminal: text (--plain)"
+    assert replay.lines[-1] == "replay verified"
+    assert "\x1b[" not in replay.output
+
+
+async def test_tournament_screens_into_a_pipe_print_text(
+    tournament_server: App, tmp_path: Path
+) -> None:
+    url = f"ws://127.0.0.1:{tournament_server.port}"
+    opened = Opened(url)
+    try:
+        tid = await create(await opened.open("director"), "single_elimination")
+    finally:
+        await opened.close()
+    base = ("tournament", "--server", url, "--admin-token", TOKEN)
+    show = await Child.start(tmp_path, *base, "show", tid, "--tui")
+    try:
+        assert await show.finish() == 0
+    finally:
+        await show.kill()
+    assert show.lines[0] == "solrace tournament: output is not a terminal: text (without --tui)"
+    assert any("single_elimination-cup" in line for line in show.lines)
+    assert "\x1b[" not in show.output
+
+    player = await Child.start(tmp_path, *base, "--name", "ann", "join", tid, "--play")
+    try:
+        await player.expect("output is not a terminal: line mode (--plain)")
+        await player.expect(f"connected to {url} as ann; tournament {tid}")
+        await player.send("quit")
+        assert await player.finish() == 0
+    finally:
+        await player.kill()
+    assert "\x1b[" not in player.output
 
 
 async def run_in_a_terminal(tmp_path: Path, *args: str) -> tuple[int, str]:
