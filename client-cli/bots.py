@@ -429,6 +429,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("solrace bot: --count must be at least 1", file=sys.stderr)
         return 2
     problem = None if args.name is None else name_problem(args.name)
+    if problem is None and args.create and args.count > args.seats:
+        problem = (
+            f"--count {args.count} is more than --seats {args.seats}: every bot needs a seat "
+            f"of the race it creates (give --seats {args.count}, or fewer bots)"
+        )
     if problem is not None:
         print(f"solrace bot: {problem}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from solrace.client.bots import numbered
 from solrace.client.identity import name_problem
+from solrace.server.app import App
 
 from .process import Child
 
@@ -114,3 +115,21 @@ async def test_bot_help_and_bad_server(tmp_path: Path) -> None:
     bad = await Child.start(tmp_path, "bot", "--server", "ws://127.0.0.1:9", "--create", "klondike")
     assert await bad.finish() == 1
     assert "cannot reach" in bad.output
+
+
+async def test_more_bots_than_seats_is_refused_before_creating(
+    server_app: App, server_url: str, tmp_path: Path
+) -> None:
+    bots = await Child.start(
+        tmp_path,
+        *("bot", "--server", server_url, "--create", "klondike", "--seats", "2", "--count", "3"),
+    )
+    try:
+        assert await bots.finish() == 2
+    finally:
+        await bots.kill()
+    assert bots.lines == [
+        "solrace bot: --count 3 is more than --seats 2: every bot needs a seat of the race it "
+        "creates (give --seats 3, or fewer bots)"
+    ]
+    assert server_app.hub.races == {}  # nothing was created
