@@ -56,6 +56,7 @@ commands:
   help                this text
   quit                leave the program (also end of input)"""
 
+CREATE_USAGE: Final = "create GAME [SEATS [SECONDS]]"
 NO_RACE: Final = "no current race: create or join one first ('list' shows the races)"
 #: Commands that act on the current race.
 RACE_COMMANDS: Final = frozenset({"board", "moves", "start", "resign", "leave", "wait"})
@@ -375,11 +376,17 @@ class PlainMode:
             )
 
     async def create(self, args: list[str]) -> None:
-        if not args or args[0] not in GAME_IDS:
-            self.say(f"create GAME [SEATS [SECONDS]]; games: {', '.join(GAME_IDS)}")
+        """`create GAME [SEATS [SECONDS]]`; anything else is refused with the usage (a typo
+        must not become a race with other settings that others can join)."""
+        if not args or args[0] not in GAME_IDS or len(args) > 3:
+            self.say(f"{CREATE_USAGE}; games: {', '.join(GAME_IDS)}")
             return
-        seats = int(args[1]) if len(args) > 1 and args[1].isdigit() else 2
-        limit = int(args[2]) if len(args) > 2 and args[2].isdigit() else 600
+        bad = next((a for a in args[1:] if not (a.isascii() and a.isdigit())), None)
+        if bad is not None:
+            self.say(f"{CREATE_USAGE}: SEATS and SECONDS are whole numbers, not {bad!r}")
+            return
+        seats = int(args[1]) if len(args) > 1 else 2
+        limit = int(args[2]) if len(args) > 2 else 600
         race_id = await self.session.create_race(args[0], seats, limit)
         self.race_id = race_id
         self.say(f"race {race_id} created ({args[0]}, {seats} seats, {limit}s)")

@@ -126,6 +126,12 @@ async def test_refused_commands_print_the_refusal_not_a_success(
             await player.expect("no current race: create or join one first")
         await player.send("join")
         await player.expect("join RACE [INVITE]")
+        for typo, bad in [("x", "x"), ("2 abc", "abc"), ("2 -60", "-60"), ("-2", "-2")]:
+            await player.send(f"create klondike {typo}")
+            line = await player.expect("create GAME [SEATS [SECONDS]]")
+            assert line.endswith(f": SEATS and SECONDS are whole numbers, not {bad!r}")
+        await player.send("create klondike 2 60 more")
+        await player.expect("create GAME [SEATS [SECONDS]]; games: ")
         await player.send("create klondike 3 30")
         race_id = (await player.expect("created")).split()[1]
         await player.send("start")
@@ -142,6 +148,7 @@ async def test_refused_commands_print_the_refusal_not_a_success(
         await player.send("quit")
         assert await player.finish() == 0
         assert "left race" not in player.output
+        assert player.output.count(" created (") == 1  # none for the typos
         assert player.output.count("resigned from race") == 1
         assert "error:" not in player.output  # each refusal is said once, as `refused`
         assert "cannot read move" not in player.output
