@@ -259,10 +259,10 @@ class Hub(MoveHandling):
                     await self._settle_boards(runtime)
                 await self._tick_race(runtime, now)
             except RaceError as exc:
-                if exc.code != ErrorCode.UNAVAILABLE:  # e.g. a race cancelled meanwhile
+                if exc.code == ErrorCode.UNAVAILABLE:
+                    failure = exc.message
+                else:  # e.g. a race cancelled meanwhile
                     log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
-                    continue
-                failure = exc.message
             if push and runtime.race.is_live:
                 self._push_spectator_boards(runtime, now)
         if push:
@@ -639,14 +639,14 @@ class Hub(MoveHandling):
         else:
             self.lobby.unfollow(session)
 
-    async def _check_room_for(self, player_id: str) -> None:
-        """Refuse a new race past the open races one player, or the server, may have."""
-        if self.is_cluster:
-            creators = [r.creator for r in await self.store.list_races([RaceStatus.OPEN])]
-        else:
-            creators = [
-                rt.race.creator for rt in self.races.values() if rt.race.status is RaceStatus.OPEN
-            ]
+    def _check_room_for(self, player_id: str) -> None:
+        """Refuse a new race past the open races one player, or the server, may have: the
+        open races this node holds (several nodes: a limit per node; a race is held by the
+        node that created it), counted in memory, so a flood of refused creates reads
+        nothing from the store."""
+        creators = [
+            rt.race.creator for rt in self.races.values() if rt.race.status is RaceStatus.OPEN
+        ]
         if len(creators) >= self.settings.max_open_races:
             raise RaceError(
                 ErrorCode.NOT_ALLOWED,
@@ -666,7 +666,7 @@ class Hub(MoveHandling):
             raise RaceError(ErrorCode.INVALID_SETTINGS, f"seats: 2..{self.settings.max_seats}")
         if message.rated and message.game_number is not None:
             raise RaceError(ErrorCode.INVALID_SETTINGS, "a rated race's deal is always secret")
-        await self._check_room_for(player_id)
+        self._check_room_for(player_id)
         number = message.game_number
         if number is None:
             number = random_ranked_number(self.rng)

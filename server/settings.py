@@ -76,7 +76,7 @@ class Settings(BaseSettings):
         default=3, ge=1, description="open races (not yet started) one player may have created"
     )
     max_open_races: int = Field(
-        default=2000, ge=1, description="open races on the server (several nodes: in all)"
+        default=2000, ge=1, description="open races on the server (several nodes: per node)"
     )
     history_size: int = Field(default=50, ge=1)
     tick_s: float = Field(default=0.1, gt=0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import (
@@ -56,7 +56,7 @@ class Racer:
         return cls(**dict(record))
 
     def to_record(self) -> RacerRecord:
-        return RacerRecord(**asdict(self))
+        return RacerRecord(**vars(self))
 
     @property
     def is_done(self) -> bool:
