@@ -85,6 +85,11 @@ def _mark_away(player_id: str, now_ms: int, holder: str) -> Change:
     return lambda race: race.set_connected(player_id, False, now_ms, holder)
 
 
+def _mark_back(player_id: str, now_ms: int, holder: str) -> Change:
+    """The racer is connected again, through `holder`."""
+    return lambda race: race.set_connected(player_id, True, now_ms, holder)
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -117,9 +122,11 @@ class Hub(MoveHandling):
         self._ticker: asyncio.Task[None] | None = None
         self._last_spectator_push = 0
         self._store_down = False
-        #: Several nodes: the nodes alive at the last announce (None: not announced yet).
-        self._nodes_alive: set[str] | None = None
-        self._last_announce_ms = 0
+        #: Several nodes: every node seen alive and not yet found gone (`_watch_nodes`),
+        #: and since when this node's announces have all gone through (None: the last failed).
+        self._nodes_known: set[str] = set()
+        self._clean_since_ms: int | None = None
+        self._watcher: asyncio.Task[None] | None = None
         # Plugged in by the composition root (app.py): tournaments and ratings.
         self.extra_handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {}
         self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
@@ -139,18 +146,21 @@ class Hub(MoveHandling):
     async def start(self) -> None:
         if self.broker is not None:
             # Alive before any session of ours is a racer's holder (see `_watch_nodes`).
-            await self._announce(self.clock())
+            await self._watch_nodes(self.clock())
         await self.recover()
         self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-ticker")
+        if self.broker is not None:
+            self._watcher = asyncio.create_task(self._watch_forever(), name="solrace-nodes")
         self.lobby.start()
 
     async def stop(self) -> None:
         await self.lobby.stop()
-        if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
-            self._ticker = None
+        for task in (self._ticker, self._watcher):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._ticker = self._watcher = None
         self._stopped = True  # a fold that fails now is not tried again
         for runtime in list(self.races.values()):
             if runtime.fold_due is not None:
@@ -247,8 +257,6 @@ class Hub(MoveHandling):
         Every node ticks the races it has loaded; when two apply the same transition, the
         compare-and-set keeps one. A store outage is logged once, not at every tick."""
         now = self.clock()
-        if self.broker is not None and now - self._last_announce_ms >= self._announce_every_ms:
-            await self._watch_nodes(now)
         push = now - self._last_spectator_push >= self.settings.spectator_batch_s * 1000
         failure: str | None = None
         for runtime in list(self.races.values()):
@@ -281,31 +289,47 @@ class Hub(MoveHandling):
 
     # --- several nodes: who is alive ----------------------------------------------------------
 
-    @property
-    def _announce_every_ms(self) -> int:
-        return int(self.settings.node_ttl_s * 1000 / 5)
+    async def _watch_forever(self) -> None:
+        every_s = self.settings.node_ttl_s / 5
+        while True:
+            await asyncio.sleep(every_s)  # the node's presence timer, not a wait in a test
+            try:
+                await self._watch_nodes(self.clock())
+            except Exception:
+                log.exception("watching the nodes failed")
 
-    async def _announce(self, now: int) -> set[str] | None:
-        """Say this node is alive; the nodes alive now (None if the broker is away)."""
+    async def _announce(self) -> set[str] | None:
+        """Say this node is alive; the nodes alive now (None if that could not be said in
+        time: the broker is away or stalls)."""
         assert self.broker is not None
-        self._last_announce_ms = now
+        ttl_s = self.settings.node_ttl_s
         try:
-            return await self.broker.announce(self.node_id, int(self.settings.node_ttl_s * 1000))
-        except BrokerError as exc:
-            log.warning("node presence not announced: %s", exc)
+            async with asyncio.timeout(ttl_s / 5):
+                return await self.broker.announce(self.node_id, int(ttl_s * 1000))
+        except (BrokerError, TimeoutError) as exc:
+            log.warning("node presence not announced: %s", exc or "no answer in time")
             return None
 
     async def _watch_nodes(self, now: int) -> None:
-        """A racer held by a node that stopped announcing itself (killed, cut off) is marked
-        away here, so their grace runs and they forfeit unless they come back. When a node
-        drops out, the live races in the store with racers it held are loaded here first (no
-        node may hold them: all their racers were on it)."""
-        alive = await self._announce(now)
+        """Announce this node; mark its own racers connected again if anyone marked them
+        away; then, once its announces have gone through for a whole ttl (so every live node
+        has announced since, even after a Redis restart that forgot them all), mark away the
+        racers held by nodes that are not alive, so their grace runs and they forfeit unless
+        they come back. Races in the store held by a node found gone are loaded here first
+        (no other node may hold them: all their racers were on it)."""
+        alive = await self._announce()
         if alive is None:
+            self._clean_since_ms = None  # nobody is judged on what this node cannot see
             return
-        seen, self._nodes_alive = self._nodes_alive, alive
-        if seen is not None and seen - alive:
-            log.warning("node(s) %s gone: their racers' grace starts", ", ".join(seen - alive))
+        if self._clean_since_ms is None:
+            self._clean_since_ms = now
+        await self._mark_own_racers_back(now)
+        self._nodes_known |= alive
+        if now - self._clean_since_ms < self.settings.node_ttl_s * 1000:
+            return
+        gone, self._nodes_known = self._nodes_known - alive, set(alive)
+        if gone:
+            log.warning("node(s) %s gone: their racers' grace starts", ", ".join(sorted(gone)))
             try:
                 for record in await self.store.list_races(LIVE_STATUSES):
                     if record.race_id not in self.races and _held_by_gone(record.racers, alive):
@@ -330,6 +354,24 @@ class Hub(MoveHandling):
                     await self.apply_to_race(runtime, _mark_away(player_id, now, holder))
                 except RaceError as exc:
                     log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
+
+    async def _mark_own_racers_back(self, now: int) -> None:
+        """Racers connected here whom the race has as away (another node took this one for
+        gone while its announces failed) are connected again, held here."""
+        for runtime in list(self.races.values()):
+            race = runtime.race
+            if not race.is_live:
+                continue
+            for player_id, racer in list(race.racers.items()):
+                session = self.players.get(player_id)
+                if session is None or session.closed or racer.connected or racer.is_done:
+                    continue
+                try:
+                    await self.apply_to_race(
+                        runtime, _mark_back(player_id, now, self.holder_of(session))
+                    )
+                except RaceError as exc:
+                    log.warning("race %s: %s not marked back: %s", race.race_id, player_id, exc)
 
     async def _tick_race(self, runtime: RaceRuntime, now: int) -> None:
         race = runtime.race

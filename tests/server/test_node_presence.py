@@ -1,10 +1,13 @@
 """Several nodes: a node that stops announcing itself (killed) is taken for gone, and the
 racers it held are marked away by the nodes still alive, so their grace runs and they forfeit
-unless they come back (server/hub.py `_watch_nodes`, broker `announce`)."""
+unless they come back; a node whose announces only failed for a while marks its own racers
+back (server/hub.py `_watch_nodes`, broker `announce`)."""
 
 from __future__ import annotations
 
-from solrace.server.broker import MemoryBroker
+import asyncio
+
+from solrace.server.broker import BrokerUnavailableError, MemoryBroker, Subscription
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
@@ -12,63 +15,163 @@ from solrace.server.protocol.records import RacerState
 from solrace.server.settings import Settings
 from solrace.server.store import MemoryStore
 from tests.server.sessions import RecordingSession
+from tests.waiting import eventually
 
 T0 = 1_700_000_000_000
 
 
+class Nodes:
+    """Two hubs on one memory store and broker, with one clock (seconds) for both."""
+
+    def __init__(self) -> None:
+        self.store, self.broker = MemoryStore(), MemoryBroker()
+        self.seconds = 0.0
+        self.broker.clock = lambda: self.seconds
+        settings = Settings(store="memory:", countdown_s=0, grace_s=30, node_ttl_s=5)
+        self.a = Hub(self.store, settings, Metrics(), b"x" * 32, broker=self.broker)
+        self.b = Hub(self.store, settings, Metrics(), b"x" * 32, broker=self.broker)
+        for hub in (self.a, self.b):
+            hub.clock = lambda: T0 + int(self.seconds * 1000)
+
+    async def watch(self, *hubs: Hub) -> None:
+        for hub in hubs:
+            await hub._watch_nodes(hub.clock())
+
+    async def race_of_two(
+        self, first: Hub, second: Hub, names: tuple[str, str]
+    ) -> tuple[str, RecordingSession, RecordingSession]:
+        one, two = RecordingSession(len(names[0])), RecordingSession(len(names[1]) + 100)
+        await first.handle(one, Hello(protocol=PROTOCOL_VERSION, name=names[0]))
+        await second.handle(two, Hello(protocol=PROTOCOL_VERSION, name=names[1]))
+        before = set(first.races)
+        await first.handle(one, CreateRace(game="klondike", seats=2, time_limit_s=600))
+        (race_id,) = set(first.races) - before
+        await second.handle(two, JoinRace(race_id=race_id))
+        await first.tick()
+        await second.tick()
+        return race_id, one, two
+
+    async def close(self) -> None:
+        await self.a.stop()
+        await self.b.stop()
+        await self.store.close()
+
+
 async def test_the_racers_of_a_silent_node_are_marked_away_and_forfeit_after_the_grace() -> None:
-    store, broker = MemoryStore(), MemoryBroker()
-    await store.open()
-    seconds = [0.0]
-    broker.clock = lambda: seconds[0]
-    settings = Settings(store="memory:", countdown_s=0, grace_s=30, node_ttl_s=5)
-    doomed = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
-    survivor = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
-    for hub in (doomed, survivor):
-        hub.clock = lambda: T0 + int(seconds[0] * 1000)
-        await hub.tick()  # each announces itself
-    alice, carol, dave = RecordingSession(1), RecordingSession(2), RecordingSession(3)
-    bob = RecordingSession(4)
-    for hub, session, name in (
-        (doomed, alice, "alice"),
-        (doomed, carol, "carol"),
-        (doomed, dave, "dave"),
-        (survivor, bob, "bob"),
-    ):
-        await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
-    await doomed.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
-    (shared,) = doomed.races
-    await survivor.handle(bob, JoinRace(race_id=shared))  # bob is held by the survivor
-    await doomed.handle(carol, CreateRace(game="klondike", seats=2, time_limit_s=600))
-    (only_doomed,) = set(doomed.races) - {shared}
-    await doomed.handle(dave, JoinRace(race_id=only_doomed))  # a race the survivor never saw
-    await doomed.tick()
-    await survivor.tick()
+    nodes = Nodes()
+    await nodes.store.open()
+    doomed, survivor = nodes.a, nodes.b
+    await nodes.watch(doomed, survivor)
+    shared, alice, bob = await nodes.race_of_two(doomed, survivor, ("alice", "bob"))
+    only_doomed, _, _ = await nodes.race_of_two(doomed, doomed, ("carol", "dave"))
     assert only_doomed not in survivor.races
-    assert survivor.races[shared].race.racers[alice.player_id or ""].connected
+    racers = survivor.races[shared].race.racers
+    assert racers[alice.player_id or ""].connected
 
     # The doomed node is killed: it says nothing more. Within the ttl nothing changes.
-    seconds[0] = 4.0
-    await survivor.tick()
-    assert survivor.races[shared].race.racers[alice.player_id or ""].connected
-    seconds[0] = 6.0
-    await survivor.tick()
-    racers = survivor.races[shared].race.racers
+    for second in (1.0, 2.0, 3.0, 4.0, 4.9):
+        nodes.seconds = second
+        await nodes.watch(survivor)
+    assert racers[alice.player_id or ""].connected
+    nodes.seconds = 5.0
+    await nodes.watch(survivor)
     assert not racers[alice.player_id or ""].connected
-    assert racers[alice.player_id or ""].disconnected_at_ms == T0 + 6000
+    assert racers[alice.player_id or ""].disconnected_at_ms == T0 + 5000
     assert racers[bob.player_id or ""].connected, "bob's node is alive"
     assert only_doomed in survivor.races, "the silent node's own races are taken up"
     alone = survivor.races[only_doomed].race.racers
     assert not any(r.connected for r in alone.values())
 
-    seconds[0] = 6.0 + 30
+    nodes.seconds = 5.0 + 30
     await survivor.tick()
     assert racers[alice.player_id or ""].state is RacerState.GONE
     assert racers[bob.player_id or ""].state is RacerState.PLAYING
     assert all(r.state is RacerState.GONE for r in alone.values())
-    await survivor.stop()
-    await doomed.stop()
-    await store.close()
+    await nodes.close()
+
+
+class Flaky(MemoryBroker):
+    """A node's own link to the shared broker, whose announces fail while `away` is set."""
+
+    def __init__(self, shared: MemoryBroker) -> None:
+        super().__init__()
+        self.shared = shared
+        self.away = False
+
+    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
+        if self.away:
+            raise BrokerUnavailableError("the link is down")
+        return await self.shared.announce(node_id, ttl_ms)
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        await self.shared.publish(channel, data)
+
+    async def subscribe(self, channel: str) -> Subscription:
+        return await self.shared.subscribe(channel)
+
+
+async def test_a_node_whose_announces_failed_for_a_while_marks_its_racers_back() -> None:
+    nodes = Nodes()
+    await nodes.store.open()
+    blinking = Flaky(nodes.broker)
+    nodes.a.broker = blinking
+    await nodes.watch(nodes.a, nodes.b)
+    race_id, alice, _ = await nodes.race_of_two(nodes.a, nodes.b, ("alice", "bob"))
+    blinking.away = True
+    for second in range(1, 9):  # a's announces fail for 8 s; b takes it for gone
+        nodes.seconds = float(second)
+        await nodes.watch(nodes.a, nodes.b)
+    racers = nodes.b.races[race_id].race.racers
+    assert not racers[alice.player_id or ""].connected
+    a_copy = nodes.a.races[race_id].race
+    await eventually(
+        lambda: not a_copy.racers[alice.player_id or ""].connected,
+        within=5,
+        what="a hearing b's change",
+    )
+
+    blinking.away = False
+    nodes.seconds = 9.0
+    await nodes.watch(nodes.a)  # a is heard again and says alice is connected to it
+    mine = nodes.a.races[race_id].race.racers[alice.player_id or ""]
+    assert mine.connected and mine.holder == nodes.a.holder_of(alice)
+    # b, judging again, finds alice's node alive and leaves her be; her grace never ends.
+    for second in range(10, 50, 1):
+        nodes.seconds = float(second)
+        await nodes.watch(nodes.a, nodes.b)
+        await nodes.b.tick()
+    stored = await nodes.store.get_race(race_id)
+    assert stored is not None
+    assert {r.name: (r.state, r.connected) for r in stored.racers} == {
+        "alice": (RacerState.PLAYING, True),
+        "bob": (RacerState.PLAYING, True),
+    }
+    await nodes.close()
+
+
+async def test_nobody_is_judged_before_announces_have_gone_through_for_a_whole_ttl() -> None:
+    """After its own outage (or a Redis that forgot every node), a node waits one ttl, so
+    every live node has announced again, before it takes anyone for gone."""
+    nodes = Nodes()
+    await nodes.store.open()
+    blinking = Flaky(nodes.broker)
+    nodes.b.broker = blinking
+    await nodes.watch(nodes.a, nodes.b)
+    race_id, alice, _ = await nodes.race_of_two(nodes.a, nodes.b, ("alice", "bob"))
+    blinking.away = True
+    nodes.seconds = 20.0  # a long silence of both; the shared set forgot a
+    await nodes.watch(nodes.b)
+    blinking.away = False
+    nodes.seconds = 21.0
+    await nodes.watch(nodes.b)  # b sees only itself: a has not announced yet
+    racers = nodes.b.races[race_id].race.racers
+    assert racers[alice.player_id or ""].connected, "judged too early"
+    nodes.seconds = 22.0
+    await nodes.watch(nodes.a, nodes.b)
+    nodes.seconds = 27.0
+    await nodes.watch(nodes.a, nodes.b)
+    assert racers[alice.player_id or ""].connected
+    await nodes.close()
 
 
 async def test_nodes_alive_are_those_that_announced_within_their_ttl() -> None:
@@ -80,3 +183,21 @@ async def test_nodes_alive_are_those_that_announced_within_their_ttl() -> None:
     assert await broker.announce("b", 5000) == {"a", "b"}
     seconds[0] = 5.5
     assert await broker.announce("b", 5000) == {"b"}
+
+
+class Stalled(MemoryBroker):
+    """A broker whose announce never answers (a Redis that stopped, a silent partition)."""
+
+    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+
+async def test_an_announce_that_never_answers_gives_up_within_a_fifth_of_the_ttl() -> None:
+    store = MemoryStore()
+    await store.open()
+    settings = Settings(store="memory:", node_ttl_s=0.5)
+    hub = Hub(store, settings, Metrics(), b"x" * 32, broker=Stalled())
+    await asyncio.wait_for(hub._watch_nodes(T0), timeout=5)  # 0.1 s, not forever
+    assert hub._clean_since_ms is None, "a failed announce judges nobody"
+    await store.close()
