@@ -104,8 +104,8 @@ class TournamentService:
         self._ticker: asyncio.Task[None] | None = None
         self._pushed: dict[str, int] = {}  # the version each tournament's watchers last got
         #: Tournaments a saved change left with a race not opened or deals not released (the
-        #: store was away): the tick tries again.
-        self._repairs: set[str] = set()
+        #: store was away), each as that change left it: the tick tries again.
+        self._repairs: dict[str, Live] = {}
         self.relay: TournamentRelay | None = None
 
     @property
@@ -142,7 +142,7 @@ class TournamentService:
             live = Live.from_record(record, self._deal)
             self.live[live.tournament_id] = live
             try:
-                await self._resume(live)
+                await self._announce_races(live, await self._resume(live))
             except Exception:
                 log.exception("tournament %s: could not resume", live.tournament_id)
         self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-tournaments")
@@ -157,7 +157,10 @@ class TournamentService:
             await self.relay.stop()
             self.relay = None
 
-    async def _resume(self, live: Live) -> None:
+    async def _resume(self, live: Live) -> list[TournamentRace]:
+        """Open the pending races not stored yet and count the finished ones not counted
+        yet; the notices of the races opened."""
+        notices = []
         ids = live.race_ids()
         for match in live.tournament.live_matches():
             if match.pending_race is None:
@@ -167,24 +170,33 @@ class TournamentService:
                 continue
             stored = await self.store.get_race(race_id)
             if stored is None:
-                await self._open_race(live, race_id, match.pending_race, match.match_id)
+                notice = await self._open_race(live, race_id, match.pending_race, match.match_id)
+                if notice is not None:
+                    notices.append(notice)
             elif stored.status is RaceStatus.FINISHED:
                 await self.race_finished(stored)
         log.info("resumed tournament %s (%s)", live.tournament_id, live.tournament.phase.value)
+        return notices
+
+    async def _announce_races(self, live: Live, notices: list[TournamentRace]) -> None:
+        """Several nodes: the races opened here reach their players connected elsewhere."""
+        if self.relay is not None and notices:
+            await self.relay.publish(live.tournament_id, live.version, notices)
 
     async def _repair(self) -> None:
         """Open the pending races a saved change could not open and release the deals of
-        ended rounds, for the tournaments a store outage interrupted (`_repairs`)."""
-        for tournament_id in list(self._repairs):
-            self._repairs.discard(tournament_id)  # a step that fails again puts it back
-            live = self.live.get(tournament_id)
-            if live is None:
-                continue
+        ended rounds, for the tournaments a store outage interrupted (`_repairs`): each as
+        that change left it, or as this node knows it since if newer (a finished tournament
+        is no longer in `live`, and its last round's deals must still be released)."""
+        for tournament_id, left in list(self._repairs.items()):
+            del self._repairs[tournament_id]  # a step that fails again puts it back
+            known = self.live.get(tournament_id)
+            live = known if known is not None and known.version > left.version else left
             try:
-                await self._resume(live)
-            except StoreError as exc:
+                await self._announce_races(live, await self._resume(live))
+            except (RaceError, StoreError) as exc:
                 log.warning("tournament %s: not repaired yet: %s", tournament_id, exc)
-                self._repairs.add(tournament_id)
+                self._repairs.setdefault(tournament_id, live)
                 continue
             for rnd in live.tournament.rounds:
                 if rnd.is_ended:
@@ -385,7 +397,7 @@ class TournamentService:
                         break
             except StoreError as exc:
                 log.warning("race %s: deal not released yet: %s", race_id, exc)
-                self._repairs.add(live.tournament_id)
+                self._repairs[live.tournament_id] = live
 
     async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
         """Cancel the race of a match decided meanwhile (its result would not count)."""
@@ -435,7 +447,7 @@ class TournamentService:
             await self.hub.open_seated_race(record, seated)
         except (RaceError, StoreError) as exc:
             log.warning("tournament %s: race %s not opened yet: %s", t.tournament_id, race_id, exc)
-            self._repairs.add(t.tournament_id)
+            self._repairs[t.tournament_id] = live
             return None
         notice = TournamentRace(
             tournament_id=t.tournament_id,

@@ -4,6 +4,8 @@ continues from when the race was requested instead of starting over."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -237,5 +239,43 @@ async def test_a_race_the_store_could_not_open_after_a_saved_start_is_opened_by_
         assert not any(isinstance(m, Error) for m in admin.received)
     finally:
         store.get_race = real_get_race  # type: ignore[method-assign]
+        for each in (admin, ann, bob):
+            await each.close()
+
+
+async def test_the_last_round_s_deal_is_released_even_if_the_store_failed_as_it_finished(
+    start_server: ServerFactory,
+) -> None:
+    """The tournament finishes (and leaves memory) while the store refuses to release its
+    final's deal: the tick releases it once the store answers."""
+    app = await start_server(**FAST)
+    admin, ann, bob, tid = await two_player_final(app)
+    await admin.send(admin_act(tid, "start"))
+    notice = await ann.expect(TournamentRace)
+    store = app.hub.store
+    real_save = store.save_race_if
+    refused = 0
+
+    async def release_refused_once(race: RaceRecord, expected: RaceRecord | None) -> bool:
+        nonlocal refused
+        releasing = expected is not None and expected.deal_held and not race.deal_held
+        if releasing and refused == 0:
+            refused += 1
+            raise StoreUnavailableError("the store is away (injected)")
+        return await real_save(race, expected)
+
+    store.save_race_if = release_refused_once  # type: ignore[method-assign]
+    try:
+        forfeit = admin_act(tid, "forfeit", match_id=notice.match_id, player_id=bob.player_id)
+        await admin.send(forfeit)
+        await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+        assert tid not in app.tournaments.live
+        deadline = time.monotonic() + 10
+        while (record := await store.get_race(notice.race_id)) and record.deal_held:
+            assert time.monotonic() < deadline, "the final's deal was never released"
+            await asyncio.sleep(0.02)
+        assert refused == 1, "the injected refusal did not happen"
+    finally:
+        store.save_race_if = real_save  # type: ignore[method-assign]
         for each in (admin, ann, bob):
             await each.close()
