@@ -2,7 +2,8 @@
 
 Each bot is one `Connection` and one `ClientState`; it plays its own board with a strategy
 (`strategy.py`), one move at a time (the next move waits for the last one's ack), `delay_s`
-apart so it stays inside the server's rate budget. Many bots share one process and event loop.
+apart, and never faster than the server's default rate budget allows (`pacing.py`), so even
+`--delay 0` is not closed for flooding (1008). Many bots share one process and event loop.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from solrace.server.protocol.messages import (
 
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
 from .identity import NAME_LIMIT, NAME_RULE, name_problem
+from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
 from .state import ClientState, RaceState
 from .strategy import STRATEGIES, Strategy, make_strategy
 
@@ -66,8 +68,11 @@ class Bot:
         delay_s: float = 0.25,
         connection: Connection | None = None,
         resign_when_alone: bool = False,
+        budget: RateBudget | None = None,
     ) -> None:
         self.url = url
+        #: Moves wait for a credit of this bucket (the server's rate budget, with a reserve).
+        self.budget = budget or RateBudget.for_server()
         #: Stop once every other racer is out (an opponent seated for one person: a bot racing
         #: on alone would only keep that person waiting for the result).
         self.resign_when_alone = resign_when_alone
@@ -259,6 +264,11 @@ class Bot:
                 await self._resign("every other racer is out")
                 continue
             if self._can_move() and loop.time() >= next_at:
+                pause = self.budget.wait_s()
+                if pause > 0:
+                    next_at = loop.time() + pause
+                    continue
+                self.budget.spend()
                 await self._act()
                 continue
             due = next_at if self._can_move() else self._resign_retry_at
@@ -340,7 +350,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"bot name (numbered when --count > 1): {NAME_RULE}",
     )
-    parser.add_argument("--delay", type=float, default=0.25, help="seconds between moves")
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=0.25,
+        help="seconds between moves (default 0.25); at any delay, 0 too, a bot keeps within "
+        f"the server's default rate budget ({SERVER_RATE_CAPACITY:.0f} messages at once, "
+        f"{SERVER_RATE_REFILL_PER_S:.0f} a second)",
+    )
     parser.add_argument("--max-moves", type=int, default=1000, help="resign after this many")
     parser.add_argument("--seed", type=int, default=None, help="seed of the strategies")
     return parser

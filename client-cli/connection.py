@@ -115,6 +115,13 @@ def _closed_error(exc: ConnectionClosed) -> ConnectionFailedError:
     )
 
 
+def lost_text(code: int | None) -> str:
+    """Why the link was lost, for the user: a 1008 means this client sent too fast."""
+    if code == CloseCode.POLICY_VIOLATION:
+        return f"too fast: the server's rate limit closed the link ({code})"
+    return f"link lost ({code})"
+
+
 async def _close_quietly(ws: ClientConnection) -> None:
     """Close a link being given up; a failure to close it is logged, not raised."""
     try:
@@ -442,7 +449,7 @@ class Connection:
                 await self._queue.put(StatusChange(LinkStatus.CLOSED, f"{code}: {reason}"))
                 return
             self.status = LinkStatus.RECONNECTING
-            await self._queue.put(StatusChange(LinkStatus.RECONNECTING, f"link lost ({code})"))
+            await self._queue.put(StatusChange(LinkStatus.RECONNECTING, lost_text(code)))
             await self._reconnect()
 
     async def _reconnect(self) -> None:

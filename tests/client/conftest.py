@@ -18,6 +18,10 @@ from tests.waiting import eventually
 W = TypeVar("W", bound=Widget)
 
 
+#: The test servers' rate budget (capacity and refill per second): no test floods it.
+RATE_BUDGET = 10_000.0
+
+
 def server_settings(data_dir: Path, **overrides: object) -> Settings:
     options: dict[str, object] = {
         "host": "127.0.0.1",
@@ -27,8 +31,8 @@ def server_settings(data_dir: Path, **overrides: object) -> Settings:
         "secret": "client-tests",
         "log_level": "WARNING",
         "countdown_s": 0.2,
-        "rate_capacity": 10_000.0,
-        "rate_refill_per_s": 10_000.0,
+        "rate_capacity": RATE_BUDGET,
+        "rate_refill_per_s": RATE_BUDGET,
         "spectator_batch_s": 0.05,
     }
     options.update(overrides)
@@ -55,6 +59,9 @@ def client_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     """Keep tokens and logs of every test in its own folder."""
     monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("SOLRACE_DATA_DIR", str(tmp_path / "data"))
+    # The rate budget of `server_settings`: bots (`pacing.py`) pace to it, here and in children.
+    monkeypatch.setenv("SOLRACE_RATE_CAPACITY", str(RATE_BUDGET))
+    monkeypatch.setenv("SOLRACE_RATE_REFILL_PER_S", str(RATE_BUDGET))
     monkeypatch.delenv("NO_COLOR", raising=False)
     yield tmp_path
 

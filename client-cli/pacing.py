@@ -1,0 +1,79 @@
+"""Keeping a bot inside the server's rate budget (docs/protocol.md, "Rate budget").
+
+The server gives each connection a bucket of credits (100 by default, refilled at 5 per
+second; one credit per message and per WebSocket ping) and closes a connection that sends with
+none left (1008). A bot playing with `--delay 0` sends a move as soon as the last one is acked,
+so it would empty that bucket within a race. `RateBudget` is the same bucket on the client's
+side, a little smaller: a bot spends one credit per move and waits when none is left, keeping a
+reserve for what else goes out on its connection (hello, join, start, resign, resent moves,
+the client's and websockets' pings).
+
+The server does not announce its budget. Where `SOLRACE_RATE_CAPACITY` or
+`SOLRACE_RATE_REFILL_PER_S` is set (the server's own settings: an embedded server, a test's
+server, a local deployment), the bots follow them; elsewhere, the defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Final
+
+#: The server's default budget (`SOLRACE_RATE_CAPACITY`, `SOLRACE_RATE_REFILL_PER_S`).
+SERVER_RATE_CAPACITY: Final = 100.0
+SERVER_RATE_REFILL_PER_S: Final = 5.0
+#: Credits of the server's bucket a bot leaves for its other messages.
+RESERVE: Final = 10.0
+#: Refill a bot leaves for its other messages (pings take 0.15 a second).
+REFILL_MARGIN_PER_S: Final = 0.5
+
+
+def _setting(name: str, default: float) -> float:
+    """A positive number from the environment variable `name`, else `default`."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def server_budget() -> tuple[float, float]:
+    """The server's (capacity, refill per second), as far as this process can know them."""
+    return (
+        _setting("SOLRACE_RATE_CAPACITY", SERVER_RATE_CAPACITY),
+        _setting("SOLRACE_RATE_REFILL_PER_S", SERVER_RATE_REFILL_PER_S),
+    )
+
+
+class RateBudget:
+    """A token bucket: `wait_s()` says how long until a credit is there, `spend()` takes it."""
+
+    def __init__(
+        self, capacity: float, refill_per_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.capacity = capacity
+        self.refill_per_s = refill_per_s
+        self.clock = clock
+        self.credits = capacity
+        self._at = clock()
+
+    def _refill(self) -> None:
+        now = self.clock()
+        self.credits = min(self.capacity, self.credits + (now - self._at) * self.refill_per_s)
+        self._at = now
+
+    def wait_s(self) -> float:
+        """Seconds until one credit is there (0: now)."""
+        self._refill()
+        return max(0.0, (1.0 - self.credits) / self.refill_per_s)
+
+    def spend(self) -> None:
+        self._refill()
+        self.credits -= 1.0
+
+    @classmethod
+    def for_server(cls) -> RateBudget:
+        """The server's budget (`server_budget`) less a reserve for other messages."""
+        capacity, refill = server_budget()
+        return cls(max(1.0, capacity - RESERVE), max(refill / 2, refill - REFILL_MARGIN_PER_S))
