@@ -54,7 +54,8 @@ commands:
   wait                wait until the current race ends, then print the result
   leave               leave a race that has not started
   help                this text
-  quit                leave the program (also end of input)"""
+  quit                leave the program (also end of input): open races you created
+                      are left; a live race is forfeited unless you come back"""
 
 CREATE_USAGE: Final = "create GAME [SEATS [SECONDS]]"
 NO_RACE: Final = "no current race: create or join one first ('list' shows the races)"
@@ -111,6 +112,8 @@ class PlainMode:
         #: Set when the link is closed for good: `run` ends.
         self.closed = asyncio.Event()
         self._seen: dict[str, tuple[int, str]] = {}
+        #: Races this program created: those still open are left on `quit`.
+        self._created: set[str] = set()
         self._status: dict[str, str] = {}
         session.listeners.append(self.on_event)
 
@@ -248,7 +251,34 @@ class PlainMode:
                 await self.command(line)
             except LinkClosedError:
                 return EXIT_CLOSED
+        try:
+            await self.quit()
+        except LinkClosedError:
+            return EXIT_CLOSED
         return 0
+
+    async def quit(self) -> None:
+        """`quit` or the end of the input: the open races this player created are left (no
+        one should join a race nobody will play); a live race still held says what becomes
+        of it, as Ctrl-C does."""
+        me = self.session.me
+        for race_id in list(self._created):
+            race = self.session.state.races.get(race_id)
+            if race is None or race.status != "open" or me not in race.racers:
+                continue
+            try:
+                await self.session.leave_race(race_id)
+            except LinkClosedError:
+                raise
+            except (RequestError, TimeoutError) as exc:
+                self.say(f"cannot leave race {race_id}: {exc}")
+                continue
+            if self.race_id == race_id:
+                self.race_id = None
+            self.say(f"left race {race_id}")
+        line = self.leaving_line()
+        if line is not None:
+            self.say(line)
 
     def leaving_line(self) -> str | None:
         """What leaving now does to the current race (the program is interrupted), or None."""
@@ -388,6 +418,7 @@ class PlainMode:
         seats = int(args[1]) if len(args) > 1 else 2
         limit = int(args[2]) if len(args) > 2 else 600
         race_id = await self.session.create_race(args[0], seats, limit)
+        self._created.add(race_id)
         self.race_id = race_id
         self.say(f"race {race_id} created ({args[0]}, {seats} seats, {limit}s)")
 

@@ -270,3 +270,45 @@ async def test_an_error_that_comes_during_wait_is_printed(server_url: str) -> No
             with contextlib.suppress(asyncio.CancelledError):
                 await waiting
         await racer.close()
+
+
+async def test_quit_leaves_the_open_races_created_and_warns_about_a_live_one(
+    server_url: str, tmp_path: Path
+) -> None:
+    player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "fr")
+    lobby = await Opponent.open(server_url, "lobby")
+    try:
+        await player.expect("connected to")
+        await player.send("create klondike 2 600")
+        first = (await player.expect("created")).split()[1]
+        await player.send("create klondike 3 600")
+        second = (await player.expect("created")).split()[1]
+        await player.send("quit")
+        assert await player.finish() == 0
+        assert f"left race {first}" in player.lines and f"left race {second}" in player.lines
+        assert [r.race_id for r in await lobby.session.list_races()] == []
+    finally:
+        await player.kill()
+        await lobby.close()
+
+
+async def test_the_end_of_the_input_mid_race_says_the_forfeit(
+    server_url: str, tmp_path: Path
+) -> None:
+    player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "gil")
+    rival = await Opponent.open(server_url, "rival")
+    try:
+        await player.expect("connected to")
+        await player.send("create klondike 2 300")
+        race_id = (await player.expect("created")).split()[1]
+        await rival.session.join_race(race_id)
+        await player.send("deal")
+        await player.expect("ok deal")
+        assert await player.finish() == 0  # the end of the input, as `quit`
+        line = player.lines[-1]
+        assert line.startswith(f"leaving race {race_id} while it is running: you forfeit")
+        assert f"join {race_id}" in line
+        assert f"left race {race_id}" not in player.output  # a running race cannot be left
+    finally:
+        await player.kill()
+        await rival.close()
