@@ -13,7 +13,9 @@ from textual.widgets import DataTable, Footer, Static
 
 from solrace.server.protocol.messages import ServerMessage
 from solrace.server.protocol.tournament_messages import (
+    GetProfile,
     ListTournaments,
+    Profile,
     TournamentList,
     TournamentSummary,
 )
@@ -32,9 +34,14 @@ class TournamentListScreen(Screen[None]):
         Binding("escape", "back", "Lobby"),
     ]
 
+    #: Most champions whose names one refresh asks for (a request each, from the rate budget).
+    NAMES_PER_REFRESH: ClassVar[int] = 20
+
     def __init__(self) -> None:
         super().__init__()
         self.summaries: list[TournamentSummary] = []
+        #: Player id -> name: a summary names its champion by id only.
+        self.names: dict[str, str] = {}
 
     @property
     def play(self) -> PlayApp:
@@ -66,8 +73,40 @@ class TournamentListScreen(Screen[None]):
                 return
             assert isinstance(reply, TournamentList)
             self.show(reply.tournaments)
+            await self.find_champions()
+            self.show(self.summaries)
 
         self.run_worker(work(), exclusive=True)
+
+    def name_of(self, player_id: str) -> str:
+        """A player's name: asked before (`find_champions`), else from a tournament's view
+        this session has had, else the id."""
+        if player_id in self.names:
+            return self.names[player_id]
+        for view in self.play.session.state.tournaments.values():
+            for player in view.players:
+                if player.player_id == player_id:
+                    return player.name
+        return player_id
+
+    async def find_champions(self) -> None:
+        """Ask the server the names of the champions not known yet (`get_profile`)."""
+        unknown = [
+            t.champion
+            for t in self.summaries
+            if t.champion is not None and self.name_of(t.champion) == t.champion
+        ]
+        for player_id in list(dict.fromkeys(unknown))[: self.NAMES_PER_REFRESH]:
+
+            def answers(message: ServerMessage, wanted: str = player_id) -> bool:
+                return isinstance(message, Profile) and message.player_id == wanted
+
+            try:
+                reply = await self.play.session.request(GetProfile(player_id=player_id), answers)
+            except (RequestError, TimeoutError):
+                continue  # the id stays
+            assert isinstance(reply, Profile)
+            self.names[player_id] = reply.name
 
     def show(self, summaries: list[TournamentSummary]) -> None:
         self.summaries = list(summaries)
@@ -82,7 +121,7 @@ class TournamentListScreen(Screen[None]):
                 t.phase,
                 str(t.players),
                 str(t.round),
-                t.champion or "",
+                self.name_of(t.champion) if t.champion else "",
                 key=t.tournament_id,
             )
 

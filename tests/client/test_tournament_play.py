@@ -295,6 +295,31 @@ async def test_a_pushed_race_opens_from_the_lobby_and_ctrl_t_lists_tournaments(
         await bot.close()
 
 
+async def test_the_tournament_list_names_the_champion(opened: Opened) -> None:
+    from textual.widgets import DataTable
+
+    from solrace.client.screens import LobbyScreen
+    from solrace.client.tournament_lobby import TournamentListScreen
+
+    from .test_tournament_screen import opened_id
+
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await register(opened, tid, ["ann", "bob"])
+    await act(admin, tid, "start")
+    await act(admin, tid, "forfeit", match_id="W1-1", player_id=opened_id(opened, "bob"))
+    app = PlayApp(await opened.open("ivy"))  # has never seen the tournament's view
+    async with app.run_test(size=(100, 30)) as pilot:
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+        await pilot.press("ctrl+t")
+        await eventually(lambda: isinstance(app.screen, TournamentListScreen), what="list")
+        table = app.screen.query_one("#tournaments", DataTable)
+        await eventually(
+            lambda: tid in {k.value for k in table.rows} and table.get_row(tid)[-1] == "ann",
+            what="the champion's name",
+        )
+
+
 async def test_tournament_bots_exit_with_the_champion_after_reconnects(
     server: App, opened: Opened, tmp_path: Path
 ) -> None:
