@@ -183,7 +183,14 @@ def build_parser() -> argparse.ArgumentParser:
     bots.add_argument("--strategy", choices=STRATEGIES, default="greedy")
     bots.add_argument("--delay", type=float, default=0.25)
     board = sub.add_parser("leaderboard", help="a game's rating leaderboard")
-    board.add_argument("game", nargs="?", default="klondike")
+    board.add_argument(
+        "game",
+        nargs="?",
+        default="klondike",
+        choices=GAME_IDS,
+        metavar="GAME",
+        help="the game (default klondike): " + ", ".join(GAME_IDS),
+    )
     profile = sub.add_parser("profile", help="a player's ratings and recent results")
     profile.add_argument(
         "player",

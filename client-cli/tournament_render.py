@@ -155,6 +155,8 @@ def render_list(tournaments: list[TournamentSummary]) -> str:
 
 def render_leaderboard(board: Leaderboard) -> str:
     lines = [f"{board.game} leaderboard"]
+    if not board.entries:
+        lines.append("no rated races yet")
     for e in board.entries:
         mark = " (provisional)" if e.provisional else ""
         lines.append(f"{e.rank:>3}. {e.name:<24} {e.rating:>5}  {e.wins}/{e.races} wins{mark}")

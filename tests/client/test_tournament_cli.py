@@ -269,3 +269,15 @@ async def test_joining_a_finished_tournament_names_its_phase(
         "solrace tournament: wrong_status: cannot register while the tournament is in phase "
         "finished (needs phase registration or check_in)\n"
     )
+
+
+async def test_leaderboard_refuses_an_unknown_game_and_says_an_empty_one(
+    tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--server", url_of(tournament_server), "leaderboard", "nosuch"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'nosuch'" in err and "klondike" in err and "colorado" in err
+    assert await cli(url_of(tournament_server), "leaderboard", "colorado") == 0
+    assert capsys.readouterr().out.splitlines() == ["colorado leaderboard", "no rated races yet"]
