@@ -131,6 +131,9 @@ def render_tournament(view: TournamentModel) -> str:
     ]
     if view.champion is not None:
         lines.append(f"champion: {names.get(view.champion, view.champion)}")
+    if view.phase == "check_in":
+        checked = ", ".join(names.get(p, p) for p in view.checked_in)
+        lines.append(f"checked in: {checked or 'nobody yet'}")
     if view.seeds:
         lines.append("")
         lines.append(render_board(view))

@@ -69,3 +69,25 @@ def test_must_check_in_only_when_open_registered_and_not_yet_done() -> None:
     assert not must_check_in(view(), "stranger") and not must_check_in(view(), None)
     t.check_in(PlayerId("p1"), now=3)
     assert not must_check_in(view(), "p1") and must_check_in(view(), "p2")
+
+
+def test_the_text_says_who_checked_in_during_check_in() -> None:
+    settings = TournamentSettings(FormatRules(Format.SINGLE_ELIMINATION), check_in_required=True)
+    admin = PlayerId("a")
+    t = Tournament.create(
+        TournamentId("t1"), "klondike", settings, admin=admin, now=0, deal_source=lambda r, n: "7"
+    )
+    names = {"p1": "ann", "p2": "bob", "p3": "cid"}
+    for p in names:
+        t.register(PlayerId(p), now=1)
+
+    def text() -> list[str]:
+        view = build_view(t, version=1, name="cup", time_limit_s=60, names=names, race_ids={})
+        return render_tournament(view).splitlines()
+
+    assert not any(line.startswith("checked in:") for line in text())  # registration
+    t.open_check_in(admin, now=2)
+    assert "checked in: nobody yet" in text()
+    t.check_in(PlayerId("p2"), now=3)
+    t.check_in(PlayerId("p1"), now=4)
+    assert "checked in: ann, bob" in text()  # by player id
