@@ -32,6 +32,7 @@ from solrace.server.protocol.messages import (
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
 from .identity import NAME_LIMIT, NAME_RULE, name_problem
 from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
+from .render import result_line
 from .state import ClientState, RaceState
 from .strategy import STRATEGIES, Strategy, make_strategy
 
@@ -425,11 +426,7 @@ async def run_bots(args: argparse.Namespace) -> int:
     race = bots[0].race
     if race is not None and race.results is not None:
         for entry in race.results:
-            print(
-                f"{entry.rank}. {entry.name} {entry.state} "
-                f"{entry.on_foundations}/{entry.total} {entry.elapsed_ms / 1000:.1f}s",
-                flush=True,
-            )
+            print(result_line(entry), flush=True)
         if race.commitment_ok is not None:
             verdict = "verified" if race.commitment_ok else "MISMATCH"
             print(f"deal {race.game_number}: commitment {verdict}", flush=True)

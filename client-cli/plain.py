@@ -36,7 +36,7 @@ from solrace.server.protocol.messages import (
 from .boards import rules_board
 from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import deal_line
-from .render import render_plain
+from .render import render_plain, result_line
 from .session import LinkClosedError, RequestError, Session
 from .state import RaceState
 from .tasks import cancel_and_wait
@@ -203,10 +203,7 @@ class PlainMode:
     def print_result(self, race: RaceState) -> None:
         self.say("race finished")
         for entry in race.results or []:
-            self.say(
-                f"{entry.rank}. {entry.name} {entry.state} {entry.on_foundations}/{entry.total} "
-                f"{entry.elapsed_ms / 1000:.1f}s"
-            )
+            self.say(result_line(entry))
         if race.commitment_ok is not None:
             self.say(deal_line(race))
         elif race.deal_held:

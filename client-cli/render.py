@@ -22,6 +22,7 @@ from typing import Final
 from rich.text import Text
 
 from solrace.engine import BoardView, PileView, UnknownGameError, game_class, to_short_name
+from solrace.server.protocol.messages import ResultEntry
 
 SUIT_SYMBOLS: Final = {"C": "♣", "S": "♠", "H": "♥", "D": "♦"}
 RED_SUITS: Final = frozenset("HD")
@@ -377,3 +378,24 @@ def _draw_rows(canvas: _Canvas, piles: list[PileView], y: int, rows: int) -> Non
 def render_plain(board: BoardView, width: int = 80, height: int = 200) -> str:
     """The board in ASCII without styles: the `--plain` mode and screen readers."""
     return render_board(board, width, height, unicode=False, color=False).plain
+
+
+def result_time(entry: ResultEntry) -> str:
+    """A result's time said as what it is (the ranking's, docs/protocol.md): a completed
+    board's completion time (`in 93.0s`), else when the racer put its last card out (its count
+    was reached then: `last card out at 8.7s`); nothing without a card out."""
+    seconds = entry.elapsed_ms / 1000
+    if entry.state == "finished":
+        return f"in {seconds:.1f}s"
+    if entry.on_foundations == 0:
+        return ""
+    return f"last card out at {seconds:.1f}s"
+
+
+def result_line(entry: ResultEntry) -> str:
+    """`1. ann finished 52/52 in 93.0s`, `2. bob timed_out 17/52, last card out at 8.7s`."""
+    line = f"{entry.rank}. {entry.name} {entry.state} {entry.on_foundations}/{entry.total}"
+    time = result_time(entry)
+    if not time:
+        return line
+    return f"{line} {time}" if entry.state == "finished" else f"{line}, {time}"

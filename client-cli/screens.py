@@ -21,7 +21,7 @@ from solrace.engine import GAME_IDS, Move, game_class
 
 from .boards import check_move, rules_board
 from .connection import LinkStatus
-from .render import Hit
+from .render import Hit, result_time
 from .widgets import BoardWidget, RacersPanel, clock_text
 
 if TYPE_CHECKING:
@@ -409,7 +409,7 @@ class ResultScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#ranking", DataTable).add_columns(
-            "rank", "player", "result", "cards", "time"
+            "rank", "player", "result", "cards", "when (finished, or last card out)"
         )
         self.tournament_id = self.play.session.state.tournament_of(self.race_id)
         if self.tournament_id is not None:  # the tournament comes back by itself
@@ -455,7 +455,7 @@ class ResultScreen(Screen[None]):
                 entry.name + (" (you)" if entry.player_id == me else ""),
                 entry.state,
                 f"{entry.on_foundations}/{entry.total}",
-                f"{entry.elapsed_ms / 1000:.1f}s",
+                result_time(entry),
             )
         reveal = self._reveal(race)
         self.reveal_text = reveal.plain

@@ -132,3 +132,20 @@ def test_header_names_the_game_progress_and_pass() -> None:
     line = header_line(board)
     assert line.startswith("Casino Klondike") and "0/52" in line and "pass 1/3" in line
     assert len(header_line(board, width=30)) <= 30
+
+
+def test_result_lines_say_what_their_time_is() -> None:
+    from solrace.client.render import result_line
+    from solrace.server.protocol.messages import ResultEntry
+
+    def entry(state: str, cards: int, ms: int) -> ResultEntry:
+        return ResultEntry(
+            rank=1, player_id="p1", name="ann", state=state, on_foundations=cards, total=52,
+            elapsed_ms=ms,
+        )  # fmt: skip
+
+    assert result_line(entry("finished", 52, 93_012)) == "1. ann finished 52/52 in 93.0s"
+    assert result_line(entry("resigned", 17, 8_700)) == (
+        "1. ann resigned 17/52, last card out at 8.7s"
+    )
+    assert result_line(entry("timed_out", 0, 0)) == "1. ann timed_out 0/52"
