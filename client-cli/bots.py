@@ -411,10 +411,11 @@ async def run_bots(args: argparse.Namespace) -> int:
                 print("solrace bot: no open race to join (use --create)", file=sys.stderr)
                 return 1
             race_id = found
-            print(f"race {race_id}", flush=True)
             others = bots
         for bot in others:
             await bot.join(race_id, args.invite)
+        if not args.create:  # said once joined: a race that refuses them is not announced
+            print(f"race {race_id}", flush=True)
         if args.start and args.create:
             await bots[0].start()
         results = await asyncio.gather(*(bot.play() for bot in bots))

@@ -58,6 +58,7 @@ from .tournament_render import (
 )
 
 NAMES_PING = 4_242_424
+TOURNAMENT_HELP = "the tournament's id (t...; 'solrace tournament list' shows them)"
 ADMIN_ACTS = ("open-check-in", "start", "pause", "resume", "forfeit", "correct", "drop")
 FORMATS = ("single_elimination", "double_elimination", "swiss", "round_robin", "heats")
 #: Commands that only read: an anonymous connection (no player's connection is taken over).
@@ -145,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
             "watch": "print a tournament and every change, until it has finished (exit 0)",
         }
         one = sub.add_parser(name, help=helps.get(name, f"{name} a tournament"))
-        one.add_argument("tournament")
+        one.add_argument("tournament", help=TOURNAMENT_HELP)
         if name in ("join", "play"):
             if name == "join":
                 one.add_argument(
@@ -167,21 +168,29 @@ def build_parser() -> argparse.ArgumentParser:
             one.add_argument("--ascii", action="store_true", help="ASCII cards (with --tui)")
     sub.add_parser("list", help="list tournaments")
     admin = sub.add_parser("admin", help="an admin act (needs the admin token)")
-    admin.add_argument("tournament")
-    admin.add_argument("act", choices=ADMIN_ACTS)
-    admin.add_argument("--match")
+    admin.add_argument("tournament", help=TOURNAMENT_HELP)
+    admin.add_argument("act", choices=ADMIN_ACTS, help="what to do: " + ", ".join(ADMIN_ACTS))
+    admin.add_argument("--match", help="the match id (forfeit, correct), e.g. W1-1")
     admin.add_argument("--player", help="player id or name")
-    admin.add_argument("--race", type=int)
+    admin.add_argument("--race", type=int, help="the race number within the match (correct)")
     admin.add_argument("--placings", help="ids or names best first, ',' between places, '=' ties")
-    admin.add_argument("--reason", default="")
+    admin.add_argument("--reason", default="", help="why, kept in the tournament's audit")
     for act in ("start", "pause", "resume"):
         short = sub.add_parser(act, help=f"admin: {act} a tournament")
-        short.add_argument("tournament")
+        short.add_argument("tournament", help=TOURNAMENT_HELP)
     bots = sub.add_parser("bots", help="bots join the tournament and play its races")
-    bots.add_argument("tournament")
-    bots.add_argument("--count", type=int, default=2)
-    bots.add_argument("--strategy", choices=STRATEGIES, default="greedy")
-    bots.add_argument("--delay", type=float, default=0.25)
+    bots.add_argument("tournament", help=TOURNAMENT_HELP)
+    bots.add_argument("--count", type=int, default=2, help="how many bots (default 2)")
+    bots.add_argument(
+        "--strategy", choices=STRATEGIES, default="greedy", help="how they play (default greedy)"
+    )
+    bots.add_argument(
+        "--delay",
+        type=float,
+        default=0.25,
+        help="seconds between a bot's moves (default 0.25); at any delay a bot keeps within "
+        "the server's default rate budget",
+    )
     board = sub.add_parser("leaderboard", help="a game's rating leaderboard")
     board.add_argument(
         "game",
@@ -368,7 +377,16 @@ async def _run(args: argparse.Namespace) -> int:
             if isinstance(incoming, StatusChange):
                 continue
             if isinstance(incoming, Error):
-                print(f"solrace tournament: {incoming.code}: {incoming.message}", file=sys.stderr)
+                hint = ""
+                if incoming.code == "not_admin":
+                    hint = (
+                        " (check --admin-token or $SOLRACE_ADMIN_TOKEN; a server started "
+                        "without --admin-token has tournament administration turned off)"
+                    )
+                print(
+                    f"solrace tournament: {incoming.code}: {incoming.message}{hint}",
+                    file=sys.stderr,
+                )
                 return 1
             text = render(incoming)
             if text is None:

@@ -133,3 +133,14 @@ async def test_more_bots_than_seats_is_refused_before_creating(
         "creates (give --seats 3, or fewer bots)"
     ]
     assert server_app.hub.races == {}  # nothing was created
+
+
+async def test_a_race_the_bots_cannot_join_is_not_announced(
+    server_url: str, tmp_path: Path
+) -> None:
+    bots = await Child.start(tmp_path, "bot", "--server", server_url, "--race", "nosuch")
+    try:
+        assert await bots.finish() == 1
+    finally:
+        await bots.kill()
+    assert len(bots.lines) == 1 and "unknown_race" in bots.lines[0], bots.output

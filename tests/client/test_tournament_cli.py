@@ -216,6 +216,15 @@ def test_the_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> N
     assert "--plain play in line mode instead of the play screen" in play
     assert "implies --play" not in play
     assert "implies --play" in help_of(capsys, "join")
+    for command in ("join", "play", "check-in", "leave", "show", "watch", "start", "bots"):
+        assert "tournament the tournament's id" in help_of(capsys, command), command
+    bots = help_of(capsys, "bots")
+    assert "--count COUNT how many bots" in bots and "--delay DELAY seconds between" in bots
+    admin = help_of(capsys, "admin")
+    for option in ("--match MATCH the match id", "--race RACE the race number", "--reason"):
+        assert option in admin, option
+    assert "--reason REASON why" in admin
+    assert "GAME the game (default klondike)" in help_of(capsys, "leaderboard")
     create = help_of(capsys, "create")
     for option, text in [
         ("--game GAME", "the game every race deals"),
@@ -281,3 +290,12 @@ async def test_leaderboard_refuses_an_unknown_game_and_says_an_empty_one(
     assert "invalid choice: 'nosuch'" in err and "klondike" in err and "colorado" in err
     assert await cli(url_of(tournament_server), "leaderboard", "colorado") == 0
     assert capsys.readouterr().out.splitlines() == ["colorado leaderboard", "no rated races yet"]
+
+
+async def test_not_admin_says_where_the_token_may_be_missing(
+    server_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await cli(server_url, "create", "cup") == 1  # a server without --admin-token
+    err = capsys.readouterr().err
+    assert err.startswith("solrace tournament: not_admin: ")
+    assert "a server started without --admin-token has tournament administration" in err
