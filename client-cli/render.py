@@ -23,6 +23,7 @@ from rich.text import Text
 
 from solrace.engine import BoardView, PileView, UnknownGameError, game_class, to_short_name
 from solrace.server.protocol.messages import ResultEntry
+from solrace.server.protocol.replay import result_time
 
 SUIT_SYMBOLS: Final = {"C": "♣", "S": "♠", "H": "♥", "D": "♦"}
 RED_SUITS: Final = frozenset("HD")
@@ -378,18 +379,6 @@ def _draw_rows(canvas: _Canvas, piles: list[PileView], y: int, rows: int) -> Non
 def render_plain(board: BoardView, width: int = 80, height: int = 200) -> str:
     """The board in ASCII without styles: the `--plain` mode and screen readers."""
     return render_board(board, width, height, unicode=False, color=False).plain
-
-
-def result_time(entry: ResultEntry) -> str:
-    """A result's time said as what it is (the ranking's, docs/protocol.md): a completed
-    board's completion time (`in 93.0s`), else when the racer put its last card out (its count
-    was reached then: `last card out at 8.7s`); nothing without a card out."""
-    seconds = entry.elapsed_ms / 1000
-    if entry.state == "finished":
-        return f"in {seconds:.1f}s"
-    if entry.on_foundations == 0:
-        return ""
-    return f"last card out at {seconds:.1f}s"
 
 
 def result_line(entry: ResultEntry) -> str:

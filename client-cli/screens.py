@@ -18,10 +18,11 @@ from textual.screen import Screen
 from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Select, Static
 
 from solrace.engine import GAME_IDS, Move, game_class
+from solrace.server.protocol.replay import result_time
 
 from .boards import check_move, rules_board
 from .connection import LinkStatus
-from .render import Hit, result_time
+from .render import Hit
 from .widgets import BoardWidget, RacersPanel, clock_text
 
 if TYPE_CHECKING:

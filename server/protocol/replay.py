@@ -262,12 +262,29 @@ def _replay_racer(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport)
     return result
 
 
+def result_time(entry: ResultEntry) -> str:
+    """A result's time said as what it is (the ranking's, docs/protocol.md): a completed
+    board's completion time (`in 93.0s`), else when the racer put its last card out (its count
+    was reached then: `last card out at 8.7s`); nothing without a card out."""
+    seconds = entry.elapsed_ms / 1000
+    if entry.state == "finished":
+        return f"in {seconds:.1f}s"
+    if entry.on_foundations == 0:
+        return ""
+    return f"last card out at {seconds:.1f}s"
+
+
 def entry_text(entry: ResultEntry) -> str:
-    """A results line in words: `#1 ann (p1) finished 52/52 61.2 s` (verify, replays)."""
-    return (
+    """A results line in words (verify, replays): `#1 ann (p1) finished 52/52 in 61.2s`,
+    `#2 bob (p2) timed_out 17/52, last card out at 8.7s`."""
+    line = (
         f"#{entry.rank} {entry.name} ({entry.player_id}) {entry.state} "
-        f"{entry.on_foundations}/{entry.total} {entry.elapsed_ms / 1000:.1f} s"
+        f"{entry.on_foundations}/{entry.total}"
     )
+    time = result_time(entry)
+    if not time:
+        return line
+    return f"{line} {time}" if entry.state == "finished" else f"{line}, {time}"
 
 
 def verify_replay(replay: ReplayModel) -> VerifyReport:
