@@ -44,6 +44,7 @@ from solrace.server.protocol.messages import (
     RaceFinished,
     RaceInfo,
     RaceList,
+    RateBudgetInfo,
     Replay,
     Resign,
     StartRace,
@@ -205,7 +206,7 @@ class Hub(MoveHandling):
         behind = [p for p, b in runtime.boards.items() if b.game.ply > race.racers[p].moves]
         for player_id in behind:
             board = runtime.boards[player_id]
-            change = board_progress(player_id, board.game, board.move_times[-1])
+            change = board_progress(player_id, board)
             with contextlib.suppress(RaceError):
                 await self.apply_to_race(runtime, change)
 
@@ -215,7 +216,7 @@ class Hub(MoveHandling):
         for player_id, moves in sorted(runtime.unsettled.items()):
             board = runtime.boards.get(player_id)
             if board is not None and runtime.race.is_live and board.move_times:
-                change = board_progress(player_id, board.game, board.move_times[-1])
+                change = board_progress(player_id, board)
                 await self.apply_to_race(runtime, change, moves=moves)
             del runtime.unsettled[player_id]
 
@@ -529,6 +530,10 @@ class Hub(MoveHandling):
                 ratings=ratings,
                 active_races=active,
                 server_time_ms=now,
+                rate=RateBudgetInfo(
+                    capacity=self.settings.rate_capacity,
+                    refill_per_s=self.settings.rate_refill_per_s,
+                ),
             )
         )
         if player is not None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from solrace.engine import Audience, Game, deal
+from solrace.engine import Audience, deal
 from solrace.server.broker import Broker, BrokerError, Subscription
 from solrace.server.lobby import LobbyFeed
 from solrace.server.protocol.codec import encode
@@ -44,7 +44,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState, RaceStatus
 from solrace.server.protocol.views import board_for
-from solrace.server.runtime import RaceRuntime
+from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
@@ -116,12 +116,14 @@ def opening_progress(race: Race, events: Sequence[RaceEvent]) -> list[RaceEvent]
     return more
 
 
-def board_progress(player_id: str, game: Game, at_ms: int) -> Change:
-    """The change that reports a racer's board as it stands (after a move)."""
+def board_progress(player_id: str, board: RacerBoard) -> Change:
+    """The change that reports a racer's board as it stands after its last stored move."""
+    game = board.game
     on, total = game.progress()
     won = game.is_won()
     stuck = not won and game.is_stuck()
     moves = game.ply
+    at_ms, reached_ms = board.move_times[-1], board.count_changed_at_ms
 
     def change(race: Race) -> list[RaceEvent]:
         return race.record_board(
@@ -132,6 +134,7 @@ def board_progress(player_id: str, game: Game, at_ms: int) -> Change:
             won=won,
             stuck=stuck,
             now_ms=at_ms,
+            reached_ms=reached_ms,
         )
 
     return change

@@ -435,13 +435,16 @@ class Race:
         now_ms: int,
         reached_ms: int | None = None,
     ) -> list[RaceEvent]:
-        """A racer's board changed (a move, or the deal): publish its progress. A count on
-        the foundations that changed was reached at `reached_ms` (default: now)."""
+        """A racer's board changed (a move, or the deal): publish its progress. The count on
+        the foundations was reached at `reached_ms` (the board's last change of its count, even
+        if a batch of moves took the count away and back to what this race last had); without
+        it, now if the count changed."""
         racer = self.racer(player_id)
         started = self.started_at_ms or now_ms
-        if on_foundations != racer.on_foundations:
-            reached = now_ms if reached_ms is None else reached_ms
-            racer.reached_at_ms = max(0, reached - started)
+        if reached_ms is not None:
+            racer.reached_at_ms = max(0, reached_ms - started)
+        elif on_foundations != racer.on_foundations:
+            racer.reached_at_ms = max(0, now_ms - started)
         racer.on_foundations = on_foundations
         racer.total = total
         racer.moves = moves

@@ -132,6 +132,32 @@ def test_finish_order_and_ties() -> None:
     assert results[0].elapsed_ms == 4000
 
 
+def test_a_batch_that_takes_the_count_away_and_back_moves_its_reached_time_on() -> None:
+    """A progress batch folds several moves: the board's count went 1 -> 0 -> 1 within it,
+    so the count the race holds is unchanged but was reached again at the batch's last change
+    (what `solrace verify` recomputes from the moves, and what ties are broken on)."""
+    race = running()
+
+    def fold(moves: int, now_ms: int, reached_ms: int | None) -> None:
+        race.record_board(
+            "a",
+            on_foundations=1,
+            total=52,
+            moves=moves,
+            won=False,
+            stuck=False,
+            now_ms=now_ms,
+            reached_ms=reached_ms,
+        )
+
+    fold(3, 2000, 1500)
+    assert race.racers["a"].reached_at_ms == 500
+    fold(5, 2100, 2050)
+    assert race.racers["a"].reached_at_ms == 1050
+    fold(6, 2200, None)  # no time given and the same count: no change
+    assert race.racers["a"].reached_at_ms == 1050
+
+
 def test_race_ends_when_everyone_is_done_and_reveals_the_number() -> None:
     race = running(2)
     events = race.record_board(
