@@ -29,7 +29,6 @@ from load import cpu_seconds, free_port, server_env, start_process, stop_process
 
 from solrace.client.bots import Bot
 from solrace.client.connection import Connection
-from solrace.client.pacing import RateBudget
 from solrace.client.strategy import make_strategy
 
 SEATS = 4
@@ -66,7 +65,6 @@ async def lane(url: str, index: int, max_moves: int, stop: asyncio.Event, tally:
                 make_strategy("greedy", seed=index * 1000 + race_number, max_moves=max_moves),
                 delay_s=0.0,
                 connection=Connection(url, name=names[seat], token=tokens[seat]),
-                budget=RateBudget(1e9, 1e9),  # the node has no rate limit (`server_env`)
             )
             for seat in range(SEATS)
         ]

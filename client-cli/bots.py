@@ -27,6 +27,7 @@ from solrace.server.protocol.messages import (
     Resign,
     ServerMessage,
     StartRace,
+    Welcome,
 )
 
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
@@ -72,8 +73,10 @@ class Bot:
         budget: RateBudget | None = None,
     ) -> None:
         self.url = url
-        #: Moves wait for a credit of this bucket (the server's rate budget, with a reserve).
+        #: Moves wait for a credit of this bucket (the server's rate budget, with a reserve:
+        #: the defaults until the welcome says the server's own, unless one is given).
         self.budget = budget or RateBudget.for_server()
+        self._budget_given = budget is not None
         #: Stop once every other racer is out (an opponent seated for one person: a bot racing
         #: on alone would only keep that person waiting for the result).
         self.resign_when_alone = resign_when_alone
@@ -94,10 +97,15 @@ class Bot:
         #: How many times the link came back (a new session: subscriptions must be renewed).
         self.reconnects = 0
 
+    def _welcomed(self, welcome: Welcome) -> None:
+        self.state.apply(welcome)
+        if not self._budget_given:
+            self.budget = RateBudget.for_server(welcome.rate)
+
     async def connect(self, attempts: int = 5) -> None:
         """Say hello; a taken name gets a random suffix."""
         if self.conn.welcome is not None:  # connected by the caller
-            self.state.apply(self.conn.welcome)
+            self._welcomed(self.conn.welcome)
             self.conn.take_welcome()
             return
         for attempt in range(attempts):
@@ -109,7 +117,7 @@ class Bot:
                 self.name = f"{self.name[:18]}-{secrets.token_hex(2)}"
                 self.conn.name = self.name
                 continue
-            self.state.apply(welcome)
+            self._welcomed(welcome)
             self.conn.take_welcome()  # queued for readers too; it is applied
             return
 

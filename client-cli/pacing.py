@@ -8,17 +8,17 @@ side, a little smaller: a bot spends one credit per move and waits when none is 
 reserve for what else goes out on its connection (hello, join, start, resign, resent moves,
 the client's and websockets' pings).
 
-The server does not announce its budget. Where `SOLRACE_RATE_CAPACITY` or
-`SOLRACE_RATE_REFILL_PER_S` is set (the server's own settings: an embedded server, a test's
-server, a local deployment), the bots follow them; elsewhere, the defaults.
+The server says its budget in the `welcome` (`rate`); a bot follows it once connected, and the
+server's defaults before that (or with a server too old to say it).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Final
+
+from solrace.server.protocol.messages import RateBudgetInfo
 
 #: The server's default budget (`SOLRACE_RATE_CAPACITY`, `SOLRACE_RATE_REFILL_PER_S`).
 SERVER_RATE_CAPACITY: Final = 100.0
@@ -27,23 +27,6 @@ SERVER_RATE_REFILL_PER_S: Final = 5.0
 RESERVE: Final = 10.0
 #: Refill a bot leaves for its other messages (pings take 0.15 a second).
 REFILL_MARGIN_PER_S: Final = 0.5
-
-
-def _setting(name: str, default: float) -> float:
-    """A positive number from the environment variable `name`, else `default`."""
-    try:
-        value = float(os.environ.get(name, ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
-def server_budget() -> tuple[float, float]:
-    """The server's (capacity, refill per second), as far as this process can know them."""
-    return (
-        _setting("SOLRACE_RATE_CAPACITY", SERVER_RATE_CAPACITY),
-        _setting("SOLRACE_RATE_REFILL_PER_S", SERVER_RATE_REFILL_PER_S),
-    )
 
 
 class RateBudget:
@@ -73,7 +56,9 @@ class RateBudget:
         self.credits -= 1.0
 
     @classmethod
-    def for_server(cls) -> RateBudget:
-        """The server's budget (`server_budget`) less a reserve for other messages."""
-        capacity, refill = server_budget()
+    def for_server(cls, said: RateBudgetInfo | None = None) -> RateBudget:
+        """The budget the server `said` (its welcome's `rate`; None: the server's defaults)
+        less a reserve for other messages."""
+        capacity = SERVER_RATE_CAPACITY if said is None else said.capacity
+        refill = SERVER_RATE_REFILL_PER_S if said is None else said.refill_per_s
         return cls(max(1.0, capacity - RESERVE), max(refill / 2, refill - REFILL_MARGIN_PER_S))

@@ -287,6 +287,14 @@ ClientMessage = Annotated[
 # --- server -> client ----------------------------------------------------------------------
 
 
+class RateBudgetInfo(Message):
+    """A connection's rate budget: `capacity` messages at once, refilled at `refill_per_s`
+    (one credit per message and per WebSocket ping; one more than it holds closes with 1008)."""
+
+    capacity: float
+    refill_per_s: float
+
+
 class Welcome(Message):
     type: Literal["welcome"] = "welcome"
     protocol: int
@@ -296,6 +304,8 @@ class Welcome(Message):
     ratings: dict[str, float]
     active_races: list[str]
     server_time_ms: int
+    #: This connection's rate budget, so that clients (bots) can keep inside it.
+    rate: RateBudgetInfo | None = None
 
 
 class Pong(Message):

@@ -59,7 +59,8 @@ def client_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     """Keep tokens and logs of every test in its own folder."""
     monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("SOLRACE_DATA_DIR", str(tmp_path / "data"))
-    # The rate budget of `server_settings`: bots (`pacing.py`) pace to it, here and in children.
+    # The rate budget of `server_settings`, for the servers children embed too (`solrace play`
+    # without --server reads the server's settings from the environment).
     monkeypatch.setenv("SOLRACE_RATE_CAPACITY", str(RATE_BUDGET))
     monkeypatch.setenv("SOLRACE_RATE_REFILL_PER_S", str(RATE_BUDGET))
     monkeypatch.delenv("NO_COLOR", raising=False)

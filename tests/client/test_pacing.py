@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from solrace.client.bots import Bot
 from solrace.client.connection import lost_text
 from solrace.client.pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
+from solrace.client.strategy import make_strategy
 from solrace.server.app import App
+from solrace.server.protocol.messages import RateBudgetInfo
 
 from .conftest import server_settings
 from .process import Child
@@ -39,17 +42,24 @@ def test_the_budget_lends_its_capacity_then_its_refill() -> None:
     assert budget.credits < 3 and budget.wait_s() == 0 and budget.credits == 3
 
 
-def test_the_budget_stays_inside_the_servers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SOLRACE_RATE_CAPACITY")
-    monkeypatch.delenv("SOLRACE_RATE_REFILL_PER_S")
+def test_the_budget_stays_inside_the_servers() -> None:
     budget = RateBudget.for_server()
     assert (budget.capacity, budget.refill_per_s) == (90, 4.5)  # of the defaults 100 and 5
-    monkeypatch.setenv("SOLRACE_RATE_CAPACITY", "40")  # the server's own settings
-    monkeypatch.setenv("SOLRACE_RATE_REFILL_PER_S", "0.5")
-    budget = RateBudget.for_server()
+    said = RateBudgetInfo(capacity=40, refill_per_s=0.5)  # what a server's welcome says
+    budget = RateBudget.for_server(said)
     assert (budget.capacity, budget.refill_per_s) == (30, 0.25)
-    monkeypatch.setenv("SOLRACE_RATE_CAPACITY", "lots")  # not a number: the default
-    assert RateBudget.for_server().capacity == 90
+
+
+async def test_a_bot_paces_to_the_budget_its_server_s_welcome_says(tmp_path: Path) -> None:
+    app = await started(tmp_path, rate_capacity=500.0, rate_refill_per_s=50.0)
+    try:
+        bot = Bot(f"ws://127.0.0.1:{app.port}", "pacer", make_strategy("greedy", seed=1), delay_s=0)
+        assert bot.budget.capacity == SERVER_RATE_CAPACITY - 10  # before: the defaults
+        await bot.connect()
+        assert (bot.budget.capacity, bot.budget.refill_per_s) == (490, 49.5)
+        await bot.close()
+    finally:
+        await app.stop()
 
 
 async def started(settings_dir: Path, **overrides: object) -> App:

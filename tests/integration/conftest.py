@@ -40,13 +40,6 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
 ServerFactory = Callable[..., Awaitable[App]]
 
 
-@pytest.fixture(autouse=True)
-def bots_know_the_rate_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The client's bots pace themselves to the server's rate budget as the environment
-    gives it (client-cli/pacing.py): here, the test servers' (`FAST`)."""
-    monkeypatch.setenv("SOLRACE_RATE_CAPACITY", str(FAST["rate_capacity"]))
-
-
 ClientFactory = Callable[..., Awaitable[Client]]
 
 
