@@ -50,7 +50,7 @@ commands:
   create GAME [SEATS [SECONDS]]   create a race (games: {games})
   join RACE [INVITE]  sit in a race (a race you already sit in: back into it)
   start               start the race you created
-  resign              give up the current race (during the countdown: at the start)
+  resign              give up the current race (before the start: at the start)
   wait                wait until the current race ends, then print the result
   leave               leave a race that has not started
   help                this text
@@ -451,7 +451,11 @@ class PlainMode:
 
     async def resign(self) -> None:
         race = self.race
-        if race is not None and race.status == "countdown" and not await self.wait_start():
+        if (
+            race is not None
+            and race.status in ("open", "countdown")
+            and not await self.wait_start()
+        ):
             return
         assert self.race_id is not None
         await self.session.resign(self.race_id)  # confirmed: `on_event` said so

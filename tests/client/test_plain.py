@@ -59,6 +59,29 @@ async def test_plain_mode_races_a_bot_to_the_reveal(server_url: str, tmp_path: P
             await bot.kill()
 
 
+async def test_a_resign_typed_in_an_open_race_waits_for_the_start(
+    server_url: str, tmp_path: Path
+) -> None:
+    player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "pat")
+    opponent: Opponent | None = None
+    try:
+        await player.expect("connected to")
+        await player.send("create klondike 2 120")
+        race_id = (await player.expect("created")).split()[1]
+        await player.send("resign")
+        await player.expect("waiting for the start")
+        opponent = await Opponent.open(server_url, "olga")
+        await opponent.session.join_race(race_id)
+        await player.expect(f"resigned from race {race_id}")
+        assert "refused resign" not in player.output
+        await player.send("quit")
+        assert await player.finish() == 0
+    finally:
+        await player.kill()
+        if opponent is not None:
+            await opponent.close()
+
+
 async def test_plain_mode_without_server_embeds_one_and_seats_a_bot(tmp_path: Path) -> None:
     player = await Child.start(
         tmp_path,
