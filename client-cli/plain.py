@@ -16,6 +16,8 @@ again elsewhere) ends the program with exit code 1.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -65,6 +67,33 @@ RACE_COMMANDS: Final = frozenset({"board", "moves", "start", "resign", "leave", 
 DEFAULT_GRACE_S: Final = 60
 #: Exit code when the link closed for good (4003, 4001...).
 EXIT_CLOSED: Final = 1
+
+
+def _on_stop_signals(stopped: asyncio.Event, got: list[int]) -> list[signal.Signals]:
+    """SIGTERM and SIGHUP set `stopped` (noting which in `got`) instead of killing the
+    program at once; the signals it could handle (the main thread only, not on Windows)."""
+    loop = asyncio.get_running_loop()
+
+    def stop(signum: int) -> None:
+        got.append(signum)
+        stopped.set()
+
+    installed = []
+    for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if signum is None:
+            continue
+        try:
+            loop.add_signal_handler(signum, stop, int(signum))
+        except (NotImplementedError, RuntimeError, ValueError):
+            continue
+        installed.append(signum)
+    return installed
+
+
+def _forget_stop_signals(signals: list[signal.Signals]) -> None:
+    loop = asyncio.get_running_loop()
+    for signum in signals:
+        loop.remove_signal_handler(signum)
 
 
 async def stdin_lines() -> AsyncIterator[str]:
@@ -220,17 +249,28 @@ class PlainMode:
             return EXIT_CLOSED
         reading = asyncio.create_task(self._read_commands(lines), name="solrace-plain")
         closing = asyncio.create_task(self.closed.wait(), name="solrace-plain-closed")
+        got: list[int] = []  # SIGTERM or SIGHUP (a service stop, a closed terminal)
+        stopped = asyncio.Event()
+        stopping = asyncio.create_task(stopped.wait(), name="solrace-plain-stopped")
+        signals = _on_stop_signals(stopped, got)
         try:
-            await asyncio.wait({reading, closing}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({reading, closing, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            interrupted = stopped.is_set() and not reading.done()
         except asyncio.CancelledError:
             line = self.leaving_line()
             if line is not None:
                 self.say(line)
             raise
         finally:
-            await cancel_and_wait((reading, closing))
+            _forget_stop_signals(signals)
+            await cancel_and_wait((reading, closing, stopping))
         if self.closed.is_set() or self.session.closed is not None:
             return EXIT_CLOSED
+        if interrupted:
+            # Stopped by a signal: as on `quit`, its open races are left; then 128 + signal.
+            with contextlib.suppress(LinkClosedError):
+                await self.quit()
+            return 128 + got[0]
         return reading.result()
 
     async def _read_commands(self, lines: AsyncIterator[str]) -> int:
