@@ -2,8 +2,9 @@
 
 Each bot is one `Connection` and one `ClientState`; it plays its own board with a strategy
 (`strategy.py`), one move at a time (the next move waits for the last one's ack), `delay_s`
-apart, and never faster than the server's default rate budget allows (`pacing.py`), so even
-`--delay 0` is not closed for flooding (1008). Many bots share one process and event loop.
+apart, and never faster than the server's rate budget allows (`pacing.py`: the budget its
+welcome says), so even `--delay 0` is not closed for flooding (1008). Many bots share one
+process and event loop.
 """
 
 from __future__ import annotations
@@ -364,8 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=0.25,
         help="seconds between moves (default 0.25); at any delay, 0 too, a bot keeps within "
-        f"the server's default rate budget ({SERVER_RATE_CAPACITY:.0f} messages at once, "
-        f"{SERVER_RATE_REFILL_PER_S:.0f} a second)",
+        "the rate budget its server's welcome says (by default "
+        f"{SERVER_RATE_CAPACITY:.0f} messages at once, {SERVER_RATE_REFILL_PER_S:.0f} a second)",
     )
     parser.add_argument("--max-moves", type=int, default=1000, help="resign after this many")
     parser.add_argument("--seed", type=int, default=None, help="seed of the strategies")

@@ -450,7 +450,7 @@ class PlainMode:
             return
         bad = next((a for a in args[1:] if not (a.isascii() and a.isdigit())), None)
         if bad is not None:
-            self.say(f"{CREATE_USAGE}: SEATS and SECONDS are whole numbers, not {bad!r}")
+            self.say(f"{CREATE_USAGE}: SEATS and SECONDS are positive whole numbers, not {bad!r}")
             return
         seats = int(args[1]) if len(args) > 1 else 2
         limit = int(args[2]) if len(args) > 2 else 600

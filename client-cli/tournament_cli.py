@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=0.25,
         help="seconds between a bot's moves (default 0.25); at any delay a bot keeps within "
-        "the server's default rate budget",
+        "the rate budget its server's welcome says",
     )
     board = sub.add_parser("leaderboard", help="a game's rating leaderboard")
     board.add_argument(

@@ -173,7 +173,7 @@ async def test_refused_commands_print_the_refusal_not_a_success(
         for typo, bad in [("x", "x"), ("2 abc", "abc"), ("2 -60", "-60"), ("-2", "-2")]:
             await player.send(f"create klondike {typo}")
             line = await player.expect("create GAME [SEATS [SECONDS]]")
-            assert line.endswith(f": SEATS and SECONDS are whole numbers, not {bad!r}")
+            assert line.endswith(f": SEATS and SECONDS are positive whole numbers, not {bad!r}")
         await player.send("create klondike 2 60 more")
         await player.expect("create GAME [SEATS [SECONDS]]; games: ")
         await player.send("create klondike 3 30")
