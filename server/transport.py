@@ -429,6 +429,7 @@ class WebSocketSession(Session, asyncio.Protocol):
                             request=exc.request_type,
                         )
                     )
+                    await asyncio.sleep(0)  # a run of bad frames does not hold the loop
                     continue
                 await edge.hub.handle(self, message)
         except Exception:

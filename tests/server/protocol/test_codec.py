@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from solrace.server.protocol.codec import (
+    MAX_CLIENT_FIELDS,
     decode_client,
     decode_server,
     encode,
@@ -109,6 +110,26 @@ def test_maps_with_keys_that_are_not_strings_are_invalid_messages(
     with pytest.raises(SchemaError) as caught:
         decode_client(frame)
     assert caught.value.request_type == request_type
+
+
+def test_a_map_with_more_keys_than_any_message_has_fields_is_refused_before_validation() -> None:
+    """Thousands of unknown keys fit in a 16 KiB frame; each would be one validation error
+    (~1,000 times a normal message's cost): the count alone refuses them."""
+    flood = {"type": "ping", "nonce": 1, **{str(n): 0 for n in range(2800)}}
+    frame = encode_raw(flood)
+    assert len(frame) < 16 * 1024
+    with pytest.raises(
+        SchemaError, match=f"at most {MAX_CLIENT_FIELDS} fields, not 2802"
+    ) as caught:
+        decode_client(frame)
+    assert caught.value.request_type is None  # refused from the map's header, not unpacked
+    extra = MAX_CLIENT_FIELDS - 1
+    one_too_many = {"type": "ping", "nonce": 1, **{str(n): 0 for n in range(extra)}}
+    with pytest.raises(SchemaError, match="fields, not"):
+        decode_client(encode_raw(one_too_many))
+    just_unknown = {"type": "ping", "nonce": 1, "x": 0}  # few keys: the schema says which
+    with pytest.raises(SchemaError, match="Extra inputs"):
+        decode_client(encode_raw(just_unknown))
 
 
 def test_a_frame_nested_deeper_than_the_decoder_goes_is_not_a_map() -> None:
