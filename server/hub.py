@@ -128,6 +128,8 @@ class Hub(MoveHandling):
         self._nodes_known: set[str] = set()
         self._clean_since_ms: int | None = None
         self._watcher: asyncio.Task[None] | None = None
+        #: Races being created (stored, not yet held), per player: counted as open.
+        self._creating: dict[str, int] = {}
         # Plugged in by the composition root (app.py): tournaments and ratings.
         self.extra_handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {}
         self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
@@ -627,11 +629,14 @@ class Hub(MoveHandling):
         if not low <= time_limit_s <= high:
             raise RaceError(ErrorCode.INVALID_SETTINGS, f"time limit: {low}..{high} s")
 
-    async def _store_new_race(self, record: RaceRecord, first: Change) -> None:
+    async def _store_new_race(
+        self, record: RaceRecord, first: Change, created_by: str | None = None
+    ) -> None:
         """Store a new race with its first change (the creator's join, a tournament's seats)
         and hold it here. Several nodes: it is followed before it is stored, so a join on
         another node right after is not missed."""
         runtime = RaceRuntime(Race(record, self._new_epoch(), self.settings.history_size))
+        runtime.created_by = created_by
         subscription = await self._subscribe(record.race_id) if self.is_cluster else None
         try:
             await self.apply_to_race(runtime, first)
@@ -690,16 +695,21 @@ class Hub(MoveHandling):
         """Refuse a new race past the open races one player, or the server, may have: the
         open races this node holds (several nodes: a limit per node; a race is held by the
         node that created it), counted in memory, so a flood of refused creates reads
-        nothing from the store."""
-        creators = [
-            rt.race.creator for rt in self.races.values() if rt.race.status is RaceStatus.OPEN
-        ]
-        if len(creators) >= self.settings.max_open_races:
+        nothing from the store, with the creates still being stored. The server's count
+        leaves out open races nobody is connected to (their creator went away: they are
+        dropped after the grace), so creating and leaving does not fill the lobby for others;
+        a player's counts the races they created, whoever sits in them now."""
+        open_races = [rt for rt in self.races.values() if rt.race.status is RaceStatus.OPEN]
+        held = sum(1 for rt in open_races if any(r.connected for r in rt.race.racers.values()))
+        held += sum(self._creating.values())
+        if held >= self.settings.max_open_races:
             raise RaceError(
                 ErrorCode.NOT_ALLOWED,
-                f"the lobby is full ({len(creators)} open races): join one or try again later",
+                f"the lobby is full ({held} open races): join one or try again later",
             )
-        mine = creators.count(player_id)
+        mine = self._creating.get(player_id, 0) + sum(
+            1 for rt in open_races if (rt.created_by or rt.race.creator) == player_id
+        )
         if mine >= self.settings.max_open_races_per_player:
             raise RaceError(
                 ErrorCode.NOT_ALLOWED,
@@ -714,6 +724,17 @@ class Hub(MoveHandling):
         if message.rated and message.game_number is not None:
             raise RaceError(ErrorCode.INVALID_SETTINGS, "a rated race's deal is always secret")
         self._check_room_for(player_id)
+        self._creating[player_id] = self._creating.get(player_id, 0) + 1
+        try:
+            await self._create_checked_race(session, message, player_id, name)
+        finally:
+            self._creating[player_id] -= 1
+            if not self._creating[player_id]:
+                del self._creating[player_id]
+
+    async def _create_checked_race(
+        self, session: Session, message: CreateRace, player_id: str, name: str
+    ) -> None:
         number = message.game_number
         if number is None:
             number = random_ranked_number(self.rng)
@@ -737,6 +758,7 @@ class Hub(MoveHandling):
         await self._store_new_race(
             record,
             lambda race: race.join(player_id, name, message.invite_code, now, holder),
+            created_by=player_id,
         )
         log.info("%s created race %s (%s)", name, record.race_id, record.game)
 

@@ -84,6 +84,9 @@ class RaceRuntime:
         self.boards: dict[str, RacerBoard] = {}
         self.spectators: set[Session] = set()
         self.in_flight = 0
+        #: Who created the race here (the race's `creator` passes on when they leave; the
+        #: open races a player may have count the ones they created). None: loaded.
+        self.created_by: str | None = None
         #: The record as the store holds it (None: not stored yet): the `expected` of the
         #: next compare-and-set.
         self.saved = saved

@@ -3,6 +3,8 @@ list's size limit, and the open races a player or the server may have."""
 
 from __future__ import annotations
 
+import asyncio
+
 from solrace.server.hub import Hub
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
@@ -11,12 +13,14 @@ from solrace.server.protocol.messages import (
     CreateRace,
     Error,
     Hello,
+    JoinRace,
     LeaveRace,
     RaceInfo,
     RaceList,
 )
+from solrace.server.protocol.records import RaceRecord
 from solrace.server.settings import Settings
-from solrace.server.store import open_store
+from solrace.server.store import MemoryStore, open_store
 from tests.server.sessions import RecordingSession
 
 
@@ -103,5 +107,83 @@ async def test_open_races_are_limited_per_player_and_per_server() -> None:
     assert first not in hub.races
     await hub.handle(ann, create())
     assert not isinstance(ann.sent[-1], Error) and len(hub.races) == 3
+    await hub.stop()
+    await store.close()
+
+
+async def test_a_player_counts_the_races_they_created_and_not_the_ones_left_to_them() -> None:
+    store = open_store("memory:")
+    await store.open()
+    settings = Settings(store="memory:", max_open_races_per_player=1)
+    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    ann, bob = RecordingSession(1), RecordingSession(2)
+    for session, name in ((ann, "ann"), (bob, "bob")):
+        await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
+    await hub.handle(ann, CreateRace(game="klondike", seats=3, time_limit_s=60))
+    (first,) = hub.races
+    await hub.handle(bob, JoinRace(race_id=first))
+    await hub.handle(ann, LeaveRace(race_id=first))  # bob is its creator now
+    assert hub.races[first].race.creator == bob.player_id
+    await hub.handle(ann, CreateRace(game="klondike", seats=3, time_limit_s=60))
+    refused = ann.sent[-1]
+    assert isinstance(refused, Error) and "1 open races already" in refused.message
+    await hub.handle(bob, CreateRace(game="klondike", seats=3, time_limit_s=60))
+    assert not isinstance(bob.sent[-1], Error), "bob created none"
+    await hub.stop()
+    await store.close()
+
+
+async def test_open_races_nobody_is_connected_to_leave_room_for_others() -> None:
+    store = open_store("memory:")
+    await store.open()
+    settings = Settings(store="memory:", max_open_races=1)
+    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    ann, bob = RecordingSession(1), RecordingSession(2)
+    for session, name in ((ann, "ann"), (bob, "bob")):
+        await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
+    await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=60))
+    await hub.handle(bob, CreateRace(game="klondike", seats=2, time_limit_s=60))
+    assert isinstance(bob.sent[-1], Error) and "lobby is full" in bob.sent[-1].message
+    await hub.disconnected(ann)  # ann went away: her race waits out the grace, unheld
+    await hub.handle(bob, CreateRace(game="klondike", seats=2, time_limit_s=60))
+    assert not isinstance(bob.sent[-1], Error)
+    await hub.stop()
+    await store.close()
+
+
+class SlowSaves(MemoryStore):
+    """The memory store, with race writes that wait for `go`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+        self.waiting = asyncio.Event()
+
+    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
+        if not self.go.is_set():
+            self.waiting.set()
+        await self.go.wait()
+        return await super().save_race_if(race, expected)
+
+
+async def test_races_still_being_stored_count_as_open() -> None:
+    store = SlowSaves()
+    await store.open()
+    settings = Settings(store="memory:", max_open_races=1)
+    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    ann, bob = RecordingSession(1), RecordingSession(2)
+    store.go.set()
+    for session, name in ((ann, "ann"), (bob, "bob")):
+        await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
+    store.go.clear()
+    creating = asyncio.create_task(
+        hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=60))
+    )
+    await asyncio.wait_for(store.waiting.wait(), 5)  # ann's create is past the check
+    await hub.handle(bob, CreateRace(game="klondike", seats=2, time_limit_s=60))
+    assert isinstance(bob.sent[-1], Error) and "lobby is full" in bob.sent[-1].message
+    store.go.set()
+    await creating
+    assert len(hub.races) == 1
     await hub.stop()
     await store.close()
