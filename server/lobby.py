@@ -84,6 +84,8 @@ class LobbyFeed:
             if session.closed:
                 del self.followers[session]
             elif sent != races:
+                if session.backed_up:
+                    continue  # not reading: the newest list once it does (`changed`)
                 if not frame:
                     frame = encode(races)  # once for everyone
                 session.send_frame(races, frame)

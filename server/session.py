@@ -36,6 +36,12 @@ class Session(ABC):
         session with only `send`, decodes the frame."""
         self.send(decode_server(frame))
 
+    @property
+    def backed_up(self) -> bool:
+        """Its client is not reading what it was sent (the socket pushes back): a list that
+        will be sent again whole, like the lobby's, can skip it until it reads again."""
+        return False
+
     @abstractmethod
     def close(self, code: CloseCode, reason: str) -> None:
         """Close after the messages already queued."""

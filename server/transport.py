@@ -162,6 +162,13 @@ class WebSocketSession(Session, asyncio.Protocol):
     def resume_writing(self) -> None:
         self.writing_paused = False
         self._resume_reading()
+        lobby = self.edge.hub.lobby
+        if self in lobby.followers:
+            lobby.changed()  # it may have missed lists while it did not read: the newest
+
+    @property
+    def backed_up(self) -> bool:
+        return self.writing_paused
 
     def connection_lost(self, exc: Exception | None) -> None:
         # Messages already read are still handled (a resign sent just before closing

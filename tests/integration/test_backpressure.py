@@ -25,6 +25,8 @@ from solrace.server.protocol.messages import (
     JoinRace,
     LeaveRace,
     ListRaces,
+    MakeMove,
+    MoveAck,
     Ping,
     Pong,
     Progress,
@@ -32,6 +34,7 @@ from solrace.server.protocol.messages import (
     RaceUpdate,
     Resign,
     ServerMessage,
+    Watch,
     Welcome,
 )
 from solrace.server.transport import WebSocketSession
@@ -212,15 +215,14 @@ async def race_list_follower(app: App, raw_clients: list[RawClient]) -> RawClien
     return follower
 
 
-async def test_a_lobby_follower_that_never_reads_is_closed_4005_by_the_bytes_it_holds(
+async def test_a_lobby_follower_that_stops_reading_is_skipped_then_gets_the_newest_list(
     start_server: ServerFactory, raw_clients: list[RawClient]
 ) -> None:
-    """Few frames, but large ones (the whole race list at each change): the cap on bytes
-    closes the follower long before the cap on frames (1024) would."""
-    cap = 128 * 1024
-    app = await start_server(
-        send_buffer_bytes=4096, max_outgoing_bytes=cap, lobby_push_s=0.01, ping_interval_s=None
-    )
+    """Large frames (the whole race list at each change) to a follower that stopped reading:
+    once its socket pushes back it is sent no more lists, so what the node holds for it stays
+    within the transport's high-water mark and one list; when it reads again, the newest list
+    comes. (Many such followers cost a list each, not a queue of them.)"""
+    app = await start_server(send_buffer_bytes=4096, lobby_push_s=0.01, ping_interval_s=None)
     url = f"ws://127.0.0.1:{app.port}"
     creators = [await Client.open(url) for _ in range(20)]
     try:
@@ -233,27 +235,85 @@ async def test_a_lobby_follower_that_never_reads_is_closed_4005_by_the_bytes_it_
         follower = await race_list_follower(app, raw_clients)
         session = session_of(app, known)
         assert session.transport is not None
-        # The follower reads no more. A racer joins and leaves a race: the lobby changes,
-        # and the whole list (60 races) is sent to the follower each time.
         racer = creators[0]
-        most_buffered = 0
+        largest_frame = len(encode(await race_list(racer)))
         changes = 0
-        while not session.closing:
-            assert changes < 1000, "the follower was never closed"
+
+        async def change() -> None:
+            nonlocal changes
             race_id = race_ids[-1]
             await racer.send(
                 JoinRace(race_id=race_id) if changes % 2 == 0 else LeaveRace(race_id=race_id)
             )
             await racer.expect(RaceUpdate, lambda m, r=race_id: m.race_id == r)
             changes += 1
-            most_buffered = max(most_buffered, session.transport.get_write_buffer_size())
-        largest_frame = len(encode(await race_list(racer)))
-        assert most_buffered <= cap + largest_frame
-        assert await follower.read_to_close() == CloseCode.TOO_SLOW
-        assert app.metrics.slow_closes._value.get() == 1
+
+        while not session.writing_paused:  # the follower reads no more: its socket fills
+            assert changes < 1000, "the socket never pushed back"
+            await change()
+        for _ in range(40):  # forty more lists it would have been sent
+            await change()
+        high_water = session.transport.get_write_buffer_limits()[1]
+        assert session.transport.get_write_buffer_size() <= high_water + largest_frame
+        assert not session.closing
+
+        newest = await race_list(racer)  # it reads again: the newest list comes
+        async with asyncio.timeout(WAIT_S):
+            while newest not in follower.messages():
+                assert await follower.receive() is not None, "the server closed it"
     finally:
         for creator in creators:
             await creator.close()
+
+
+async def test_a_spectator_that_never_reads_is_closed_4005_by_the_bytes_it_holds(
+    start_server: ServerFactory, raw_clients: list[RawClient]
+) -> None:
+    """Boards pushed to a spectator that reads nothing: the cap on bytes (16 KiB here) closes
+    it long before the cap on frames would, and the racers race on."""
+    cap = 16 * 1024
+    app = await start_server(
+        send_buffer_bytes=4096,
+        max_outgoing_bytes=cap,
+        max_outgoing=100_000,  # so that the bytes close it, not the count of frames
+        tick_s=0.005,
+        spectator_batch_s=0.005,
+        ping_interval_s=None,
+    )
+    url = f"ws://127.0.0.1:{app.port}"
+    alice, bob = await Client.open(url), await Client.open(url)
+    try:
+        await alice.hello("alice")
+        await bob.hello("bob")
+        race_id = await start_race(alice, [bob], game_number="1002")
+        known = set(app.transport.sessions)
+        spectator = await RawClient.open(app.port)
+        raw_clients.append(spectator)
+        await spectator.loop.sock_sendall(
+            spectator.sock,
+            spectator.frames_of(Hello(protocol=PROTOCOL_VERSION))
+            + spectator.frames_of(Watch(race_id=race_id)),
+        )
+        session = await _new_session(app, known)
+        seq = 0
+        deadline = asyncio.get_running_loop().time() + 3 * WAIT_S
+        while not session.closing:  # boards change with every stock click
+            assert asyncio.get_running_loop().time() < deadline, "the spectator stayed open"
+            seq += 1
+            await alice.send(MakeMove(race_id=race_id, seq=seq, move="deal"))
+            await alice.expect(MoveAck, lambda m, s=seq: m.seq == s)
+        assert await spectator.read_to_close() == CloseCode.TOO_SLOW
+        assert app.metrics.slow_closes._value.get() == 1
+        await alice.send(MakeMove(race_id=race_id, seq=seq + 1, move="deal"))
+        await alice.expect(MoveAck, lambda m, s=seq + 1: m.seq == s)  # the race goes on
+    finally:
+        await alice.close()
+        await bob.close()
+
+
+async def _new_session(app: App, known: set[WebSocketSession]) -> WebSocketSession:
+    await eventually(lambda: len(app.transport.sessions - known) == 1, within=WAIT_S)
+    return session_of(app, known)
 
 
 async def race_list(client: Client) -> RaceList:
