@@ -4,6 +4,9 @@ list's size limit, and the open races a player or the server may have."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
 
 from solrace.server.hub import Hub
 from solrace.server.lobby import LobbyFeed, race_list
@@ -20,7 +23,7 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.records import RaceRecord
 from solrace.server.settings import Settings
-from solrace.server.store import MemoryStore, open_store
+from solrace.server.store import MemoryStore
 from tests.server.sessions import RecordingSession
 
 
@@ -78,85 +81,81 @@ def test_a_long_list_keeps_the_open_races_and_counts_the_rest() -> None:
     assert [i.race_id for i in shorter.races] == ["b", "d"] and shorter.more == 3
 
 
-async def test_open_races_are_limited_per_player_and_per_server() -> None:
-    store = open_store("memory:")
+@contextlib.asynccontextmanager
+async def ann_and_bob(
+    store: MemoryStore | None = None, **settings: Any
+) -> AsyncIterator[tuple[Hub, RecordingSession, RecordingSession]]:
+    """A hub on a memory store with these settings, and ann and bob said hello."""
+    store = store or MemoryStore()
     await store.open()
-    settings = Settings(store="memory:", max_open_races_per_player=2, max_open_races=3)
-    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    hub = Hub(store, Settings(store="memory:", **settings), Metrics(), b"x" * 32)
     ann, bob = RecordingSession(1), RecordingSession(2)
     for session, name in ((ann, "ann"), (bob, "bob")):
         await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
+    try:
+        yield hub, ann, bob
+    finally:
+        await hub.stop()
+        await store.close()
 
-    def create() -> CreateRace:
-        return CreateRace(game="klondike", seats=2, time_limit_s=60)
 
-    for _ in range(2):
+def create(seats: int = 2) -> CreateRace:
+    return CreateRace(game="klondike", seats=seats, time_limit_s=60)
+
+
+async def test_open_races_are_limited_per_player_and_per_server() -> None:
+    async with ann_and_bob(max_open_races_per_player=2, max_open_races=3) as (hub, ann, bob):
+        for _ in range(2):
+            await hub.handle(ann, create())
         await hub.handle(ann, create())
-    await hub.handle(ann, create())
-    refused = ann.sent[-1]
-    assert isinstance(refused, Error) and refused.code == "not_allowed"
-    assert "2 open races already" in refused.message and len(hub.races) == 2
+        refused = ann.sent[-1]
+        assert isinstance(refused, Error) and refused.code == "not_allowed"
+        assert "2 open races already" in refused.message and len(hub.races) == 2
 
-    await hub.handle(bob, create())  # the server's third
-    await hub.handle(bob, create())
-    full = bob.sent[-1]
-    assert isinstance(full, Error) and "lobby is full" in full.message and len(hub.races) == 3
+        await hub.handle(bob, create())  # the server's third
+        await hub.handle(bob, create())
+        full = bob.sent[-1]
+        assert isinstance(full, Error) and "lobby is full" in full.message
+        assert len(hub.races) == 3
 
-    first = next(iter(hub.races))
-    await hub.handle(ann, LeaveRace(race_id=first))  # her race is cancelled: room again
-    assert first not in hub.races
-    await hub.handle(ann, create())
-    assert not isinstance(ann.sent[-1], Error) and len(hub.races) == 3
-    await hub.stop()
-    await store.close()
+        first = next(iter(hub.races))
+        await hub.handle(ann, LeaveRace(race_id=first))  # her race is cancelled: room again
+        assert first not in hub.races
+        await hub.handle(ann, create())
+        assert not isinstance(ann.sent[-1], Error) and len(hub.races) == 3
 
 
 async def test_a_player_counts_the_races_they_created_and_not_the_ones_left_to_them() -> None:
-    store = open_store("memory:")
-    await store.open()
-    settings = Settings(store="memory:", max_open_races_per_player=1)
-    hub = Hub(store, settings, Metrics(), b"x" * 32)
-    ann, bob = RecordingSession(1), RecordingSession(2)
-    for session, name in ((ann, "ann"), (bob, "bob")):
-        await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
-    await hub.handle(ann, CreateRace(game="klondike", seats=3, time_limit_s=60))
-    (first,) = hub.races
-    await hub.handle(bob, JoinRace(race_id=first))
-    await hub.handle(ann, LeaveRace(race_id=first))  # bob is its creator now
-    assert hub.races[first].race.creator == bob.player_id
-    await hub.handle(ann, CreateRace(game="klondike", seats=3, time_limit_s=60))
-    refused = ann.sent[-1]
-    assert isinstance(refused, Error) and "1 open races already" in refused.message
-    await hub.handle(bob, CreateRace(game="klondike", seats=3, time_limit_s=60))
-    assert not isinstance(bob.sent[-1], Error), "bob created none"
-    await hub.stop()
-    await store.close()
+    async with ann_and_bob(max_open_races_per_player=1) as (hub, ann, bob):
+        await hub.handle(ann, create(seats=3))
+        (first,) = hub.races
+        await hub.handle(bob, JoinRace(race_id=first))
+        await hub.handle(ann, LeaveRace(race_id=first))  # bob is its creator now
+        assert hub.races[first].race.creator == bob.player_id
+        await hub.handle(ann, create(seats=3))
+        refused = ann.sent[-1]
+        assert isinstance(refused, Error) and "1 open races already" in refused.message
+        await hub.handle(bob, create(seats=3))
+        assert not isinstance(bob.sent[-1], Error), "bob created none"
 
 
 async def test_open_races_nobody_is_connected_to_leave_room_for_others() -> None:
-    store = open_store("memory:")
-    await store.open()
-    settings = Settings(store="memory:", max_open_races=1)
-    hub = Hub(store, settings, Metrics(), b"x" * 32)
-    ann, bob = RecordingSession(1), RecordingSession(2)
-    for session, name in ((ann, "ann"), (bob, "bob")):
-        await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
-    await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=60))
-    await hub.handle(bob, CreateRace(game="klondike", seats=2, time_limit_s=60))
-    assert isinstance(bob.sent[-1], Error) and "lobby is full" in bob.sent[-1].message
-    await hub.disconnected(ann)  # ann went away: her race waits out the grace, unheld
-    await hub.handle(bob, CreateRace(game="klondike", seats=2, time_limit_s=60))
-    assert not isinstance(bob.sent[-1], Error)
-    await hub.stop()
-    await store.close()
+    async with ann_and_bob(max_open_races=1) as (hub, ann, bob):
+        await hub.handle(ann, create())
+        await hub.handle(bob, create())
+        assert isinstance(bob.sent[-1], Error) and "lobby is full" in bob.sent[-1].message
+        await hub.disconnected(ann)  # ann went away: her race waits out the grace, unheld
+        await hub.handle(bob, create())
+        assert not isinstance(bob.sent[-1], Error)
 
 
 class SlowSaves(MemoryStore):
-    """The memory store, with race writes that wait for `go`."""
+    """The memory store, with race writes that wait for `go` while it is not set."""
 
     def __init__(self) -> None:
         super().__init__()
         self.go = asyncio.Event()
+        self.go.set()
         self.waiting = asyncio.Event()
 
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
@@ -168,22 +167,12 @@ class SlowSaves(MemoryStore):
 
 async def test_races_still_being_stored_count_as_open() -> None:
     store = SlowSaves()
-    await store.open()
-    settings = Settings(store="memory:", max_open_races=1)
-    hub = Hub(store, settings, Metrics(), b"x" * 32)
-    ann, bob = RecordingSession(1), RecordingSession(2)
-    store.go.set()
-    for session, name in ((ann, "ann"), (bob, "bob")):
-        await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
-    store.go.clear()
-    creating = asyncio.create_task(
-        hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=60))
-    )
-    await asyncio.wait_for(store.waiting.wait(), 5)  # ann's create is past the check
-    await hub.handle(bob, CreateRace(game="klondike", seats=2, time_limit_s=60))
-    assert isinstance(bob.sent[-1], Error) and "lobby is full" in bob.sent[-1].message
-    store.go.set()
-    await creating
-    assert len(hub.races) == 1
-    await hub.stop()
-    await store.close()
+    async with ann_and_bob(store, max_open_races=1) as (hub, ann, bob):
+        store.go.clear()
+        creating = asyncio.create_task(hub.handle(ann, create()))
+        await asyncio.wait_for(store.waiting.wait(), 5)  # ann's create is past the check
+        await hub.handle(bob, create())
+        assert isinstance(bob.sent[-1], Error) and "lobby is full" in bob.sent[-1].message
+        store.go.set()
+        await creating
+        assert len(hub.races) == 1
