@@ -288,7 +288,7 @@ def save_identity(key: str, identity: Identity, role: Role = "player") -> None:
 
 def default_name() -> str:
     """The login name, trimmed to the server's name rules."""
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(KeyError, OSError, ImportError):  # no login name to be found
         user = re.sub(r"[^A-Za-z0-9_.\-]", "", getpass.getuser())[:16]
         if user:
             return user

@@ -12,7 +12,6 @@ player's next race opens by itself.
 
 from __future__ import annotations
 
-import contextlib
 from typing import ClassVar
 
 from rich.text import Text
@@ -212,9 +211,8 @@ class TournamentApp(WatchApp):
         return TournamentScreen(self.tournament_id)
 
     async def action_quit(self) -> None:
-        if self.session.link is LinkStatus.CONNECTED:
-            with contextlib.suppress(Exception):
-                await self.session.conn.send(UnwatchTournament(tournament_id=self.tournament_id))
+        if self.session.link is LinkStatus.CONNECTED:  # a closed link is the connection's
+            await self.session.conn.send(UnwatchTournament(tournament_id=self.tournament_id))
         self.exit()
 
 
