@@ -32,6 +32,7 @@ from solrace.server.protocol.messages import (
 )
 
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
+from .held_deals import deal_line
 from .identity import NAME_LIMIT, NAME_RULE, name_problem
 from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
 from .render import result_line
@@ -438,8 +439,7 @@ async def run_bots(args: argparse.Namespace) -> int:
         for entry in race.results:
             print(result_line(entry), flush=True)
         if race.commitment_ok is not None:
-            verdict = "verified" if race.commitment_ok else "MISMATCH"
-            print(f"deal {race.game_number}: commitment {verdict}", flush=True)
+            print(deal_line(race), flush=True)
     for result in results:
         if result.reason:
             print(f"{result.name}: {result.reason}", flush=True)
