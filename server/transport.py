@@ -118,8 +118,6 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.bucket = CreditBucket(
             settings.rate_capacity, settings.rate_refill_per_s, self.last_frame_at
         )
-        #: Said hello as a player: the budget is that player's (`_share_budget`).
-        self.budget_shared = False
         self.last_ping_at = self.last_frame_at
         self.ping_outstanding = False
         self.timer: asyncio.TimerHandle | None = None
@@ -441,8 +439,6 @@ class WebSocketSession(Session, asyncio.Protocol):
                     await asyncio.sleep(0)  # a run of bad frames does not hold the loop
                     continue
                 await edge.hub.handle(self, message)
-                if self.player_id is not None and not self.budget_shared:
-                    self._share_budget(self.player_id)
         except Exception:
             log.exception("connection %s failed", self.session_id)
             self.close(CloseCode.INTERNAL_ERROR, "internal error")
@@ -450,13 +446,6 @@ class WebSocketSession(Session, asyncio.Protocol):
             self.worker = None
             if self.closing_after is not None:
                 self.close(*self.closing_after)
-
-    def _share_budget(self, player_id: str) -> None:
-        """A player's connections spend one rate budget, kept until it has refilled after
-        they close: reconnecting does not give a flooder a new one."""
-        self.budget_shared = True
-        kept = self.edge.player_buckets.setdefault(player_id, self.bucket)
-        self.bucket = kept
 
     # --- keepalive ---------------------------------------------------------------------------
 
@@ -490,9 +479,6 @@ class Transport:
         self.sessions: set[WebSocketSession] = set()
         #: Closed connections whose hub goodbye is still running.
         self.finishing: set[asyncio.Task[None]] = set()
-        #: Each player's rate budget, shared by their connections (`_share_budget`), dropped
-        #: by the watchdog once refilled with none of them open.
-        self.player_buckets: dict[str, CreditBucket] = {}
         #: Session ids, unique on this node (`Hub.holder_of` pairs them with the node id).
         self.session_ids = itertools.count(1)
         self.origins: list[Origin | None] | None = None
@@ -531,15 +517,6 @@ class Transport:
                     session.close(CloseCode.IDLE_TIMEOUT, "idle")
                 elif interval is not None:
                     session.keepalive(now, interval, timeout)
-            self._forget_refilled_budgets(now)
-
-    def _forget_refilled_budgets(self, now: float) -> None:
-        if not self.player_buckets:
-            return
-        online = {s.player_id for s in self.sessions if not s.closing}
-        for player_id, bucket in list(self.player_buckets.items()):
-            if player_id not in online and bucket.is_full(now):
-                del self.player_buckets[player_id]
 
     async def stop(self, code: CloseCode = CloseCode.SERVICE_RESTART) -> None:
         """Stop accepting, close every connection with `code`, wait for the goodbyes."""

@@ -362,34 +362,3 @@ async def test_messages_read_within_the_budget_are_handled_before_the_1008(
     finally:
         await alice.close()
         await bob.close()
-
-
-async def test_a_player_s_connections_share_one_rate_budget_across_reconnects(
-    start_server: ServerFactory,
-) -> None:
-    """Reconnecting does not refill a player's budget (a flooder would reconnect every 100
-    messages); another player's is their own."""
-    app = await start_server(rate_capacity=6.0, rate_refill_per_s=0.001)
-    url = f"ws://127.0.0.1:{app.port}"
-    first = await Client.open(url)
-    welcome = await first.hello("alice")  # a credit of this connection's budget
-    for nonce in range(4):  # four more: one left of the six
-        await first.send(Ping(nonce=nonce))
-        await first.expect(Pong, lambda m, n=nonce: m.nonce == n)
-    await first.close()
-
-    again = await Client.open(url)
-    bob = await Client.open(url)
-    try:
-        await again.hello(token=welcome.token)  # spent from the new connection's own budget
-        await again.send(Ping(nonce=10))  # alice's last credit
-        await again.expect(Pong, lambda m: m.nonce == 10)
-        await again.send(Ping(nonce=11))
-        assert await again.closed() == CloseCode.POLICY_VIOLATION
-        await bob.hello("bob")
-        for nonce in range(4):
-            await bob.send(Ping(nonce=nonce))
-            await bob.expect(Pong, lambda m, n=nonce: m.nonce == n)
-    finally:
-        await again.close()
-        await bob.close()
