@@ -53,7 +53,7 @@ from solrace.server.protocol.messages import (
     Watch,
     Welcome,
 )
-from solrace.server.protocol.race import Race
+from solrace.server.protocol.race import Race, Racer
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
     PlayerRecord,
@@ -63,7 +63,12 @@ from solrace.server.protocol.records import (
 )
 from solrace.server.protocol.replay import build_replay
 from solrace.server.protocol.tokens import sign_token, verify_token
-from solrace.server.race_sync import Change, board_progress, opening_progress
+from solrace.server.race_sync import (
+    Change,
+    board_progress,
+    connection_change,
+    opening_progress,
+)
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
@@ -72,23 +77,13 @@ from solrace.server.store import NameTakenError, Store, StoreError
 log = logging.getLogger("solrace.server.hub")
 
 
-def _node_of(holder: str) -> str:
-    """The node id in a racer's holder (`<node>:<session>`, `Hub.holder_of`)."""
-    return holder.partition(":")[0]
-
-
-def _held_by_gone(racers: Sequence[RacerRecord], alive: set[str]) -> bool:
-    return any(r.connected and r.holder and _node_of(r.holder) not in alive for r in racers)
-
-
-def _mark_away(player_id: str, now_ms: int, holder: str) -> Change:
-    """The racer's connection through `holder` is gone (unless they connected again since)."""
-    return lambda race: race.set_connected(player_id, False, now_ms, holder)
-
-
-def _mark_back(player_id: str, now_ms: int, holder: str) -> Change:
-    """The racer is connected again, through `holder`."""
-    return lambda race: race.set_connected(player_id, True, now_ms, holder)
+def _gone_holder(racer: Racer | RacerRecord, alive: set[str]) -> str | None:
+    """The holder (`<node>:<session>`, `Hub.holder_of`) of a racer still connected through a
+    node that is not alive, else None."""
+    holder = racer.holder
+    if racer.connected and holder is not None and holder.partition(":")[0] not in alive:
+        return holder
+    return None
 
 
 def wall_clock_ms() -> int:
@@ -335,7 +330,8 @@ class Hub(MoveHandling):
             log.warning("node(s) %s gone: their racers' grace starts", ", ".join(sorted(gone)))
             try:
                 for record in await self.store.list_races(LIVE_STATUSES):
-                    if record.race_id not in self.races and _held_by_gone(record.racers, alive):
+                    gone_holders = any(_gone_holder(r, alive) for r in record.racers)
+                    if record.race_id not in self.races and gone_holders:
                         await self.load_race(record.race_id)
             except StoreError as exc:
                 log.warning("races of gone nodes not loaded: %s", exc)
@@ -343,9 +339,9 @@ class Hub(MoveHandling):
             if not runtime.race.is_live:
                 continue
             stale = [
-                (racer.player_id, racer.holder)
+                (racer.player_id, holder)
                 for racer in runtime.race.racers.values()
-                if racer.connected and racer.holder and _node_of(racer.holder) not in alive
+                if (holder := _gone_holder(racer, alive)) is not None
             ]
             if not stale:
                 continue
@@ -354,7 +350,9 @@ class Hub(MoveHandling):
             await self._catch_up_progress(runtime)
             for player_id, holder in stale:
                 try:
-                    await self.apply_to_race(runtime, _mark_away(player_id, now, holder))
+                    await self.apply_to_race(
+                        runtime, connection_change(player_id, False, now, holder)
+                    )
                 except RaceError as exc:
                     log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
 
@@ -371,7 +369,7 @@ class Hub(MoveHandling):
                     continue
                 try:
                     await self.apply_to_race(
-                        runtime, _mark_back(player_id, now, self.holder_of(session))
+                        runtime, connection_change(player_id, True, now, self.holder_of(session))
                     )
                 except RaceError as exc:
                     log.warning("race %s: %s not marked back: %s", race.race_id, player_id, exc)
@@ -407,9 +405,7 @@ class Hub(MoveHandling):
         holder = self.holder_of(session)
         for runtime in self._live_races_of(player_id):
             try:
-                await self.apply_to_race(
-                    runtime, lambda race: race.set_connected(player_id, False, now, holder)
-                )
+                await self.apply_to_race(runtime, connection_change(player_id, False, now, holder))
             except RaceError as exc:
                 log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
 
@@ -543,7 +539,7 @@ class Hub(MoveHandling):
             for runtime in runtimes:
                 try:
                     await self.apply_to_race(
-                        runtime, lambda race: race.set_connected(player_id, True, now, holder)
+                        runtime, connection_change(player_id, True, now, holder)
                     )
                 except RaceError as exc:
                     log.warning("race %s: %s not marked back: %s", runtime.race_id, player_id, exc)
@@ -845,9 +841,7 @@ class Hub(MoveHandling):
         # (a tournament race opened on another node): otherwise its grace period would run out.
         now, holder = self.clock(), self.holder_of(session)
         try:
-            await self.apply_to_race(
-                runtime, lambda race: race.set_connected(player_id, True, now, holder)
-            )
+            await self.apply_to_race(runtime, connection_change(player_id, True, now, holder))
         except RaceError as exc:
             log.warning("race %s: %s not marked connected: %s", runtime.race_id, player_id, exc)
 

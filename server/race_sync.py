@@ -140,6 +140,12 @@ def board_progress(player_id: str, board: RacerBoard) -> Change:
     return change
 
 
+def connection_change(player_id: str, connected: bool, now_ms: int, holder: str) -> Change:
+    """A racer's connection through `holder` came or went (`Race.set_connected`: a racer who
+    connected again elsewhere is not marked away by the old connection's node)."""
+    return lambda race: race.set_connected(player_id, connected, now_ms, holder)
+
+
 class RaceSync:
     """The hub's side that changes races, stores them and delivers their events."""
 

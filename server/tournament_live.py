@@ -176,14 +176,3 @@ def cancel_race(now_ms: int) -> Callable[[Race], list[RaceEvent]]:
         return race.cancel(now_ms)
 
     return change
-
-
-def mark_connected(player_id: str, now_ms: int, holder: str) -> Callable[[Race], list[RaceEvent]]:
-    """A seated player connected to this node: connected in the race (held here)."""
-
-    def change(race: Race) -> list[RaceEvent]:
-        if player_id not in race.racers or not race.is_live:
-            return []
-        return race.set_connected(player_id, True, now_ms, holder)
-
-    return change

@@ -69,6 +69,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, build_view
+from solrace.server.race_sync import connection_change
 from solrace.server.ratings import RatingService, placings_of
 from solrace.server.session import Session
 from solrace.server.store.base import StoreError
@@ -78,7 +79,6 @@ from solrace.server.tournament_live import (
     RaceLink,
     admin_command,
     cancel_race,
-    mark_connected,
     refusal,
 )
 from solrace.server.tournament_relay import ChangeNotice, TournamentRelay
@@ -375,7 +375,9 @@ class TournamentService:
                 for player, session in here:
                     self.hub.catch_up(session, runtime)  # it may have started meanwhile
                     holder = self.hub.holder_of(session)
-                    await self.hub.apply_to_race(runtime, mark_connected(player, now, holder))
+                    await self.hub.apply_to_race(
+                        runtime, connection_change(player, True, now, holder)
+                    )
         except (RaceError, StoreError) as exc:
             log.warning("race %s: seated players not marked here: %s", notice.race_id, exc)
         for _, session in here:
