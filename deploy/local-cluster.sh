@@ -91,7 +91,9 @@ start_node() {
     if running_pid "node$n" "solrace" >/dev/null; then return; fi
     mkdir -p "$dir/node$n"
     # Every node signs tokens with the same secret, so a player may reconnect to any node.
+    # Clients arrive from HAProxy's address: it limits connections per client, not the node.
     SOLRACE_STORE="$redis_url" SOLRACE_SECRET="$(cat "$dir/secret")" \
+        SOLRACE_MAX_CONNECTIONS_PER_ADDRESS=0 \
         nohup "$python" -m solrace.cli serve --host 127.0.0.1 --port "$port" \
         --data-dir "$dir/node$n" >>"$dir/logs/node$n.log" 2>&1 </dev/null &
     echo $! >"$dir/run/node$n.pid"

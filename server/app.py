@@ -236,6 +236,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate-refill-per-s", type=float, help="credits per second (default 5)")
     parser.add_argument("--idle-timeout-s", type=float, help="close silent sockets (default 60)")
     parser.add_argument("--origins", nargs="*", help="accepted browser Origin values")
+    parser.add_argument(
+        "--max-connections", type=int, help="open connections on the node (default 10000)"
+    )
+    parser.add_argument(
+        "--max-connections-per-address",
+        type=int,
+        help="open connections from one IP address (default 64; 0: no per-address limits, "
+        "for a node behind a proxy)",
+    )
+    parser.add_argument(
+        "--connect-burst", type=float, help="handshakes from one address at once (default 60)"
+    )
+    parser.add_argument(
+        "--connect-per-s", type=float, help="handshakes per second from one address (default 10)"
+    )
     parser.add_argument("--countdown-s", type=float, help="countdown before a start (default 3)")
     parser.add_argument("--grace-s", type=float, help="reconnect grace before forfeit (default 60)")
     parser.add_argument(

@@ -38,6 +38,13 @@ class Metrics:
             "Connections closed (4005) for not reading what they were sent",
             registry=self.registry,
         )
+        self.connections_refused = Counter(
+            "solrace_connections_refused",
+            "Handshakes refused past a connection limit, by reason "
+            "(node_full, address_full, too_often)",
+            ["reason"],
+            registry=self.registry,
+        )
         self.bad_frames = Counter(
             "solrace_bad_frames", "Frames refused, by kind", ["kind"], registry=self.registry
         )

@@ -64,6 +64,27 @@ class Settings(BaseSettings):
         "may hold megabytes for a client that stops reading before its queue overflows",
     )
     origins: list[str] | None = None
+    max_connections: int = Field(
+        default=10_000,
+        ge=1,
+        description="open connections on the node; a handshake past it is answered 503",
+    )
+    max_connections_per_address: int = Field(
+        default=64,
+        ge=0,
+        description="open connections from one IP address; a handshake past it is answered "
+        "429. 0: no per-address limits (behind a proxy every client has the proxy's address: "
+        "limit there, see deploy/haproxy.cfg)",
+    )
+    connect_burst: float = Field(
+        default=60.0,
+        gt=0,
+        description="handshakes one IP address may make at once before --connect-per-s paces "
+        "it (429 past it); none with --max-connections-per-address 0",
+    )
+    connect_per_s: float = Field(
+        default=10.0, gt=0, description="handshakes per second one IP address may sustain"
+    )
 
     countdown_s: float = Field(default=3.0, ge=0)
     grace_s: float = Field(default=60.0, ge=0)

@@ -6,7 +6,9 @@ protocol has to send is written at once. There is no task or queue per frame on 
 library's asyncio connection spends a third of a bare echo server's CPU on those); one task
 per connection runs the hub's handler while it waits on the store, and exits when idle.
 
-Per connection: binary frames only, a size cap (the protocol closes 1009), a credit-bucket
+Before a handshake: the caps on connections per client address and on the node, and the pace
+of handshakes per address (`solrace.server.admission`; 429 or 503). Per connection: binary
+frames only, a size cap (the protocol closes 1009), a credit-bucket
 rate budget spent by messages and pings (1008), an idle timeout (4004), keepalive pings (1011
 when unanswered), a bound on the frames and bytes written while the socket pushes back (4005),
 no compression, an optional Origin check, and an opening-handshake timeout.
@@ -39,6 +41,7 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 from websockets.typing import Origin
 
+from solrace.server.admission import Admission, Refusal, client_key
 from solrace.server.hub import Hub
 from solrace.server.metrics import CONTENT_TYPE, Metrics
 from solrace.server.protocol.closecodes import CloseCode
@@ -123,12 +126,24 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.eof_written = False
         self.lost: asyncio.Future[None] = self.loop.create_future()
+        #: The client's address as the admission limits count it (`client_key`).
+        self.address = ""
+        #: Past an admission limit: the answer to its handshake.
+        self.refusal: Refusal | None = None
 
     # --- asyncio.Protocol --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
-        self.edge.connections.add(self)
+        edge = self.edge
+        edge.connections.add(self)
+        peer = transport.get_extra_info("peername")
+        self.address = client_key(str(peer[0])) if isinstance(peer, tuple) and peer else ""
+        self.refusal = edge.admission.arrive(self.address, time.monotonic())
+        if self.refusal is not None and edge.admission.hopeless(self.address):
+            edge.metrics.connections_refused.labels(self.refusal.kind.value).inc()
+            self.transport.abort()
+            return
         size = self.edge.settings.send_buffer_bytes
         sock = transport.get_extra_info("socket")
         if size is not None and sock is not None:
@@ -178,6 +193,7 @@ class WebSocketSession(Session, asyncio.Protocol):
             self.timer.cancel()
         edge = self.edge
         edge.connections.discard(self)
+        edge.admission.leave(self.address)
         if self.opened:
             edge.sessions.discard(self)
             edge.metrics.connections.dec()
@@ -329,6 +345,8 @@ class WebSocketSession(Session, asyncio.Protocol):
             del response.headers["Content-Type"], response.headers["Content-Length"]
             response.headers["Content-Type"] = CONTENT_TYPE
             response.headers["Content-Length"] = str(len(response.body))
+        elif self.refusal is not None:
+            response = self._refused(self.refusal)
         else:
             response = ws.accept(request)  # 405 (`Allow: GET`) for a HEAD
             response.headers["Server"] = "solrace"
@@ -342,6 +360,13 @@ class WebSocketSession(Session, asyncio.Protocol):
                 self.timer = None
             self.edge.sessions.add(self)
             self.edge.metrics.connections.inc()
+
+    def _refused(self, refusal: Refusal) -> Response:
+        """The answer to a handshake past an admission limit (`solrace.server.admission`)."""
+        self.edge.metrics.connections_refused.labels(refusal.kind.value).inc()
+        response = self.ws.reject(refusal.status, refusal.text + "\n")
+        response.headers["Retry-After"] = str(refusal.retry_after_s)
+        return response
 
     def _frame(self, frame: Frame) -> None:
         opcode = frame.opcode
@@ -486,6 +511,7 @@ class Transport:
             # Browsers send Origin; scripts and the terminal client send none.
             self.origins = [Origin(o) for o in settings.origins] + [None]
         self._watch: asyncio.Task[None] | None = None
+        self.admission = Admission.from_settings(settings)
 
     @property
     def port(self) -> int:
@@ -517,6 +543,7 @@ class Transport:
                     session.close(CloseCode.IDLE_TIMEOUT, "idle")
                 elif interval is not None:
                     session.keepalive(now, interval, timeout)
+            self.admission.forget_refilled(now)
 
     async def stop(self, code: CloseCode = CloseCode.SERVICE_RESTART) -> None:
         """Stop accepting, close every connection with `code`, wait for the goodbyes."""

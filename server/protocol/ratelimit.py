@@ -17,6 +17,11 @@ class CreditBucket:
     def __post_init__(self) -> None:
         self.credits = self.capacity
 
+    def is_full(self, now: float) -> bool:
+        """Refilled to its capacity by `now` (as good as a new bucket)."""
+        elapsed = max(0.0, now - self.now)
+        return self.credits + elapsed * self.refill_per_s >= self.capacity
+
     def spend(self, now: float, cost: float = 1.0) -> bool:
         """Spend `cost` credits at time `now`; False when the budget is exhausted."""
         elapsed = max(0.0, now - self.now)

@@ -1,4 +1,5 @@
-"""Edge limits over real sockets: the idle watchdog and the browser Origin check."""
+"""Edge limits over real sockets: the idle watchdog, the browser Origin check and the caps on
+connections (per address, per node, handshake pace)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import Ping, Pong
 from tests.integration.conftest import ServerFactory
+from tests.integration.helpers import http_get
 from tests.integration.wsclient import Client
+from tests.waiting import eventually
 
 
 def url_of(app: App) -> str:
@@ -55,3 +58,74 @@ async def test_browser_origins_are_checked_when_configured(start_server: ServerF
     finally:
         await good.close()
         await scripted.close()
+
+
+async def refused_status(app: App) -> tuple[int, str, str]:
+    """A handshake that must be refused: its status, Retry-After and body."""
+    with pytest.raises(InvalidStatus) as refused:
+        await Client.open(url_of(app))
+    response = refused.value.response
+    return response.status_code, response.headers["Retry-After"], response.body.decode()
+
+
+def refusals(app: App, reason: str) -> float:
+    value = app.metrics.registry.get_sample_value(
+        "solrace_connections_refused_total", {"reason": reason}
+    )
+    return 0.0 if value is None else value
+
+
+async def test_an_address_past_its_connection_cap_is_answered_429_until_one_closes(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(max_connections_per_address=2)
+    first = await Client.open(url_of(app))
+    second = await Client.open(url_of(app))
+    try:
+        assert await refused_status(app) == (
+            429,
+            "5",
+            "too many connections from your address (at most 2 open)\n",
+        )
+        assert refusals(app, "address_full") == 1
+        # The probes still answer; the connections that are in still play.
+        assert (await http_get(app.port, "/healthz")).endswith(b"ok\n")
+        assert (await first.hello("first")).player_id
+        await first.close()
+        await eventually(lambda: app.transport.admission.total == 1, what="the close counted")
+        third = await Client.open(url_of(app))
+        assert (await third.hello("third")).player_id
+        await third.close()
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_handshakes_past_the_pace_of_an_address_are_answered_429(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(connect_burst=2, connect_per_s=0.01)
+    for _ in range(2):
+        client = await Client.open(url_of(app))
+        await client.close()
+    assert await refused_status(app) == (
+        429,
+        "100",
+        "connecting too often from your address: wait a moment\n",
+    )
+    assert refusals(app, "too_often") == 1
+
+
+async def test_a_full_node_answers_503_and_no_per_address_limit_at_zero(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(
+        max_connections=3, max_connections_per_address=0, connect_burst=1, connect_per_s=0.01
+    )
+    clients = [await Client.open(url_of(app)) for _ in range(3)]  # past the burst: no pace
+    try:
+        assert await refused_status(app) == (503, "5", "the server is full: try again later\n")
+        assert refusals(app, "node_full") == 1
+    finally:
+        for client in clients:
+            await client.close()

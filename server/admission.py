@@ -1,0 +1,134 @@
+"""Who may open a connection: a cap on the node's connections, a cap per client address and a
+pace of handshakes per address.
+
+Every connection counts from the moment the socket is accepted until it closes, upgraded or
+not, so that a client cannot hold sockets open by never finishing its handshake. A connection
+past a limit is still answered, once its request has been read: `429 Too Many Requests` (this
+address) or `503 Service Unavailable` (the node), with `Retry-After`; the terminal client
+retries those with its backoff. One far past a limit (twice the cap) is dropped unanswered:
+answering every one of a flood is work the flood chose.
+
+An IPv6 client is counted by its /64 network, since one host usually has the whole of it.
+Behind a proxy every client has the proxy's address: per-address limits go in the proxy
+(`deploy/haproxy.cfg`) and the nodes run with `max_connections_per_address = 0`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from http import HTTPStatus
+
+from solrace.server.protocol.ratelimit import CreditBucket
+from solrace.server.settings import Settings
+
+
+class RefusalKind(StrEnum):
+    """The limit a refused handshake met (the `reason` label of the refusals metric)."""
+
+    NODE_FULL = "node_full"
+    ADDRESS_FULL = "address_full"
+    TOO_OFTEN = "too_often"
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    kind: RefusalKind
+    status: HTTPStatus
+    text: str
+    retry_after_s: int
+
+
+def client_key(host: str) -> str:
+    """The address limits count by: the host's IP, or its /64 network for IPv6 (an IPv4
+    address mapped into IPv6 counts as the IPv4 one)."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+class Admission:
+    """Counts open connections (in all and per address) and paces each address's handshakes."""
+
+    def __init__(self, max_connections: int, per_address: int, burst: float, per_s: float) -> None:
+        self.max_connections = max_connections
+        #: 0: no per-address limits (neither the cap nor the pace).
+        self.per_address = per_address
+        self.burst = burst
+        self.per_s = per_s
+        self.total = 0
+        self.open: dict[str, int] = {}
+        #: Each address's handshake budget, dropped once refilled (`forget_refilled`).
+        self.openings: dict[str, CreditBucket] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Admission:
+        return cls(
+            settings.max_connections,
+            settings.max_connections_per_address,
+            settings.connect_burst,
+            settings.connect_per_s,
+        )
+
+    def arrive(self, key: str, now: float) -> Refusal | None:
+        """A connection from `key` (`client_key`) was accepted at `now`: it counts until
+        `leave`. Returns why it must be refused, if it must."""
+        self.total += 1
+        count = self.open[key] = self.open.get(key, 0) + 1
+        if self.total > self.max_connections:
+            return Refusal(
+                RefusalKind.NODE_FULL,
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                "the server is full: try again later",
+                5,
+            )
+        cap = self.per_address
+        if not cap:
+            return None
+        if count > cap:
+            return Refusal(
+                RefusalKind.ADDRESS_FULL,
+                HTTPStatus.TOO_MANY_REQUESTS,
+                f"too many connections from your address (at most {cap} open)",
+                5,
+            )
+        bucket = self.openings.get(key)
+        if bucket is None:
+            bucket = self.openings[key] = CreditBucket(self.burst, self.per_s, now)
+        if not bucket.spend(now):
+            return Refusal(
+                RefusalKind.TOO_OFTEN,
+                HTTPStatus.TOO_MANY_REQUESTS,
+                "connecting too often from your address: wait a moment",
+                max(1, math.ceil(1 / self.per_s)),
+            )
+        return None
+
+    def hopeless(self, key: str) -> bool:
+        """Far past a cap: not worth reading the request to answer it."""
+        if self.total > 2 * self.max_connections:
+            return True
+        return bool(self.per_address) and self.open.get(key, 0) > 2 * self.per_address
+
+    def leave(self, key: str) -> None:
+        """A connection `arrive` counted has closed."""
+        self.total -= 1
+        count = self.open[key] - 1
+        if count:
+            self.open[key] = count
+        else:
+            del self.open[key]
+
+    def forget_refilled(self, now: float) -> None:
+        """Drop the handshake budgets that have refilled: as good as new ones."""
+        full = [key for key, bucket in self.openings.items() if bucket.is_full(now)]
+        for key in full:
+            del self.openings[key]

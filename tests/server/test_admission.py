@@ -1,0 +1,77 @@
+"""The admission limits on their own: counts per address and in all, the handshake pace."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from solrace.server.admission import Admission, RefusalKind, client_key
+
+
+def test_an_address_past_its_cap_is_refused_until_one_of_its_connections_closes() -> None:
+    admission = Admission(max_connections=100, per_address=2, burst=50, per_s=1)
+    assert admission.arrive("10.0.0.1", 0) is None
+    assert admission.arrive("10.0.0.1", 0) is None
+    refusal = admission.arrive("10.0.0.1", 0)
+    assert refusal is not None and refusal.kind is RefusalKind.ADDRESS_FULL
+    assert refusal.status == HTTPStatus.TOO_MANY_REQUESTS and "at most 2 open" in refusal.text
+    assert admission.arrive("10.0.0.2", 0) is None  # another address has its own cap
+    admission.leave("10.0.0.1")  # the refused one closes
+    admission.leave("10.0.0.1")  # and one that was let in
+    assert admission.arrive("10.0.0.1", 0) is None
+    assert admission.open == {"10.0.0.1": 2, "10.0.0.2": 1} and admission.total == 3
+
+
+def test_handshakes_past_the_burst_wait_for_the_pace() -> None:
+    admission = Admission(max_connections=100, per_address=50, burst=3, per_s=2)
+    for _ in range(3):
+        assert admission.arrive("10.0.0.1", 10.0) is None
+    refusal = admission.arrive("10.0.0.1", 10.0)
+    assert refusal is not None and refusal.kind is RefusalKind.TOO_OFTEN
+    assert refusal.retry_after_s == 1
+    assert admission.arrive("10.0.0.1", 10.5) is None  # one credit back after half a second
+    assert admission.arrive("10.0.0.2", 10.5) is None
+
+
+def test_the_node_cap_counts_every_address() -> None:
+    admission = Admission(max_connections=2, per_address=0, burst=1, per_s=1)
+    assert admission.arrive("10.0.0.1", 0) is None
+    assert admission.arrive("10.0.0.2", 0) is None
+    refusal = admission.arrive("10.0.0.3", 0)
+    assert refusal is not None and refusal.kind is RefusalKind.NODE_FULL
+    assert refusal.status == HTTPStatus.SERVICE_UNAVAILABLE
+
+
+def test_no_per_address_limits_at_zero() -> None:
+    admission = Admission(max_connections=1000, per_address=0, burst=1, per_s=0.001)
+    assert all(admission.arrive("10.0.0.1", 0) is None for _ in range(500))
+    assert not admission.openings
+
+
+def test_far_past_a_cap_is_hopeless_and_just_past_it_is_answered() -> None:
+    admission = Admission(max_connections=100, per_address=2, burst=50, per_s=1)
+    for _ in range(4):
+        admission.arrive("10.0.0.1", 0)
+    assert not admission.hopeless("10.0.0.1")
+    admission.arrive("10.0.0.1", 0)
+    assert admission.hopeless("10.0.0.1")
+    assert not admission.hopeless("10.0.0.2")
+
+
+def test_refilled_handshake_budgets_are_forgotten() -> None:
+    admission = Admission(max_connections=100, per_address=10, burst=4, per_s=2)
+    admission.arrive("10.0.0.1", 0)
+    admission.arrive("10.0.0.2", 0.9)
+    admission.forget_refilled(1.0)  # 10.0.0.1 spent one credit 1 s ago: back to 4
+    assert set(admission.openings) == {"10.0.0.2"}
+    admission.forget_refilled(1.5)
+    assert not admission.openings
+
+
+def test_client_keys() -> None:
+    assert client_key("192.0.2.7") == "192.0.2.7"
+    # One IPv6 host usually has a whole /64: it counts as one address.
+    assert client_key("2001:db8:1:2:aaaa::1") == client_key("2001:db8:1:2:bbbb::9")
+    assert client_key("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64"
+    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
+    assert client_key("::ffff:192.0.2.7") == "192.0.2.7"
+    assert client_key("not-an-ip") == "not-an-ip"
