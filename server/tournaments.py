@@ -103,6 +103,12 @@ class TournamentService:
         self._started_at = 0.0
         self._ticker: asyncio.Task[None] | None = None
         self._pushed: dict[str, int] = {}  # the version each tournament's watchers last got
+        #: Tournaments with a saved change still being carried out (races opened or stopped,
+        #: deals released): how many such changes, and the newest version held back meanwhile.
+        #: No view of them goes out until those steps are done (`_push`), so a watcher never
+        #: sees a round ended whose deals are still held.
+        self._settling: dict[str, int] = {}
+        self._held_back: dict[str, Live] = {}
         #: Tournaments a saved change left with a race not opened or deals not released (the
         #: store was away), each as that change left it: the tick tries again.
         self._repairs: dict[str, Live] = {}
@@ -326,15 +332,20 @@ class TournamentService:
                 raise RaceError(ErrorCode.UNAVAILABLE, "the tournament is busy; retry")
         # The change is saved, so it stands: each step below is on its own, and one the store
         # refuses is tried again by the tick (`_repairs`), not reported to the requester.
+        # Changes saved meanwhile (the tick, a race's result) push no view until it is done.
         notices = []
-        for race_id, event in links.items():
-            notice = await self._open_race(fresh, race_id, event.race_number, event.match_id)
-            if notice is not None:
-                notices.append(notice)
-        for stop in cancelled:
-            await self._stop_race(fresh, stop)
-        for round_number in ended:
-            await self._release_deals(fresh, round_number)
+        self._settling[tournament_id] = self._settling.get(tournament_id, 0) + 1
+        try:
+            for race_id, event in links.items():
+                notice = await self._open_race(fresh, race_id, event.race_number, event.match_id)
+                if notice is not None:
+                    notices.append(notice)
+            for stop in cancelled:
+                await self._stop_race(fresh, stop)
+            for round_number in ended:
+                await self._release_deals(fresh, round_number)
+        finally:
+            self._settled(tournament_id)
         self._push(fresh)
         if self.relay is not None:
             await self.relay.publish(tournament_id, fresh.version, notices)
@@ -478,7 +489,25 @@ class TournamentService:
             )
         )
 
+    def _settled(self, tournament_id: str) -> None:
+        """A saved change's steps are done: the newest view held back meanwhile goes out once
+        no other change is between its save and the end of its steps."""
+        left = self._settling[tournament_id] - 1
+        if left:
+            self._settling[tournament_id] = left
+            return
+        del self._settling[tournament_id]
+        held = self._held_back.pop(tournament_id, None)
+        if held is not None:
+            self._push(held)
+
     def _push(self, live: Live) -> None:
+        tournament_id = live.tournament_id
+        if tournament_id in self._settling:
+            held = self._held_back.get(tournament_id)
+            if held is None or held.version < live.version:
+                self._held_back[tournament_id] = live
+            return
         watchers = self.watchers.get(live.tournament_id)
         if not watchers or self._pushed.get(live.tournament_id, 0) >= live.version:
             return
