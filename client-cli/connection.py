@@ -28,7 +28,8 @@ from typing import Final
 
 from pydantic import ValidationError
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.http11 import Response
 
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_server, encode
@@ -88,7 +89,9 @@ class ConnectionFailedError(Exception):
     """The server could not be reached or refused the hello (`fatal`: retrying cannot help).
 
     `close_code`: the close code the server ended the hello with (4001: a refused token);
-    `error_code`: the code of the `error` it answered the hello with (`name_taken`)."""
+    `error_code`: the code of the `error` it answered the hello with (`name_taken`);
+    `retry_after_s`: how long the server asked to wait before trying again (the `Retry-After`
+    of a handshake it refused past its connection limits, 429 or 503)."""
 
     def __init__(
         self,
@@ -97,11 +100,13 @@ class ConnectionFailedError(Exception):
         fatal: bool = False,
         close_code: int | None = None,
         error_code: str | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
         super().__init__(message)
         self.fatal = fatal
         self.close_code = close_code
         self.error_code = error_code
+        self.retry_after_s = retry_after_s
 
 
 def _closed_error(exc: ConnectionClosed) -> ConnectionFailedError:
@@ -120,6 +125,24 @@ def lost_text(code: int | None) -> str:
     if code == CloseCode.POLICY_VIOLATION:
         return f"too fast: the server's rate limit closed the link ({code})"
     return f"link lost ({code})"
+
+
+def _refusal_text(response: Response) -> str:
+    """The status and the server's one-line reason (its body) of a refused handshake."""
+    reason = response.body.decode("utf-8", "replace").strip().splitlines()
+    said = f": {reason[0][:200]}" if reason else ""
+    return f"HTTP {response.status_code}{said}"
+
+
+def _retry_after_s(response: Response) -> float | None:
+    """`Retry-After` in seconds (the server sends no dates), at most a minute; None if absent
+    or unreadable."""
+    value = response.headers.get("Retry-After")
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return None if seconds is None or seconds < 0 else min(seconds, 60.0)
 
 
 async def _close_quietly(ws: ClientConnection) -> None:
@@ -267,6 +290,11 @@ class Connection:
                 compression=None,
                 ping_interval=20,
             )
+        except InvalidStatus as exc:  # refused before the upgrade, e.g. too many connections
+            raise ConnectionFailedError(
+                f"{self.url} refused the connection: {_refusal_text(exc.response)}",
+                retry_after_s=_retry_after_s(exc.response),
+            ) from None
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
             raise ConnectionFailedError(f"cannot reach {self.url}: {exc}") from None
         try:
@@ -453,10 +481,13 @@ class Connection:
             await self._reconnect()
 
     async def _reconnect(self) -> None:
+        """Open a new link, waiting before each try: an exponential backoff with jitter, and
+        never less than the `Retry-After` of a handshake the server refused."""
         low, high = self.backoff_s
         delay = low
+        not_before_s = 0.0
         while not self._closing:
-            await asyncio.sleep(delay * (0.5 + random.random() / 2))
+            await asyncio.sleep(max(not_before_s, delay * (0.5 + random.random() / 2)))
             try:
                 await self._open()
             except ConnectionFailedError as exc:
@@ -465,6 +496,7 @@ class Connection:
                     await self._queue.put(StatusChange(LinkStatus.CLOSED, str(exc)))
                     return
                 delay = min(high, delay * 2)
+                not_before_s = exc.retry_after_s or 0.0
                 await self._queue.put(StatusChange(LinkStatus.RECONNECTING, str(exc)))
                 continue
             await self._queue.put(StatusChange(LinkStatus.CONNECTED, "reconnected"))

@@ -14,6 +14,7 @@ from solrace.client.connection import (
 )
 from solrace.client.session import Session
 from solrace.server.app import App
+from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import Board, MoveAck, Welcome
 from tests.waiting import eventually
 
@@ -157,4 +158,38 @@ async def test_server_restart_keeps_identity_and_race(tmp_path: Path) -> None:
             task.cancel()
         await alice.conn.close()
         await bob.conn.close()
+        await app.stop()
+
+
+async def test_a_reconnect_the_server_refuses_waits_as_long_as_its_retry_after(
+    tmp_path: Path,
+) -> None:
+    """One handshake per 2.5 s from this address (Retry-After 3): the reconnect right after a
+    drop is refused (429), and the next try waits for the Retry-After instead of the backoff's
+    fraction of a second, so it is let in and nothing is refused twice."""
+    app = App(server_settings(tmp_path, connect_burst=1, connect_per_s=0.4))
+    await app.start()
+    conn = Connection(f"ws://127.0.0.1:{app.port}", name="ann", backoff_s=(0.2, 0.4))
+    try:
+        await conn.connect()
+        assert isinstance(conn.recv_nowait(), Welcome)
+        (session,) = app.transport.sessions
+        session.close(CloseCode.SERVICE_RESTART, "restart")  # the client comes back
+        changes: list[StatusChange] = []
+        async with asyncio.timeout(20):
+            while not changes or changes[-1].status is not LinkStatus.CONNECTED:
+                item = await conn.recv()
+                if isinstance(item, StatusChange):
+                    changes.append(item)
+        refused = [c.detail for c in changes if "refused" in c.detail]
+        assert refused == [
+            f"ws://127.0.0.1:{app.port} refused the connection: HTTP 429: connecting too "
+            "often from your address: wait a moment"
+        ]
+        value = app.metrics.registry.get_sample_value(
+            "solrace_connections_refused_total", {"reason": "too_often"}
+        )
+        assert value == 1
+    finally:
+        await conn.close()
         await app.stop()
