@@ -20,7 +20,7 @@ from solrace.engine import (
     deal,
     random_ranked_number,
 )
-from solrace.server.broker import Broker, BrokerError, Subscription
+from solrace.server.broker import Broker, BrokerError
 from solrace.server.hub_moves import MoveHandling
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
@@ -41,7 +41,6 @@ from solrace.server.protocol.messages import (
     Ping,
     Pong,
     RaceEvent,
-    RaceFinished,
     RaceInfo,
     RaceList,
     RateBudgetInfo,
@@ -56,6 +55,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.race import Race, Racer
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
+    MoveRecord,
     PlayerRecord,
     RaceRecord,
     RacerRecord,
@@ -65,9 +65,9 @@ from solrace.server.protocol.replay import build_replay
 from solrace.server.protocol.tokens import sign_token, verify_token
 from solrace.server.race_sync import (
     Change,
-    board_progress,
+    RaceKeeper,
     connection_change,
-    opening_progress,
+    own_board,
 )
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
@@ -91,8 +91,9 @@ def wall_clock_ms() -> int:
 
 
 class Hub(MoveHandling):
-    """Every client message of one node. Race changes, their storage and delivery (one
-    node, or several sharing Redis) are in `RaceSync`; moves in `MoveHandling`."""
+    """Every client message of one node. The races it holds, their changes, storage and
+    delivery (one node, or several sharing Redis) are its `keeper`'s (`RaceKeeper`); moves
+    are in `MoveHandling`."""
 
     def __init__(
         self,
@@ -111,13 +112,10 @@ class Hub(MoveHandling):
         self.settings = settings
         self.metrics = metrics
         self.secret = secret
-        self.clock = clock
+        self._clock = clock
         self.rng = rng or random.SystemRandom()
-        self.races: dict[str, RaceRuntime] = {}
+        #: This node's named players' sessions (the latest one of each player).
         self.players: dict[str, Session] = {}
-        self._ticker: asyncio.Task[None] | None = None
-        self._last_spectator_push = 0
-        self._store_down = False
         #: Several nodes: every node seen alive and not yet found gone (`_watch_nodes`),
         #: and since when this node's announces have all gone through (None: the last failed).
         self._nodes_known: set[str] = set()
@@ -131,13 +129,55 @@ class Hub(MoveHandling):
         #: Called with each session that closed (services drop what they keep for it).
         self.session_closed_hooks: list[Callable[[Session], None]] = []
         self.ratings_of: Callable[[str], Awaitable[dict[str, float]]] | None = None
-        self._folds: set[asyncio.Task[None]] = set()
-        self._stopped = False
         self.lobby = LobbyFeed(
             self._race_list,
             settings.lobby_push_s,
-            settings.lobby_poll_s if self.is_cluster else None,
+            settings.lobby_poll_s if broker is not None else None,
         )
+        self.keeper = RaceKeeper(
+            store,
+            settings,
+            metrics,
+            self.lobby,
+            self.players,
+            self.race_finished_hooks,
+            clock=clock,
+            broker=broker,
+        )
+
+    @property
+    def clock(self) -> Callable[[], int]:
+        """The server clock (ms): the one every part of the hub reads."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], int]) -> None:
+        # Tests (and a node restarted in one) set it after construction: every part follows.
+        self._clock = self.keeper.clock = clock
+
+    @property
+    def races(self) -> dict[str, RaceRuntime]:
+        """The races this node holds (`RaceKeeper.races`)."""
+        return self.keeper.races
+
+    @property
+    def is_cluster(self) -> bool:
+        """Several nodes may serve this node's races (a broker links them)."""
+        return self.keeper.is_cluster
+
+    async def load_race(self, race_id: str) -> RaceRuntime | None:
+        """This node's copy of a race (`RaceKeeper.load_race`)."""
+        return await self.keeper.load_race(race_id)
+
+    async def apply_to_race(
+        self, runtime: RaceRuntime, change: Change, *, moves: Sequence[MoveRecord] = ()
+    ) -> list[RaceEvent]:
+        """Apply, store and deliver a change to a race (`RaceKeeper.apply_to_race`)."""
+        return await self.keeper.apply_to_race(runtime, change, moves=moves)
+
+    async def tick(self) -> None:
+        """Apply the races' due transitions now (`RaceKeeper.tick`)."""
+        await self.keeper.tick()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -145,80 +185,19 @@ class Hub(MoveHandling):
         if self.broker is not None:
             # Alive before any session of ours is a racer's holder (see `_watch_nodes`).
             await self._watch_nodes(self.clock())
-        await self.recover()
-        self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-ticker")
+        await self.keeper.start()
         if self.broker is not None:
             self._watcher = asyncio.create_task(self._watch_forever(), name="solrace-nodes")
         self.lobby.start()
 
     async def stop(self) -> None:
         await self.lobby.stop()
-        for task in (self._ticker, self._watcher):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        self._ticker = self._watcher = None
-        self._stopped = True  # a fold that fails now is not tried again
-        for runtime in list(self.races.values()):
-            if runtime.fold_due is not None:
-                runtime.fold_due.cancel()
-                runtime.fold_due = None
-            if runtime.pending:  # the last progress batch goes into the race (and the store)
-                await self._fold(runtime)
-        if self._folds:
-            await asyncio.wait(list(self._folds))
-        for runtime in list(self.races.values()):
-            await self._unfollow(runtime)
-
-    async def recover(self) -> None:
-        """Reload every live race from the store; boards are rebuilt by replaying moves.
-
-        One node: nobody is connected after a restart, so every racer's grace period starts
-        now, and events are numbered in a new epoch (progress events were not stored).
-        Several nodes: racers may be connected elsewhere; this node follows and ticks the
-        races (compare-and-set keeps each transition once)."""
-        now = self.clock()
-        for record in await self.store.list_races(LIVE_STATUSES):
-            if record.race_id in self.races:
-                continue
-            subscription = await self._subscribe(record.race_id) if self.is_cluster else None
-            moves = await self.store.get_moves(record.race_id) if record.started_at_ms else []
-            runtime = self._install_loaded(record, moves)
-            race = runtime.race
-            if subscription is not None:
-                self._follow(runtime, subscription)
-                await self._catch_up_progress(runtime)
-            else:
-                race.new_epoch(self._new_epoch())
-                for player_id in race.racers:
-                    race.set_connected(player_id, False, now)
-                runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
-            log.info("recovered race %s (%s, %s)", race.race_id, race.game, race.status.value)
-
-    async def _catch_up_progress(self, runtime: RaceRuntime) -> None:
-        """Several nodes: a node that died between storing a move and its progress left the
-        record behind the moves; replaying them tells, and the progress is stored now."""
-        race = runtime.race
-        behind = [p for p, b in runtime.boards.items() if b.game.ply > race.racers[p].moves]
-        for player_id in behind:
-            board = runtime.boards[player_id]
-            change = board_progress(player_id, board)
-            with contextlib.suppress(RaceError):
-                await self.apply_to_race(runtime, change)
-
-    async def _settle_boards(self, runtime: RaceRuntime) -> None:
-        """Store the finish or stuck board of racers whose move's change the store refused
-        (the move itself was stored and acknowledged); `RaceError` while it still refuses."""
-        for player_id, moves in sorted(runtime.unsettled.items()):
-            board = runtime.boards.get(player_id)
-            if board is not None and runtime.race.is_live and board.move_times:
-                change = board_progress(player_id, board)
-                await self.apply_to_race(runtime, change, moves=moves)
-            del runtime.unsettled[player_id]
-
-    def _new_epoch(self) -> str:
-        return secrets.token_hex(4)
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+            self._watcher = None
+        await self.keeper.stop()
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -238,52 +217,6 @@ class Hub(MoveHandling):
                 race_id=race_id,
             )
         )
-
-    # --- the clock -------------------------------------------------------------------------
-
-    async def _tick_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.tick_s)  # the hub's timer, not a wait in a test
-            try:
-                await self.tick()
-            except Exception:
-                log.exception("tick failed")
-
-    async def tick(self) -> None:
-        """Apply due transitions (start, time-out, forfeit) and push spectators' boards.
-
-        Every node ticks the races it has loaded; when two apply the same transition, the
-        compare-and-set keeps one. A store outage is logged once, not at every tick."""
-        now = self.clock()
-        push = now - self._last_spectator_push >= self.settings.spectator_batch_s * 1000
-        failure: str | None = None
-        for runtime in list(self.races.values()):
-            try:
-                if runtime.stale:
-                    await self._refresh(runtime, reload_boards=True)
-                if runtime.unsettled:
-                    await self._settle_boards(runtime)
-                await self._tick_race(runtime, now)
-            except RaceError as exc:
-                if exc.code == ErrorCode.UNAVAILABLE:
-                    failure = exc.message
-                else:  # e.g. a race cancelled meanwhile
-                    log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
-            if push and runtime.race.is_live:
-                self._push_spectator_boards(runtime, now)
-        if push:
-            self._last_spectator_push = now
-        self._forget_finished(now)
-        if failure is not None and not self._store_down:
-            log.warning("store unavailable (%s): timers wait until it is back", failure)
-        elif failure is None and self._store_down:
-            log.info("store available again: timers run")
-        self._store_down = failure is not None
-        counts = {status: 0 for status in RaceStatus}
-        for runtime in self.races.values():
-            counts[runtime.race.status] += 1
-        for status, count in counts.items():
-            self.metrics.races.labels(status.value).set(count)
 
     # --- several nodes: who is alive ----------------------------------------------------------
 
@@ -346,8 +279,8 @@ class Hub(MoveHandling):
             if not stale:
                 continue
             # The gone node may have stored moves whose progress it never folded in.
-            await self._refresh(runtime, reload_boards=True)
-            await self._catch_up_progress(runtime)
+            await self.keeper.refresh(runtime, reload_boards=True)
+            await self.keeper.catch_up_progress(runtime)
             for player_id, holder in stale:
                 try:
                     await self.apply_to_race(
@@ -374,18 +307,6 @@ class Hub(MoveHandling):
                 except RaceError as exc:
                     log.warning("race %s: %s not marked back: %s", race.race_id, player_id, exc)
 
-    async def _tick_race(self, runtime: RaceRuntime, now: int) -> None:
-        race = runtime.race
-        due = race.next_deadline()
-        if not race.is_live or runtime.in_flight or due is None or due > now:
-            return
-
-        def change(race: Race) -> list[RaceEvent]:
-            events = race.tick(now)
-            return events + opening_progress(race, events)
-
-        await self.apply_to_race(runtime, change)
-
     # --- sessions --------------------------------------------------------------------------
 
     async def disconnected(self, session: Session) -> None:
@@ -403,7 +324,7 @@ class Hub(MoveHandling):
         del self.players[player_id]
         now = self.clock()
         holder = self.holder_of(session)
-        for runtime in self._live_races_of(player_id):
+        for runtime in self.keeper.live_races_of(player_id):
             try:
                 await self.apply_to_race(runtime, connection_change(player_id, False, now, holder))
             except RaceError as exc:
@@ -413,27 +334,6 @@ class Hub(MoveHandling):
         """The name of `session`'s connection in its races (`Racer.holder`): this node and
         the session, so a racer who reconnected elsewhere is not marked away from here."""
         return f"{self.node_id}:{session.session_id}"
-
-    def _live_races_of(self, player_id: str) -> list[RaceRuntime]:
-        return [rt for rt in self.races.values() if rt.race.is_live and player_id in rt.race.racers]
-
-    async def _active_races(self, player_id: str) -> list[RaceRuntime]:
-        """A player's live races: on several nodes, from the store (loaded here, and the
-        player's boards rebuilt from the stored moves: it may have moved elsewhere)."""
-        if not self.is_cluster:
-            return self._live_races_of(player_id)
-        found: list[RaceRuntime] = []
-        for record in await self.store.list_races(LIVE_STATUSES):
-            if not any(r.player_id == player_id for r in record.racers):
-                continue
-            runtime = await self.load_race(record.race_id)
-            if runtime is None or not runtime.race.is_live:
-                continue
-            if player_id in runtime.boards:
-                moves = await self.store.get_moves(runtime.race_id)
-                await runtime.catch_up_board(player_id, moves)
-            found.append(runtime)
-        return found
 
     async def handle(self, session: Session, message: ClientMessage) -> None:
         """Answer one client message (already decoded and schema-checked)."""
@@ -507,7 +407,7 @@ class Hub(MoveHandling):
         runtimes: list[RaceRuntime] = []
         ratings: dict[str, float] = {}
         if player is not None and not created:
-            runtimes = await self._active_races(player.player_id)
+            runtimes = await self.keeper.load_live_races_of(player.player_id)
             if self.ratings_of is not None:
                 ratings = await self.ratings_of(player.player_id)
         session.said_hello = True
@@ -547,16 +447,6 @@ class Hub(MoveHandling):
             # (its own return included) comes in order with the `Sync` that follows a welcome.
             self.players[player_id] = session
         log.info("hello from %s", session.name or "an anonymous spectator")
-
-    async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
-        """A race this node finished (once across nodes): ratings, tournaments."""
-        if not any(isinstance(event, RaceFinished) for event in events):
-            return
-        for hook in self.race_finished_hooks:
-            try:
-                await hook(runtime.race.to_record())
-            except Exception:
-                log.exception("race %s: a finish hook failed", runtime.race_id)
 
     def new_race_record(
         self,
@@ -615,7 +505,7 @@ class Hub(MoveHandling):
                 events += race.set_connected(player_id, connected, now, here.get(player_id))
             return events
 
-        await self._store_new_race(record, seat)
+        await self.keeper.store_new_race(record, seat)
 
     def check_race_settings(self, game: str, time_limit_s: int) -> None:
         """Refuse a game this server does not run or a time limit outside its range."""
@@ -624,37 +514,6 @@ class Hub(MoveHandling):
         low, high = self.settings.min_time_limit_s, self.settings.max_time_limit_s
         if not low <= time_limit_s <= high:
             raise RaceError(ErrorCode.INVALID_SETTINGS, f"time limit: {low}..{high} s")
-
-    async def _store_new_race(
-        self, record: RaceRecord, first: Change, created_by: str | None = None
-    ) -> None:
-        """Store a new race with its first change (the creator's join, a tournament's seats)
-        and hold it here. Several nodes: it is followed before it is stored, so a join on
-        another node right after is not missed."""
-        runtime = RaceRuntime(Race(record, self._new_epoch(), self.settings.history_size))
-        runtime.created_by = created_by
-        subscription = await self._subscribe(record.race_id) if self.is_cluster else None
-        try:
-            await self.apply_to_race(runtime, first)
-        except BaseException:
-            if subscription is not None:
-                await subscription.close()
-            raise
-        await self._install_created(runtime, subscription)
-
-    async def _install_created(
-        self, runtime: RaceRuntime, subscription: Subscription | None
-    ) -> None:
-        """Hold a race this node just stored. Several nodes: a request on this node may
-        have loaded it from the store while it was being published (a join answering the
-        creator's first event); that copy stays the only one, or every event of the race
-        would reload a second copy here and be delivered twice to this node's sessions."""
-        if self.races.setdefault(runtime.race_id, runtime) is not runtime:
-            if subscription is not None:
-                await subscription.close()
-            return
-        if subscription is not None:
-            self._follow(runtime, subscription)
 
     async def _runtime(self, race_id: str) -> RaceRuntime:
         runtime = await self.load_race(race_id)
@@ -751,7 +610,7 @@ class Hub(MoveHandling):
             creator=player_id,
             now_ms=now,
         )
-        await self._store_new_race(
+        await self.keeper.store_new_race(
             record,
             lambda race: race.join(player_id, name, message.invite_code, now, holder),
             created_by=player_id,
@@ -821,7 +680,7 @@ class Hub(MoveHandling):
         runtime.spectators.add(session)
         session.watching.add(runtime.race_id)
         self._send_catch_up(session, runtime, message)
-        self._push_spectator_boards(runtime, self.clock(), only=session)
+        self.keeper.push_spectator_boards(runtime, self.clock(), only=session)
 
     async def _unwatch(self, session: Session, message: Unwatch) -> None:
         runtime = await self._runtime(message.race_id)
@@ -836,7 +695,7 @@ class Hub(MoveHandling):
             return
         self._send_catch_up(session, runtime, message)
         if player_id in runtime.boards:
-            session.send(self._own_board(runtime, player_id))
+            session.send(own_board(runtime, player_id))
         # A racer resyncing here is connected here, even if no hello announced it to this race
         # (a tournament race opened on another node): otherwise its grace period would run out.
         now, holder = self.clock(), self.holder_of(session)

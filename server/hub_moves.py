@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from solrace.engine import EngineError, InvalidMoveError
 from solrace.server.metrics import Metrics
@@ -19,10 +20,11 @@ from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import MakeMove, MoveAck, MoveRejected
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.protocol.views import touched_pile_fields
-from solrace.server.race_sync import RaceSync
+from solrace.server.race_sync import RaceKeeper, own_board
 from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
-from solrace.server.store import PlyConflictError, StoreError
+from solrace.server.settings import Settings
+from solrace.server.store import PlyConflictError, Store, StoreError
 
 log = logging.getLogger("solrace.server.hub")
 
@@ -31,8 +33,12 @@ log = logging.getLogger("solrace.server.hub")
 _ACK_STAND_IN = MoveAck.model_construct()
 
 
-class MoveHandling(RaceSync):
+class MoveHandling:
+    keeper: RaceKeeper
+    store: Store
+    settings: Settings
     metrics: Metrics
+    clock: Callable[[], int]
 
     def _reject(
         self, session: Session, message: MakeMove, code: ErrorCode, reason: str
@@ -52,7 +58,7 @@ class MoveHandling(RaceSync):
         started = time.perf_counter()
         player_id = session.player_id
         try:
-            runtime = await self.load_race(message.race_id)
+            runtime = await self.keeper.load_race(message.race_id)
         except StoreError:
             self._reject(session, message, ErrorCode.UNAVAILABLE, "store unavailable; send again")
             return
@@ -122,7 +128,7 @@ class MoveHandling(RaceSync):
         self.metrics.moves_accepted.inc()
         self.metrics.ack_latency.observe(time.perf_counter() - started)
         if not (won or stuck) and self.settings.progress_interval_s > 0:
-            self._note_progress(runtime, record)
+            self.keeper.note_progress(runtime, record)
         else:
             await self._record_board(runtime, record, board, won=won, stuck=stuck)
 
@@ -195,7 +201,7 @@ class MoveHandling(RaceSync):
         on, total = board.game.progress()
         moves = board.game.ply
         try:
-            await self.apply_to_race(
+            await self.keeper.apply_to_race(
                 runtime,
                 lambda race: race.record_board(
                     player_id,
@@ -236,7 +242,7 @@ class MoveHandling(RaceSync):
             f"your board changed on another connection (now at ply {board.game.ply}); "
             "here it is: play from it",
         )
-        session.send(self._own_board(runtime, player_id))
+        session.send(own_board(runtime, player_id))
 
     def _answer_duplicate(
         self, session: Session, runtime: RaceRuntime, player_id: str, message: MakeMove

@@ -15,9 +15,12 @@ order, or a snapshot when they are gone. A gap in the channel (the broker says m
 be lost) reloads the record and every board from the store.
 
 Moves that only move their racer on are not a change each: their figures are folded into the
-race once per progress batch, or ahead of the next other change (`_note_progress`). One node
-(no broker) keeps SQLite fast: a change that only moves a racer's progress on is not stored
-(a restart recomputes progress by replaying the moves) and nothing is published.
+race once per progress batch, or ahead of the next other change (`RaceKeeper.note_progress`).
+One node (no broker) keeps SQLite fast: a change that only moves a racer's progress on is not
+stored (a restart recomputes progress by replaying the moves) and nothing is published.
+
+`RaceKeeper` holds a node's races and does all of this; the hub, the move handler and the
+node-presence watch change races only through it (`apply_to_race`).
 """
 
 from __future__ import annotations
@@ -25,24 +28,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
 from solrace.engine import Audience, deal
 from solrace.server.broker import Broker, BrokerError, Subscription
 from solrace.server.lobby import LobbyFeed
+from solrace.server.metrics import Metrics
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import (
     Board,
     Progress,
     RaceEvent,
+    RaceFinished,
     RaceSnapshot,
     RaceStarted,
 )
 from solrace.server.protocol.race import Race
-from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState, RaceStatus
+from solrace.server.protocol.records import (
+    LIVE_STATUSES,
+    MoveRecord,
+    RaceRecord,
+    RacerState,
+    RaceStatus,
+)
 from solrace.server.protocol.views import board_for
 from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
@@ -50,6 +62,9 @@ from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
 
 log = logging.getLogger("solrace.server.sync")
+#: The timers', the recovery's and the finish hooks' lines keep the name they were logged
+#: under when the hub ran them itself (operators' filters and alerts match on it).
+hub_log = logging.getLogger("solrace.server.hub")
 
 FINISHED_KEPT = 500
 CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `unavailable`
@@ -146,26 +161,220 @@ def connection_change(player_id: str, connected: bool, now_ms: int, holder: str)
     return lambda race: race.set_connected(player_id, connected, now_ms, holder)
 
 
-class RaceSync:
-    """The hub's side that changes races, stores them and delivers their events."""
+def new_epoch() -> str:
+    """A fresh name for a race's event numbering (`Race.new_epoch`)."""
+    return secrets.token_hex(4)
 
-    store: Store
-    broker: Broker | None
-    settings: Settings
-    clock: Callable[[], int]
-    races: dict[str, RaceRuntime]
-    players: dict[str, Session]
-    node_id: str
-    lobby: LobbyFeed
-    #: Progress batches being folded in (see `_note_progress`).
-    _folds: set[asyncio.Task[None]]
-    #: The hub has stopped: no fold is armed any more.
-    _stopped: bool
+
+def own_board(runtime: RaceRuntime, player_id: str) -> Board:
+    """A racer's own board as it stands, for that racer (no delay)."""
+    game = runtime.boards[player_id].game
+    return Board(
+        race_id=runtime.race_id,
+        player_id=player_id,
+        ply=game.ply,
+        delayed_ms=0,
+        board=board_for(game, Audience.PLAYER),
+    )
+
+
+class RaceKeeper:
+    """The races this node holds (`races`): it changes them, stores them and delivers their
+    events to this node's sessions, folds racers' progress in, loads races from the store
+    and follows other nodes' changes to them, and runs their timers (`tick`).
+
+    It reads the sessions of this node's players (`players`, kept by the hub) to deliver
+    events, tells the lobby feed when a race's listing may have changed, and calls the
+    `race_finished_hooks` once for each race this node finished."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        metrics: Metrics,
+        lobby: LobbyFeed,
+        players: Mapping[str, Session],
+        race_finished_hooks: Sequence[Callable[[RaceRecord], Awaitable[None]]],
+        *,
+        clock: Callable[[], int],
+        broker: Broker | None = None,
+    ) -> None:
+        self.store = store
+        self.broker = broker
+        self.settings = settings
+        self.metrics = metrics
+        self.lobby = lobby
+        self.players = players
+        self.race_finished_hooks = race_finished_hooks
+        self.clock = clock
+        self.races: dict[str, RaceRuntime] = {}
+        #: Progress batches being folded in (see `note_progress`).
+        self._folds: set[asyncio.Task[None]] = set()
+        #: The node has stopped: no fold is armed any more.
+        self._stopped = False
+        self._ticker: asyncio.Task[None] | None = None
+        self._last_spectator_push = 0
+        self._store_down = False
 
     @property
     def is_cluster(self) -> bool:
         """Several nodes may serve this node's races (a broker links them)."""
         return self.broker is not None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Recover the live races from the store, then run their timers."""
+        await self.recover()
+        self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-ticker")
+
+    async def stop(self) -> None:
+        """Stop the timers; fold the last progress batches in (and store them); stop
+        following other nodes' changes."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+        self._stopped = True  # a fold that fails now is not tried again
+        for runtime in list(self.races.values()):
+            if runtime.fold_due is not None:
+                runtime.fold_due.cancel()
+                runtime.fold_due = None
+            if runtime.pending:  # the last progress batch goes into the race (and the store)
+                await self.fold(runtime)
+        if self._folds:
+            await asyncio.wait(list(self._folds))
+        for runtime in list(self.races.values()):
+            await self._unfollow(runtime)
+
+    async def recover(self) -> None:
+        """Reload every live race from the store; boards are rebuilt by replaying moves.
+
+        One node: nobody is connected after a restart, so every racer's grace period starts
+        now, and events are numbered in a new epoch (progress events were not stored).
+        Several nodes: racers may be connected elsewhere; this node follows and ticks the
+        races (compare-and-set keeps each transition once)."""
+        now = self.clock()
+        for record in await self.store.list_races(LIVE_STATUSES):
+            if record.race_id in self.races:
+                continue
+            subscription = await self._subscribe(record.race_id) if self.is_cluster else None
+            moves = await self.store.get_moves(record.race_id) if record.started_at_ms else []
+            runtime = self._install_loaded(record, moves)
+            race = runtime.race
+            if subscription is not None:
+                self._follow(runtime, subscription)
+                await self.catch_up_progress(runtime)
+            else:
+                race.new_epoch(new_epoch())
+                for player_id in race.racers:
+                    race.set_connected(player_id, False, now)
+                runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
+            hub_log.info("recovered race %s (%s, %s)", race.race_id, race.game, race.status.value)
+
+    async def catch_up_progress(self, runtime: RaceRuntime) -> None:
+        """Several nodes: a node that died between storing a move and its progress left the
+        record behind the moves; replaying them tells, and the progress is stored now."""
+        race = runtime.race
+        behind = [p for p, b in runtime.boards.items() if b.game.ply > race.racers[p].moves]
+        for player_id in behind:
+            board = runtime.boards[player_id]
+            change = board_progress(player_id, board)
+            with contextlib.suppress(RaceError):
+                await self.apply_to_race(runtime, change)
+
+    async def _settle_boards(self, runtime: RaceRuntime) -> None:
+        """Store the finish or stuck board of racers whose move's change the store refused
+        (the move itself was stored and acknowledged); `RaceError` while it still refuses."""
+        for player_id, moves in sorted(runtime.unsettled.items()):
+            board = runtime.boards.get(player_id)
+            if board is not None and runtime.race.is_live and board.move_times:
+                change = board_progress(player_id, board)
+                await self.apply_to_race(runtime, change, moves=moves)
+            del runtime.unsettled[player_id]
+
+    # --- the clock -------------------------------------------------------------------------
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.tick_s)  # the node's timer, not a wait in a test
+            try:
+                await self.tick()
+            except Exception:
+                hub_log.exception("tick failed")
+
+    async def tick(self) -> None:
+        """Apply due transitions (start, time-out, forfeit) and push spectators' boards.
+
+        Every node ticks the races it has loaded; when two apply the same transition, the
+        compare-and-set keeps one. A store outage is logged once, not at every tick."""
+        now = self.clock()
+        push = now - self._last_spectator_push >= self.settings.spectator_batch_s * 1000
+        failure: str | None = None
+        for runtime in list(self.races.values()):
+            try:
+                if runtime.stale:
+                    await self.refresh(runtime, reload_boards=True)
+                if runtime.unsettled:
+                    await self._settle_boards(runtime)
+                await self._tick_race(runtime, now)
+            except RaceError as exc:
+                if exc.code == ErrorCode.UNAVAILABLE:
+                    failure = exc.message
+                else:  # e.g. a race cancelled meanwhile
+                    hub_log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
+            if push and runtime.race.is_live:
+                self.push_spectator_boards(runtime, now)
+        if push:
+            self._last_spectator_push = now
+        self._forget_finished(now)
+        if failure is not None and not self._store_down:
+            hub_log.warning("store unavailable (%s): timers wait until it is back", failure)
+        elif failure is None and self._store_down:
+            hub_log.info("store available again: timers run")
+        self._store_down = failure is not None
+        counts = {status: 0 for status in RaceStatus}
+        for runtime in self.races.values():
+            counts[runtime.race.status] += 1
+        for status, count in counts.items():
+            self.metrics.races.labels(status.value).set(count)
+
+    async def _tick_race(self, runtime: RaceRuntime, now: int) -> None:
+        race = runtime.race
+        due = race.next_deadline()
+        if not race.is_live or runtime.in_flight or due is None or due > now:
+            return
+
+        def change(race: Race) -> list[RaceEvent]:
+            events = race.tick(now)
+            return events + opening_progress(race, events)
+
+        await self.apply_to_race(runtime, change)
+
+    # --- a player's races ------------------------------------------------------------------
+
+    def live_races_of(self, player_id: str) -> list[RaceRuntime]:
+        """The live races held here in which `player_id` is a racer."""
+        return [rt for rt in self.races.values() if rt.race.is_live and player_id in rt.race.racers]
+
+    async def load_live_races_of(self, player_id: str) -> list[RaceRuntime]:
+        """A player's live races: on several nodes, from the store (loaded here, and the
+        player's boards rebuilt from the stored moves: it may have moved elsewhere)."""
+        if not self.is_cluster:
+            return self.live_races_of(player_id)
+        found: list[RaceRuntime] = []
+        for record in await self.store.list_races(LIVE_STATUSES):
+            if not any(r.player_id == player_id for r in record.racers):
+                continue
+            runtime = await self.load_race(record.race_id)
+            if runtime is None or not runtime.race.is_live:
+                continue
+            if player_id in runtime.boards:
+                moves = await self.store.get_moves(runtime.race_id)
+                await runtime.catch_up_board(player_id, moves)
+            found.append(runtime)
+        return found
 
     # --- delivery to this node's sessions --------------------------------------------------
 
@@ -198,17 +407,7 @@ class RaceSync:
             if mark is not None:
                 session.versions[race_id] = mark
 
-    def _own_board(self, runtime: RaceRuntime, player_id: str) -> Board:
-        game = runtime.boards[player_id].game
-        return Board(
-            race_id=runtime.race_id,
-            player_id=player_id,
-            ply=game.ply,
-            delayed_ms=0,
-            board=board_for(game, Audience.PLAYER),
-        )
-
-    def _push_spectator_boards(
+    def push_spectator_boards(
         self, runtime: RaceRuntime, now: int, *, force: bool = False, only: Session | None = None
     ) -> None:
         """Send spectators each racer's board as it was `spectator_delay` ago (batched)."""
@@ -250,15 +449,17 @@ class RaceSync:
             for player_id in runtime.boards:
                 session = self.players.get(player_id)
                 if session is not None:
-                    session.send(self._own_board(runtime, player_id))
+                    session.send(own_board(runtime, player_id))
         if race.status is RaceStatus.FINISHED and not runtime.finished:
             runtime.finished = True
-            self._push_spectator_boards(runtime, self.clock(), force=True)
+            self.push_spectator_boards(runtime, self.clock(), force=True)
             log.info("race %s finished", runtime.race_id)
         elif race.status is RaceStatus.CANCELLED:
             self.races.pop(runtime.race_id, None)
 
-    def _note_progress(self, runtime: RaceRuntime, move: MoveRecord) -> None:
+    # --- progress batches ------------------------------------------------------------------
+
+    def note_progress(self, runtime: RaceRuntime, move: MoveRecord) -> None:
         """Progress batches: a move that only moves its racer on (not won, not stuck) is
         folded into the race with the others of the next `progress_interval_s`, one event
         per racer, or at once ahead of any other change (so a finish, a resign or a time-out
@@ -270,7 +471,7 @@ class RaceSync:
 
     def _arm_fold(self, runtime: RaceRuntime, delay_s: float | None = None) -> None:
         """Fold the pending batch in `delay_s` (default: the progress interval); not once
-        the hub has stopped."""
+        the node has stopped."""
         if runtime.fold_due is None and not self._stopped:
             runtime.fold_due = asyncio.get_running_loop().call_later(
                 self.settings.progress_interval_s if delay_s is None else delay_s,
@@ -280,11 +481,13 @@ class RaceSync:
 
     def _fold_soon(self, runtime: RaceRuntime) -> None:
         runtime.fold_due = None
-        task = asyncio.create_task(self._fold(runtime), name=f"solrace-fold-{runtime.race_id}")
+        task = asyncio.create_task(self.fold(runtime), name=f"solrace-fold-{runtime.race_id}")
         self._folds.add(task)
         task.add_done_callback(self._folds.discard)
 
-    async def _fold(self, runtime: RaceRuntime) -> None:
+    async def fold(self, runtime: RaceRuntime) -> None:
+        """Fold the pending progress batch into the race now (and store it); if the store
+        refuses it, it is tried again after a pause."""
         try:
             await self.apply_to_race(runtime, lambda race: [])  # the pending figures, nothing else
         except RaceError as exc:
@@ -382,8 +585,15 @@ class RaceSync:
         return events
 
     async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
-        """After this node stored `events` (once across nodes): a hook for what follows."""
-        return None
+        """After this node stored `events` (once across nodes): a race it finished goes to
+        the finish hooks (ratings, tournaments)."""
+        if not any(isinstance(event, RaceFinished) for event in events):
+            return
+        for hook in self.race_finished_hooks:
+            try:
+                await hook(runtime.race.to_record())
+            except Exception:
+                hub_log.exception("race %s: a finish hook failed", runtime.race_id)
 
     async def _apply_locked(
         self, runtime: RaceRuntime, change: Change, moves: Sequence[MoveRecord]
@@ -435,10 +645,7 @@ class RaceSync:
             for player_id in runtime.boards:
                 runtime.restore_progress(player_id)
             if race.version < version:
-                race.new_epoch(self._new_epoch())
-
-    def _new_epoch(self) -> str:
-        raise NotImplementedError  # the hub's
+                race.new_epoch(new_epoch())
 
     async def _notify(self, runtime: RaceRuntime, moves: Sequence[MoveRecord]) -> None:
         if self.broker is None:
@@ -452,6 +659,39 @@ class RaceSync:
         except BrokerError as exc:
             # Nodes whose link dropped get a gap when it is back and reload then.
             log.warning("race %s: notice not published (%s)", runtime.race_id, exc)
+
+    # --- new races -------------------------------------------------------------------------
+
+    async def store_new_race(
+        self, record: RaceRecord, first: Change, created_by: str | None = None
+    ) -> None:
+        """Store a new race with its first change (the creator's join, a tournament's seats)
+        and hold it here. Several nodes: it is followed before it is stored, so a join on
+        another node right after is not missed."""
+        runtime = RaceRuntime(Race(record, new_epoch(), self.settings.history_size))
+        runtime.created_by = created_by
+        subscription = await self._subscribe(record.race_id) if self.is_cluster else None
+        try:
+            await self.apply_to_race(runtime, first)
+        except BaseException:
+            if subscription is not None:
+                await subscription.close()
+            raise
+        await self._install_created(runtime, subscription)
+
+    async def _install_created(
+        self, runtime: RaceRuntime, subscription: Subscription | None
+    ) -> None:
+        """Hold a race this node just stored. Several nodes: a request on this node may
+        have loaded it from the store while it was being published (a join answering the
+        creator's first event); that copy stays the only one, or every event of the race
+        would reload a second copy here and be delivered twice to this node's sessions."""
+        if self.races.setdefault(runtime.race_id, runtime) is not runtime:
+            if subscription is not None:
+                await subscription.close()
+            return
+        if subscription is not None:
+            self._follow(runtime, subscription)
 
     # --- several nodes: loading and following races ------------------------------------------
 
@@ -481,7 +721,7 @@ class RaceSync:
         return runtime
 
     def _install_loaded(self, record: RaceRecord, moves: list[MoveRecord]) -> RaceRuntime:
-        race = Race(record, self._new_epoch(), self.settings.history_size)
+        race = Race(record, new_epoch(), self.settings.history_size)
         runtime = RaceRuntime(race, saved=record)
         runtime.finished = not race.is_live
         if race.started_at_ms is not None:
@@ -513,12 +753,12 @@ class RaceSync:
             async for item in subscription:
                 try:
                     if item is None:  # messages may be lost: reload everything
-                        await self._refresh(runtime, reload_boards=True)
+                        await self.refresh(runtime, reload_boards=True)
                     else:
                         await self._on_notice(runtime, RaceNotice.model_validate_json(item))
                 except Exception:
                     log.exception("race %s: notice not applied; reloading", runtime.race_id)
-                    await self._refresh(runtime, reload_boards=True)
+                    await self.refresh(runtime, reload_boards=True)
                 if not runtime.race.is_live:
                     break  # nothing follows a race's end
         except asyncio.CancelledError:
@@ -540,9 +780,9 @@ class RaceSync:
                 behind = True
         race = runtime.race
         if behind or notice.epoch != race.epoch or notice.version > race.version:
-            await self._refresh(runtime, reload_boards=behind)
+            await self.refresh(runtime, reload_boards=behind)
 
-    async def _refresh(self, runtime: RaceRuntime, *, reload_boards: bool = False) -> None:
+    async def refresh(self, runtime: RaceRuntime, *, reload_boards: bool = False) -> None:
         """Take the stored record (and, if asked, every board from the stored moves) and
         forward what this node's sessions missed. A store outage leaves the copy as it is:
         the next notice, gap or tick tries again."""
@@ -569,9 +809,13 @@ class RaceSync:
 
 __all__ = [
     "FINISHED_KEPT",
+    "Change",
+    "RaceKeeper",
     "RaceNotice",
-    "RaceSync",
     "board_progress",
+    "connection_change",
+    "new_epoch",
     "opening_progress",
+    "own_board",
     "race_channel",
 ]

@@ -50,7 +50,7 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
     player = alice.player_id or ""
 
     store.failing = True
-    await hub._fold(runtime)  # logged: progress not stored
+    await hub.keeper.fold(runtime)  # logged: progress not stored
     assert runtime.race.racers[player].moves == 0
     assert runtime.pending == {player} and len(runtime.pending_moves) == 3
     due = runtime.fold_due
@@ -59,7 +59,7 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
 
     store.failing = False
     await hub.handle(alice, MakeMove(race_id=race_id, seq=3, move="deal"))
-    await hub._fold(runtime)
+    await hub.keeper.fold(runtime)
     assert runtime.race.racers[player].moves == 4 and not runtime.pending
     seen = [m.progress.moves for m in bob.sent if isinstance(m, Progress)]
     assert seen[-1] == 4
@@ -110,7 +110,7 @@ async def test_a_stopped_hub_arms_no_fold_even_when_its_last_one_fails() -> None
     assert runtime.pending and runtime.fold_due is not None
     store.failing = True
     await hub.stop()  # its last fold fails
-    assert runtime.fold_due is None and not hub._folds
+    assert runtime.fold_due is None and not hub.keeper._folds
     await store.close()
 
 
@@ -171,11 +171,11 @@ async def test_a_fold_counts_only_the_moves_already_stored() -> None:
     third = asyncio.create_task(hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal")))
     await store.waiting.wait()  # played on the board, not stored (nor acknowledged) yet
     assert runtime.boards[player].game.ply == 3
-    await hub._fold(runtime)
+    await hub.keeper.fold(runtime)
     assert runtime.race.racers[player].moves == 2
     store.go.set()
     await third
-    await hub._fold(runtime)
+    await hub.keeper.fold(runtime)
     assert runtime.race.racers[player].moves == 3
     await hub.stop()
     await store.close()
@@ -200,7 +200,7 @@ async def test_a_node_keeps_following_a_race_after_a_notice_it_cannot_read() -> 
     await broker.publish(channel, json.dumps(newer).encode())
 
     await node_a.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
-    await node_a._fold(node_a.races[race_id])  # stored and published: a notice with the move
+    await node_a.keeper.fold(node_a.races[race_id])  # stored and published: a notice with the move
     player = alice.player_id or ""
     deadline = asyncio.get_running_loop().time() + 5
     while copy.race.racers[player].moves != 1:
