@@ -12,7 +12,7 @@ import random
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from solrace.engine import (
     GAME_IDS,
@@ -21,7 +21,7 @@ from solrace.engine import (
     random_ranked_number,
 )
 from solrace.server.broker import Broker, BrokerError
-from solrace.server.hub_moves import MoveHandling
+from solrace.server.hub_moves import MoveHandler
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
@@ -90,10 +90,10 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Hub(MoveHandling):
+class Hub:
     """Every client message of one node. The races it holds, their changes, storage and
     delivery (one node, or several sharing Redis) are its `keeper`'s (`RaceKeeper`); moves
-    are in `MoveHandling`."""
+    its `moves`' (`MoveHandler`)."""
 
     def __init__(
         self,
@@ -144,6 +144,20 @@ class Hub(MoveHandling):
             clock=clock,
             broker=broker,
         )
+        self.moves = MoveHandler(self.keeper, store, settings, metrics, clock=clock)
+        self._handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {
+            ListRaces: self._list_races,
+            CreateRace: self._create_race,
+            JoinRace: self._join_race,
+            LeaveRace: self._leave_race,
+            StartRace: self._start_race,
+            MakeMove: self.moves.handle,
+            Resign: self._resign,
+            Sync: self._sync,
+            Watch: self._watch,
+            Unwatch: self._unwatch,
+            GetReplay: self._get_replay,
+        }
 
     @property
     def clock(self) -> Callable[[], int]:
@@ -153,7 +167,7 @@ class Hub(MoveHandling):
     @clock.setter
     def clock(self, clock: Callable[[], int]) -> None:
         # Tests (and a node restarted in one) set it after construction: every part follows.
-        self._clock = self.keeper.clock = clock
+        self._clock = self.keeper.clock = self.moves.clock = clock
 
     @property
     def races(self) -> dict[str, RaceRuntime]:
@@ -357,7 +371,7 @@ class Hub(MoveHandling):
             return
         try:
             if handler is not None:
-                await handler(self, session, message)
+                await handler(session, message)
             elif extra is not None:
                 await extra(session, message)
         except RaceError as exc:
@@ -639,7 +653,7 @@ class Hub(MoveHandling):
         now = self.clock()
         await self.apply_to_race(runtime, lambda race: race.request_start(player_id, now))
 
-    # --- racing (moves: hub_moves.py) -------------------------------------------------------
+    # --- racing (moves: MoveHandler) --------------------------------------------------------------
 
     async def _resign(self, session: Session, message: Resign) -> None:
         player_id, _ = self.identity_of(session)
@@ -716,20 +730,6 @@ class Hub(MoveHandling):
             )
         moves = await self.store.get_moves(record.race_id)
         session.send(Replay(replay=build_replay(record, moves)))
-
-    _handlers: ClassVar[dict[type[Any], Callable[[Hub, Session, Any], Any]]] = {
-        ListRaces: _list_races,
-        CreateRace: _create_race,
-        JoinRace: _join_race,
-        LeaveRace: _leave_race,
-        StartRace: _start_race,
-        MakeMove: MoveHandling._move,
-        Resign: _resign,
-        Sync: _sync,
-        Watch: _watch,
-        Unwatch: _unwatch,
-        GetReplay: _get_replay,
-    }
 
 
 __all__ = ["Hub", "wall_clock_ms"]

@@ -1,5 +1,6 @@
 """The hub's move handling: validate on this node's copy of the racer's board, store the move
-(persist, then acknowledge), then move the racer's progress on through the race record.
+(persist, then acknowledge), then move the racer's progress on through the race record (the
+`RaceKeeper`'s: a progress batch, or a change of the race).
 
 A racer's moves are validated on the node that holds its connection. The store's ply guard
 settles the rest: when it refuses a move (`PlyConflictError`) another connection or node
@@ -33,12 +34,24 @@ log = logging.getLogger("solrace.server.hub")
 _ACK_STAND_IN = MoveAck.model_construct()
 
 
-class MoveHandling:
-    keeper: RaceKeeper
-    store: Store
-    settings: Settings
-    metrics: Metrics
-    clock: Callable[[], int]
+class MoveHandler:
+    """Answers `make_move`: each move checked, stored and acknowledged (or rejected), on the
+    races of `keeper`; a resend is answered as the first time."""
+
+    def __init__(
+        self,
+        keeper: RaceKeeper,
+        store: Store,
+        settings: Settings,
+        metrics: Metrics,
+        *,
+        clock: Callable[[], int],
+    ) -> None:
+        self.keeper = keeper
+        self.store = store
+        self.settings = settings
+        self.metrics = metrics
+        self.clock = clock
 
     def _reject(
         self, session: Session, message: MakeMove, code: ErrorCode, reason: str
@@ -54,7 +67,7 @@ class MoveHandling:
         self.metrics.moves_rejected.labels(code.value).inc()
         return answer
 
-    async def _move(self, session: Session, message: MakeMove) -> None:
+    async def handle(self, session: Session, message: MakeMove) -> None:
         started = time.perf_counter()
         player_id = session.player_id
         try:
@@ -257,4 +270,4 @@ class MoveHandling:
         session.send(ack)
 
 
-__all__ = ["MoveHandling"]
+__all__ = ["MoveHandler"]
