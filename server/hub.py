@@ -1,12 +1,15 @@
 """The hub: routes each client message to the pure race machines and the engine, persists,
 then fans events out. It never decides a move's legality (the engine does) nor a race's
 outcome (the race machine does); it moves data between them, the store and the sessions.
+
+The hub keeps the sessions (hello, identity), answers the lobby's commands and routes every
+message; it is also where a node's parts are wired together, each with one job: the races
+this node holds (`RaceKeeper`, race_sync.py), the moves (`MoveHandler`, hub_moves.py) and,
+on several nodes, the watch over which nodes are alive (`NodePresence`, node_presence.py).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import random
 import secrets
@@ -20,10 +23,11 @@ from solrace.engine import (
     deal,
     random_ranked_number,
 )
-from solrace.server.broker import Broker, BrokerError
+from solrace.server.broker import Broker
 from solrace.server.hub_moves import MoveHandler
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
+from solrace.server.node_presence import NodePresence
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.errors import ErrorCode, RaceError
@@ -52,13 +56,12 @@ from solrace.server.protocol.messages import (
     Watch,
     Welcome,
 )
-from solrace.server.protocol.race import Race, Racer
+from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
     MoveRecord,
     PlayerRecord,
     RaceRecord,
-    RacerRecord,
     RaceStatus,
 )
 from solrace.server.protocol.replay import build_replay
@@ -70,20 +73,11 @@ from solrace.server.race_sync import (
     own_board,
 )
 from solrace.server.runtime import RaceRuntime
-from solrace.server.session import Session
+from solrace.server.session import Session, holder_name
 from solrace.server.settings import Settings
 from solrace.server.store import NameTakenError, Store, StoreError
 
 log = logging.getLogger("solrace.server.hub")
-
-
-def _gone_holder(racer: Racer | RacerRecord, alive: set[str]) -> str | None:
-    """The holder (`<node>:<session>`, `Hub.holder_of`) of a racer still connected through a
-    node that is not alive, else None."""
-    holder = racer.holder
-    if racer.connected and holder is not None and holder.partition(":")[0] not in alive:
-        return holder
-    return None
 
 
 def wall_clock_ms() -> int:
@@ -93,7 +87,7 @@ def wall_clock_ms() -> int:
 class Hub:
     """Every client message of one node. The races it holds, their changes, storage and
     delivery (one node, or several sharing Redis) are its `keeper`'s (`RaceKeeper`); moves
-    its `moves`' (`MoveHandler`)."""
+    its `moves`' (`MoveHandler`); which nodes are alive its `presence`'s (`NodePresence`)."""
 
     def __init__(
         self,
@@ -107,7 +101,6 @@ class Hub:
         broker: Broker | None = None,
     ) -> None:
         self.store = store
-        self.broker = broker
         self.node_id = secrets.token_hex(3)
         self.settings = settings
         self.metrics = metrics
@@ -116,11 +109,6 @@ class Hub:
         self.rng = rng or random.SystemRandom()
         #: This node's named players' sessions (the latest one of each player).
         self.players: dict[str, Session] = {}
-        #: Several nodes: every node seen alive and not yet found gone (`_watch_nodes`),
-        #: and since when this node's announces have all gone through (None: the last failed).
-        self._nodes_known: set[str] = set()
-        self._clean_since_ms: int | None = None
-        self._watcher: asyncio.Task[None] | None = None
         #: Races being created (stored, not yet held), per player: counted as open.
         self._creating: dict[str, int] = {}
         # Plugged in by the composition root (app.py): tournaments and ratings.
@@ -145,6 +133,14 @@ class Hub:
             broker=broker,
         )
         self.moves = MoveHandler(self.keeper, store, settings, metrics, clock=clock)
+        #: Several nodes: this node's presence and its watch over the others'.
+        self.presence = (
+            None
+            if broker is None
+            else NodePresence(
+                self.node_id, broker, store, settings, self.keeper, self.players, clock=clock
+            )
+        )
         self._handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {
             ListRaces: self._list_races,
             CreateRace: self._create_race,
@@ -168,6 +164,13 @@ class Hub:
     def clock(self, clock: Callable[[], int]) -> None:
         # Tests (and a node restarted in one) set it after construction: every part follows.
         self._clock = self.keeper.clock = self.moves.clock = clock
+        if self.presence is not None:
+            self.presence.clock = clock
+
+    @property
+    def broker(self) -> Broker | None:
+        """What links this node to the others (None: a node on its own)."""
+        return self.keeper.broker
 
     @property
     def races(self) -> dict[str, RaceRuntime]:
@@ -196,21 +199,18 @@ class Hub:
     # --- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        if self.broker is not None:
-            # Alive before any session of ours is a racer's holder (see `_watch_nodes`).
-            await self._watch_nodes(self.clock())
+        if self.presence is not None:
+            # Alive before any session of ours is a racer's holder (`NodePresence.watch`).
+            await self.presence.watch(self.clock())
         await self.keeper.start()
-        if self.broker is not None:
-            self._watcher = asyncio.create_task(self._watch_forever(), name="solrace-nodes")
+        if self.presence is not None:
+            self.presence.start()
         self.lobby.start()
 
     async def stop(self) -> None:
         await self.lobby.stop()
-        if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
-            self._watcher = None
+        if self.presence is not None:
+            await self.presence.stop()
         await self.keeper.stop()
 
     # --- plumbing --------------------------------------------------------------------------
@@ -231,95 +231,6 @@ class Hub:
                 race_id=race_id,
             )
         )
-
-    # --- several nodes: who is alive ----------------------------------------------------------
-
-    async def _watch_forever(self) -> None:
-        every_s = self.settings.node_ttl_s / 5
-        while True:
-            await asyncio.sleep(every_s)  # the node's presence timer, not a wait in a test
-            try:
-                await self._watch_nodes(self.clock())
-            except Exception:
-                log.exception("watching the nodes failed")
-
-    async def _announce(self) -> set[str] | None:
-        """Say this node is alive; the nodes alive now (None if that could not be said in
-        time: the broker is away or stalls)."""
-        assert self.broker is not None
-        ttl_s = self.settings.node_ttl_s
-        try:
-            async with asyncio.timeout(ttl_s / 5):
-                return await self.broker.announce(self.node_id, int(ttl_s * 1000))
-        except (BrokerError, TimeoutError) as exc:
-            log.warning("node presence not announced: %s", exc or "no answer in time")
-            return None
-
-    async def _watch_nodes(self, now: int) -> None:
-        """Announce this node; mark its own racers connected again if anyone marked them
-        away; then, once its announces have gone through for a whole ttl (so every live node
-        has announced since, even after a Redis restart that forgot them all), mark away the
-        racers held by nodes that are not alive, so their grace runs and they forfeit unless
-        they come back. Races in the store held by a node found gone are loaded here first
-        (no other node may hold them: all their racers were on it)."""
-        alive = await self._announce()
-        if alive is None:
-            self._clean_since_ms = None  # nobody is judged on what this node cannot see
-            return
-        if self._clean_since_ms is None:
-            self._clean_since_ms = now
-        await self._mark_own_racers_back(now)
-        self._nodes_known |= alive
-        if now - self._clean_since_ms < self.settings.node_ttl_s * 1000:
-            return
-        gone, self._nodes_known = self._nodes_known - alive, set(alive)
-        if gone:
-            log.warning("node(s) %s gone: their racers' grace starts", ", ".join(sorted(gone)))
-            try:
-                for record in await self.store.list_races(LIVE_STATUSES):
-                    gone_holders = any(_gone_holder(r, alive) for r in record.racers)
-                    if record.race_id not in self.races and gone_holders:
-                        await self.load_race(record.race_id)
-            except StoreError as exc:
-                log.warning("races of gone nodes not loaded: %s", exc)
-        for runtime in list(self.races.values()):
-            if not runtime.race.is_live:
-                continue
-            stale = [
-                (racer.player_id, holder)
-                for racer in runtime.race.racers.values()
-                if (holder := _gone_holder(racer, alive)) is not None
-            ]
-            if not stale:
-                continue
-            # The gone node may have stored moves whose progress it never folded in.
-            await self.keeper.refresh(runtime, reload_boards=True)
-            await self.keeper.catch_up_progress(runtime)
-            for player_id, holder in stale:
-                try:
-                    await self.apply_to_race(
-                        runtime, connection_change(player_id, False, now, holder)
-                    )
-                except RaceError as exc:
-                    log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
-
-    async def _mark_own_racers_back(self, now: int) -> None:
-        """Racers connected here whom the race has as away (another node took this one for
-        gone while its announces failed) are connected again, held here."""
-        for runtime in list(self.races.values()):
-            race = runtime.race
-            if not race.is_live:
-                continue
-            for player_id, racer in list(race.racers.items()):
-                session = self.players.get(player_id)
-                if session is None or session.closed or racer.connected or racer.is_done:
-                    continue
-                try:
-                    await self.apply_to_race(
-                        runtime, connection_change(player_id, True, now, self.holder_of(session))
-                    )
-                except RaceError as exc:
-                    log.warning("race %s: %s not marked back: %s", race.race_id, player_id, exc)
 
     # --- sessions --------------------------------------------------------------------------
 
@@ -347,7 +258,7 @@ class Hub:
     def holder_of(self, session: Session) -> str:
         """The name of `session`'s connection in its races (`Racer.holder`): this node and
         the session, so a racer who reconnected elsewhere is not marked away from here."""
-        return f"{self.node_id}:{session.session_id}"
+        return holder_name(self.node_id, session)
 
     async def handle(self, session: Session, message: ClientMessage) -> None:
         """Answer one client message (already decoded and schema-checked)."""

@@ -51,3 +51,9 @@ class Session(ABC):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Session) and other.session_id == self.session_id
+
+
+def holder_name(node_id: str, session: Session) -> str:
+    """The name of `session`'s connection in its races (`Racer.holder`): its node and the
+    session, so a racer who reconnected elsewhere is not marked away from here."""
+    return f"{node_id}:{session.session_id}"

@@ -1,13 +1,13 @@
 """Several nodes: a node that stops announcing itself (killed) is taken for gone, and the
 racers it held are marked away by the nodes still alive, so their grace runs and they forfeit
 unless they come back; a node whose announces only failed for a while marks its own racers
-back (server/hub.py `_watch_nodes`, broker `announce`)."""
+back (server/node_presence.py `NodePresence.watch`, broker `announce`)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from solrace.server.broker import BrokerUnavailableError, MemoryBroker, Subscription
+from solrace.server.broker import Broker, BrokerUnavailableError, MemoryBroker, Subscription
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
@@ -27,15 +27,19 @@ class Nodes:
         self.store, self.broker = MemoryStore(), MemoryBroker()
         self.seconds = 0.0
         self.broker.clock = lambda: self.seconds
-        settings = Settings(store="memory:", countdown_s=0, grace_s=30, node_ttl_s=5)
-        self.a = Hub(self.store, settings, Metrics(), b"x" * 32, broker=self.broker)
-        self.b = Hub(self.store, settings, Metrics(), b"x" * 32, broker=self.broker)
-        for hub in (self.a, self.b):
-            hub.clock = lambda: T0 + int(self.seconds * 1000)
+        self.settings = Settings(store="memory:", countdown_s=0, grace_s=30, node_ttl_s=5)
+        self.a, self.b = self.hub(self.broker), self.hub(self.broker)
+
+    def hub(self, link: Broker) -> Hub:
+        """A node reaching the shared broker through `link` (its own link, or the broker)."""
+        hub = Hub(self.store, self.settings, Metrics(), b"x" * 32, broker=link)
+        hub.clock = lambda: T0 + int(self.seconds * 1000)
+        return hub
 
     async def watch(self, *hubs: Hub) -> None:
         for hub in hubs:
-            await hub._watch_nodes(hub.clock())
+            assert hub.presence is not None
+            await hub.presence.watch(hub.clock())
 
     async def race_of_two(
         self, first: Hub, second: Hub, names: tuple[str, str]
@@ -114,7 +118,7 @@ async def test_a_node_whose_announces_failed_for_a_while_marks_its_racers_back()
     nodes = Nodes()
     await nodes.store.open()
     blinking = Flaky(nodes.broker)
-    nodes.a.broker = blinking
+    nodes.a = nodes.hub(blinking)
     await nodes.watch(nodes.a, nodes.b)
     race_id, alice, _ = await nodes.race_of_two(nodes.a, nodes.b, ("alice", "bob"))
     blinking.away = True
@@ -155,7 +159,7 @@ async def test_nobody_is_judged_before_announces_have_gone_through_for_a_whole_t
     nodes = Nodes()
     await nodes.store.open()
     blinking = Flaky(nodes.broker)
-    nodes.b.broker = blinking
+    nodes.b = nodes.hub(blinking)
     await nodes.watch(nodes.a, nodes.b)
     race_id, alice, _ = await nodes.race_of_two(nodes.a, nodes.b, ("alice", "bob"))
     blinking.away = True
@@ -198,6 +202,7 @@ async def test_an_announce_that_never_answers_gives_up_within_a_fifth_of_the_ttl
     await store.open()
     settings = Settings(store="memory:", node_ttl_s=0.5)
     hub = Hub(store, settings, Metrics(), b"x" * 32, broker=Stalled())
-    await asyncio.wait_for(hub._watch_nodes(T0), timeout=5)  # 0.1 s, not forever
-    assert hub._clean_since_ms is None, "a failed announce judges nobody"
+    assert hub.presence is not None
+    await asyncio.wait_for(hub.presence.watch(T0), timeout=5)  # 0.1 s, not forever
+    assert hub.presence._clean_since_ms is None, "a failed announce judges nobody"
     await store.close()

@@ -1,0 +1,166 @@
+"""Several nodes: which nodes are alive, and what becomes of the racers of one that is gone.
+
+Each node announces itself on the broker every fifth of `node_ttl_s` and reads back the
+nodes alive. A racer connected through a node found gone is marked away (its grace runs, and
+it forfeits unless it comes back); a racer of this node whom another node marked away while
+this node's announces failed is marked connected again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+
+from solrace.server.broker import Broker, BrokerError
+from solrace.server.protocol.errors import RaceError
+from solrace.server.protocol.race import Racer
+from solrace.server.protocol.records import LIVE_STATUSES, RacerRecord
+from solrace.server.race_sync import RaceKeeper, connection_change
+from solrace.server.session import Session, holder_name
+from solrace.server.settings import Settings
+from solrace.server.store import Store, StoreError
+
+#: The name these lines were logged under when the hub watched the nodes itself.
+log = logging.getLogger("solrace.server.hub")
+
+
+def _gone_holder(racer: Racer | RacerRecord, alive: set[str]) -> str | None:
+    """The holder (`<node>:<session>`, `holder_name`) of a racer still connected through a
+    node that is not alive, else None."""
+    holder = racer.holder
+    if racer.connected and holder is not None and holder.partition(":")[0] not in alive:
+        return holder
+    return None
+
+
+class NodePresence:
+    """This node's presence on the broker and its watch over the other nodes' (`watch`,
+    run every fifth of the ttl once `start`ed), acting on the races of `keeper` and the
+    sessions of this node's players (`players`, kept by the hub)."""
+
+    def __init__(
+        self,
+        node_id: str,
+        broker: Broker,
+        store: Store,
+        settings: Settings,
+        keeper: RaceKeeper,
+        players: Mapping[str, Session],
+        *,
+        clock: Callable[[], int],
+    ) -> None:
+        self.node_id = node_id
+        self.broker = broker
+        self.store = store
+        self.settings = settings
+        self.keeper = keeper
+        self.players = players
+        self.clock = clock
+        #: Every node seen alive and not yet found gone (`watch`), and since when this
+        #: node's announces have all gone through (None: the last one failed).
+        self._nodes_known: set[str] = set()
+        self._clean_since_ms: int | None = None
+        self._watcher: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Watch the nodes every fifth of the ttl from now on."""
+        self._watcher = asyncio.create_task(self._watch_forever(), name="solrace-nodes")
+
+    async def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+            self._watcher = None
+
+    async def _watch_forever(self) -> None:
+        every_s = self.settings.node_ttl_s / 5
+        while True:
+            await asyncio.sleep(every_s)  # the node's presence timer, not a wait in a test
+            try:
+                await self.watch(self.clock())
+            except Exception:
+                log.exception("watching the nodes failed")
+
+    async def _announce(self) -> set[str] | None:
+        """Say this node is alive; the nodes alive now (None if that could not be said in
+        time: the broker is away or stalls)."""
+        ttl_s = self.settings.node_ttl_s
+        try:
+            async with asyncio.timeout(ttl_s / 5):
+                return await self.broker.announce(self.node_id, int(ttl_s * 1000))
+        except (BrokerError, TimeoutError) as exc:
+            log.warning("node presence not announced: %s", exc or "no answer in time")
+            return None
+
+    async def watch(self, now: int) -> None:
+        """Announce this node; mark its own racers connected again if anyone marked them
+        away; then, once its announces have gone through for a whole ttl (so every live node
+        has announced since, even after a Redis restart that forgot them all), mark away the
+        racers held by nodes that are not alive, so their grace runs and they forfeit unless
+        they come back. Races in the store held by a node found gone are loaded here first
+        (no other node may hold them: all their racers were on it)."""
+        alive = await self._announce()
+        if alive is None:
+            self._clean_since_ms = None  # nobody is judged on what this node cannot see
+            return
+        if self._clean_since_ms is None:
+            self._clean_since_ms = now
+        await self._mark_own_racers_back(now)
+        self._nodes_known |= alive
+        if now - self._clean_since_ms < self.settings.node_ttl_s * 1000:
+            return
+        gone, self._nodes_known = self._nodes_known - alive, set(alive)
+        if gone:
+            log.warning("node(s) %s gone: their racers' grace starts", ", ".join(sorted(gone)))
+            try:
+                for record in await self.store.list_races(LIVE_STATUSES):
+                    gone_holders = any(_gone_holder(r, alive) for r in record.racers)
+                    if record.race_id not in self.keeper.races and gone_holders:
+                        await self.keeper.load_race(record.race_id)
+            except StoreError as exc:
+                log.warning("races of gone nodes not loaded: %s", exc)
+        for runtime in list(self.keeper.races.values()):
+            if not runtime.race.is_live:
+                continue
+            stale = [
+                (racer.player_id, holder)
+                for racer in runtime.race.racers.values()
+                if (holder := _gone_holder(racer, alive)) is not None
+            ]
+            if not stale:
+                continue
+            # The gone node may have stored moves whose progress it never folded in.
+            await self.keeper.refresh(runtime, reload_boards=True)
+            await self.keeper.catch_up_progress(runtime)
+            for player_id, holder in stale:
+                try:
+                    await self.keeper.apply_to_race(
+                        runtime, connection_change(player_id, False, now, holder)
+                    )
+                except RaceError as exc:
+                    log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
+
+    async def _mark_own_racers_back(self, now: int) -> None:
+        """Racers connected here whom the race has as away (another node took this one for
+        gone while its announces failed) are connected again, held here."""
+        for runtime in list(self.keeper.races.values()):
+            race = runtime.race
+            if not race.is_live:
+                continue
+            for player_id, racer in list(race.racers.items()):
+                session = self.players.get(player_id)
+                if session is None or session.closed or racer.connected or racer.is_done:
+                    continue
+                try:
+                    holder = holder_name(self.node_id, session)
+                    await self.keeper.apply_to_race(
+                        runtime, connection_change(player_id, True, now, holder)
+                    )
+                except RaceError as exc:
+                    log.warning("race %s: %s not marked back: %s", race.race_id, player_id, exc)
+
+
+__all__ = ["NodePresence"]
