@@ -100,10 +100,15 @@ class Race:
         """The race as `record` stores it; `epoch` numbers its events unless the record
         already carries an epoch (then its version and recent events carry on)."""
         self.history: deque[RaceEvent] = deque(maxlen=history_size)
+        #: Counts the changes (events, resets): `next_deadline` is worked out once per change.
+        self._changes = 0
+        self._deadline_at_change = -1
+        self._deadline: int | None = None
         self.reset_to(record if record.epoch else record.model_copy(update={"epoch": epoch}))
 
     def reset_to(self, record: RaceRecord) -> None:
         """Become exactly what `record` holds (a newer copy from the store, or a rollback)."""
+        self._changes += 1
         self.record = record
         self.epoch = record.epoch
         self.version = record.version
@@ -121,6 +126,7 @@ class Race:
     def new_epoch(self, epoch: str) -> None:
         """Number events afresh (clients resync with a snapshot): after a restart of a node
         that did not store every event."""
+        self._changes += 1
         self.epoch = epoch
         self.history.clear()
 
@@ -250,6 +256,9 @@ class Race:
     # --- events ------------------------------------------------------------------------
 
     def _emit(self, build: Callable[[int], RaceEvent]) -> RaceEvent:
+        # Every change of the race's state emits an event (or is a reset): the mark that the
+        # next deadline may have moved.
+        self._changes += 1
         self.version += 1
         event = build(self.version)
         self.history.append(event)
@@ -331,7 +340,16 @@ class Race:
     # --- the clock ---------------------------------------------------------------------
 
     def next_deadline(self) -> int | None:
-        """The earliest time at which `tick` would change something (None: nothing pending)."""
+        """The earliest time at which `tick` would change something (None: nothing pending).
+
+        The node's timer asks every race at every tick, and a race's deadline moves only when
+        the race changes: it is worked out once per change."""
+        if self._deadline_at_change != self._changes:
+            self._deadline = self._work_out_deadline()
+            self._deadline_at_change = self._changes
+        return self._deadline
+
+    def _work_out_deadline(self) -> int | None:
         times: list[int] = []
         if self.status is RaceStatus.COUNTDOWN and self.start_at_ms is not None:
             times.append(self.start_at_ms)

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import contextlib
+import random
+
 import pytest
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
@@ -217,3 +220,50 @@ def test_record_round_trip() -> None:
     again = Race(race.to_record(), "e2")
     assert again.to_record() == race.to_record()
     assert again.started_at_ms == 1000
+
+
+def test_the_next_deadline_is_worked_out_again_after_every_kind_of_change() -> None:
+    """`next_deadline` is remembered between changes: after every operation of random runs
+    (joins, leaves, starts, away and back, boards, resigns, ticks, resets to a stored record,
+    new epochs) it equals the deadline worked out from scratch."""
+    rng = random.Random(7)
+    for run in range(200):
+        race = make_race(seats=rng.choice([2, 3, 4]))
+        players = ["a", "b", "c", "d"]
+        now = 0
+        stored = race.to_record()
+        for _ in range(40):
+            now += rng.choice([0, 1, 500, 1000, 4000, 6000])
+            pid = rng.choice(players)
+            op = rng.randrange(9)
+            with contextlib.suppress(RaceError):
+                if op == 0:
+                    race.join(pid, pid, None, now)
+                elif op == 1:
+                    race.leave(pid, now)
+                elif op == 2:
+                    race.request_start(pid, now)
+                elif op == 3:
+                    race.set_connected(pid, rng.random() < 0.5, now)
+                elif op == 4 and race.status is RaceStatus.RUNNING and pid in race.racers:
+                    race.record_board(
+                        pid,
+                        on_foundations=rng.randrange(53),
+                        total=52,
+                        moves=rng.randrange(100),
+                        won=rng.random() < 0.1,
+                        stuck=rng.random() < 0.1,
+                        now_ms=now,
+                    )
+                elif op == 5:
+                    race.resign(pid, now)
+                elif op == 6:
+                    race.tick(now)
+                elif op == 7:
+                    if rng.random() < 0.5:
+                        stored = race.to_record()
+                    else:
+                        race.reset_to(stored)
+                elif op == 8:
+                    race.new_epoch(f"e{run}-{now}")
+            assert race.next_deadline() == race._work_out_deadline(), (run, op)
