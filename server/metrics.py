@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -10,6 +12,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        #: Called before each rendering: gauges counted when read, not kept up to date.
+        self.on_render: list[Callable[[], None]] = []
         self.connections = Gauge(
             "solrace_connections", "Open WebSocket connections", registry=self.registry
         )
@@ -50,5 +54,7 @@ class Metrics:
         )
 
     def render(self) -> bytes:
+        for update in self.on_render:
+            update()
         data: bytes = generate_latest(self.registry)
         return data

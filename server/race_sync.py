@@ -67,6 +67,8 @@ log = logging.getLogger("solrace.server.sync")
 hub_log = logging.getLogger("solrace.server.hub")
 
 FINISHED_KEPT = 500
+#: Finished races are looked for (to be dropped from memory) at most this often.
+FORGET_EVERY_MS = 1000
 CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `unavailable`
 #: Seconds before a progress batch the store refused is folded again.
 FOLD_RETRY_S = 1.0
@@ -214,6 +216,9 @@ class RaceKeeper:
         self._stopped = False
         self._ticker: asyncio.Task[None] | None = None
         self._last_spectator_push = 0
+        #: When finished races were last looked for (`_forget_finished`); None: never.
+        self._last_forget: int | None = None
+        metrics.on_render.append(self._count_races)
         self._store_down = False
 
     @property
@@ -312,35 +317,39 @@ class RaceKeeper:
         now = self.clock()
         push = now - self._last_spectator_push >= self.settings.spectator_batch_s * 1000
         failure: str | None = None
+        # Every race is looked at, so the look is kept short: most races have nothing due
+        # (their deadline is remembered between changes) and no spectator.
         for runtime in list(self.races.values()):
-            try:
-                if runtime.stale:
-                    await self.refresh(runtime, reload_boards=True)
-                if runtime.unsettled:
-                    await self._settle_boards(runtime)
-                await self._tick_race(runtime, now)
-            except RaceError as exc:
-                if exc.code == ErrorCode.UNAVAILABLE:
-                    failure = exc.message
-                else:  # e.g. a race cancelled meanwhile
-                    hub_log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
-            if push and runtime.race.is_live:
+            race = runtime.race
+            due = race.next_deadline()
+            if runtime.stale or runtime.unsettled or (due is not None and due <= now):
+                try:
+                    await self._tick_race(runtime, now)
+                except RaceError as exc:
+                    if exc.code == ErrorCode.UNAVAILABLE:
+                        failure = exc.message
+                    else:  # e.g. a race cancelled meanwhile
+                        hub_log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
+            if push and runtime.spectators and race.is_live:
                 self.push_spectator_boards(runtime, now)
         if push:
             self._last_spectator_push = now
-        self._forget_finished(now)
         if failure is not None and not self._store_down:
             hub_log.warning("store unavailable (%s): timers wait until it is back", failure)
         elif failure is None and self._store_down:
             hub_log.info("store available again: timers run")
         self._store_down = failure is not None
-        counts = {status: 0 for status in RaceStatus}
-        for runtime in self.races.values():
-            counts[runtime.race.status] += 1
-        for status, count in counts.items():
-            self.metrics.races.labels(status.value).set(count)
+        if self._last_forget is None or now - self._last_forget >= FORGET_EVERY_MS:
+            self._last_forget = now
+            self._forget_finished(now)
 
     async def _tick_race(self, runtime: RaceRuntime, now: int) -> None:
+        """Reload a copy left stale, store what a refused change left unsettled, then apply
+        the transitions due by `now`."""
+        if runtime.stale:
+            await self.refresh(runtime, reload_boards=True)
+        if runtime.unsettled:
+            await self._settle_boards(runtime)
         race = runtime.race
         due = race.next_deadline()
         if not race.is_live or runtime.in_flight or due is None or due > now:
@@ -351,6 +360,14 @@ class RaceKeeper:
             return events + opening_progress(race, events)
 
         await self.apply_to_race(runtime, change)
+
+    def _count_races(self) -> None:
+        """The races gauge, by status: counted when the metrics are read."""
+        counts = {status: 0 for status in RaceStatus}
+        for runtime in self.races.values():
+            counts[runtime.race.status] += 1
+        for status, count in counts.items():
+            self.metrics.races.labels(status.value).set(count)
 
     # --- a player's races ------------------------------------------------------------------
 
