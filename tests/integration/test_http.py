@@ -32,3 +32,6 @@ async def test_metrics_count_connections_moves_and_latency(
     assert "solrace_moves_accepted_total 2.0" in body
     assert "solrace_ack_latency_seconds_count 2.0" in body
     assert "solrace_rate_limit_closes_total 0.0" in body
+    # Counted when read: the race started just now, whatever the tick has done since.
+    assert 'solrace_races{status="running"} 1.0' in body
+    assert 'solrace_races{status="open"} 0.0' in body
