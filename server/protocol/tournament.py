@@ -25,7 +25,10 @@ Typical server loop::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import KW_ONLY, InitVar, dataclass, field
+from typing import Annotated, Any
+
+from pydantic import TypeAdapter
 
 from .pairing import (
     Format,
@@ -70,6 +73,7 @@ from .tournament_events import (
     TournamentResumed,
     TournamentStarted,
 )
+from .tournament_model import AS_SORTED_LIST, Stored
 from .tournament_state import AuditEntry, Match, Phase, Round, TournamentSettings
 
 __all__ = ["SCHEMA_VERSION", "DealSource", "Tournament"]
@@ -80,33 +84,31 @@ DealSource = Callable[[int, int], str]
 """(round number, race number) -> game number text; called once per pair, result stored."""
 
 
-class Tournament:
-    """One tournament. Build with `create` or `from_dict`; never mutate its fields directly."""
+@dataclass(eq=False, repr=False)
+class Tournament(Stored):
+    """One tournament. Build with `create` or `from_dict`; never mutate its fields directly.
 
-    def __init__(
-        self,
-        tournament_id: TournamentId,
-        game_id: str,
-        settings: TournamentSettings,
-        admin: PlayerId,
-        created_at: float,
-        *,
-        deal_source: DealSource | None = None,
-    ) -> None:
-        self.tournament_id = tournament_id
-        self.game_id = game_id
-        self.settings = settings
-        self.admin = admin
-        self.created_at = created_at
-        self.phase = Phase.REGISTRATION
-        self.is_paused = False
-        self.registered: list[PlayerId] = []
-        self.checked_in: set[PlayerId] = set()
-        self.seeds: list[PlayerId] = []
-        self.dropped: list[PlayerId] = []
-        self.rounds: list[Round] = []
-        self.audit: list[AuditEntry] = []
-        self._deal_source = deal_source
+    Its fields (and theirs, down to the race results) are the stored document.
+    """
+
+    tournament_id: TournamentId
+    game_id: str
+    settings: TournamentSettings
+    admin: PlayerId
+    created_at: float
+    phase: Phase = Phase.REGISTRATION
+    is_paused: bool = False
+    registered: list[PlayerId] = field(default_factory=list)
+    checked_in: Annotated[set[PlayerId], AS_SORTED_LIST] = field(default_factory=set)
+    seeds: list[PlayerId] = field(default_factory=list)
+    dropped: list[PlayerId] = field(default_factory=list)
+    rounds: list[Round] = field(default_factory=list)
+    audit: list[AuditEntry] = field(default_factory=list)
+    _: KW_ONLY
+    deal_source: InitVar[DealSource | None] = None
+
+    def __post_init__(self, deal_source: DealSource | None) -> None:
+        self._deal_source: DealSource | None = deal_source
 
     # --- creation and storage -----------------------------------------------------------------
 
@@ -128,46 +130,17 @@ class Tournament:
 
     def to_dict(self) -> dict[str, Any]:
         """The whole state (secrets included: for the store, never for clients)."""
-        return {
-            "schema": SCHEMA_VERSION,
-            "tournament_id": self.tournament_id,
-            "game_id": self.game_id,
-            "settings": self.settings.to_dict(),
-            "admin": self.admin,
-            "created_at": self.created_at,
-            "phase": self.phase.value,
-            "is_paused": self.is_paused,
-            "registered": list(self.registered),
-            "checked_in": sorted(self.checked_in),
-            "seeds": list(self.seeds),
-            "dropped": list(self.dropped),
-            "rounds": [r.to_dict() for r in self.rounds],
-            "audit": [a.to_dict() for a in self.audit],
-        }
+        return {"schema": SCHEMA_VERSION, **_STORED.dump_python(self, mode="json")}
 
     @classmethod
     def from_dict(
         cls, data: Mapping[str, Any], *, deal_source: DealSource | None = None
     ) -> Tournament:
+        """The tournament `to_dict` stored; a `pydantic.ValidationError` (a `ValueError`) when
+        the document misses a field or holds a value of the wrong type."""
         if data.get("schema") != SCHEMA_VERSION:
             raise WrongPhaseError(f"stored tournament has schema {data.get('schema')!r}")
-        tournament = cls(
-            TournamentId(data["tournament_id"]),
-            str(data["game_id"]),
-            TournamentSettings.from_dict(data["settings"]),
-            PlayerId(data["admin"]),
-            float(data["created_at"]),
-            deal_source=deal_source,
-        )
-        tournament.phase = Phase(data["phase"])
-        tournament.is_paused = bool(data["is_paused"])
-        tournament.registered = [PlayerId(p) for p in data["registered"]]
-        tournament.checked_in = {PlayerId(p) for p in data["checked_in"]}
-        tournament.seeds = [PlayerId(p) for p in data["seeds"]]
-        tournament.dropped = [PlayerId(p) for p in data["dropped"]]
-        tournament.rounds = [Round.from_dict(r) for r in data["rounds"]]
-        tournament.audit = [AuditEntry.from_dict(a) for a in data["audit"]]
-        return tournament
+        return _STORED.validate_python({**data, "deal_source": deal_source})
 
     # --- queries ------------------------------------------------------------------------------
 
@@ -569,3 +542,7 @@ class Tournament:
     def _require_registered(self, player: PlayerId) -> None:
         if player not in self.registered:
             raise UnknownPlayerError(f"{player!r} is not registered in this tournament")
+
+
+_STORED = TypeAdapter(Tournament)
+"""Reads and writes the stored document (but its `schema`, which it ignores)."""

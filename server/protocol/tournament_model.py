@@ -1,20 +1,32 @@
 """The value types of tournaments: format rules, race results, pairings, outcomes, standings.
 
-Frozen and JSON-friendly (`to_dict`/`from_dict` where they are stored). The rules that use
-them live in `pairing` (planning, scoring, standings) and `tournament_bracket`.
+Frozen dataclasses. Those stored with a tournament derive from `Stored`: the tournament's
+document is their fields as pydantic serializes them (see `Tournament.to_dict`). The rules
+that use them live in `pairing` (planning, scoring, standings) and `tournament_bracket`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import (
+    GetCoreSchemaHandler,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    WrapSerializer,
+)
+from pydantic_core import core_schema
 
 from .tournament_errors import InvalidResultError, InvalidSettingsError, MatchId, PlayerId
 
 __all__ = [
+    "AS_SORTED_LIST",
+    "BY_SORTED_KEY",
     "Format",
     "FormatRules",
     "MatchOutcome",
@@ -23,7 +35,49 @@ __all__ = [
     "RaceResult",
     "RoundPlan",
     "Standing",
+    "Stored",
 ]
+
+
+class Stored:
+    """Base of the dataclasses stored in a tournament's document, which pydantic reads and
+    writes from their fields. Reading one needs every field: a default fills in a new value,
+    never a gap in a stored document (that fails, as does a value of the wrong type)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[Any], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        names = [f.name for f in dataclasses.fields(source)]
+
+        def require_every_field(data: Any) -> Any:
+            if isinstance(data, Mapping):
+                missing = [name for name in names if name not in data]
+                if missing:
+                    raise ValueError(f"{source.__name__} is missing {', '.join(missing)}")
+            return data
+
+        schema = dict(handler(source))
+        # The check wraps the class's whole schema, so it takes over the schema's reference:
+        # other fields of this type point there, and must get the check too.
+        ref = schema.pop("ref", None)
+        return core_schema.no_info_before_validator_function(require_every_field, schema, ref=ref)
+
+
+def _as_sorted_list(items: Iterable[Any]) -> list[Any]:
+    return sorted(items)
+
+
+def _by_sorted_key(mapping: Mapping[Any, Any], handler: SerializerFunctionWrapHandler) -> Any:
+    return handler(dict(sorted(mapping.items())))
+
+
+AS_SORTED_LIST = PlainSerializer(_as_sorted_list)
+"""`Annotated[set[...], AS_SORTED_LIST]`: a set stored as a sorted list, so equal sets store
+the same document."""
+
+BY_SORTED_KEY = WrapSerializer(_by_sorted_key)
+"""`Annotated[dict[...], BY_SORTED_KEY]`: a mapping stored with its keys in order."""
 
 
 class Format(StrEnum):
@@ -35,7 +89,7 @@ class Format(StrEnum):
 
 
 @dataclass(frozen=True)
-class FormatRules:
+class FormatRules(Stored):
     """How a tournament pairs and scores; stored with the tournament."""
 
     format: Format
@@ -68,37 +122,13 @@ class FormatRules:
     def wins_needed(self) -> int:
         return math.ceil(self.best_of / 2)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format.value,
-            "best_of": self.best_of,
-            "third_place_match": self.third_place_match,
-            "bracket_reset": self.bracket_reset,
-            "swiss_rounds": self.swiss_rounds,
-            "heat_size": self.heat_size,
-            "advance_per_heat": self.advance_per_heat,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> FormatRules:
-        rounds = data["swiss_rounds"]
-        return cls(
-            format=Format(data["format"]),
-            best_of=int(data["best_of"]),
-            third_place_match=bool(data["third_place_match"]),
-            bracket_reset=bool(data["bracket_reset"]),
-            swiss_rounds=None if rounds is None else int(rounds),
-            heat_size=int(data["heat_size"]),
-            advance_per_heat=int(data["advance_per_heat"]),
-        )
-
 
 @dataclass(frozen=True)
-class RaceResult:
+class RaceResult(Stored):
     """One race's finishing order: groups of tied players, best first, and cards on foundations."""
 
     placings: tuple[tuple[PlayerId, ...], ...]
-    cards: Mapping[PlayerId, int] = field(default_factory=dict)
+    cards: Annotated[Mapping[PlayerId, int], BY_SORTED_KEY] = field(default_factory=dict)
 
     @classmethod
     def from_order(
@@ -168,22 +198,9 @@ class RaceResult:
             if count < 0:
                 raise InvalidResultError(f"cards on foundations cannot be negative ({player!r})")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "placings": [list(group) for group in self.placings],
-            "cards": {str(p): n for p, n in sorted(self.cards.items())},
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RaceResult:
-        return cls(
-            tuple(tuple(PlayerId(p) for p in group) for group in data["placings"]),
-            {PlayerId(p): int(n) for p, n in data["cards"].items()},
-        )
-
 
 @dataclass(frozen=True)
-class Pairing:
+class Pairing(Stored):
     """A match to play: its id and players (two, or a heat's N), better seed first."""
 
     match_id: MatchId
@@ -191,27 +208,11 @@ class Pairing:
 
 
 @dataclass(frozen=True)
-class RoundPlan:
+class RoundPlan(Stored):
     """The next round: matches to create and players scoring a bye (Swiss and round robin)."""
 
     pairings: tuple[Pairing, ...]
     byes: tuple[PlayerId, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "pairings": [
-                {"match_id": p.match_id, "players": list(p.players)} for p in self.pairings
-            ],
-            "byes": list(self.byes),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RoundPlan:
-        pairings = tuple(
-            Pairing(MatchId(p["match_id"]), tuple(PlayerId(x) for x in p["players"]))
-            for p in data["pairings"]
-        )
-        return cls(pairings, tuple(PlayerId(b) for b in data["byes"]))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The stored parts of a tournament: settings, rounds, matches, audit entries.
 
-Each has `to_dict()` / `from_dict()` producing plain JSON-able values (str keys, lists, numbers,
-booleans, None) that round-trip exactly, so SQLite and Redis store the same document.
+Dataclasses whose fields are the stored document (`Stored`): pydantic writes them as plain
+JSON-able values (str keys, lists, numbers, booleans, None) and reads them back exactly, so
+SQLite and Redis store the same document. A field is declared here and nowhere else.
 """
 
 from __future__ import annotations
@@ -9,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import GetCoreSchemaHandler, GetPydanticSchema
+from pydantic_core import core_schema
 
 from .pairing import FormatRules, MatchOutcome, Pairing, PlayedRound, RaceResult, RoundPlan
 from .tournament_errors import InvalidSettingsError, MatchId, PlayerId
+from .tournament_model import AS_SORTED_LIST, BY_SORTED_KEY, Stored
 
 __all__ = ["AuditEntry", "Match", "Phase", "Round", "TournamentSettings"]
 
@@ -25,7 +30,7 @@ class Phase(StrEnum):
 
 
 @dataclass(frozen=True)
-class TournamentSettings:
+class TournamentSettings(Stored):
     """Format rules plus lifecycle settings. `no_show_grace` is in seconds (None: never)."""
 
     rules: FormatRules
@@ -44,32 +49,9 @@ class TournamentSettings:
         if self.no_show_grace is not None and self.no_show_grace < 0:
             raise InvalidSettingsError("no_show_grace cannot be negative")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rules": self.rules.to_dict(),
-            "min_players": self.min_players,
-            "max_players": self.max_players,
-            "check_in_required": self.check_in_required,
-            "no_show_grace": self.no_show_grace,
-            "rated": self.rated,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TournamentSettings:
-        grace = data["no_show_grace"]
-        most = data["max_players"]
-        return cls(
-            rules=FormatRules.from_dict(data["rules"]),
-            min_players=int(data["min_players"]),
-            max_players=None if most is None else int(most),
-            check_in_required=bool(data["check_in_required"]),
-            no_show_grace=None if grace is None else float(grace),
-            rated=bool(data["rated"]),
-        )
-
 
 @dataclass
-class Match:
+class Match(Stored):
     """One match of a round: its races so far and the race in progress, if any."""
 
     match_id: MatchId
@@ -77,8 +59,8 @@ class Match:
     races: list[RaceResult] = field(default_factory=list)
     pending_race: int | None = None
     requested_at: float | None = None
-    present: set[PlayerId] = field(default_factory=set)
-    forfeited: set[PlayerId] = field(default_factory=set)
+    present: Annotated[set[PlayerId], AS_SORTED_LIST] = field(default_factory=set)
+    forfeited: Annotated[set[PlayerId], AS_SORTED_LIST] = field(default_factory=set)
     is_ended: bool = False
 
     @property
@@ -86,43 +68,41 @@ class Match:
         """Players still taking part (not forfeited)."""
         return tuple(p for p in self.players if p not in self.forfeited)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "match_id": self.match_id,
-            "players": list(self.players),
-            "races": [r.to_dict() for r in self.races],
-            "pending_race": self.pending_race,
-            "requested_at": self.requested_at,
-            "present": sorted(self.present),
-            "forfeited": sorted(self.forfeited),
-            "is_ended": self.is_ended,
-        }
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Match:
-        requested = data["requested_at"]
-        pending = data["pending_race"]
-        return cls(
-            match_id=MatchId(data["match_id"]),
-            players=tuple(PlayerId(p) for p in data["players"]),
-            races=[RaceResult.from_dict(r) for r in data["races"]],
-            pending_race=None if pending is None else int(pending),
-            requested_at=None if requested is None else float(requested),
-            present={PlayerId(p) for p in data["present"]},
-            forfeited={PlayerId(p) for p in data["forfeited"]},
-            is_ended=bool(data["is_ended"]),
-        )
+def _matches_by_id(matches: list[Match]) -> dict[MatchId, Match]:
+    by_id = {m.match_id: m for m in matches}
+    if len(by_id) != len(matches):
+        raise ValueError("two matches of a round have the same id")
+    return by_id
+
+
+def _listed(matches: dict[MatchId, Match]) -> list[Match]:
+    return list(matches.values())
+
+
+def _stored_as_list(_source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+    return core_schema.no_info_after_validator_function(
+        _matches_by_id,
+        handler.generate_schema(list[Match]),
+        serialization=core_schema.plain_serializer_function_ser_schema(
+            _listed, return_schema=handler.generate_schema(list[Match])
+        ),
+    )
+
+
+MatchesById = Annotated[dict[MatchId, Match], GetPydanticSchema(_stored_as_list)]
+"""A round's matches by id, stored as the list of the matches (each names its id)."""
 
 
 @dataclass
-class Round:
+class Round(Stored):
     """A round: its plan, matches, the deal of each race number (secret until it ends)."""
 
     number: int
     plan: RoundPlan
-    matches: dict[MatchId, Match]
-    game_numbers: dict[int, str] = field(default_factory=dict)
-    asked: set[int] = field(default_factory=set)
+    matches: MatchesById
+    game_numbers: Annotated[dict[int, str], BY_SORTED_KEY] = field(default_factory=dict)
+    asked: Annotated[set[int], AS_SORTED_LIST] = field(default_factory=set)
     is_ended: bool = False
 
     @classmethod
@@ -136,43 +116,12 @@ class Round:
     def to_played(self, outcomes: Mapping[MatchId, MatchOutcome]) -> PlayedRound:
         return PlayedRound(self.plan, dict(outcomes))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "number": self.number,
-            "plan": self.plan.to_dict(),
-            "matches": [m.to_dict() for m in self.matches.values()],
-            "game_numbers": {str(k): v for k, v in sorted(self.game_numbers.items())},
-            "asked": sorted(self.asked),
-            "is_ended": self.is_ended,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Round:
-        matches = [Match.from_dict(m) for m in data["matches"]]
-        return cls(
-            number=int(data["number"]),
-            plan=RoundPlan.from_dict(data["plan"]),
-            matches={m.match_id: m for m in matches},
-            game_numbers={int(k): str(v) for k, v in data["game_numbers"].items()},
-            asked={int(k) for k in data["asked"]},
-            is_ended=bool(data["is_ended"]),
-        )
-
 
 @dataclass(frozen=True)
-class AuditEntry:
+class AuditEntry(Stored):
     """One admin act: when, by whom, what, and the details an auditor needs."""
 
     at: float
     actor: PlayerId
     act: str
     detail: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"at": self.at, "actor": self.actor, "act": self.act, "detail": self.detail}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AuditEntry:
-        return cls(
-            float(data["at"]), PlayerId(data["actor"]), str(data["act"]), str(data["detail"])
-        )

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 from solrace.server.protocol.pairing import (
     Format,
@@ -130,7 +131,8 @@ def test_rules_are_validated_and_round_trip() -> None:
     with pytest.raises(InvalidSettingsError, match="heat_size"):
         FormatRules(Format.HEATS, heat_size=1).validate()
     rules = FormatRules(Format.HEATS, best_of=3, heat_size=6, advance_per_heat=3, swiss_rounds=4)
-    assert FormatRules.from_dict(rules.to_dict()) == rules
+    stored = TypeAdapter(FormatRules)
+    assert stored.validate_python(stored.dump_python(rules, mode="json")) == rules
     assert FormatRules(Format.SWISS, best_of=4).wins_needed == 2
 
 
@@ -140,7 +142,8 @@ def test_race_result_places_ties_and_validation() -> None:
     assert [result.place_of(p) for p in (a, b, c, d)] == [1, 2, 2, 4]
     assert result.sole_winner == a
     assert RaceResult.from_groups([[a, b]]).sole_winner is None
-    assert RaceResult.from_dict(result.to_dict()) == result
+    stored = TypeAdapter(RaceResult)
+    assert stored.validate_python(stored.dump_python(result, mode="json")) == result
     assert result.without([b]).placings == ((a,), (c,), (d,))
     result.validate([a, b, c, d])
     with pytest.raises(InvalidResultError, match="exactly the match's players"):

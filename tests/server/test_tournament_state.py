@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
@@ -245,3 +246,84 @@ def test_a_stored_document_loads_as_the_tournament_that_wrote_it(name: str) -> N
     assert json.dumps(live.to_dict()) == json.dumps(stored()[name])
     loaded = Tournament.from_dict(stored()[name], deal_source=deals)
     assert structure(loaded) == structure(live)
+
+
+# --- malformed documents fail, whole ------------------------------------------------------
+
+
+DATA_MAPPINGS = {"game_numbers", "cards"}
+"""Stored mappings whose keys are data (race numbers, players), not fields."""
+
+
+def records(value: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """The path of every stored record (a dataclass's fields) in a document."""
+    found: list[tuple[str | int, ...]] = []
+    if isinstance(value, dict):
+        found.append(path)
+        for key, item in value.items():
+            if key not in DATA_MAPPINGS:
+                found += records(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += records(item, (*path, i))
+    return found
+
+
+def at(document: Any, path: tuple[str | int, ...]) -> Any:
+    for step in path:
+        document = document[step]
+    return document
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_a_document_missing_any_field_anywhere_is_refused(name: str) -> None:
+    document = stored()[name]
+    checked = 0
+    for path in records(document):
+        for key in at(document, path):
+            if path == () and key == "schema":
+                continue
+            broken = json.loads(json.dumps(document))
+            del at(broken, path)[key]
+            with pytest.raises(ValidationError, match=f"missing {key}"):
+                Tournament.from_dict(broken)
+            checked += 1
+    assert checked >= 13
+
+
+def edit(change: Callable[[dict[str, Any]], object]) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(json.dumps(stored()["swiss_running"]))
+    change(document)
+    return document
+
+
+def match_of(document: dict[str, Any]) -> dict[str, Any]:
+    first: dict[str, Any] = document["rounds"][1]["matches"][0]
+    return first
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        edit(lambda d: d.update(phase="paused")),
+        edit(lambda d: d.update(created_at="yesterday")),
+        edit(lambda d: d.update(checked_in="p1")),
+        edit(lambda d: d.update(is_paused="perhaps")),
+        edit(lambda d: d["settings"]["rules"].update(format="ladder")),
+        edit(lambda d: d["settings"].update(no_show_grace=[30])),
+        edit(lambda d: d["rounds"][0].update(game_numbers={"first": "1"})),
+        edit(lambda d: d["rounds"][0].update(asked=[1.5])),
+        edit(lambda d: d["rounds"][0]["plan"].update(byes=[None])),
+        edit(lambda d: d["rounds"][1]["matches"].append(match_of(d))),  # an id twice
+        edit(lambda d: d["rounds"][1]["matches"].append("R2-3")),
+        edit(lambda d: match_of(d).update(players=7)),
+        edit(lambda d: match_of(d).update(pending_race=2.5)),
+        edit(lambda d: match_of(d)["races"][0].update(placings=[["p2", 2]])),
+        edit(lambda d: match_of(d)["races"][0].update(cards={"p2": -0.5})),
+        edit(lambda d: d["audit"].append({"at": 1.0, "actor": "admin", "act": 3, "detail": ""})),
+        edit(lambda d: d.update(rounds={})),
+    ],
+)
+def test_a_document_with_a_wrong_value_is_refused(document: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        Tournament.from_dict(document)
