@@ -74,6 +74,9 @@ INBOX_LIMIT = 16
 #: a line or a header count over its limits) instead of being split from what follows it.
 MAX_HEAD_BYTES = 64 * 1024
 
+#: Fragments one message may come in; one more closes the connection with 1009.
+MAX_FRAGMENTS = 64
+
 #: Plain HTTP paths, which answer GET and HEAD; the WebSocket opens on any other with a GET.
 PROBE_PATHS = ("/healthz", "/metrics")
 
@@ -371,6 +374,13 @@ class WebSocketSession(Session, asyncio.Protocol):
     def _frame(self, frame: Frame) -> None:
         opcode = frame.opcode
         data = frame.data if isinstance(frame.data, bytes) else bytes(frame.data)
+        if opcode is Opcode.CLOSE:
+            self.closing = True  # the protocol answers it; what came before is still handled
+            return
+        # Every other frame the client sends costs a credit: a message, each fragment of one
+        # (empty ones too), a ping (the protocol has queued its pong) and a pong.
+        if self.refused or not self._charge():
+            return
         if opcode is Opcode.BINARY or opcode is Opcode.TEXT:
             if frame.fin:
                 self._message(data, opcode is Opcode.TEXT)
@@ -378,26 +388,27 @@ class WebSocketSession(Session, asyncio.Protocol):
                 self.fragments = [data]
                 self.fragment_is_text = opcode is Opcode.TEXT
         elif opcode is Opcode.CONT:
+            if len(self.fragments) >= MAX_FRAGMENTS:
+                self.edge.metrics.bad_frames.labels("fragments").inc()
+                self.close(CloseCode.MESSAGE_TOO_BIG, f"more than {MAX_FRAGMENTS} fragments")
+                return
             self.fragments.append(data)  # the protocol caps the whole message's size
             if frame.fin:
                 whole, self.fragments = b"".join(self.fragments), []
                 self._message(whole, self.fragment_is_text)
-        elif opcode is Opcode.PING:
-            # The protocol has queued a pong: a ping costs a credit, as a message does.
-            if not self.refused and not self.bucket.spend(time.monotonic()):
-                self._over_budget()
         elif opcode is Opcode.PONG:
             self.ping_outstanding = False
-        elif opcode is Opcode.CLOSE:
-            self.closing = True  # the protocol answers it; what came before is still handled
+
+    def _charge(self) -> bool:
+        """Spend a credit for a frame; without one the connection is closed (1008)."""
+        if self.bucket.spend(time.monotonic()):
+            return True
+        self._over_budget()
+        return False
 
     def _message(self, data: bytes, is_text: bool) -> None:
-        if self.refused:
-            return
-        self.last_frame_at = now = time.monotonic()
-        if not self.bucket.spend(now):
-            self._over_budget()
-            return
+        """A whole message (its credits spent frame by frame): to the inbox, for the hub."""
+        self.last_frame_at = time.monotonic()  # whole messages only keep a connection alive
         self.inbox.append((data, is_text))
         if self.worker is None:
             self.worker = self.loop.create_task(self._work())

@@ -33,7 +33,8 @@ CLOSE_REASONS: dict[CloseCode, str] = {
     CloseCode.UNSUPPORTED_DATA: "a text frame: the protocol uses binary frames only",
     CloseCode.INVALID_PAYLOAD: "a frame that is not one msgpack map",
     CloseCode.POLICY_VIOLATION: "the connection's rate budget is spent (flood)",
-    CloseCode.MESSAGE_TOO_BIG: "a frame above the size cap (16 KiB by default)",
+    CloseCode.MESSAGE_TOO_BIG: "a message above the size cap (16 KiB by default) or in more "
+    "than 64 fragments",
     CloseCode.INTERNAL_ERROR: "a bug in the server; the client may reconnect",
     CloseCode.SERVICE_RESTART: "the server is shutting down (SIGTERM); reconnect shortly",
     CloseCode.UNSUPPORTED_PROTOCOL: "the hello asked for a protocol version the server lacks",

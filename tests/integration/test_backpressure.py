@@ -362,3 +362,45 @@ async def test_messages_read_within_the_budget_are_handled_before_the_1008(
     finally:
         await alice.close()
         await bob.close()
+
+
+async def test_every_fragment_costs_a_credit(
+    start_server: ServerFactory, raw_clients: list[RawClient]
+) -> None:
+    """Empty continuation frames used to cost nothing: one connection sent millions and held
+    the loop. Each fragment now spends a credit (a flood of them closes 1008), and a message
+    in a few fragments is still read."""
+    app = await start_server(rate_capacity=30.0, rate_refill_per_s=0.001)
+    polite = await RawClient.open(app.port)
+    flooder = await RawClient.open(app.port)
+    raw_clients += [polite, flooder]
+    # A ping message in three fragments: three credits, one pong.
+    frame = encode(Ping(nonce=9))
+    polite.protocol.send_binary(frame[:2], fin=False)
+    polite.protocol.send_continuation(frame[2:4], fin=False)
+    polite.protocol.send_continuation(frame[4:], fin=True)
+    await polite.flush()
+    async with asyncio.timeout(WAIT_S):
+        while not any(isinstance(m, Pong) and m.nonce == 9 for m in polite.messages()):
+            assert await polite.receive() is not None, "the server closed the connection"
+
+    flooder.protocol.send_binary(b"\x81", fin=False)
+    for _ in range(100):
+        flooder.protocol.send_continuation(b"", fin=False)
+    await flooder.flush()
+    assert await flooder.read_to_close() == CloseCode.POLICY_VIOLATION
+
+
+async def test_a_message_in_more_than_64_fragments_closes_1009(
+    start_server: ServerFactory, raw_clients: list[RawClient]
+) -> None:
+    app = await start_server(rate_capacity=1000.0, rate_refill_per_s=0.001)
+    long = await RawClient.open(app.port)
+    raw_clients.append(long)
+    long.protocol.send_binary(b"\x81", fin=False)
+    for _ in range(70):
+        long.protocol.send_continuation(b"", fin=False)
+    await long.flush()
+    assert await long.read_to_close() == CloseCode.MESSAGE_TOO_BIG
+    assert long.protocol.close_rcvd is not None
+    assert long.protocol.close_rcvd.reason == "more than 64 fragments"
