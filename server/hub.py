@@ -107,8 +107,12 @@ class Hub:
         self.secret = secret
         self._clock = clock
         self.rng = rng or random.SystemRandom()
-        #: This node's named players' sessions (the latest one of each player).
+        #: This node's named players' sessions (the latest one of each player), once their
+        #: hello is through: they get their races' events.
         self.players: dict[str, Session] = {}
+        #: The latest session of each player from the moment its hello is checked (a newer
+        #: one closes it with 4003); `players` follows once that hello is through.
+        self._claims: dict[str, Session] = {}
         #: Races being created (stored, not yet held), per player: counted as open.
         self._creating: dict[str, int] = {}
         # Plugged in by the composition root (app.py): tournaments and ratings.
@@ -244,9 +248,10 @@ class Hub:
             if runtime is not None:
                 runtime.spectators.discard(session)
         player_id = session.player_id
-        if player_id is None or self.players.get(player_id) is not session:
-            return
-        del self.players[player_id]
+        if player_id is None or self._claims.get(player_id) is not session:
+            return  # anonymous, or replaced by a newer connection
+        del self._claims[player_id]
+        self.players.pop(player_id, None)
         now = self.clock()
         holder = self.holder_of(session)
         for runtime in self.keeper.live_races_of(player_id):
@@ -340,10 +345,14 @@ class Hub:
         if player is not None:
             session.player_id = player.player_id
             session.name = player.name
-            old = self.players.get(player.player_id)
+            # Claimed before any await: of two hellos with one token, the later replaces the
+            # earlier even while the earlier is still marking its races (`_claims`).
+            old = self._claims.get(player.player_id)
+            self._claims[player.player_id] = session
             if old is not None and old is not session:
                 old.close(CloseCode.REPLACED, "connected again elsewhere")
-                del self.players[player.player_id]
+                if self.players.get(player.player_id) is old:
+                    del self.players[player.player_id]
         session.send(
             Welcome(
                 protocol=PROTOCOL_VERSION,
@@ -360,17 +369,22 @@ class Hub:
             )
         )
         if player is not None:
-            player_id, holder = player.player_id, self.holder_of(session)
+            player_id = player.player_id
+            back = connection_change(player_id, True, now, self.holder_of(session))
+
+            def back_unless_replaced(race: Race) -> list[RaceEvent]:
+                # Decided when the change is applied: a newer hello's may be applied first.
+                return back(race) if self._claims.get(player_id) is session else []
+
             for runtime in runtimes:
                 try:
-                    await self.apply_to_race(
-                        runtime, connection_change(player_id, True, now, holder)
-                    )
+                    await self.apply_to_race(runtime, back_unless_replaced)
                 except RaceError as exc:
                     log.warning("race %s: %s not marked back: %s", runtime.race_id, player_id, exc)
             # Only now does this session get its races' live events: what happened before
             # (its own return included) comes in order with the `Sync` that follows a welcome.
-            self.players[player_id] = session
+            if self._claims.get(player_id) is session:
+                self.players[player_id] = session
         log.info("hello from %s", session.name or "an anonymous spectator")
 
     def new_race_record(

@@ -3,8 +3,11 @@ the store is away, and how long a finished race stays in memory."""
 
 from __future__ import annotations
 
+import asyncio
+
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
+from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import is_commitment_valid
 from solrace.server.protocol.competition_records import RatingRecord
 from solrace.server.protocol.errors import ErrorCode
@@ -17,11 +20,12 @@ from solrace.server.protocol.messages import (
     Sync,
     Welcome,
 )
-from solrace.server.protocol.records import RaceStatus
+from solrace.server.protocol.records import RaceRecord, RaceStatus
 from solrace.server.ratings import RatingService
 from solrace.server.settings import Settings
 from solrace.server.store import MemoryStore, StoreUnavailableError, open_store
 from tests.server.sessions import RecordingSession, start_race_of_two
+from tests.waiting import eventually
 
 NOW_MS = 1_700_000_000_000
 
@@ -140,4 +144,64 @@ async def test_a_store_outage_in_hello_neither_loses_the_name_nor_half_identifie
     store.failing = False
     await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
     assert isinstance(again.sent[-1], Welcome) and again.sent[-1].player_id == welcome.player_id
+    await store.close()
+
+
+class HeldSaves(MemoryStore):
+    """The memory store, whose next race save waits until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold = False
+        self.held = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def save_race_if(self, record: RaceRecord, expected: RaceRecord | None) -> bool:
+        if self.hold:
+            self.hold = False
+            self.held.set()
+            await self.release.wait()
+        return await super().save_race_if(record, expected)
+
+
+class ClosingSession(RecordingSession):
+    def __init__(self, session_id: int) -> None:
+        super().__init__(session_id)
+        self.close_code: CloseCode | None = None
+
+    def close(self, code: CloseCode, reason: str) -> None:
+        self.close_code = code
+        super().close(code, reason)
+
+
+async def test_of_two_hellos_with_one_token_at_once_the_later_replaces_the_earlier() -> None:
+    """Two tabs: the first hello is still marking its race (its save held by the store) when
+    the second arrives. The first is closed with 4003, the second gets the race's events and
+    holds the racer, and when it leaves the racer is marked away (it used to stay connected
+    through the first, closed, connection, or both stayed open)."""
+    store = HeldSaves()
+    await store.open()
+    hub = Hub(store, Settings(store="memory:", countdown_s=0), Metrics(), b"x" * 32)
+    race_id, alice, _bob = await start_race_of_two(hub)
+    token = next(m.token for m in alice.sent if isinstance(m, Welcome))
+    await hub.disconnected(alice)
+    first, second = ClosingSession(11), ClosingSession(12)
+    store.hold = True
+    hello = Hello(protocol=PROTOCOL_VERSION, token=token)
+    earlier = asyncio.create_task(hub.handle(first, hello))
+    await asyncio.wait_for(store.held.wait(), 5)  # the first hello is marking its race
+    later = asyncio.create_task(hub.handle(second, hello))
+    # The second hello replaces the first before it waits for the race in turn.
+    await eventually(lambda: first.close_code is not None, within=5, what="the first's close")
+    assert first.close_code is CloseCode.REPLACED
+    store.release.set()
+    await asyncio.wait_for(asyncio.gather(earlier, later), 5)
+    player_id = first.player_id
+    assert player_id is not None and hub.players[player_id] is second
+    racer = hub.races[race_id].race.racers[player_id]
+    assert racer.connected and racer.holder == hub.holder_of(second)
+    await hub.disconnected(first)  # the replaced one's goodbye changes nothing
+    assert hub.races[race_id].race.racers[player_id].connected
+    await hub.disconnected(second)
+    assert not hub.races[race_id].race.racers[player_id].connected
     await store.close()
