@@ -563,6 +563,9 @@ class Hub:
         await self.apply_to_race(
             runtime, lambda race: race.join(player_id, name, message.invite_code, now, holder)
         )
+        # A racer does not watch its own race: one that watched it first stops watching.
+        runtime.spectators.discard(session)
+        session.watching.discard(runtime.race_id)
 
     async def _leave_race(self, session: Session, message: LeaveRace) -> None:
         player_id, _ = self.identity_of(session)

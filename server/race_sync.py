@@ -427,10 +427,15 @@ class RaceKeeper:
     def push_spectator_boards(
         self, runtime: RaceRuntime, now: int, *, force: bool = False, only: Session | None = None
     ) -> None:
-        """Send spectators each racer's board as it was `spectator_delay` ago (batched)."""
+        """Send spectators each racer's board as it was `spectator_delay` ago (batched).
+
+        None while the race's deal is held (a tournament round whose other matches race on
+        the same deal: a board, even delayed or final, shows cards they have yet to turn);
+        none to a racer of the race (one who watched it before joining)."""
         targets = {only} if only is not None else runtime.spectators
-        if not targets or not runtime.boards:
+        if not targets or not runtime.boards or runtime.race.record.deal_held:
             return
+        racers = runtime.race.racers
         for player_id, board in runtime.boards.items():
             changed = runtime.advance_spectator_board(player_id, now)
             delayed = board.spectator_game
@@ -444,7 +449,8 @@ class RaceKeeper:
                 board=board_for(delayed, Audience.SPECTATOR),
             )
             for session in targets if changed is None else runtime.spectators | targets:
-                session.send(message)
+                if session.player_id not in racers:
+                    session.send(message)
 
     def _forward(self, runtime: RaceRuntime) -> None:
         """Send this node's sessions the events they have not had, in version order (a

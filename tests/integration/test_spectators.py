@@ -14,13 +14,15 @@ from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
     MoveRejected,
+    Ping,
+    Pong,
     Progress,
     RaceList,
     RaceSnapshot,
     Watch,
 )
 from tests.integration.conftest import ClientFactory, ServerFactory
-from tests.integration.helpers import play, start_race
+from tests.integration.helpers import create_race, play, seat_and_start, start_race
 
 DELAY_S = 1.0
 
@@ -61,3 +63,23 @@ async def test_spectators_see_progress_live_and_boards_delayed(
     await alice.send(Watch(race_id=race_id))
     assert (await alice.expect(Error)).code == "not_allowed"
     await play(bob, race_id, ["deal"])
+
+
+async def test_a_player_who_watched_a_race_then_joined_it_gets_no_other_racer_s_board(
+    server: App, client: ClientFactory
+) -> None:
+    """Watching is for spectators: joining ends it (the adversarial review's watcher kept
+    getting the opponent's boards, undelayed, after it sat down in the race)."""
+    alice, bob, carol = await client("alice"), await client("bob"), await client()
+    await carol.hello()
+    race_id = await create_race(alice, seats=2)
+    for watcher in (bob, carol):
+        await watcher.send(Watch(race_id=race_id))
+        await watcher.expect(RaceSnapshot)
+    await seat_and_start(race_id, [bob], [alice, bob])
+    await play(alice, race_id, ["deal"])
+    # The spectator gets Alice's board after the delay; Bob, a racer now, gets none.
+    await carol.expect(Board, lambda m: m.player_id == alice.player_id and m.ply == 1)
+    await bob.send(Ping(nonce=5))
+    await bob.expect(Pong)  # answered after that push
+    assert not [m for m in bob.inbox if isinstance(m, Board) and m.player_id == alice.player_id]

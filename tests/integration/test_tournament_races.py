@@ -16,15 +16,21 @@ from solrace.server.app import App
 from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.messages import (
+    Board,
     Error,
     GetReplay,
     MakeMove,
     MoveRejected,
+    Ping,
+    Pong,
+    Progress,
     RaceFinished,
+    RaceSnapshot,
     RaceStarted,
     RaceUpdate,
     Replay,
     Resign,
+    Watch,
 )
 from solrace.server.protocol.records import RaceRecord, RaceStatus
 from solrace.server.protocol.tournament_messages import (
@@ -306,3 +312,36 @@ async def test_the_last_round_s_deal_is_released_even_if_the_store_failed_as_it_
         store.save_race_if = real_save  # type: ignore[method-assign]
         for each in (admin, ann, bob):
             await each.close()
+
+
+async def test_a_race_whose_deal_is_held_shows_spectators_progress_but_no_board(
+    start_server: ServerFactory,
+) -> None:
+    """A round's matches race on one deal: a spectator of one match (here a player of the
+    other) would see cards the other match has yet to turn, even delayed (races of one round
+    start at different times) and in the final boards. While the deal is held spectators get
+    the race's events, no board."""
+    app = await start_server(**FAST)
+    admin = await connect(app, "director")
+    players = [await connect(app, name) for name in ("ann", "bob", "cid", "dee")]
+    view = await create(admin, "single_elimination", time_limit_s=300, check_in_required=False)
+    tid = view.tournament_id
+    for player in players:
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+    await admin.send(admin_act(tid, "start"))
+    notices = {p.player_id: await p.expect(TournamentRace) for p in players}
+    first = sorted({n.race_id for n in notices.values()})[0]
+    in_first = [p for p in players if notices[p.player_id].race_id == first]
+    spy = next(p for p in players if p not in in_first)
+    await in_first[0].expect(RaceStarted, lambda m: m.race_id == first)
+    await spy.send(Watch(race_id=first))
+    await spy.expect(RaceSnapshot, lambda m: m.race_id == first)
+    await in_first[0].send(MakeMove(race_id=first, seq=1, move="deal"))
+    await spy.expect(Progress, lambda m: m.race_id == first and m.progress.moves == 1)
+    for player in in_first:
+        await player.send(Resign(race_id=first))
+    await spy.expect(RaceFinished, lambda m: m.race_id == first)
+    await spy.send(Ping(nonce=3))
+    await spy.expect(Pong)  # after the final boards a finish pushes to spectators
+    assert not [m for m in spy.inbox if isinstance(m, Board) and m.race_id == first]
