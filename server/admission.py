@@ -16,13 +16,20 @@ Behind a proxy every client has the proxy's address: per-address limits go in th
 from __future__ import annotations
 
 import ipaddress
+import logging
 import math
+import resource
 from dataclasses import dataclass
 from enum import StrEnum
 from http import HTTPStatus
 
 from solrace.server.protocol.ratelimit import CreditBucket
 from solrace.server.settings import Settings
+
+log = logging.getLogger("solrace.server.admission")
+
+#: Descriptors kept for what is not a client socket: the store, Redis, logs, the listener.
+DESCRIPTOR_RESERVE = 64
 
 
 class RefusalKind(StrEnum):
@@ -132,3 +139,30 @@ class Admission:
         full = [key for key, bucket in self.openings.items() if bucket.is_full(now)]
         for key in full:
             del self.openings[key]
+
+
+def fit_to_descriptors(settings: Settings) -> Settings:
+    """The settings with `max_connections` the process's open-files limit can hold: each
+    connection is a descriptor, and up to twice the cap may be open for an instant (those far
+    past it are accepted, then dropped). The soft limit is raised toward the hard one first;
+    past what the system allows, the cap is lowered (said in the log), so that a flood is
+    refused by the node instead of failing `accept()` in a loop."""
+    needed = 2 * settings.max_connections + DESCRIPTOR_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError) as exc:
+            log.debug("open-files limit not raised: %s", exc)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return settings
+    fitted = max(1, (soft - DESCRIPTOR_RESERVE) // 2)
+    log.warning(
+        "max_connections lowered from %d to %d: the open-files limit is %d (ulimit -n)",
+        settings.max_connections,
+        fitted,
+        soft,
+    )
+    return settings.model_copy(update={"max_connections": fitted})

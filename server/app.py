@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
+from solrace.server.admission import fit_to_descriptors
 from solrace.server.broker import Broker, BrokerError, BrokerUnavailableError, open_broker
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
@@ -195,7 +196,7 @@ def tune_gc_for_serving() -> None:
 
 
 async def run(settings: Settings) -> int:
-    app = App(settings)
+    app = App(fit_to_descriptors(settings))  # a process-wide limit: here, not in App
     await app.start()
     # A process-wide choice, so here and not in App (tests run many in one process).
     tune_gc_for_serving()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from http import HTTPStatus
 
 from solrace.server.admission import Admission, RefusalKind, client_key
@@ -75,3 +77,38 @@ def test_client_keys() -> None:
     assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
     assert client_key("::ffff:192.0.2.7") == "192.0.2.7"
     assert client_key("not-an-ip") == "not-an-ip"
+
+
+FIT = """
+import logging, resource, sys
+from solrace.server.admission import fit_to_descriptors
+from solrace.server.settings import Settings
+logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stdout)
+soft, hard, cap = (int(x) for x in sys.argv[1:])
+resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+fitted = fit_to_descriptors(Settings(max_connections=cap))
+print(fitted.max_connections, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+"""
+
+
+def fit_in_a_process(soft: int, hard: int, cap: int) -> list[str]:
+    """`fit_to_descriptors` in a process of its own (the limit is the process's): its log
+    and the cap and soft limit it ends with."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIT, str(soft), str(hard), str(cap)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout.splitlines()
+
+
+def test_the_connection_cap_fits_the_open_files_limit() -> None:
+    # Room under the hard limit: the soft one is raised, the cap stays.
+    assert fit_in_a_process(300, 5000, 1000) == ["1000 2064"]
+    # No room: the cap is lowered so that twice it and the reserve fit, and the log says so.
+    assert fit_in_a_process(200, 200, 10_000) == [
+        "max_connections lowered from 10000 to 68: the open-files limit is 200 (ulimit -n)",
+        "68 200",
+    ]
