@@ -400,10 +400,12 @@ class Hub:
         creator: str,
         now_ms: int,
         deal_held: bool = False,
+        deal_chosen: bool = False,
     ) -> RaceRecord:
         """An open race's record as this server sets races up: its countdown, grace and
         spectator delay (rated or casual) from the settings, and a fresh salt for the
-        commitment to its game number (`deal_held`: a tournament round's deal)."""
+        commitment to its game number (`deal_held`: a tournament round's deal;
+        `deal_chosen`: the creator named it)."""
         settings = self.settings
         salt = secrets.token_hex(16)
         delay = settings.spectator_delay_rated_s if rated else settings.spectator_delay_casual_s
@@ -424,6 +426,7 @@ class Hub:
             grace_ms=round(settings.grace_s * 1000),
             spectator_delay_ms=round(delay * 1000),
             deal_held=deal_held,
+            deal_chosen=deal_chosen,
         )
 
     async def open_seated_race(self, record: RaceRecord, seated: Sequence[tuple[str, str]]) -> None:
@@ -548,6 +551,7 @@ class Hub:
             invite_code=message.invite_code,
             creator=player_id,
             now_ms=now,
+            deal_chosen=message.game_number is not None,
         )
         await self.keeper.store_new_race(
             record,

@@ -104,6 +104,8 @@ class RaceInfo(Message):
     start_at_ms: int | None
     ends_at_ms: int | None
     spectator_delay_ms: int
+    #: The creator named the deal (casual races only): they may know it.
+    deal_chosen: bool = False
 
 
 class ProgressEntry(Message):

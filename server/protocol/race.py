@@ -181,6 +181,7 @@ class Race:
             start_at_ms=self.start_at_ms,
             ends_at_ms=self.ends_at_ms,
             spectator_delay_ms=self.record.spectator_delay_ms,
+            deal_chosen=self.record.deal_chosen,
         )
 
     def progress_of(self, racer: Racer, now_ms: int) -> ProgressEntry:

@@ -94,6 +94,8 @@ class RaceRecord(Record):
     #: The game number and salt stay secret after the finish until released: a tournament
     #: round's deal, raced by other matches still running (see `Race.is_deal_revealed`).
     deal_held: bool = False
+    #: The creator of this casual race named its deal (a game number they may know).
+    deal_chosen: bool = False
     #: Event numbering, fixed per race on several nodes (one node starts a new epoch when
     #: it restarts, since it did not store every progress event), and the recent events.
     epoch: str = ""

@@ -13,8 +13,11 @@ from solrace.server.protocol.competition_records import RatingRecord
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
+    CreateRace,
     Error,
     Hello,
+    ListRaces,
+    RaceList,
     RaceSnapshot,
     Resign,
     Sync,
@@ -204,4 +207,20 @@ async def test_of_two_hellos_with_one_token_at_once_the_later_replaces_the_earli
     assert hub.races[race_id].race.racers[player_id].connected
     await hub.disconnected(second)
     assert not hub.races[race_id].race.racers[player_id].connected
+    await store.close()
+
+
+async def test_the_lobby_says_which_races_have_a_deal_their_creator_chose() -> None:
+    store = open_store("memory:")
+    await store.open()
+    hub = Hub(store, Settings(store="memory:"), Metrics(), b"x" * 32)
+    ann, ben = RecordingSession(1), RecordingSession(2)
+    await hub.handle(ann, Hello(protocol=PROTOCOL_VERSION, name="ann"))
+    await hub.handle(ben, Hello(protocol=PROTOCOL_VERSION, name="ben"))
+    await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=60, game_number="7"))
+    await hub.handle(ben, CreateRace(game="klondike", seats=2, time_limit_s=60))
+    await hub.handle(ann, ListRaces())
+    listed = [m for m in ann.sent if isinstance(m, RaceList)][-1]
+    chosen = {info.creator: info.deal_chosen for info in listed.races}
+    assert chosen == {ann.player_id: True, ben.player_id: False}
     await store.close()
