@@ -120,6 +120,8 @@ class Hub:
         self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
         #: Called with each session that closed (services drop what they keep for it).
         self.session_closed_hooks: list[Callable[[Session], None]] = []
+        #: Asked before a session watches a race; each may refuse it (`RaceError`).
+        self.watch_checks: list[Callable[[Session, RaceRecord], Awaitable[None]]] = []
         self.ratings_of: Callable[[str], Awaitable[dict[str, float]]] | None = None
         self.lobby = LobbyFeed(
             self._race_list,
@@ -623,6 +625,8 @@ class Hub:
         runtime = await self._runtime(message.race_id)
         if session.player_id is not None and session.player_id in runtime.race.racers:
             raise RaceError(ErrorCode.NOT_ALLOWED, "racers cannot watch their own race")
+        for check in self.watch_checks:
+            await check(session, runtime.race.record)
         runtime.spectators.add(session)
         session.watching.add(runtime.race_id)
         self._send_catch_up(session, runtime, message)

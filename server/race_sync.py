@@ -427,13 +427,10 @@ class RaceKeeper:
     def push_spectator_boards(
         self, runtime: RaceRuntime, now: int, *, force: bool = False, only: Session | None = None
     ) -> None:
-        """Send spectators each racer's board as it was `spectator_delay` ago (batched).
-
-        None while the race's deal is held (a tournament round whose other matches race on
-        the same deal: a board, even delayed or final, shows cards they have yet to turn);
+        """Send spectators each racer's board as it was `spectator_delay` ago (batched);
         none to a racer of the race (one who watched it before joining)."""
         targets = {only} if only is not None else runtime.spectators
-        if not targets or not runtime.boards or runtime.race.record.deal_held:
+        if not targets or not runtime.boards:
             return
         racers = runtime.race.racers
         for player_id, board in runtime.boards.items():

@@ -549,6 +549,26 @@ class TournamentService:
         except RaceError as exc:  # e.g. the match was decided meanwhile (a forfeit)
             log.info("tournament %s: race %s not counted: %s", tournament_id, record.race_id, exc)
 
+    async def check_watch(self, session: Session, record: RaceRecord) -> None:
+        """A tournament's players may not watch its races while their deal is held: the
+        round's matches race on one deal, and a board of one (even delayed, or final) shows
+        cards another has yet to turn. Anyone else may (an audience)."""
+        if not record.deal_held or session.player_id is None:
+            return
+        tournament_id, _, number = record.race_id.rpartition("-")
+        if not tournament_id.startswith("t") or not number.isdigit():
+            return
+        try:
+            live = self.live.get(tournament_id) or await self._load(tournament_id)
+        except StoreError as exc:
+            raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
+        if PlayerId(session.player_id) in live.tournament.registered:
+            raise RaceError(
+                ErrorCode.NOT_ALLOWED,
+                "a player of this tournament cannot watch its races until their round ends "
+                "(the round's matches race on one deal)",
+            )
+
     # --- requests --------------------------------------------------------------------------
 
     def _check_admin(self, token: str) -> None:

@@ -314,16 +314,17 @@ async def test_the_last_round_s_deal_is_released_even_if_the_store_failed_as_it_
             await each.close()
 
 
-async def test_a_race_whose_deal_is_held_shows_spectators_progress_but_no_board(
+async def test_a_tournament_s_players_cannot_watch_its_races_while_their_deal_is_held(
     start_server: ServerFactory,
 ) -> None:
-    """A round's matches race on one deal: a spectator of one match (here a player of the
-    other) would see cards the other match has yet to turn, even delayed (races of one round
-    start at different times) and in the final boards. While the deal is held spectators get
-    the race's events, no board."""
+    """A round's matches race on one deal: a board of one match, even delayed or final,
+    shows cards the other match has yet to turn (the adversarial review's player of W1-1
+    predicted 10 of its next 10 stock cards watching W1-2). The tournament's players are
+    refused; an audience still watches, boards included."""
     app = await start_server(**FAST)
     admin = await connect(app, "director")
     players = [await connect(app, name) for name in ("ann", "bob", "cid", "dee")]
+    audience = await connect(app)
     view = await create(admin, "single_elimination", time_limit_s=300, check_in_required=False)
     tid = view.tournament_id
     for player in players:
@@ -336,12 +337,12 @@ async def test_a_race_whose_deal_is_held_shows_spectators_progress_but_no_board(
     spy = next(p for p in players if p not in in_first)
     await in_first[0].expect(RaceStarted, lambda m: m.race_id == first)
     await spy.send(Watch(race_id=first))
-    await spy.expect(RaceSnapshot, lambda m: m.race_id == first)
+    refusal = await spy.expect(Error, lambda m: m.request == "watch")
+    assert refusal.code == "not_allowed" and "until their round ends" in refusal.message
+    await audience.send(Watch(race_id=first))
+    await audience.expect(RaceSnapshot, lambda m: m.race_id == first)
     await in_first[0].send(MakeMove(race_id=first, seq=1, move="deal"))
-    await spy.expect(Progress, lambda m: m.race_id == first and m.progress.moves == 1)
-    for player in in_first:
-        await player.send(Resign(race_id=first))
-    await spy.expect(RaceFinished, lambda m: m.race_id == first)
+    await audience.expect(Board, lambda m: m.race_id == first and m.ply == 1)
     await spy.send(Ping(nonce=3))
-    await spy.expect(Pong)  # after the final boards a finish pushes to spectators
-    assert not [m for m in spy.inbox if isinstance(m, Board) and m.race_id == first]
+    await spy.expect(Pong)
+    assert not [m for m in spy.inbox if isinstance(m, Board | Progress) and m.race_id == first]
