@@ -5,8 +5,9 @@ Every connection counts from the moment the socket is accepted until it closes, 
 not, so that a client cannot hold sockets open by never finishing its handshake. A connection
 past a limit is still answered, once its request has been read: `429 Too Many Requests` (this
 address) or `503 Service Unavailable` (the node), with `Retry-After`; the terminal client
-retries those with its backoff. One far past a limit (twice the cap) is dropped unanswered:
-answering every one of a flood is work the flood chose.
+retries those with its backoff. One far past a limit (twice the per-address cap, or a tenth
+past the node's) is dropped unanswered: answering every one of a flood is work the flood
+chose.
 
 An IPv6 client is counted by its /64 network, since one host usually has the whole of it.
 Behind a proxy every client has the proxy's address: per-address limits go in the proxy
@@ -121,7 +122,7 @@ class Admission:
 
     def hopeless(self, key: str) -> bool:
         """Far past a cap: not worth reading the request to answer it."""
-        if self.total > 2 * self.max_connections:
+        if self.total > hard_cap(self.max_connections):
             return True
         return bool(self.per_address) and self.open.get(key, 0) > 2 * self.per_address
 
@@ -141,13 +142,19 @@ class Admission:
             del self.openings[key]
 
 
+def hard_cap(max_connections: int) -> int:
+    """Open connections past which a new one is dropped unanswered (`Admission.hopeless`)."""
+    return max_connections + max(16, max_connections // 10)
+
+
 def fit_to_descriptors(settings: Settings) -> Settings:
     """The settings with `max_connections` the process's open-files limit can hold: each
-    connection is a descriptor, and up to twice the cap may be open for an instant (those far
-    past it are accepted, then dropped). The soft limit is raised toward the hard one first;
-    past what the system allows, the cap is lowered (said in the log), so that a flood is
-    refused by the node instead of failing `accept()` in a loop."""
-    needed = 2 * settings.max_connections + DESCRIPTOR_RESERVE
+    connection is a descriptor, and up to `hard_cap` of them may be open for an instant
+    (those past the cap are answered 503, those past the hard cap dropped). The soft limit
+    is raised toward the hard one first; past what the system allows, the cap is lowered
+    (said in the log), so that a flood is refused by the node instead of failing `accept()`
+    in a loop."""
+    needed = hard_cap(settings.max_connections) + DESCRIPTOR_RESERVE
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < needed:
         raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
@@ -158,7 +165,9 @@ def fit_to_descriptors(settings: Settings) -> Settings:
             log.debug("open-files limit not raised: %s", exc)
     if soft == resource.RLIM_INFINITY or soft >= needed:
         return settings
-    fitted = max(1, (soft - DESCRIPTOR_RESERVE) // 2)
+    fitted = settings.max_connections
+    while fitted > 1 and hard_cap(fitted) + DESCRIPTOR_RESERVE > soft:
+        fitted = min(fitted - 1, (soft - DESCRIPTOR_RESERVE) * 10 // 11)
     log.warning(
         "max_connections lowered from %d to %d: the open-files limit is %d (ulimit -n)",
         settings.max_connections,

@@ -57,6 +57,12 @@ def test_far_past_a_cap_is_hopeless_and_just_past_it_is_answered() -> None:
     admission.arrive("10.0.0.1", 0)
     assert admission.hopeless("10.0.0.1")
     assert not admission.hopeless("10.0.0.2")
+    node = Admission(max_connections=100, per_address=0, burst=50, per_s=1)
+    for n in range(116):  # the cap and its tenth, at least 16
+        node.arrive(f"10.0.1.{n}", 0)
+    assert not node.hopeless("10.0.2.1")
+    node.arrive("10.0.2.1", 0)
+    assert node.hopeless("10.0.2.1")
 
 
 def test_refilled_handshake_budgets_are_forgotten() -> None:
@@ -106,9 +112,9 @@ def fit_in_a_process(soft: int, hard: int, cap: int) -> list[str]:
 
 def test_the_connection_cap_fits_the_open_files_limit() -> None:
     # Room under the hard limit: the soft one is raised, the cap stays.
-    assert fit_in_a_process(300, 5000, 1000) == ["1000 2064"]
-    # No room: the cap is lowered so that twice it and the reserve fit, and the log says so.
+    assert fit_in_a_process(300, 5000, 1000) == ["1000 1164"]
+    # No room: the cap is lowered so that its hard cap and the reserve fit, said in the log.
     assert fit_in_a_process(200, 200, 10_000) == [
-        "max_connections lowered from 10000 to 68: the open-files limit is 200 (ulimit -n)",
-        "68 200",
+        "max_connections lowered from 10000 to 120: the open-files limit is 200 (ulimit -n)",
+        "120 200",
     ]
