@@ -8,8 +8,9 @@ per connection runs the hub's handler while it waits on the store, and exits whe
 
 Before a handshake: the caps on connections per client address and on the node, and the pace
 of handshakes per address (`solrace.server.admission`; 429 or 503). Per connection: binary
-frames only, a size cap (the protocol closes 1009), a credit-bucket
-rate budget spent by messages and pings (1008), an idle timeout (4004), keepalive pings (1011
+frames only, a size cap (the protocol closes 1009) and at most 64 fragments a message, a
+credit-bucket rate budget spent by every frame the client sends (1008), an idle timeout
+(4004: no whole message), keepalive pings (1011
 when unanswered), a bound on the frames and bytes written while the socket pushes back (4005),
 no compression, an optional Origin check, and an opening-handshake timeout.
 
