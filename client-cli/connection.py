@@ -21,7 +21,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -314,9 +314,9 @@ class Connection:
         self.status = LinkStatus.CONNECTED
         self._queue.put_nowait(welcome)
         self._tasks = [
-            asyncio.create_task(self._on_link(self._read(ws)), name="solrace-read"),
-            asyncio.create_task(self._on_link(self._ping(ws)), name="solrace-ping"),
-            asyncio.create_task(self._on_link(self._resend(ws)), name="solrace-resend"),
+            asyncio.create_task(self._on_link(self._read, ws), name="solrace-read"),
+            asyncio.create_task(self._on_link(self._ping, ws), name="solrace-ping"),
+            asyncio.create_task(self._on_link(self._resend, ws), name="solrace-resend"),
         ]
         return welcome
 
@@ -407,10 +407,15 @@ class Connection:
                 received = _now_ms()
                 self.clock_offset_ms = message.server_time_ms - (sent + received) // 2
 
-    async def _on_link(self, work: Awaitable[None]) -> None:
-        """Run one of a link's tasks: the link closing ends it (the supervisor notices)."""
+    async def _on_link(
+        self, work: Callable[[ClientConnection], Awaitable[None]], ws: ClientConnection
+    ) -> None:
+        """Run one of a link's tasks: the link closing ends it (the supervisor notices).
+
+        The work's coroutine is made here, in the task: a task cancelled before its first step
+        (a link that closed as it came up) then leaves no coroutine that was never awaited."""
         with contextlib.suppress(ConnectionClosed):
-            await work
+            await work(ws)
 
     async def _read(self, ws: ClientConnection) -> None:
         async for data in ws:

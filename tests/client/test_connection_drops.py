@@ -10,11 +10,14 @@ followed race) meets a closing link every time.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import pytest
+from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.client.connection import (
@@ -175,3 +178,39 @@ async def test_an_unexpected_error_while_reconnecting_ends_closed_and_is_logged(
         assert any(
             "a bug in the client" in str(r.exc_info and r.exc_info[1]) for r in caplog.records
         )
+
+
+async def internal_error(n: int, ws: ServerConnection) -> None:
+    await ws.close(CloseCode.INTERNAL_ERROR, "boom")
+
+
+async def test_a_link_closed_before_its_tasks_start_leaves_no_coroutine_unawaited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that closes right after its welcome: when the close is through before the
+    client has read the welcome, the new link's tasks are cancelled before their first step.
+    No coroutine of theirs may be left unawaited (`RuntimeWarning`: an error in the tests)."""
+    hello = Connection._hello
+
+    async def hello_once_closed(self: Connection, ws: ClientConnection) -> Welcome:
+        welcome = await hello(self, ws)
+        await ws.wait_closed()  # the order a busy client sees: all of the close before the read
+        return welcome
+
+    monkeypatch.setattr(Connection, "_hello", hello_once_closed)
+    links = 0
+
+    async def count_and_close(n: int, ws: ServerConnection) -> None:
+        nonlocal links
+        links = n
+        await internal_error(n, ws)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with welcoming_server(count_and_close) as url:
+            conn = Connection(url, name="ann", backoff_s=(0.001, 0.002))
+            await conn.connect()
+            await received_until(conn, lambda _: links >= 4)
+            await conn.close()
+        gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
