@@ -5,7 +5,8 @@ hides a flaky network from its user:
 - every move gets a sequence number and stays pending until the server acks or rejects it; a
   pending move is sent again (same seq, so the server applies it once) after `resend_after_s`
   and after every reconnect;
-- a lost connection is retried with exponential backoff and jitter; after the new hello, every
+- a lost connection is retried with exponential backoff and jitter (`Backoff`: it starts
+  again from the lowest wait only after a link that lived); after the new hello, every
   followed race is resumed with `Sync` (the last version seen), so missed events arrive or a
   snapshot replaces them;
 - a ping every `ping_interval_s` keeps the socket warm and measures the server's clock.
@@ -165,6 +166,36 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+@dataclass(slots=True)
+class Backoff:
+    """The waits between tries to open a link: exponential from `low` up to `high`, with
+    jitter (each wait is 50-100 % of its step).
+
+    A link that lived `stable_after_s` starts the next round of tries at `low` again; one that
+    died sooner (a server that welcomes and closes at once) does not, so a server that keeps
+    dropping new links is tried ever more slowly, down to one try per `high`."""
+
+    low: float
+    high: float
+    stable_after_s: float
+    _step: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._step = self.low
+
+    def next_wait(self, not_before_s: float = 0.0) -> float:
+        """Seconds to wait before the next try (never less than `not_before_s`, a server's
+        Retry-After); the step after it doubles, up to `high`."""
+        wait = max(not_before_s, self._step * (0.5 + random.random() / 2))
+        self._step = min(self.high, self._step * 2)
+        return wait
+
+    def link_lost(self, lived_s: float) -> None:
+        """A link that was up for `lived_s` is lost: the backoff restarts if it lived long."""
+        if lived_s >= self.stable_after_s:
+            self._step = self.low
+
+
 class Connection:
     """A protocol client that survives disconnects; see the module docstring."""
 
@@ -177,6 +208,7 @@ class Connection:
         resend_after_s: float = 2.5,
         ping_interval_s: float = 10.0,
         backoff_s: tuple[float, float] = (0.2, 5.0),
+        stable_after_s: float = 5.0,
         open_timeout_s: float = 10.0,
     ) -> None:
         self.url = url
@@ -185,7 +217,11 @@ class Connection:
         self.resend_after_s = resend_after_s
         self.ping_interval_s = ping_interval_s
         self.backoff_s = backoff_s
+        #: A link lost sooner than this after it opened does not restart the backoff.
+        self.stable_after_s = stable_after_s
         self.open_timeout_s = open_timeout_s
+        self._backoff: Backoff | None = None
+        self._opened_at = 0.0
         self.welcome: Welcome | None = None
         self.status = LinkStatus.CLOSED
         self.clock_offset_ms = 0
@@ -311,6 +347,7 @@ class Connection:
         # Only now is the link up: no await from here on, so nothing sent meanwhile can slip
         # between the end of the resume and the socket becoming the one `send` uses.
         self._ws = ws
+        self._opened_at = time.monotonic()
         self.status = LinkStatus.CONNECTED
         self._queue.put_nowait(welcome)
         self._tasks = [
@@ -472,6 +509,7 @@ class Connection:
                 return
             await ws.wait_closed()
             self._ws = None
+            lived_s = time.monotonic() - self._opened_at
             await self._stop_tasks()
             if self._closing:
                 return
@@ -483,16 +521,19 @@ class Connection:
                 return
             self.status = LinkStatus.RECONNECTING
             await self._queue.put(StatusChange(LinkStatus.RECONNECTING, lost_text(code)))
-            await self._reconnect()
+            if self._backoff is None:
+                low, high = self.backoff_s
+                self._backoff = Backoff(low, high, self.stable_after_s)
+            self._backoff.link_lost(lived_s)
+            await self._reconnect(self._backoff)
 
-    async def _reconnect(self) -> None:
-        """Open a new link, waiting before each try: an exponential backoff with jitter, and
-        never less than the `Retry-After` of a handshake the server refused."""
-        low, high = self.backoff_s
-        delay = low
+    async def _reconnect(self, backoff: Backoff) -> None:
+        """Open a new link, waiting before each try as `backoff` says (carried over from the
+        last round when the lost link was short-lived), and never less than the `Retry-After`
+        of a handshake the server refused."""
         not_before_s = 0.0
         while not self._closing:
-            await asyncio.sleep(max(not_before_s, delay * (0.5 + random.random() / 2)))
+            await asyncio.sleep(backoff.next_wait(not_before_s))
             try:
                 await self._open()
             except ConnectionFailedError as exc:
@@ -500,7 +541,6 @@ class Connection:
                     self.status = LinkStatus.CLOSED
                     await self._queue.put(StatusChange(LinkStatus.CLOSED, str(exc)))
                     return
-                delay = min(high, delay * 2)
                 not_before_s = exc.retry_after_s or 0.0
                 await self._queue.put(StatusChange(LinkStatus.RECONNECTING, str(exc)))
                 continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import logging
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,6 +22,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.client.connection import (
+    Backoff,
     Connection,
     ConnectionFailedError,
     Incoming,
@@ -214,3 +216,45 @@ async def test_a_link_closed_before_its_tasks_start_leaves_no_coroutine_unawaite
             await conn.close()
         gc.collect()
     assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+
+
+def test_the_backoff_restarts_only_after_a_link_that_lived() -> None:
+    backoff = Backoff(1.0, 8.0, stable_after_s=5.0)
+
+    def waits(count: int) -> list[float]:
+        return [backoff.next_wait() for _ in range(count)]
+
+    def within(got: list[float], steps: list[float]) -> bool:
+        """Each wait is 50-100 % of its step (the jitter)."""
+        return all(step / 2 <= wait <= step for wait, step in zip(got, steps, strict=True))
+
+    assert within(waits(3), [1.0, 2.0, 4.0])
+    backoff.link_lost(lived_s=0.1)  # welcomed and dropped at once: the waits keep growing
+    assert within(waits(3), [8.0, 8.0, 8.0])
+    backoff.link_lost(lived_s=5.0)  # a link that lived: from the start again
+    assert within(waits(2), [1.0, 2.0])
+    assert backoff.next_wait(not_before_s=30.0) == 30.0  # a server's Retry-After
+
+
+async def test_a_server_that_drops_every_new_link_is_tried_ever_more_slowly() -> None:
+    """Each link is up (welcomed) and lost at once (1011): the wait before the next one grows
+    to its cap instead of starting again at the lowest after every link that opened."""
+    loop = asyncio.get_running_loop()
+    opened: list[float] = []
+    enough = asyncio.Event()
+
+    async def drop(n: int, ws: ServerConnection) -> None:
+        opened.append(loop.time())
+        if n == 7:
+            enough.set()
+        await internal_error(n, ws)
+
+    async with welcoming_server(drop) as url:
+        conn = Connection(url, name="ann", backoff_s=(0.02, 0.16), stable_after_s=60.0)
+        await conn.connect()
+        await asyncio.wait_for(enough.wait(), 10)
+        await conn.close()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(opened)]
+    # Steps 0.02, 0.04, 0.08, 0.16, 0.16, 0.16; a wait is at least half its step. Without the
+    # carried-over backoff every gap is one lowest wait (0.01-0.02 s) and a connect.
+    assert min(gaps[3:]) >= 0.08, gaps
