@@ -27,8 +27,12 @@ def _player_view(game: Game) -> BoardView:
 
 def boards_of(replay: ReplayModel, racer: ReplayRacer) -> list[BoardView]:
     """The racer's board before each move and after each one that replays: len = moves + 1,
-    or fewer when a move is illegal (a forged replay: `verify_replay` names the move)."""
-    game = deal(replay.game, replay.game_number)
+    or fewer when a move is illegal (a forged replay: `verify_replay` names the move); none
+    when the deal cannot be made (an unknown game or number: `verify_replay` says which)."""
+    try:
+        game = deal(replay.game, replay.game_number)
+    except EngineError:
+        return []
     boards = [_player_view(game)]
     for entry in racer.moves:
         try:
@@ -118,7 +122,11 @@ def _racer_lines(replay: ReplayModel, racer: ReplayRacer) -> Iterator[str]:
     count = len(racer.moves)
     moves = f"{count} move{'' if count == 1 else 's'}"
     yield f"{racer.name} ({racer.player_id}): {moves}, {racer.state}"
-    game = deal(replay.game, replay.game_number)
+    try:
+        game = deal(replay.game, replay.game_number)
+    except EngineError:
+        yield "no boards: the deal cannot be made (see the problems above)"
+        return
     yield "the deal:"
     yield render_plain(_player_view(game))
     for index, entry in enumerate(racer.moves):

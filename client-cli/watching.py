@@ -244,6 +244,9 @@ class ReplayScreen(Screen[None]):
         self.query_one("#replay-head", Static).update(Text(head, style="bold"))
         if not replay.racers:
             return
+        if not self.cursor.boards:  # the deal cannot be made: nothing to step through
+            self.query_one("#replay-line", Static).update(Text(self.cursor.report.problems[-1]))
+            return
         self.query_one("#board", BoardWidget).show(self.cursor.board, title=self.cursor.racer.name)
         self.query_one("#replay-line", Static).update(self.cursor.describe())
 

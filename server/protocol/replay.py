@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,6 +112,26 @@ def describe_invalid(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+class _UnreadableJSON(Exception):
+    """Well-formed JSON that Python will not read: nesting deeper than the interpreter's
+    recursion limit, or a number longer than `sys.get_int_max_str_digits()`."""
+
+
+def _load_json(data: bytes) -> object:
+    """`json.loads`, with the two limits it hits on hostile input turned into one error (a
+    `RecursionError` and a `ValueError` that is not a `JSONDecodeError` otherwise escape)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise _UnreadableJSON("nested too deep") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise
+    except ValueError:  # int(): "Exceeds the limit (4300 digits) for integer string conversion"
+        raise _UnreadableJSON(
+            f"a number longer than {sys.get_int_max_str_digits()} digits"
+        ) from None
+
+
 def parse_replay(data: bytes) -> ReplayModel:
     """A replay from a file's bytes: JSON (a bare replay, or a `replay` message) or one msgpack
     frame of either. `ReplayFileError` says what is wrong in one line."""
@@ -119,19 +140,21 @@ def parse_replay(data: bytes) -> ReplayModel:
     value: object
     if data.lstrip()[:1] in (b"{", b"["):
         try:
-            value = json.loads(data)
+            value = _load_json(data)
         except json.JSONDecodeError as exc:
             raise ReplayFileError(
                 f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from None
         except UnicodeDecodeError:
             raise ReplayFileError("invalid JSON: not UTF-8 text") from None
+        except _UnreadableJSON as exc:
+            raise ReplayFileError(f"invalid JSON: {exc}") from None
     else:
         try:
             value = unpack_map(data)
         except DecodeError:
             try:
-                value = json.loads(data)
+                value = _load_json(data)
             except json.JSONDecodeError as exc:
                 raise ReplayFileError(
                     f"neither JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}) "
@@ -139,6 +162,8 @@ def parse_replay(data: bytes) -> ReplayModel:
                 ) from None
             except UnicodeDecodeError:
                 raise ReplayFileError("neither JSON nor a msgpack map") from None
+            except _UnreadableJSON as exc:
+                raise ReplayFileError(f"neither JSON ({exc}) nor a msgpack map") from None
     if isinstance(value, dict) and value.get("type") == "replay":
         value = value.get("replay")
     if not isinstance(value, dict):

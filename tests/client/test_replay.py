@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 from solrace.client.app import replay_main
 from solrace.client.bots import Bot
@@ -230,3 +231,44 @@ def test_a_replay_that_cannot_be_saved_gets_one_line(
     assert (out, err) == ("", f"solrace replay: cannot save to {target}: Not a directory\n")
     assert replay_main([str(source), "--save", str(tmp_path / "copy.json"), "--plain"]) == 0
     assert load_replay(tmp_path / "copy.json") == sample(MOVES)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"[" * 100_000 + b"]" * 100_000, b'{"rated": ' + b"1" * 5000 + b"}"],
+    ids=["deep", "long-number"],
+)
+def test_json_beyond_pythons_limits_gets_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes
+) -> None:
+    path = tmp_path / "hostile.json"
+    path.write_bytes(content)
+    assert replay_main([str(path), "--plain"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"solrace replay: {path} is not a solrace replay: invalid JSON: ")
+    assert err.count("\n") == 1
+
+
+def test_a_replay_whose_deal_cannot_be_made_is_shown_not_verified(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An unknown game or number is a replay that does not verify (status 1, as `verify`),
+    shown without boards, not a traceback."""
+    path = tmp_path / "chess.json"
+    path.write_text(sample(MOVES).model_copy(update={"game": "chess"}).model_dump_json())
+    assert replay_main([str(path), "--plain"]) == 1
+    out = capsys.readouterr().out
+    assert "PROBLEM: cannot deal chess 1: unknown game 'chess'" in out
+    assert "no boards: the deal cannot be made" in out
+    assert out.splitlines()[-1] == "replay does NOT verify (2 problems)"
+
+
+async def test_the_replay_screen_shows_why_a_deal_cannot_be_made() -> None:
+    replay = sample(MOVES).model_copy(update={"game_number": "abc"})
+    app = ReplayApp(replay, ascii=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        line = await widget(app.screen, "#replay-line", Static)
+        await eventually(lambda: "cannot deal" in str(line.render()), what="the problem")
+        await pilot.press("right", "end", "tab")
+        assert "cannot deal" in str(line.render())

@@ -223,3 +223,32 @@ def test_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert capsys.readouterr().err == (
         f"solrace verify: cannot read {tmp_path / 'nowhere.json'}: No such file or directory\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nested too deep"),
+        (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, "invalid JSON: nested too deep"),
+        (b'{"started_at_ms": ' + b"9" * 5000 + b"}", "invalid JSON: a number longer than "),
+        # Not starting with a bracket: read as msgpack first, then as JSON.
+        (b" \n" + b"[" * 100_000, "invalid JSON: nested too deep"),
+        (
+            b'\xef\xbb\xbf{"rated": ' + b"9" * 5000 + b"}",  # UTF-8 with a byte order mark
+            "neither JSON (a number longer than 4300 digits) nor a msgpack map",
+        ),
+    ],
+    ids=["deep-array", "deep-object", "long-number", "deep-after-space", "long-number-bom"],
+)
+def test_json_beyond_pythons_limits_is_not_a_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
+    """Nesting past the recursion limit and numbers past `sys.get_int_max_str_digits()` are
+    well-formed JSON that `json.loads` refuses with a RecursionError or a bare ValueError:
+    one line and status 2, like any other file that is not a replay."""
+    path = write(tmp_path, content)
+    assert main([str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"solrace verify: {path} is not a solrace replay: {message}")
+    assert err.count("\n") == 1
