@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from solrace.engine import Audience, BoardView, EngineError, Game, deal, view
 from solrace.server.protocol.messages import ReplayModel, ReplayRacer
-from solrace.server.protocol.replay import VerifyReport, entry_text, verify_replay
+from solrace.server.protocol.replay import VerifyReport, entry_text, shorten, verify_replay
 
 from .render import render_plain
 
@@ -152,7 +152,8 @@ def replay_lines(replay: ReplayModel, report: VerifyReport | None = None) -> Ite
     and the verdict again. `report`: the replay's `verify_replay`, if computed already."""
     if report is None:
         report = verify_replay(replay)
-    yield f"race {replay.race_id}: {replay.game} deal {replay.game_number}"
+    race, game, number = (shorten(v) for v in (replay.race_id, replay.game, replay.game_number))
+    yield f"race {race}: {game} deal {number}"
     yield from report.lines
     yield from (f"PROBLEM: {problem}" for problem in report.problems)
     yield report.verdict

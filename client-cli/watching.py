@@ -13,6 +13,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
 
 from solrace.server.protocol.messages import RaceList, ReplayModel
+from solrace.server.protocol.replay import shorten
 
 from .connection import Incoming
 from .replay import ReplayCursor
@@ -239,8 +240,8 @@ class ReplayScreen(Screen[None]):
         )
         if not verified:
             ranking = f"results as the file states them (NOT verified): {ranking}"
-        deal = f"{replay.game} deal #{replay.game_number} {verdict}"
-        head = f"replay {replay.race_id}: {deal}  {ranking}"
+        deal = f"{shorten(replay.game)} deal #{shorten(replay.game_number)} {verdict}"
+        head = f"replay {shorten(replay.race_id)}: {deal}  {ranking}"
         self.query_one("#replay-head", Static).update(Text(head, style="bold"))
         if not replay.racers:
             return

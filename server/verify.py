@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from solrace.server.protocol.replay import ReplayFileError, load_replay, verify_replay
+from solrace.server.protocol.replay import ReplayFileError, load_replay, shorten, verify_replay
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,7 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     report = verify_replay(replay)
     if not args.quiet:
-        print(f"race {replay.race_id}: {replay.game} #{replay.game_number}")
+        race, game, number = (shorten(v) for v in (replay.race_id, replay.game, replay.game_number))
+        print(f"race {race}: {game} #{number}")
         for line in report.lines:
             print(line)
     for problem in report.problems:

@@ -186,6 +186,14 @@ def load_replay(path: Path) -> ReplayModel:
         raise ReplayFileError(f"{path} is not a solrace replay: {exc}") from None
 
 
+def shorten(text: str, limit: int = 40) -> str:
+    """A value from a replay file as it is printed: whole up to `limit` characters, else its
+    start and its length (a forged file's 100,000-digit game number is not a screenful)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 10]}... ({len(text)} characters)"
+
+
 @dataclass(frozen=True, slots=True)
 class IllegalMove:
     """The first move of a racer that the engine refuses (the rest are not replayed)."""
@@ -202,7 +210,8 @@ class IllegalMove:
         if self.after:
             rest = f"; the {self.after} move{'s' if self.after > 1 else ''} after it"
             rest += " are not replayed" if self.after > 1 else " is not replayed"
-        return f"illegal move {self.move!r} at ply {self.index}: {self.reason}{rest}"
+        move = shorten(repr(self.move))
+        return f"illegal move {move} at ply {self.index}: {shorten(self.reason, 200)}{rest}"
 
 
 @dataclass
@@ -230,13 +239,53 @@ class VerifyReport:
         return f"replay does NOT verify ({count} problem{'' if count == 1 else 's'})"
 
 
+def _who(racer: ReplayRacer) -> str:
+    return f"{shorten(racer.name)} ({shorten(racer.player_id)})"
+
+
+def _check_racer_times(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport) -> None:
+    """A finished race's racer is done (its state set at the start or later, a time-out at the
+    race's end) and made no move after its state changed or after the race finished."""
+    who = _who(racer)
+    state, at = racer.state, racer.state_at_ms
+    if state in (RacerState.JOINED, RacerState.PLAYING):
+        report.problems.append(f"{who}: state {state} in a race that has finished")
+        return
+    if at is None:
+        report.problems.append(f"{who}: state {shorten(state)} without the time it was set")
+        return
+    if at < replay.started_at_ms:
+        report.problems.append(
+            f"{who}: state {shorten(state)} at {at}, before the race started "
+            f"({replay.started_at_ms})"
+        )
+    if state == RacerState.TIMED_OUT and at != replay.ends_at_ms:
+        report.problems.append(
+            f"{who}: timed out at {at}, not at the race's time limit ({replay.ends_at_ms})"
+        )
+    for limit, what in (
+        (at, f"its state became {shorten(state)}"),
+        (replay.finished_at_ms, "the race finished"),
+    ):
+        late = [index for index, move in enumerate(racer.moves) if move.at_ms > limit]
+        if late:
+            first = late[0]
+            count = f"{len(late)} moves" if len(late) > 1 else "a move"
+            report.problems.append(
+                f"{who}: {count} after {what} at {limit} "
+                f"(the first: move {first} at {racer.moves[first].at_ms})"
+            )
+
+
 def _replay_racer(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport) -> Racer:
-    who = f"{racer.name} ({racer.player_id})"
+    who = _who(racer)
     try:
         state = RacerState(racer.state)
     except ValueError:
-        report.problems.append(f"{who}: unknown state {racer.state!r}")
+        report.problems.append(f"{who}: unknown state {shorten(repr(racer.state))}")
         state = RacerState.GONE
+    else:
+        _check_racer_times(replay, racer, report)
     result = Racer(racer.player_id, racer.name, state, racer.state_at_ms)
     game = deal(replay.game, replay.game_number)
     on_before = game.progress()[0]
@@ -303,7 +352,7 @@ def entry_text(entry: ResultEntry) -> str:
     """A results line in words (verify, replays): `#1 ann (p1) finished 52/52 in 61.2s`,
     `#2 bob (p2) timed_out 17/52, last card out at 8.7s`."""
     line = (
-        f"#{entry.rank} {entry.name} ({entry.player_id}) {entry.state} "
+        f"#{entry.rank} {shorten(entry.name)} ({shorten(entry.player_id)}) {shorten(entry.state)} "
         f"{entry.on_foundations}/{entry.total}"
     )
     time = result_time(entry)
@@ -312,26 +361,50 @@ def entry_text(entry: ResultEntry) -> str:
     return f"{line} {time}" if entry.state == "finished" else f"{line}, {time}"
 
 
+def _race_problems(replay: ReplayModel) -> list[str]:
+    """What no finished race can look like, whatever its moves: no racers, a racer listed
+    twice, a race that finished before it started."""
+    problems = []
+    if not replay.racers:
+        problems.append("the replay has no racers")
+    seen: set[str] = set()
+    for racer in replay.racers:
+        if racer.player_id in seen:
+            problems.append(f"racer {shorten(racer.player_id)} is listed more than once")
+        seen.add(racer.player_id)
+    if replay.ends_at_ms <= replay.started_at_ms:
+        problems.append(
+            f"the time limit ends ({replay.ends_at_ms}) before the race starts "
+            f"({replay.started_at_ms})"
+        )
+    if replay.finished_at_ms < replay.started_at_ms:
+        problems.append(
+            f"the race finished ({replay.finished_at_ms}) before it started "
+            f"({replay.started_at_ms})"
+        )
+    return problems
+
+
 def verify_replay(replay: ReplayModel) -> VerifyReport:
     """Recompute commitment, boards, progress and ranking; list every disagreement."""
     report = VerifyReport()
+    game, number = shorten(replay.game), shorten(replay.game_number)
     report.commitment_ok = is_commitment_valid(
         replay.commitment, replay.game, replay.game_number, replay.salt
     )
     if report.commitment_ok:
         report.lines.append(
-            f"commitment verified: it is sha256 of game {replay.game}, "
-            f"number {replay.game_number} and the salt"
+            f"commitment verified: it is sha256 of game {game}, number {number} and the salt"
         )
     else:
         report.problems.append(
-            f"commitment does not match game {replay.game}, number {replay.game_number} "
-            "and the salt"
+            f"commitment does not match game {game}, number {number} and the salt"
         )
+    report.problems += _race_problems(replay)
     try:
         racers = [_replay_racer(replay, racer, report) for racer in replay.racers]
     except EngineError as exc:
-        report.problems.append(f"cannot deal {replay.game} {replay.game_number}: {exc}")
+        report.problems.append(f"cannot deal {game} {number}: {shorten(str(exc), 400)}")
         return report
     expected = rank_racers(racers, replay.started_at_ms)
     if expected == replay.results:

@@ -252,3 +252,108 @@ def test_json_beyond_pythons_limits_is_not_a_replay(
     assert out == ""
     assert err.startswith(f"solrace verify: {path} is not a solrace replay: {message}")
     assert err.count("\n") == 1
+
+
+def problems_of(data: dict[str, Any]) -> list[str]:
+    return verify_replay(ReplayModel.model_validate(data)).problems
+
+
+def resigned_at(at_ms: int) -> dict[str, Any]:
+    """`sample(MOVES)` (moves at 1500, 1501, 1502) with the resignation at `at_ms`."""
+    data: dict[str, Any] = json.loads(sample(MOVES).model_dump_json())
+    data["racers"][0]["state_at_ms"] = at_ms
+    return data
+
+
+def test_moves_after_a_resignation_do_not_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert problems_of(resigned_at(1502)) == []  # a move in the same millisecond: possible
+    path = write(tmp_path, json.dumps(resigned_at(1500)))
+    assert main([str(path), "-q"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "PROBLEM: ann (p1): 2 moves after its state became resigned at 1500 "
+        "(the first: move 1 at 1501)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("state", "at_ms", "problem"),
+    [
+        ("gone", 1501, "ann (p1): a move after its state became gone at 1501 (the first: "),
+        ("timed_out", 2000, "ann (p1): timed out at 2000, not at the race's time limit (61000)"),
+        ("playing", 2000, "ann (p1): state playing in a race that has finished"),
+        ("joined", 2000, "ann (p1): state joined in a race that has finished"),
+        ("resigned", None, "ann (p1): state resigned without the time it was set"),
+        ("resigned", 999, "ann (p1): state resigned at 999, before the race started (1000)"),
+    ],
+)
+def test_a_racer_state_no_race_can_end_with(state: str, at_ms: int | None, problem: str) -> None:
+    data = resigned_at(2000)
+    data["racers"][0] |= {"state": state, "state_at_ms": at_ms}
+    data["results"][0]["state"] = state
+    found = problems_of(data)
+    assert found[0].startswith(problem), found
+
+
+def test_moves_after_a_finish_or_stuck_board_do_not_verify() -> None:
+    """A finished or stuck racer's state time is its last move's: later moves are forged."""
+    for state in ("finished", "stuck"):
+        data = resigned_at(1501)
+        data["racers"][0]["state"] = state
+        data["results"][0]["state"] = state
+        assert (
+            f"ann (p1): a move after its state became {state} at 1501 (the first: move 2 at 1502)"
+        ) in problems_of(data)
+
+
+def test_moves_outside_the_race_do_not_verify() -> None:
+    before = resigned_at(2000) | {"started_at_ms": 1501, "ends_at_ms": 61501}
+    assert "ann (p1): move 0 at an impossible time 1500" in problems_of(before)
+    after_end = resigned_at(1501) | {"finished_at_ms": 1501}
+    assert (
+        "ann (p1): a move after the race finished at 1501 (the first: move 2 at 1502)"
+        in problems_of(after_end)
+    )
+    backwards = resigned_at(2000) | {"finished_at_ms": 900, "ends_at_ms": 900}
+    assert problems_of(backwards)[:2] == [
+        "the time limit ends (900) before the race starts (1000)",
+        "the race finished (900) before it started (1000)",
+    ]
+
+
+def test_a_replay_without_racers_does_not_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = resigned_at(2000) | {"racers": [], "results": []}
+    path = write(tmp_path, json.dumps(data))
+    assert main([str(path), "-q"]) == 1
+    assert capsys.readouterr().out == "PROBLEM: the replay has no racers\n"
+
+
+def test_a_racer_listed_twice_does_not_verify() -> None:
+    data = resigned_at(2000)
+    data["racers"] *= 2
+    data["results"] *= 2  # the ranking of the two copies: a tie, as the file says
+    assert problems_of(data) == ["racer p1 is listed more than once"]
+
+
+def test_results_naming_someone_who_did_not_race_do_not_verify() -> None:
+    data = resigned_at(2000)
+    data["results"].append(data["results"][0] | {"rank": 2, "player_id": "p9", "name": "eve"})
+    assert problems_of(data) == [
+        "results line 2: the file says #2 eve (p9) resigned 0/52; the moves give nothing"
+    ]
+
+
+def test_long_values_are_shortened_when_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = resigned_at(2000) | {"game_number": "9" * 100_000}
+    data["racers"][0]["moves"][0]["move"] = "x" * 100_000
+    path = write(tmp_path, json.dumps(data))
+    assert main([str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "9" * 100 not in out and "x" * 300 not in out
+    assert f"klondike #{'9' * 30}... (100000 characters)" in out
+    assert max(len(line) for line in out.splitlines()) < 500
