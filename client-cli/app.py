@@ -27,6 +27,7 @@ from .replay import replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
 from .tasks import cancel_and_wait
+from .wire_text import printable
 
 
 def _log_to_file(folder: Path) -> None:
@@ -120,7 +121,7 @@ async def _play(args: argparse.Namespace) -> int:
         try:
             url = await embedded.start()
         except EmbeddedServerError as exc:
-            print(f"solrace play: {exc}", file=sys.stderr)
+            print(printable(f"solrace play: {exc}"), file=sys.stderr)
             return 1
         key = EMBEDDED_KEY
     else:
@@ -133,10 +134,10 @@ async def _play(args: argparse.Namespace) -> int:
         async with Session.running(conn) as session:
             return await _play_session(session, args, url, opponents)
     except ConnectionFailedError as exc:
-        print(f"solrace play: {exc}", file=sys.stderr)
+        print(printable(f"solrace play: {exc}"), file=sys.stderr)
         return 1
     except RequestError as exc:
-        print(f"solrace play: {exc}", file=sys.stderr)
+        print(printable(f"solrace play: {exc}"), file=sys.stderr)
         return 1
     finally:
         if opponents is not None:
@@ -211,14 +212,14 @@ async def _watch(args: argparse.Namespace) -> int:
     try:
         await conn.connect()
     except ConnectionFailedError as exc:
-        print(f"solrace watch: {exc}", file=sys.stderr)
+        print(printable(f"solrace watch: {exc}"), file=sys.stderr)
         return 1
     try:
         async with Session.running(conn) as session:
             if args.race is not None:
                 problem = await watch_problem(session, args.race, args.server)
                 if problem is not None:
-                    print(f"solrace watch: {problem}", file=sys.stderr)
+                    print(printable(f"solrace watch: {problem}"), file=sys.stderr)
                     return EXIT_NOT_WATCHABLE
             from .tui import WatchApp
 
@@ -332,7 +333,7 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
         print(f"solrace replay: {what}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_NO_REPLAY
     except (ValueError, ConnectionFailedError, RequestError) as exc:
-        print(f"solrace replay: {exc}", file=sys.stderr)
+        print(printable(f"solrace replay: {exc}"), file=sys.stderr)
         return EXIT_NO_REPLAY
     if args.save:
         try:
@@ -350,7 +351,7 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     if args.plain:
         report = verify_replay(replay)
         for line in replay_lines(replay, report):
-            print(line)
+            print(printable(line))
         return 0 if report.is_valid else EXIT_NOT_VERIFIED
     from .tui import ReplayApp
 

@@ -38,6 +38,7 @@ from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
 from .render import result_line
 from .state import ClientState, RaceState
 from .strategy import STRATEGIES, Strategy, make_strategy
+from .wire_text import printable
 
 RaceCallback = Callable[[str], Awaitable[None] | None]
 
@@ -411,7 +412,7 @@ async def run_bots(args: argparse.Namespace) -> int:
                 invite_code=args.invite,
                 game_number=args.game_number,
             )
-            print(f"race {race_id}", flush=True)
+            print(printable(f"race {race_id}"), flush=True)
             others = bots[1:]
         else:
             found: str | None = args.race or await first_open_race(
@@ -425,24 +426,24 @@ async def run_bots(args: argparse.Namespace) -> int:
         for bot in others:
             await bot.join(race_id, args.invite)
         if not args.create:  # said once joined: a race that refuses them is not announced
-            print(f"race {race_id}", flush=True)
+            print(printable(f"race {race_id}"), flush=True)
         if args.start and args.create:
             await bots[0].start()
         results = await asyncio.gather(*(bot.play() for bot in bots))
     except (ConnectionFailedError, BotError) as exc:
-        print(f"solrace bot: {exc}", file=sys.stderr)
+        print(printable(f"solrace bot: {exc}"), file=sys.stderr)
         return 1
     finally:
         await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
     race = bots[0].race
     if race is not None and race.results is not None:
         for entry in race.results:
-            print(result_line(entry), flush=True)
+            print(printable(result_line(entry)), flush=True)
         if race.commitment_ok is not None:
-            print(deal_line(race), flush=True)
+            print(printable(deal_line(race)), flush=True)
     for result in results:
         if result.reason:
-            print(f"{result.name}: {result.reason}", flush=True)
+            print(printable(f"{result.name}: {result.reason}"), flush=True)
     return 0
 
 

@@ -42,6 +42,7 @@ from .render import render_plain, result_line
 from .session import LinkClosedError, RequestError, Session
 from .state import RaceState
 from .tasks import cancel_and_wait
+from .wire_text import printable
 
 HELP = """\
 commands:
@@ -147,7 +148,7 @@ class PlainMode:
         session.listeners.append(self.on_event)
 
     def say(self, text: str) -> None:
-        self.out.write(text + "\n")
+        self.out.write(printable(text) + "\n")
         self.out.flush()
 
     @property

@@ -24,6 +24,7 @@ from .boards import check_move, rules_board
 from .connection import LinkStatus
 from .render import Hit
 from .widgets import BoardWidget, RacersPanel, clock_text
+from .wire_text import as_text
 
 if TYPE_CHECKING:
     from .state import RaceState
@@ -119,10 +120,10 @@ class LobbyScreen(Screen[None]):
                 f for f, on in (("rated", info.rated), ("private", info.private)) if on
             )
             table.add_row(
-                info.race_id,
-                info.game,
-                info.status,
-                f"{len(info.racers)}/{info.seats} {names}",
+                as_text(info.race_id),
+                as_text(info.game),
+                as_text(info.status),
+                as_text(f"{len(info.racers)}/{info.seats} {names}"),
                 f"{info.time_limit_s}s",
                 flags,
                 key=info.race_id,
@@ -453,8 +454,8 @@ class ResultScreen(Screen[None]):
         for entry in race.results or []:
             table.add_row(
                 str(entry.rank),
-                entry.name + (" (you)" if entry.player_id == me else ""),
-                entry.state,
+                as_text(entry.name + (" (you)" if entry.player_id == me else "")),
+                as_text(entry.state),
                 f"{entry.on_foundations}/{entry.total}",
                 result_time(entry),
             )

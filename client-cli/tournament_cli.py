@@ -56,6 +56,7 @@ from .tournament_render import (
     render_profile,
     render_tournament,
 )
+from .wire_text import printable
 
 NAMES_PING = 4_242_424
 TOURNAMENT_HELP = "the tournament's id (t...; 'solrace tournament list' shows them)"
@@ -335,7 +336,7 @@ async def _connect(args: argparse.Namespace, anonymous: bool) -> Connection:
 
 
 def fail(text: str) -> int:
-    print(f"solrace tournament: {text}", file=sys.stderr)
+    print(printable(f"solrace tournament: {text}"), file=sys.stderr)
     return 1
 
 
@@ -384,14 +385,14 @@ async def _run(args: argparse.Namespace) -> int:
                         "without --admin-token has tournament administration turned off)"
                     )
                 print(
-                    f"solrace tournament: {incoming.code}: {incoming.message}{hint}",
+                    printable(f"solrace tournament: {incoming.code}: {incoming.message}{hint}"),
                     file=sys.stderr,
                 )
                 return 1
             text = render(incoming)
             if text is None:
                 continue
-            print(text, flush=True)
+            print(printable(text), flush=True)
             if args.command != "watch" or is_over(incoming):
                 return 0
             print(flush=True)
@@ -427,13 +428,13 @@ async def _profile(conn: Connection, args: argparse.Namespace) -> int:
     for candidate in candidates:
         reply = await _ask(conn, GetProfile(player_id=candidate), Profile)
         if isinstance(reply, Profile):
-            print(render(reply), flush=True)
+            print(printable(render(reply) or ""), flush=True)
             return 0
     player_id = await _find_player(conn, wanted)
     if player_id is not None:
         reply = await _ask(conn, GetProfile(player_id=player_id), Profile)
         if isinstance(reply, Profile):
-            print(render(reply), flush=True)
+            print(printable(render(reply) or ""), flush=True)
             return 0
     return fail(
         f"unknown_player: no player named {wanted!r} (or with that id) on {args.server} "
@@ -514,11 +515,11 @@ async def _run_bots(args: argparse.Namespace) -> int:
         await asyncio.gather(*(bot.connect() for bot in bots))
         views = await asyncio.gather(*(play_tournament(bot, args.tournament) for bot in bots))
     except (ConnectionFailedError, BotError) as exc:
-        print(f"solrace tournament: {exc}", file=sys.stderr)
+        print(printable(f"solrace tournament: {exc}"), file=sys.stderr)
         return 1
     finally:
         await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
-    print(render_tournament(views[0]))
+    print(printable(render_tournament(views[0])))
     return 0
 
 
@@ -550,7 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("solrace tournament: no answer from the server", file=sys.stderr)
         return 1
     except ConnectionFailedError as exc:
-        print(f"solrace tournament: {exc}", file=sys.stderr)
+        print(printable(f"solrace tournament: {exc}"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -23,6 +23,7 @@ from solrace.server.protocol.tournament_messages import (
 from .session import RequestError
 from .tui import PlayApp
 from .widgets import selected_key
+from .wire_text import as_text, one_line
 
 
 class TournamentListScreen(Screen[None]):
@@ -69,7 +70,7 @@ class TournamentListScreen(Screen[None]):
             try:
                 reply = await self.play.session.request(ListTournaments(), answers)
             except (RequestError, TimeoutError) as exc:
-                self.play.notify(str(exc), severity="warning")
+                self.play.notify(one_line(str(exc)), severity="warning", markup=False)
                 return
             assert isinstance(reply, TournamentList)
             self.show(reply.tournaments)
@@ -114,14 +115,14 @@ class TournamentListScreen(Screen[None]):
         table.clear()
         for t in self.summaries:
             table.add_row(
-                t.tournament_id,
-                t.name,
-                t.game,
-                t.format,
-                t.phase,
+                as_text(t.tournament_id),
+                as_text(t.name),
+                as_text(t.game),
+                as_text(t.format),
+                as_text(t.phase),
                 str(t.players),
                 str(t.round),
-                self.name_of(t.champion) if t.champion else "",
+                as_text(self.name_of(t.champion) if t.champion else ""),
                 key=t.tournament_id,
             )
 

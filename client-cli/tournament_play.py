@@ -36,6 +36,7 @@ from .plain import EXIT_CLOSED, PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
 from .tasks import cancel_and_wait
 from .tournament_render import must_check_in, names_of, render_tournament
+from .wire_text import printable
 
 TOURNAMENT_HELP = """\
 tournament commands:
@@ -254,7 +255,7 @@ async def run_play(args: argparse.Namespace) -> int:
     try:
         conn = await connect_player(args.server, args.server, args.name)
     except ConnectionFailedError as exc:
-        print(f"solrace tournament: {exc}", file=sys.stderr)
+        print(printable(f"solrace tournament: {exc}"), file=sys.stderr)
         return 1
     try:
         async with Session.running(conn) as session:
@@ -269,7 +270,7 @@ async def _play_in(session: Session, args: argparse.Namespace) -> int:
     if args.command == "join":
         refusal = await join(session, tid)
         if refusal is not None:
-            print(f"solrace tournament: {refusal}", file=sys.stderr)
+            print(printable(f"solrace tournament: {refusal}"), file=sys.stderr)
             return 1
     if args.plain:
         plain = TournamentPlain(session, tid, sys.stdout)

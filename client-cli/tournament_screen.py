@@ -31,6 +31,7 @@ from .session import Session
 from .tournament_render import names_of, render_board, render_title
 from .tui import PlayApp, WatchApp, _SessionApp
 from .widgets import selected_key
+from .wire_text import as_text
 
 TOURNAMENT_CSS = """
 #t-head { height: auto; }
@@ -183,7 +184,7 @@ class TournamentScreen(Screen[None]):
         selected = self._selected_race_id()
         table.clear()
         for row in rows:
-            table.add_row(*row, key=row[-1])
+            table.add_row(*(as_text(cell) for cell in row), key=row[-1])
         self.live_race_ids = ids
         if selected in ids:
             table.move_cursor(row=ids.index(selected))

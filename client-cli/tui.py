@@ -26,6 +26,7 @@ from rich.text import Text
 from textual.app import App
 from textual.css.query import NoMatches
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from solrace.server.protocol.messages import (
@@ -55,6 +56,7 @@ from .screens import LobbyScreen, RaceScreen, ResultScreen
 from .session import RequestError, Session, tournament_view_of
 from .tournament_render import must_check_in
 from .watching import ReplayScreen, WatchPicker, WatchScreen
+from .wire_text import one_line
 
 if TYPE_CHECKING:
     from .app import Opponents
@@ -95,6 +97,25 @@ class _SessionApp(App[None]):
         #: Tournaments subscribed to (again after a reconnect: a new session on the server).
         self.watched_tournaments: set[str] = set()
         session.listeners.append(self._forward)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast: its texts often carry the server's (an error's message, a name), so they
+        are shown as they are (`one_line`, no markup) unless a caller asks for markup."""
+        super().notify(
+            one_line(message),
+            title=one_line(title),
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     def _forward(self, incoming: Incoming) -> None:
         self.post_message(ServerEvent(incoming))

@@ -18,6 +18,7 @@ from solrace.server.protocol.replay import shorten
 from .connection import Incoming
 from .replay import ReplayCursor
 from .widgets import BoardWidget, RacersPanel, clock_text
+from .wire_text import as_text
 
 if TYPE_CHECKING:
     from .tui import _SessionApp
@@ -80,7 +81,8 @@ class WatchPicker(Screen[None]):
         table.clear()
         for info in app.session.state.lobby.values():
             names = ", ".join(r.name for r in info.racers)
-            table.add_row(info.race_id, info.game, info.status, names, key=info.race_id)
+            cells = (info.race_id, info.game, info.status, names)
+            table.add_row(*(as_text(cell) for cell in cells), key=info.race_id)
 
     def follow_next(self) -> None:
         app = _watch_app(self)
@@ -137,7 +139,7 @@ class WatchScreen(Screen[None]):
         app = _watch_app(self)
         race = app.session.state.races.get(self.race_id)
         if race is None:
-            self.query_one("#watch-head", Static).update(f"watching {self.race_id}…")
+            self.query_one("#watch-head", Static).update(as_text(f"watching {self.race_id}…"))
             return
         parts = [f"watching {race.game or '?'} race {self.race_id}", race.status]
         if race.status == "running":
@@ -249,7 +251,7 @@ class ReplayScreen(Screen[None]):
             self.query_one("#replay-line", Static).update(Text(self.cursor.report.problems[-1]))
             return
         self.query_one("#board", BoardWidget).show(self.cursor.board, title=self.cursor.racer.name)
-        self.query_one("#replay-line", Static).update(self.cursor.describe())
+        self.query_one("#replay-line", Static).update(as_text(self.cursor.describe()))
 
     def action_step(self, delta: int) -> None:
         self.cursor.step(delta)

@@ -13,11 +13,25 @@ import signal
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.client.connection import Connection
 from solrace.client.plain import PlainMode
 from solrace.client.session import Session
-from solrace.server.protocol.messages import Watch
+from solrace.client.wire_text import printable
+from solrace.server.protocol.codec import decode_client, encode
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    CreateRace,
+    Error,
+    Hello,
+    ListRaces,
+    RaceInfo,
+    RaceList,
+    RacerInfo,
+    Watch,
+    Welcome,
+)
 from tests.waiting import eventually
 
 from .process import Child
@@ -356,3 +370,75 @@ async def test_the_end_of_the_input_mid_race_says_the_forfeit(
     finally:
         await player.kill()
         await rival.close()
+
+
+#: What a hostile server puts in its strings: an OSC that sets the window title, a colour
+#: CSI, a bare C1 CSI, a carriage return, a newline, a bell and a direction override.
+HOSTILE = "\x1b]0;PWNED\x07\x1b[31mRED\x1b[0m\x9b2J\rX\ny\u202e"
+
+
+async def hostile_handler(ws: ServerConnection) -> None:
+    """Welcomes with a hostile name, lists one race full of them, refuses with one."""
+    async for data in ws:
+        assert isinstance(data, bytes)
+        message = decode_client(data)
+        if isinstance(message, Hello):
+            await ws.send(
+                encode(
+                    Welcome(
+                        protocol=PROTOCOL_VERSION,
+                        player_id="p1",
+                        name=HOSTILE,
+                        token="t",
+                        ratings={},
+                        active_races=[],
+                        server_time_ms=0,
+                    )
+                )
+            )
+        elif isinstance(message, ListRaces):
+            racer = RacerInfo(player_id="p2", name=HOSTILE, state="joined", connected=True)
+            race = RaceInfo(
+                race_id="r" + HOSTILE,
+                game="klondike",
+                seats=2,
+                time_limit_s=60,
+                rated=False,
+                private=False,
+                status="open",
+                creator="p2",
+                racers=[racer],
+                created_at_ms=0,
+                start_at_ms=None,
+                ends_at_ms=None,
+                spectator_delay_ms=0,
+            )
+            await ws.send(encode(RaceList(races=[race])))
+        elif isinstance(message, CreateRace):
+            error = Error(code="not_allowed", message=HOSTILE, request="create_race")
+            await ws.send(encode(error))
+
+
+async def test_the_servers_strings_reach_the_terminal_without_their_controls(
+    tmp_path: Path,
+) -> None:
+    async with serve(hostile_handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        player = await Child.start(
+            tmp_path, "play", "--plain", "--server", f"ws://127.0.0.1:{port}", "--name", "pat"
+        )
+        try:
+            await player.expect("connected to")
+            await player.send("list")
+            await player.expect("klondike")
+            await player.send("create klondike 2 60")
+            await player.expect("refused")
+            await player.send("quit")
+            await player.finish()
+        finally:
+            await player.kill()
+    shown = printable(HOSTILE)
+    assert shown == "\\x1b]0;PWNED\\x07\\x1b[31mRED\\x1b[0m\\x9b2J\\x0dX\ny\\u202e"
+    assert shown.split("\n")[0] in player.output  # the name as the client shows it
+    for control in ("\x1b", "\x07", "\x9b", "\r", "\u202e"):
+        assert control not in player.output, player.output

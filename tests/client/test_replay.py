@@ -272,3 +272,13 @@ async def test_the_replay_screen_shows_why_a_deal_cannot_be_made() -> None:
         await eventually(lambda: "cannot deal" in str(line.render()), what="the problem")
         await pilot.press("right", "end", "tab")
         assert "cannot deal" in str(line.render())
+
+
+async def test_the_replay_screen_shows_markup_in_a_name_as_text() -> None:
+    racer = sample(MOVES).racers[0].model_copy(update={"name": "[bold]ann[/bold]\x1b[2J"})
+    replay = sample(MOVES).model_copy(update={"racers": [racer]})
+    app = ReplayApp(replay, ascii=True)
+    async with app.run_test(size=(100, 24)):
+        line = await widget(app.screen, "#replay-line", Static)
+        await eventually(lambda: "the deal" in str(line.render()), what="the first line")
+        assert "[bold]ann[/bold]\\x1b[2J (resigned) the deal" in str(line.render())

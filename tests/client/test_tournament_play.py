@@ -315,7 +315,7 @@ async def test_the_tournament_list_names_the_champion(opened: Opened) -> None:
         await eventually(lambda: isinstance(app.screen, TournamentListScreen), what="list")
         table = app.screen.query_one("#tournaments", DataTable)
         await eventually(
-            lambda: tid in {k.value for k in table.rows} and table.get_row(tid)[-1] == "ann",
+            lambda: tid in {k.value for k in table.rows} and str(table.get_row(tid)[-1]) == "ann",
             what="the champion's name",
         )
 
