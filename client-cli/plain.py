@@ -440,7 +440,8 @@ class PlainMode:
             self.say(
                 f"{info.race_id} {info.game} {info.status} {len(info.racers)}/{info.seats} "
                 f"{info.time_limit_s}s{' rated' if info.rated else ''}"
-                f"{' private' if info.private else ''}: {names}"
+                f"{' private' if info.private else ''}"
+                f"{' chosen-deal' if info.deal_chosen else ''}: {names}"
             )
 
     async def create(self, args: list[str]) -> None:

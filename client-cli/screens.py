@@ -117,7 +117,13 @@ class LobbyScreen(Screen[None]):
         for info in sorted(state.lobby.values(), key=lambda i: i.created_at_ms):
             names = ", ".join(r.name for r in info.racers)
             flags = " ".join(
-                f for f, on in (("rated", info.rated), ("private", info.private)) if on
+                f
+                for f, on in (
+                    ("rated", info.rated),
+                    ("private", info.private),
+                    ("chosen-deal", info.deal_chosen),
+                )
+                if on
             )
             table.add_row(
                 as_text(info.race_id),

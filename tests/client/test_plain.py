@@ -442,3 +442,29 @@ async def test_the_servers_strings_reach_the_terminal_without_their_controls(
     assert shown.split("\n")[0] in player.output  # the name as the client shows it
     for control in ("\x1b", "\x07", "\x9b", "\r", "\u202e"):
         assert control not in player.output, player.output
+
+
+async def test_list_marks_a_race_whose_creator_chose_the_deal(
+    server_url: str, tmp_path: Path
+) -> None:
+    chooser = await Child.start(
+        tmp_path,
+        "bot",
+        *("--server", server_url, "--name", "chooser", "--seats", "2"),
+        *("--create", "klondike", "--game-number", "5"),
+    )
+    player: Child | None = None
+    try:
+        race_line = await chooser.expect("race r")
+        race_id = race_line.split()[1]
+        player = await Child.start(
+            tmp_path, "play", "--plain", "--server", server_url, "--name", "pat"
+        )
+        await player.expect("connected")
+        await player.send("list")
+        listed = await player.expect(race_id)
+        assert "chosen-deal" in listed, listed
+    finally:
+        await chooser.kill()
+        if player is not None:
+            await player.kill()
