@@ -5,6 +5,9 @@ update from the race's full finishing order (tied ranks share a place) and hands
 store, which applies it at most once per race and only over the ratings it was computed from.
 A `STALE` answer (a racer's rating moved meanwhile, e.g. another node rated another race) is
 read again and recomputed.
+
+Absent racers (`absent_racers`: ended the race `gone` without a single move) took no part in
+it: they are left out of its rating, and a race with fewer than two racers left is not rated.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from solrace.server.protocol.competition_records import (
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ratings import DEFAULT_CONFIG, Rating, RatingConfig, leaderboard
 from solrace.server.protocol.ratings import rate_race as rate_placings
-from solrace.server.protocol.records import RaceRecord, RaceStatus
+from solrace.server.protocol.records import RaceRecord, RacerState, RaceStatus
 from solrace.server.protocol.tournament_errors import PlayerId
 from solrace.server.protocol.tournament_messages import (
     GameRating,
@@ -57,6 +60,13 @@ def placings_of(record: RaceRecord) -> list[list[str]]:
     return [groups[rank] for rank in sorted(groups)]
 
 
+def absent_racers(record: RaceRecord) -> set[str]:
+    """The racers who took no part in the race: they ended it `gone` (away past the reconnect
+    grace) without a single move, i.e. never came, or left before playing. A racer who
+    resigned, timed out or got stuck took part, even without a move."""
+    return {r.player_id for r in record.racers if r.state is RacerState.GONE and r.moves == 0}
+
+
 class RatingService:
     def __init__(self, store: Store, config: RatingConfig = DEFAULT_CONFIG) -> None:
         self.store = store
@@ -75,10 +85,17 @@ class RatingService:
         return {r.player_id: to_rating(r) for r in await self.store.list_ratings(game)}
 
     async def race_finished(self, record: RaceRecord) -> None:
-        """Rate a finished rated race (a repeat, here or on another node, changes nothing)."""
-        placings = placings_of(record)
+        """Rate a finished rated race among the racers who took part (a repeat, here or on
+        another node, changes nothing); fewer than two of them: not rated."""
+        absent = absent_racers(record)
+        taking_part = ([p for p in group if p not in absent] for group in placings_of(record))
+        placings = [group for group in taking_part if group]
         players = [p for group in placings for p in group]
-        if not record.rated or record.status is not RaceStatus.FINISHED or len(players) < 2:
+        if not record.rated or record.status is not RaceStatus.FINISHED:
+            return
+        if len(players) < 2:
+            if absent:
+                log.info("race %s not rated: %d racer(s) absent", record.race_id, len(absent))
             return
         at_ms = record.finished_at_ms or 0
         for _ in range(STALE_RETRIES):

@@ -1,0 +1,107 @@
+"""Ratings at run time against a real server on loopback: who a finished rated race rates.
+
+A racer who ended the race `gone` without a single move took no part in it: he is left out of
+its rating, and a race with fewer than two racers left is not rated at all. A racer who
+resigned without a move did take part.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from solrace.server.app import App
+from solrace.server.protocol.messages import Progress, RaceFinished, Resign
+from solrace.server.protocol.records import RaceRecord
+from tests.integration.conftest import ServerFactory
+from tests.integration.helpers import first_foundation_line, play, start_race
+from tests.integration.wsclient import WAIT_S, Client
+
+
+@pytest.fixture
+async def app(start_server: ServerFactory) -> App:
+    return await start_server(grace_s=0.3, spectator_delay_rated_s=0.0)
+
+
+async def connect(app: App, name: str) -> Client:
+    client = await Client.open(f"ws://127.0.0.1:{app.port}")
+    await client.hello(name)
+    return client
+
+
+def finishes(app: App) -> asyncio.Queue[RaceRecord]:
+    """Each finished race, once every finish hook before this one (ratings included) ran."""
+    queue: asyncio.Queue[RaceRecord] = asyncio.Queue()
+
+    async def hook(record: RaceRecord) -> None:
+        await queue.put(record)
+
+    app.hub.race_finished_hooks.append(hook)
+    return queue
+
+
+async def away_for_good(watcher: Client, race_id: str, player_id: str | None) -> None:
+    """The racer's reconnect grace ran out: he is `gone`."""
+    await watcher.expect(
+        Progress,
+        lambda m: (
+            m.race_id == race_id
+            and m.progress.player_id == player_id
+            and m.progress.state == "gone"
+        ),
+    )
+
+
+async def score_a_card(app: App, racer: Client, race_id: str) -> None:
+    deal_number = app.hub.races[race_id].race.record.game_number  # secret: read on the server
+    await play(racer, race_id, first_foundation_line("klondike", deal_number))
+
+
+async def test_a_racer_gone_without_a_move_is_left_out_of_the_rating(app: App) -> None:
+    finished = finishes(app)
+    ann, bob, cid = [await connect(app, name) for name in ("ann", "bob", "cid")]
+    race_id = await start_race(ann, [bob, cid], rated=True, game_number=None)
+    await cid.close()  # cid never plays
+    await away_for_good(ann, race_id, cid.player_id)
+    await score_a_card(app, ann, race_id)
+    for player in (ann, bob):  # bob resigns without a move: he took part
+        await player.send(Resign(race_id=race_id))
+    result = await ann.expect(RaceFinished, lambda m: m.race_id == race_id)
+    assert {r.name: r.state for r in result.results} == {
+        "ann": "resigned",
+        "bob": "resigned",
+        "cid": "gone",
+    }
+    record = await asyncio.wait_for(finished.get(), WAIT_S)
+    assert record.race_id == race_id
+
+    rated = {}
+    for player in (ann, bob, cid):
+        assert player.player_id is not None
+        rated[player.player_id] = await app.store.get_ratings(player.player_id)
+    assert [r.races for r in rated[ann.player_id]] == [1]
+    assert [r.races for r in rated[bob.player_id]] == [1]
+    assert rated[cid.player_id] == []  # absent: his rating is not touched
+    assert ann.player_id is not None
+    recent = await app.store.get_recent_results(ann.player_id, 5)
+    assert [(r.race_id, r.rank, r.racers) for r in recent] == [(race_id, 1, 2)]
+    for player in (ann, bob):
+        await player.close()
+
+
+async def test_a_race_with_one_racer_who_took_part_is_not_rated(app: App) -> None:
+    finished = finishes(app)
+    ann, dee = await connect(app, "ann"), await connect(app, "dee")
+    race_id = await start_race(ann, [dee], rated=True, game_number=None)
+    await dee.close()  # dee never plays
+    await away_for_good(ann, race_id, dee.player_id)
+    await score_a_card(app, ann, race_id)
+    await ann.send(Resign(race_id=race_id))
+    await ann.expect(RaceFinished, lambda m: m.race_id == race_id)
+    record = await asyncio.wait_for(finished.get(), WAIT_S)
+    assert record.race_id == race_id
+    for player in (ann, dee):
+        assert player.player_id is not None
+        assert await app.store.get_ratings(player.player_id) == []  # a win over nobody
+    await ann.close()
