@@ -8,7 +8,9 @@ and only then acts on the events: it opens each requested race through the hub
 seated players (`tournament_race`) and pushes the new view to the tournament's watchers.
 
 The hub calls `race_finished` when a race ends; the finishing order (ties share a place) and
-cards on foundations become the match's result. A race whose match was decided meanwhile (a
+cards on foundations become the match's result, except for racers who ended it gone without a
+single move: they never showed up, and forfeit as no-shows (as the no-show timer would have
+them) instead of counting as racers. A race whose match was decided meanwhile (a
 forfeit, a drop-out, an admin correction: `RaceCancelled`) is stopped: cancelled through the
 hub like any race change, so its racers and spectators see it end, and it neither counts nor
 changes ratings. `tick` reports players connected during their match as present and forfeits
@@ -70,7 +72,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, build_view
 from solrace.server.race_sync import connection_change
-from solrace.server.ratings import RatingService, placings_of
+from solrace.server.ratings import RatingService, absent_racers, placings_of
 from solrace.server.session import Session
 from solrace.server.store.base import StoreError
 from solrace.server.tournament_live import (
@@ -536,13 +538,16 @@ class TournamentService:
         cards = {PlayerId(r.player_id): r.on_foundations for r in record.results}
         groups = [[PlayerId(p) for p in g] for g in placings_of(record)]
         result = RaceResult.from_groups(groups, cards)
+        absent = [PlayerId(p) for p in absent_racers(record)]  # no-shows: they forfeit
         now = self._now()
 
         def command(live: Live) -> list[TournamentEvent]:
             link = live.links.get(record.race_id)
             if link is None:  # not a race of this tournament: nothing changes, nothing saved
                 return []
-            return live.tournament.record_race(link.match_id, link.race_number, result, now=now)
+            return live.tournament.record_race(
+                link.match_id, link.race_number, result, now=now, absent=absent
+            )
 
         try:
             await self._mutate(tournament_id, command)

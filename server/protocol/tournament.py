@@ -16,7 +16,8 @@ Typical server loop::
     t = Tournament.create(tid, "klondike", settings, admin=admin_id, now=now, deal_source=deals)
     t.register(p, now=now) ...; t.open_check_in(admin_id, now=now); t.check_in(p, now=now) ...
     events = t.start(admin_id, now=now, ratings={...})
-    # on each race result: events = t.record_race(match_id, race_number, result, now=now)
+    # on each race result: events = t.record_race(match_id, race_number, result, now=now,
+    #                                             absent=...)   (racers who never played it)
     # when a player joins their race: t.report_present(player, now=now)
     # every few seconds: events = t.tick(now=now)   (no-show forfeits)
     store(t.to_dict()); act on events in order
@@ -24,7 +25,7 @@ Typical server loop::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Annotated, Any
 
@@ -286,15 +287,29 @@ class Tournament(Stored):
         return []
 
     def record_race(
-        self, match_id: MatchId, race_number: int, result: RaceResult, *, now: float
+        self,
+        match_id: MatchId,
+        race_number: int,
+        result: RaceResult,
+        *,
+        now: float,
+        absent: Iterable[PlayerId] = (),
     ) -> list[TournamentEvent]:
         """Feed a race's finishing order (raises `InvalidResultError` for a bad one).
+
+        `absent`: racers of `result` who took no part in the race (the server passes those
+        who ended it gone without a single move). They are no-shows: each forfeits the match
+        (`PlayerForfeited`, reason `no_show`, as when the no-show timer runs out) and the race
+        counts for the others only; when nobody else is left nothing is recorded. While the
+        tournament does not forfeit no-shows (paused, or `no_show_grace` None) they are
+        ranked as the race ranked them.
 
         A repeat of an already recorded result is ignored, so at-least-once delivery is safe.
         """
         self._require(Phase.RUNNING, Phase.FINISHED, doing="record a race")
         rnd, match = self.find_match(match_id)
-        if race_number <= len(match.races) and match.races[race_number - 1] == result:
+        recorded = match.races[race_number - 1] if race_number <= len(match.races) else None
+        if recorded is not None and recorded == result.without(match.forfeited):
             return []
         self._require(Phase.RUNNING, doing="record a race")
         if rnd is not self.current_round or match.is_ended or match.pending_race != race_number:
@@ -304,16 +319,28 @@ class Tournament(Stored):
             )
         result = result.without(match.forfeited)  # a race may end after a forfeit
         result.validate(match.racing)
-        match.races.append(result)
+        events: list[TournamentEvent] = []
+        if self._forfeits_no_shows:
+            no_shows = set(absent) & set(match.racing)
+            for player in sorted(no_shows, key=match.racing.index):
+                events += self._forfeit(match, player, "no_show")
+            result = result.without(no_shows)
+        if result.players:
+            match.races.append(result)
+            events.append(RaceRecorded(match_id, race_number, result))
         match.pending_race = None
         match.requested_at = None
         match.present.update(result.players)
-        return [RaceRecorded(match_id, race_number, result), *self._settle(now)]
+        return events + self._settle(now)
+
+    @property
+    def _forfeits_no_shows(self) -> bool:
+        return not self.is_paused and self.settings.no_show_grace is not None
 
     def tick(self, *, now: float) -> list[TournamentEvent]:
         """Forfeit players absent from their race once the grace period has passed."""
         grace = self.settings.no_show_grace
-        if self.phase is not Phase.RUNNING or self.is_paused or grace is None:
+        if self.phase is not Phase.RUNNING or not self._forfeits_no_shows or grace is None:
             return []
         events: list[TournamentEvent] = []
         for match in self.live_matches():

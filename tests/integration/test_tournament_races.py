@@ -168,6 +168,63 @@ async def test_after_a_restart_a_no_show_forfeits_on_the_stored_timer(
         await again.stop()
 
 
+async def test_players_who_never_come_forfeit_as_no_shows_before_the_timer_runs_out(
+    start_server: ServerFactory,
+) -> None:
+    """The defaults' order: a race's reconnect grace (0.3 s here, 60 s by default) runs out
+    long before the no-show timer (120 s), so the race ends with both racers `gone`. That is
+    no tie to replay until the seed decides: both forfeit, nobody goes through, and nobody's
+    rating moves."""
+    app = await start_server(**FAST, grace_s=0.3)
+    admin, ann, bob, tid = await two_player_final(app, no_show_grace_s=120, best_of=3)
+    for player in (ann, bob):
+        await player.close()  # neither ever comes to a race
+    await admin.send(WatchTournament(tournament_id=tid))
+    await admin.expect(TournamentView)
+    await admin.send(admin_act(tid, "start"))
+    final = await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+    match = final.tournament.rounds[0].matches[0]
+    assert sorted(match.forfeited) == sorted([ann.player_id, bob.player_id])
+    assert match.winner is None and final.tournament.champion is None
+    assert match.races == []  # no race counted as a tie
+    for player in (ann, bob):
+        assert player.player_id is not None
+        assert await app.store.get_ratings(player.player_id) == []
+    await admin.close()
+
+
+async def test_a_player_who_never_comes_forfeits_when_his_race_ends(
+    start_server: ServerFactory,
+) -> None:
+    """Bob never comes; ann plays the race out. Bob does not lose a race (and then another,
+    each waiting for his grace): he forfeits the best-of-3 as a no-show after the first."""
+    app = await start_server(**FAST, grace_s=0.3)
+    admin, ann, bob, tid = await two_player_final(app, no_show_grace_s=120, best_of=3)
+    await bob.close()
+    await admin.send(WatchTournament(tournament_id=tid))
+    await admin.expect(TournamentView)
+    await admin.send(admin_act(tid, "start"))
+    notice = await ann.expect(TournamentRace)
+    await ann.expect(
+        Progress,
+        lambda m: (
+            m.race_id == notice.race_id
+            and m.progress.player_id == bob.player_id
+            and m.progress.state == "gone"
+        ),
+    )
+    await ann.send(Resign(race_id=notice.race_id))
+    final = await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+    match = final.tournament.rounds[0].matches[0]
+    assert match.forfeited == [bob.player_id] and match.winner == ann.player_id
+    assert [r.placings for r in match.races] == [[[ann.player_id]]]
+    assert final.tournament.champion == ann.player_id
+    assert ann.player_id is not None
+    assert await app.store.get_ratings(ann.player_id) == []  # a race against nobody
+    for each in (admin, ann):
+        await each.close()
+
+
 @pytest.mark.parametrize("change_in_the_gap", [False, True])
 async def test_a_round_s_deal_stays_secret_until_every_match_of_the_round_ends(
     start_server: ServerFactory, change_in_the_gap: bool

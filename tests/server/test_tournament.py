@@ -32,6 +32,7 @@ from solrace.server.protocol.tournament_events import (
     MatchReopened,
     PlayerForfeited,
     RaceCancelled,
+    RaceRecorded,
     RaceRequested,
     ResultCorrected,
     RoundEnded,
@@ -317,6 +318,57 @@ def test_a_double_no_show_advances_nobody() -> None:
     assert of_type(later, MatchEnded)[0].winner is None
     finished = of_type(later, TournamentFinished)  # the final is a walkover for p1
     assert finished and finished[0].champion == "p1"
+
+
+def test_a_racer_absent_from_a_finished_race_forfeits_as_a_no_show() -> None:
+    """The race's reconnect grace ran out before the no-show timer: the race ended with a
+    racer `gone` without a move. He is a no-show, not a racer who lost or tied."""
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 4, grace=120.0)
+    one, two = of_type(events, RaceRequested)
+    here, away = one.players
+    later = t.record_race(one.match_id, 1, result_for([here, away]), now=70.0, absent=[away])
+    assert [(f.player, f.reason) for f in of_type(later, PlayerForfeited)] == [(away, "no_show")]
+    assert of_type(later, MatchEnded)[0].winner == here
+    assert not of_type(later, RaceRequested)  # decided: no second race
+    _, match = t.find_match(one.match_id)
+    assert match.races == [result_for([here, away]).without([away])]  # it counts for him only
+
+    # Both absent (two opponents who never came, each race a tie of two `gone`): nobody wins,
+    # nothing is recorded, and the final is a walkover.
+    both = t.record_race(two.match_id, 1, result_for(two.players), now=71.0, absent=two.players)
+    assert sorted(f.player for f in of_type(both, PlayerForfeited)) == sorted(two.players)
+    assert of_type(both, MatchEnded)[0].winner is None
+    assert t.find_match(two.match_id)[1].races == []
+    assert of_type(both, TournamentFinished)[0].champion == here
+    assert roundtrip(t).to_dict() == t.to_dict()
+    # The result delivered again changes nothing.
+    assert t.record_race(one.match_id, 1, result_for([here, away]), now=72.0, absent=[away]) == []
+
+
+def test_in_heats_an_absent_racer_forfeits_and_the_race_counts_for_the_others() -> None:
+    t, events = started(FormatRules(Format.HEATS, heat_size=4, best_of=2), 4)
+    [request] = of_type(events, RaceRequested)
+    away = request.players[2]
+    later = t.record_race(request.match_id, 1, result_for(request.players), now=70.0, absent=[away])
+    assert [(f.player, f.reason) for f in of_type(later, PlayerForfeited)] == [(away, "no_show")]
+    recorded = of_type(later, RaceRecorded)[0].result
+    assert recorded.players == tuple(p for p in request.players if p != away)
+    [again] = of_type(later, RaceRequested)
+    assert again.race_number == 2 and away not in again.players
+
+
+@pytest.mark.parametrize("why", ["paused", "no grace"])
+def test_absent_racers_are_not_forfeited_when_no_shows_are_not(why: str) -> None:
+    t, events = started(
+        FormatRules(Format.SINGLE_ELIMINATION), 2, grace=None if why == "no grace" else 60.0
+    )
+    [request] = of_type(events, RaceRequested)
+    if why == "paused":
+        t.pause(ADMIN, now=6.0)
+    both = request.players
+    later = t.record_race(request.match_id, 1, result_for(both), now=70.0, absent=both)
+    assert not of_type(later, PlayerForfeited)
+    assert of_type(later, RaceRecorded)[0].result == result_for(both)
 
 
 def test_drop_out_forfeits_the_live_match_and_is_never_paired_again() -> None:
