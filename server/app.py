@@ -270,6 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--admin-token", help="tournament admin token (default: none, no tournaments)"
     )
+    parser.add_argument(
+        "--max-tournament-players",
+        type=int,
+        help="most players one tournament may register (default 256)",
+    )
     return parser
 
 

@@ -132,6 +132,12 @@ class Settings(BaseSettings):
         default=None, description="tournament admin token; none: tournaments cannot be created"
     )
     tournament_tick_s: float = Field(default=1.0, gt=0)
+    max_tournament_players: int = Field(
+        default=256,
+        ge=2,
+        description="most players one tournament may register (its whole view is pushed to "
+        "every watcher after every change)",
+    )
 
     @model_validator(mode="after")
     def _time_limits_in_order(self) -> Settings:

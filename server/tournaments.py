@@ -49,6 +49,7 @@ from solrace.server.protocol.tournament_errors import (
     PlayerId,
     TournamentError,
     TournamentId,
+    WrongPhaseError,
 )
 from solrace.server.protocol.tournament_events import (
     RaceCancelled,
@@ -70,7 +71,7 @@ from solrace.server.protocol.tournament_messages import (
     WatchTournament,
 )
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
-from solrace.server.protocol.tournament_view import build_summary, build_view
+from solrace.server.protocol.tournament_view import build_summary, build_view, largest_field
 from solrace.server.race_sync import connection_change
 from solrace.server.ratings import RatingService, absent_racers, placings_of
 from solrace.server.session import Session
@@ -599,6 +600,15 @@ class TournamentService:
             heat_size=min(message.heat_size, settings.max_seats),
             advance_per_heat=message.advance_per_heat,
         )
+        most = largest_field(rules, settings.max_tournament_players)
+        for field_name, asked in (
+            ("max_players", message.max_players),
+            ("min_players", message.min_players),
+        ):
+            if asked is not None and asked > most:
+                raise RaceError(
+                    ErrorCode.INVALID_SETTINGS, f"{field_name} {asked}: {self._field_limit(rules)}"
+                )
         grace = message.no_show_grace_s
         tournament_id = TournamentId("t" + secrets.token_hex(3))
         try:
@@ -632,6 +642,20 @@ class TournamentService:
         self.live[tournament_id] = live
         session.send(self._view(live))
         log.info("%s created tournament %s (%s)", name, tournament_id, message.format)
+
+    def _field_limit(self, rules: FormatRules) -> str:
+        """Why a tournament of `rules` takes no more players, for a refusal."""
+        cap = self.settings.max_tournament_players
+        most = largest_field(rules, cap)
+        if most == cap:
+            return (
+                f"this server takes at most {cap} players per tournament"
+                " (SOLRACE_MAX_TOURNAMENT_PLAYERS)"
+            )
+        return (
+            f"a {rules.format.value} of best-of-{rules.best_of} races takes at most {most}"
+            " players (its view, sent whole to every watcher, must stay small)"
+        )
 
     async def _list(self, session: Session, message: ListTournaments) -> None:
         summaries = []
@@ -667,8 +691,14 @@ class TournamentService:
         now = self._now()
 
         def command(live: Live) -> list[TournamentEvent]:
+            t = live.tournament
+            rules = t.settings.rules
+            is_open = t.phase in (Phase.REGISTRATION, Phase.CHECK_IN)
+            most = largest_field(rules, self.settings.max_tournament_players)
+            if is_open and player not in t.registered and len(t.registered) >= most:
+                raise WrongPhaseError(f"the tournament is full: {self._field_limit(rules)}")
             live.names[player] = name
-            return live.tournament.register(player, now=now)
+            return t.register(player, now=now)
 
         self._answer(session, await self._mutate(message.tournament_id, command))
 

@@ -2,12 +2,18 @@
 
 Deals stay hidden until their round ends; everything else (registrations, rounds, races,
 standings, bracket, live matches with their race ids, audit log) is public.
+
+The view is sent whole, after every change, to every watcher, so its size bounds a
+tournament's field: `largest_field` is how many players a format can take before its final
+view would outgrow `VIEW_BUDGET_BYTES` (well under a client's 1 MiB frame).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
+from .pairing import SUDDEN_DEATH_RACES, Format, FormatRules, swiss_round_count
 from .tournament import Tournament
 from .tournament_errors import MatchId
 from .tournament_messages import (
@@ -26,6 +32,58 @@ from .tournament_state import Phase
 
 RaceKey = tuple[MatchId, int]
 """(match id, race number) of the current round."""
+
+VIEW_BUDGET_BYTES = 640 * 1024
+"""What a tournament's encoded view may grow to by its end (clients take 1 MiB frames; the
+rest is for what the estimate leaves out, such as a long audit log)."""
+
+# Encoded bytes, measured on final views with 17-character ids and 24-character names and
+# rounded up (bench: a 256-player Swiss of best-of-1 races ends at 0.29 MB, a 64-player
+# round robin at 0.48 MB, a 256-player single elimination of best-of-3 races at 0.24 MB).
+_BYTES_PER_SEAT = 70  # a player's place in a match
+_BYTES_PER_SEAT_RACE = 50  # a player's place in one race of a match
+_BYTES_PER_PLAYER = 450  # registration, seed, standing, bracket
+
+
+def estimated_view_bytes(rules: FormatRules, players: int) -> int:
+    """A generous estimate of the encoded view of a finished tournament of `players`, with
+    every match playing as many races as it may."""
+    races = rules.best_of
+    if rules.is_head_to_head and not rules.allows_draws:
+        races += SUDDEN_DEATH_RACES
+    seats = _most_seats(rules, players)
+    return seats * (_BYTES_PER_SEAT + races * _BYTES_PER_SEAT_RACE) + players * _BYTES_PER_PLAYER
+
+
+def largest_field(rules: FormatRules, limit: int) -> int:
+    """The most players (at most `limit`, at least 2) whose view stays within the budget."""
+    most = 2
+    while most < limit and estimated_view_bytes(rules, most + 1) <= VIEW_BUDGET_BYTES:
+        most += 1
+    return most
+
+
+def _most_seats(rules: FormatRules, players: int) -> int:
+    """Seats in every match of a whole tournament (a player seated in two matches counts
+    twice), at most."""
+    paired = players - players % 2  # seated in a round of head-to-head matches
+    bracket = 1 << max(1, (players - 1).bit_length())  # seats of round one, byes included
+    if rules.format is Format.SINGLE_ELIMINATION:
+        return 2 * bracket  # bracket - 1 matches and the third-place match
+    if rules.format is Format.DOUBLE_ELIMINATION:
+        return 4 * bracket  # both brackets and two grand finals
+    if rules.format is Format.SWISS:
+        return swiss_round_count(rules, players) * paired
+    if rules.format is Format.ROUND_ROBIN:
+        return (players if players % 2 else players - 1) * paired
+    seats, left = 0, players  # heats: each round seats everyone left
+    while left > rules.heat_size:
+        seats += left
+        heats = math.ceil(left / rules.heat_size)
+        small, bigger = divmod(left, heats)  # `bigger` heats of small + 1, the rest of small
+        through = bigger * min(rules.advance_per_heat, small)
+        left = through + (heats - bigger) * min(rules.advance_per_heat, small - 1)
+    return seats + left
 
 
 def build_view(

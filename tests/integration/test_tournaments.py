@@ -300,3 +300,38 @@ async def test_a_watcher_that_closes_is_forgotten(start_server: ServerFactory) -
 
     await eventually(nobody_watches, within=WAIT_S)  # nothing is kept for closed sessions
     await admin.close()
+
+
+async def test_a_tournament_takes_at_most_the_server_s_player_limit(
+    start_server: ServerFactory,
+) -> None:
+    """`max_tournament_players`: every change pushes the whole view to each watcher, so the
+    field is bounded (a 1,024-player Swiss view outgrows the client's 1 MiB frame)."""
+    app = await start_server(**FAST, max_tournament_players=3)
+    admin = await connect(app, "director")
+    for too_many in ({"max_players": 4}, {"min_players": 4}):
+        values: dict[str, Any] = {
+            "admin_token": TOKEN,
+            "name": "big-cup",
+            "game": "klondike",
+            "format": "swiss",
+            **too_many,
+        }
+        await admin.send(CreateTournament(**values))
+        refusal = await admin.expect(Error)
+        assert refusal.code == "invalid_settings" and "at most 3 players" in refusal.message
+    tid = (await create(admin, "swiss")).tournament_id  # no max_players: the server's limit
+    players = [await connect(app, name) for name in ("ann", "bob", "cid", "dee")]
+    for player in players[:3]:
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+    await players[3].send(JoinTournament(tournament_id=tid))
+    full = await players[3].expect(Error)
+    assert full.code == "wrong_status" and "at most 3 players" in full.message
+    await players[0].send(JoinTournament(tournament_id=tid))  # already in: the usual answer
+    assert "already registered" in (await players[0].expect(Error)).message
+    await admin.send(WatchTournament(tournament_id=tid))
+    view = await admin.expect(TournamentView)
+    assert len(view.tournament.players) == 3
+    for each in (admin, *players):
+        await each.close()
