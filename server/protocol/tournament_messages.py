@@ -10,11 +10,25 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _printable(text: str) -> str:
+    """Refuse control characters (escape sequences, new lines) and other non-printable ones
+    (bidirectional overrides, zero-width marks): such text is shown to others as it is."""
+    bad = next((c for c in text if not c.isprintable()), None)
+    if bad is not None:
+        raise ValueError(
+            f"non-printable character U+{ord(bad):04X} (control characters and the like)"
+        )
+    return text
+
 
 TournamentIdText = Annotated[str, Field(min_length=1, max_length=32)]
 Token = Annotated[str, Field(max_length=200)]
 Label = Annotated[str, Field(max_length=64)]
+ShownText = Annotated[str, Field(max_length=64), AfterValidator(_printable)]
+"""Free text other clients are shown (a tournament's name, a correction's reason)."""
 FormatName = Literal["single_elimination", "double_elimination", "swiss", "round_robin", "heats"]
 AdminAct = Literal["open_check_in", "start", "pause", "resume", "forfeit", "correct_result", "drop"]
 
@@ -183,7 +197,7 @@ class GetProfile(_Message):
 class CreateTournament(_Message):
     type: Literal["create_tournament"] = "create_tournament"
     admin_token: Token
-    name: Label
+    name: ShownText
     game: Label
     format: FormatName
     best_of: Annotated[int, Field(ge=1, le=9)] = 1
@@ -246,7 +260,7 @@ class TournamentAdmin(_Message):
     race_number: Annotated[int, Field(ge=1)] | None = None
     placings: list[list[Label]] | None = None
     cards: dict[str, int] | None = None
-    reason: Label = ""
+    reason: ShownText = ""
 
 
 # --- server -> client ----------------------------------------------------------------------

@@ -1,0 +1,57 @@
+"""Wire models of tournaments: free text other clients are shown must be printable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+import pytest
+from pydantic import ValidationError
+
+from solrace.server.protocol.codec import decode_client
+from solrace.server.protocol.errors import SchemaError
+from solrace.server.protocol.tournament_messages import CreateTournament, TournamentAdmin
+
+UNPRINTABLE = [
+    "\x1b[2J\x1b[31mcup",  # terminal escape sequences: clear the screen, red
+    "friday\ncup",
+    "cup\r",
+    "nul\x00",
+    "tab\there",
+    "del\x7f",
+    "\x9bcsi",  # a C1 control
+    "evil\u202ename",  # right-to-left override
+    "zero\u200bwidth",
+    "line\u2028separator",
+]
+
+
+def create(name: str) -> dict[str, Any]:
+    return {
+        "type": "create_tournament",
+        "admin_token": "t",
+        "name": name,
+        "game": "klondike",
+        "format": "swiss",
+    }
+
+
+@pytest.mark.parametrize("name", UNPRINTABLE)
+def test_a_tournament_name_with_a_non_printable_character_is_refused(name: str) -> None:
+    with pytest.raises(ValidationError, match=r"non-printable character U\+"):
+        CreateTournament.model_validate(create(name))
+    with pytest.raises(SchemaError, match=r"name: .*non-printable") as refused:
+        decode_client(msgpack.packb(create(name)))
+    assert refused.value.request_type == "create_tournament"
+
+
+@pytest.mark.parametrize("name", ["friday cup", "Coupe d'été 2026", "🂡 aces", "x" * 64, ""])
+def test_printable_names_are_accepted(name: str) -> None:
+    assert CreateTournament.model_validate(create(name)).name == name
+
+
+def test_a_correction_s_reason_must_be_printable_too() -> None:
+    fields = {"tournament_id": "t1", "admin_token": "t", "act": "correct_result"}
+    assert TournamentAdmin.model_validate({**fields, "reason": "scorer error"}).reason
+    with pytest.raises(ValidationError, match="non-printable"):
+        TournamentAdmin.model_validate({**fields, "reason": "ok\x1b]0;pwned\x07"})
