@@ -18,6 +18,7 @@ from solrace.server.protocol.codec import encode
 from solrace.server.protocol.messages import RaceInfo, RaceList
 from solrace.server.session import Session
 from solrace.server.store import StoreError
+from solrace.server.timers import run_every
 
 log = logging.getLogger("solrace.server.lobby")
 
@@ -96,9 +97,7 @@ class LobbyFeed:
             self._poller = asyncio.create_task(self._poll(self.poll_s), name="solrace-lobby")
 
     async def _poll(self, every_s: float) -> None:
-        while True:
-            await asyncio.sleep(every_s)
-            await self.push()
+        await run_every(every_s, self.push, log, "the lobby poll")
 
     async def stop(self) -> None:
         if self._due is not None:

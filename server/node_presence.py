@@ -21,6 +21,7 @@ from solrace.server.race_sync import RaceKeeper, connection_change
 from solrace.server.session import Session, holder_name
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
+from solrace.server.timers import run_every
 
 #: The name these lines were logged under when the hub watched the nodes itself.
 log = logging.getLogger("solrace.server.hub")
@@ -76,13 +77,10 @@ class NodePresence:
             self._watcher = None
 
     async def _watch_forever(self) -> None:
-        every_s = self.settings.node_ttl_s / 5
-        while True:
-            await asyncio.sleep(every_s)  # the node's presence timer, not a wait in a test
-            try:
-                await self.watch(self.clock())
-            except Exception:
-                log.exception("watching the nodes failed")
+        async def step() -> None:
+            await self.watch(self.clock())
+
+        await run_every(self.settings.node_ttl_s / 5, step, log, "watching the nodes")
 
     async def _announce(self) -> set[str] | None:
         """Say this node is alive; the nodes alive now (None if that could not be said in

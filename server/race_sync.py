@@ -60,6 +60,7 @@ from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
+from solrace.server.timers import run_every
 
 log = logging.getLogger("solrace.server.sync")
 #: The timers', the recovery's and the finish hooks' lines keep the name they were logged
@@ -302,12 +303,7 @@ class RaceKeeper:
     # --- the clock -------------------------------------------------------------------------
 
     async def _tick_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.tick_s)  # the node's timer, not a wait in a test
-            try:
-                await self.tick()
-            except Exception:
-                hub_log.exception("tick failed")
+        await run_every(self.settings.tick_s, self.tick, hub_log, "tick")
 
     async def tick(self) -> None:
         """Apply due transitions (start, time-out, forfeit) and push spectators' boards.

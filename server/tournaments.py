@@ -76,6 +76,7 @@ from solrace.server.race_sync import connection_change
 from solrace.server.ratings import RatingService, absent_racers, placings_of
 from solrace.server.session import Session
 from solrace.server.store.base import StoreError
+from solrace.server.timers import run_every
 from solrace.server.tournament_live import (
     Command,
     Live,
@@ -212,12 +213,7 @@ class TournamentService:
                     await self._release_deals(live, rnd.number)
 
     async def _tick_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.tournament_tick_s)  # the service's timer
-            try:
-                await self.tick()
-            except Exception:
-                log.exception("tournament tick failed")
+        await run_every(self.settings.tournament_tick_s, self.tick, log, "tournament tick")
 
     async def tick(self) -> None:
         """Finish what a store outage interrupted; mark connected players present; forfeit
