@@ -262,6 +262,14 @@ class Hub:
             except RaceError as exc:
                 log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
 
+    def _claimant_holder(self, session: Session) -> str:
+        """The holder to record for `session`'s player when a change is applied: the
+        connection that holds the player's claim by then (a newer hello may have replaced
+        `session` while its request waited for the race), else `session`'s own."""
+        player_id = session.player_id
+        claim = self._claims.get(player_id) if player_id is not None else None
+        return self.holder_of(session if claim is None else claim)
+
     def holder_of(self, session: Session) -> str:
         """The name of `session`'s connection in its races (`Racer.holder`): this node and
         the session, so a racer who reconnected elsewhere is not marked away from here."""
@@ -542,7 +550,7 @@ class Hub:
                 deal(message.game, number)
             except InvalidGameNumberError as exc:
                 raise RaceError(ErrorCode.INVALID_GAME_NUMBER, str(exc)) from None
-        now, holder = self.clock(), self.holder_of(session)
+        now = self.clock()
         record = self.new_race_record(
             "r" + secrets.token_hex(5),
             game=message.game,
@@ -557,7 +565,9 @@ class Hub:
         )
         await self.keeper.store_new_race(
             record,
-            lambda race: race.join(player_id, name, message.invite_code, now, holder),
+            lambda race: race.join(
+                player_id, name, message.invite_code, now, self._claimant_holder(session)
+            ),
             created_by=player_id,
         )
         log.info("%s created race %s (%s)", name, record.race_id, record.game)
@@ -565,9 +575,12 @@ class Hub:
     async def _join_race(self, session: Session, message: JoinRace) -> None:
         player_id, name = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
-        now, holder = self.clock(), self.holder_of(session)
+        now = self.clock()
         await self.apply_to_race(
-            runtime, lambda race: race.join(player_id, name, message.invite_code, now, holder)
+            runtime,
+            lambda race: race.join(
+                player_id, name, message.invite_code, now, self._claimant_holder(session)
+            ),
         )
         # A racer does not watch its own race: one that watched it first stops watching.
         runtime.spectators.discard(session)
@@ -648,9 +661,13 @@ class Hub:
             session.send(own_board(runtime, player_id))
         # A racer resyncing here is connected here, even if no hello announced it to this race
         # (a tournament race opened on another node): otherwise its grace period would run out.
-        now, holder = self.clock(), self.holder_of(session)
+        now = self.clock()
+
+        def here(race: Race) -> list[RaceEvent]:
+            return race.set_connected(player_id, True, now, self._claimant_holder(session))
+
         try:
-            await self.apply_to_race(runtime, connection_change(player_id, True, now, holder))
+            await self.apply_to_race(runtime, here)
         except RaceError as exc:
             log.warning("race %s: %s not marked connected: %s", runtime.race_id, player_id, exc)
 

@@ -224,3 +224,30 @@ async def test_the_lobby_says_which_races_have_a_deal_their_creator_chose() -> N
     chosen = {info.creator: info.deal_chosen for info in listed.races}
     assert chosen == {ann.player_id: True, ben.player_id: False}
     await store.close()
+
+
+async def test_a_sync_that_waited_for_the_race_records_the_newest_connection() -> None:
+    """The first tab's sync waits for the race while a second tab says hello: whichever
+    change is applied last, the racer is held by the second tab, so that its close marks
+    the racer away (a stale holder kept the racer 'connected' through a closed socket)."""
+    store = open_store("memory:")
+    await store.open()
+    hub = Hub(store, Settings(store="memory:", countdown_s=0), Metrics(), b"x" * 32)
+    race_id, alice, _bob = await start_race_of_two(hub)
+    token = next(m.token for m in alice.sent if isinstance(m, Welcome))
+    player_id = alice.player_id
+    assert player_id is not None
+    runtime = hub.races[race_id]
+    second = ClosingSession(12)
+    async with runtime.lock:  # the race is busy: both requests wait for it, hello first
+        hello = asyncio.create_task(
+            hub.handle(second, Hello(protocol=PROTOCOL_VERSION, token=token))
+        )
+        await eventually(lambda: hub._claims.get(player_id) is second, within=5, what="claim")
+        sync = asyncio.create_task(hub.handle(alice, Sync(race_id=race_id)))  # after it
+    await asyncio.wait_for(asyncio.gather(hello, sync), 5)
+    assert runtime.race.racers[player_id].holder == hub.holder_of(second)
+    await hub.disconnected(alice)
+    await hub.disconnected(second)
+    assert not runtime.race.racers[player_id].connected
+    await store.close()
