@@ -552,18 +552,25 @@ class TournamentService:
             log.info("tournament %s: race %s not counted: %s", tournament_id, record.race_id, exc)
 
     async def check_watch(self, session: Session, record: RaceRecord) -> None:
-        """A tournament's players may not watch its races while their deal is held: the
+        """A tournament's players may not watch its races until their round ends: the
         round's matches race on one deal, and a board of one (even delayed, or final) shows
-        cards another has yet to turn. Anyone else may (an audience)."""
+        cards another has yet to turn. Anyone else may (an audience). The tournament says
+        whether the round has ended (a race held in memory may still say its deal is held)."""
         if not record.deal_held or session.player_id is None:
             return
         tournament_id, _, number = record.race_id.rpartition("-")
         if not tournament_id.startswith("t") or not number.isdigit():
             return
         try:
-            live = self.live.get(tournament_id) or await self._load(tournament_id)
+            live = await self._load(tournament_id)
         except StoreError as exc:
             raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
+        link = live.links.get(record.race_id)
+        rounds = live.tournament.rounds
+        if link is None or (
+            link.round_number <= len(rounds) and rounds[link.round_number - 1].is_ended
+        ):
+            return
         if PlayerId(session.player_id) in live.tournament.registered:
             raise RaceError(
                 ErrorCode.NOT_ALLOWED,

@@ -403,3 +403,18 @@ async def test_a_tournament_s_players_cannot_watch_its_races_while_their_deal_is
     await spy.send(Ping(nonce=3))
     await spy.expect(Pong)
     assert not [m for m in spy.inbox if isinstance(m, Board | Progress) and m.race_id == first]
+
+    # Once the round has ended (both matches decided), its races may be watched by anyone.
+    for player in in_first:  # the race finishes (a tie): it stays held, and watchable
+        await player.send(Resign(race_id=first))
+    await in_first[0].expect(RaceFinished, lambda m: m.race_id == first)
+    await spy.send(WatchTournament(tournament_id=tid))
+    await spy.expect(TournamentView, lambda m: m.tournament.tournament_id == tid)
+    for loser in (in_first[1], next(p for p in players if p not in in_first and p is not spy)):
+        match_id = notices[loser.player_id].match_id
+        await admin.send(admin_act(tid, "forfeit", match_id=match_id, player_id=loser.player_id))
+    await spy.expect(
+        TournamentView, lambda m: bool(m.tournament.rounds and m.tournament.rounds[0].is_ended)
+    )
+    await spy.send(Watch(race_id=first))
+    await spy.expect(RaceSnapshot, lambda m: m.race_id == first)
