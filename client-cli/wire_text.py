@@ -17,7 +17,9 @@ from rich.text import Text
 
 #: C0 controls but the newline, DEL, C1 controls (0x9b is a CSI on its own), and the Unicode
 #: direction overrides and isolates (which reorder what follows them on the line).
-_UNSAFE: Final = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE: Final = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 _UNSAFE_OR_NEWLINE: Final = re.compile(_UNSAFE.pattern[:-1] + "\n]")
 
 

@@ -9,6 +9,8 @@ def test_controls_are_shown_as_escapes_and_text_is_kept() -> None:
     assert printable("line one\nline two") == "line one\nline two"  # the client's own lines
     assert one_line("line one\nline two") == "line one\\x0aline two"
     assert printable("élan ♠ 名前") == "élan ♠ 名前"
+    # Line and paragraph separators and the Arabic letter mark move or reorder text too.
+    assert printable("a\u2028b\u2029c\u061cd") == "a\\u2028b\\u2029c\\u061cd"
 
 
 def test_a_widget_value_is_shown_not_read_as_markup() -> None:
