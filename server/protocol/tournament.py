@@ -309,8 +309,9 @@ class Tournament(Stored):
         self._require(Phase.RUNNING, Phase.FINISHED, doing="record a race")
         rnd, match = self.find_match(match_id)
         recorded = match.races[race_number - 1] if race_number <= len(match.races) else None
-        if recorded is not None and recorded == result.without(match.forfeited):
-            return []
+        counted = result.without(match.forfeited)
+        if (recorded is not None and recorded == counted) or not counted.players:
+            return []  # a repeat, or a race of players who have all forfeited meanwhile
         self._require(Phase.RUNNING, doing="record a race")
         if rnd is not self.current_round or match.is_ended or match.pending_race != race_number:
             raise UnknownMatchError(

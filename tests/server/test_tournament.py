@@ -341,8 +341,10 @@ def test_a_racer_absent_from_a_finished_race_forfeits_as_a_no_show() -> None:
     assert t.find_match(two.match_id)[1].races == []
     assert of_type(both, TournamentFinished)[0].champion == here
     assert roundtrip(t).to_dict() == t.to_dict()
-    # The result delivered again changes nothing.
+    # The result delivered again changes nothing, that of the race nobody played included.
     assert t.record_race(one.match_id, 1, result_for([here, away]), now=72.0, absent=[away]) == []
+    again = t.record_race(two.match_id, 1, result_for(two.players), now=72.0, absent=two.players)
+    assert again == []
 
 
 def test_in_heats_an_absent_racer_forfeits_and_the_race_counts_for_the_others() -> None:
