@@ -105,7 +105,8 @@ class Hub:
         self.settings = settings
         self.metrics = metrics
         self.secret = secret
-        self._clock = clock
+        #: The server clock (ms), which every part of the hub reads (through `_now`).
+        self.clock = clock
         self.rng = rng or random.SystemRandom()
         #: This node's named players' sessions (the latest one of each player), once their
         #: hello is through: they get their races' events.
@@ -135,16 +136,16 @@ class Hub:
             self.lobby,
             self.players,
             self.race_finished_hooks,
-            clock=clock,
+            clock=self._now,
             broker=broker,
         )
-        self.moves = MoveHandler(self.keeper, store, settings, metrics, clock=clock)
+        self.moves = MoveHandler(self.keeper, store, settings, metrics, clock=self._now)
         #: Several nodes: this node's presence and its watch over the others'.
         self.presence = (
             None
             if broker is None
             else NodePresence(
-                self.node_id, broker, store, settings, self.keeper, self.players, clock=clock
+                self.node_id, broker, store, settings, self.keeper, self.players, clock=self._now
             )
         )
         self._handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {
@@ -161,17 +162,10 @@ class Hub:
             GetReplay: self._get_replay,
         }
 
-    @property
-    def clock(self) -> Callable[[], int]:
-        """The server clock (ms): the one every part of the hub reads."""
-        return self._clock
-
-    @clock.setter
-    def clock(self, clock: Callable[[], int]) -> None:
-        # Tests (and a node restarted in one) set it after construction: every part follows.
-        self._clock = self.keeper.clock = self.moves.clock = clock
-        if self.presence is not None:
-            self.presence.clock = clock
+    def _now(self) -> int:
+        """The hub's clock as its parts read it: whatever `clock` is now (tests set it after
+        construction, and every part follows)."""
+        return self.clock()
 
     @property
     def broker(self) -> Broker | None:
