@@ -10,6 +10,7 @@ view would outgrow `VIEW_BUDGET_BYTES` (well under a client's 1 MiB frame).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 
@@ -55,8 +56,10 @@ def estimated_view_bytes(rules: FormatRules, players: int) -> int:
     return seats * (_BYTES_PER_SEAT + races * _BYTES_PER_SEAT_RACE) + players * _BYTES_PER_PLAYER
 
 
+@functools.lru_cache(maxsize=256)
 def largest_field(rules: FormatRules, limit: int) -> int:
-    """The most players (at most `limit`, at least 2) whose view stays within the budget."""
+    """The most players (at most `limit`, at least 2) whose view stays within the budget
+    (asked at every registration: remembered per rules and limit)."""
     most = 2
     while most < limit and estimated_view_bytes(rules, most + 1) <= VIEW_BUDGET_BYTES:
         most += 1

@@ -62,6 +62,9 @@ def final_view_bytes(rules: FormatRules, count: int, *, ties: bool) -> int:
         (FormatRules(Format.SWISS), False),  # the default limit, 256, is a Swiss's own
         (FormatRules(Format.ROUND_ROBIN), False),  # a round robin grows with the square
         (FormatRules(Format.SINGLE_ELIMINATION, best_of=3), True),  # and sudden deaths
+        (FormatRules(Format.DOUBLE_ELIMINATION), True),  # both brackets, grand finals
+        (FormatRules(Format.HEATS), False),  # every round seats everyone left
+        (FormatRules(Format.HEATS, heat_size=8, advance_per_heat=3, best_of=3), True),
     ],
     ids=lambda v: v.format.value if isinstance(v, FormatRules) else str(v),
 )
