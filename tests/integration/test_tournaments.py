@@ -152,7 +152,10 @@ async def test_a_restart_mid_round_continues_the_tournament(
     first = await start_server(**FAST, **on)
     admin = await connect(first, "director")
     ann, bob = await connect(first, "ann"), await connect(first, "bob")
-    view = await create(admin, "single_elimination")
+    # A time limit no slow restart outlasts: with the 20 s default, one run under heavy load
+    # found the tournament on its third race when the bots were back (two races ended; the
+    # time limit is the first deadline that can end a race here, the grace is 60 s).
+    view = await create(admin, "single_elimination", time_limit_s=600)
     tid = view.tournament_id
     for player in (ann, bob):
         await player.send(JoinTournament(tournament_id=tid))
