@@ -17,6 +17,7 @@ from typing import Final
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.messages import ReplayModel
 from solrace.server.protocol.replay import load_replay, verify_replay
+from solrace.tasks import cancel_and_wait
 
 from .bots import Bot
 from .connection import Connection, ConnectionFailedError
@@ -26,7 +27,6 @@ from .plain import PlainMode, stdin_lines
 from .replay import replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
-from .tasks import cancel_and_wait
 from .wire_text import printable
 
 

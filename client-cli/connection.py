@@ -57,8 +57,7 @@ from solrace.server.protocol.messages import (
     Unwatch,
     Welcome,
 )
-
-from .tasks import cancel_and_wait
+from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

@@ -34,6 +34,7 @@ from solrace.server.protocol.messages import (
     RaceStarted,
     RaceUpdate,
 )
+from solrace.tasks import cancel_and_wait
 
 from .boards import rules_board
 from .connection import Incoming, LinkStatus, StatusChange
@@ -41,7 +42,6 @@ from .held_deals import deal_line
 from .render import render_plain, result_line
 from .session import LinkClosedError, RequestError, Session
 from .state import RaceState
-from .tasks import cancel_and_wait
 from .wire_text import printable
 
 HELP = """\

@@ -44,11 +44,11 @@ from solrace.server.protocol.messages import (
     Watch,
 )
 from solrace.server.protocol.tournament_messages import TournamentView
+from solrace.tasks import cancel_and_wait
 
 from .boards import check_move
 from .connection import Connection, Incoming, LinkStatus, StatusChange
 from .state import ClientState, RaceState
-from .tasks import cancel_and_wait
 
 Listener = Callable[[Incoming], None]
 Predicate = Callable[[ServerMessage], bool]

@@ -28,13 +28,13 @@ from solrace.server.protocol.tournament_messages import (
     TournamentView,
     WatchTournament,
 )
+from solrace.tasks import cancel_and_wait
 
 from .connection import ConnectionFailedError, Incoming, LinkStatus, StatusChange
 from .held_deals import HeldDeals
 from .identity import connect_player
 from .plain import EXIT_CLOSED, PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
-from .tasks import cancel_and_wait
 from .tournament_render import must_check_in, names_of, render_tournament
 from .wire_text import printable
 

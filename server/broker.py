@@ -25,6 +25,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from solrace.tasks import cancel_and_wait
+
 log = logging.getLogger("solrace.server.broker")
 
 OUTAGE_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
@@ -254,9 +256,7 @@ class RedisBroker(LocalFanout):
 
     async def close(self) -> None:
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await cancel_and_wait([self._reader])
             self._reader = None
         await self._drop_pubsub()
         await self._close_subscriptions()

@@ -10,7 +10,6 @@ read again every `poll_s` and pushed when it differs from the last one sent.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -19,6 +18,7 @@ from solrace.server.protocol.messages import RaceInfo, RaceList
 from solrace.server.session import Session
 from solrace.server.store import StoreError
 from solrace.server.timers import run_every
+from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.lobby")
 
@@ -103,10 +103,5 @@ class LobbyFeed:
         if self._due is not None:
             self._due.cancel()
             self._due = None
-        tasks = [*self._tasks, *([self._poller] if self._poller else [])]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait([*self._tasks, *([self._poller] if self._poller else [])])
         self._poller = None

@@ -9,7 +9,6 @@ this node's announces failed is marked connected again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 
@@ -22,6 +21,7 @@ from solrace.server.session import Session, holder_name
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
 from solrace.server.timers import run_every
+from solrace.tasks import cancel_and_wait
 
 #: The name these lines were logged under when the hub watched the nodes itself.
 log = logging.getLogger("solrace.server.hub")
@@ -71,9 +71,7 @@ class NodePresence:
 
     async def stop(self) -> None:
         if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
+            await cancel_and_wait([self._watcher])
             self._watcher = None
 
     async def _watch_forever(self) -> None:

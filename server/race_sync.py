@@ -61,6 +61,7 @@ from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
 from solrace.server.timers import run_every
+from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.sync")
 #: The timers', the recovery's and the finish hooks' lines keep the name they were logged
@@ -238,9 +239,7 @@ class RaceKeeper:
         """Stop the timers; fold the last progress batches in (and store them); stop
         following other nodes' changes."""
         if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
+            await cancel_and_wait([self._ticker])
             self._ticker = None
         self._stopped = True  # a fold that fails now is not tried again
         for runtime in list(self.races.values()):
@@ -757,9 +756,7 @@ class RaceKeeper:
     async def _unfollow(self, runtime: RaceRuntime) -> None:
         task, runtime.follower = runtime.follower, None
         if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait([task])
 
     async def _read_notices(self, runtime: RaceRuntime, subscription: Subscription) -> None:
         """Follow the race's notices until it ends. A notice that cannot be read or acted on

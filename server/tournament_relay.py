@@ -13,7 +13,6 @@ finds the race in `welcome.active_races` and in the pushed view's live matches."
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from solrace.server.broker import Broker, BrokerUnavailableError, Subscription
 from solrace.server.protocol.tournament_messages import TournamentRace
+from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.tournaments")
 
@@ -69,9 +69,7 @@ class TournamentRelay:
 
     async def stop(self) -> None:
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await cancel_and_wait([self._reader])
             self._reader = None
         if self._subscription is not None:
             await self._subscription.close()

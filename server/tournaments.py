@@ -30,7 +30,6 @@ connected in the stored race record.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import logging
 import random
@@ -86,6 +85,7 @@ from solrace.server.tournament_live import (
     refusal,
 )
 from solrace.server.tournament_relay import ChangeNotice, TournamentRelay
+from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.tournaments")
 
@@ -159,9 +159,7 @@ class TournamentService:
 
     async def stop(self) -> None:
         if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
+            await cancel_and_wait([self._ticker])
             self._ticker = None
         if self.relay is not None:
             await self.relay.stop()

@@ -19,7 +19,6 @@ kill -9 included; the file itself stays (it only holds the last holder's pid).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import logging
 import os
@@ -39,6 +38,7 @@ from solrace.server.store.base import (
 )
 from solrace.server.store.sqlite_competition import COMPETITION_SCHEMA, SqliteCompetition
 from solrace.server.store.sqlite_tx import transaction
+from solrace.tasks import cancel_and_wait
 
 T = TypeVar("T")
 
@@ -349,9 +349,7 @@ class SqliteStore(SqliteCompetition):
 
     async def close(self) -> None:
         if self._checkpointer is not None:
-            self._checkpointer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._checkpointer
+            await cancel_and_wait([self._checkpointer])
             self._checkpointer = None
         if self._pending:
             self._flush_moves()  # moves already accepted for storage are committed first

@@ -1,5 +1,7 @@
 """Reaping background tasks: cancel them, wait until they end, and keep their failures.
 
+Shared by the server and the client (it belongs to neither layer: both stop tasks of theirs).
+
 `suppress(BaseException)` around `await task` hides two things: a task that crashed (its
 exception is gone without a trace) and a cancellation aimed at the *caller* (the awaiting task
 can no longer be stopped). `cancel_and_wait` does neither.
