@@ -256,6 +256,11 @@ class Hub:
             except RaceError as exc:
                 log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
 
+    def _connected_here(self, session: Session, player_id: str, now: int) -> Change:
+        """The change marking `session`'s player connected, through the connection holding
+        the player's claim when it is applied (`_claimant_holder`)."""
+        return lambda race: race.set_connected(player_id, True, now, self._claimant_holder(session))
+
     def _claimant_holder(self, session: Session) -> str:
         """The holder to record for `session`'s player when a change is applied: the
         connection that holds the player's claim by then (a newer hello may have replaced
@@ -374,15 +379,10 @@ class Hub:
         )
         if player is not None:
             player_id = player.player_id
-            back = connection_change(player_id, True, now, self.holder_of(session))
-
-            def back_unless_replaced(race: Race) -> list[RaceEvent]:
-                # Decided when the change is applied: a newer hello's may be applied first.
-                return back(race) if self._claims.get(player_id) is session else []
-
+            back = self._connected_here(session, player_id, now)
             for runtime in runtimes:
                 try:
-                    await self.apply_to_race(runtime, back_unless_replaced)
+                    await self.apply_to_race(runtime, back)
                 except RaceError as exc:
                     log.warning("race %s: %s not marked back: %s", runtime.race_id, player_id, exc)
             # Only now does this session get its races' live events: what happened before
@@ -655,13 +655,10 @@ class Hub:
             session.send(own_board(runtime, player_id))
         # A racer resyncing here is connected here, even if no hello announced it to this race
         # (a tournament race opened on another node): otherwise its grace period would run out.
-        now = self.clock()
-
-        def here(race: Race) -> list[RaceEvent]:
-            return race.set_connected(player_id, True, now, self._claimant_holder(session))
-
         try:
-            await self.apply_to_race(runtime, here)
+            await self.apply_to_race(
+                runtime, self._connected_here(session, player_id, self.clock())
+            )
         except RaceError as exc:
             log.warning("race %s: %s not marked connected: %s", runtime.race_id, player_id, exc)
 
