@@ -60,6 +60,26 @@ async def two_player_final(app: App, **options: object) -> tuple[Client, Client,
     return admin, ann, bob, view.tournament_id
 
 
+async def first_round_of_four(
+    app: App,
+) -> tuple[Client, list[Client], str, dict[str, TournamentRace]]:
+    """ann, bob, cid and dee in a started single elimination (300 s races, no check-in) that
+    the admin watches: the admin, the players, the tournament id and each player's notice of
+    its first race (two matches on one deal)."""
+    admin = await connect(app, "director")
+    players = [await connect(app, name) for name in ("ann", "bob", "cid", "dee")]
+    view = await create(admin, "single_elimination", time_limit_s=300, check_in_required=False)
+    tid = view.tournament_id
+    await admin.send(WatchTournament(tournament_id=tid))
+    await admin.expect(TournamentView)
+    for player in players:
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+    await admin.send(admin_act(tid, "start"))
+    notices = {p.player_id: await p.expect(TournamentRace) for p in players}
+    return admin, players, tid, notices
+
+
 def cancelled(race_id: str) -> Callable[[RaceUpdate], bool]:
     return lambda m: m.race_id == race_id and m.race.status == "cancelled"
 
@@ -251,17 +271,7 @@ async def test_a_round_s_deal_stays_secret_until_every_match_of_the_round_ends(
             await release(live, round_number)
 
         tournaments._release_deals = tick_then_release  # type: ignore[method-assign]
-    admin = await connect(app, "director")
-    players = [await connect(app, name) for name in ("ann", "bob", "cid", "dee")]
-    view = await create(admin, "single_elimination", time_limit_s=300, check_in_required=False)
-    tid = view.tournament_id
-    await admin.send(WatchTournament(tournament_id=tid))
-    await admin.expect(TournamentView)
-    for player in players:
-        await player.send(JoinTournament(tournament_id=tid))
-        await player.expect(TournamentView)
-    await admin.send(admin_act(tid, "start"))
-    notices = {p.player_id: await p.expect(TournamentRace) for p in players}
+    admin, players, tid, notices = await first_round_of_four(app)
     first, second = sorted({n.race_id for n in notices.values()})
     in_first = [p for p in players if notices[p.player_id].race_id == first]
     in_second = [p for p in players if notices[p.player_id].race_id == second]
@@ -379,16 +389,8 @@ async def test_a_tournament_s_players_cannot_watch_its_races_while_their_deal_is
     predicted 10 of its next 10 stock cards watching W1-2). The tournament's players are
     refused; an audience still watches, boards included."""
     app = await start_server(**FAST)
-    admin = await connect(app, "director")
-    players = [await connect(app, name) for name in ("ann", "bob", "cid", "dee")]
+    admin, players, tid, notices = await first_round_of_four(app)
     audience = await connect(app)
-    view = await create(admin, "single_elimination", time_limit_s=300, check_in_required=False)
-    tid = view.tournament_id
-    for player in players:
-        await player.send(JoinTournament(tournament_id=tid))
-        await player.expect(TournamentView)
-    await admin.send(admin_act(tid, "start"))
-    notices = {p.player_id: await p.expect(TournamentRace) for p in players}
     first = sorted({n.race_id for n in notices.values()})[0]
     in_first = [p for p in players if notices[p.player_id].race_id == first]
     spy = next(p for p in players if p not in in_first)
