@@ -88,17 +88,20 @@ def score_match(
     forfeited: Iterable[PlayerId] = (),
 ) -> MatchOutcome | None:
     """The match's outcome, or None while it needs another race."""
-    seed_of = {p: i for i, p in enumerate(seeds)}
+    # Only the match's players' seeds (a view scores every match of the tournament: a map of
+    # all the seeds per match made a 256-player Swiss's view cost ~100 ms).
+    unseeded = len(seeds)
+    seed_of = {p: seeds.index(p) if p in seeds else unseeded for p in players}
     gone = frozenset(forfeited) & set(players)
     playing = [p for p in players if p not in gone]
     cards = {p: sum(r.cards_of(p) for r in races) for p in players}
-    quitters = sorted(gone, key=lambda p: seed_of.get(p, len(seeds)))
+    quitters = sorted(gone, key=lambda p: seed_of[p])
 
     if not rules.is_head_to_head:
         if len(races) < rules.best_of and len(playing) > 1:
             return None
         places = {p: sum(r.place_of(p) for r in races) for p in playing}
-        order = sorted(playing, key=lambda p: (places[p], -cards[p], seed_of.get(p, len(seeds))))
+        order = sorted(playing, key=lambda p: (places[p], -cards[p], seed_of[p]))
         return MatchOutcome(match_id, (*order, *quitters), False, gone, cards)
 
     wins = {p: 0 for p in players}
@@ -110,8 +113,8 @@ def score_match(
         return MatchOutcome(match_id, (*playing, *quitters), False, gone, cards, wins)
 
     def better_first(a: PlayerId, b: PlayerId) -> tuple[PlayerId, PlayerId]:
-        key_a = (-wins[a], -cards[a], seed_of.get(a, len(seeds)))
-        key_b = (-wins[b], -cards[b], seed_of.get(b, len(seeds)))
+        key_a = (-wins[a], -cards[a], seed_of[a])
+        key_b = (-wins[b], -cards[b], seed_of[b])
         return (a, b) if key_a <= key_b else (b, a)
 
     a, b = players
@@ -123,7 +126,7 @@ def score_match(
     if wins[a] != wins[b]:
         return MatchOutcome(match_id, (first, second), False, gone, cards, wins)
     if rules.allows_draws:
-        by_seed = tuple(sorted(players, key=lambda p: seed_of.get(p, len(seeds))))
+        by_seed = tuple(sorted(players, key=lambda p: seed_of[p]))
         return MatchOutcome(match_id, by_seed, True, gone, cards, wins)
     if len(races) < rules.best_of + SUDDEN_DEATH_RACES:
         return None

@@ -85,6 +85,27 @@ DealSource = Callable[[int, int], str]
 """(round number, race number) -> game number text; called once per pair, result stored."""
 
 
+@dataclass(frozen=True)
+class _Scored:
+    """A match's outcome and what it was scored from: the match, its races and forfeits (the
+    seeds and rules it also depends on are fixed once the tournament starts)."""
+
+    match: Match
+    races: tuple[RaceResult, ...]
+    forfeited: frozenset[PlayerId]
+    outcome: MatchOutcome | None
+
+    def scores(self, match: Match) -> bool:
+        """Whether `match` is still as it was scored (the same races, in the same order)."""
+        races = match.races
+        return (
+            match is self.match
+            and len(races) == len(self.races)
+            and all(a is b for a, b in zip(races, self.races, strict=True))
+            and match.forfeited == self.forfeited
+        )
+
+
 @dataclass(eq=False, repr=False)
 class Tournament(Stored):
     """One tournament. Build with `create` or `from_dict`; never mutate its fields directly.
@@ -110,6 +131,9 @@ class Tournament(Stored):
 
     def __post_init__(self, deal_source: DealSource | None) -> None:
         self._deal_source: DealSource | None = deal_source
+        #: Each match's outcome with what it was scored from (`outcome_of`): a view scores
+        #: every match of every round, and a match's races rarely change after it ends.
+        self._outcomes: dict[MatchId, _Scored] = {}
 
     # --- creation and storage -----------------------------------------------------------------
 
@@ -479,7 +503,14 @@ class Tournament(Stored):
 
     def outcome_of(self, match: Match) -> MatchOutcome | None:
         """The match's outcome from the races it played (None while undecided)."""
-        return self._score(match, match.races)
+        known = self._outcomes.get(match.match_id)
+        if known is not None and known.scores(match):
+            return known.outcome
+        outcome = self._score(match, match.races)
+        self._outcomes[match.match_id] = _Scored(
+            match, tuple(match.races), frozenset(match.forfeited), outcome
+        )
+        return outcome
 
     def _forfeit(self, match: Match, player: PlayerId, reason: str) -> list[TournamentEvent]:
         match.forfeited.add(player)

@@ -42,7 +42,7 @@ from solrace.server.protocol.tournament_events import (
     TournamentStarted,
 )
 from solrace.server.protocol.tournament_messages import TournamentModel
-from solrace.server.protocol.tournament_state import Phase, TournamentSettings
+from solrace.server.protocol.tournament_state import Match, Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_view
 
 ADMIN = PlayerId("admin")
@@ -455,6 +455,34 @@ def test_correction_can_reopen_a_match_or_void_later_races() -> None:
     assert again.race_number == 3
     final = t.record_race(request.match_id, 3, result_for([b, a]), now=11.0)
     assert of_type(final, TournamentFinished)[0].champion == b
+
+
+def test_remembered_outcomes_follow_corrections_and_forfeits() -> None:
+    """`outcome_of` remembers a match's outcome: a race added, a result corrected or a
+    forfeit scores it again, and every view equals one of the same state loaded afresh."""
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 4)
+    one, two = of_type(events, RaceRequested)
+    a, b = one.players
+    rnd = t.current_round
+    assert rnd is not None
+    match, other = rnd.matches[one.match_id], rnd.matches[two.match_id]
+
+    def outcome_winner(m: Match) -> PlayerId | None:
+        outcome = t.outcome_of(m)
+        assert view_of(t) == view_of(roundtrip(t))
+        return None if outcome is None else outcome.winner
+
+    t.record_race(one.match_id, 1, result_for([a, b]), now=6.0)
+    assert outcome_winner(match) is None
+    t.record_race(one.match_id, 2, result_for([a, b]), now=7.0)
+    assert outcome_winner(match) == a
+    t.correct_result(ADMIN, one.match_id, 1, result_for([b, a]), now=8.0)  # 1-1: a third race
+    assert outcome_winner(match) is None
+    t.record_race(one.match_id, 3, result_for([b, a]), now=9.0)
+    assert outcome_winner(match) == b
+    assert outcome_winner(other) is None
+    t.forfeit(ADMIN, two.match_id, two.players[0], now=10.0)
+    assert outcome_winner(other) == two.players[1]
 
 
 def test_correction_after_the_grand_final_can_start_a_bracket_reset() -> None:
