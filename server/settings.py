@@ -132,11 +132,17 @@ class Settings(BaseSettings):
         default=None, description="tournament admin token; none: tournaments cannot be created"
     )
     tournament_tick_s: float = Field(default=1.0, gt=0)
+    tournament_view_push_s: float = Field(
+        default=0.5,
+        gt=0,
+        description="a tournament's view goes to its watchers at most this often (the newest: "
+        "a change reaches them within it)",
+    )
     max_tournament_players: int = Field(
         default=256,
         ge=2,
         description="most players one tournament may register (its whole view is pushed to "
-        "every watcher after every change)",
+        "every watcher after a change)",
     )
 
     @model_validator(mode="after")

@@ -39,6 +39,7 @@ from typing import Any
 
 from solrace.engine import random_ranked_number
 from solrace.server.hub import Hub
+from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.records import LIVE_STATUSES, RaceRecord, RaceStatus
@@ -113,6 +114,10 @@ class TournamentService:
         #: sees a round ended whose deals are still held.
         self._settling: dict[str, int] = {}
         self._held_back: dict[str, Live] = {}
+        #: Views go out at most every `tournament_view_push_s` per tournament (`_push`): when
+        #: the next one may go, and the newest waiting for that with its timer.
+        self._next_push_at: dict[str, float] = {}
+        self._waiting: dict[str, tuple[Live, asyncio.TimerHandle]] = {}
         #: Tournaments a saved change left with a race not opened or deals not released (the
         #: store was away), each as that change left it: the tick tries again.
         self._repairs: dict[str, Live] = {}
@@ -158,6 +163,9 @@ class TournamentService:
         self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-tournaments")
 
     async def stop(self) -> None:
+        for _, timer in self._waiting.values():
+            timer.cancel()
+        self._waiting.clear()
         if self._ticker is not None:
             await cancel_and_wait([self._ticker])
             self._ticker = None
@@ -505,19 +513,38 @@ class TournamentService:
             if held is None or held.version < live.version:
                 self._held_back[tournament_id] = live
             return
-        watchers = self.watchers.get(live.tournament_id)
-        if not watchers or self._pushed.get(live.tournament_id, 0) >= live.version:
+        watchers = self.watchers.get(tournament_id)
+        if not watchers or self._pushed.get(tournament_id, 0) >= live.version:
             return
-        self._pushed[live.tournament_id] = live.version
+        # A burst of changes (a round's races ending together) is one view a watcher reads,
+        # not one each: a 256-player Swiss's view is ~0.3 MB and ~20 ms to build.
+        waiting = self._waiting.get(tournament_id)
+        if waiting is not None:
+            if waiting[0].version < live.version:
+                self._waiting[tournament_id] = (live, waiting[1])
+            return
+        loop = asyncio.get_running_loop()
+        wait = self._next_push_at.get(tournament_id, 0.0) - loop.time()
+        if wait > 0:
+            timer = loop.call_later(wait, self._push_waiting, tournament_id)
+            self._waiting[tournament_id] = (live, timer)
+            return
+        self._next_push_at[tournament_id] = loop.time() + self.settings.tournament_view_push_s
+        self._pushed[tournament_id] = live.version
         view = self._view(live)
+        frame = encode(view)  # once for every watcher
         for session in list(watchers):
             if session.closed:
                 watchers.discard(session)
             else:
-                session.send(view)
+                session.send_frame(view, frame)
+
+    def _push_waiting(self, tournament_id: str) -> None:
+        live, _ = self._waiting.pop(tournament_id)
+        self._push(live)
 
     def _answer(self, session: Session, live: Live) -> None:
-        """The requester gets the view (watchers already had it)."""
+        """The requester gets the view (watchers get it with their next push)."""
         if session not in self.watchers.get(live.tournament_id, set()):
             session.send(self._view(live))
 
@@ -686,6 +713,10 @@ class TournamentService:
         if not sessions:
             del self.watchers[tournament_id]
             self._pushed.pop(tournament_id, None)
+            self._next_push_at.pop(tournament_id, None)
+            waiting = self._waiting.pop(tournament_id, None)
+            if waiting is not None:
+                waiting[1].cancel()
 
     async def _join(self, session: Session, message: JoinTournament) -> None:
         player, name = self._identity(session)

@@ -3,9 +3,9 @@
 Deals stay hidden until their round ends; everything else (registrations, rounds, races,
 standings, bracket, live matches with their race ids, audit log) is public.
 
-The view is sent whole, after every change, to every watcher, so its size bounds a
-tournament's field: `largest_field` is how many players a format can take before its final
-view would outgrow `VIEW_BUDGET_BYTES` (well under a client's 1 MiB frame).
+The view is sent whole, after a change (a burst of them as one), to every watcher, so its
+size bounds a tournament's field: `largest_field` is how many players a format can take
+before its final view would outgrow `VIEW_BUDGET_BYTES` (well under a client's 1 MiB frame).
 """
 
 from __future__ import annotations

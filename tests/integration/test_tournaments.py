@@ -30,8 +30,10 @@ from solrace.server.protocol.tournament_messages import (
     GetProfile,
     JoinTournament,
     Leaderboard,
+    ListTournaments,
     Profile,
     TournamentAdmin,
+    TournamentList,
     TournamentModel,
     TournamentRace,
     TournamentView,
@@ -303,6 +305,55 @@ async def test_a_watcher_that_closes_is_forgotten(start_server: ServerFactory) -
 
     await eventually(nobody_watches, within=WAIT_S)  # nothing is kept for closed sessions
     await admin.close()
+
+
+async def test_a_burst_of_changes_reaches_a_watcher_as_one_view(
+    start_server: ServerFactory,
+) -> None:
+    """A change is pushed at once, the ones right after it wait for the interval
+    (`tournament_view_push_s`, here an hour): answers sent after them come first."""
+    app = await start_server(**FAST, tournament_view_push_s=3600)
+    admin = await connect(app, "director")
+    tid = (await create(admin, "swiss")).tournament_id
+    fan = await connect(app, "fan")
+    await fan.send(WatchTournament(tournament_id=tid))
+    assert (await fan.expect(TournamentView)).tournament.players == []
+    first, *others = [await connect(app, name) for name in ("ann", "bob", "cid")]
+    await first.send(JoinTournament(tournament_id=tid))
+    await first.expect(TournamentView)
+    pushed = await fan.expect(TournamentView)  # the first change: at once
+    assert [p.name for p in pushed.tournament.players] == ["ann"]
+    for player in others:
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)  # the requester's answer is not held
+    await fan.send(ListTournaments())
+    await fan.expect(TournamentList)
+    assert not [m for m in fan.received if isinstance(m, TournamentView)][2:]
+    for each in (admin, fan, first, *others):
+        await each.close()
+
+
+async def test_the_newest_view_follows_a_burst(start_server: ServerFactory) -> None:
+    """With a short interval the view held back goes out: the last one a watcher gets has
+    every change, and views only move forward."""
+    app = await start_server(**FAST, tournament_view_push_s=0.05)
+    admin = await connect(app, "director")
+    tid = (await create(admin, "swiss")).tournament_id
+    fan = await connect(app, "fan")
+    await fan.send(WatchTournament(tournament_id=tid))
+    await fan.expect(TournamentView)
+    names = [f"p{i}" for i in range(8)]
+    players = [await connect(app, name) for name in names]
+    for player in players:
+        await player.send(JoinTournament(tournament_id=tid))
+    for player in players:
+        await player.expect(TournamentView)
+    everyone = await fan.expect(TournamentView, lambda v: len(v.tournament.players) == 8)
+    assert sorted(p.name for p in everyone.tournament.players) == names
+    versions = [m.tournament.version for m in fan.received if isinstance(m, TournamentView)]
+    assert versions == sorted(set(versions))
+    for each in (admin, fan, *players):
+        await each.close()
 
 
 async def test_a_tournament_takes_at_most_the_server_s_player_limit(
