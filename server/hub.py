@@ -24,6 +24,7 @@ from solrace.engine import (
     random_ranked_number,
 )
 from solrace.server.broker import Broker
+from solrace.server.claims import ClaimRelay
 from solrace.server.hub_moves import MoveHandler
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
@@ -148,6 +149,18 @@ class Hub:
                 self.node_id, broker, store, settings, self.keeper, self.players, clock=self._now
             )
         )
+        #: Several nodes: one connection per player across them (4003 for the earlier).
+        self.claims = (
+            None
+            if broker is None
+            else ClaimRelay(
+                broker,
+                self.node_id,
+                self._claims.get,
+                self._replaced_elsewhere,
+                self._hold_races,
+            )
+        )
         self._handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {
             ListRaces: self._list_races,
             CreateRace: self._create_race,
@@ -205,10 +218,14 @@ class Hub:
         await self.keeper.start()
         if self.presence is not None:
             self.presence.start()
+        if self.claims is not None:
+            await self.claims.start()
         self.lobby.start()
 
     async def stop(self) -> None:
         await self.lobby.stop()
+        if self.claims is not None:
+            await self.claims.stop()
         if self.presence is not None:
             await self.presence.stop()
         await self.keeper.stop()
@@ -248,6 +265,8 @@ class Hub:
             return  # anonymous, or replaced by a newer connection
         del self._claims[player_id]
         self.players.pop(player_id, None)
+        if self.claims is not None:
+            self.claims.forget(player_id)
         now = self.clock()
         holder = self.holder_of(session)
         for runtime in self.keeper.live_races_of(player_id):
@@ -255,6 +274,29 @@ class Hub:
                 await self.apply_to_race(runtime, connection_change(player_id, False, now, holder))
             except RaceError as exc:
                 log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
+
+    def _replaced_elsewhere(self, player_id: str, session: Session) -> None:
+        """A connection of the player on another node came after `session` (`ClaimRelay`):
+        it closes (4003) without marking the player away, who is connected there."""
+        del self._claims[player_id]
+        if self.players.get(player_id) is session:
+            del self.players[player_id]
+        session.close(CloseCode.REPLACED, "connected again elsewhere")
+
+    async def _hold_races(self, player_id: str, session: Session) -> None:
+        """`session` is the player's latest connection across the nodes (`ClaimRelay`): its
+        races name it as their holder, even if a hello on another node, applied after its
+        own, named that one."""
+        holder = self.holder_of(session)
+        now = self.clock()
+        for runtime in self.keeper.live_races_of(player_id):
+            racer = runtime.race.racers.get(player_id)
+            if racer is None or (racer.connected and racer.holder == holder):
+                continue
+            try:
+                await self.apply_to_race(runtime, self._connected_here(session, player_id, now))
+            except RaceError as exc:
+                log.warning("race %s: %s not marked back: %s", runtime.race_id, player_id, exc)
 
     def _connected_here(self, session: Session, player_id: str, now: int) -> Change:
         """The change marking `session`'s player connected, through the connection holding
@@ -362,6 +404,10 @@ class Hub:
                 old.close(CloseCode.REPLACED, "connected again elsewhere")
                 if self.players.get(player.player_id) is old:
                     del self.players[player.player_id]
+            if self.claims is not None:
+                # Announced before the welcome: a hello the client sends elsewhere after
+                # reading it claims later, and replaces this connection.
+                await self.claims.claim(player.player_id, session)
         session.send(
             Welcome(
                 protocol=PROTOCOL_VERSION,

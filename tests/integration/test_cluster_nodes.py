@@ -28,11 +28,13 @@ from solrace.server.protocol.messages import (
     GetReplay,
     Hello,
     JoinRace,
+    ListRaces,
     MakeMove,
     MoveAck,
     MoveRejected,
     Progress,
     RaceFinished,
+    RaceList,
     RaceSnapshot,
     RaceStarted,
     RaceUpdate,
@@ -46,8 +48,9 @@ from solrace.server.protocol.replay import verify_replay
 from tests.integration.conftest import make_settings
 from tests.integration.helpers import create_race, play, seat_and_start, start_race
 from tests.integration.process import ServerProcess
-from tests.integration.wsclient import Client
+from tests.integration.wsclient import WAIT_S, Client
 from tests.redis_server import RedisServer
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.redis
 
@@ -259,6 +262,72 @@ async def test_a_killed_node_s_players_carry_on_at_a_surviving_node(
         }
     finally:
         await doomed.kill()
+
+
+def away_updates(client: Client, player_id: str) -> list[RaceUpdate]:
+    return [
+        m
+        for m in client.received
+        if isinstance(m, RaceUpdate)
+        and any(r.player_id == player_id and not r.connected for r in m.race.racers)
+    ]
+
+
+async def test_a_second_connection_on_another_node_closes_the_first(
+    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
+) -> None:
+    """Two tabs, two nodes: the later connection replaces the earlier (4003), which goes
+    without marking the racer away, as on one node."""
+    node_a, node_b = await cluster(redis_url), await cluster(redis_url)
+    alice = await clients(url(node_a), "alice")
+    bob = await clients(url(node_b), "bob")
+    race_id = await start_race(alice, [bob])
+    await play(alice, race_id, ["deal"])
+    assert alice.welcome is not None and alice.welcome.token is not None
+    again = await clients(url(node_b), token=alice.welcome.token)
+    assert await alice.closed() == CloseCode.REPLACED
+    assert alice.connection.close_reason == "connected again elsewhere"
+
+    def node_a_done() -> bool:  # the closed connection handled (`Hub.disconnected`)
+        return not node_a.transport.connections and not node_a.transport.finishing
+
+    await eventually(node_a_done, within=WAIT_S)
+    [ack] = await play(again, race_id, ["deal"], first_seq=2)
+    assert ack.ply == 1
+    record = await node_b.store.get_race(race_id)
+    assert record is not None
+    racer = next(r for r in record.racers if r.player_id == again.player_id)
+    assert racer.connected and racer.holder is not None
+    assert racer.holder.startswith(node_b.hub.node_id + ":")
+    assert not away_updates(bob, again.player_id)
+
+
+async def test_two_hellos_on_two_nodes_at_once_leave_one_connection(
+    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
+) -> None:
+    """Every node reads the claims in one order: of two hellos at once the later stays."""
+    node_a, node_b = await cluster(redis_url), await cluster(redis_url)
+    first = await clients(url(node_a), "alice")
+    assert first.welcome is not None and first.welcome.token is not None
+    token = first.welcome.token
+    for attempt in range(5):
+        pair = [await Client.open(url(node)) for node in (node_a, node_b)]
+        await asyncio.gather(*(c.hello(token=token) for c in pair))
+        if attempt == 0:
+            assert await first.closed() == CloseCode.REPLACED
+
+        def one_closed(pair: list[Client] = pair) -> bool:
+            return any(c.reader.done() for c in pair)
+
+        await eventually(one_closed, within=WAIT_S)
+        [lost] = [c for c in pair if c.reader.done()]
+        [kept] = [c for c in pair if c is not lost]
+        assert lost.connection.close_code == CloseCode.REPLACED
+        await kept.send(ListRaces())
+        await kept.expect(RaceList)  # still served
+        assert not kept.reader.done()
+        for each in pair:
+            await each.close()
 
 
 def snapshot_epoch(spectator: Client) -> str:

@@ -1,0 +1,130 @@
+"""Several nodes: one connection per player across them.
+
+On one node a player's later hello closes the earlier connection with 4003 (`Hub._claims`).
+Across nodes, each node announces the hellos with a token it takes on the broker (channel
+`claims`: the player, the node, the session). Redis hands a channel's messages to every
+subscriber in the order it took them, so every node agrees which of two claims came last. A
+node closes its connection of a player (4003) when another connection's claim comes after
+that connection's own: it must have seen its own claim come back first. If the other claim
+comes first, the other connection is the earlier one and its own node closes it.
+
+The broker delivers at most once: a claim it loses (Redis down) leaves both connections
+open, as before there were claims; the race's holder (the connection last marked
+connected) still decides whose close marks the racer away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from solrace.server.broker import Broker, BrokerUnavailableError, Subscription
+from solrace.server.session import Session
+from solrace.tasks import cancel_and_wait
+
+log = logging.getLogger("solrace.server.hub")
+
+CHANNEL = "claims"
+
+
+class Claim(BaseModel):
+    """`session` of `node` speaks for `player_id` from now on. Fields a newer node adds are
+    ignored (nodes of two versions during a rolling upgrade)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    player_id: str
+    node: str
+    session: int
+
+    def encode(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> Claim | None:
+        try:
+            return cls.model_validate_json(data)
+        except ValidationError:
+            log.warning("a claim that does not read: %r", data[:200])
+            return None
+
+
+class ClaimRelay:
+    """This node's end of the `claims` channel: `claimant(player)` is this node's latest
+    connection of the player (or None); `replaced(player, session)` closes it, another
+    node's being later; `confirmed(player, session)` is told when it is the latest so far
+    (its races name it as their holder)."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        node_id: str,
+        claimant: Callable[[str], Session | None],
+        replaced: Callable[[str, Session], None],
+        confirmed: Callable[[str, Session], Awaitable[None]],
+    ) -> None:
+        self.broker = broker
+        self.node_id = node_id
+        self.claimant = claimant
+        self.replaced = replaced
+        self.confirmed = confirmed
+        #: Player -> the session of this node whose claim came back through the channel:
+        #: a claim of the player read after that one is later, and replaces it.
+        self._confirmed: dict[str, int] = {}
+        self._subscription: Subscription | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._subscription = await self.broker.subscribe(CHANNEL)
+        self._reader = asyncio.create_task(self._read(self._subscription), name="solrace-claims")
+
+    async def stop(self) -> None:
+        if self._reader is not None:
+            await cancel_and_wait([self._reader])
+            self._reader = None
+        if self._subscription is not None:
+            await self._subscription.close()
+            self._subscription = None
+
+    async def claim(self, player_id: str, session: Session) -> None:
+        """Announce that `session`, of this node, now speaks for `player_id`."""
+        claim = Claim(player_id=player_id, node=self.node_id, session=session.session_id)
+        try:
+            await self.broker.publish(CHANNEL, claim.encode())
+        except BrokerUnavailableError as exc:
+            log.warning("%s's connection not announced to the other nodes: %s", player_id, exc)
+
+    def forget(self, player_id: str) -> None:
+        """This node's connection of `player_id` closed: nothing is kept for it."""
+        self._confirmed.pop(player_id, None)
+
+    async def _read(self, subscription: Subscription) -> None:
+        async for data in subscription:
+            claim = None if data is None else Claim.decode(data)
+            if claim is None:  # a gap: the claims lost are lost (see the module)
+                continue
+            try:
+                await self.receive(claim)
+            except Exception:
+                log.exception("claim of %s not handled", claim.player_id)
+
+    async def receive(self, claim: Claim) -> None:
+        """A claim read from the channel, in the order every node reads them."""
+        player_id = claim.player_id
+        local = self.claimant(player_id)
+        if local is None:
+            return
+        if claim.node == self.node_id:
+            # Two connections of one node settle it there (`Hub._claims`): only ours counts.
+            if claim.session == local.session_id:
+                self._confirmed[player_id] = local.session_id  # it came back: later ones win
+                await self.confirmed(player_id, local)
+        elif self._confirmed.get(player_id) == local.session_id:
+            del self._confirmed[player_id]
+            self.replaced(player_id, local)
+
+
+__all__ = ["CHANNEL", "Claim", "ClaimRelay"]
