@@ -66,6 +66,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentAdmin,
     TournamentList,
     TournamentRace,
+    TournamentSummary,
     TournamentView,
     UnwatchTournament,
     WatchTournament,
@@ -117,6 +118,8 @@ class TournamentService:
         #: Views go out at most every `tournament_view_push_s` per tournament (`_push`): when
         #: the next one may go, and the newest waiting for that with its timer.
         self._next_push_at: dict[str, float] = {}
+        #: Each tournament's summary for `list_tournaments` and the version it shows.
+        self._summaries: dict[str, tuple[int, TournamentSummary]] = {}
         self._waiting: dict[str, tuple[Live, asyncio.TimerHandle]] = {}
         #: Tournaments a saved change left with a race not opened or deals not released (the
         #: store was away), each as that change left it: the tick tries again.
@@ -686,10 +689,22 @@ class TournamentService:
         )
 
     async def _list(self, session: Session, message: ListTournaments) -> None:
+        """Every tournament's summary. Each is made once per stored version (`_summaries`):
+        a finished 256-player Swiss's document is ~0.5 MB and ~25 ms to read and score, so
+        reading every document at every list let one client keep the node busy."""
         summaries = []
-        for record in await self.store.list_tournaments():
-            live = Live.from_record(record, self._deal)
-            summaries.append(build_summary(live.tournament, live.name))
+        for tournament_id, version in await self.store.tournament_versions():
+            known = self._summaries.get(tournament_id)
+            if known is None or known[0] != version:
+                live = self.live.get(tournament_id)
+                if live is None or live.version != version:
+                    record = await self.store.get_tournament(tournament_id)
+                    if record is None:
+                        continue
+                    live = Live.from_record(record, self._deal)
+                known = (live.version, build_summary(live.tournament, live.name))
+                self._summaries[tournament_id] = known
+            summaries.append(known[1])
         session.send(TournamentList(tournaments=summaries))
 
     async def _watch(self, session: Session, message: WatchTournament) -> None:

@@ -106,3 +106,7 @@ class Store(Protocol):
     async def list_tournaments(self) -> list[TournamentRecord]:
         """Every tournament, in creation order."""
         ...
+
+    async def tournament_versions(self) -> list[tuple[str, int]]:
+        """Every tournament's id and stored version, in creation order (no documents)."""
+        ...

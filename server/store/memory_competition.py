@@ -69,3 +69,7 @@ class MemoryCompetition:
     async def list_tournaments(self) -> list[TournamentRecord]:
         self._competition()
         return list(self._tournaments.values())
+
+    async def tournament_versions(self) -> list[tuple[str, int]]:
+        self._competition()
+        return [(t.tournament_id, t.version) for t in self._tournaments.values()]

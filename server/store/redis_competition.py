@@ -162,3 +162,14 @@ class RedisCompetition:
             return [text for text in texts if text]
 
         return [TournamentRecord.model_validate_json(t) for t in await self._call(read)]
+
+    async def tournament_versions(self) -> list[tuple[str, int]]:
+        async def read() -> list[tuple[str, int]]:
+            ids: list[str] = await self.redis.zrange(self._key("tournaments"), 0, -1)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for tournament_id in ids:
+                    pipe.hget(self._key("tournament", tournament_id), "version")
+                versions: list[str | None] = await pipe.execute()
+            return [(t, int(v)) for t, v in zip(ids, versions, strict=True) if v is not None]
+
+        return await self._call(read)

@@ -145,3 +145,12 @@ class SqliteCompetition:
             return [str(row[0]) for row in rows]
 
         return [TournamentRecord.model_validate_json(t) for t in await self._run(select)]
+
+    async def tournament_versions(self) -> list[tuple[str, int]]:
+        def select(db: sqlite3.Connection) -> list[tuple[str, int]]:
+            rows = db.execute(
+                "SELECT tournament_id, version FROM tournaments ORDER BY rowid"
+            ).fetchall()
+            return [(str(tournament_id), int(version)) for tournament_id, version in rows]
+
+        return await self._run(select)

@@ -18,6 +18,7 @@ from solrace.client.strategy import make_strategy
 from solrace.client.tournament_bots import play_tournament
 from solrace.engine import deal
 from solrace.server.app import App
+from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.messages import (
     Error,
     RaceFinished,
@@ -132,7 +133,9 @@ async def test_eight_bots_play_a_single_elimination_to_a_champion(
         assert record.game_number == numbers[link.round_number][str(link.race_number)]
 
 
-async def test_six_bots_play_a_swiss_to_a_champion(start_server: ServerFactory) -> None:
+async def test_six_bots_play_a_swiss_to_a_champion(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     app = await start_server(**FAST)
     views = await bots_play(app, "swiss", 6)
     final = views[0]
@@ -142,6 +145,22 @@ async def test_six_bots_play_a_swiss_to_a_champion(start_server: ServerFactory) 
     pairs = [frozenset(m.players) for r in final.rounds for m in r.matches]
     assert len(set(pairs)) == len(pairs)  # no rematch
     assert final.bracket == []
+    # The list reads a finished tournament's document once, then answers from memory.
+    reads: list[str] = []
+    read = app.store.get_tournament
+
+    async def counted(tournament_id: str) -> TournamentRecord | None:
+        reads.append(tournament_id)
+        return await read(tournament_id)
+
+    monkeypatch.setattr(app.store, "get_tournament", counted)
+    lister = await connect(app)
+    for _ in range(2):
+        await lister.send(ListTournaments())
+        [summary] = (await lister.expect(TournamentList)).tournaments
+        assert summary.phase == "finished" and summary.champion == final.champion
+    assert reads == [final.tournament_id]
+    await lister.close()
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])

@@ -500,6 +500,7 @@ async def test_tournaments_list_in_creation_order(store: Store) -> None:
         ("ta", 1),
         ("tc", 1),
     ]
+    assert await store.tournament_versions() == [("tb", 2), ("ta", 1), ("tc", 1)]
 
 
 async def test_two_nodes_advancing_one_tournament_get_one_true(
