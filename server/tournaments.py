@@ -93,6 +93,10 @@ log = logging.getLogger("solrace.server.tournaments")
 
 SAVE_ATTEMPTS = 8
 
+#: What `send_frame` gets beside a view's frame (sessions read only its type): the frame is
+#: encoded once per version, not rebuilt as a model for each session.
+_VIEW_STAND_IN = TournamentView.model_construct()
+
 Handler = Callable[[Session, Any], Any]
 
 
@@ -118,6 +122,8 @@ class TournamentService:
         #: Views go out at most every `tournament_view_push_s` per tournament (`_push`): when
         #: the next one may go, and the newest waiting for that with its timer.
         self._next_push_at: dict[str, float] = {}
+        #: The encoded view of each watched tournament and its version (`_view_frame`).
+        self._frames: dict[str, tuple[int, bytes]] = {}
         #: Each tournament's summary for `list_tournaments` and the version it shows.
         self._summaries: dict[str, tuple[int, TournamentSummary]] = {}
         self._waiting: dict[str, tuple[Live, asyncio.TimerHandle]] = {}
@@ -485,6 +491,21 @@ class TournamentService:
         log.info("tournament %s: race %s for %s", t.tournament_id, race_id, match_id)
         return notice
 
+    def _send_view(self, session: Session, live: Live) -> None:
+        session.send_frame(_VIEW_STAND_IN, self._view_frame(live))
+
+    def _view_frame(self, live: Live) -> bytes:
+        """`live`'s view, encoded: once per version while the tournament has watchers (a
+        push, the answers and the watches of one version share it)."""
+        tournament_id = live.tournament_id
+        known = self._frames.get(tournament_id)
+        if known is not None and known[0] == live.version:
+            return known[1]
+        frame = encode(self._view(live))
+        if tournament_id in self.watchers:
+            self._frames[tournament_id] = (live.version, frame)
+        return frame
+
     def _view(self, live: Live) -> TournamentView:
         return TournamentView(
             tournament=build_view(
@@ -534,13 +555,12 @@ class TournamentService:
             return
         self._next_push_at[tournament_id] = loop.time() + self.settings.tournament_view_push_s
         self._pushed[tournament_id] = live.version
-        view = self._view(live)
-        frame = encode(view)  # once for every watcher
+        frame = self._view_frame(live)  # once for every watcher
         for session in list(watchers):
             if session.closed:
                 watchers.discard(session)
             else:
-                session.send_frame(view, frame)
+                session.send_frame(_VIEW_STAND_IN, frame)
 
     def _push_waiting(self, tournament_id: str) -> None:
         live, _ = self._waiting.pop(tournament_id)
@@ -549,7 +569,7 @@ class TournamentService:
     def _answer(self, session: Session, live: Live) -> None:
         """The requester gets the view (watchers get it with their next push)."""
         if session not in self.watchers.get(live.tournament_id, set()):
-            session.send(self._view(live))
+            self._send_view(session, live)
 
     # --- the hub's hook --------------------------------------------------------------------
 
@@ -671,7 +691,7 @@ class TournamentService:
         if not await self.store.save_tournament(live.to_record(), None):
             raise RaceError(ErrorCode.UNAVAILABLE, "tournament id taken; retry")
         self.live[tournament_id] = live
-        session.send(self._view(live))
+        self._send_view(session, live)
         log.info("%s created tournament %s (%s)", name, tournament_id, message.format)
 
     def _field_limit(self, rules: FormatRules) -> str:
@@ -710,7 +730,7 @@ class TournamentService:
     async def _watch(self, session: Session, message: WatchTournament) -> None:
         live = await self._load(message.tournament_id)
         self.watchers.setdefault(live.tournament_id, set()).add(session)
-        session.send(self._view(live))
+        self._send_view(session, live)
 
     async def _unwatch(self, session: Session, message: UnwatchTournament) -> None:
         self._stop_watching(session, message.tournament_id)
@@ -729,6 +749,7 @@ class TournamentService:
             del self.watchers[tournament_id]
             self._pushed.pop(tournament_id, None)
             self._next_push_at.pop(tournament_id, None)
+            self._frames.pop(tournament_id, None)
             waiting = self._waiting.pop(tournament_id, None)
             if waiting is not None:
                 waiting[1].cancel()

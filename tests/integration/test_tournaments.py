@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
+import solrace.server.tournaments
 from solrace.client.bots import Bot
 from solrace.client.connection import Connection
 from solrace.client.strategy import make_strategy
 from solrace.client.tournament_bots import play_tournament
 from solrace.engine import deal
 from solrace.server.app import App
+from solrace.server.protocol import tournament_view
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.messages import (
     Error,
@@ -349,6 +351,37 @@ async def test_a_burst_of_changes_reaches_a_watcher_as_one_view(
     await fan.expect(TournamentList)
     assert not [m for m in fan.received if isinstance(m, TournamentView)][2:]
     for each in (admin, fan, first, *others):
+        await each.close()
+
+
+async def test_a_view_is_built_once_per_version_for_every_watcher(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Watches and pushes of one version share one encoded view (a big tournament's view
+    costs ~20 ms to build: a client watching in a loop must not make the node build it)."""
+    app = await start_server(**FAST)
+    admin = await connect(app, "director")
+    tid = (await create(admin, "swiss")).tournament_id
+    built: list[int] = []
+
+    def counted(tournament: Any, **fields: Any) -> TournamentModel:
+        built.append(fields["version"])
+        return tournament_view.build_view(tournament, **fields)
+
+    monkeypatch.setattr(solrace.server.tournaments, "build_view", counted)
+    fans = [await connect(app, f"fan{i}") for i in range(3)]
+    for fan in fans * 2:  # each watches twice
+        await fan.send(WatchTournament(tournament_id=tid))
+        await fan.expect(TournamentView)
+    assert len(built) == 1
+    player = await connect(app, "ann")
+    await player.send(JoinTournament(tournament_id=tid))
+    await player.expect(TournamentView)  # not a watcher: its own answer, the new version
+    for fan in fans:
+        view = await fan.expect(TournamentView, lambda v: len(v.tournament.players) == 1)
+        assert view.tournament.version == built[-1]
+    assert len(built) == 2  # the new version, once for the answer and the three watchers
+    for each in (admin, player, *fans):
         await each.close()
 
 
