@@ -27,6 +27,9 @@ def _printable(text: str) -> str:
 TournamentIdText = Annotated[str, Field(min_length=1, max_length=32)]
 Token = Annotated[str, Field(max_length=200)]
 Label = Annotated[str, Field(max_length=64)]
+
+#: The most rows one `get_leaderboard` may ask for.
+LEADERBOARD_LIMIT = 100
 ShownText = Annotated[str, Field(max_length=64), AfterValidator(_printable)]
 """Free text other clients are shown (a tournament's name, a correction's reason)."""
 FormatName = Literal["single_elimination", "double_elimination", "swiss", "round_robin", "heats"]
@@ -183,7 +186,7 @@ class TournamentSummary(_Message):
 class GetLeaderboard(_Message):
     type: Literal["get_leaderboard"] = "get_leaderboard"
     game: Label
-    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    limit: Annotated[int, Field(ge=1, le=LEADERBOARD_LIMIT)] = 20
     include_provisional: bool = True
 
 

@@ -14,6 +14,7 @@ import pytest
 from solrace.server.app import App
 from solrace.server.protocol.messages import Progress, RaceFinished, Resign
 from solrace.server.protocol.records import RaceRecord
+from solrace.server.protocol.tournament_messages import GetLeaderboard, Leaderboard
 from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import first_foundation_line, play, start_race
 from tests.integration.wsclient import WAIT_S, Client
@@ -61,6 +62,8 @@ async def score_a_card(app: App, racer: Client, race_id: str) -> None:
 async def test_a_racer_gone_without_a_move_is_left_out_of_the_rating(app: App) -> None:
     finished = finishes(app)
     ann, bob, cid = [await connect(app, name) for name in ("ann", "bob", "cid")]
+    await ann.send(GetLeaderboard(game="klondike"))
+    assert (await ann.expect(Leaderboard)).entries == []  # kept for a while: see below
     race_id = await start_race(ann, [bob, cid], rated=True, game_number=None)
     await cid.close()  # cid never plays
     await away_for_good(ann, race_id, cid.player_id)
@@ -86,6 +89,10 @@ async def test_a_racer_gone_without_a_move_is_left_out_of_the_rating(app: App) -
     assert ann.player_id is not None
     recent = await app.store.get_recent_results(ann.player_id, 5)
     assert [(r.race_id, r.rank, r.racers) for r in recent] == [(race_id, 1, 2)]
+    # The leaderboard kept before the race is dropped once this node rated one of its game.
+    await ann.send(GetLeaderboard(game="klondike"))
+    board = await ann.expect(Leaderboard)
+    assert [(e.name, e.races) for e in board.entries] == [("ann", 1), ("bob", 1)]
     for player in (ann, bob):
         await player.close()
 
