@@ -531,8 +531,8 @@ class Hub:
         return race_list(await self._live_race_infos())
 
     async def _list_races(self, session: Session, message: ListRaces) -> None:
-        races = await self._race_list()
-        session.send(races)
+        races, frame = await self.lobby.current()
+        session.send_frame(races, frame)
         if message.follow:
             self.lobby.follow(session, races)
         else:

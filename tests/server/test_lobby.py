@@ -11,6 +11,7 @@ from typing import Any
 from solrace.server.hub import Hub
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
+from solrace.server.protocol.codec import encode
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     CreateRace,
@@ -58,6 +59,7 @@ async def test_a_follower_gets_a_change_another_follower_already_has() -> None:
     feed.follow(early, RaceList(races=[]))
     feed.follow(gone, RaceList(races=[]))
     current = RaceList(races=[info("r1")])  # a race opens; before the push, another follows
+    feed.changed()
     feed.follow(late, current)
     gone.closed = True
     await feed.push()
@@ -68,8 +70,29 @@ async def test_a_follower_gets_a_change_another_follower_already_has() -> None:
     assert len(early.sent) == 1
     feed.unfollow(early)
     current = RaceList(races=[info("r1"), info("r2")])
+    feed.changed()
     await feed.push()
     assert len(early.sent) == 1 and late.sent == [current]
+    await feed.stop()
+
+
+async def test_the_list_is_built_again_only_after_a_change() -> None:
+    built: list[RaceList] = []
+
+    async def list_races() -> RaceList:
+        built.append(RaceList(races=[info(f"r{len(built)}")]))
+        return built[-1]
+
+    alone = LobbyFeed(list_races, interval_s=600, poll_s=None)  # one node
+    first, frame = await alone.current()
+    assert await alone.current() == (first, frame) and len(built) == 1
+    assert frame == encode(first)
+    alone.changed()
+    assert (await alone.current())[0] == built[1] != first
+    cluster = LobbyFeed(list_races, interval_s=0.0, poll_s=2.0)  # other nodes change it too
+    await cluster.current()
+    await cluster.current()  # older than `interval_s` (0 s): read again
+    assert len(built) == 4
 
 
 def test_a_long_list_keeps_the_open_races_and_counts_the_rest() -> None:
