@@ -14,6 +14,7 @@ import logging
 import random
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
 from solrace.server.node_presence import NodePresence
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.codec import encode
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import (
@@ -81,6 +83,43 @@ from solrace.server.store import NameTakenError, Store, StoreError
 log = logging.getLogger("solrace.server.hub")
 
 
+#: What the replays kept encoded may take in all (a 3,000-move race's is ~0.1 MB and ~18 ms
+#: to read and build: a client asking for it in a loop must not make the node build it each
+#: time).
+REPLAYS_KEPT_BYTES = 16 * 2**20
+
+#: What `send_frame` gets beside a kept replay's frame (sessions read only its type).
+_REPLAY_STAND_IN = Replay.model_construct()
+
+
+class RecentFrames:
+    """Encoded messages by key, the most recently used kept within `max_bytes` in all (one
+    larger than a quarter of it is not kept)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._frames: OrderedDict[str, bytes] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, key: str) -> bytes | None:
+        frame = self._frames.get(key)
+        if frame is not None:
+            self._frames.move_to_end(key)
+        return frame
+
+    def keep(self, key: str, frame: bytes) -> None:
+        if len(frame) > self.max_bytes // 4 or key in self._frames:
+            return
+        self._frames[key] = frame
+        self._bytes += len(frame)
+        while self._bytes > self.max_bytes:
+            _, oldest = self._frames.popitem(last=False)
+            self._bytes -= len(oldest)
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -115,6 +154,8 @@ class Hub:
         #: The latest session of each player from the moment its hello is checked (a newer
         #: one closes it with 4003); `players` follows once that hello is through.
         self._claims: dict[str, Session] = {}
+        #: Finished races' replays as sent, the most recently asked (a replay never changes).
+        self._replays = RecentFrames(REPLAYS_KEPT_BYTES)
         #: Races being created (stored, not yet held), per player: counted as open.
         self._creating: dict[str, int] = {}
         # Plugged in by the composition root (app.py): tournaments and ratings.
@@ -709,17 +750,21 @@ class Hub:
             log.warning("race %s: %s not marked connected: %s", runtime.race_id, player_id, exc)
 
     async def _get_replay(self, session: Session, message: GetReplay) -> None:
-        record = await self.store.get_race(message.race_id)
-        if record is None:
-            raise RaceError(ErrorCode.UNKNOWN_RACE, f"no race {message.race_id!r}")
-        if record.status is not RaceStatus.FINISHED:
-            raise RaceError(ErrorCode.NOT_FINISHED, "replays exist once a race has finished")
-        if record.deal_held:
-            raise RaceError(
-                ErrorCode.NOT_FINISHED, "this deal is revealed when its tournament round ends"
-            )
-        moves = await self.store.get_moves(record.race_id)
-        session.send(Replay(replay=build_replay(record, moves)))
+        frame = self._replays.get(message.race_id)
+        if frame is None:
+            record = await self.store.get_race(message.race_id)
+            if record is None:
+                raise RaceError(ErrorCode.UNKNOWN_RACE, f"no race {message.race_id!r}")
+            if record.status is not RaceStatus.FINISHED:
+                raise RaceError(ErrorCode.NOT_FINISHED, "replays exist once a race has finished")
+            if record.deal_held:
+                raise RaceError(
+                    ErrorCode.NOT_FINISHED, "this deal is revealed when its tournament round ends"
+                )
+            moves = await self.store.get_moves(record.race_id)
+            frame = encode(Replay(replay=build_replay(record, moves)))
+            self._replays.keep(message.race_id, frame)
+        session.send_frame(_REPLAY_STAND_IN, frame)
 
 
 __all__ = ["Hub", "wall_clock_ms"]

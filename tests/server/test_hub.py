@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from solrace.server.hub import Hub
+from solrace.server.hub import Hub, RecentFrames
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import is_commitment_valid
@@ -15,15 +15,17 @@ from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     CreateRace,
     Error,
+    GetReplay,
     Hello,
     ListRaces,
     RaceList,
     RaceSnapshot,
+    Replay,
     Resign,
     Sync,
     Welcome,
 )
-from solrace.server.protocol.records import RaceRecord, RaceStatus
+from solrace.server.protocol.records import MoveRecord, RaceRecord, RaceStatus
 from solrace.server.ratings import RatingService
 from solrace.server.settings import Settings
 from solrace.server.store import MemoryStore, StoreUnavailableError, open_store
@@ -251,3 +253,44 @@ async def test_a_sync_that_waited_for_the_race_records_the_newest_connection() -
     await hub.disconnected(second)
     assert not runtime.race.racers[player_id].connected
     await store.close()
+
+
+class CountingMoves(MemoryStore):
+    """The memory store, counting the move logs read."""
+
+    reads = 0
+
+    async def get_moves(self, race_id: str) -> list[MoveRecord]:
+        self.reads += 1
+        return await super().get_moves(race_id)
+
+
+async def test_a_replay_is_built_once_and_sent_again_as_it_was() -> None:
+    store = CountingMoves()
+    await store.open()
+    hub = Hub(store, Settings(store="memory:", countdown_s=0), Metrics(), b"x" * 32)
+    race_id, alice, bob = await start_race_of_two(hub)
+    await hub.handle(alice, GetReplay(race_id=race_id))
+    refused = alice.sent[-1]
+    assert isinstance(refused, Error) and refused.code == "not_finished"  # nothing kept
+    for session in (alice, bob):
+        await hub.handle(session, Resign(race_id=race_id))
+    for session in (alice, bob, alice):
+        await hub.handle(session, GetReplay(race_id=race_id))
+    replays = [m for s in (alice, bob) for m in s.sent if isinstance(m, Replay)]
+    assert len(replays) == 3 and replays[0] == replays[1] == replays[2]
+    assert replays[0].replay.race_id == race_id and store.reads == 1
+    await hub.stop()
+    await store.close()
+
+
+def test_recent_frames_keep_the_latest_used_within_their_bytes() -> None:
+    frames = RecentFrames(max_bytes=40)
+    for key in "abcd":
+        frames.keep(key, key.encode() * 10)
+    assert frames.get("a") == b"a" * 10  # now the latest used
+    frames.keep("e", b"e" * 10)  # past 40 bytes: the least recently used (b) goes
+    assert frames.get("b") is None and len(frames) == 4
+    frames.keep("big", b"x" * 11)  # over a quarter of the whole: not kept
+    assert frames.get("big") is None
+    assert [frames.get(k) is not None for k in "acde"] == [True] * 4
