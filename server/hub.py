@@ -335,14 +335,23 @@ class Hub:
             if racer is None or (racer.connected and racer.holder == holder):
                 continue
             try:
-                await self.apply_to_race(runtime, self._connected_here(session, player_id, now))
+                await self.apply_to_race(runtime, self._connected_here(player_id, now))
             except RaceError as exc:
                 log.warning("race %s: %s not marked back: %s", runtime.race_id, player_id, exc)
 
-    def _connected_here(self, session: Session, player_id: str, now: int) -> Change:
-        """The change marking `session`'s player connected, through the connection holding
-        the player's claim when it is applied (`_claimant_holder`)."""
-        return lambda race: race.set_connected(player_id, True, now, self._claimant_holder(session))
+    def _connected_here(self, player_id: str, now: int) -> Change:
+        """The change marking the player connected, through the connection holding the
+        player's claim on this node when it is applied; nothing if none holds it by then (it
+        closed, or a later connection on another node replaced it: that one's node marks the
+        player connected through it)."""
+
+        def change(race: Race) -> list[RaceEvent]:
+            claim = self._claims.get(player_id)
+            if claim is None:
+                return []
+            return race.set_connected(player_id, True, now, self.holder_of(claim))
+
+        return change
 
     def _claimant_holder(self, session: Session) -> str:
         """The holder to record for `session`'s player when a change is applied: the
@@ -466,7 +475,7 @@ class Hub:
         )
         if player is not None:
             player_id = player.player_id
-            back = self._connected_here(session, player_id, now)
+            back = self._connected_here(player_id, now)
             for runtime in runtimes:
                 try:
                     await self.apply_to_race(runtime, back)
@@ -743,9 +752,7 @@ class Hub:
         # A racer resyncing here is connected here, even if no hello announced it to this race
         # (a tournament race opened on another node): otherwise its grace period would run out.
         try:
-            await self.apply_to_race(
-                runtime, self._connected_here(session, player_id, self.clock())
-            )
+            await self.apply_to_race(runtime, self._connected_here(player_id, self.clock()))
         except RaceError as exc:
             log.warning("race %s: %s not marked connected: %s", runtime.race_id, player_id, exc)
 
