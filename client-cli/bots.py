@@ -42,7 +42,7 @@ from .wire_text import printable
 
 RaceCallback = Callable[[str], Awaitable[None] | None]
 
-#: Seconds before a resign the server could not store is sent again.
+#: Seconds before a resign or a move the server could not store is sent again.
 RESIGN_RETRY_S = 1.0
 
 
@@ -297,7 +297,11 @@ class Bot:
             if isinstance(message, MoveAck | MoveRejected) and message.seq == self._pending:
                 self._pending = None
                 next_at = loop.time() + self.delay_s
-                if isinstance(message, MoveRejected):
+                if isinstance(message, MoveRejected) and message.code == "unavailable":
+                    # Not stored, nothing changed (the store is busy or away): play on in a
+                    # while instead of counting it against the moves.
+                    next_at = loop.time() + RESIGN_RETRY_S
+                elif isinstance(message, MoveRejected):
                     self._rejections += 1
                     if self._rejections >= 3:
                         await self._resign(f"moves refused: {message.reason}")

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from solrace.client import bots
 from solrace.client.bots import Bot
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
 from solrace.server.protocol.messages import Resign
-from solrace.server.protocol.records import RaceRecord, RacerState
-from solrace.server.store import StoreError
+from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
+from solrace.server.store import StoreError, StoreUnavailableError
 from tests.waiting import eventually
 
 from .conftest import server_settings
@@ -116,6 +117,42 @@ async def test_a_resign_the_store_could_not_take_is_sent_again(server_app: App) 
         race = bot.race
         assert race is not None and race.results is not None
         assert {r.player_id: r.state for r in race.results}[me] == "resigned"
+    finally:
+        await person.close()
+        await bot.close()
+
+
+async def test_moves_the_store_could_not_take_are_played_again(
+    server_app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A move refused as `unavailable` changed nothing: the bot plays on after a pause
+    instead of counting it among the refusals that make it resign (three in a row)."""
+    monkeypatch.setattr(bots, "RESIGN_RETRY_S", 0.01)
+    url = f"ws://127.0.0.1:{server_app.port}"
+    person = Bot(url, "person", make_strategy("greedy"))
+    bot = Bot(url, "mover", make_strategy("greedy", seed=1, max_moves=20), delay_s=0.0)
+    store = server_app.hub.store
+    append = store.append_move
+    refused: list[MoveRecord] = []
+
+    async def refuse_the_bot_s_first_moves(move: MoveRecord) -> None:
+        if move.player_id == bot.state.player_id and len(refused) < 4:
+            refused.append(move)
+            raise StoreUnavailableError("the store is away")
+        await append(move)
+
+    store.append_move = refuse_the_bot_s_first_moves  # type: ignore[method-assign]
+    try:
+        await person.connect()
+        await bot.connect()
+        race_id = await person.create("klondike", 2, 600, game_number="1")
+        await bot.join(race_id)
+        task = asyncio.create_task(bot.play())
+        await eventually(lambda: len(refused) == 4, what="the refusals")
+        await person.conn.send(Resign(race_id=race_id))  # the bot plays alone to its cap
+        result = await asyncio.wait_for(task, 20)
+        assert result.reason == "move cap of 20 reached"  # not "moves refused: ..."
+        assert result.state == "resigned" and result.moves == 16  # the 4 refused: not stored
     finally:
         await person.close()
         await bot.close()
