@@ -48,6 +48,13 @@ log = logging.getLogger("solrace.server.store")
 #: connection, or another process on the file) before it fails with `StoreUnavailableError`.
 BUSY_TIMEOUT_S = 5.0
 CHECKPOINT_EVERY_S = 1.0
+#: A log longer than this (pages; ~64 MiB of 4 KiB pages) after a checkpoint is started over:
+#: under steady moves a checkpoint running beside the writer never copies the log to its end,
+#: and a log not copied to its end is never started over (it grew by ~14 KB a move, 1 GB in
+#: 20 s of a fast load). Shorter logs start over by themselves whenever the moves pause.
+LOG_RESTART_PAGES = 16_384
+#: What a log started over is cut back to (`journal_size_limit`).
+LOG_KEPT_BYTES = 64 * 2**20
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (
@@ -254,7 +261,11 @@ class SqliteStore(SqliteCompetition):
         self._writer: sqlite3.Connection | None = None
         self._pending: list[tuple[MoveRecord, asyncio.Future[None]]] = []
         self._flush_due: asyncio.Handle | None = None
+        #: Set while a checkpoint copies the log to its end: moves wait in `_pending`.
+        self._writer_held = False
         self._checkpointer: asyncio.Task[None] | None = None
+        self.log_restart_pages = LOG_RESTART_PAGES
+        self.log_kept_bytes = LOG_KEPT_BYTES
 
     @property
     def _thread(self) -> ThreadPoolExecutor:
@@ -309,6 +320,7 @@ class SqliteStore(SqliteCompetition):
             )
             try:
                 db.execute("PRAGMA journal_mode=WAL")
+                db.execute(f"PRAGMA journal_size_limit={self.log_kept_bytes}")
                 db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
                 db.execute("PRAGMA foreign_keys=ON")
                 db.executescript(SCHEMA + COMPETITION_SCHEMA)
@@ -329,6 +341,7 @@ class SqliteStore(SqliteCompetition):
         writer = sqlite3.connect(self.path, isolation_level=None, timeout=self.busy_timeout_s)
         try:
             writer.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
+            writer.execute(f"PRAGMA journal_size_limit={self.log_kept_bytes}")
             writer.execute("PRAGMA foreign_keys=ON")
             writer.execute("PRAGMA wal_autocheckpoint=0")  # the worker thread checkpoints
         except BaseException:
@@ -338,14 +351,32 @@ class SqliteStore(SqliteCompetition):
         self._checkpointer = asyncio.create_task(self._checkpoint_regularly())
 
     async def _checkpoint_regularly(self) -> None:
-        """Copy the log into the database now and then, on the worker thread (PASSIVE: it
-        never waits for, nor holds up, the writer)."""
         while True:
             await asyncio.sleep(CHECKPOINT_EVERY_S)
             try:
-                await self._run(lambda db: db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
+                await self.checkpoint()
             except StoreError as exc:
                 log.warning("checkpoint failed: %s", exc)
+
+    async def checkpoint(self) -> None:
+        """Copy the log into the database, on the worker thread (PASSIVE: it never waits for
+        the moves' writer). If the log is still longer than `log_restart_pages`, copy the rest
+        with the writer held (moves wait, the loop runs on): copied to its end, the log starts
+        over at the next write and is cut back to `log_kept_bytes`."""
+
+        def passive(db: sqlite3.Connection) -> int:
+            _, pages, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            return int(pages)
+
+        if await self._run(passive) <= self.log_restart_pages:
+            return
+        self._writer_held = True
+        try:
+            await self._run(passive)  # the rest: what was written during the first copy
+        finally:
+            self._writer_held = False
+            if self._pending and self._flush_due is None:
+                self._flush_due = asyncio.get_running_loop().call_soon(self._flush_moves)
 
     async def close(self) -> None:
         if self._checkpointer is not None:
@@ -458,7 +489,7 @@ class SqliteStore(SqliteCompetition):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._pending.append((move, future))
-        if self._flush_due is None:
+        if self._flush_due is None and not self._writer_held:
             # After the loop's current turn: the moves of every connection read meanwhile
             # share the commit.
             self._flush_due = loop.call_soon(self._flush_moves)
@@ -466,6 +497,8 @@ class SqliteStore(SqliteCompetition):
 
     def _flush_moves(self) -> None:
         self._flush_due = None
+        if self._writer_held:
+            return  # `checkpoint` flushes them once done
         batch, self._pending = self._pending, []
         if not batch:
             return

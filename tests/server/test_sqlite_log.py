@@ -1,0 +1,62 @@
+"""The SQLite store's write-ahead log under steady moves (server/store/sqlite.py): a log the
+checkpoint cannot copy to its end while moves keep coming is copied with the moves' writer
+held, so it starts over and is cut back instead of growing for ever."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+from solrace.server.store import SqliteStore
+from tests.server.test_store_contract import move, race
+from tests.waiting import eventually
+
+PAGE = 4096
+
+
+def log_bytes(database: Path) -> int:
+    log = database.with_name(database.name + "-wal")
+    return log.stat().st_size if log.exists() else 0
+
+
+async def test_a_long_log_starts_over_while_moves_keep_coming(tmp_path: Path) -> None:
+    database = tmp_path / "moves.sqlite3"
+    store = SqliteStore(database)
+    store.log_restart_pages = 64
+    store.log_kept_bytes = 128 * PAGE
+    await store.open()
+    assert await store.save_race_if(race(), None)
+    stored = 0
+    last: int | None = None  # the mover stops after this many moves
+
+    async def keep_moving() -> None:
+        nonlocal stored
+        while last is None or stored < last:
+            await store.append_move(move(stored))
+            stored += 1
+
+    mover = asyncio.create_task(keep_moving())
+    try:
+        await eventually(lambda: log_bytes(database) > 8 * store.log_kept_bytes, what="a long log")
+        started_over = restarts(database)
+        await store.checkpoint()  # moves keep coming: PASSIVE alone never reaches the end
+        last = stored + 20
+        await asyncio.wait_for(mover, 10)
+    finally:
+        mover.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await mover
+    assert restarts(database) > started_over
+    # Cut back to its limit, then 20 moves of a few pages each.
+    assert log_bytes(database) <= store.log_kept_bytes + 20 * 8 * PAGE
+    moves = await store.get_moves("r1")
+    assert [m.ply for m in moves] == list(range(stored))  # nothing lost while held
+    await store.close()
+
+
+def restarts(database: Path) -> int:
+    """The log's checkpoint sequence number (its header's bytes 12-15): one more each time
+    the log starts over."""
+    header = database.with_name(database.name + "-wal").read_bytes()[:16]
+    return int.from_bytes(header[12:16], "big")
