@@ -440,9 +440,11 @@ class RaceKeeper:
                 delayed_ms=runtime.race.record.spectator_delay_ms if runtime.race.is_live else 0,
                 board=board_for(delayed, Audience.SPECTATOR),
             )
+            frame = b""
             for session in targets if changed is None else runtime.spectators | targets:
                 if session.player_id not in racers:
-                    session.send(message)
+                    frame = frame or encode(message)  # once for every spectator
+                    session.send_frame(message, frame)
 
     def _forward(self, runtime: RaceRuntime) -> None:
         """Send this node's sessions the events they have not had, in version order (a
