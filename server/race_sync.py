@@ -276,7 +276,20 @@ class RaceKeeper:
                 for player_id in race.racers:
                     race.set_connected(player_id, False, now)
                 runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
+                self._unsettle_finished_boards(runtime)
             hub_log.info("recovered race %s (%s, %s)", race.race_id, race.game, race.status.value)
+
+    @staticmethod
+    def _unsettle_finished_boards(runtime: RaceRuntime) -> None:
+        """One node: a move that won or got its racer stuck is acknowledged before the board
+        is stored, so a crash in between leaves the racer playing in the record. The replayed
+        board tells: the tick stores it (`_settle_boards`), as after a refused store."""
+        for player_id, board in runtime.boards.items():
+            racer = runtime.race.racers.get(player_id)
+            if racer is None or racer.state is not RacerState.PLAYING or not board.move_times:
+                continue
+            if board.game.is_won() or board.game.is_stuck():
+                runtime.unsettled.setdefault(player_id, [])
 
     async def catch_up_progress(self, runtime: RaceRuntime) -> None:
         """Several nodes: a node that died between storing a move and its progress left the
@@ -715,10 +728,16 @@ class RaceKeeper:
     async def load_race(self, race_id: str) -> RaceRuntime | None:
         """This node's copy of a race: the one in memory, else (several nodes) loaded from the
         store, its boards rebuilt from the stored moves, and followed. None if there is none
-        (or it was cancelled)."""
+        (or it was cancelled).
+
+        One node holds every live race; a race that finished within `finished_kept_s` is
+        loaded from the store if memory lost it to a restart, so that a late resend or sync
+        is answered as it would have been without the restart."""
         runtime = self.races.get(race_id)
-        if runtime is not None or not self.is_cluster:
+        if runtime is not None:
             return runtime
+        if not self.is_cluster:
+            return await self._load_recently_finished(race_id)
         subscription = await self._subscribe(race_id)
         try:
             record = await self.store.get_race(race_id)
@@ -736,6 +755,20 @@ class RaceKeeper:
         runtime = self._install_loaded(record, moves)
         self._follow(runtime, subscription)
         return runtime
+
+    async def _load_recently_finished(self, race_id: str) -> RaceRuntime | None:
+        record = await self.store.get_race(race_id)
+        kept_from = self.clock() - int(self.settings.finished_kept_s * 1000)
+        if (
+            record is None
+            or record.status is not RaceStatus.FINISHED
+            or record.finished_at_ms is None
+            or record.finished_at_ms <= kept_from
+        ):
+            return None
+        moves = await self.store.get_moves(race_id)
+        runtime = self.races.get(race_id)  # loaded meanwhile by another request
+        return runtime if runtime is not None else self._install_loaded(record, moves)
 
     def _install_loaded(self, record: RaceRecord, moves: list[MoveRecord]) -> RaceRuntime:
         race = Race(record, new_epoch(), self.settings.history_size)
