@@ -115,7 +115,10 @@ def render_game(game: Game, colour: bool) -> str:
         red = text[1] in "HD"
         return f"\x1b[31m{text}\x1b[0m" if colour and red else text
 
-    lines = [f"{game.title} ({game.game_id}), game {game.number}"]
+    info = game.number_info
+    number = game.number if info is None else info.canonical
+    typed = f" (typed {game.number!r})" if number != game.number else ""
+    lines = [f"{game.title} ({game.game_id}), game {number}{typed}"]
     on, total = game.progress()
     lines.append(f"round {game.round}, phase {game.phase()}, {on}/{total} on foundations")
     width = max(len(p.name) for p in game.piles)

@@ -70,6 +70,15 @@ class GameNumber:
     generator: str  # "LCRandom31" or "MTRandom"
     seed: int
 
+    @property
+    def canonical(self) -> str:
+        """The number as one writes it: the same deal, without the characters PySolFC
+        ignores (`-5`, `5_0` and `ms5` are `5`, `50` and `5`; `ms40000` stays: `40000` is
+        another deal)."""
+        if self.generator == "LCRandom31" and self.seed >= MT_THRESHOLD:
+            return f"ms{self.seed}"
+        return _to_text(self.seed)
+
     def new_generator(self) -> Generator:
         if self.generator == "LCRandom31":
             return LCRandom31(self.seed)
@@ -89,6 +98,16 @@ def _to_int(text: str, digits: str) -> int:
         chunk = digits[i : i + 600]
         n = n * 10 ** len(chunk) + int(chunk)
     return n
+
+
+def _to_text(n: int) -> str:
+    """``str(n)`` for up to MAX_DIGITS digits whatever ``sys.get_int_max_str_digits()`` is."""
+    chunk = 10**600
+    low_parts: list[str] = []
+    while n >= chunk:
+        n, low = divmod(n, chunk)
+        low_parts.append(f"{low:0600d}")
+    return str(n) + "".join(reversed(low_parts))
 
 
 def parse_game_number(text: str) -> GameNumber:

@@ -22,6 +22,7 @@ from solrace.engine import (
     GAME_IDS,
     InvalidGameNumberError,
     deal,
+    parse_game_number,
     random_ranked_number,
 )
 from solrace.server.broker import Broker
@@ -637,7 +638,9 @@ class Hub:
             number = random_ranked_number(self.rng)
         else:
             try:
+                # As one writes it (`-5` is deal 5, as in PySolFC): what everyone is shown.
                 deal(message.game, number)
+                number = parse_game_number(number).canonical
             except InvalidGameNumberError as exc:
                 raise RaceError(ErrorCode.INVALID_GAME_NUMBER, str(exc)) from None
         now = self.clock()

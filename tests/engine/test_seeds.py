@@ -71,6 +71,9 @@ def test_a_number_must_be_text() -> None:
         ("ms123", "123"),
         ("32_000", "32000"),
         ("1,000,000", "1000000"),
+        ("-5", "5"),
+        ("0007", "7"),
+        ("ms40000", "ms40000"),
     ],
 )
 def test_odd_forms_deal_like_their_plain_number(text: str, same_as: str) -> None:
@@ -78,6 +81,17 @@ def test_odd_forms_deal_like_their_plain_number(text: str, same_as: str) -> None
         game = deal(game_id, text)
         assert game.number == text  # the number is kept as typed
         assert game.pile_texts() == deal(game_id, same_as).pile_texts()
+    assert parse_game_number(text).canonical == same_as  # how it is shown
+
+
+def test_the_canonical_form_of_a_long_number_whatever_the_digit_limit() -> None:
+    digits = "7" + "3" * 3000
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        assert parse_game_number(f"#{digits}L").canonical == digits
+    finally:
+        sys.set_int_max_str_digits(limit)
 
 
 @pytest.mark.parametrize(

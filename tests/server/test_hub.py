@@ -294,3 +294,17 @@ def test_recent_frames_keep_the_latest_used_within_their_bytes() -> None:
     frames.keep("big", b"x" * 11)  # over a quarter of the whole: not kept
     assert frames.get("big") is None
     assert [frames.get(k) is not None for k in "acde"] == [True] * 4
+
+
+async def test_a_named_deal_is_kept_as_one_writes_it() -> None:
+    """PySolFC ignores spaces and `# - _ . ,` in a game number: `-5` is deal 5, and the race
+    shows (and commits to) `5`, not a number that looks like another deal."""
+    store = open_store("memory:")
+    await store.open()
+    hub = Hub(store, Settings(store="memory:", countdown_s=0), Metrics(), b"x" * 32)
+    race_id, _, _ = await start_race_of_two(hub, game_number=" -5_")
+    record = hub.races[race_id].race.record
+    assert record.game_number == "5"
+    assert is_commitment_valid(record.commitment, record.game, "5", record.salt)
+    await hub.stop()
+    await store.close()
