@@ -37,6 +37,8 @@ def _usage() -> str:
 
 #: Exit status when stdout's reader went away: 128 + SIGPIPE, as for a process the signal ended.
 BROKEN_PIPE_STATUS: Final = 141
+#: What a shell reports for a command stopped by SIGINT (128 + 2).
+INTERRUPTED_STATUS: Final = 130
 
 
 def _silence_stdout() -> None:
@@ -60,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return BROKEN_PIPE_STATUS
+    except KeyboardInterrupt:  # Ctrl-C in a command that has nothing to finish on the way out
+        return INTERRUPTED_STATUS
     return status
 
 

@@ -7,13 +7,14 @@ the command must end quietly with status 141 (no `BrokenPipeError` traceback, no
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from solrace.cli import BROKEN_PIPE_STATUS, main
+from solrace.cli import BROKEN_PIPE_STATUS, INTERRUPTED_STATUS, main
 from tests.server.test_verify import MOVES, sample
 
 SOLRACE = [sys.executable, "-m", "solrace.cli"]
@@ -85,3 +86,23 @@ def test_main_in_process_returns_the_command_status(capsys: pytest.CaptureFixtur
     assert main(["-h"]) == 0
     assert capsys.readouterr().out.startswith("usage: solrace COMMAND")
     assert main(["no-such-command"]) == 2
+
+
+def test_ctrl_c_ends_the_engine_loop_quietly() -> None:
+    engine = subprocess.Popen(
+        [*SOLRACE, "engine"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert engine.stdin is not None and engine.stdout is not None
+        engine.stdin.write('{"cmd":"new","game":"klondike","deal":"1"}\n')
+        engine.stdin.flush()
+        assert '"ok": true' in engine.stdout.readline()  # in the loop, waiting for a line
+        engine.send_signal(signal.SIGINT)
+        _, errors = engine.communicate(timeout=60)
+    finally:
+        engine.kill()
+    assert (engine.returncode, errors) == (INTERRUPTED_STATUS, "")
