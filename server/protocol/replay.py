@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from solrace.engine import EngineError, deal
 from solrace.server.protocol.codec import unpack_map
@@ -419,5 +419,18 @@ def verify_replay(replay: ReplayModel) -> VerifyReport:
             continue
         says = "nothing" if given is None else entry_text(given)
         gives = "nothing" if computed is None else entry_text(computed)
+        if says == gives and given is not None and computed is not None:
+            # They differ where the line does not show: say where.
+            gives += " (" + "; ".join(_differences(given, computed)) + ")"
         report.problems.append(f"results line {line}: the file says {says}; {basis} give {gives}")
     return report
+
+
+def _differences(given: BaseModel, computed: BaseModel) -> list[str]:
+    """The fields of two results lines that differ: `name: file value, recomputed value`."""
+    return [
+        f"{name}: {shorten(repr(getattr(given, name)))} in the file, "
+        f"{shorten(repr(getattr(computed, name)))} from the moves"
+        for name in type(given).model_fields
+        if getattr(given, name) != getattr(computed, name)
+    ]

@@ -168,6 +168,15 @@ def test_forged_results_are_a_problem(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "results match" not in out
 
 
+def test_a_results_line_wrong_where_it_does_not_show_says_where() -> None:
+    data = json.loads(sample(MOVES).model_dump_json())
+    data["results"][0]["elapsed_ms"] = 3  # no card out: the line shows no time
+    assert problems_of(data) == [
+        "results line 1: the file says #1 ann (p1) resigned 0/52; the moves give #1 ann (p1) "
+        "resigned 0/52 (elapsed_ms: 3 in the file, 0 from the moves)"
+    ]
+
+
 def test_a_msgpack_replay_message_verifies(tmp_path: Path) -> None:
     path = write(tmp_path, encode(Replay(replay=sample(MOVES))))
     assert main([str(path), "-q"]) == 0
