@@ -382,7 +382,7 @@ def render_plain(board: BoardView, width: int = 80, height: int = 200) -> str:
 
 
 def result_line(entry: ResultEntry) -> str:
-    """`1. ann finished 52/52 in 93.0s`, `2. bob timed_out 17/52, last card out at 8.7s`."""
+    """`1. ann finished 52/52 in 93.012s`, `2. bob timed_out 17/52, last card out at 8.700s`."""
     line = f"{entry.rank}. {entry.name} {entry.state} {entry.on_foundations}/{entry.total}"
     time = result_time(entry)
     if not time:

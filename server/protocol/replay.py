@@ -338,19 +338,20 @@ def _replay_racer(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport)
 
 def result_time(entry: ResultEntry) -> str:
     """A result's time said as what it is (the ranking's, docs/protocol.md): a completed
-    board's completion time (`in 93.0s`), else when the racer put its last card out (its count
-    was reached then: `last card out at 8.7s`); nothing without a card out."""
+    board's completion time (`in 93.012s`), else when the racer put its last card out (its
+    count was reached then: `last card out at 8.700s`); nothing without a card out. To the
+    millisecond, as the ranking compares them: two lines never look alike with two ranks."""
     seconds = entry.elapsed_ms / 1000
     if entry.state == "finished":
-        return f"in {seconds:.1f}s"
+        return f"in {seconds:.3f}s"
     if entry.on_foundations == 0:
         return ""
-    return f"last card out at {seconds:.1f}s"
+    return f"last card out at {seconds:.3f}s"
 
 
 def entry_text(entry: ResultEntry) -> str:
-    """A results line in words (verify, replays): `#1 ann (p1) finished 52/52 in 61.2s`,
-    `#2 bob (p2) timed_out 17/52, last card out at 8.7s`."""
+    """A results line in words (verify, replays): `#1 ann (p1) finished 52/52 in 61.200s`,
+    `#2 bob (p2) timed_out 17/52, last card out at 8.700s`."""
     line = (
         f"#{entry.rank} {shorten(entry.name)} ({shorten(entry.player_id)}) {shorten(entry.state)} "
         f"{entry.on_foundations}/{entry.total}"

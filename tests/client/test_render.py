@@ -144,8 +144,8 @@ def test_result_lines_say_what_their_time_is() -> None:
             elapsed_ms=ms,
         )  # fmt: skip
 
-    assert result_line(entry("finished", 52, 93_012)) == "1. ann finished 52/52 in 93.0s"
+    assert result_line(entry("finished", 52, 93_012)) == "1. ann finished 52/52 in 93.012s"
     assert result_line(entry("resigned", 17, 8_700)) == (
-        "1. ann resigned 17/52, last card out at 8.7s"
+        "1. ann resigned 17/52, last card out at 8.700s"
     )
     assert result_line(entry("timed_out", 0, 0)) == "1. ann timed_out 0/52"

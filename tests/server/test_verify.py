@@ -163,7 +163,7 @@ def test_forged_results_are_a_problem(tmp_path: Path, capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert (
         "PROBLEM: results line 1: the file says #1 ann (p1) resigned 7/52, last card out at "
-        "0.0s; the moves give #1 ann (p1) resigned 0/52\n"
+        "0.000s; the moves give #1 ann (p1) resigned 0/52\n"
     ) in out
     assert "results match" not in out
 
