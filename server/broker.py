@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import redis.asyncio as aioredis
@@ -114,6 +114,48 @@ class Subscription:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+class ChannelListener:
+    """A task that reads one channel of `broker` and hands each message (None: a gap, some
+    may be lost) to `receive`, in order; a message `receive` fails on is logged to `errors`,
+    and the reading goes on."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        channel: str,
+        receive: Callable[[bytes | None], Awaitable[None]],
+        errors: logging.Logger,
+    ) -> None:
+        self.broker = broker
+        self.channel = channel
+        self.receive = receive
+        self.errors = errors
+        self._subscription: Subscription | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Subscribed once this returns: what is published from now on is read."""
+        self._subscription = await self.broker.subscribe(self.channel)
+        self._reader = asyncio.create_task(
+            self._read(self._subscription), name=f"solrace-{self.channel}"
+        )
+
+    async def stop(self) -> None:
+        if self._reader is not None:
+            await cancel_and_wait([self._reader])
+            self._reader = None
+        if self._subscription is not None:
+            await self._subscription.close()
+            self._subscription = None
+
+    async def _read(self, subscription: Subscription) -> None:
+        async for data in subscription:
+            try:
+                await self.receive(data)
+            except Exception:
+                self.errors.exception("a message of channel %s not handled", self.channel)
 
 
 class Broker(Protocol):

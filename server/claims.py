@@ -15,15 +15,13 @@ connected) still decides whose close marks the racer away.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from solrace.server.broker import Broker, BrokerUnavailableError, Subscription
+from solrace.server.broker import Broker, BrokerUnavailableError, ChannelListener
 from solrace.server.session import Session
-from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.hub")
 
@@ -74,20 +72,13 @@ class ClaimRelay:
         #: Player -> the session of this node whose claim came back through the channel:
         #: a claim of the player read after that one is later, and replaces it.
         self._confirmed: dict[str, int] = {}
-        self._subscription: Subscription | None = None
-        self._reader: asyncio.Task[None] | None = None
+        self._listener = ChannelListener(broker, CHANNEL, self._handle, log)
 
     async def start(self) -> None:
-        self._subscription = await self.broker.subscribe(CHANNEL)
-        self._reader = asyncio.create_task(self._read(self._subscription), name="solrace-claims")
+        await self._listener.start()
 
     async def stop(self) -> None:
-        if self._reader is not None:
-            await cancel_and_wait([self._reader])
-            self._reader = None
-        if self._subscription is not None:
-            await self._subscription.close()
-            self._subscription = None
+        await self._listener.stop()
 
     async def claim(self, player_id: str, session: Session) -> None:
         """Announce that `session`, of this node, now speaks for `player_id`."""
@@ -101,15 +92,10 @@ class ClaimRelay:
         """This node's connection of `player_id` closed: nothing is kept for it."""
         self._confirmed.pop(player_id, None)
 
-    async def _read(self, subscription: Subscription) -> None:
-        async for data in subscription:
-            claim = None if data is None else Claim.decode(data)
-            if claim is None:  # a gap: the claims lost are lost (see the module)
-                continue
-            try:
-                await self.receive(claim)
-            except Exception:
-                log.exception("claim of %s not handled", claim.player_id)
+    async def _handle(self, data: bytes | None) -> None:
+        claim = None if data is None else Claim.decode(data)
+        if claim is not None:  # a gap: the claims lost are lost (see the module)
+            await self.receive(claim)
 
     async def receive(self, claim: Claim) -> None:
         """A claim read from the channel, in the order every node reads them."""

@@ -12,15 +12,13 @@ finds the race in `welcome.active_races` and in the pushed view's live matches."
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from solrace.server.broker import Broker, BrokerUnavailableError, Subscription
+from solrace.server.broker import Broker, BrokerUnavailableError, ChannelListener
 from solrace.server.protocol.tournament_messages import TournamentRace
-from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.tournaments")
 
@@ -60,20 +58,13 @@ class TournamentRelay:
         self.broker = broker
         self.node_id = node_id
         self.receive = receive
-        self._subscription: Subscription | None = None
-        self._reader: asyncio.Task[None] | None = None
+        self._listener = ChannelListener(broker, CHANNEL, self._handle, log)
 
     async def start(self) -> None:
-        self._subscription = await self.broker.subscribe(CHANNEL)
-        self._reader = asyncio.create_task(self._read(self._subscription), name="solrace-relay")
+        await self._listener.start()
 
     async def stop(self) -> None:
-        if self._reader is not None:
-            await cancel_and_wait([self._reader])
-            self._reader = None
-        if self._subscription is not None:
-            await self._subscription.close()
-            self._subscription = None
+        await self._listener.stop()
 
     async def publish(self, tournament_id: str, version: int, races: list[TournamentRace]) -> None:
         notice = ChangeNotice(
@@ -84,15 +75,11 @@ class TournamentRelay:
         except BrokerUnavailableError as exc:  # other nodes catch up on their next change
             log.warning("tournament %s: change not announced: %s", tournament_id, exc)
 
-    async def _read(self, subscription: Subscription) -> None:
-        async for data in subscription:
-            notice = None if data is None else ChangeNotice.decode(data)
-            if data is not None and (notice is None or notice.node == self.node_id):
-                continue
-            try:
-                await self.receive(notice)
-            except Exception:
-                log.exception("tournament notice not handled")
+    async def _handle(self, data: bytes | None) -> None:
+        notice = None if data is None else ChangeNotice.decode(data)
+        if data is not None and (notice is None or notice.node == self.node_id):
+            return
+        await self.receive(notice)
 
 
 __all__ = ["CHANNEL", "ChangeNotice", "TournamentRelay"]

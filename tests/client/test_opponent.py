@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from solrace.client import bots
-from solrace.client.bots import Bot
+from solrace.client.bots import Bot, BotResult
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
 from solrace.server.protocol.messages import Resign
@@ -39,6 +39,16 @@ async def strict_server(tmp_path: Path) -> AsyncIterator[str]:
         await app.stop()
 
 
+async def race_the_bot(person: Bot, bot: Bot) -> tuple[str, asyncio.Task[BotResult]]:
+    """The person creates a 2-seat race on deal 1, the bot joins it (full: it starts after
+    the countdown) and plays it in a task: the race id and the task."""
+    await person.connect()
+    await bot.connect()
+    race_id = await person.create("klondike", 2, 600, game_number="1")
+    await bot.join(race_id)
+    return race_id, asyncio.create_task(bot.play())
+
+
 async def test_a_resign_the_server_refused_is_sent_again_after_the_reconnect(
     strict_server: str,
 ) -> None:
@@ -51,11 +61,7 @@ async def test_a_resign_the_server_refused_is_sent_again_after_the_reconnect(
         resign_when_alone=True,
     )
     try:
-        await person.connect()
-        await bot.connect()
-        race_id = await person.create("klondike", 2, 600, game_number="1")
-        await bot.join(race_id)  # the race is full: it starts after the countdown
-        task = asyncio.create_task(bot.play())
+        race_id, task = await race_the_bot(person, bot)
         me = bot.state.player_id or ""
         # One move, acknowledged; the next would wait a minute.
         await eventually(lambda: bot.race is not None and bot.race.plies.get(me) == 1, what="move")
@@ -103,11 +109,7 @@ async def test_a_resign_the_store_could_not_take_is_sent_again(server_app: App) 
 
     store.save_race_if = refuse_the_bot_s_first_resign  # type: ignore[method-assign]
     try:
-        await person.connect()
-        await bot.connect()
-        race_id = await person.create("klondike", 2, 600, game_number="1")
-        await bot.join(race_id)
-        task = asyncio.create_task(bot.play())
+        race_id, task = await race_the_bot(person, bot)
         me = bot.state.player_id or ""
         await eventually(lambda: bot.race is not None and bot.race.plies.get(me) == 1, what="move")
         await person.conn.send(Resign(race_id=race_id))
@@ -143,11 +145,7 @@ async def test_moves_the_store_could_not_take_are_played_again(
 
     store.append_move = refuse_the_bot_s_first_moves  # type: ignore[method-assign]
     try:
-        await person.connect()
-        await bot.connect()
-        race_id = await person.create("klondike", 2, 600, game_number="1")
-        await bot.join(race_id)
-        task = asyncio.create_task(bot.play())
+        race_id, task = await race_the_bot(person, bot)
         await eventually(lambda: len(refused) == 4, what="the refusals")
         await person.conn.send(Resign(race_id=race_id))  # the bot plays alone to its cap
         result = await asyncio.wait_for(task, 20)
