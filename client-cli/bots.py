@@ -99,6 +99,9 @@ class Bot:
         self._rejections = 0
         #: How many times the link came back (a new session: subscriptions must be renewed).
         self.reconnects = 0
+        #: Called with every server message once it is folded into the state (a progress
+        #: report reads the tournament views a bot gets, also while it races).
+        self.on_message: Callable[[ServerMessage], None] | None = None
 
     def _welcomed(self, welcome: Welcome) -> None:
         self.state.apply(welcome)
@@ -141,6 +144,8 @@ class Bot:
                 self.reconnects += 1
             return None
         self.state.apply(incoming)
+        if self.on_message is not None:
+            self.on_message(incoming)
         return incoming
 
     async def create(self, game: str, seats: int, time_limit_s: int, **options: object) -> str:

@@ -1,5 +1,13 @@
 """Bots in tournaments: join (and check in), then play every race the server seats the bot in
-until the tournament is over. Used by `solrace tournament bots` and the end-to-end tests.
+until the tournament is over. Used by `solrace tournament bots` (`run_bots`) and the
+end-to-end tests.
+
+`run_bots` says what goes on as lines on stdout (`Progress`): the bots registered (and that
+they wait for the start), each round's pairings, each match's result, each round's end, the
+champion, then the final view. Stopped by Ctrl-C or SIGTERM before the tournament has
+started, it withdraws (`leave_tournament`) the bots it registered, so a stopped run leaves no
+bots behind in the registration; once the tournament runs, stopping leaves their matches to
+the no-show rules.
 
 The bot reads the tournament's phase from its state (every pushed view is folded in, also the
 ones that arrive while it plays a race), watches the tournament again after every reconnect
@@ -9,20 +17,36 @@ it waiting for ever."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+from typing import TextIO
 
-from solrace.server.protocol.messages import Error, Sync
+from solrace.server.protocol.messages import Error, ServerMessage, Sync
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
     JoinTournament,
+    LeaveTournament,
     TournamentModel,
+    TournamentView,
     WatchTournament,
 )
+from solrace.tasks import cancel_and_wait
 
-from .bots import Bot, BotError
-from .tournament_render import must_check_in
+from .bots import Bot, BotError, numbered
+from .connection import ConnectionFailedError
+from .strategy import make_strategy
+from .tournament_render import must_check_in, progress_lines, render_tournament
+from .wire_text import printable
 
 REFRESH_S = 10.0
+#: Seconds a stopped run waits for the server to confirm each bot's withdrawal.
+LEAVE_TIMEOUT_S = 5.0
+#: Phases in which a tournament has not started: a bot leaving is unregistered.
+NOT_STARTED = ("registration", "check_in")
 
 
 def _race_to_play(bot: Bot, played: set[str]) -> str | None:
@@ -77,3 +101,159 @@ async def play_tournament(
         incoming = await bot.next_message(wait)  # views are read from the state at the top
         if isinstance(incoming, Error) and incoming.request in ("join_tournament", "check_in"):
             raise BotError(f"{bot.name}: {incoming.code}: {incoming.message}")
+
+
+class Progress:
+    """The lines `solrace tournament bots` prints as the tournament moves on, from the views
+    its bots get (every bot's: the first to get a new version says what changed)."""
+
+    def __init__(self, tournament_id: str, bots: Sequence[Bot], out: TextIO) -> None:
+        self.tournament_id = tournament_id
+        self.bots = bots
+        self.out = out
+        #: The newest view seen (by version).
+        self.latest: TournamentModel | None = None
+        self._registered_said = False
+
+    def say(self, text: str) -> None:
+        print(printable(text), file=self.out, flush=True)
+
+    def seen(self, message: ServerMessage) -> None:
+        """A bot's hook (`Bot.on_message`)."""
+        if (
+            isinstance(message, TournamentView)
+            and message.tournament.tournament_id == self.tournament_id
+        ):
+            self.show(message.tournament)
+
+    def show(self, view: TournamentModel) -> None:
+        if self.latest is not None and view.version <= self.latest.version:
+            return
+        lines: list[str] = []
+        mine = {bot.state.player_id for bot in self.bots}
+        if not self._registered_said and mine <= {p.player_id for p in view.players}:
+            self._registered_said = True
+            if view.phase in NOT_STARTED:
+                names = ", ".join(bot.name for bot in self.bots)
+                lines.append(
+                    f"{len(self.bots)} bots registered in {self.tournament_id} ({names}); "
+                    f"waiting for the start (solrace tournament start {self.tournament_id})"
+                )
+        lines += progress_lines(self.latest, view)
+        self.latest = view
+        for line in lines:
+            self.say(line)
+
+
+async def _play_all(bots: Sequence[Bot], tournament_id: str) -> TournamentModel:
+    """Connect the bots and run each through the tournament; the first failure stops all."""
+    await asyncio.gather(*(bot.connect() for bot in bots))
+    runs = [asyncio.create_task(play_tournament(bot, tournament_id)) for bot in bots]
+    try:
+        done, _ = await asyncio.wait(runs, return_when=asyncio.FIRST_EXCEPTION)
+        for run in done:
+            failure = run.exception()
+            if failure is not None:
+                raise failure
+        return runs[0].result()
+    finally:
+        await cancel_and_wait(runs)
+
+
+async def _leave(bot: Bot, tournament_id: str, timeout_s: float) -> bool:
+    """Withdraw one bot: True once a view newer than the request's shows it out."""
+    if bot.state.player_id is None:
+        return False  # never connected
+    known = bot.state.tournaments.get(tournament_id)
+    before = known.version if known is not None else -1
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    try:
+        await bot.conn.send(LeaveTournament(tournament_id=tournament_id))
+        while (left := deadline - loop.time()) > 0:
+            message = await bot.next_message(left)
+            if isinstance(message, Error) and message.request == "leave_tournament":
+                return False  # not registered (its join never went through), or too late
+            view = bot.state.tournaments.get(tournament_id)
+            if (
+                view is not None
+                and view.version > before
+                and bot.state.player_id not in {p.player_id for p in view.players}
+            ):
+                return True
+    except (BotError, ConnectionError, ConnectionFailedError):
+        return False
+    return False
+
+
+async def withdraw(bots: Sequence[Bot], progress: Progress) -> None:
+    """After a stop: unregister the bots if the tournament has not started, else say that
+    their matches go on without them."""
+    tid = progress.tournament_id
+    view = progress.latest
+    if view is not None and view.phase not in NOT_STARTED:
+        if view.phase != "finished":
+            progress.say(
+                f"stopped while {tid} is {view.phase}: the bots' races go on without them "
+                "(they forfeit as no-shows)"
+            )
+        return
+    left = await asyncio.gather(*(_leave(bot, tid, LEAVE_TIMEOUT_S) for bot in bots))
+    progress.say(f"withdrew {sum(left)} of {len(bots)} bots from {tid} (it had not started)")
+
+
+def make_bots(args: argparse.Namespace) -> list[Bot]:
+    bots = [
+        Bot(args.server, numbered(args.name or "tbot", i + 1), make_strategy(args.strategy, seed=i))
+        for i in range(args.count)
+    ]
+    for bot in bots:
+        bot.delay_s = args.delay
+    return bots
+
+
+async def run_bots(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """`solrace tournament bots ID`: the bots join and play; progress lines on `out`.
+
+    Exit 0 with the final view once the tournament has finished; 1 when a bot could not
+    connect or join; 130 after Ctrl-C (SIGINT), 143 after SIGTERM, the bots withdrawn if the
+    tournament had not started."""
+    bots = make_bots(args)
+    progress = Progress(args.tournament, bots, out or sys.stdout)
+    for bot in bots:
+        bot.on_message = progress.seen
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    received: list[int] = []
+
+    def on_signal(number: int) -> None:
+        received.append(number)
+        stop.set()
+
+    handled: list[int] = []
+    for number in (int(signal.SIGINT), int(signal.SIGTERM)):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(number, on_signal, number)
+            handled.append(number)
+    work = asyncio.create_task(_play_all(bots, args.tournament))
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not work.done():
+            await cancel_and_wait([work])
+        elif not work.cancelled() and work.exception() is None:
+            progress.say(render_tournament(work.result()))
+            return 0
+        failure = None if work.cancelled() else work.exception()
+        expected = isinstance(failure, BotError | ConnectionFailedError)
+        if expected:
+            print(printable(f"solrace tournament: {failure}"), file=sys.stderr, flush=True)
+        await withdraw(bots, progress)
+        if failure is not None and not expected:
+            raise failure
+        return 128 + received[0] if received else 1
+    finally:
+        await cancel_and_wait([stopping])
+        for number in handled:
+            loop.remove_signal_handler(number)
+        await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)

@@ -45,11 +45,10 @@ from solrace.server.protocol.tournament_messages import (
     WatchTournament,
 )
 
-from .bots import Bot, BotError, numbered
 from .connection import Connection, ConnectionFailedError, StatusChange
 from .identity import NAME_RULE, connect_player, known_players, load_identity, name_problem
-from .strategy import STRATEGIES, make_strategy
-from .tournament_bots import play_tournament
+from .strategy import STRATEGIES
+from .tournament_bots import run_bots
 from .tournament_render import (
     render_leaderboard,
     render_list,
@@ -342,7 +341,7 @@ def fail(text: str) -> int:
 
 async def _run(args: argparse.Namespace) -> int:
     if args.command == "bots":
-        return await _run_bots(args)
+        return await run_bots(args)
     if args.command == "play" or (args.command == "join" and (args.play or args.plain)):
         from .tournament_play import run_play
 
@@ -502,25 +501,6 @@ async def _run_tui(args: argparse.Namespace) -> int:
             return 0
     finally:
         await conn.close()
-
-
-async def _run_bots(args: argparse.Namespace) -> int:
-    bots = [
-        Bot(args.server, numbered(args.name or "tbot", i + 1), make_strategy(args.strategy, seed=i))
-        for i in range(args.count)
-    ]
-    for bot in bots:
-        bot.delay_s = args.delay
-    try:
-        await asyncio.gather(*(bot.connect() for bot in bots))
-        views = await asyncio.gather(*(play_tournament(bot, args.tournament) for bot in bots))
-    except (ConnectionFailedError, BotError) as exc:
-        print(printable(f"solrace tournament: {exc}"), file=sys.stderr)
-        return 1
-    finally:
-        await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
-    print(printable(render_tournament(views[0])))
-    return 0
 
 
 def _without_a_terminal(args: argparse.Namespace) -> None:

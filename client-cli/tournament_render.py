@@ -9,6 +9,7 @@ import re
 from solrace.server.protocol.tournament_messages import (
     BracketMatchModel,
     Leaderboard,
+    MatchModel,
     Profile,
     TournamentModel,
     TournamentSummary,
@@ -144,6 +145,54 @@ def render_tournament(view: TournamentModel) -> str:
             players = " vs ".join(names.get(p, p) for p in live.players)
             lines.append(f"  {live.match_id} race {live.race_number}: {live.race_id}  {players}")
     return "\n".join(lines)
+
+
+def match_result(match: MatchModel, names: dict[str, str]) -> str:
+    """`W1-1 ann vs bob: winner ann (3 races; bob forfeited)`: an ended match in one line."""
+    players = " vs ".join(names.get(p, p) for p in match.players)
+    outcome = f"winner {names.get(match.winner, match.winner)}" if match.winner else "no winner"
+    notes = [f"{len(match.races)} race{'s' if len(match.races) != 1 else ''}"]
+    if match.forfeited:
+        notes.append(", ".join(names.get(p, p) for p in match.forfeited) + " forfeited")
+    return f"{match.match_id} {players}: {outcome} ({'; '.join(notes)})"
+
+
+def progress_lines(before: TournamentModel | None, after: TournamentModel) -> list[str]:
+    """What changed from the view `before` (None: nothing seen yet) to the newer `after`, as
+    lines of a log: check-in opened, a round started (its pairings), a match ended (its
+    winner), a round ended, paused, resumed, finished (the champion)."""
+    names = names_of(after)
+    lines: list[str] = []
+    if after.phase == "check_in" and (before is None or before.phase == "registration"):
+        lines.append("check-in is open")
+    earlier = {r.number: r for r in before.rounds} if before is not None else {}
+    for rnd in after.rounds:
+        old = earlier.get(rnd.number)
+        if old is None:
+            pairs = ", ".join(
+                f"{m.match_id} {' vs '.join(names.get(p, p) for p in m.players)}"
+                for m in rnd.matches
+            )
+            byes = ", ".join(names.get(p, p) for p in rnd.byes)
+            lines.append(
+                f"round {rnd.number} started: {pairs or 'no matches'}"
+                + (f"; bye: {byes}" if byes else "")
+            )
+        ended = {m.match_id for m in old.matches if m.is_ended} if old is not None else set()
+        for match in rnd.matches:
+            if match.is_ended and match.match_id not in ended:
+                lines.append(f"round {rnd.number}, {match_result(match, names)}")
+        if rnd.is_ended and not (old is not None and old.is_ended):
+            lines.append(f"round {rnd.number} ended")
+    was_paused = before is not None and before.paused
+    if after.paused and not was_paused:
+        lines.append("tournament paused")
+    elif was_paused and not after.paused:
+        lines.append("tournament resumed")
+    if after.phase == "finished" and (before is None or before.phase != "finished"):
+        champion = names.get(after.champion, after.champion) if after.champion else "nobody"
+        lines.append(f"tournament finished: champion {champion}")
+    return lines
 
 
 def render_list(tournaments: list[TournamentSummary]) -> str:

@@ -3,6 +3,10 @@
 A comment after a statement that has a value (an expression that is not None) must start with
 that value's repr; a comment after a `print(...)` must start with what it printed. Other
 comments are free text.
+
+The tournament walk-through is a flow a newcomer can paste: every `solrace tournament` command
+in it parses, and `bots` (which stays until the tournament has finished) runs in the
+background before `start`, with the admin token the server was started with.
 """
 
 from __future__ import annotations
@@ -11,8 +15,11 @@ import ast
 import contextlib
 import io
 import re
+import shlex
 from pathlib import Path
 from typing import Any
+
+from solrace.client.tournament_cli import build_parser
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -54,3 +61,32 @@ def test_the_python_snippet_runs_as_shown() -> None:
                 )
                 checked += 1
     assert checked >= 5  # the snippet still shows values (and this test still reads them)
+
+
+def tournament_block() -> tuple[str, list[str]]:
+    """The text before the tournament walk-through (its section's lead) and its lines."""
+    section = README.read_text().split("## Tournaments and ratings\n", 1)[1]
+    lead, block = re.findall(r"(.*?)```\n(.*?)```", section, flags=re.DOTALL)[0]
+    return lead, [line for line in block.splitlines() if line.strip()]
+
+
+def test_the_tournament_walk_through_runs_bots_in_the_background() -> None:
+    lead, lines = tournament_block()
+    exported = dict(word.split("=", 1) for word in shlex.split(lines[0].removeprefix("export ")))
+    assert f"solrace serve --admin-token {exported['SOLRACE_ADMIN_TOKEN']}" in lead
+    commands: list[tuple[list[str], bool]] = []
+    for line in lines[1:]:
+        words = shlex.split(line, comments=True)
+        background = words[-1:] == ["&"]
+        words = words[:-1] if background else words
+        if words[:2] != ["solrace", "tournament"]:
+            assert words == ["wait"], line  # waits for the background bots
+            continue
+        argv = [exported["URL"] if w == "$URL" else w for w in words[2:]]
+        args = build_parser().parse_args(argv)  # exits (a failure) if it does not parse
+        assert args.server == "ws://127.0.0.1:8765", line
+        commands.append((argv, background))
+    order = [argv[2] for argv, _ in commands]
+    assert order.index("bots") < order.index("start"), order
+    for argv, background in commands:
+        assert background == (argv[2] == "bots"), argv  # only the one that stays

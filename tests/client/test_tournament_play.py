@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import signal
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -350,6 +351,67 @@ async def test_tournament_bots_exit_with_the_champion_after_reconnects(
         assert "champion: tbot-" in bots.output
         view = admin.state.tournaments[tid]
         assert view.phase == "finished" and view.champion is not None
+    finally:
+        await bots.kill()
+
+
+async def test_tournament_bots_say_what_goes_on(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """Registered (and waiting for the start), each round's pairings, each match's result,
+    each round's end, the champion: a line each, as it happens, then the final view."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    bots = await Child.start(
+        tmp_path, "tournament", "--server", url_of(server), "bots", tid, "--count", "4",
+        "--delay", "0.01",
+    )  # fmt: skip
+    try:
+        line = await bots.expect("bots registered")
+        assert line == (
+            f"4 bots registered in {tid} (tbot-1, tbot-2, tbot-3, tbot-4); "
+            f"waiting for the start (solrace tournament start {tid})"
+        )
+        await eventually(lambda: registered(admin, tid) == 4, what="four bots registered")
+        await act(admin, tid, "start")
+        started = await bots.expect("round 1 started: ")
+        assert " W1-1 tbot-" in started and ", W1-2 tbot-" in started
+        await bots.expect("round 1 ended", 90)
+        results = [line for line in bots.lines if line.startswith("round 1, W1-")]
+        assert sorted(line[:13] for line in results) == ["round 1, W1-1", "round 1, W1-2"]
+        assert all(": winner tbot-" in line for line in results), results
+        assert "round 2 started: W2-1 tbot-" in await bots.expect("round 2 started", 90)
+        final = await bots.expect("round 2, W2-1 tbot-", 90)
+        winner = final.split(": winner ")[1].split(" (")[0]
+        assert await bots.expect("tournament finished") == f"tournament finished: champion {winner}"
+        assert await bots.finish(30) == 0
+        assert f"champion: {winner}" in bots.output
+    finally:
+        await bots.kill()
+
+
+@pytest.mark.parametrize(("signal_number", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+async def test_stopped_tournament_bots_withdraw_before_the_start(
+    server: App, opened: Opened, tmp_path: Path, signal_number: int, code: int
+) -> None:
+    """Ctrl-C or a kill before the start leaves no bot registered."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    bots = await Child.start(
+        tmp_path, "tournament", "--server", url_of(server), "bots", tid, "--count", "3"
+    )
+    try:
+        await bots.expect("3 bots registered")
+        await eventually(lambda: registered(admin, tid) == 3, what="three bots registered")
+        bots.proc.send_signal(signal_number)
+        assert (
+            await bots.expect("withdrew") == f"withdrew 3 of 3 bots from {tid} (it had not started)"
+        )
+        assert await bots.finish(30) == code
+        await eventually(lambda: registered(admin, tid) == 0, what="nobody registered")
+        assert server.tournaments.live[tid].tournament.registered == []
     finally:
         await bots.kill()
 
