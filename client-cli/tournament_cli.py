@@ -46,7 +46,14 @@ from solrace.server.protocol.tournament_messages import (
 )
 
 from .connection import Connection, ConnectionFailedError, StatusChange
-from .identity import NAME_RULE, connect_player, known_players, load_identity, name_problem
+from .identity import (
+    NAME_RULE,
+    connect_player,
+    known_players,
+    load_identity,
+    name_problem,
+    player_id_of,
+)
 from .strategy import STRATEGIES
 from .tournament_bots import run_bots
 from .tournament_render import (
@@ -65,6 +72,9 @@ FORMATS = ("single_elimination", "double_elimination", "swiss", "round_robin", "
 READ_ONLY = frozenset({"show", "watch", "list", "leaderboard", "profile"})
 #: Admin acts: the admin token authorizes them, no identity is needed.
 ADMIN_COMMANDS = frozenset({"start", "pause", "resume", "admin"})
+#: Commands that act as a registered player: without `--name`, the saved identity only (never
+#: a new player named after the login name, who could not be registered).
+REGISTERED_COMMANDS = frozenset({"check-in", "leave", "play"})
 #: Most tournaments whose players are read to find a player's id by name (three messages
 #: each: with the leaderboards, within the connection's rate budget of 100).
 NAME_SEARCH_TOURNAMENTS = 20
@@ -339,6 +349,26 @@ def fail(text: str) -> int:
     return 1
 
 
+def no_identity_problem(args: argparse.Namespace) -> str | None:
+    """Why a command that acts as a registered player cannot run: no `--name` and no identity
+    saved for the server (connecting would make a new player, surely not registered)."""
+    if args.command not in REGISTERED_COMMANDS or args.name is not None:
+        return None
+    if load_identity(args.server) is not None:
+        return None
+    return f"no saved identity for this server ({args.server}): join first, or pass --name"
+
+
+def error_text(incoming: Error, conn: Connection) -> str:
+    """The server's refusal in one line; a player id it names that is the connection's own
+    shows as the player's name (the id in brackets)."""
+    text = incoming.message
+    me = player_id_of(conn.token) if conn.token else None
+    if me is not None and conn.name and repr(me) in text:
+        text = text.replace(repr(me), conn.name) + f" (player id {me})"
+    return f"{incoming.code}: {text}"
+
+
 async def _run(args: argparse.Namespace) -> int:
     if args.command == "bots":
         return await run_bots(args)
@@ -353,6 +383,9 @@ async def _run(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"solrace tournament create: {problem}", file=sys.stderr)
             return 2
+    problem = no_identity_problem(args)
+    if problem is not None:
+        return fail(problem)
     anonymous = args.command in READ_ONLY or args.command in ADMIN_COMMANDS
     conn = await _connect(args, anonymous)
     try:
@@ -384,7 +417,7 @@ async def _run(args: argparse.Namespace) -> int:
                         "without --admin-token has tournament administration turned off)"
                     )
                 print(
-                    printable(f"solrace tournament: {incoming.code}: {incoming.message}{hint}"),
+                    printable(f"solrace tournament: {error_text(incoming, conn)}{hint}"),
                     file=sys.stderr,
                 )
                 return 1

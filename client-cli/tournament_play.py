@@ -250,7 +250,11 @@ async def run_play(args: argparse.Namespace) -> int:
     """`join ID --play` and `play ID`: connect as the player and play until the end."""
     from .app import _log_to_file
     from .identity import data_dir
+    from .tournament_cli import fail, no_identity_problem
 
+    problem = no_identity_problem(args)
+    if problem is not None:
+        return fail(problem)
     _log_to_file(data_dir())
     try:
         conn = await connect_player(args.server, args.server, args.name)

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from solrace.client.identity import admin_name, connect_player
+from solrace.client.identity import admin_name, connect_player, known_players, load_identity
 from solrace.client.session import Session
 from solrace.client.tournament_cli import _run, build_parser, main
 from solrace.server.app import App
@@ -299,3 +299,52 @@ async def test_not_admin_says_where_the_token_may_be_missing(
     err = capsys.readouterr().err
     assert err.startswith("solrace tournament: not_admin: ")
     assert "a server started without --admin-token has tournament administration" in err
+
+
+async def created(url: str, capsys: pytest.CaptureFixture[str], *options: str) -> str:
+    """`create` through the CLI; the new tournament's id."""
+    assert await cli(url, "create", "cup", *options) == 0
+    found = re.search(r"\[(t[0-9a-f]+)\]", capsys.readouterr().out)
+    assert found is not None
+    return found[1]
+
+
+@pytest.mark.parametrize("command", ["check-in", "leave", "play"])
+async def test_a_registered_players_command_without_an_identity_says_so(
+    tournament_server: App, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """A fresh config folder: one line, and no player made up from the login name."""
+    url = url_of(tournament_server)
+    tid = await created(url, capsys, "--casual")
+    argv = [command, tid, "--plain"] if command == "play" else [command, tid]
+    assert await cli(url, *argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"solrace tournament: no saved identity for this server ({url}): join first, "
+        "or pass --name\n"
+    )
+    # Only the admin identity `create` used is saved: no player was made.
+    assert load_identity(url) is None
+    assert list(known_players(url)) == [admin_name(url)]
+
+
+async def test_unknown_player_names_the_player(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url_of(tournament_server)
+    tid = await created(url, capsys, "--casual")
+    await register(opened, tid, ["ann"])
+    assert await cli(url, "--name", "hugh", "leave", tid) == 1
+    hugh = known_players(url)["hugh"]
+    assert capsys.readouterr().err == (
+        "solrace tournament: unknown_player: hugh is not registered in this tournament "
+        f"(player id {hugh})\n"
+    )
+    assert await cli(url, "admin", tid, "open-check-in") == 0
+    capsys.readouterr()
+    assert await cli(url, "check-in", tid) == 1  # hugh is the saved identity now
+    assert capsys.readouterr().err == (
+        "solrace tournament: unknown_player: hugh is not registered in this tournament "
+        f"(player id {hugh})\n"
+    )
