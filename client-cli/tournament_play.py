@@ -246,6 +246,37 @@ async def join(session: Session, tournament_id: str) -> str | None:
     return refusal
 
 
+async def not_a_player(session: Session, tournament_id: str) -> str | None:
+    """Why the connected player cannot play the tournament (it is unknown, or the player is
+    not one of its players: what they can do instead), or None."""
+    try:
+        reply = await session.request(
+            WatchTournament(tournament_id=tournament_id), tournament_view_of(tournament_id)
+        )
+    except RequestError as exc:
+        return f"{exc.code}: {exc.message}"
+    assert isinstance(reply, TournamentView)
+    view = reply.tournament
+    if any(p.player_id == session.me for p in view.players):
+        return None
+    me = session.state.name or session.me
+    if view.phase in ("registration", "check_in"):
+        return (
+            f"{me} is not registered in {tournament_id}: `solrace tournament join "
+            f"{tournament_id} --plain` registers and plays"
+        )
+    if view.phase == "finished":
+        champion = names_of(view).get(view.champion or "", "nobody")
+        return (
+            f"{me} was not a player of {tournament_id}, which has finished (champion "
+            f"{champion}): `solrace tournament show {tournament_id}` prints it"
+        )
+    return (
+        f"{me} is not a player of {tournament_id}, which is {view.phase}: you can only "
+        f"watch it (`solrace tournament watch {tournament_id}`, or `show {tournament_id} --tui`)"
+    )
+
+
 async def run_play(args: argparse.Namespace) -> int:
     """`join ID --play` and `play ID`: connect as the player and play until the end."""
     from .app import _log_to_file
@@ -275,6 +306,11 @@ async def _play_in(session: Session, args: argparse.Namespace) -> int:
         refusal = await join(session, tid)
         if refusal is not None:
             print(printable(f"solrace tournament: {refusal}"), file=sys.stderr)
+            return 1
+    if args.plain and args.command == "play":
+        problem = await not_a_player(session, tid)
+        if problem is not None:
+            print(printable(f"solrace tournament: {problem}"), file=sys.stderr)
             return 1
     if args.plain:
         plain = TournamentPlain(session, tid, sys.stdout)

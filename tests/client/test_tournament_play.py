@@ -32,7 +32,7 @@ from tests.waiting import eventually
 
 from .process import Child
 from .test_plain import ends_when_connected_elsewhere
-from .test_tournament_screen import Opened, act, create, is_view, register
+from .test_tournament_screen import Opened, act, create, is_view, opened_id, register
 
 
 @pytest.fixture
@@ -431,3 +431,42 @@ async def test_the_plain_tournament_client_ends_when_its_player_connects_elsewhe
         await ends_when_connected_elsewhere(player, url, tmp_path)
     finally:
         await player.kill()
+
+
+async def test_playing_a_tournament_one_is_not_in_says_so(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """`play ID --plain` by someone who is not one of its players: one line on what they can
+    do instead (join it, watch it, show it), exit 1, whatever the phase."""
+    url = url_of(server)
+    admin = await opened.open("director")
+    open_tid = await create(admin, "single_elimination")
+    tid = await create(admin, "single_elimination")
+    await register(opened, tid, ["ann", "bob"])
+    await act(admin, tid, "start")
+
+    async def hugh_plays(tournament_id: str) -> str:
+        child = await Child.start(
+            tmp_path, "tournament", "--server", url, "--name", "hugh", "play", tournament_id,
+            "--plain",
+        )  # fmt: skip
+        try:
+            assert await child.finish(30) == 1, child.output
+        finally:
+            await child.kill()
+        assert len(child.lines) == 1, child.output
+        return child.lines[0]
+
+    assert await hugh_plays(open_tid) == (
+        f"solrace tournament: hugh is not registered in {open_tid}: "
+        f"`solrace tournament join {open_tid} --plain` registers and plays"
+    )
+    assert await hugh_plays(tid) == (
+        f"solrace tournament: hugh is not a player of {tid}, which is running: you can only "
+        f"watch it (`solrace tournament watch {tid}`, or `show {tid} --tui`)"
+    )
+    await act(admin, tid, "forfeit", match_id="W1-1", player_id=opened_id(opened, "bob"))
+    assert await hugh_plays(tid) == (
+        f"solrace tournament: hugh was not a player of {tid}, which has finished (champion "
+        f"ann): `solrace tournament show {tid}` prints it"
+    )
