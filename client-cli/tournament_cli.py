@@ -40,6 +40,7 @@ from solrace.server.protocol.tournament_messages import (
     Profile,
     TournamentAdmin,
     TournamentList,
+    TournamentModel,
     TournamentView,
     UnwatchTournament,
     WatchTournament,
@@ -57,6 +58,7 @@ from .identity import (
 from .strategy import STRATEGIES
 from .tournament_bots import run_bots
 from .tournament_render import (
+    render_audit,
     render_leaderboard,
     render_list,
     render_profile,
@@ -78,6 +80,8 @@ REGISTERED_COMMANDS = frozenset({"check-in", "leave", "play"})
 #: Most tournaments whose players are read to find a player's id by name (three messages
 #: each: with the leaderboards, within the connection's rate budget of 100).
 NAME_SEARCH_TOURNAMENTS = 20
+#: Most audit actors whose names `show` asks for (one request each).
+AUDIT_NAMES = 10
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -424,12 +428,29 @@ async def _run(args: argparse.Namespace) -> int:
             text = render(incoming)
             if text is None:
                 continue
+            if args.command == "show" and isinstance(incoming, TournamentView):
+                view = incoming.tournament
+                text += "\n\n" + render_audit(view, await _actor_names(conn, view))
             print(printable(text), flush=True)
             if args.command != "watch" or is_over(incoming):
                 return 0
             print(flush=True)
     finally:
         await conn.close()
+
+
+async def _actor_names(conn: Connection, view: TournamentModel) -> dict[str, str]:
+    """The names of the audit's actors who are not players of the tournament (its admin, as a
+    rule), asked with `get_profile`; an actor the server has no profile for stays an id."""
+    players = {p.player_id for p in view.players}
+    names: dict[str, str] = {}
+    for actor in dict.fromkeys(entry.actor for entry in view.audit):
+        if actor in players or len(names) >= AUDIT_NAMES:
+            continue
+        reply = await _ask(conn, GetProfile(player_id=actor), Profile)
+        if isinstance(reply, Profile):
+            names[actor] = reply.name
+    return names
 
 
 async def _ask(conn: Connection, message: ClientMessage, kind: type[ServerMessage]) -> object:

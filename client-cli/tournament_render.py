@@ -5,8 +5,10 @@ standings table for Swiss, round robin and heats. The CLI prints these; a screen
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 from solrace.server.protocol.tournament_messages import (
+    AuditModel,
     BracketMatchModel,
     Leaderboard,
     MatchModel,
@@ -14,6 +16,8 @@ from solrace.server.protocol.tournament_messages import (
     TournamentModel,
     TournamentSummary,
 )
+
+from .wire_text import one_line
 
 ELIMINATION = ("single_elimination", "double_elimination")
 _WINNERS = re.compile(r"^W(\d+)-(\d+)$")
@@ -193,6 +197,27 @@ def progress_lines(before: TournamentModel | None, after: TournamentModel) -> li
         champion = names.get(after.champion, after.champion) if after.champion else "nobody"
         lines.append(f"tournament finished: champion {champion}")
     return lines
+
+
+def audit_line(entry: AuditModel, names: dict[str, str]) -> str:
+    """`2025-11-28 20:15:02 UTC  director  forfeit  bob in W1-1`: who did what, when (UTC).
+    Player ids in the detail show as names; every value from the server is `one_line`."""
+    when = datetime.fromtimestamp(entry.at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    detail = entry.detail
+    for player_id, name in names.items():
+        detail = detail.replace(player_id, name)
+    actor = names.get(entry.actor, entry.actor)
+    parts = [when, one_line(actor), one_line(entry.act)] + ([one_line(detail)] if detail else [])
+    return "  ".join(parts)
+
+
+def render_audit(view: TournamentModel, names: dict[str, str] | None = None) -> str:
+    """The tournament's audit log (every admin act, oldest first), under `audit:`. `names`
+    adds player id -> name to the tournament's players (its admin is often not one)."""
+    known = {**(names or {}), **names_of(view)}
+    lines = ["audit:"]
+    lines += [f"  {audit_line(entry, known)}" for entry in view.audit] or ["  nothing yet"]
+    return "\n".join(lines)
 
 
 def render_list(tournaments: list[TournamentSummary]) -> str:

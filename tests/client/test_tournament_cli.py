@@ -348,3 +348,28 @@ async def test_unknown_player_names_the_player(
         "solrace tournament: unknown_player: hugh is not registered in this tournament "
         f"(player id {hugh})\n"
     )
+
+
+async def test_show_prints_the_audit_log(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every admin act, oldest first, with who did it (the creator, by name) and when."""
+    url = url_of(tournament_server)
+    assert await cli(url, "--name", "director", "create", "cup", "--no-check-in") == 0
+    found = re.search(r"\[(t[0-9a-f]+)\]", capsys.readouterr().out)
+    assert found is not None
+    tid = found[1]
+    await register(opened, tid, ["ann", "bob"])
+    for argv in (["start"], ["pause"], ["admin", "forfeit", "--match", "W1-1", "--player", "bob"]):
+        assert await cli(url, *argv[:1], tid, *argv[1:]) == 0, argv
+    capsys.readouterr()
+    assert await cli(url, "show", tid) == 0
+    _, audit = capsys.readouterr().out.split("\n\naudit:\n")
+    stamp = r"  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  "
+    assert all(re.match(stamp, line) for line in audit.splitlines()), audit
+    assert [re.sub(stamp, "", line) for line in audit.splitlines()] == [
+        "director  create  single_elimination of klondike",
+        "director  start  2 players",
+        "director  pause",
+        "director  forfeit  bob in W1-1",
+    ]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from solrace.client.tournament_cli import parse_placings
-from solrace.client.tournament_render import must_check_in, render_tournament
+from solrace.client.tournament_render import must_check_in, render_audit, render_tournament
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
-from solrace.server.protocol.tournament_messages import TournamentModel
+from solrace.server.protocol.tournament_messages import AuditModel, TournamentModel
 from solrace.server.protocol.tournament_state import TournamentSettings
 from solrace.server.protocol.tournament_view import build_view
 
@@ -91,3 +91,20 @@ def test_the_text_says_who_checked_in_during_check_in() -> None:
     t.check_in(PlayerId("p2"), now=3)
     t.check_in(PlayerId("p1"), now=4)
     assert "checked in: ann, bob" in text()  # by player id
+
+
+def test_the_audit_shows_server_text_escaped_on_one_line() -> None:
+    """A detail, actor or act from the server cannot drive the terminal nor start a line."""
+    settings = TournamentSettings(FormatRules(Format.SWISS), check_in_required=False)
+    t = Tournament.create(TournamentId("t1"), "klondike", settings, admin=PlayerId("a"), now=0)
+    view = build_view(t, version=1, name="cup", time_limit_s=60, names={}, race_ids={})
+    hostile = AuditModel(
+        at_ms=86_400_000, actor="a\x1b]0;x\x07", act="drop\x9b2J", detail="p1\nforged line"
+    )
+    view = view.model_copy(update={"audit": [*view.audit, hostile]})
+    lines = render_audit(view, {"a": "boss"}).splitlines()
+    assert lines == [
+        "audit:",
+        "  1970-01-01 00:00:00 UTC  boss  create  swiss of klondike",
+        "  1970-01-02 00:00:00 UTC  a\\x1b]0;x\\x07  drop\\x9b2J  p1\\x0aforged line",
+    ]
