@@ -48,6 +48,15 @@ def deal_line(race: RaceState) -> str:
     return f"deal {race.game} {race.game_number}: commitment {verdict}"
 
 
+def race_label(state: ClientState, race_id: str) -> str:
+    """`round 1, match W1-1, race 2 (RACE)`: which race of the tournament a check is of (from
+    its `tournament_race` notice), or the race id alone."""
+    notice = state.tournament_races.get(race_id)
+    if notice is None:
+        return f"race {race_id}"
+    return f"round {notice.round}, match {notice.match_id}, race {notice.race_number} ({race_id})"
+
+
 @dataclass(frozen=True, slots=True)
 class DealCheck:
     """A held deal's check: `ok` is None when the replay could not be fetched."""
@@ -89,4 +98,11 @@ class HeldDeals:
         return DealCheck(race_id, race.commitment_ok is True, deal_line(race))
 
 
-__all__ = ["DealCheck", "HeldDeals", "deal_line", "due_races", "round_has_ended"]
+__all__ = [
+    "DealCheck",
+    "HeldDeals",
+    "deal_line",
+    "due_races",
+    "race_label",
+    "round_has_ended",
+]

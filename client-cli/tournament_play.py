@@ -31,7 +31,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.tasks import cancel_and_wait
 
 from .connection import ConnectionFailedError, Incoming, LinkStatus, StatusChange
-from .held_deals import HeldDeals
+from .held_deals import HeldDeals, race_label
 from .identity import connect_player
 from .plain import EXIT_CLOSED, PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
@@ -147,8 +147,10 @@ class TournamentPlain:
             self._checks.append(loop.create_task(self._check_deal(race_id)))
 
     async def _check_deal(self, race_id: str) -> None:
-        """The round ended: fetch the race's replay and check its deal (`held_deals.py`)."""
-        self.say((await self.deals.check(race_id)).text)
+        """The round ended: fetch the race's replay and check its deal (`held_deals.py`); the
+        line names the race (round, match, race number: a best-of-N checks several)."""
+        check = await self.deals.check(race_id)
+        self.say(f"{race_label(self.session.state, race_id)}: {check.text}")
 
     # --- commands ------------------------------------------------------------------------
 

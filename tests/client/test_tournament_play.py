@@ -138,7 +138,10 @@ async def test_a_person_plays_a_tournament_race_in_plain_mode(
         await player.expect("resigned")
         await player.expect("race finished")
         await player.expect("1. pat")
-        await player.expect("commitment verified")
+        assert await player.expect("commitment verified") == (
+            f"round 1, match W1-1, race 1 ({race_id}): deal klondike "
+            f"{deal_of(server, race_id)}: commitment verified"
+        )
         await player.expect("tournament finished: champion pat")
         # It ends by itself with the tournament (its input is still open).
         assert await asyncio.wait_for(player.proc.wait(), 30) == 0
