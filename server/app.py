@@ -26,7 +26,7 @@ from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.ratings import RatingService
-from solrace.server.settings import Settings
+from solrace.server.settings import LOG_LEVELS, Settings
 from solrace.server.store import StoreError, StoreLockedError, StoreUnavailableError, open_store
 from solrace.server.tournaments import TournamentService
 from solrace.server.transport import Transport
@@ -232,7 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--broker", help="live events between nodes: memory: or redis://... (default: --redis)"
     )
     parser.add_argument("--secret", help="token signing secret (default: <data-dir>/secret)")
-    parser.add_argument("--log-level", help="DEBUG, INFO, WARNING (default INFO)")
+    parser.add_argument(
+        "--log-level",
+        help=f"{', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}, any case (default INFO)",
+    )
     parser.add_argument("--max-frame-bytes", type=int, help="frame size cap (default 16384)")
     parser.add_argument("--rate-capacity", type=float, help="rate budget credits (default 100)")
     parser.add_argument("--rate-refill-per-s", type=float, help="credits per second (default 5)")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from solrace.cli import BROKEN_PIPE_STATUS, INTERRUPTED_STATUS, main
+from solrace.server.settings import LOG_LEVELS, Settings
 from tests.server.test_verify import MOVES, sample
 
 SOLRACE = [sys.executable, "-m", "solrace.cli"]
@@ -106,3 +107,18 @@ def test_ctrl_c_ends_the_engine_loop_quietly() -> None:
     finally:
         engine.kill()
     assert (engine.returncode, errors) == (INTERRUPTED_STATUS, "")
+
+
+def test_serve_help_lists_every_log_level_the_settings_take(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["serve", "--help"])
+    assert done.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert (
+        "--log-level LOG_LEVEL DEBUG, INFO, WARNING, ERROR or CRITICAL, any case (default INFO)"
+        in shown
+    )
+    for level in LOG_LEVELS:  # what the help lists is what the settings take
+        assert Settings(log_level=level.lower()).log_level == level
