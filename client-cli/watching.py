@@ -235,16 +235,25 @@ class ReplayScreen(Screen[None]):
 
     def update_view(self) -> None:
         replay = self.cursor.replay
-        verified = self.cursor.report.is_valid
-        verdict = "✓ verified" if verified else "✗ MISMATCH"
+        report = self.cursor.report
         ranking = "  ".join(
             f"{e.rank}. {e.name} {e.on_foundations}/{e.total}" for e in replay.results
         )
-        if not verified:
-            ranking = f"results as the file states them (NOT verified): {ranking}"
-        deal = f"{shorten(replay.game)} deal #{shorten(replay.game_number)} {verdict}"
-        head = f"replay {shorten(replay.race_id)}: {deal}  {ranking}"
-        self.query_one("#replay-head", Static).update(Text(head, style="bold"))
+        # The commitment's verdict beside the deal, the replay's (and why not) beside the
+        # ranking: an illegal move is not a deal that does not match.
+        commitment = "commitment ✓" if report.commitment_ok else "commitment ✗ MISMATCH"
+        deal = f"{shorten(replay.game)} deal #{shorten(replay.game_number)} ({commitment})"
+        if report.is_valid:
+            verdict = "✓ verified"
+        else:
+            count = len(report.problems)
+            verdict = f"✗ NOT verified ({count} problem{'s' if count > 1 else ''}: "
+            verdict += f"{shorten(report.problems[0], 120)})"
+            ranking = f"results as the file states them: {ranking}"
+        head = f"replay {shorten(replay.race_id)}: {deal} {verdict}  {ranking}"
+        shown = as_text(head)  # names and numbers come from the file: shown, never read
+        shown.stylize("bold")
+        self.query_one("#replay-head", Static).update(shown)
         if not replay.racers:
             return
         if not self.cursor.boards:  # the deal cannot be made: nothing to step through

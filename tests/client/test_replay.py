@@ -282,3 +282,15 @@ async def test_the_replay_screen_shows_markup_in_a_name_as_text() -> None:
         line = await widget(app.screen, "#replay-line", Static)
         await eventually(lambda: "the deal" in str(line.render()), what="the first line")
         assert "[bold]ann[/bold]\\x1b[2J (resigned) the deal" in str(line.render())
+
+
+async def test_the_replay_screen_says_why_a_replay_does_not_verify() -> None:
+    """An illegal move is told as such, the commitment's verdict apart from it."""
+    app = ReplayApp(ReplayModel.model_validate(with_illegal_move(1)), ascii=True)
+    async with app.run_test(size=(200, 24)):
+        head = await widget(app.screen, "#replay-head", Static)
+        await eventually(lambda: "verified" in str(head.render()), what="the head")
+        text = str(head.render())
+        assert "klondike deal #1 (commitment ✓)" in text
+        assert "✗ NOT verified (1 problem: ann (p1): illegal move 't0-t1' at ply 1" in text
+        assert "MISMATCH" not in text
