@@ -157,7 +157,9 @@ class WatchScreen(Screen[None]):
             parts.append(f"winner {winner.name}")
         if app.follow:
             parts.append("TV")
-        self.query_one("#watch-head", Static).update(Text("  ".join(parts), style="bold"))
+        head = as_text("  ".join(parts))  # the winner's name and the deal come from the server
+        head.stylize("bold")
+        self.query_one("#watch-head", Static).update(head)
 
     def update_view(self) -> None:
         app = _watch_app(self)
@@ -257,7 +259,7 @@ class ReplayScreen(Screen[None]):
         if not replay.racers:
             return
         if not self.cursor.boards:  # the deal cannot be made: nothing to step through
-            self.query_one("#replay-line", Static).update(Text(self.cursor.report.problems[-1]))
+            self.query_one("#replay-line", Static).update(as_text(self.cursor.report.problems[-1]))
             return
         self.query_one("#board", BoardWidget).show(self.cursor.board, title=self.cursor.racer.name)
         self.query_one("#replay-line", Static).update(as_text(self.cursor.describe()))
