@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.messages import ReplayModel
@@ -29,6 +29,9 @@ from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
 from .wire_text import printable
 
+if TYPE_CHECKING:
+    from textual.app import App as TextualApp
+
 
 def _log_to_file(folder: Path) -> None:
     """Keep log lines off the screen: the TUI owns the terminal, the plain mode stdout."""
@@ -38,6 +41,13 @@ def _log_to_file(folder: Path) -> None:
         level=logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+
+
+async def run_app(app: TextualApp[None], *, headless: bool = False) -> int:
+    """Run a Textual app to its end: 0, or its return code (1 when it crashed: Textual prints
+    the traceback once the screen is restored)."""
+    await app.run_async(headless=headless)
+    return app.return_code or 0
 
 
 # --- play --------------------------------------------------------------------------------
@@ -156,8 +166,7 @@ async def _play_session(
         from .tui import PlayApp
 
         app = PlayApp(session, opponents=opponents, game=args.game, args=args)
-        await app.run_async()
-        return 0
+        return await run_app(app)
     mode = PlainMode(session, sys.stdout)
     mode.say(f"connected to {url} as {session.state.name}")
     if opponents is not None:
@@ -230,8 +239,7 @@ async def _watch(args: argparse.Namespace) -> int:
                 ascii=args.ascii,
                 watching=args.race is not None,
             )
-            await app.run_async()
-            return 0
+            return await run_app(app)
     finally:
         await conn.close()
 
@@ -355,8 +363,9 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
         return 0 if report.is_valid else EXIT_NOT_VERIFIED
     from .tui import ReplayApp
 
-    ReplayApp(replay, ascii=args.ascii).run()
-    return 0
+    app = ReplayApp(replay, ascii=args.ascii)
+    app.run()
+    return app.return_code or 0
 
 
 __all__ = ["play_main", "replay_main", "watch_main"]

@@ -23,7 +23,7 @@ from solrace.server.protocol.replay import result_time
 from .boards import check_move, rules_board
 from .connection import LinkStatus
 from .render import Hit
-from .widgets import BoardWidget, RacersPanel, clock_text
+from .widgets import BoardWidget, RacersPanel, clock_text, columned_table
 from .wire_text import as_text
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class LobbyScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="lobby-head")
-        yield DataTable(id="races", cursor_type="row")
+        yield columned_table("races", "race", "game", "status", "players", "time", "")
         with Horizontal(classes="form"):
             yield Select(
                 [(g, g) for g in GAME_IDS],
@@ -81,8 +81,6 @@ class LobbyScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#races", DataTable)
-        table.add_columns("race", "game", "status", "players", "time", "")
         self.update_view()
 
     def on_screen_resume(self) -> None:
@@ -407,7 +405,11 @@ class ResultScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="result-head")
-        yield DataTable(id="ranking", cursor_type="none")
+        yield columned_table(
+            "ranking",
+            *("rank", "player", "result", "cards", "when (finished, or last card out)"),
+            cursor_type="none",
+        )
         yield Static(id="reveal")
         with Horizontal(classes="form"):
             yield Button("Rematch", id="rematch", compact=True)
@@ -416,9 +418,6 @@ class ResultScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#ranking", DataTable).add_columns(
-            "rank", "player", "result", "cards", "when (finished, or last card out)"
-        )
         self.tournament_id = self.play.session.state.tournament_of(self.race_id)
         if self.tournament_id is not None:  # the tournament comes back by itself
             self.query_one("#rematch", Button).display = False

@@ -542,7 +542,7 @@ async def _player_ids(conn: Connection, tournament_id: str) -> dict[str, str]:
 
 async def _run_tui(args: argparse.Namespace) -> int:
     """`show|watch ID --tui`: the tournament screen, as a spectator."""
-    from .app import _log_to_file
+    from .app import _log_to_file, run_app
     from .identity import data_dir
     from .session import Session
     from .tournament_screen import TournamentApp
@@ -551,8 +551,7 @@ async def _run_tui(args: argparse.Namespace) -> int:
     conn = await _connect(args, anonymous=True)
     try:
         async with Session.running(conn) as session:
-            await TournamentApp(session, args.tournament, ascii=args.ascii).run_async()
-            return 0
+            return await run_app(TournamentApp(session, args.tournament, ascii=args.ascii))
     finally:
         await conn.close()
 

@@ -22,7 +22,7 @@ from solrace.server.protocol.tournament_messages import (
 
 from .session import RequestError
 from .tui import PlayApp
-from .widgets import selected_key
+from .widgets import columned_table, selected_key
 from .wire_text import as_text, one_line
 
 
@@ -53,13 +53,14 @@ class TournamentListScreen(Screen[None]):
         yield Static(
             Text("tournaments — Enter opens one, j joins it, Esc back", style="bold"), id="t-head"
         )
-        yield DataTable(id="tournaments", cursor_type="row")
+        yield columned_table(
+            "tournaments",
+            *("id", "name", "game", "format", "phase", "players", "round", "champion"),
+        )
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#tournaments", DataTable)
-        table.add_columns("id", "name", "game", "format", "phase", "players", "round", "champion")
-        table.focus()
+        self.query_one("#tournaments", DataTable).focus()
         self.action_refresh()
 
     def action_refresh(self) -> None:

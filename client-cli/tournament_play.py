@@ -318,11 +318,11 @@ async def _play_in(session: Session, args: argparse.Namespace) -> int:
         plain = TournamentPlain(session, tid, sys.stdout)
         plain.say(f"connected to {args.server} as {session.state.name}; tournament {tid}")
         return await plain.run(stdin_lines())
+    from .app import run_app
     from .tui import PlayApp
 
     options = argparse.Namespace(ascii=args.ascii, time_limit=600, race=None, invite=None)
-    await PlayApp(session, args=options, tournament_id=tid).run_async()
-    return 0
+    return await run_app(PlayApp(session, args=options, tournament_id=tid))
 
 
 __all__ = ["TournamentPlain", "join", "run_play"]

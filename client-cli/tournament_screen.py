@@ -30,7 +30,7 @@ from .connection import LinkStatus
 from .session import Session
 from .tournament_render import names_of, render_board, render_title
 from .tui import PlayApp, WatchApp, _SessionApp
-from .widgets import selected_key
+from .widgets import columned_table, selected_key
 from .wire_text import as_text
 
 TOURNAMENT_CSS = """
@@ -117,13 +117,11 @@ class TournamentScreen(Screen[None]):
         with VerticalScroll(id="t-body"):
             yield Static(id="t-tree")
         yield Static(id="t-live-head")
-        yield DataTable(id="t-live", cursor_type="row")
+        yield columned_table("t-live", "match", "round", "race", "players", "race id")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#t-live", DataTable)
-        table.add_columns("match", "round", "race", "players", "race id")
-        table.focus()
+        self.query_one("#t-live", DataTable).focus()
         self.update_view()
         self.host.subscribe_tournament(self.tournament_id)
 

@@ -17,7 +17,7 @@ from solrace.server.protocol.replay import shorten
 
 from .connection import Incoming
 from .replay import ReplayCursor
-from .widgets import BoardWidget, RacersPanel, clock_text
+from .widgets import BoardWidget, RacersPanel, clock_text, columned_table
 from .wire_text import as_text
 
 if TYPE_CHECKING:
@@ -50,11 +50,10 @@ class WatchPicker(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="watch-head")
-        yield DataTable(id="races", cursor_type="row")
+        yield columned_table("races", "race", "game", "status", "players")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#races", DataTable).add_columns("race", "game", "status", "players")
         self.action_refresh()
         self.set_interval(3.0, self.action_refresh)
         self.update_view()

@@ -11,7 +11,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, CursorType
 
 from solrace.engine import BoardView
 
@@ -19,6 +19,16 @@ from .render import Hit, Rendered, render_board, wants_color
 from .state import RacerStatus, RaceState
 
 BAR_WIDTH = 16
+
+
+def columned_table(table_id: str, *columns: str, cursor_type: CursorType = "row") -> DataTable[Any]:
+    """A table with its columns already there: a screen's `update_view` may add rows before
+    the screen's `on_mount` runs (a server message handled while the screen mounts)."""
+    widget: DataTable[Any] = DataTable(id=table_id, cursor_type=cursor_type)
+    widget.add_columns(*columns)
+    return widget
+
+
 STATE_STYLES = {
     "finished": "bold green",
     "playing": "",

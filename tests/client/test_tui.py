@@ -7,7 +7,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from textual import events
+from textual.app import App
+from textual.message import Message
+from textual.widgets import DataTable
 
+from solrace.client.app import run_app
 from solrace.client.bots import Bot
 from solrace.client.connection import Connection
 from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
@@ -249,3 +254,52 @@ async def test_play_without_server_embeds_one_races_a_bot_and_rematches(
         await opponents.close()
         await conn.close()
         await embedded.stop()
+
+
+async def test_a_lobby_update_before_the_lobby_mounted_is_drawn_not_a_crash(
+    server_url: str, alice: Session
+) -> None:
+    """A server message can reach the app while the lobby screen is composed (its table is in
+    the DOM) but its `on_mount` has not run yet: the redraw it causes must not crash the app
+    (it did: the rows were added before the table had columns)."""
+    bob = Bot(server_url, "bob", make_strategy("greedy"))
+    await bob.connect()
+    race_id = await bob.create("klondike", 2, 600)
+    await alice.list_races()
+    assert race_id in alice.state.lobby
+    app = PlayApp(alice)
+    redrawn_early: list[bool] = []
+
+    def hook(message: Message) -> None:
+        # Before any mount handler of the lobby or its widgets has run: redraw as a server
+        # message arriving now would.
+        screen = app.screen_stack[-1] if app.screen_stack else None
+        if (
+            not redrawn_early
+            and isinstance(message, events.Mount)
+            and isinstance(screen, LobbyScreen)
+            and screen.query("#races")
+            and not screen.is_mounted
+        ):
+            redrawn_early.append(True)
+            app.redraw()
+
+    try:
+        async with app.run_test(size=(80, 24), message_hook=hook):
+            await eventually(lambda: bool(redrawn_early), what="a redraw before the mount")
+            screen = app.screen
+            assert isinstance(screen, LobbyScreen)
+            table = await widget(screen, "#races", DataTable)
+            await eventually(lambda: race_id in table.rows, what="the race listed")
+            assert len(table.columns) == 6
+        assert not app.return_code  # no crash (None: exited normally)
+    finally:
+        await bob.close()
+
+
+async def test_a_crashed_app_gives_a_non_zero_exit_status() -> None:
+    class Crashing(App[None]):
+        def on_mount(self) -> None:
+            raise ValueError("boom")
+
+    assert await run_app(Crashing(), headless=True) == 1
