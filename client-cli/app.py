@@ -22,7 +22,7 @@ from solrace.tasks import cancel_and_wait
 from .bots import Bot
 from .connection import Connection, ConnectionFailedError
 from .embedded import EmbeddedServer, EmbeddedServerError
-from .identity import EMBEDDED_KEY, NAME_RULE, connect_player, data_dir, name_problem
+from .identity import NAME_RULE, connect_player, data_dir, embedded_key, name_problem
 from .plain import PlainMode, stdin_lines
 from .replay import replay_lines
 from .session import RequestError, Session
@@ -86,8 +86,11 @@ def build_play_parser() -> argparse.ArgumentParser:
 class Opponents:
     """Bots seated by `play` on its embedded server."""
 
-    def __init__(self, url: str, strategy: str, delay_s: float) -> None:
+    def __init__(self, url: str, strategy: str, delay_s: float, *, identity_key: str) -> None:
+        """`identity_key`: the bots' key in `identity.json` (`embedded_key(folder,
+        "embedded-bot")`: the bot player of that data folder's server)."""
         self.url = url
+        self.identity_key = identity_key
         self.strategy = strategy
         self.delay_s = delay_s
         self.tasks: list[asyncio.Task[object]] = []
@@ -96,7 +99,7 @@ class Opponents:
     async def seat(self, race_id: str) -> None:
         if self.strategy == "none":
             return
-        conn = await connect_player(self.url, f"{EMBEDDED_KEY}-bot", "solrace-bot")
+        conn = await connect_player(self.url, self.identity_key, "solrace-bot")
         bot = Bot(
             self.url,
             conn.name or "solrace-bot",
@@ -133,11 +136,15 @@ async def _play(args: argparse.Namespace) -> int:
         except EmbeddedServerError as exc:
             print(printable(f"solrace play: {exc}"), file=sys.stderr)
             return 1
-        key = EMBEDDED_KEY
+        key = embedded_key(folder)
     else:
         url = args.server
         key = url
-    opponents = Opponents(url, args.bot, args.bot_delay) if embedded else None
+    opponents = (
+        Opponents(url, args.bot, args.bot_delay, identity_key=embedded_key(folder, "embedded-bot"))
+        if embedded
+        else None
+    )
     conn: Connection | None = None
     try:
         conn = await connect_player(url, key, args.name)

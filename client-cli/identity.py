@@ -4,7 +4,8 @@ The server signs a token at the first hello with a name; sending it back later p
 player, so keeping it (one JSON file, mode 0600) lets an identity survive restarts. The folder is
 platformdirs' user config dir, or `SOLRACE_CONFIG_DIR` (tests and portable installs).
 
-`identity.json` maps a server key (its URL, or `embedded`) to that server's identities:
+`identity.json` maps a server key (its URL, or `embedded:FOLDER` for the embedded server of
+the data folder FOLDER) to that server's identities:
 
     {"ws://host:8765": {"name": "alice", "token": "v1...",
                         "players": {"alice": "v1...", "carol": "v1..."},
@@ -16,6 +17,12 @@ default without `--name`; `admin` names the separate identity `solrace tournamen
 so creating a tournament never takes over the connection of a player who is racing.
 A file that is not valid JSON is moved aside (`identity.json.bad`) with a warning, never
 overwritten.
+
+Each embedded data folder is a server of its own (its own secret and players), so its entry is
+keyed by the folder's absolute path (`embedded_key`). Older versions kept one `embedded` entry
+whatever the folder: it is still read, name by name, where a folder's entry has no token for
+the name; a token from it that the folder's server accepts is saved under the folder's key,
+one it refuses is passed over without a warning (it was another folder's).
 """
 
 from __future__ import annotations
@@ -45,7 +52,30 @@ except ImportError:  # pragma: no cover - not on Windows
     fcntl = None  # type: ignore[assignment]
 
 EMBEDDED_KEY = "embedded"
-"""Identity key of the embedded server (its port changes every run; its secret does not)."""
+"""Identity key of every embedded server in older versions (`embedded_key` now); still read."""
+EMBEDDED_PREFIX: Final = f"{EMBEDDED_KEY}:"
+
+
+def embedded_key(folder: Path, legacy: str = EMBEDDED_KEY) -> str:
+    """Identity key of the embedded server of data folder `folder` (its port changes every
+    run; its secret and players, kept in the folder, do not). `legacy` names the key older
+    versions used for every folder (`embedded-bot` for the embedded opponent)."""
+    return f"{legacy}:{folder.resolve()}"
+
+
+def legacy_key_of(key: str) -> str | None:
+    """The one key older versions used for every embedded folder (`embedded`, or
+    `embedded-bot`) if `key` is an embedded folder's key, else None."""
+    legacy, colon, _ = key.partition(":")
+    return legacy if colon and legacy in (EMBEDDED_KEY, f"{EMBEDDED_KEY}-bot") else None
+
+
+def server_text(key: str, url: str) -> str:
+    """The server in messages: an embedded server by its data folder (its port is random)."""
+    if legacy_key_of(key) is not None:
+        return f"the embedded server of the data folder {key.partition(':')[2]}"
+    return f"the server at {url}"
+
 
 FILE_NAME: Final = "identity.json"
 
@@ -311,14 +341,25 @@ async def connect_player(url: str, key: str, name: str | None, role: Role = "pla
     identity, else `<last name>-admin`). Its saved token comes first; a token the server
     refuses (4001, e.g. after its secret changed) is said on stderr and the name is asked
     for again, which works if the server no longer knows the name either. A new token is
-    saved. Raises `IdentityError` (a `ConnectionFailedError`) when neither way works."""
+    saved. Raises `IdentityError` (a `ConnectionFailedError`) when neither way works.
+
+    An embedded folder's key (`embedded_key`) without a token for the name falls back to the
+    single entry of older versions; a token from there that the server refuses was another
+    folder's: the name is asked for without a warning."""
     explicit = name is not None
+    legacy = legacy_key_of(key)
+    where = server_text(key, url)
     if name is None and role == "admin":
         name = admin_name(key) or _default_admin_name(key)
     elif name is None:
-        last = load_identity(key)
+        last = load_identity(key) or (load_identity(legacy) if legacy else None)
         name = last.name if last is not None else default_name()
     stored = load_identity(key, name)
+    from_legacy = False
+    if legacy is not None and (stored is None or not stored.token):
+        older = load_identity(legacy, name)
+        if older is not None and older.token:
+            stored, from_legacy = older, True
     refused: ConnectionFailedError | None = None
     if stored is not None and stored.token:
         conn = Connection(url, name=name, token=stored.token)
@@ -337,22 +378,27 @@ async def connect_player(url: str, key: str, name: str | None, role: Role = "pla
     except ConnectionFailedError as exc:
         if exc.error_code != "name_taken":
             raise
-        if refused is not None:
+        if refused is not None and not from_legacy:
             raise IdentityError(
-                f"the server at {url} refused the token saved for {name!r} ({refused}), and "
+                f"{where} refused the token saved for {name!r} ({refused}), and "
                 f"the name {name!r} is taken there: the server's secret may have changed. "
                 f"The saved tokens are in {identity_file()}; remove {name!r} from its "
                 f'"{key}" entry, or play as another --name'
             ) from None
         if role == "admin" and not explicit:  # a default name someone else holds
             return await connect_player(url, key, f"{name[:18]}-{secrets.token_hex(2)}", role)
+        note = (
+            f' (its token in the "{legacy}" entry of older versions is another data folder\'s)'
+            if from_legacy
+            else ""
+        )
         raise IdentityError(
-            f"name_taken: {name!r} belongs to someone else at {url} and {identity_file()} "
-            f"has no token for it; choose another --name"
+            f"name_taken: {name!r} belongs to someone else on {where} and {identity_file()} "
+            f"has no token for it{note}; choose another --name"
         ) from None
-    if refused is not None:
+    if refused is not None and not from_legacy:
         warn(
-            f"the server at {url} refused the token saved for {name!r} ({refused}); "
+            f"{where} refused the token saved for {name!r} ({refused}); "
             f"{name!r} is now a new player there (new token saved in {identity_file()})"
         )
     if conn.token:

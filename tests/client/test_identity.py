@@ -179,3 +179,87 @@ async def test_the_admin_identity_is_separate_and_not_the_default(server_url: st
     again = await connect_player(server_url, server_url, None, role="admin")
     await again.close()
     assert again.welcome is not None and again.welcome.player_id == conn.welcome.player_id
+
+
+async def play_embedded(tmp_path: Path, folder: Path) -> Child:
+    """`solrace play --plain` on the embedded server of `folder` as ann, quit once connected."""
+    child = await Child.start(
+        tmp_path, "play", "--plain", "--bot", "none", "--name", "ann", "--data-dir", str(folder)
+    )
+    try:
+        await child.expect("connected to ")
+        await child.send("quit")
+        assert await child.finish() == 0, child.output
+    finally:
+        await child.kill()
+    return child
+
+
+async def test_each_embedded_data_folder_keeps_its_own_identity(tmp_path: Path) -> None:
+    # Each data folder is a server of its own (secret, players): playing in B must not lose
+    # ann's token of A (it did: one "embedded" entry, B's token replaced A's, and A refused it
+    # with 'the name is taken there').
+    first = await play_embedded(tmp_path, tmp_path / "A")
+    await play_embedded(tmp_path, tmp_path / "B")
+    again = await play_embedded(tmp_path, tmp_path / "A")
+    assert "warning" not in again.output
+    saved = json.loads((tmp_path / "child-config" / "identity.json").read_text())
+    a, b = (f"embedded:{(tmp_path / f).resolve()}" for f in ("A", "B"))
+    assert set(saved[a]["players"]) == set(saved[b]["players"]) == {"ann"}
+    assert saved[a]["players"]["ann"] != saved[b]["players"]["ann"]
+    assert first.lines[0].endswith(" as ann") and again.lines[0].endswith(" as ann")
+
+
+async def test_the_single_embedded_entry_of_older_versions_is_still_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from solrace.client.embedded import EmbeddedServer
+    from solrace.client.identity import EMBEDDED_KEY, embedded_key
+
+    async def player_in(folder: Path, key: str, name: str) -> str:
+        embedded = EmbeddedServer(folder)
+        url = await embedded.start()
+        try:
+            return await player_of_key(url, key, name)
+        finally:
+            await embedded.stop()
+
+    # An older version played as ann in A and kept her token under "embedded".
+    ann_in_a = await player_in(tmp_path / "A", EMBEDDED_KEY, "ann")
+    # Now: A's server takes that token (ann stays ann) and it is saved under A's key.
+    assert await player_in(tmp_path / "A", embedded_key(tmp_path / "A"), "ann") == ann_in_a
+    assert known_players(embedded_key(tmp_path / "A")) == {"ann": ann_in_a}
+    # B's server refuses it (another secret): ann is a new player of B, without a warning.
+    ann_in_b = await player_in(tmp_path / "B", embedded_key(tmp_path / "B"), "ann")
+    assert ann_in_b != ann_in_a
+    assert "warning" not in capsys.readouterr().err
+    assert await player_in(tmp_path / "A", embedded_key(tmp_path / "A"), "ann") == ann_in_a
+
+
+async def test_a_refused_embedded_token_names_the_data_folder(tmp_path: Path) -> None:
+    from solrace.client.embedded import EmbeddedServer
+    from solrace.client.identity import embedded_key
+
+    folder = tmp_path / "A"
+    key = embedded_key(folder)
+    embedded = EmbeddedServer(folder)
+    url = await embedded.start()
+    try:
+        dave = await player_of_key(url, key, "dave")
+        save_identity(key, Identity("dave", f"v1.{dave}.not-the-signature"))
+        with pytest.raises(IdentityError) as refused:
+            await connect_player(url, key, "dave")
+    finally:
+        await embedded.stop()
+    text = str(refused.value)
+    assert text.startswith(f"the embedded server of the data folder {folder.resolve()} refused")
+    assert url not in text
+
+
+async def player_of_key(url: str, key: str, name: str) -> str:
+    conn = await connect_player(url, key, name)
+    try:
+        assert conn.welcome is not None and conn.welcome.player_id is not None
+        return conn.welcome.player_id
+    finally:
+        await conn.close()

@@ -210,15 +210,17 @@ async def test_play_without_server_embeds_one_races_a_bot_and_rematches(
 ) -> None:
     from solrace.client.app import Opponents
     from solrace.client.embedded import EmbeddedServer
-    from solrace.client.identity import EMBEDDED_KEY, connect_player
+    from solrace.client.identity import connect_player, embedded_key
 
     embedded = EmbeddedServer(tmp_path / "embedded", countdown_s=0.1)
     url = await embedded.start()
     # A move every 0.25 s keeps the bot inside the server's rate budget, as `play`'s default
     # does (faster, its link is closed over budget and comes back: test_opponent.py). Still
     # playing when the person resigns, it resigns too: alone.
-    opponents = Opponents(url, "greedy", 0.25)
-    conn = await connect_player(url, EMBEDDED_KEY, "newbie")
+    opponents = Opponents(
+        url, "greedy", 0.25, identity_key=embedded_key(embedded.folder, "embedded-bot")
+    )
+    conn = await connect_player(url, embedded_key(embedded.folder), "newbie")
     session = Session(conn)
     conn.recv_nowait()
     pump = asyncio.create_task(session.pump())
