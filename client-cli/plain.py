@@ -258,8 +258,7 @@ class PlainMode:
             await asyncio.wait({reading, closing, stopping}, return_when=asyncio.FIRST_COMPLETED)
             interrupted = stopped.is_set() and not reading.done()
         except asyncio.CancelledError:
-            line = self.leaving_line()
-            if line is not None:
+            for line in self.leaving_lines():
                 self.say(line)
             raise
         finally:
@@ -297,7 +296,7 @@ class PlainMode:
 
     async def quit(self) -> None:
         """`quit` or the end of the input: the open races this player created are left (no
-        one should join a race nobody will play); a live race still held says what becomes
+        one should join a race nobody will play); each live race still held says what becomes
         of it, as Ctrl-C does."""
         me = self.session.me
         for race_id in list(self._created):
@@ -314,15 +313,21 @@ class PlainMode:
             if self.race_id == race_id:
                 self.race_id = None
             self.say(f"left race {race_id}")
-        line = self.leaving_line()
-        if line is not None:
+        for line in self.leaving_lines():
             self.say(line)
 
-    def leaving_line(self) -> str | None:
-        """What leaving now does to the current race (the program is interrupted), or None."""
-        race = self.race
+    def leaving_lines(self) -> list[str]:
+        """What leaving now does to each live race this player still holds here (the program
+        ends), the current race last."""
+        races = [r for r in self.session.state.races.values() if r.race_id != self.race_id]
+        if self.race is not None:
+            races.append(self.race)
+        return [line for race in races if (line := self.leaving_line(race)) is not None]
+
+    def leaving_line(self, race: RaceState) -> str | None:
+        """What leaving now does to `race`, or None if this player holds no seat in it."""
         me = self.session.me
-        if race is None or not race.is_live or me is None or me not in race.racers:
+        if not race.is_live or me is None or me not in race.racers:
             return None
         if race.racers[me].state not in ("joined", "playing"):
             return None
