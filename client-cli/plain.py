@@ -91,6 +91,12 @@ def _on_stop_signals(stopped: asyncio.Event, got: list[int]) -> list[signal.Sign
     return installed
 
 
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """Mark a task's failure as seen: its awaiters (if any are left) report it."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _forget_stop_signals(signals: list[signal.Signals]) -> None:
     loop = asyncio.get_running_loop()
     for signum in signals:
@@ -145,6 +151,8 @@ class PlainMode:
         #: Races this program created: those still open are left on `quit`.
         self._created: set[str] = set()
         self._status: dict[str, str] = {}
+        #: The one `quit` (the end of the input and a stop signal may both ask for it).
+        self._quitting: asyncio.Task[None] | None = None
         session.listeners.append(self.on_event)
 
     def say(self, text: str) -> None:
@@ -256,7 +264,7 @@ class PlainMode:
         signals = _on_stop_signals(stopped, got)
         try:
             await asyncio.wait({reading, closing, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            interrupted = stopped.is_set() and not reading.done()
+            interrupted = stopped.is_set()
         except asyncio.CancelledError:
             for line in self.leaving_lines():
                 self.say(line)
@@ -268,6 +276,8 @@ class PlainMode:
             return EXIT_CLOSED
         if interrupted:
             # Stopped by a signal: as on `quit`, its open races are left; then 128 + signal.
+            # The end of the input may have begun quitting already (a closed terminal ends
+            # the input as it sends SIGHUP): `quit` runs once, this waits for it.
             with contextlib.suppress(LinkClosedError):
                 await self.quit()
             return 128 + got[0]
@@ -297,7 +307,14 @@ class PlainMode:
     async def quit(self) -> None:
         """`quit` or the end of the input: the open races this player created are left (no
         one should join a race nobody will play); each live race still held says what becomes
-        of it, as Ctrl-C does."""
+        of it, as Ctrl-C does. It runs once: a later call (a stop signal while the end of
+        the input quits) waits for the first, whose reader may be cancelled meanwhile."""
+        if self._quitting is None:
+            self._quitting = asyncio.ensure_future(self._quit())
+            self._quitting.add_done_callback(_retrieve)
+        await asyncio.shield(self._quitting)
+
+    async def _quit(self) -> None:
         me = self.session.me
         for race_id in list(self._created):
             race = self.session.state.races.get(race_id)

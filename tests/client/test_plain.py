@@ -117,6 +117,52 @@ async def test_a_stop_signal_leaves_the_open_races_as_quit_does(
             await lister.close()
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+async def test_sighup_and_sigterm_leave_a_race_of_create_without_a_false_error(
+    server_url: str, tmp_path: Path, signum: signal.Signals
+) -> None:
+    # SIGHUP printed `error: no live race 'r…' (unknown_race)` between the cancellation and
+    # `left race`, as SIGTERM did too when the input ended with it (in about a third of the
+    # runs: see the next test for the same in this process, every time).
+    player = await Child.start(
+        tmp_path,
+        *("play", "--plain", "--server", server_url, "--name", "hal"),
+        *("--create", "klondike", "--seats", "2"),
+    )
+    try:
+        race_id = (await player.expect("created")).split()[1]
+        await player.send("list")  # answered: the commands run, the signals are handled
+        listed = await player.expect(f"{race_id} klondike open 1/2")
+        # A closed terminal: the input ends and the hangup comes at once. The end of the
+        # input's `quit` and the signal's both sent a leave; the second was refused.
+        assert player.proc.stdin is not None
+        player.proc.stdin.close()
+        player.proc.send_signal(signum)
+        assert await player.finish() == 128 + signum
+    finally:
+        await player.kill()
+    after = player.lines[player.lines.index(listed) + 1 :]
+    assert after == ["race cancelled", f"left race {race_id}"]
+
+
+async def test_quit_asked_twice_at_once_leaves_once(server_url: str) -> None:
+    """A closed terminal ends the input (`quit`) and sends SIGHUP (`quit` again) together:
+    both left the race, and the second leave's refusal printed as `error: no live race
+    'r…' (unknown_race)` (with `left race` twice). `quit` now runs once."""
+    player = await Opponent.open(server_url, "hup")
+    out = io.StringIO()
+    mode = PlainMode(player.session, out)
+    try:
+        await mode.create(["klondike", "2"])
+        race_id = mode.race_id
+        await asyncio.gather(mode.quit(), mode.quit())
+        # The server answers in order: a second leave's refusal would have come by now.
+        await player.session.list_races()
+    finally:
+        await player.close()
+    assert out.getvalue().splitlines()[1:] == ["race cancelled", f"left race {race_id}"]
+
+
 async def test_quit_says_what_becomes_of_every_race_held(server_url: str, tmp_path: Path) -> None:
     player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "ivo")
     rival = await Opponent.open(server_url, "rival")
