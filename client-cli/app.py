@@ -69,10 +69,12 @@ def build_play_parser() -> argparse.ArgumentParser:
         metavar="GAME",
         help="game against the bot (embedded): " + ", ".join(GAME_IDS),
     )
-    parser.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
+    # One race to begin with: a new one, or one to join.
+    first_race = parser.add_mutually_exclusive_group()
+    first_race.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
     parser.add_argument("--seats", type=int, default=2, help="seats of a created race")
     parser.add_argument("--time-limit", type=int, default=600, help="seconds per race")
-    parser.add_argument("--race", help="join this race id")
+    first_race.add_argument("--race", help="join this race id (not with --create)")
     parser.add_argument("--invite", help="invite code of a private race")
     parser.add_argument(
         "--bot", choices=(*STRATEGIES, "none"), default="greedy", help="embedded opponent"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
+from solrace.client.app import play_main
 from solrace.client.connection import Connection
 from solrace.client.plain import PlainMode
 from solrace.client.session import Session
@@ -185,6 +186,15 @@ async def test_quit_says_what_becomes_of_every_race_held(server_url: str, tmp_pa
     assert len(leaving) == 2, player.output
     assert leaving[0].startswith(f"leaving race {joined} before its start: your seat is given up")
     assert leaving[1].startswith(f"leaving race {created} while it is running: you forfeit")
+
+
+def test_race_and_create_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    # The race was created and --race ignored without a word.
+    with pytest.raises(SystemExit) as stopped:
+        play_main(["--plain", "--race", "r1a2b3c4d5", "--create", "klondike"])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error == "solrace play: error: argument --create: not allowed with argument --race"
 
 
 async def test_plain_mode_without_server_embeds_one_and_seats_a_bot(tmp_path: Path) -> None:
