@@ -21,20 +21,24 @@ from solrace.server.protocol.messages import (
     CreateRace,
     Error,
     JoinRace,
+    LeaveRace,
     ListRaces,
     MoveAck,
     MoveRejected,
     RaceList,
+    RaceUpdate,
     Resign,
     ServerMessage,
     StartRace,
     Welcome,
 )
+from solrace.tasks import cancel_and_wait
 
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
 from .held_deals import deal_line
 from .identity import NAME_LIMIT, NAME_RULE, name_problem
 from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
+from .plain import forget_stop_signals, on_stop_signals
 from .render import result_line
 from .state import ClientState, RaceState
 from .strategy import STRATEGIES, Strategy, make_strategy
@@ -132,9 +136,14 @@ class Bot:
 
     async def next_message(self, wait_s: float | None) -> ServerMessage | None:
         """The next server message, folded into the state; None after `wait_s` or on a link
-        change (a reconnect is counted, a closed link raises `BotError`)."""
+        change (a reconnect is counted, a closed link raises `BotError`).
+
+        Not `wait_for`: on Python 3.11 a `wait_for` cancelled just as the message came
+        returns it and drops the cancellation, so a bot stopped then (Ctrl-C) read on, and took
+        the answer to its own leave. A cancelled `timeout` leaves the message in the queue."""
         try:
-            incoming = await asyncio.wait_for(self.conn.recv(), wait_s)
+            async with asyncio.timeout(wait_s):
+                incoming = await self.conn.recv()
         except TimeoutError:
             return None
         if isinstance(incoming, StatusChange):
@@ -197,6 +206,28 @@ class Bot:
         self._resign_link = None
         self._resign_retry_at = None
         self._rejections = 0
+
+    async def leave(self, race_id: str) -> bool:
+        """Give up this bot's seat in `race_id` if that race has not started: True once the
+        server took the bot out (or cancelled the race), False if there was no seat to leave
+        (a join stopped before it was sent, or the race is under way). A join whose answer has
+        not come yet counts as a seat (the server answers in order). Refused: `BotError`."""
+        race, me = self.state.races.get(race_id), self.state.player_id
+        if race is not None and race.status not in ("open", "unknown"):
+            return False
+        await self.conn.send(LeaveRace(race_id=race_id))
+        while True:
+            message = await self.next_message(10.0)
+            if message is None:
+                raise BotError(f"{self.name}: no answer to leave_race")
+            if isinstance(message, Error) and message.request == "leave_race":
+                if message.code == "not_in_race":
+                    return False
+                raise BotError(f"{self.name}: {message.code}: {message.message}")
+            if isinstance(message, RaceUpdate) and message.race_id == race_id:
+                info = message.race
+                if info.status == "cancelled" or all(r.player_id != me for r in info.racers):
+                    return True
 
     async def start(self) -> None:
         if self.race_id is not None:
@@ -353,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="solrace bot",
         description="Run one or many bot players against a race server. With --create the "
         "first bot creates the race and prints 'race ID'; the others join it. With --race "
-        "every bot joins that race; with neither, they join the first open race.",
+        "every bot joins that race; with neither, they join the first open race. Stopped (Ctrl-C, "
+        "SIGTERM, SIGHUP), the bots leave their race if it has not started.",
     )
     parser.add_argument("--server", required=True, help="server URL, e.g. ws://127.0.0.1:8765")
     parser.add_argument("--strategy", choices=STRATEGIES, default="greedy")
@@ -398,7 +430,71 @@ def numbered(stem: str, number: int) -> str:
 
 
 async def run_bots(args: argparse.Namespace) -> int:
-    bots = [
+    """The bots of `solrace bot`, to the end of their race (0) or a failure (1). Stopped by
+    Ctrl-C (KeyboardInterrupt, from `asyncio.run`'s cancellation), SIGTERM or SIGHUP (128 +
+    the signal), they first leave their race if it has not started: nobody should join a
+    race of bots that are gone."""
+    bots = _make_bots(args)
+    stopped = asyncio.Event()
+    got: list[int] = []
+    signals = on_stop_signals(stopped, got)
+    race_of: list[str] = []  # the bots' race, once known
+    racing = asyncio.create_task(_race(args, bots, race_of), name="solrace-bots")
+    stopping = asyncio.create_task(stopped.wait(), name="solrace-bots-stopped")
+    try:
+        try:
+            await asyncio.wait({racing, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # Ctrl-C
+            await cancel_and_wait((racing, stopping))
+            await _leave_on_stop(bots, race_of[0] if race_of else None)
+            raise
+        if not racing.done():
+            await cancel_and_wait((racing,))
+            await _leave_on_stop(bots, race_of[0] if race_of else None)
+            return 128 + got[0]
+        return racing.result()
+    finally:
+        forget_stop_signals(signals)
+        await cancel_and_wait((racing, stopping))
+        await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
+
+
+async def _leave_on_stop(bots: list[Bot], race_id: str | None) -> None:
+    """Stopped: leave the bots' race if it is open, else say it goes on without them; one
+    line."""
+    if race_id is None:
+        return
+    me = {bot.state.player_id for bot in bots}
+    creator = next(
+        (bot for bot in bots if bot.race and bot.race.info and bot.race.info.creator in me), None
+    )
+    left: list[str] = []
+    failures: list[str] = []
+    # The creator last: its leave may cancel the race for the others.
+    for bot in sorted(bots, key=lambda b: b is creator):
+        try:
+            if await bot.leave(race_id):
+                left.append(bot.name)
+        except (BotError, ConnectionFailedError) as exc:
+            failures.append(str(exc))
+    if left:
+        print(printable(f"stopped: left race {race_id} ({', '.join(left)})"), flush=True)
+    elif not failures:
+        race = bots[0].race
+        status = race.status if race is not None else "unknown"
+        print(
+            printable(
+                f"stopped: race {race_id} ({status}) goes on without the bots; the server "
+                "puts them out (gone) after its grace period"
+            ),
+            flush=True,
+        )
+    for failure in failures:
+        print(printable(f"solrace bot: cannot leave race {race_id}: {failure}"), file=sys.stderr)
+
+
+def _make_bots(args: argparse.Namespace) -> list[Bot]:
+    return [
         Bot(
             args.server,
             name,
@@ -411,6 +507,10 @@ async def run_bots(args: argparse.Namespace) -> int:
         )
         for i, name in enumerate(_names(args.name, args.count))
     ]
+
+
+async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[str]) -> int:
+    """Connect, create or find the race (its id goes into `race_of`), join, play."""
     try:
         await asyncio.gather(*(bot.connect() for bot in bots))
         if args.create:
@@ -432,6 +532,7 @@ async def run_bots(args: argparse.Namespace) -> int:
                 return 1
             race_id = found
             others = bots
+        race_of.append(race_id)
         for bot in others:
             await bot.join(race_id, args.invite)
         if not args.create:  # said once joined: a race that refuses them is not announced
@@ -442,8 +543,6 @@ async def run_bots(args: argparse.Namespace) -> int:
     except (ConnectionFailedError, BotError) as exc:
         print(printable(f"solrace bot: {exc}"), file=sys.stderr)
         return 1
-    finally:
-        await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
     race = bots[0].race
     if race is not None and race.results is not None:
         for entry in race.results:

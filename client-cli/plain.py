@@ -70,7 +70,7 @@ DEFAULT_GRACE_S: Final = 60
 EXIT_CLOSED: Final = 1
 
 
-def _on_stop_signals(stopped: asyncio.Event, got: list[int]) -> list[signal.Signals]:
+def on_stop_signals(stopped: asyncio.Event, got: list[int]) -> list[signal.Signals]:
     """SIGTERM and SIGHUP set `stopped` (noting which in `got`) instead of killing the
     program at once; the signals it could handle (the main thread only, not on Windows)."""
     loop = asyncio.get_running_loop()
@@ -97,7 +97,7 @@ def _retrieve(task: asyncio.Task[None]) -> None:
         task.exception()
 
 
-def _forget_stop_signals(signals: list[signal.Signals]) -> None:
+def forget_stop_signals(signals: list[signal.Signals]) -> None:
     loop = asyncio.get_running_loop()
     for signum in signals:
         loop.remove_signal_handler(signum)
@@ -261,7 +261,7 @@ class PlainMode:
         got: list[int] = []  # SIGTERM or SIGHUP (a service stop, a closed terminal)
         stopped = asyncio.Event()
         stopping = asyncio.create_task(stopped.wait(), name="solrace-plain-stopped")
-        signals = _on_stop_signals(stopped, got)
+        signals = on_stop_signals(stopped, got)
         try:
             await asyncio.wait({reading, closing, stopping}, return_when=asyncio.FIRST_COMPLETED)
             interrupted = stopped.is_set()
@@ -270,7 +270,7 @@ class PlainMode:
                 self.say(line)
             raise
         finally:
-            _forget_stop_signals(signals)
+            forget_stop_signals(signals)
             await cancel_and_wait((reading, closing, stopping))
         if self.closed.is_set() or self.session.closed is not None:
             return EXIT_CLOSED

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from pathlib import Path
 
-from solrace.client.bots import numbered
+import pytest
+
+from solrace.client.bots import Bot, first_open_race, numbered
 from solrace.client.identity import name_problem
+from solrace.client.strategy import make_strategy
 from solrace.server.app import App
 
 from .process import Child
@@ -144,3 +149,29 @@ async def test_a_race_the_bots_cannot_join_is_not_announced(
     finally:
         await bots.kill()
     assert len(bots.lines) == 1 and "unknown_race" in bots.lines[0], bots.output
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+async def test_a_stopped_bot_leaves_its_open_race(
+    server_url: str, tmp_path: Path, signum: signal.Signals, status: int
+) -> None:
+    # The open race stayed in the lobby, joinable, with a bot that was gone.
+    bots = await Child.start(
+        tmp_path,
+        *("bot", "--server", server_url, "--create", "klondike", "--seats", "3", "--count", "2"),
+    )
+    lister = Bot(server_url, "lister", make_strategy("greedy"))
+    try:
+        race_id = (await bots.expect("race r")).split()[1]
+        bots.proc.send_signal(signum)
+        assert await asyncio.wait_for(bots.proc.wait(), 30) == status
+        await bots.finish()
+        await lister.connect()
+        assert await first_open_race(lister.conn, lister.state) is None, bots.output
+    finally:
+        await bots.kill()
+        await lister.close()
+    assert len(bots.lines) == 2, bots.output
+    line = bots.lines[1]
+    assert line.startswith(f"stopped: left race {race_id} (bot-"), bots.output
+    assert line.count("bot-") == 2  # both bots, in one line
