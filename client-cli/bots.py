@@ -401,7 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--name",
         default=None,
-        help=f"bot name (numbered when --count > 1): {NAME_RULE}",
+        help=f"bot name (numbered when --count > 1): {NAME_RULE}. Bots keep no token: a "
+        "name taken on the server (by anyone, a bot of an earlier run too) gets a random "
+        "suffix, and a line on stderr says the name the bot plays as",
     )
     parser.add_argument(
         "--delay",
@@ -511,8 +513,17 @@ def _make_bots(args: argparse.Namespace) -> list[Bot]:
 
 async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[str]) -> int:
     """Connect, create or find the race (its id goes into `race_of`), join, play."""
+    asked = [bot.name for bot in bots]
     try:
         await asyncio.gather(*(bot.connect() for bot in bots))
+        for bot, name in zip(bots, asked, strict=True):
+            if bot.name != name:  # taken: `Bot.connect` added a suffix (bots keep no token)
+                taken = f"the name {name!r} is taken on {args.server}"
+                print(
+                    printable(f"solrace bot: {taken}: this bot plays as {bot.name!r}"),
+                    file=sys.stderr,
+                    flush=True,
+                )
         if args.create:
             race_id = await bots[0].create(
                 args.create,

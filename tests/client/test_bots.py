@@ -175,3 +175,23 @@ async def test_a_stopped_bot_leaves_its_open_race(
     line = bots.lines[1]
     assert line.startswith(f"stopped: left race {race_id} (bot-"), bots.output
     assert line.count("bot-") == 2  # both bots, in one line
+
+
+async def test_a_bot_whose_name_is_taken_says_the_name_it_plays_as(
+    server_url: str, tmp_path: Path
+) -> None:
+    alice = Bot(server_url, "alice", make_strategy("greedy"))
+    await alice.connect()
+    bots = await Child.start(
+        tmp_path, "bot", "--server", server_url, "--name", "alice", "--create", "klondike"
+    )
+    try:
+        said = await bots.expect("is taken")
+        await bots.expect("race r")
+        bots.proc.send_signal(signal.SIGTERM)
+        assert await bots.finish() == 143
+    finally:
+        await bots.kill()
+        await alice.close()
+    prefix = f"solrace bot: the name 'alice' is taken on {server_url}: this bot plays as 'alice-"
+    assert said.startswith(prefix), bots.output
