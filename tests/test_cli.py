@@ -89,9 +89,20 @@ def test_main_in_process_returns_the_command_status(capsys: pytest.CaptureFixtur
     assert main(["no-such-command"]) == 2
 
 
+#: `solrace ARGS` with Ctrl-C raising KeyboardInterrupt, as in a terminal: a job started in
+#: the background of a shell script (as a CI runner may be) has SIGINT ignored, and so would
+#: the command it starts.
+AS_IN_A_TERMINAL = [
+    sys.executable,
+    "-c",
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'solrace'; runpy.run_module('solrace.cli', run_name='__main__')",
+]
+
+
 def test_ctrl_c_ends_the_engine_loop_quietly() -> None:
     engine = subprocess.Popen(
-        [*SOLRACE, "engine"],
+        [*AS_IN_A_TERMINAL, "engine"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
