@@ -52,16 +52,17 @@ class Claim(BaseModel):
 
 class ClaimRelay:
     """This node's end of the `claims` channel: `claimant(player)` is this node's latest
-    connection of the player (or None); `replaced(player, session)` closes it, another
-    node's being later; `confirmed(player, session)` is told when it is the latest so far
-    (its races name it as their holder)."""
+    connection of the player (or None); `replaced(player, session, claim)` closes it,
+    `claim` (another node's) being later; `confirmed(player, session)` is told when it is the
+    latest so far (its races name it as their holder). Both are awaited in the order of the
+    claims: a node's races are handed over after it held them, never before."""
 
     def __init__(
         self,
         broker: Broker,
         node_id: str,
         claimant: Callable[[str], Session | None],
-        replaced: Callable[[str, Session], None],
+        replaced: Callable[[str, Session, Claim], Awaitable[None]],
         confirmed: Callable[[str, Session], Awaitable[None]],
     ) -> None:
         self.broker = broker
@@ -110,7 +111,7 @@ class ClaimRelay:
                 await self.confirmed(player_id, local)
         elif self._confirmed.get(player_id) == local.session_id:
             del self._confirmed[player_id]
-            self.replaced(player_id, local)
+            await self.replaced(player_id, local, claim)
 
 
 __all__ = ["CHANNEL", "Claim", "ClaimRelay"]

@@ -26,7 +26,7 @@ from solrace.engine import (
     random_ranked_number,
 )
 from solrace.server.broker import Broker
-from solrace.server.claims import ClaimRelay
+from solrace.server.claims import Claim, ClaimRelay
 from solrace.server.hub_moves import MoveHandler
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
@@ -77,7 +77,7 @@ from solrace.server.race_sync import (
     own_board,
 )
 from solrace.server.runtime import RaceRuntime
-from solrace.server.session import Session, holder_name
+from solrace.server.session import Session, holder_name, holder_of_session
 from solrace.server.settings import Settings
 from solrace.server.store import NameTakenError, Store, StoreError
 
@@ -317,13 +317,21 @@ class Hub:
             except RaceError as exc:
                 log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
 
-    def _replaced_elsewhere(self, player_id: str, session: Session) -> None:
-        """A connection of the player on another node came after `session` (`ClaimRelay`):
-        it closes (4003) without marking the player away, who is connected there."""
+    async def _replaced_elsewhere(self, player_id: str, session: Session, claim: Claim) -> None:
+        """A connection of the player on another node (`claim`'s) came after `session`
+        (`ClaimRelay`): `session` closes (4003) without marking the player away, and the
+        races it held are handed to the new one, so that its close marks the player away
+        (this node's hold of them may have been stored after the other node's)."""
         del self._claims[player_id]
         if self.players.get(player_id) is session:
             del self.players[player_id]
         session.close(CloseCode.REPLACED, "connected again elsewhere")
+        old, new = self.holder_of(session), holder_of_session(claim.node, claim.session)
+        for runtime in self.keeper.live_races_of(player_id):
+            try:
+                await self.apply_to_race(runtime, lambda race: race.hand_over(player_id, old, new))
+            except RaceError as exc:
+                log.warning("race %s: %s not handed over: %s", runtime.race_id, player_id, exc)
 
     async def _hold_races(self, player_id: str, session: Session) -> None:
         """`session` is the player's latest connection across the nodes (`ClaimRelay`): its

@@ -56,4 +56,9 @@ class Session(ABC):
 def holder_name(node_id: str, session: Session) -> str:
     """The name of `session`'s connection in its races (`Racer.holder`): its node and the
     session, so a racer who reconnected elsewhere is not marked away from here."""
-    return f"{node_id}:{session.session_id}"
+    return holder_of_session(node_id, session.session_id)
+
+
+def holder_of_session(node_id: str, session_id: int) -> str:
+    """`holder_name` of the session numbered `session_id` on node `node_id`."""
+    return f"{node_id}:{session_id}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 STEP_S = 0.01
 """How long to yield to the event loop between two looks."""
@@ -20,4 +20,15 @@ async def eventually(
         if time.monotonic() > deadline:
             waited_for = predicate.__name__ if what is None else what
             raise AssertionError(f"timed out after {within:g} s waiting for {waited_for}")
+        await asyncio.sleep(STEP_S)
+
+
+async def eventually_async(
+    check: Callable[[], Awaitable[bool]], *, within: float = 20.0, what: str
+) -> None:
+    """`eventually` for a check that must await (a store read)."""
+    deadline = time.monotonic() + within
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within:g} s waiting for {what}")
         await asyncio.sleep(STEP_S)

@@ -477,6 +477,14 @@ class Race:
         self.check_can_move(player_id, now_ms)
         return self._set_state(self.racers[player_id], RacerState.RESIGNED, now_ms)
 
+    def hand_over(self, player_id: str, old: str, new: str) -> list[RaceEvent]:
+        """The racer's connection `old` was replaced by `new` (on another node): `new` holds
+        the racer now, if `old` still did (no event: the racer stays connected)."""
+        racer = self.racers.get(player_id)
+        if racer is not None and self.is_live and racer.holder == old:
+            racer.holder = new
+        return []
+
     def set_connected(
         self, player_id: str, connected: bool, now_ms: int, holder: str | None = None
     ) -> list[RaceEvent]:
