@@ -55,6 +55,8 @@ class LobbyFeed:
         self.followers: dict[Session, RaceList] = {}
         #: The list as last built, its frame, and when (loop time); None: to build again.
         self._current: tuple[RaceList, bytes, float] | None = None
+        #: One more at each change: a list whose reading overlapped a change is not kept.
+        self._changes = 0
         self._due: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._poller: asyncio.Task[None] | None = None
@@ -73,14 +75,18 @@ class LobbyFeed:
         kept = self._current
         if kept is not None and (self.poll_s is None or now - kept[2] < self.interval_s):
             return kept[0], kept[1]
+        changes = self._changes
         races = await self.list_races()
         frame = encode(races)
-        self._current = (races, frame, now)
+        if changes == self._changes:
+            self._current = (races, frame, now)
         return races, frame
 
     def changed(self) -> None:
-        """A race's lobby, status or timing changed here: push within `interval_s`."""
+        """A race's lobby, status or timing changed here (or a change was undone): push
+        within `interval_s`."""
         self._current = None
+        self._changes += 1
         if self.followers and self._due is None:
             self._due = asyncio.get_running_loop().call_later(self.interval_s, self._push_soon)
 

@@ -671,6 +671,7 @@ class RaceKeeper:
         race = runtime.race
         version = race.version
         race.reset_to(saved)
+        self.lobby.changed()  # a list read during the failed save showed the change
         if not self.is_cluster:
             for player_id in runtime.boards:
                 runtime.restore_progress(player_id)

@@ -87,6 +87,8 @@ class RatingService:
         self.clock = clock
         #: (game, include_provisional) -> when read, and its first `LEADERBOARD_LIMIT` rows.
         self._boards: dict[tuple[str, bool], tuple[float, list[LeaderboardRow]]] = {}
+        #: Game -> races of it rated here: a board read while one was rated is not kept.
+        self._rated: dict[str, int] = {}
 
     @property
     def handlers(self) -> dict[type[Any], Handler]:
@@ -155,6 +157,7 @@ class RatingService:
             if outcome is RatingOutcome.APPLIED:
                 self._boards.pop((record.game, True), None)
                 self._boards.pop((record.game, False), None)
+                self._rated[record.game] = self._rated.get(record.game, 0) + 1
             if outcome is not RatingOutcome.STALE:
                 if outcome is RatingOutcome.APPLIED:
                     log.info("rated race %s (%d racers)", record.race_id, len(players))
@@ -168,8 +171,11 @@ class RatingService:
         now = self.clock()
         known = self._boards.get(key)
         if known is None or now - known[0] >= LEADERBOARD_FRESH_S:
+            rated = self._rated.get(message.game, 0)
             known = (now, await self._leaderboard(*key))
-            if message.game in GAME_IDS:  # a game that does not exist has no rows to keep
+            # Kept unless a race of the game was rated while it was read (it may not show),
+            # or the game does not exist (nothing to keep).
+            if message.game in GAME_IDS and rated == self._rated.get(message.game, 0):
                 self._boards[key] = known
         session.send(Leaderboard(game=message.game, entries=known[1][: message.limit]))
 

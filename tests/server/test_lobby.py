@@ -19,12 +19,13 @@ from solrace.server.protocol.messages import (
     Hello,
     JoinRace,
     LeaveRace,
+    ListRaces,
     RaceInfo,
     RaceList,
 )
 from solrace.server.protocol.records import RaceRecord
 from solrace.server.settings import Settings
-from solrace.server.store import MemoryStore
+from solrace.server.store import MemoryStore, StoreUnavailableError
 from tests.server.sessions import RecordingSession
 
 
@@ -199,3 +200,44 @@ async def test_races_still_being_stored_count_as_open() -> None:
         store.go.set()
         await creating
         assert len(hub.races) == 1
+
+
+class GatedSaves(MemoryStore):
+    """The memory store, whose race saves wait for `go` and then fail while `failing`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing = False
+        self.waiting = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
+        if self.failing:
+            self.waiting.set()
+            await self.go.wait()
+            raise StoreUnavailableError("the store is away")
+        return await super().save_race_if(race, expected)
+
+
+async def test_a_list_read_during_a_change_that_fails_is_not_kept() -> None:
+    """The list read while a join waits for its save shows bob; the save fails and the join
+    is undone: the lists after it do not show him."""
+    store = GatedSaves()
+    async with ann_and_bob(store) as (hub, ann, bob):
+        carol = RecordingSession(3)
+        await hub.handle(carol, Hello(protocol=PROTOCOL_VERSION, name="carol"))
+        await hub.handle(ann, create(seats=3))
+        (race_id,) = hub.races
+        store.failing = True
+        join = asyncio.create_task(hub.handle(bob, JoinRace(race_id=race_id)))
+        await store.waiting.wait()
+        await hub.handle(carol, ListRaces())
+        store.go.set()
+        await join
+        refused = bob.sent[-1]
+        assert isinstance(refused, Error) and refused.code == "unavailable"
+        store.failing = False
+        await hub.handle(carol, ListRaces())
+        lists = [m for m in carol.sent if isinstance(m, RaceList)]
+        assert [r.name for r in lists[0].races[0].racers] == ["ann", "bob"]  # mid-save
+        assert [r.name for r in lists[-1].races[0].racers] == ["ann"]
