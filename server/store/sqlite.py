@@ -55,6 +55,10 @@ CHECKPOINT_EVERY_S = 1.0
 LOG_RESTART_PAGES = 16_384
 #: What a log started over is cut back to (`journal_size_limit`).
 LOG_KEPT_BYTES = 64 * 2**20
+#: Before holding the writer, copies beside it go on (at most this many more) until at most
+#: `HELD_COPY_PAGES` are left: the held copy, which acks wait for, is then short.
+CATCH_UP_COPIES = 4
+HELD_COPY_PAGES = 1024
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (
@@ -360,19 +364,25 @@ class SqliteStore(SqliteCompetition):
 
     async def checkpoint(self) -> None:
         """Copy the log into the database, on the worker thread (PASSIVE: it never waits for
-        the moves' writer). If the log is still longer than `log_restart_pages`, copy the rest
-        with the writer held (moves wait, the loop runs on): copied to its end, the log starts
-        over at the next write and is cut back to `log_kept_bytes`."""
+        the moves' writer). If the log is longer than `log_restart_pages`, copy what was
+        written meanwhile, then the rest with the writer held (moves wait, the loop runs on):
+        copied to its end, the log starts over at the next write and is cut back to
+        `log_kept_bytes`."""
 
-        def passive(db: sqlite3.Connection) -> int:
-            _, pages, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            return int(pages)
+        def passive(db: sqlite3.Connection) -> tuple[int, int]:
+            _, pages, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            return int(pages), int(copied)
 
-        if await self._run(passive) <= self.log_restart_pages:
+        pages, copied = await self._run(passive)
+        if pages <= self.log_restart_pages:
             return
+        for _ in range(CATCH_UP_COPIES):  # what was written during the last copy
+            if pages - copied <= HELD_COPY_PAGES:
+                break
+            pages, copied = await self._run(passive)
         self._writer_held = True
         try:
-            await self._run(passive)  # the rest: what was written during the first copy
+            await self._run(passive)  # the rest, with nothing written meanwhile
         finally:
             self._writer_held = False
             if self._pending and self._flush_due is None:
