@@ -303,6 +303,8 @@ class TournamentService:
         if known is not None and known.version == record.version:
             return known
         live = Live.from_record(record, self._deal)
+        if known is not None:
+            live.tournament.remember_outcomes_of(known.tournament)
         if live.tournament.phase is not Phase.FINISHED:
             self.live[tournament_id] = live
         else:
@@ -316,6 +318,7 @@ class TournamentService:
             for _ in range(SAVE_ATTEMPTS):
                 live = await self._load(tournament_id)
                 fresh = Live.from_record(live.to_record(), self._deal)  # a copy to change
+                fresh.tournament.remember_outcomes_of(live.tournament)
                 before = fresh.document()
                 try:
                     events = command(fresh)
@@ -541,7 +544,7 @@ class TournamentService:
         if not watchers or self._pushed.get(tournament_id, 0) >= live.version:
             return
         # A burst of changes (a round's races ending together) is one view a watcher reads,
-        # not one each: a 256-player Swiss's view is ~0.3 MB and ~20 ms to build.
+        # not one each: a 256-player Swiss's view is ~0.3 MB and ~30 ms to build.
         waiting = self._waiting.get(tournament_id)
         if waiting is not None:
             if waiting[0].version < live.version:

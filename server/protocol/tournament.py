@@ -87,21 +87,22 @@ DealSource = Callable[[int, int], str]
 
 @dataclass(frozen=True)
 class _Scored:
-    """A match's outcome and what it was scored from: the match, its races and forfeits (the
+    """A match's outcome and what it was scored from: its players, races and forfeits (the
     seeds and rules it also depends on are fixed once the tournament starts)."""
 
-    match: Match
+    players: tuple[PlayerId, ...]
     races: tuple[RaceResult, ...]
     forfeited: frozenset[PlayerId]
     outcome: MatchOutcome | None
 
     def scores(self, match: Match) -> bool:
-        """Whether `match` is still as it was scored (the same races, in the same order)."""
+        """Whether `match` is as it was scored: the same players, forfeits and races, in the
+        same order (the same objects, or equal ones in a copy loaded since)."""
         races = match.races
         return (
-            match is self.match
+            match.players == self.players
             and len(races) == len(self.races)
-            and all(a is b for a, b in zip(races, self.races, strict=True))
+            and all(a is b or a == b for a, b in zip(races, self.races, strict=True))
             and match.forfeited == self.forfeited
         )
 
@@ -508,9 +509,15 @@ class Tournament(Stored):
             return known.outcome
         outcome = self._score(match, match.races)
         self._outcomes[match.match_id] = _Scored(
-            match, tuple(match.races), frozenset(match.forfeited), outcome
+            match.players, tuple(match.races), frozenset(match.forfeited), outcome
         )
         return outcome
+
+    def remember_outcomes_of(self, earlier: Tournament) -> None:
+        """Start from the outcomes `earlier` (this tournament as loaded before: every change
+        is applied to a copy) remembered; each serves only a match still as it was scored."""
+        if earlier.tournament_id == self.tournament_id and earlier.seeds == self.seeds:
+            self._outcomes.update(earlier._outcomes)
 
     def _forfeit(self, match: Match, player: PlayerId, reason: str) -> list[TournamentEvent]:
         match.forfeited.add(player)

@@ -358,7 +358,7 @@ async def test_a_view_is_built_once_per_version_for_every_watcher(
     start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Watches and pushes of one version share one encoded view (a big tournament's view
-    costs ~20 ms to build: a client watching in a loop must not make the node build it)."""
+    costs ~30 ms to build: a client watching in a loop must not make the node build it)."""
     app = await start_server(**FAST)
     admin = await connect(app, "director")
     tid = (await create(admin, "swiss")).tournament_id

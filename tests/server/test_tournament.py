@@ -459,7 +459,8 @@ def test_correction_can_reopen_a_match_or_void_later_races() -> None:
 
 def test_remembered_outcomes_follow_corrections_and_forfeits() -> None:
     """`outcome_of` remembers a match's outcome: a race added, a result corrected or a
-    forfeit scores it again, and every view equals one of the same state loaded afresh."""
+    forfeit scores it again, and every view equals one of the same state loaded afresh, with
+    nothing remembered or with what an earlier copy remembered (as the service loads)."""
     t, events = started(FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 4)
     one, two = of_type(events, RaceRequested)
     a, b = one.players
@@ -467,9 +468,16 @@ def test_remembered_outcomes_follow_corrections_and_forfeits() -> None:
     assert rnd is not None
     match, other = rnd.matches[one.match_id], rnd.matches[two.match_id]
 
+    earlier = roundtrip(t)
+    view_of(earlier)  # it remembers the outcomes of this state
+
     def outcome_winner(m: Match) -> PlayerId | None:
         outcome = t.outcome_of(m)
-        assert view_of(t) == view_of(roundtrip(t))
+        view = view_of(t)
+        assert view == view_of(roundtrip(t))
+        carried = roundtrip(t)
+        carried.remember_outcomes_of(earlier)  # remembered before the change
+        assert view_of(carried) == view
         return None if outcome is None else outcome.winner
 
     t.record_race(one.match_id, 1, result_for([a, b]), now=6.0)
