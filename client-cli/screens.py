@@ -359,6 +359,11 @@ class RaceScreen(Screen[None]):
             return
         event.stop()
         candidates = [s for s in shorts if s.startswith(self.keys)]
+        if not candidates:  # `t9` in a game of seven columns: said now, not waited on
+            self.message = f"no pile {self.keys} in this game"
+            self.keys = ""
+            self.update_view()
+            return
         if self.keys in shorts and (len(candidates) == 1 or char in (" ", "\r", "\n")):
             pile, self.keys = self.keys, ""
             self.pick(pile, None)

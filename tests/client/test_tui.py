@@ -72,6 +72,9 @@ async def test_lobby_create_join_and_race_to_the_end(server_url: str, alice: Ses
             await pilot.press(key)
         await pilot.press("enter")
         await eventually(lambda: "refused" in screen.message, what="refusal shown")
+        await pilot.press("t", "9")  # klondike has no t9: said at once, not waited on
+        await eventually(lambda: screen.message == "no pile t9 in this game", what="no t9")
+        assert screen.keys == ""
         racers = screen.query_one("#racers", RacersPanel)
         await eventually(lambda: "bob" in racers.text and "alice" in racers.text, what="bars")
         bot_task = asyncio.create_task(bot.play())
