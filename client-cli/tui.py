@@ -23,6 +23,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import App
 from textual.css.query import NoMatches
 from textual.message import Message
@@ -84,7 +85,39 @@ class ServerEvent(Message):
         self.incoming = incoming
 
 
-class _SessionApp(App[None]):
+#: The smallest terminal the screens are drawn for (a board beside the racers, the lobby's
+#: table and form); smaller, they are cut off, and the app says so.
+MIN_COLUMNS, MIN_LINES = 60, 20
+
+
+def cramped(width: int, height: int) -> str | None:
+    """What to tell a player whose terminal is `width` x `height`, if it is too small."""
+    if width >= MIN_COLUMNS and height >= MIN_LINES:
+        return None
+    return (
+        f"the terminal is {width}x{height}: solrace needs at least {MIN_COLUMNS}x{MIN_LINES}"
+        " (enlarge it; --plain works in any size)"
+    )
+
+
+class _RoomCheck(App[None]):
+    """An app that says (once, and again each time it becomes too small after being big
+    enough) when the terminal is smaller than its screens need."""
+
+    #: The notice last given about the terminal's size (None while it is big enough).
+    room_notice: str | None = None
+
+    def check_room(self, width: int, height: int) -> None:
+        notice = cramped(width, height)
+        if notice is not None and self.room_notice is None:
+            self.notify(notice, title="terminal too small", severity="warning", timeout=10)
+        self.room_notice = notice
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.check_room(event.size.width, event.size.height)
+
+
+class _SessionApp(_RoomCheck):
     """Shared by the play and watch apps: forwards the session's messages as events."""
 
     CSS = CSS
@@ -517,7 +550,7 @@ class WatchApp(_SessionApp):
             screen.follow_next()
 
 
-class ReplayApp(App[None]):
+class ReplayApp(_RoomCheck):
     TITLE = "solrace replay"
     CSS = CSS
 

@@ -294,3 +294,15 @@ async def test_the_replay_screen_says_why_a_replay_does_not_verify() -> None:
         assert "klondike deal #1 (commitment ✓)" in text
         assert "✗ NOT verified (1 problem: ann (p1): illegal move 't0-t1' at ply 1" in text
         assert "MISMATCH" not in text
+
+
+async def test_a_terminal_too_small_is_told() -> None:
+    app = ReplayApp(sample(MOVES), ascii=True)
+    async with app.run_test(size=(40, 12)) as pilot:
+        await eventually(lambda: app.room_notice is not None, what="the notice")
+        assert app.room_notice == (
+            "the terminal is 40x12: solrace needs at least 60x20 (enlarge it; --plain works in "
+            "any size)"
+        )
+        await pilot.resize_terminal(100, 30)
+        await eventually(lambda: app.room_notice is None, what="room again")
