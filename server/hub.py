@@ -310,12 +310,22 @@ class Hub:
         if self.claims is not None:
             self.claims.forget(player_id)
         now = self.clock()
-        holder = self.holder_of(session)
-        for runtime in self.keeper.live_races_of(player_id):
+        away = connection_change(player_id, False, now, self.holder_of(session))
+        await self._change_each(
+            self.keeper.live_races_of(player_id), away, player_id, "marked away"
+        )
+
+    async def _change_each(
+        self, runtimes: Sequence[RaceRuntime], change: Change, player_id: str, what: str
+    ) -> None:
+        """Apply `change` to each race about `player_id`; a race that refuses it (the store
+        away, the race ended meanwhile) is logged ("race R: P not <what>") and the others go
+        on."""
+        for runtime in runtimes:
             try:
-                await self.apply_to_race(runtime, connection_change(player_id, False, now, holder))
+                await self.apply_to_race(runtime, change)
             except RaceError as exc:
-                log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
+                log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
 
     async def _replaced_elsewhere(self, player_id: str, session: Session, claim: Claim) -> None:
         """A connection of the player on another node (`claim`'s) came after `session`
@@ -327,26 +337,26 @@ class Hub:
             del self.players[player_id]
         session.close(CloseCode.REPLACED, "connected again elsewhere")
         old, new = self.holder_of(session), holder_of_session(claim.node, claim.session)
-        for runtime in self.keeper.live_races_of(player_id):
-            try:
-                await self.apply_to_race(runtime, lambda race: race.hand_over(player_id, old, new))
-            except RaceError as exc:
-                log.warning("race %s: %s not handed over: %s", runtime.race_id, player_id, exc)
+        await self._change_each(
+            self.keeper.live_races_of(player_id),
+            lambda race: race.hand_over(player_id, old, new),
+            player_id,
+            "handed over",
+        )
 
     async def _hold_races(self, player_id: str, session: Session) -> None:
         """`session` is the player's latest connection across the nodes (`ClaimRelay`): its
         races name it as their holder, even if a hello on another node, applied after its
         own, named that one."""
         holder = self.holder_of(session)
-        now = self.clock()
-        for runtime in self.keeper.live_races_of(player_id):
-            racer = runtime.race.racers.get(player_id)
-            if racer is None or (racer.connected and racer.holder == holder):
-                continue
-            try:
-                await self.apply_to_race(runtime, self._connected_here(player_id, now))
-            except RaceError as exc:
-                log.warning("race %s: %s not marked back: %s", runtime.race_id, player_id, exc)
+        elsewhere = [
+            runtime
+            for runtime in self.keeper.live_races_of(player_id)
+            if (racer := runtime.race.racers.get(player_id)) is not None
+            and not (racer.connected and racer.holder == holder)
+        ]
+        back = self._connected_here(player_id, self.clock())
+        await self._change_each(elsewhere, back, player_id, "marked back")
 
     def _connected_here(self, player_id: str, now: int) -> Change:
         """The change marking the player connected, through the connection holding the
@@ -484,12 +494,9 @@ class Hub:
         )
         if player is not None:
             player_id = player.player_id
-            back = self._connected_here(player_id, now)
-            for runtime in runtimes:
-                try:
-                    await self.apply_to_race(runtime, back)
-                except RaceError as exc:
-                    log.warning("race %s: %s not marked back: %s", runtime.race_id, player_id, exc)
+            await self._change_each(
+                runtimes, self._connected_here(player_id, now), player_id, "marked back"
+            )
             # Only now does this session get its races' live events: what happened before
             # (its own return included) comes in order with the `Sync` that follows a welcome.
             if self._claims.get(player_id) is session:
@@ -762,10 +769,8 @@ class Hub:
             session.send(own_board(runtime, player_id))
         # A racer resyncing here is connected here, even if no hello announced it to this race
         # (a tournament race opened on another node): otherwise its grace period would run out.
-        try:
-            await self.apply_to_race(runtime, self._connected_here(player_id, self.clock()))
-        except RaceError as exc:
-            log.warning("race %s: %s not marked connected: %s", runtime.race_id, player_id, exc)
+        connected = self._connected_here(player_id, self.clock())
+        await self._change_each([runtime], connected, player_id, "marked connected")
 
     async def _get_replay(self, session: Session, message: GetReplay) -> None:
         frame = self._replays.get(message.race_id)
