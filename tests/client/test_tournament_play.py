@@ -324,16 +324,21 @@ async def test_the_tournament_list_names_the_champion(opened: Opened) -> None:
         )
 
 
+async def four_tournament_bots(tmp_path: Path, server: App, tid: str) -> Child:
+    """`solrace tournament bots TID --count 4` (quick moves) as a child process."""
+    return await Child.start(
+        tmp_path, "tournament", "--server", url_of(server), "bots", tid, "--count", "4",
+        "--delay", "0.01",
+    )  # fmt: skip
+
+
 async def test_tournament_bots_exit_with_the_champion_after_reconnects(
     server: App, opened: Opened, tmp_path: Path
 ) -> None:
     admin = await opened.open("director")
     tid = await create(admin, "single_elimination")
     await watching(admin, tid)
-    bots = await Child.start(
-        tmp_path, "tournament", "--server", url_of(server), "bots", tid, "--count", "4",
-        "--delay", "0.01",
-    )  # fmt: skip
+    bots = await four_tournament_bots(tmp_path, server, tid)
     try:
         await eventually(lambda: registered(admin, tid) == 4, what="four bots registered")
         await act(admin, tid, "start")
@@ -366,10 +371,7 @@ async def test_tournament_bots_say_what_goes_on(
     admin = await opened.open("director")
     tid = await create(admin, "single_elimination")
     await watching(admin, tid)
-    bots = await Child.start(
-        tmp_path, "tournament", "--server", url_of(server), "bots", tid, "--count", "4",
-        "--delay", "0.01",
-    )  # fmt: skip
+    bots = await four_tournament_bots(tmp_path, server, tid)
     try:
         line = await bots.expect("bots registered")
         assert line == (

@@ -1,16 +1,21 @@
-"""In-process hub tests: a session that records what the hub sends, and a running race.
+"""In-process hub tests: a session that records what the hub sends, a running race, and a
+store whose race saves a test can hold (`HeldSaves`).
 
 `RecordingSession` implements `send` only: a frame the hub hands to `send_frame` comes back
 through `Session`'s fallback, decoded, so `sent` holds what a client would read."""
 
 from __future__ import annotations
 
+import asyncio
+
 from pydantic import BaseModel
 
 from solrace.server.hub import Hub
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
+from solrace.server.protocol.records import RaceRecord
 from solrace.server.session import Session
+from solrace.server.store import MemoryStore, StoreUnavailableError
 
 
 class RecordingSession(Session):
@@ -23,6 +28,26 @@ class RecordingSession(Session):
 
     def close(self, code: CloseCode, reason: str) -> None:
         self.closed = True
+
+
+class HeldSaves(MemoryStore):
+    """The memory store, whose race saves can be held: while `holding`, a save sets `held`
+    and waits for `release`, then fails as the store being away if `failing`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = False
+        self.failing = False
+        self.held = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
+        if self.holding:
+            self.held.set()
+            await self.release.wait()
+            if self.failing:
+                raise StoreUnavailableError("the store is away")
+        return await super().save_race_if(race, expected)
 
 
 async def start_race_of_two(

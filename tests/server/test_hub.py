@@ -25,11 +25,11 @@ from solrace.server.protocol.messages import (
     Sync,
     Welcome,
 )
-from solrace.server.protocol.records import MoveRecord, RaceRecord, RaceStatus
+from solrace.server.protocol.records import MoveRecord, RaceStatus
 from solrace.server.ratings import RatingService
 from solrace.server.settings import Settings
 from solrace.server.store import MemoryStore, StoreUnavailableError, open_store
-from tests.server.sessions import RecordingSession, start_race_of_two
+from tests.server.sessions import HeldSaves, RecordingSession, start_race_of_two
 from tests.waiting import eventually
 
 NOW_MS = 1_700_000_000_000
@@ -152,23 +152,6 @@ async def test_a_store_outage_in_hello_neither_loses_the_name_nor_half_identifie
     await store.close()
 
 
-class HeldSaves(MemoryStore):
-    """The memory store, whose next race save waits until `release` is set."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.hold = False
-        self.held = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def save_race_if(self, record: RaceRecord, expected: RaceRecord | None) -> bool:
-        if self.hold:
-            self.hold = False
-            self.held.set()
-            await self.release.wait()
-        return await super().save_race_if(record, expected)
-
-
 class ClosingSession(RecordingSession):
     def __init__(self, session_id: int) -> None:
         super().__init__(session_id)
@@ -191,7 +174,7 @@ async def test_of_two_hellos_with_one_token_at_once_the_later_replaces_the_earli
     token = next(m.token for m in alice.sent if isinstance(m, Welcome))
     await hub.disconnected(alice)
     first, second = ClosingSession(11), ClosingSession(12)
-    store.hold = True
+    store.holding = True
     hello = Hello(protocol=PROTOCOL_VERSION, token=token)
     earlier = asyncio.create_task(hub.handle(first, hello))
     await asyncio.wait_for(store.held.wait(), 5)  # the first hello is marking its race

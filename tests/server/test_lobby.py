@@ -23,10 +23,9 @@ from solrace.server.protocol.messages import (
     RaceInfo,
     RaceList,
 )
-from solrace.server.protocol.records import RaceRecord
 from solrace.server.settings import Settings
-from solrace.server.store import MemoryStore, StoreUnavailableError
-from tests.server.sessions import RecordingSession
+from solrace.server.store import MemoryStore
+from tests.server.sessions import HeldSaves, RecordingSession
 
 
 def info(race_id: str, status: str = "open") -> RaceInfo:
@@ -173,66 +172,33 @@ async def test_open_races_nobody_is_connected_to_leave_room_for_others() -> None
         assert not isinstance(bob.sent[-1], Error)
 
 
-class SlowSaves(MemoryStore):
-    """The memory store, with race writes that wait for `go` while it is not set."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.go = asyncio.Event()
-        self.go.set()
-        self.waiting = asyncio.Event()
-
-    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
-        if not self.go.is_set():
-            self.waiting.set()
-        await self.go.wait()
-        return await super().save_race_if(race, expected)
-
-
 async def test_races_still_being_stored_count_as_open() -> None:
-    store = SlowSaves()
+    store = HeldSaves()
     async with ann_and_bob(store, max_open_races=1) as (hub, ann, bob):
-        store.go.clear()
+        store.holding = True
         creating = asyncio.create_task(hub.handle(ann, create()))
-        await asyncio.wait_for(store.waiting.wait(), 5)  # ann's create is past the check
+        await asyncio.wait_for(store.held.wait(), 5)  # ann's create is past the check
         await hub.handle(bob, create())
         assert isinstance(bob.sent[-1], Error) and "lobby is full" in bob.sent[-1].message
-        store.go.set()
+        store.release.set()
         await creating
         assert len(hub.races) == 1
-
-
-class GatedSaves(MemoryStore):
-    """The memory store, whose race saves wait for `go` and then fail while `failing`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.failing = False
-        self.waiting = asyncio.Event()
-        self.go = asyncio.Event()
-
-    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
-        if self.failing:
-            self.waiting.set()
-            await self.go.wait()
-            raise StoreUnavailableError("the store is away")
-        return await super().save_race_if(race, expected)
 
 
 async def test_a_list_read_during_a_change_that_fails_is_not_kept() -> None:
     """The list read while a join waits for its save shows bob; the save fails and the join
     is undone: the lists after it do not show him."""
-    store = GatedSaves()
+    store = HeldSaves()
     async with ann_and_bob(store) as (hub, ann, bob):
         carol = RecordingSession(3)
         await hub.handle(carol, Hello(protocol=PROTOCOL_VERSION, name="carol"))
         await hub.handle(ann, create(seats=3))
         (race_id,) = hub.races
-        store.failing = True
+        store.holding = store.failing = True
         join = asyncio.create_task(hub.handle(bob, JoinRace(race_id=race_id)))
-        await store.waiting.wait()
+        await store.held.wait()
         await hub.handle(carol, ListRaces())
-        store.go.set()
+        store.release.set()
         await join
         refused = bob.sent[-1]
         assert isinstance(refused, Error) and refused.code == "unavailable"
