@@ -49,7 +49,7 @@ class EncodingSession(Session):
     def send(self, message: BaseModel) -> None:
         self.frames.append(encode(message))
 
-    def send_frame(self, message: BaseModel, frame: bytes) -> None:
+    def send_frame(self, frame: bytes) -> None:
         self.frames.append(frame)
 
     def close(self, code: CloseCode, reason: str) -> None:

@@ -89,9 +89,6 @@ log = logging.getLogger("solrace.server.hub")
 #: time).
 REPLAYS_KEPT_BYTES = 16 * 2**20
 
-#: What `send_frame` gets beside a kept replay's frame (sessions read only its type).
-_REPLAY_STAND_IN = Replay.model_construct()
-
 
 class RecentFrames:
     """Encoded messages by key, the most recently used kept within `max_bytes` in all (one
@@ -598,7 +595,7 @@ class Hub:
 
     async def _list_races(self, session: Session, message: ListRaces) -> None:
         races, frame = await self.lobby.current()
-        session.send_frame(races, frame)
+        session.send_frame(frame)
         if message.follow:
             self.lobby.follow(session, races)
         else:
@@ -787,7 +784,7 @@ class Hub:
             moves = await self.store.get_moves(record.race_id)
             frame = encode(Replay(replay=build_replay(record, moves)))
             self._replays.keep(message.race_id, frame)
-        session.send_frame(_REPLAY_STAND_IN, frame)
+        session.send_frame(frame)
 
 
 __all__ = ["Hub", "wall_clock_ms"]

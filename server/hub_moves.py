@@ -18,7 +18,7 @@ from solrace.engine import EngineError, InvalidMoveError
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.codec import encode_move_ack
 from solrace.server.protocol.errors import ErrorCode, RaceError
-from solrace.server.protocol.messages import MakeMove, MoveAck, MoveRejected
+from solrace.server.protocol.messages import MakeMove, MoveRejected
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.protocol.views import touched_pile_fields
 from solrace.server.race_sync import RaceKeeper, own_board
@@ -28,10 +28,6 @@ from solrace.server.settings import Settings
 from solrace.server.store import PlyConflictError, Store, StoreError
 
 log = logging.getLogger("solrace.server.hub")
-
-#: What `send_frame` gets beside a move ack's frame: sessions send the frame and read only the
-#: message's type (`Session.send_frame`), and building the model would cost what the frame saved.
-_ACK_STAND_IN = MoveAck.model_construct()
 
 
 class MoveHandler:
@@ -137,7 +133,7 @@ class MoveHandler:
             stuck=stuck,
         )
         board.remember_ack(message.seq, frame)
-        session.send_frame(_ACK_STAND_IN, frame)
+        session.send_frame(frame)
         self.metrics.moves_accepted.inc()
         self.metrics.ack_latency.observe(time.perf_counter() - started)
         if not (won or stuck) and self.settings.progress_interval_s > 0:

@@ -111,7 +111,7 @@ class LobbyFeed:
             elif sent != races:
                 if session.backed_up:
                     continue  # not reading: the newest list once it does (`changed`)
-                session.send_frame(races, frame)
+                session.send_frame(frame)
                 self.followers[session] = races
 
     def start(self) -> None:

@@ -418,16 +418,16 @@ class RaceKeeper:
         race_id = runtime.race_id
         batching = self.settings.progress_interval_s > 0
         batch = [
-            (m, encode(m), m.epoch, m.version, mover_of(m) if batching else None) for m in messages
+            (encode(m), m.epoch, m.version, mover_of(m) if batching else None) for m in messages
         ]
         for session in recipients:
             mark = session.versions.get(race_id)
-            for message, frame, epoch, version, mover in batch:
+            for frame, epoch, version, mover in batch:
                 if mark is not None and mark[0] == epoch and version <= mark[1]:
                     continue  # it had this version already (a catch-up overtook the batch)
                 if mover is not None and mover == session.player_id:
                     continue
-                session.send_frame(message, frame)
+                session.send_frame(frame)
                 mark = (epoch, version)
             if mark is not None:
                 session.versions[race_id] = mark
@@ -457,7 +457,7 @@ class RaceKeeper:
             for session in targets if changed is None else runtime.spectators | targets:
                 if session.player_id not in racers:
                     frame = frame or encode(message)  # once for every spectator
-                    session.send_frame(message, frame)
+                    session.send_frame(frame)
 
     def _forward(self, runtime: RaceRuntime) -> None:
         """Send this node's sessions the events they have not had, in version order (a

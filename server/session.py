@@ -27,13 +27,10 @@ class Session(ABC):
     def send(self, message: BaseModel) -> None:
         """Queue a message; never blocks (a client that does not read is closed)."""
 
-    def send_frame(self, message: BaseModel, frame: bytes) -> None:
-        """Queue `frame`, a message already encoded (`codec.encode`): a message sent to many
-        sessions, or kept for resending, is encoded once.
-
-        Send `frame` and read nothing of `message` but its type: the move ack, built as bytes
-        without its model, comes with a field-less `MoveAck` stand-in. This fallback, for a
-        session with only `send`, decodes the frame."""
+    def send_frame(self, frame: bytes) -> None:
+        """Queue `frame`, a message already encoded (`codec.encode`, or built as bytes as the
+        move ack is): a message sent to many sessions, or kept for resending, is encoded once.
+        This fallback, for a session with only `send`, decodes the frame."""
         self.send(decode_server(frame))
 
     @property

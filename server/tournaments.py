@@ -93,9 +93,6 @@ log = logging.getLogger("solrace.server.tournaments")
 
 SAVE_ATTEMPTS = 8
 
-#: What `send_frame` gets beside a view's frame (sessions read only its type): the frame is
-#: encoded once per version, not rebuilt as a model for each session.
-_VIEW_STAND_IN = TournamentView.model_construct()
 
 Handler = Callable[[Session, Any], Any]
 
@@ -495,7 +492,7 @@ class TournamentService:
         return notice
 
     def _send_view(self, session: Session, live: Live) -> None:
-        session.send_frame(_VIEW_STAND_IN, self._view_frame(live))
+        session.send_frame(self._view_frame(live))
 
     def _view_frame(self, live: Live) -> bytes:
         """`live`'s view, encoded: once per version while the tournament has watchers (a
@@ -563,7 +560,7 @@ class TournamentService:
             if session.closed:
                 watchers.discard(session)
             else:
-                session.send_frame(_VIEW_STAND_IN, frame)
+                session.send_frame(frame)
 
     def _push_waiting(self, tournament_id: str) -> None:
         live, _ = self._waiting.pop(tournament_id)

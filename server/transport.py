@@ -223,7 +223,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         if not self.closing:
             self._put(encode(message))
 
-    def send_frame(self, message: BaseModel, frame: bytes) -> None:
+    def send_frame(self, frame: bytes) -> None:
         if not self.closing:
             self._put(frame)
 
