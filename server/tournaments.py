@@ -35,6 +35,7 @@ import logging
 import random
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from solrace.engine import random_ranked_number
@@ -97,6 +98,25 @@ SAVE_ATTEMPTS = 8
 Handler = Callable[[Session, Any], Any]
 
 
+@dataclass
+class _Pushes:
+    """The views a watched tournament's watchers get: the version they last got, when the
+    next may go (at most every `tournament_view_push_s`), the newest waiting for that and
+    its timer, and the view's frame with its version (built once for every watcher)."""
+
+    pushed: int = 0
+    next_at: float = 0.0
+    waiting: Live | None = None
+    timer: asyncio.TimerHandle | None = None
+    frame: tuple[int, bytes] | None = None
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.waiting = None
+
+
 class TournamentService:
     def __init__(self, hub: Hub, ratings: RatingService, rng: random.Random | None = None) -> None:
         self.hub = hub
@@ -109,21 +129,16 @@ class TournamentService:
         self._locks: dict[str, asyncio.Lock] = {}
         self._started_at = 0.0
         self._ticker: asyncio.Task[None] | None = None
-        self._pushed: dict[str, int] = {}  # the version each tournament's watchers last got
+        #: What goes to each watched tournament's watchers (dropped with its last watcher).
+        self._pushes: dict[str, _Pushes] = {}
         #: Tournaments with a saved change still being carried out (races opened or stopped,
         #: deals released): how many such changes, and the newest version held back meanwhile.
         #: No view of them goes out until those steps are done (`_push`), so a watcher never
         #: sees a round ended whose deals are still held.
         self._settling: dict[str, int] = {}
         self._held_back: dict[str, Live] = {}
-        #: Views go out at most every `tournament_view_push_s` per tournament (`_push`): when
-        #: the next one may go, and the newest waiting for that with its timer.
-        self._next_push_at: dict[str, float] = {}
-        #: The encoded view of each watched tournament and its version (`_view_frame`).
-        self._frames: dict[str, tuple[int, bytes]] = {}
         #: Each tournament's summary for `list_tournaments` and the version it shows.
         self._summaries: dict[str, tuple[int, TournamentSummary]] = {}
-        self._waiting: dict[str, tuple[Live, asyncio.TimerHandle]] = {}
         #: Tournaments a saved change left with a race not opened or deals not released (the
         #: store was away), each as that change left it: the tick tries again.
         self._repairs: dict[str, Live] = {}
@@ -169,9 +184,8 @@ class TournamentService:
         self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-tournaments")
 
     async def stop(self) -> None:
-        for _, timer in self._waiting.values():
-            timer.cancel()
-        self._waiting.clear()
+        for pushes in self._pushes.values():
+            pushes.cancel()
         if self._ticker is not None:
             await cancel_and_wait([self._ticker])
             self._ticker = None
@@ -497,13 +511,12 @@ class TournamentService:
     def _view_frame(self, live: Live) -> bytes:
         """`live`'s view, encoded: once per version while the tournament has watchers (a
         push, the answers and the watches of one version share it)."""
-        tournament_id = live.tournament_id
-        known = self._frames.get(tournament_id)
-        if known is not None and known[0] == live.version:
-            return known[1]
+        pushes = self._pushes.get(live.tournament_id)
+        if pushes is not None and pushes.frame is not None and pushes.frame[0] == live.version:
+            return pushes.frame[1]
         frame = encode(self._view(live))
-        if tournament_id in self.watchers:
-            self._frames[tournament_id] = (live.version, frame)
+        if pushes is not None:
+            pushes.frame = (live.version, frame)
         return frame
 
     def _view(self, live: Live) -> TournamentView:
@@ -538,23 +551,23 @@ class TournamentService:
                 self._held_back[tournament_id] = live
             return
         watchers = self.watchers.get(tournament_id)
-        if not watchers or self._pushed.get(tournament_id, 0) >= live.version:
+        pushes = self._pushes.get(tournament_id)
+        if not watchers or pushes is None or pushes.pushed >= live.version:
             return
         # A burst of changes (a round's races ending together) is one view a watcher reads,
         # not one each: a 256-player Swiss's view is ~0.3 MB and ~30 ms to build.
-        waiting = self._waiting.get(tournament_id)
-        if waiting is not None:
-            if waiting[0].version < live.version:
-                self._waiting[tournament_id] = (live, waiting[1])
+        if pushes.waiting is not None:
+            if pushes.waiting.version < live.version:
+                pushes.waiting = live
             return
         loop = asyncio.get_running_loop()
-        wait = self._next_push_at.get(tournament_id, 0.0) - loop.time()
+        wait = pushes.next_at - loop.time()
         if wait > 0:
-            timer = loop.call_later(wait, self._push_waiting, tournament_id)
-            self._waiting[tournament_id] = (live, timer)
+            pushes.waiting = live
+            pushes.timer = loop.call_later(wait, self._push_waiting, pushes)
             return
-        self._next_push_at[tournament_id] = loop.time() + self.settings.tournament_view_push_s
-        self._pushed[tournament_id] = live.version
+        pushes.next_at = loop.time() + self.settings.tournament_view_push_s
+        pushes.pushed = live.version
         frame = self._view_frame(live)  # once for every watcher
         for session in list(watchers):
             if session.closed:
@@ -562,9 +575,10 @@ class TournamentService:
             else:
                 session.send_frame(frame)
 
-    def _push_waiting(self, tournament_id: str) -> None:
-        live, _ = self._waiting.pop(tournament_id)
-        self._push(live)
+    def _push_waiting(self, pushes: _Pushes) -> None:
+        live, pushes.waiting, pushes.timer = pushes.waiting, None, None
+        if live is not None:
+            self._push(live)
 
     def _answer(self, session: Session, live: Live) -> None:
         """The requester gets the view (watchers get it with their next push)."""
@@ -730,6 +744,7 @@ class TournamentService:
     async def _watch(self, session: Session, message: WatchTournament) -> None:
         live = await self._load(message.tournament_id)
         self.watchers.setdefault(live.tournament_id, set()).add(session)
+        self._pushes.setdefault(live.tournament_id, _Pushes())
         self._send_view(session, live)
 
     async def _unwatch(self, session: Session, message: UnwatchTournament) -> None:
@@ -747,12 +762,9 @@ class TournamentService:
         sessions.discard(session)
         if not sessions:
             del self.watchers[tournament_id]
-            self._pushed.pop(tournament_id, None)
-            self._next_push_at.pop(tournament_id, None)
-            self._frames.pop(tournament_id, None)
-            waiting = self._waiting.pop(tournament_id, None)
-            if waiting is not None:
-                waiting[1].cancel()
+            pushes = self._pushes.pop(tournament_id, None)
+            if pushes is not None:
+                pushes.cancel()
 
     async def _join(self, session: Session, message: JoinTournament) -> None:
         player, name = self._identity(session)
