@@ -53,9 +53,10 @@ class LobbyFeed:
         self.poll_s = poll_s
         #: Each follower and the list it was last sent.
         self.followers: dict[Session, RaceList] = {}
-        #: The list as last built, its frame, and when (loop time); None: to build again.
-        self._current: tuple[RaceList, bytes, float] | None = None
-        #: One more at each change: a list whose reading overlapped a change is not kept.
+        #: The list as last built, its frame, when its reading began (loop time) and the
+        #: changes counted then: a change since (during the reading too) makes it stale.
+        self._current: tuple[RaceList, bytes, float, int] | None = None
+        #: One more at each change (`changed`).
         self._changes = 0
         self._due: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -71,21 +72,22 @@ class LobbyFeed:
     async def current(self) -> tuple[RaceList, bytes]:
         """The list and its frame: the kept one, unless a change came since (several nodes:
         or it is `interval_s` old). `StoreError` if it must be read and cannot be."""
-        now = asyncio.get_running_loop().time()
+        now, changes = asyncio.get_running_loop().time(), self._changes
         kept = self._current
-        if kept is not None and (self.poll_s is None or now - kept[2] < self.interval_s):
+        if (
+            kept is not None
+            and kept[3] == changes
+            and (self.poll_s is None or now - kept[2] < self.interval_s)
+        ):
             return kept[0], kept[1]
-        changes = self._changes
         races = await self.list_races()
         frame = encode(races)
-        if changes == self._changes:
-            self._current = (races, frame, now)
+        self._current = (races, frame, now, changes)
         return races, frame
 
     def changed(self) -> None:
         """A race's lobby, status or timing changed here (or a change was undone): push
         within `interval_s`."""
-        self._current = None
         self._changes += 1
         if self.followers and self._due is None:
             self._due = asyncio.get_running_loop().call_later(self.interval_s, self._push_soon)

@@ -85,9 +85,10 @@ class RatingService:
         self.store = store
         self.config = config
         self.clock = clock
-        #: (game, include_provisional) -> when read, and its first `LEADERBOARD_LIMIT` rows.
-        self._boards: dict[tuple[str, bool], tuple[float, list[LeaderboardRow]]] = {}
-        #: Game -> races of it rated here: a board read while one was rated is not kept.
+        #: (game, include_provisional) -> when its reading began, how many races of the game
+        #: this node had rated then (`_rated`), and its first `LEADERBOARD_LIMIT` rows.
+        self._boards: dict[tuple[str, bool], tuple[float, int, list[LeaderboardRow]]] = {}
+        #: Game -> races of it rated here: a board read before the last one is stale.
         self._rated: dict[str, int] = {}
 
     @property
@@ -155,8 +156,6 @@ class RatingService:
             )
             outcome = await self.store.apply_rating_update(update)
             if outcome is RatingOutcome.APPLIED:
-                self._boards.pop((record.game, True), None)
-                self._boards.pop((record.game, False), None)
                 self._rated[record.game] = self._rated.get(record.game, 0) + 1
             if outcome is not RatingOutcome.STALE:
                 if outcome is RatingOutcome.APPLIED:
@@ -168,16 +167,14 @@ class RatingService:
 
     async def get_leaderboard(self, session: Session, message: GetLeaderboard) -> None:
         key = (message.game, message.include_provisional)
-        now = self.clock()
+        now, rated = self.clock(), self._rated.get(message.game, 0)
         known = self._boards.get(key)
-        if known is None or now - known[0] >= LEADERBOARD_FRESH_S:
-            rated = self._rated.get(message.game, 0)
-            known = (now, await self._leaderboard(*key))
-            # Kept unless a race of the game was rated while it was read (it may not show),
-            # or the game does not exist (nothing to keep).
-            if message.game in GAME_IDS and rated == self._rated.get(message.game, 0):
+        if known is None or now - known[0] >= LEADERBOARD_FRESH_S or known[1] != rated:
+            # A race rated while it is read makes it stale at once (it may not show).
+            known = (now, rated, await self._leaderboard(*key))
+            if message.game in GAME_IDS:  # a game that does not exist has no rows to keep
                 self._boards[key] = known
-        session.send(Leaderboard(game=message.game, entries=known[1][: message.limit]))
+        session.send(Leaderboard(game=message.game, entries=known[2][: message.limit]))
 
     async def _leaderboard(self, game: str, include_provisional: bool) -> list[LeaderboardRow]:
         rows = leaderboard(
