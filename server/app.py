@@ -10,6 +10,7 @@ import gc
 import logging
 import os
 import secrets
+import shutil
 import signal
 import socket
 import sys
@@ -196,9 +197,28 @@ def tune_gc_for_serving() -> None:
     gc.set_threshold(50_000, 50, 100)
 
 
+def first_missing_folder(path: Path) -> Path | None:
+    """The outermost folder of `path` (itself or a parent) that does not exist yet: the one
+    to remove to undo creating `path`; None if `path` exists."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
 async def run(settings: Settings) -> int:
-    app = App(fit_to_descriptors(settings))  # a process-wide limit: here, not in App
-    await app.start()
+    # A node that cannot start leaves no trace: a data folder this start created (the secret,
+    # an empty database) goes again, so a mistyped port or Redis URL is harmless to retry.
+    created = first_missing_folder(settings.data_dir.absolute())
+    try:
+        app = App(fit_to_descriptors(settings))  # a process-wide limit: here, not in App
+        await app.start()
+    except StartupError:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
     # A process-wide choice, so here and not in App (tests run many in one process).
     tune_gc_for_serving()
     stop = asyncio.Event()

@@ -107,6 +107,21 @@ def test_the_traceback_is_kept_at_debug(
     assert isinstance(record.exc_info[1].__cause__, OSError)
 
 
+def test_a_failed_start_removes_the_data_dir_it_created(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, listening_port: int
+) -> None:
+    fresh = tmp_path / "new" / "data"
+    assert serve(capsys, "--port", str(listening_port), "--data-dir", str(fresh))[0] == 1
+    assert list(tmp_path.iterdir()) == []  # "new" went too: this start made it
+    # A folder that was there before keeps what it had, and what the start added.
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes").write_text("mine")
+    assert serve(capsys, "--port", str(listening_port), "--data-dir", str(kept))[0] == 1
+    assert (kept / "notes").read_text() == "mine"
+    assert (kept / "secret").exists()
+
+
 async def test_a_failed_start_stops_what_it_started(tmp_path: Path, listening_port: int) -> None:
     app = App(Settings(port=listening_port, data_dir=tmp_path, secret="s"))
     with pytest.raises(StartupError, match="is in use"):
