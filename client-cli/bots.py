@@ -90,7 +90,8 @@ class Bot:
         self.name = name
         self.strategy = strategy
         self.delay_s = delay_s
-        self.conn = connection or Connection(url, name=name)
+        # A key of its own: a reconnect before the welcome came gets the same player back.
+        self.conn = connection or Connection(url, name=name, key=secrets.token_urlsafe(24))
         self.state = ClientState()
         self.race_id: str | None = None
         self.reason = ""

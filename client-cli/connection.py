@@ -204,6 +204,7 @@ class Connection:
         *,
         name: str | None = None,
         token: str | None = None,
+        key: str | None = None,
         resend_after_s: float = 2.5,
         ping_interval_s: float = 10.0,
         backoff_s: tuple[float, float] = (0.2, 5.0),
@@ -213,6 +214,9 @@ class Connection:
         self.url = url
         self.name = name
         self.token = token
+        #: The registration key sent with a new name (`Hello.key`): again on a reconnect
+        #: before the token arrived, it gets the same player back.
+        self.key = key
         self.resend_after_s = resend_after_s
         self.ping_interval_s = ping_interval_s
         self.backoff_s = backoff_s
@@ -361,7 +365,7 @@ class Connection:
             if self.token:
                 hello = Hello(protocol=PROTOCOL_VERSION, token=self.token)
             else:
-                hello = Hello(protocol=PROTOCOL_VERSION, name=self.name)
+                hello = Hello(protocol=PROTOCOL_VERSION, name=self.name, key=self.key)
         except ValidationError:
             # The entry points check --name first (`identity.name_problem`); this is the net.
             raise ConnectionFailedError(

@@ -12,9 +12,13 @@ the data folder FOLDER) to that server's identities:
                         "admin": "alice-admin"}}
 
 `players` holds every name's token, so `--name carol` then `--name alice` again finds alice's
-token; `name` (with its `token`, the layout of older versions) is the one used last, the
-default without `--name`; `admin` names the separate identity `solrace tournament create` uses,
-so creating a tournament never takes over the connection of a player who is racing.
+token; `keys` holds the registration key (`Hello.key`) of a name sent to the server whose
+token has not come back yet: kept before the hello goes, so a welcome lost to a crash or a
+dropped link costs nothing (the next run sends the same name and key and gets the player
+back); it goes once the token is saved. `name` (with its `token`, the layout of older
+versions) is the one used last, the default without `--name`; `admin` names the separate
+identity `solrace tournament create` uses, so creating a tournament never takes over the
+connection of a player who is racing.
 A file that is not valid JSON is moved aside (`identity.json.bad`) with a warning, never
 overwritten.
 
@@ -286,6 +290,50 @@ def admin_name(key: str) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def _keys(entry: dict[str, Any]) -> dict[str, str]:
+    """Name -> registration key of one server's entry (names whose token has not come)."""
+    keys = entry.get("keys")
+    if not isinstance(keys, dict):
+        return {}
+    return {n: k for n, k in keys.items() if isinstance(n, str) and isinstance(k, str)}
+
+
+def registration_key(key: str, name: str) -> str:
+    """The registration key to send with `name` to server `key`: the one kept from an earlier
+    try whose token never came, else a new one, kept before it is returned."""
+    try:
+        with _locked():
+            entries = _read()
+            entry = entries.setdefault(key, {})
+            keys = _keys(entry)
+            if name not in keys:
+                keys[name] = secrets.token_urlsafe(24)
+                entry["keys"] = keys
+                _write(entries)
+            return keys[name]
+    except OSError as exc:
+        warn(f"cannot keep the registration key in {identity_file()}: {exc}")
+        return secrets.token_urlsafe(24)
+
+
+def forget_registration_key(key: str, name: str) -> None:
+    """Drop the registration key kept for `name` on server `key` (the name is another's)."""
+    try:
+        with _locked():
+            entries = _read()
+            entry = entries.get(key, {})
+            keys = _keys(entry)
+            if keys.pop(name, None) is None:
+                return
+            if keys:
+                entry["keys"] = keys
+            else:
+                entry.pop("keys", None)
+            _write(entries)
+    except OSError as exc:
+        warn(f"cannot update {identity_file()}: {exc}")
+
+
 def save_identity(key: str, identity: Identity, role: Role = "player") -> None:
     """Keep `identity`'s token for server `key`; a player becomes the default of the next
     run without `--name`, an admin the identity of the next `tournament create`."""
@@ -310,6 +358,11 @@ def save_identity(key: str, identity: Identity, role: Role = "player") -> None:
             entry["players"] = tokens
             if admin is not None:
                 entry["admin"] = admin
+            keys = _keys(old)
+            if identity.token:
+                keys.pop(identity.name, None)
+            if keys:
+                entry["keys"] = keys
             entries[key] = entry
             _write(entries)
     except OSError as exc:
@@ -372,12 +425,13 @@ async def connect_player(url: str, key: str, name: str | None, role: Role = "pla
         else:
             save_identity(key, Identity(conn.name or name, conn.token), role)
             return conn
-    conn = Connection(url, name=name)
+    conn = Connection(url, name=name, key=registration_key(key, name))
     try:
         await conn.connect()
     except ConnectionFailedError as exc:
         if exc.error_code != "name_taken":
             raise
+        forget_registration_key(key, name)  # the name is someone else's: nothing to reclaim
         if refused is not None and not from_legacy:
             raise IdentityError(
                 f"{where} refused the token saved for {name!r} ({refused}), and "

@@ -69,7 +69,7 @@ from solrace.server.protocol.records import (
     RaceStatus,
 )
 from solrace.server.protocol.replay import build_replay
-from solrace.server.protocol.tokens import sign_token, verify_token
+from solrace.server.protocol.tokens import registered_player_id, sign_token, verify_token
 from solrace.server.race_sync import (
     Change,
     RaceKeeper,
@@ -415,6 +415,24 @@ class Hub:
             race_id = getattr(message, "race_id", None)
             self._error(session, ErrorCode.UNAVAILABLE, "store unavailable", message, race_id)
 
+    async def _register(
+        self, name: str, key: str | None, now: int
+    ) -> tuple[PlayerRecord | None, bool]:
+        """The player of a hello with `name` and no token, and whether it is new: None if the
+        name is someone else's. With the `key` that registered the name, its player again."""
+        if key is None:
+            player_id = "p" + secrets.token_hex(8)
+        else:
+            player_id = registered_player_id(key, self.secret)
+        try:
+            return await self.store.create_player(player_id, name, now), True
+        except NameTakenError:
+            if key is None:
+                return None, False
+        player = await self.store.get_player(player_id)
+        same = player is not None and player.name.casefold() == name.casefold()
+        return (player, False) if same else (None, False)
+
     async def _hello(self, session: Session, message: Hello) -> None:
         if session.said_hello:
             self._error(session, ErrorCode.ALREADY_IDENTIFIED, "one hello per connection", message)
@@ -437,17 +455,13 @@ class Hub:
                 return
             token = message.token
         elif message.name is not None:
-            try:
-                player = await self.store.create_player(
-                    "p" + secrets.token_hex(8), message.name, now
-                )
-            except NameTakenError:
+            player, created = await self._register(message.name, message.key, now)
+            if player is None:
                 self._error(
                     session, ErrorCode.NAME_TAKEN, f"{message.name!r} belongs to someone else"
                 )
                 return
             token = sign_token(player.player_id, self.secret)
-            created = True
         # The reads that may still fail come before anything changes, and a player just
         # created has no races or ratings to read: a store outage here never leaves a name
         # whose token was not sent, nor a session half identified.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
@@ -172,12 +172,20 @@ class ReplayModel(Message):
 
 class Hello(Message):
     """First message of a connection: a name (new player), a token (returning) or neither
-    (an anonymous spectator)."""
+    (an anonymous spectator). A new player may add a `key` it made up and kept: the same name
+    and key again get the same player back, should the welcome with its token be lost."""
 
     type: Literal["hello"] = "hello"
     protocol: int
     name: Name | None = None
     token: Annotated[str, Field(max_length=200)] | None = None
+    key: Annotated[str, Field(min_length=16, max_length=100)] | None = None
+
+    @model_validator(mode="after")
+    def _key_registers_a_name(self) -> Hello:
+        if self.key is not None and (self.name is None or self.token is not None):
+            raise ValueError("a key goes with a name and no token (it registers that name)")
+        return self
 
 
 class Ping(Message):

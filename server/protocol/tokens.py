@@ -1,6 +1,10 @@
 """Player tokens: the player id signed with the server's secret (HMAC-SHA256).
 
 A token proves identity on reconnect; the server stores no token, only the secret.
+
+A hello may carry a registration key the client made up: the new player's id is then derived
+from it (`registered_player_id`), so the same name and key sent again (the welcome with the
+token was lost: a crash, a dropped link) find the same player, and no one without the key can.
 """
 
 from __future__ import annotations
@@ -31,3 +35,10 @@ def verify_token(token: str, secret: bytes) -> str | None:
     if not hmac.compare_digest(expected.encode(), parts[2].encode()):
         return None
     return parts[1]
+
+
+def registered_player_id(key: str, secret: bytes) -> str:
+    """The id of the player registered with `key` on a server holding `secret`: the shape of
+    a random id ("p" and 16 hex digits), unguessable without the key."""
+    digest = hmac.new(secret, f"register.{key}".encode(), hashlib.sha256).hexdigest()
+    return "p" + digest[:16]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.client import connect
 
 from solrace.client.identity import (
     NAME_RULE,
@@ -19,9 +20,11 @@ from solrace.client.identity import (
     known_players,
     load_identity,
     name_problem,
+    registration_key,
     save_identity,
 )
-from solrace.server.protocol.messages import Hello
+from solrace.server.protocol.codec import decode_server, encode
+from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
 
 from .process import Child
 
@@ -93,6 +96,34 @@ async def test_a_stale_token_falls_back_to_the_name(server_url: str) -> None:
     stored = load_identity(server_url)
     assert stored is not None and stored.token != "v1.pgone.forged"
     await conn.close()
+
+
+async def test_a_welcome_lost_after_the_name_was_stored_costs_nothing(server_url: str) -> None:
+    """The name reached the server (stored) but its welcome never came back: the next run
+    sends the same name with the registration key kept before the hello, and gets the same
+    player (it used to be `name_taken`: the name lost for good)."""
+    key = registration_key(server_url, "alice")
+    assert registration_key(server_url, "alice") == key  # kept, not made anew
+    async with connect(server_url, compression=None) as lost:  # the first run's hello
+        await lost.send(encode(Hello(protocol=PROTOCOL_VERSION, name="alice", key=key)))
+        welcome = decode_server(await lost.recv(decode=False))
+    assert isinstance(welcome, Welcome) and welcome.player_id is not None
+    conn = await connect_player(server_url, server_url, "alice")
+    try:
+        assert conn.welcome is not None and conn.welcome.player_id == welcome.player_id
+    finally:
+        await conn.close()
+    assert known_players(server_url) == {"alice": welcome.player_id}
+    assert "keys" not in json.loads(identity_file().read_text())[server_url]  # token saved
+
+
+async def test_a_name_taken_by_someone_else_keeps_no_key(server_url: str) -> None:
+    async with connect(server_url, compression=None) as other:
+        await other.send(encode(Hello(protocol=PROTOCOL_VERSION, name="bob")))
+        assert isinstance(decode_server(await other.recv(decode=False)), Welcome)
+    with pytest.raises(IdentityError, match="name_taken"):
+        await connect_player(server_url, server_url, "bob")
+    assert "keys" not in json.loads(identity_file().read_text())[server_url]
 
 
 async def player_of(url: str, name: str | None) -> str:

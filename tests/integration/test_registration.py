@@ -1,0 +1,80 @@
+"""A new name with a registration key (`Hello.key`): the welcome with its token may be lost (a
+crash just after the name was stored, a dropped link); the same name and key get the same
+player back, and nobody without the key can."""
+
+from __future__ import annotations
+
+import secrets
+
+from solrace.server.protocol.codec import encode_raw
+from solrace.server.protocol.messages import PROTOCOL_VERSION, Error, Hello, Welcome
+from tests.integration.conftest import ClientFactory, ServerFactory
+from tests.integration.wsclient import Client
+
+
+async def registered(client: Client, name: str, key: str | None) -> Welcome | Error:
+    """The answer to a hello with `name` (and `key`): a welcome or the error."""
+    await client.send(Hello(protocol=PROTOCOL_VERSION, name=name, key=key))
+    return await client.expect((Welcome, Error))  # type: ignore[arg-type]
+
+
+async def test_the_same_name_and_key_get_the_same_player_after_a_restart(
+    start_server: ServerFactory,
+) -> None:
+    key = secrets.token_urlsafe(24)
+    server = await start_server()
+    url = f"ws://127.0.0.1:{server.port}"
+    lost = await Client.open(url)
+    first = await registered(lost, "alice", key)
+    assert isinstance(first, Welcome) and first.player_id is not None
+    await lost.close()  # as if its welcome never arrived
+    await server.stop()
+
+    server = await start_server()
+    url = f"ws://127.0.0.1:{server.port}"
+    again = await Client.open(url)
+    answer = await registered(again, "alice", key)
+    assert isinstance(answer, Welcome)
+    assert answer.player_id == first.player_id and answer.name == "alice"
+    assert answer.token is not None
+    # The token it got back works as the first one would have.
+    returning = await Client.open(url)
+    assert (await returning.hello(token=answer.token)).player_id == first.player_id
+    for each in (again, returning):
+        await each.close()
+
+
+async def test_without_the_key_the_name_stays_taken(client: ClientFactory) -> None:
+    key = secrets.token_urlsafe(24)
+    owner = await client()
+    assert isinstance(await registered(owner, "alice", key), Welcome)
+    for name, other_key in [
+        ("alice", None),
+        ("alice", secrets.token_urlsafe(24)),
+        ("ALICE", secrets.token_urlsafe(24)),
+    ]:
+        stranger = await client()
+        refusal = await registered(stranger, name, other_key)
+        assert isinstance(refusal, Error) and refusal.code == "name_taken"
+    # The key registers one name: another name with it is refused, and alice is unharmed.
+    greedy = await client()
+    refusal = await registered(greedy, "alice2", key)
+    assert isinstance(refusal, Error) and refusal.code == "name_taken"
+    case_changed = await client()
+    answer = await registered(case_changed, "Alice", key)
+    assert isinstance(answer, Welcome) and answer.name == "alice"
+
+
+async def test_a_key_without_a_name_or_with_a_token_is_refused(client: ClientFactory) -> None:
+    sloppy = await client()
+    key = "k" * 16
+    for frame in [
+        {"type": "hello", "protocol": PROTOCOL_VERSION, "key": key},
+        {"type": "hello", "protocol": PROTOCOL_VERSION, "name": "x", "token": "t", "key": key},
+        {"type": "hello", "protocol": PROTOCOL_VERSION, "name": "x", "key": "short"},
+    ]:
+        await sloppy.send_raw(encode_raw(frame))
+        error = await sloppy.expect(Error)
+        assert (error.code, error.request) == ("invalid_message", "hello")
+    # Nothing was registered or identified by those: the connection's hello is still to come.
+    assert isinstance(await registered(sloppy, "carol", key), Welcome)
