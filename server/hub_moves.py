@@ -21,7 +21,7 @@ from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import MakeMove, MoveRejected
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.protocol.views import touched_pile_fields
-from solrace.server.race_sync import RaceKeeper, own_board
+from solrace.server.race_sync import RaceKeeper, board_progress, own_board
 from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
@@ -139,7 +139,7 @@ class MoveHandler:
         if not (won or stuck) and self.settings.progress_interval_s > 0:
             self.keeper.note_progress(runtime, record)
         else:
-            await self._record_board(runtime, record, board, won=won, stuck=stuck)
+            await self._record_board(runtime, record)
 
     def _answer_again(
         self,
@@ -201,27 +201,13 @@ class MoveHandler:
             runtime.in_flight -= 1
         return True
 
-    async def _record_board(
-        self, runtime: RaceRuntime, record: MoveRecord, board: RacerBoard, *, won: bool, stuck: bool
-    ) -> None:
+    async def _record_board(self, runtime: RaceRuntime, record: MoveRecord) -> None:
         """Store the racer's board at once (a finish, a stuck board, or every move when
         progress is not batched)."""
         player_id = record.player_id
-        on, total = board.game.progress()
-        moves = board.game.ply
         try:
             await self.keeper.apply_to_race(
-                runtime,
-                lambda race: race.record_board(
-                    player_id,
-                    on_foundations=on,
-                    total=total,
-                    moves=moves,
-                    won=won,
-                    stuck=stuck,
-                    now_ms=record.at_ms,
-                ),
-                moves=[record],
+                runtime, board_progress(player_id, runtime.boards[player_id]), moves=[record]
             )
         except RaceError as exc:
             # The move is stored and acknowledged; the tick stores its finish or stuck board

@@ -103,3 +103,33 @@ async def test_a_refused_seq_answers_the_same_move_again_and_refuses_another() -
     assert isinstance(alice.sent[-1], MoveAck) and alice.sent[-1].ply == 0
     await hub.stop()
     await store.close()
+
+
+async def test_a_board_stored_at_once_keeps_when_its_count_was_reached() -> None:
+    """A stuck board is stored at once, with the moves of its batch not folded in yet: the
+    time its count on the foundations was reached (the tie-break between stuck racers) is
+    the move that reached it, not the stuck move."""
+    store = open_store("memory:")
+    await store.open()
+    settings = Settings(countdown_s=0, store="memory:", progress_interval_s=600)
+    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    now = [NOW_MS]
+    hub.clock = lambda: now[0]
+    race_id, cat, _ = await start_race_of_two(
+        hub, game="vegas-klondike", game_number="10", time_limit_s=3600
+    )
+    started = hub.races[race_id].race.started_at_ms
+    assert started is not None
+    # One pass through the stock, taking the aces it shows; the last ace at the 19th move.
+    line = ["deal"] * 6 + ["w-f2"] + ["deal"] * 7 + ["w-f3"] + ["deal"] * 3 + ["w-f0"]
+    line += ["deal"] * 7
+    for seq, move in enumerate(line):
+        now[0] = NOW_MS + 1_000 * (seq + 1)
+        await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move=move))
+    acks = [m for m in cat.sent if isinstance(m, MoveAck)]
+    assert len(acks) == len(line) and acks[-1].stuck
+    racer = hub.races[race_id].race.racers[cat.player_id or ""]
+    assert (racer.state.value, racer.on_foundations, racer.moves) == ("stuck", 3, len(line))
+    assert racer.reached_at_ms == NOW_MS + 1_000 * 19 - started
+    await hub.stop()
+    await store.close()
