@@ -192,11 +192,14 @@ class MoveHandler:
             game.undo()
             await self._settle_conflict(session, runtime, record.player_id, message)
             return False
-        except Exception as exc:
+        except StoreError as exc:  # an outage: the client may send it again
             game.undo()
             log.warning("move %s of %s not stored: %s", record.ply, record.player_id, exc)
             self._reject(session, message, ErrorCode.UNAVAILABLE, "not stored; send it again")
             return False
+        except Exception:  # a bug, not an outage: the board as stored, and the bug told
+            game.undo()
+            raise
         finally:
             runtime.in_flight -= 1
         return True

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from solrace.engine import Audience, deal
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
@@ -16,10 +18,11 @@ from solrace.server.protocol.messages import (
     MoveAck,
     MoveRejected,
 )
+from solrace.server.protocol.records import MoveRecord
 from solrace.server.protocol.views import board_for, touched_pile_models
 from solrace.server.runtime import ACKS_KEPT, UNDO_KEPT
 from solrace.server.settings import Settings
-from solrace.server.store import open_store
+from solrace.server.store import MemoryStore, open_store
 from tests.server.sessions import start_race_of_two
 
 GAME_NUMBER = "1002"
@@ -131,5 +134,29 @@ async def test_a_board_stored_at_once_keeps_when_its_count_was_reached() -> None
     racer = hub.races[race_id].race.racers[cat.player_id or ""]
     assert (racer.state.value, racer.on_foundations, racer.moves) == ("stuck", 3, len(line))
     assert racer.reached_at_ms == NOW_MS + 1_000 * 19 - started
+    await hub.stop()
+    await store.close()
+
+
+class BrokenAppends(MemoryStore):
+    """A store with a bug in `append_move` (not an outage: no `StoreError`)."""
+
+    async def append_move(self, move: MoveRecord) -> None:
+        raise TypeError("a bug in the store")
+
+
+async def test_a_store_bug_is_raised_not_told_as_an_outage() -> None:
+    """An outage is `unavailable` (send it again); a bug in the store is not: a client told
+    to resend would resend forever. The board is as stored (the move taken back) and the
+    bug goes up to the connection, which logs it and closes with 1011."""
+    store = BrokenAppends()
+    await store.open()
+    hub = Hub(store, Settings(countdown_s=0, store="memory:"), Metrics(), b"x" * 32)
+    race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
+    board = hub.races[race_id].boards[alice.player_id or ""]
+    with pytest.raises(TypeError, match="a bug in the store"):
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+    assert board.game.ply == 0
+    assert not any(isinstance(m, MoveRejected) for m in alice.sent)
     await hub.stop()
     await store.close()
