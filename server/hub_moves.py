@@ -114,10 +114,9 @@ class MoveHandler:
         )
         if not await self._store_move(session, message, runtime, record):
             return
-        on, total = game.progress()
-        board.moved(now, on)
-        board.seq_to_ply[message.seq] = record.ply
-        won = game.is_won()
+        board.record_stored(record)
+        on, total = board.on_foundations, game.total_cards
+        won = on == total
         stuck = not won and game.is_stuck()
         # A `MoveAck`, encoded without building it (`encode_move_ack` says why).
         frame = encode_move_ack(

@@ -51,21 +51,24 @@ class RacerBoard:
     def __post_init__(self) -> None:
         self.on_foundations = self.game.progress()[0]
 
-    def moved(self, at_ms: int, on_foundations: int) -> None:
-        """A move at `at_ms` left `on_foundations` cards on the foundations."""
-        self.move_times.append(at_ms)
+    def record_stored(self, move: MoveRecord) -> None:
+        """`move`, just played on `game`, is stored: keep its time, its seq (a resend is
+        answered from it) and the count on the foundations it left; forget old undo records
+        (memory per racer stays bounded however long the race)."""
+        self.move_times.append(move.at_ms)
+        self.seq_to_ply[move.seq] = move.ply
+        on_foundations = self.game.progress()[0]
         if on_foundations != self.on_foundations:
             self.on_foundations = on_foundations
-            self.count_changed_at_ms = at_ms
+            self.count_changed_at_ms = move.at_ms
+        self.trim()
 
     def remember_ack(self, seq: int, frame: bytes) -> None:
-        """Keep a stored move's ack for resends, within `ACKS_KEPT`, and forget old undo
-        records (memory per racer stays bounded however long the race)."""
+        """Keep a stored move's ack for resends, within `ACKS_KEPT`."""
         acks = self.acks
         acks[seq] = frame
         if len(acks) > ACKS_KEPT:
             del acks[next(iter(acks))]
-        self.trim()
 
     def trim(self) -> None:
         """Forget undo records beyond `UNDO_KEPT` (in bulk: a list shrinks from its front)."""
@@ -156,9 +159,7 @@ class RaceRuntime:
         game = board.game
         for move in sorted(moves, key=lambda m: m.ply):
             game.play(move.move)
-            board.moved(move.at_ms, game.progress()[0])
-            board.seq_to_ply[move.seq] = move.ply
-        board.trim()
+            board.record_stored(move)
         old = self.boards.get(player_id)
         if old is not None:
             board.lock = old.lock  # a holder of the old board's lock still serializes with us
@@ -186,9 +187,7 @@ class RaceRuntime:
             board.game.play(move.move)
         except EngineError:
             return False
-        board.moved(move.at_ms, board.game.progress()[0])
-        board.seq_to_ply[move.seq] = move.ply
-        board.trim()
+        board.record_stored(move)
         return True
 
     def restore_progress(self, player_id: str) -> None:
