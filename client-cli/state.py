@@ -37,6 +37,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentModel,
     TournamentRace,
     TournamentView,
+    tournament_of_race,
 )
 
 from .boards import apply_ack, board_from_model
@@ -393,8 +394,7 @@ class ClientState:
         notice = self.tournament_races.get(race_id)
         if notice is not None:
             return notice.tournament_id
-        head, _, number = race_id.rpartition("-")
-        return head if head.startswith("t") and number.isdigit() else None
+        return tournament_of_race(race_id)
 
     def races_to_play(self, tournament_id: str | None = None) -> list[str]:
         """Live races this player is seated in (from `welcome.active_races` and the

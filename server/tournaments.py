@@ -59,6 +59,7 @@ from solrace.server.protocol.tournament_events import (
     TournamentEvent,
 )
 from solrace.server.protocol.tournament_messages import (
+    TOURNAMENT_ID_PREFIX,
     CheckIn,
     CreateTournament,
     JoinTournament,
@@ -71,6 +72,8 @@ from solrace.server.protocol.tournament_messages import (
     TournamentView,
     UnwatchTournament,
     WatchTournament,
+    tournament_of_race,
+    tournament_race_id,
 )
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, build_view, largest_field
@@ -340,7 +343,7 @@ class TournamentService:
                 ended = [e.round_number for e in events if isinstance(e, RoundEnded)]
                 links = {}
                 for event in requested:
-                    race_id = f"{tournament_id}-{fresh.next_race}"
+                    race_id = tournament_race_id(tournament_id, fresh.next_race)
                     fresh.next_race += 1
                     fresh.links[race_id] = RaceLink(
                         event.match_id, event.round_number, event.race_number
@@ -589,10 +592,8 @@ class TournamentService:
 
     async def race_finished(self, record: RaceRecord) -> None:
         """A race ended: if it is a tournament's, its finishing order is the match's result."""
-        tournament_id, _, number = record.race_id.rpartition("-")
-        if not tournament_id.startswith("t") or not number.isdigit():
-            return
-        if record.results is None:
+        tournament_id = tournament_of_race(record.race_id)
+        if tournament_id is None or record.results is None:
             return
         cards = {PlayerId(r.player_id): r.on_foundations for r in record.results}
         groups = [[PlayerId(p) for p in g] for g in placings_of(record)]
@@ -620,8 +621,8 @@ class TournamentService:
         whether the round has ended (a race held in memory may still say its deal is held)."""
         if not record.deal_held or session.player_id is None:
             return
-        tournament_id, _, number = record.race_id.rpartition("-")
-        if not tournament_id.startswith("t") or not number.isdigit():
+        tournament_id = tournament_of_race(record.race_id)
+        if tournament_id is None:
             return
         try:
             live = await self._load(tournament_id)
@@ -675,7 +676,7 @@ class TournamentService:
                     ErrorCode.INVALID_SETTINGS, f"{field_name} {asked}: {self._field_limit(rules)}"
                 )
         grace = message.no_show_grace_s
-        tournament_id = TournamentId("t" + secrets.token_hex(3))
+        tournament_id = TournamentId(TOURNAMENT_ID_PREFIX + secrets.token_hex(3))
         try:
             tournament = Tournament.create(
                 tournament_id,

@@ -25,6 +25,23 @@ def _printable(text: str) -> str:
 
 
 TournamentIdText = Annotated[str, Field(min_length=1, max_length=32)]
+
+#: Every tournament's id starts so (a race's id never does).
+TOURNAMENT_ID_PREFIX = "t"
+
+
+def tournament_race_id(tournament_id: str, number: int) -> str:
+    """The id of a tournament's race number `number`: `<tournament id>-<number>`."""
+    return f"{tournament_id}-{number}"
+
+
+def tournament_of_race(race_id: str) -> str | None:
+    """The tournament whose race `race_id` is, by the id's shape (`tournament_race_id`);
+    None for any other race."""
+    head, _, number = race_id.rpartition("-")
+    return head if head.startswith(TOURNAMENT_ID_PREFIX) and number.isdigit() else None
+
+
 Token = Annotated[str, Field(max_length=200)]
 Label = Annotated[str, Field(max_length=64)]
 

@@ -1,4 +1,5 @@
-"""Wire models of tournaments: free text other clients are shown must be printable."""
+"""Wire models of tournaments: free text other clients are shown must be printable; a
+tournament race's id names its tournament."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ from pydantic import ValidationError
 
 from solrace.server.protocol.codec import decode_client
 from solrace.server.protocol.errors import SchemaError
-from solrace.server.protocol.tournament_messages import CreateTournament, TournamentAdmin
+from solrace.server.protocol.tournament_messages import (
+    CreateTournament,
+    TournamentAdmin,
+    tournament_of_race,
+    tournament_race_id,
+)
 
 UNPRINTABLE = [
     "\x1b[2J\x1b[31mcup",  # terminal escape sequences: clear the screen, red
@@ -55,3 +61,11 @@ def test_a_correction_s_reason_must_be_printable_too() -> None:
     assert TournamentAdmin.model_validate({**fields, "reason": "scorer error"}).reason
     with pytest.raises(ValidationError, match="non-printable"):
         TournamentAdmin.model_validate({**fields, "reason": "ok\x1b]0;pwned\x07"})
+
+
+def test_a_tournament_race_id_names_its_tournament_and_no_other_race_does() -> None:
+    race_id = tournament_race_id("t1a2b3c", 12)
+    assert race_id == "t1a2b3c-12"
+    assert tournament_of_race(race_id) == "t1a2b3c"
+    for other in ("r1a2b3c4d5e", "t1a2b3c", "t1a2b3c-", "t1a2b3c-x1", "x1a2b3c-3"):
+        assert tournament_of_race(other) is None, other
