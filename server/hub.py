@@ -319,10 +319,7 @@ class Hub:
         away, the race ended meanwhile) is logged ("race R: P not <what>") and the others go
         on."""
         for runtime in runtimes:
-            try:
-                await self.apply_to_race(runtime, change)
-            except RaceError as exc:
-                log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
+            await self.keeper.apply_or_log(runtime, change, player_id, what)
 
     async def _replaced_elsewhere(self, player_id: str, session: Session, claim: Claim) -> None:
         """A connection of the player on another node (`claim`'s) came after `session`

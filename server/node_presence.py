@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable, Mapping
 
 from solrace.server.broker import Broker, BrokerError
-from solrace.server.protocol.errors import RaceError
 from solrace.server.protocol.race import Racer
 from solrace.server.protocol.records import LIVE_STATUSES, RacerRecord
 from solrace.server.race_sync import RaceKeeper, connection_change
@@ -132,12 +131,8 @@ class NodePresence:
             await self.keeper.refresh(runtime, reload_boards=True)
             await self.keeper.catch_up_progress(runtime)
             for player_id, holder in stale:
-                try:
-                    await self.keeper.apply_to_race(
-                        runtime, connection_change(player_id, False, now, holder)
-                    )
-                except RaceError as exc:
-                    log.warning("race %s: %s not marked away: %s", runtime.race_id, player_id, exc)
+                change = connection_change(player_id, False, now, holder)
+                await self.keeper.apply_or_log(runtime, change, player_id, "marked away")
 
     async def _mark_own_racers_back(self, now: int) -> None:
         """Racers connected here whom the race has as away (another node took this one for
@@ -150,13 +145,8 @@ class NodePresence:
                 session = self.players.get(player_id)
                 if session is None or session.closed or racer.connected or racer.is_done:
                     continue
-                try:
-                    holder = holder_name(self.node_id, session)
-                    await self.keeper.apply_to_race(
-                        runtime, connection_change(player_id, True, now, holder)
-                    )
-                except RaceError as exc:
-                    log.warning("race %s: %s not marked back: %s", race.race_id, player_id, exc)
+                change = connection_change(player_id, True, now, holder_name(self.node_id, session))
+                await self.keeper.apply_or_log(runtime, change, player_id, "marked back")
 
 
 __all__ = ["NodePresence"]

@@ -614,6 +614,19 @@ class RaceKeeper:
             await self._changed(runtime, events)
         return events
 
+    async def apply_or_log(
+        self, runtime: RaceRuntime, change: Change, player_id: str, what: str
+    ) -> bool:
+        """`apply_to_race` for a change about `player_id` that nobody waits on: a refusal (the
+        store away, the race ended meanwhile) is logged ("race R: P not <what>"), not raised.
+        True if the change was applied."""
+        try:
+            await self.apply_to_race(runtime, change)
+        except RaceError as exc:
+            hub_log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
+            return False
+        return True
+
     async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
         """After this node stored `events` (once across nodes): a race it finished goes to
         the finish hooks (ratings, tournaments)."""

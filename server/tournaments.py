@@ -416,10 +416,8 @@ class TournamentService:
                 now = self.hub.clock()
                 for player, session in here:
                     self.hub.catch_up(session, runtime)  # it may have started meanwhile
-                    holder = self.hub.holder_of(session)
-                    await self.hub.apply_to_race(
-                        runtime, connection_change(player, True, now, holder)
-                    )
+                    change = connection_change(player, True, now, self.hub.holder_of(session))
+                    await self.hub.keeper.apply_or_log(runtime, change, player, "marked here")
         except (RaceError, StoreError) as exc:
             log.warning("race %s: seated players not marked here: %s", notice.race_id, exc)
         for _, session in here:
