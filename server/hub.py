@@ -290,6 +290,11 @@ class Hub:
 
     # --- sessions --------------------------------------------------------------------------
 
+    def drained(self, session: Session) -> None:
+        """`session`'s writes no longer back up: what it was passed over for meanwhile (the
+        lobby list it follows) comes again, the newest."""
+        self.lobby.drained(session)
+
     async def disconnected(self, session: Session) -> None:
         session.closed = True
         self.lobby.unfollow(session)

@@ -89,6 +89,15 @@ class LobbyFeed:
         """A race's lobby, status or timing changed here (or a change was undone): push
         within `interval_s`."""
         self._changes += 1
+        self._push_within_interval()
+
+    def drained(self, session: Session) -> None:
+        """`session` reads again after its writes backed up: a follower may have been passed
+        over meanwhile (`push`), so it gets the newest list within `interval_s`."""
+        if session in self.followers:
+            self._push_within_interval()
+
+    def _push_within_interval(self) -> None:
         if self.followers and self._due is None:
             self._due = asyncio.get_running_loop().call_later(self.interval_s, self._push_soon)
 

@@ -181,9 +181,7 @@ class WebSocketSession(Session, asyncio.Protocol):
     def resume_writing(self) -> None:
         self.writing_paused = False
         self._resume_reading()
-        lobby = self.edge.hub.lobby
-        if self in lobby.followers:
-            lobby.changed()  # it may have missed lists while it did not read: the newest
+        self.edge.hub.drained(self)
 
     @property
     def backed_up(self) -> bool:
