@@ -731,10 +731,12 @@ class Hub:
 
     # --- watching and resync ---------------------------------------------------------------
 
-    def _send_catch_up(self, session: Session, runtime: RaceRuntime, message: Sync | Watch) -> None:
+    def _send_catch_up(
+        self, session: Session, runtime: RaceRuntime, epoch: str | None, since: int | None
+    ) -> None:
+        """Send `session` the race's events after version `since` of `epoch` (a snapshot if
+        they are not all kept, or the epoch is another, or none is given)."""
         race = runtime.race
-        since = message.since_version if isinstance(message, Sync) else None
-        epoch = message.epoch if isinstance(message, Sync) else None
         missed = race.events_since(epoch, since)
         mark = session.versions.get(race.race_id)
         if missed and mark is not None and mark[0] == race.epoch and missed[0].version <= mark[1]:
@@ -752,18 +754,23 @@ class Hub:
         race = runtime.race
         mark = session.versions.get(race.race_id)
         since = mark[1] if mark is not None and mark[0] == race.epoch else 0
-        sync = Sync(race_id=race.race_id, epoch=race.epoch, since_version=since)
-        self._send_catch_up(session, runtime, sync)
+        self._send_catch_up(session, runtime, race.epoch, since)
 
-    async def _watch(self, session: Session, message: Watch | Sync) -> None:
+    async def _watch(self, session: Session, message: Watch) -> None:
         runtime = await self._runtime(message.race_id)
+        await self._start_watching(session, runtime, None, None)
+
+    async def _start_watching(
+        self, session: Session, runtime: RaceRuntime, epoch: str | None, since: int | None
+    ) -> None:
+        """`session` (not a racer of it) watches the race from version `since` of `epoch`."""
         if session.player_id is not None and session.player_id in runtime.race.racers:
             raise RaceError(ErrorCode.NOT_ALLOWED, "racers cannot watch their own race")
         for check in self.watch_checks:
             await check(session, runtime.race.record)
         runtime.spectators.add(session)
         session.watching.add(runtime.race_id)
-        self._send_catch_up(session, runtime, message)
+        self._send_catch_up(session, runtime, epoch, since)
         self.keeper.push_spectator_boards(runtime, self.clock(), only=session)
 
     async def _unwatch(self, session: Session, message: Unwatch) -> None:
@@ -775,9 +782,9 @@ class Hub:
         runtime = await self._runtime(message.race_id)
         player_id = session.player_id
         if player_id is None or player_id not in runtime.race.racers:
-            await self._watch(session, message)
+            await self._start_watching(session, runtime, message.epoch, message.since_version)
             return
-        self._send_catch_up(session, runtime, message)
+        self._send_catch_up(session, runtime, message.epoch, message.since_version)
         if player_id in runtime.boards:
             session.send(own_board(runtime, player_id))
         # A racer resyncing here is connected here, even if no hello announced it to this race
