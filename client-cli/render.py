@@ -315,7 +315,9 @@ def _draw_fanned_row(canvas: _Canvas, pile: PileView, at: tuple[int, int], cell_
     for i, card in enumerate(pile.cards):
         face, style = faces.card(card)
         items.append((face, style, Hit(short, n_up - i)))
-    if len(items) > slots:
+    if len(items) > slots and slots == 1:
+        items = items[-1:]  # room for one: the top card (the one to play), nothing folded
+    elif len(items) > slots:
         hidden = len(items) - (slots - 1)
         first = items[0][2] if items[0][2].depth == 0 else Hit(short, items[hidden][2].depth + 1)
         items = [(f"+{hidden}", STYLE_LABEL, first), *items[hidden:]]

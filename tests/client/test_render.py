@@ -149,3 +149,16 @@ def test_result_lines_say_what_their_time_is() -> None:
         "1. ann resigned 17/52, last card out at 8.700s"
     )
     assert result_line(entry("timed_out", 0, 0)) == "1. ann timed_out 0/52"
+
+
+@pytest.mark.parametrize("game_id", GAME_IDS)
+def test_any_size_down_to_the_smallest_renders_within_it(game_id: str) -> None:
+    """A board in a small share of the screen (a spectator's three boards in 80x24) is laid
+    out within its width, however cramped (a pile's row with room for one card used to fail
+    with an IndexError: `solrace watch` exited 1). Lines past the height are the widget's
+    to clip."""
+    for board in positions(game_id, 4):
+        for width in (20, 24, 27, 33, 40):
+            for height in (6, 8, 11):
+                rendered = render_board(board, width, height, unicode=False, color=False)
+                assert rendered.width <= width, (width, height)
