@@ -14,7 +14,6 @@ import logging
 import random
 import secrets
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -32,7 +31,6 @@ from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
 from solrace.server.node_presence import NodePresence
 from solrace.server.protocol.closecodes import CloseCode
-from solrace.server.protocol.codec import encode
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import (
@@ -52,7 +50,6 @@ from solrace.server.protocol.messages import (
     RaceInfo,
     RaceList,
     RateBudgetInfo,
-    Replay,
     Resign,
     StartRace,
     Sync,
@@ -68,7 +65,6 @@ from solrace.server.protocol.records import (
     RaceRecord,
     RaceStatus,
 )
-from solrace.server.protocol.replay import build_replay
 from solrace.server.protocol.tokens import registered_player_id, sign_token, verify_token
 from solrace.server.race_sync import (
     Change,
@@ -76,46 +72,13 @@ from solrace.server.race_sync import (
     connection_change,
     own_board,
 )
+from solrace.server.replays import Replays
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session, holder_name, holder_of_session
 from solrace.server.settings import Settings
 from solrace.server.store import NameTakenError, Store, StoreError
 
 log = logging.getLogger("solrace.server.hub")
-
-
-#: What the replays kept encoded may take in all (a 3,000-move race's is ~0.1 MB and ~18 ms
-#: to read and build: a client asking for it in a loop must not make the node build it each
-#: time).
-REPLAYS_KEPT_BYTES = 16 * 2**20
-
-
-class RecentFrames:
-    """Encoded messages by key, the most recently used kept within `max_bytes` in all (one
-    larger than a quarter of it is not kept)."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._frames: OrderedDict[str, bytes] = OrderedDict()
-        self._bytes = 0
-
-    def get(self, key: str) -> bytes | None:
-        frame = self._frames.get(key)
-        if frame is not None:
-            self._frames.move_to_end(key)
-        return frame
-
-    def keep(self, key: str, frame: bytes) -> None:
-        if len(frame) > self.max_bytes // 4 or key in self._frames:
-            return
-        self._frames[key] = frame
-        self._bytes += len(frame)
-        while self._bytes > self.max_bytes:
-            _, oldest = self._frames.popitem(last=False)
-            self._bytes -= len(oldest)
-
-    def __len__(self) -> int:
-        return len(self._frames)
 
 
 def wall_clock_ms() -> int:
@@ -153,7 +116,7 @@ class Hub:
         #: one closes it with 4003); `players` follows once that hello is through.
         self._claims: dict[str, Session] = {}
         #: Finished races' replays as sent, the most recently asked (a replay never changes).
-        self._replays = RecentFrames(REPLAYS_KEPT_BYTES)
+        self.replays = Replays(store)
         #: Races being created (stored, not yet held), per player: counted as open.
         self._creating: dict[str, int] = {}
         # Plugged in by the composition root (app.py): tournaments and ratings.
@@ -793,21 +756,7 @@ class Hub:
         await self._change_each([runtime], connected, player_id, "marked connected")
 
     async def _get_replay(self, session: Session, message: GetReplay) -> None:
-        frame = self._replays.get(message.race_id)
-        if frame is None:
-            record = await self.store.get_race(message.race_id)
-            if record is None:
-                raise RaceError(ErrorCode.UNKNOWN_RACE, f"no race {message.race_id!r}")
-            if record.status is not RaceStatus.FINISHED:
-                raise RaceError(ErrorCode.NOT_FINISHED, "replays exist once a race has finished")
-            if record.deal_held:
-                raise RaceError(
-                    ErrorCode.NOT_FINISHED, "this deal is revealed when its tournament round ends"
-                )
-            moves = await self.store.get_moves(record.race_id)
-            frame = encode(Replay(replay=build_replay(record, moves)))
-            self._replays.keep(message.race_id, frame)
-        session.send_frame(frame)
+        session.send_frame(await self.replays.frame_of(message.race_id))
 
 
 __all__ = ["Hub", "wall_clock_ms"]

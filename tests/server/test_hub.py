@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from solrace.server.hub import Hub, RecentFrames
+from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import is_commitment_valid
@@ -27,6 +27,7 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.records import MoveRecord, RaceStatus
 from solrace.server.ratings import RatingService
+from solrace.server.replays import RecentFrames
 from solrace.server.settings import Settings
 from solrace.server.store import MemoryStore, StoreUnavailableError, open_store
 from tests.server.sessions import HeldSaves, RecordingSession, start_race_of_two
