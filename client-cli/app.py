@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from solrace.engine import GAME_IDS
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import ReplayModel
 from solrace.server.protocol.replay import load_replay, verify_replay
 from solrace.tasks import cancel_and_wait
@@ -263,7 +264,7 @@ async def watch_problem(session: Session, race_id: str, server: str) -> str | No
     try:
         await session.watch(race_id)
     except RequestError as exc:
-        if exc.code != "unknown_race":
+        if exc.code != ErrorCode.UNKNOWN_RACE:
             return str(exc)
         try:
             await session.get_replay(race_id)

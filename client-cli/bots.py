@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from solrace.engine import GAME_IDS
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import (
     CreateRace,
     Error,
@@ -222,7 +223,7 @@ class Bot:
             if message is None:
                 raise BotError(f"{self.name}: no answer to leave_race")
             if isinstance(message, Error) and message.request == "leave_race":
-                if message.code == "not_in_race":
+                if message.code == ErrorCode.NOT_IN_RACE:
                     return False
                 raise BotError(f"{self.name}: {message.code}: {message.message}")
             if isinstance(message, RaceUpdate) and message.race_id == race_id:
@@ -326,7 +327,7 @@ class Bot:
             if (
                 isinstance(message, Error)
                 and message.request == "resign"
-                and message.code == "unavailable"
+                and message.code == ErrorCode.UNAVAILABLE
             ):
                 # The store could not take it: send it again in a while (within the budget).
                 self._resign_retry_at = loop.time() + RESIGN_RETRY_S
@@ -334,7 +335,7 @@ class Bot:
             if isinstance(message, MoveAck | MoveRejected) and message.seq == self._pending:
                 self._pending = None
                 next_at = loop.time() + self.delay_s
-                if isinstance(message, MoveRejected) and message.code == "unavailable":
+                if isinstance(message, MoveRejected) and message.code == ErrorCode.UNAVAILABLE:
                     # Not stored, nothing changed (the store is busy or away): play on in a
                     # while instead of counting it against the moves.
                     next_at = loop.time() + RESIGN_RETRY_S

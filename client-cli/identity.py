@@ -46,6 +46,7 @@ from typing import Any, Final, Literal
 import platformdirs
 from pydantic import ValidationError
 
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
 
 from .connection import Connection, ConnectionFailedError
@@ -429,7 +430,7 @@ async def connect_player(url: str, key: str, name: str | None, role: Role = "pla
     try:
         await conn.connect()
     except ConnectionFailedError as exc:
-        if exc.error_code != "name_taken":
+        if exc.error_code != ErrorCode.NAME_TAKEN:
             raise
         forget_registration_key(key, name)  # the name is someone else's: nothing to reclaim
         if refused is not None and not from_legacy:

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from solrace.engine import EngineError, Move
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import (
     Board,
     ClientMessage,
@@ -265,7 +266,7 @@ class Session:
                 ),
             )
         except RequestError as exc:
-            if exc.code != "already_joined":
+            if exc.code != ErrorCode.ALREADY_JOINED:
                 raise
             await self.resume(race_id)
             return False

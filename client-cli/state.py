@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from solrace.engine import BoardView, EngineError, Move
+from solrace.server.protocol import records
 from solrace.server.protocol.commitment import is_commitment_valid
 from solrace.server.protocol.messages import (
     Board,
@@ -42,7 +43,7 @@ from solrace.server.protocol.tournament_messages import (
 
 from .boards import apply_ack, board_from_model
 
-LIVE_STATUSES = frozenset({"open", "countdown", "running"})
+LIVE_STATUSES = frozenset(status.value for status in records.LIVE_STATUSES)
 DONE_STATES = frozenset({"finished", "stuck", "resigned", "gone", "timed_out"})
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from solrace.engine import GAME_IDS
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import (
     ClientMessage,
     Error,
@@ -415,7 +416,7 @@ async def _run(args: argparse.Namespace) -> int:
                 continue
             if isinstance(incoming, Error):
                 hint = ""
-                if incoming.code == "not_admin":
+                if incoming.code == ErrorCode.NOT_ADMIN:
                     hint = (
                         " (check --admin-token or $SOLRACE_ADMIN_TOKEN; a server started "
                         "without --admin-token has tournament administration turned off)"

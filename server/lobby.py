@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.messages import RaceInfo, RaceList
+from solrace.server.protocol.records import RaceStatus
 from solrace.server.session import Session
 from solrace.server.store import StoreError
 from solrace.server.timers import run_every
@@ -36,8 +37,8 @@ def race_list(infos: list[RaceInfo], limit: int = RACE_LIST_LIMIT) -> RaceList:
     more than `limit`; `more` counts those left out."""
     if len(infos) <= limit:
         return RaceList(races=infos)
-    open_ = [i for i in infos if i.status == "open"]
-    kept = {id(i) for i in (open_ + [i for i in infos if i.status != "open"])[:limit]}
+    open_ = [i for i in infos if i.status == RaceStatus.OPEN]
+    kept = {id(i) for i in (open_ + [i for i in infos if i.status != RaceStatus.OPEN])[:limit]}
     return RaceList(races=[i for i in infos if id(i) in kept], more=len(infos) - limit)
 
 

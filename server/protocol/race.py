@@ -25,7 +25,13 @@ from solrace.server.protocol.messages import (
     RaceUpdate,
     ResultEntry,
 )
-from solrace.server.protocol.records import RaceRecord, RacerRecord, RacerState, RaceStatus
+from solrace.server.protocol.records import (
+    LIVE_STATUSES,
+    RaceRecord,
+    RacerRecord,
+    RacerState,
+    RaceStatus,
+)
 
 MIN_PLAYERS_RATED = 2
 MIN_PLAYERS_CASUAL = 1
@@ -142,7 +148,7 @@ class Race:
 
     @property
     def is_live(self) -> bool:
-        return self.status in (RaceStatus.OPEN, RaceStatus.COUNTDOWN, RaceStatus.RUNNING)
+        return self.status in LIVE_STATUSES
 
     def to_record(self) -> RaceRecord:
         return self.record.model_copy(
