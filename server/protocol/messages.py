@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import Field, TypeAdapter, model_validator
 
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
@@ -29,20 +29,14 @@ from solrace.server.protocol.tournament_messages import (
     UnwatchTournament,
     WatchTournament,
 )
+from solrace.server.protocol.wire import IdText, Message, ShortText
 
 PROTOCOL_VERSION = 1
 
 Name = Annotated[str, Field(min_length=1, max_length=24, pattern=r"^[A-Za-z0-9_.\-]+$")]
-RaceIdText = Annotated[str, Field(min_length=1, max_length=32)]
+RaceIdText = IdText
 Seq = Annotated[int, Field(ge=0, lt=2**53)]
 Version = Annotated[int, Field(ge=0, lt=2**53)]
-ShortText = Annotated[str, Field(max_length=64)]
-
-
-class Message(BaseModel):
-    """Base of every message: strict, closed, immutable."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 # --- shared pieces -------------------------------------------------------------------------

@@ -1,16 +1,18 @@
 """Wire models of tournaments and ratings (part of the `ClientMessage`/`ServerMessage` unions).
 
-Same rules as `messages.py`: strict, closed, frozen, discriminated on `type`, integer
-milliseconds for times, string keys in maps. A tournament travels as one `TournamentModel`
-(what anyone may see: deals only for rounds that ended), pushed whole to its watchers on every
-change, so a client never merges deltas.
+Same rules as `messages.py` (one base, `wire.Message`): strict, closed, frozen, discriminated
+on `type`, integer milliseconds for times, string keys in maps. A tournament travels as one
+`TournamentModel` (what anyone may see: deals only for rounds that ended), pushed whole to its
+watchers on every change, so a client never merges deltas.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Field
+
+from solrace.server.protocol.wire import IdText, Message, ShortText
 
 
 def _printable(text: str) -> str:
@@ -24,7 +26,7 @@ def _printable(text: str) -> str:
     return text
 
 
-TournamentIdText = Annotated[str, Field(min_length=1, max_length=32)]
+TournamentIdText = IdText
 
 #: Every tournament's id starts so (a race's id never does).
 TOURNAMENT_ID_PREFIX = "t"
@@ -43,7 +45,7 @@ def tournament_of_race(race_id: str) -> str | None:
 
 
 Token = Annotated[str, Field(max_length=200)]
-Label = Annotated[str, Field(max_length=64)]
+Label = ShortText
 
 #: The most rows one `get_leaderboard` may ask for.
 LEADERBOARD_LIMIT = 100
@@ -53,14 +55,10 @@ FormatName = Literal["single_elimination", "double_elimination", "swiss", "round
 AdminAct = Literal["open_check_in", "start", "pause", "resume", "forfeit", "correct_result", "drop"]
 
 
-class _Message(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
 # --- shared pieces -------------------------------------------------------------------------
 
 
-class LeaderboardRow(_Message):
+class LeaderboardRow(Message):
     rank: int
     player_id: str
     name: str
@@ -70,7 +68,7 @@ class LeaderboardRow(_Message):
     provisional: bool
 
 
-class GameRating(_Message):
+class GameRating(Message):
     game: str
     rating: int
     mu: float
@@ -80,7 +78,7 @@ class GameRating(_Message):
     provisional: bool
 
 
-class RecentResultModel(_Message):
+class RecentResultModel(Message):
     race_id: str
     game: str
     rank: int
@@ -90,19 +88,19 @@ class RecentResultModel(_Message):
     at_ms: int
 
 
-class PlayerRef(_Message):
+class PlayerRef(Message):
     player_id: str
     name: str
 
 
-class RaceResultModel(_Message):
+class RaceResultModel(Message):
     """A race of a match: groups of tied players (best first), cards on foundations."""
 
     placings: list[list[str]]
     cards: dict[str, int]
 
 
-class MatchModel(_Message):
+class MatchModel(Message):
     match_id: str
     players: list[str]
     races: list[RaceResultModel]
@@ -113,7 +111,7 @@ class MatchModel(_Message):
     winner: str | None
 
 
-class RoundModel(_Message):
+class RoundModel(Message):
     number: int
     byes: list[str]
     matches: list[MatchModel]
@@ -122,7 +120,7 @@ class RoundModel(_Message):
     """Race number -> game number, once the round has ended (secret before)."""
 
 
-class StandingModel(_Message):
+class StandingModel(Message):
     rank: int
     player_id: str
     points: float
@@ -135,7 +133,7 @@ class StandingModel(_Message):
     is_dropped: bool
 
 
-class BracketMatchModel(_Message):
+class BracketMatchModel(Message):
     match_id: str
     step: int
     state: str
@@ -144,7 +142,7 @@ class BracketMatchModel(_Message):
     loser: str | None
 
 
-class LiveMatchModel(_Message):
+class LiveMatchModel(Message):
     """A match being played now: `race_id` can be watched like any race."""
 
     match_id: str
@@ -154,14 +152,14 @@ class LiveMatchModel(_Message):
     players: list[str]
 
 
-class AuditModel(_Message):
+class AuditModel(Message):
     at_ms: int
     actor: str
     act: str
     detail: str
 
 
-class TournamentModel(_Message):
+class TournamentModel(Message):
     tournament_id: str
     version: int
     name: str
@@ -186,7 +184,7 @@ class TournamentModel(_Message):
     audit: list[AuditModel]
 
 
-class TournamentSummary(_Message):
+class TournamentSummary(Message):
     tournament_id: str
     name: str
     game: str
@@ -200,21 +198,21 @@ class TournamentSummary(_Message):
 # --- client -> server ----------------------------------------------------------------------
 
 
-class GetLeaderboard(_Message):
+class GetLeaderboard(Message):
     type: Literal["get_leaderboard"] = "get_leaderboard"
     game: Label
     limit: Annotated[int, Field(ge=1, le=LEADERBOARD_LIMIT)] = 20
     include_provisional: bool = True
 
 
-class GetProfile(_Message):
+class GetProfile(Message):
     """A player's profile; without `player_id`, the sender's own."""
 
     type: Literal["get_profile"] = "get_profile"
     player_id: Label | None = None
 
 
-class CreateTournament(_Message):
+class CreateTournament(Message):
     type: Literal["create_tournament"] = "create_tournament"
     admin_token: Token
     name: ShownText
@@ -234,40 +232,40 @@ class CreateTournament(_Message):
     bracket_reset: bool = True
 
 
-class ListTournaments(_Message):
+class ListTournaments(Message):
     type: Literal["list_tournaments"] = "list_tournaments"
 
 
-class WatchTournament(_Message):
+class WatchTournament(Message):
     """Get the tournament now and again after every change, until `unwatch_tournament`."""
 
     type: Literal["watch_tournament"] = "watch_tournament"
     tournament_id: TournamentIdText
 
 
-class UnwatchTournament(_Message):
+class UnwatchTournament(Message):
     type: Literal["unwatch_tournament"] = "unwatch_tournament"
     tournament_id: TournamentIdText
 
 
-class JoinTournament(_Message):
+class JoinTournament(Message):
     type: Literal["join_tournament"] = "join_tournament"
     tournament_id: TournamentIdText
 
 
-class CheckIn(_Message):
+class CheckIn(Message):
     type: Literal["check_in"] = "check_in"
     tournament_id: TournamentIdText
 
 
-class LeaveTournament(_Message):
+class LeaveTournament(Message):
     """Unregister before the start; drop out (forfeiting the live match) after it."""
 
     type: Literal["leave_tournament"] = "leave_tournament"
     tournament_id: TournamentIdText
 
 
-class TournamentAdmin(_Message):
+class TournamentAdmin(Message):
     """An admin act (kept in the audit log). `forfeit` and `drop` name `player_id` (and
     `forfeit` a `match_id`); `correct_result` names `match_id`, `race_number`, `placings`."""
 
@@ -286,13 +284,13 @@ class TournamentAdmin(_Message):
 # --- server -> client ----------------------------------------------------------------------
 
 
-class Leaderboard(_Message):
+class Leaderboard(Message):
     type: Literal["leaderboard"] = "leaderboard"
     game: str
     entries: list[LeaderboardRow]
 
 
-class Profile(_Message):
+class Profile(Message):
     type: Literal["profile"] = "profile"
     player_id: str
     name: str
@@ -300,17 +298,17 @@ class Profile(_Message):
     recent: list[RecentResultModel]
 
 
-class TournamentView(_Message):
+class TournamentView(Message):
     type: Literal["tournament_view"] = "tournament_view"
     tournament: TournamentModel
 
 
-class TournamentList(_Message):
+class TournamentList(Message):
     type: Literal["tournament_list"] = "tournament_list"
     tournaments: list[TournamentSummary]
 
 
-class TournamentRace(_Message):
+class TournamentRace(Message):
     """Sent to each seated player: a race of your match is open (its countdown runs)."""
 
     type: Literal["tournament_race"] = "tournament_race"
