@@ -249,7 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="redis://[:PASSWORD@]HOST:PORT/DB: store and broker of several nodes (one Redis)",
     )
     parser.add_argument(
-        "--broker", help="live events between nodes: memory: or redis://... (default: --redis)"
+        "--broker",
+        help="live events between nodes: memory: or redis://... (default: the Redis of "
+        "--redis or --store, else memory:)",
     )
     parser.add_argument("--secret", help="token signing secret (default: <data-dir>/secret)")
     parser.add_argument(
