@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from solrace.engine import GAME_IDS
+from solrace.replay_file import load_replay
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import ReplayModel
-from solrace.server.protocol.replay import load_replay, verify_replay
+from solrace.server.protocol.replay import verify_replay
 from solrace.tasks import cancel_and_wait
 
 from .bots import Bot

@@ -12,7 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from solrace.server.protocol.replay import ReplayFileError, load_replay, shorten, verify_replay
+from solrace.replay_file import load_replay
+from solrace.server.protocol.replay import ReplayFileError, shorten, verify_replay
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -125,7 +125,8 @@ def test_importing_the_engine_package_alone_loads_nothing_forbidden() -> None:
 
 
 PROTOCOL = "solrace.server.protocol"
-PROTOCOL_FORBIDDEN = ("asyncio", "websockets", "redis", "sqlite3", "solrace.client")
+#: Asked for by no protocol module: I/O (sockets, stores, files) and the client.
+PROTOCOL_FORBIDDEN = ("asyncio", "websockets", "redis", "sqlite3", "pathlib", "solrace.client")
 
 
 def test_protocol_is_sans_io() -> None:
@@ -144,7 +145,7 @@ def test_protocol_is_sans_io() -> None:
     ]
     assert runtime == [], f"{PROTOCOL} loads server runtime modules: {runtime}"
 
-    # No solrace code under the protocol asks for asyncio, websockets or redis...
+    # No solrace code under the protocol asks for asyncio, websockets, redis or files...
     asked = [
         (who, name) for who, name in report["statements"] if _matches(name, PROTOCOL_FORBIDDEN)
     ]

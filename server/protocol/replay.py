@@ -3,7 +3,7 @@
 A replay holds the game, the revealed number and salt, the commitment published at the start,
 and each racer's moves with server times. `verify_replay` recomputes the commitment, every
 board (each move must be legal), each racer's progress and the final ranking; `parse_replay`
-reads a replay file's bytes (JSON or msgpack; `load_replay` the file itself) and says in one
+reads a replay file's bytes (JSON or msgpack; `solrace.replay_file` reads the file) and says in one
 line what is wrong with one that is not.
 """
 
@@ -13,7 +13,6 @@ import itertools
 import json
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
@@ -173,17 +172,6 @@ def parse_replay(data: bytes) -> ReplayModel:
         return ReplayModel.model_validate(value)
     except ValidationError as exc:
         raise ReplayFileError(describe_invalid(exc)) from None
-
-
-def load_replay(path: Path) -> ReplayModel:
-    """A replay file (`solrace verify`, `solrace replay`): `parse_replay` of its bytes.
-
-    `OSError` if the file cannot be read; `ReplayFileError` (one line, naming the file) if it
-    is not a replay. The verifier and the client both read replay files through this."""
-    try:
-        return parse_replay(path.read_bytes())
-    except ReplayFileError as exc:
-        raise ReplayFileError(f"{path} is not a solrace replay: {exc}") from None
 
 
 def shorten(text: str, limit: int = 40) -> str:

@@ -16,8 +16,9 @@ from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import ReplayApp
 from solrace.client.widgets import BoardWidget
+from solrace.replay_file import load_replay
 from solrace.server.protocol.messages import ReplayModel
-from solrace.server.protocol.replay import ReplayFileError, entry_text, load_replay
+from solrace.server.protocol.replay import ReplayFileError, entry_text
 from tests.server.test_verify import ILLEGAL, MOVES, sample, with_illegal_move
 from tests.waiting import eventually
 
