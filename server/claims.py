@@ -1,12 +1,13 @@
 """Several nodes: one connection per player across them.
 
 On one node a player's later hello closes the earlier connection with 4003 (`Hub._claims`).
-Across nodes, each node announces the hellos with a token it takes on the broker (channel
-`claims`: the player, the node, the session). Redis hands a channel's messages to every
-subscriber in the order it took them, so every node agrees which of two claims came last. A
-node closes its connection of a player (4003) when another connection's claim comes after
-that connection's own: it must have seen its own claim come back first. If the other claim
-comes first, the other connection is the earlier one and its own node closes it.
+Across nodes, each node announces every hello that identifies a player (by token or by name)
+on the broker (channel `claims`: the player, the node, the session). Redis hands a channel's
+messages to every subscriber in the order it took them, so every node agrees which of two
+claims came last. A node closes its connection of a player (4003) when another connection's
+claim comes after that connection's own: it must have seen its own claim come back first. If
+the other claim comes first, the other connection is the earlier one and its own node closes
+it.
 
 The broker delivers at most once: a claim it loses (Redis down) leaves both connections
 open, as before there were claims; the race's holder (the connection last marked

@@ -28,14 +28,15 @@ class CloseCode(IntEnum):
 
 
 CLOSE_REASONS: dict[CloseCode, str] = {
-    CloseCode.NORMAL: "the client said goodbye, or the server closed a finished session",
-    CloseCode.GOING_AWAY: "the server is going away without a restart planned",
+    CloseCode.NORMAL: "the client said goodbye (the server answers a close with its code)",
+    CloseCode.GOING_AWAY: "never sent by the server; a proxy between may send it",
     CloseCode.UNSUPPORTED_DATA: "a text frame: the protocol uses binary frames only",
     CloseCode.INVALID_PAYLOAD: "a frame that is not one msgpack map",
     CloseCode.POLICY_VIOLATION: "the connection's rate budget is spent (flood)",
     CloseCode.MESSAGE_TOO_BIG: "a message above the size cap (16 KiB by default) or in more "
     "than 64 fragments",
-    CloseCode.INTERNAL_ERROR: "a bug in the server; the client may reconnect",
+    CloseCode.INTERNAL_ERROR: "a bug in the server, or the keepalive ping went unanswered; "
+    "the client may reconnect",
     CloseCode.SERVICE_RESTART: "the server is shutting down (SIGTERM); reconnect shortly",
     CloseCode.UNSUPPORTED_PROTOCOL: "the hello asked for a protocol version the server lacks",
     CloseCode.AUTH_FAILED: "the hello carried a token that is malformed, forged or unknown",

@@ -293,7 +293,8 @@ ClientMessage = Annotated[
 
 class RateBudgetInfo(Message):
     """A connection's rate budget: `capacity` messages at once, refilled at `refill_per_s`
-    (one credit per message and per WebSocket ping; one more than it holds closes with 1008)."""
+    (one credit per frame the client sends but a close: a message, each fragment of one, a
+    ping, a pong; one more than it holds closes with 1008)."""
 
     capacity: float
     refill_per_s: float
