@@ -70,6 +70,7 @@ class BoardWidget(Widget):
         self.title = title
         self.placeholder = "waiting for the deal…"
         self._rendered: Rendered | None = None
+        self._waiting = ""
 
     def show(
         self, board: BoardView | None, selected: str | None = None, title: str | None = None
@@ -82,8 +83,14 @@ class BoardWidget(Widget):
 
     def render(self) -> Text:
         if self.board is None:
+            # No board yet (a spectator's come late): whose it will be, and why it waits.
             self._rendered = None
-            return Text(self.placeholder, style="dim")
+            waiting = Text()
+            if self.title:
+                waiting.append(f"{self.title}\n", style="bold")
+            waiting.append(self.placeholder, style="dim")
+            self._waiting = waiting.plain
+            return waiting
         width, height = self.content_size.width, self.content_size.height
         self._rendered = render_board(
             self.board,
@@ -98,8 +105,9 @@ class BoardWidget(Widget):
 
     @property
     def text(self) -> str:
-        """The board as plain text, as last drawn (tests read it)."""
-        return self._rendered.plain if self._rendered else ""
+        """The board as plain text, as last drawn, or what was drawn while it waited for one
+        (tests read it)."""
+        return self._rendered.plain if self._rendered else self._waiting
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)

@@ -21,9 +21,10 @@ from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp, WatchApp
 from solrace.client.watching import WatchScreen
 from solrace.client.widgets import BoardWidget, RacersPanel
+from solrace.server.app import App as ServerApp
 from tests.waiting import eventually
 
-from .conftest import widget
+from .conftest import server_settings, widget
 
 
 async def open_session(url: str, name: str | None) -> tuple[Session, asyncio.Task[None]]:
@@ -308,3 +309,33 @@ async def test_a_crashed_app_gives_a_non_zero_exit_status() -> None:
             raise ValueError("boom")
 
     assert await run_app(Crashing(), headless=True) == 1
+
+
+async def test_watch_names_each_board_while_the_spectator_delay_holds_it(tmp_path: Path) -> None:
+    """Boards reach spectators late (10 s in a rated race by default): until the first comes,
+    each place says whose board it will be and why it waits (it used to say only "waiting
+    for the deal…", names nowhere)."""
+    server = ServerApp(server_settings(tmp_path / "late", spectator_delay_casual_s=30.0))
+    await server.start()
+    url = f"ws://127.0.0.1:{server.port}"
+    bots = await race_of_bots(url, "klondike", ("dan", "eve"), delay_s=0.05)
+    spectator, pump = await open_session(url, None)
+    app = WatchApp(spectator, race_id=bots[0].race_id)
+    try:
+        async with app.run_test(size=(120, 40)):
+            await eventually(lambda: isinstance(app.screen, WatchScreen), what="watch screen")
+            screen = app.screen
+
+            def waiting_with(name: str) -> bool:
+                return any(
+                    w.board is None and name in w.text and "30 s late" in w.text
+                    for w in screen.query(BoardWidget)
+                )
+
+            await eventually(lambda: waiting_with("dan") and waiting_with("eve"), what="names")
+    finally:
+        pump.cancel()
+        await spectator.conn.close()
+        for bot in bots:
+            await bot.close()
+        await server.stop()
