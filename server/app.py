@@ -231,75 +231,82 @@ async def run(settings: Settings) -> int:
     return 0
 
 
+#: The flags of `solrace serve`: (setting, help); the help's "(default ...)" is the setting's.
+#: Every other setting is read from the environment only (docs/operations.md lists them all).
+SERVE_FLAGS: tuple[tuple[str, str], ...] = (
+    ("host", "interface to listen on"),
+    ("port", "TCP port, 0 for any free one"),
+    ("data_dir", "data folder"),
+    ("store", "store URL: sqlite:PATH, redis://HOST:PORT/DB (several nodes) or memory:"),
+    ("redis", "redis://[:PASSWORD@]HOST:PORT/DB: store and broker of several nodes (one Redis)"),
+    ("broker", "live events between nodes: memory: or redis://..."),
+    ("secret", "token signing secret"),
+    ("log_level", f"{', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}, any case"),
+    ("max_frame_bytes", "frame size cap"),
+    ("rate_capacity", "rate budget credits"),
+    ("rate_refill_per_s", "credits per second"),
+    ("idle_timeout_s", "close silent sockets after this many seconds"),
+    ("origins", "accepted browser Origin values"),
+    ("max_connections", "open connections on the node"),
+    (
+        "max_connections_per_address",
+        "open connections from one IP address; 0: no per-address limits, for a node behind a "
+        "proxy",
+    ),
+    ("connect_burst", "handshakes from one address at once"),
+    ("connect_per_s", "handshakes per second from one address"),
+    ("countdown_s", "countdown before a start"),
+    ("grace_s", "reconnect grace before forfeit"),
+    ("spectator_delay_casual_s", "spectator board delay of a casual race"),
+    ("spectator_delay_rated_s", "spectator board delay of a rated race"),
+    ("progress_interval_s", "fold racers' moves into their progress this often; 0: each move"),
+    ("min_time_limit_s", "shortest race allowed"),
+    ("admin_token", "tournament admin token"),
+    ("max_tournament_players", "most players one tournament may register"),
+)
+
+#: Said for a setting whose default is None (worked out at start, or none).
+UNSET_DEFAULTS = {
+    "store": "sqlite:<data-dir>/solrace.sqlite3",
+    "redis": "none: one node",
+    "broker": "the Redis of --redis or --store, else memory:",
+    "secret": "<data-dir>/secret, created once",
+    "origins": "any",
+    "admin_token": "none, no tournaments",
+}
+
+
+def default_text(setting: str) -> str:
+    """A setting's default as `--help` says it: from `Settings`, so the two cannot drift."""
+    default = Settings.model_fields[setting].default
+    if default is None:
+        return UNSET_DEFAULTS[setting]
+    if isinstance(default, Path):
+        return f"./{default}"
+    if isinstance(default, float):
+        return f"{default:g}"
+    return f"{default:,}" if isinstance(default, int) and default >= 10_000 else str(default)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="solrace serve",
         description="Run the race server. Every flag also reads SOLRACE_<NAME> from the "
         "environment (e.g. SOLRACE_PORT=9000); flags win.",
     )
-    parser.add_argument("--host", help="interface to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="TCP port, 0 for any free one (default 8765)")
-    parser.add_argument("--data-dir", type=Path, help="data folder (default ./data)")
-    parser.add_argument(
-        "--store",
-        help="store URL: sqlite:PATH (default), redis://HOST:PORT/DB (several nodes) or memory:",
-    )
-    parser.add_argument(
-        "--redis",
-        help="redis://[:PASSWORD@]HOST:PORT/DB: store and broker of several nodes (one Redis)",
-    )
-    parser.add_argument(
-        "--broker",
-        help="live events between nodes: memory: or redis://... (default: the Redis of "
-        "--redis or --store, else memory:)",
-    )
-    parser.add_argument("--secret", help="token signing secret (default: <data-dir>/secret)")
-    parser.add_argument(
-        "--log-level",
-        help=f"{', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}, any case (default INFO)",
-    )
-    parser.add_argument("--max-frame-bytes", type=int, help="frame size cap (default 16384)")
-    parser.add_argument("--rate-capacity", type=float, help="rate budget credits (default 100)")
-    parser.add_argument("--rate-refill-per-s", type=float, help="credits per second (default 5)")
-    parser.add_argument("--idle-timeout-s", type=float, help="close silent sockets (default 60)")
-    parser.add_argument("--origins", nargs="*", help="accepted browser Origin values")
-    parser.add_argument(
-        "--max-connections", type=int, help="open connections on the node (default 10000)"
-    )
-    parser.add_argument(
-        "--max-connections-per-address",
-        type=int,
-        help="open connections from one IP address (default 64; 0: no per-address limits, "
-        "for a node behind a proxy)",
-    )
-    parser.add_argument(
-        "--connect-burst", type=float, help="handshakes from one address at once (default 60)"
-    )
-    parser.add_argument(
-        "--connect-per-s", type=float, help="handshakes per second from one address (default 10)"
-    )
-    parser.add_argument("--countdown-s", type=float, help="countdown before a start (default 3)")
-    parser.add_argument("--grace-s", type=float, help="reconnect grace before forfeit (default 60)")
-    parser.add_argument(
-        "--spectator-delay-casual-s", type=float, help="spectator board delay (default 0)"
-    )
-    parser.add_argument(
-        "--spectator-delay-rated-s", type=float, help="spectator board delay (default 10)"
-    )
-    parser.add_argument(
-        "--progress-interval-s",
-        type=float,
-        help="fold racers' moves into their progress this often; 0: each move (default 0.1)",
-    )
-    parser.add_argument("--min-time-limit-s", type=int, help="shortest race allowed (default 10)")
-    parser.add_argument(
-        "--admin-token", help="tournament admin token (default: none, no tournaments)"
-    )
-    parser.add_argument(
-        "--max-tournament-players",
-        type=int,
-        help="most players one tournament may register (default 256)",
-    )
+    for setting, help_text in SERVE_FLAGS:
+        annotation = Settings.model_fields[setting].annotation
+        kind: type[Any] = str
+        for candidate in (bool, int, float, Path):
+            if annotation is candidate or candidate in getattr(annotation, "__args__", ()):
+                kind = candidate
+                break
+        options: dict[str, Any] = {"help": f"{help_text} (default {default_text(setting)})"}
+        if setting == "origins":
+            options["nargs"] = "*"
+        else:
+            options["type"] = kind
+        parser.add_argument("--" + setting.replace("_", "-"), **options)
     return parser
 
 

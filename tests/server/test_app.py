@@ -39,6 +39,19 @@ def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (settings.port, settings.grace_s) == (9002, 5.0)
 
 
+def test_every_flag_sets_its_setting() -> None:
+    argv = ["--host", "0.0.0.0", "--port", "9003", "--data-dir", "d", "--origins", "a", "b"]
+    argv += ["--rate-capacity", "7", "--max-frame-bytes", "1024", "--grace-s", "2.5"]
+    argv += ["--admin-token", "t0ken", "--progress-interval-s", "0"]
+    settings = settings_from_args(build_parser().parse_args(argv))
+    assert (settings.host, settings.port, settings.data_dir) == ("0.0.0.0", 9003, Path("d"))
+    assert settings.origins == ["a", "b"] and settings.rate_capacity == 7.0
+    assert (settings.max_frame_bytes, settings.grace_s) == (1024, 2.5)
+    assert (settings.admin_token, settings.progress_interval_s) == ("t0ken", 0.0)
+    helps = {a.dest: a.help or "" for a in build_parser()._actions}
+    assert "(default 8765)" in helps["port"] and "(default 10)" in helps["spectator_delay_rated_s"]
+
+
 def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
         main(["--help"])
