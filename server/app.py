@@ -250,8 +250,7 @@ SERVE_FLAGS: tuple[tuple[str, str], ...] = (
     ("max_connections", "open connections on the node"),
     (
         "max_connections_per_address",
-        "open connections from one IP address; 0: no per-address limits, for a node behind a "
-        "proxy",
+        "open connections from one IP address; 0: no per-address limits, for a node behind a proxy",
     ),
     ("connect_burst", "handshakes from one address at once"),
     ("connect_per_s", "handshakes per second from one address"),
