@@ -398,6 +398,46 @@ class Hub:
         same = player is not None and player.name.casefold() == name.casefold()
         return (player, False) if same else (None, False)
 
+    async def _identify(
+        self, session: Session, message: Hello, now: int
+    ) -> tuple[PlayerRecord | None, str | None, bool] | None:
+        """Who a hello is: the player, the token for the welcome and whether the player is
+        new (no player for an anonymous spectator); None if refused (the session was told,
+        or closed for a bad token)."""
+        if message.token is not None:
+            player_id = verify_token(message.token, self.secret)
+            player = None if player_id is None else await self.store.get_player(player_id)
+            if player is None:
+                session.close(CloseCode.AUTH_FAILED, "bad token")
+                return None
+            if message.name is not None and message.name != player.name:
+                self._error(session, ErrorCode.NAME_MISMATCH, "this token is not that name's")
+                return None
+            return player, message.token, False
+        if message.name is None:
+            return None, None, False
+        player, created = await self._register(message.name, message.key, now)
+        if player is None:
+            self._error(session, ErrorCode.NAME_TAKEN, f"{message.name!r} belongs to someone else")
+            return None
+        return player, sign_token(player.player_id, self.secret), created
+
+    async def _take_claim(self, player_id: str, session: Session) -> None:
+        """`session` is now the player's connection: an earlier one here closes (4003), and
+        other nodes hear of it (`ClaimRelay`)."""
+        # Claimed before any await: of two hellos with one token, the later replaces the
+        # earlier even while the earlier is still marking its races (`_claims`).
+        old = self._claims.get(player_id)
+        self._claims[player_id] = session
+        if old is not None and old is not session:
+            old.close(CloseCode.REPLACED, "connected again elsewhere")
+            if self.players.get(player_id) is old:
+                del self.players[player_id]
+        if self.claims is not None:
+            # Announced before the welcome: a hello the client sends elsewhere after reading
+            # it claims later, and replaces this connection.
+            await self.claims.claim(player_id, session)
+
     async def _hello(self, session: Session, message: Hello) -> None:
         if session.said_hello:
             self._error(session, ErrorCode.ALREADY_IDENTIFIED, "one hello per connection", message)
@@ -406,27 +446,10 @@ class Hub:
             session.close(CloseCode.UNSUPPORTED_PROTOCOL, f"protocol {PROTOCOL_VERSION} only")
             return
         now = self.clock()
-        player: PlayerRecord | None = None
-        token: str | None = None
-        created = False
-        if message.token is not None:
-            player_id = verify_token(message.token, self.secret)
-            player = None if player_id is None else await self.store.get_player(player_id)
-            if player is None:
-                session.close(CloseCode.AUTH_FAILED, "bad token")
-                return
-            if message.name is not None and message.name != player.name:
-                self._error(session, ErrorCode.NAME_MISMATCH, "this token is not that name's")
-                return
-            token = message.token
-        elif message.name is not None:
-            player, created = await self._register(message.name, message.key, now)
-            if player is None:
-                self._error(
-                    session, ErrorCode.NAME_TAKEN, f"{message.name!r} belongs to someone else"
-                )
-                return
-            token = sign_token(player.player_id, self.secret)
+        identified = await self._identify(session, message, now)
+        if identified is None:
+            return
+        player, token, created = identified
         # The reads that may still fail come before anything changes, and a player just
         # created has no races or ratings to read: a store outage here never leaves a name
         # whose token was not sent, nor a session half identified.
@@ -441,18 +464,7 @@ class Hub:
         if player is not None:
             session.player_id = player.player_id
             session.name = player.name
-            # Claimed before any await: of two hellos with one token, the later replaces the
-            # earlier even while the earlier is still marking its races (`_claims`).
-            old = self._claims.get(player.player_id)
-            self._claims[player.player_id] = session
-            if old is not None and old is not session:
-                old.close(CloseCode.REPLACED, "connected again elsewhere")
-                if self.players.get(player.player_id) is old:
-                    del self.players[player.player_id]
-            if self.claims is not None:
-                # Announced before the welcome: a hello the client sends elsewhere after
-                # reading it claims later, and replaces this connection.
-                await self.claims.claim(player.player_id, session)
+            await self._take_claim(player.player_id, session)
         session.send(
             Welcome(
                 protocol=PROTOCOL_VERSION,
