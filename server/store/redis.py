@@ -31,7 +31,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, WatchError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
@@ -43,6 +43,7 @@ from solrace.server.store.base import (
     UnknownRaceError,
 )
 from solrace.server.store.redis_competition import RedisCompetition
+from solrace.server.store.redis_tx import watched
 
 T = TypeVar("T")
 
@@ -278,39 +279,27 @@ class RedisStore(RedisCompetition):
         key = self._key("race", race.race_id)
         tries = 0
 
+        async def attempt(pipe: Any) -> bool:
+            current, order = await pipe.hmget(key, ["record", "order"])
+            stored = None if current is None else RaceRecord.model_validate_json(current)
+            if stored != expected:
+                await pipe.unwatch()
+                # A retry finding our own record: the lost reply was a success.
+                return tries > 1 and stored == race
+            if order is None:
+                order = await self.redis.incr(self._key("race-order"))
+            pipe.multi()
+            for status in RaceStatus:
+                pipe.zrem(self._status_key(status), race.race_id)
+            pipe.hset(key, mapping={"record": text, "status": race.status.value, "order": order})
+            pipe.zadd(self._status_key(race.status), {race.race_id: int(order)})
+            await pipe.execute()
+            return True
+
         async def compare_and_set() -> bool:
             nonlocal tries
             tries += 1
-            async with self.redis.pipeline(transaction=True) as pipe:
-                while True:
-                    try:
-                        await pipe.watch(key)
-                        current, order = await pipe.hmget(key, ["record", "order"])
-                        stored = (
-                            None if current is None else RaceRecord.model_validate_json(current)
-                        )
-                        if stored != expected:
-                            await pipe.unwatch()
-                            # A retry finding our own record: the lost reply was a success.
-                            return tries > 1 and stored == race
-                        if order is None:
-                            order = await self.redis.incr(self._key("race-order"))
-                        pipe.multi()
-                        for status in RaceStatus:
-                            pipe.zrem(self._status_key(status), race.race_id)
-                        pipe.hset(
-                            key,
-                            mapping={
-                                "record": text,
-                                "status": race.status.value,
-                                "order": order,
-                            },
-                        )
-                        pipe.zadd(self._status_key(race.status), {race.race_id: int(order)})
-                        await pipe.execute()
-                        return True
-                    except WatchError:
-                        continue  # changed under us: compare again with what is there now
+            return await watched(self.redis, [key], attempt)
 
         return await self._call(compare_and_set)
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from redis.exceptions import WatchError
-
 from solrace.server.protocol.competition_records import (
     RECENT_RESULTS_KEPT,
     RatingOutcome,
@@ -27,6 +25,7 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
+from solrace.server.store.redis_tx import watched
 
 T = TypeVar("T")
 
@@ -69,35 +68,28 @@ class RedisCompetition:
         marker = self._key("rated", update.race_id)
         table = self._key("ratings", update.game)
 
-        async def apply() -> RatingOutcome:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                while True:
-                    try:
-                        await pipe.watch(marker, table)
-                        if await pipe.exists(marker):
-                            await pipe.unwatch()
-                            return RatingOutcome.ALREADY_APPLIED
-                        players = [c.player_id for c in update.changes]
-                        texts = await pipe.hmget(table, players) if players else []
-                        for change, text in zip(update.changes, texts, strict=True):
-                            stored = _rating(text)
-                            if stored != change.before:
-                                await pipe.unwatch()
-                                return RatingOutcome.STALE
-                        pipe.multi()
-                        for change in update.changes:
-                            pipe.hset(table, change.player_id, change.after.model_dump_json())
-                            pipe.sadd(self._key("rated-games", change.player_id), update.game)
-                            recent = self._key("recent", change.player_id)
-                            pipe.lpush(recent, change.result.model_dump_json())
-                            pipe.ltrim(recent, 0, RECENT_RESULTS_KEPT - 1)
-                        pipe.set(marker, "1")
-                        await pipe.execute()
-                        return RatingOutcome.APPLIED
-                    except WatchError:
-                        continue  # someone wrote meanwhile: check again
+        async def attempt(pipe: Any) -> RatingOutcome:
+            if await pipe.exists(marker):
+                await pipe.unwatch()
+                return RatingOutcome.ALREADY_APPLIED
+            players = [c.player_id for c in update.changes]
+            texts = await pipe.hmget(table, players) if players else []
+            for change, text in zip(update.changes, texts, strict=True):
+                if _rating(text) != change.before:
+                    await pipe.unwatch()
+                    return RatingOutcome.STALE
+            pipe.multi()
+            for change in update.changes:
+                pipe.hset(table, change.player_id, change.after.model_dump_json())
+                pipe.sadd(self._key("rated-games", change.player_id), update.game)
+                recent = self._key("recent", change.player_id)
+                pipe.lpush(recent, change.result.model_dump_json())
+                pipe.ltrim(recent, 0, RECENT_RESULTS_KEPT - 1)
+            pipe.set(marker, "1")
+            await pipe.execute()
+            return RatingOutcome.APPLIED
 
-        return await self._call(apply)
+        return await self._call(lambda: watched(self.redis, [marker, table], attempt))
 
     async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
         if limit <= 0:
@@ -113,36 +105,27 @@ class RedisCompetition:
         key = self._key("tournament", record.tournament_id)
         tries = 0
 
+        async def attempt(pipe: Any) -> bool:
+            version = await pipe.hget(key, "version")
+            stored = None if version is None else int(version)
+            if stored != expected_version:
+                await pipe.unwatch()
+                # A retry finding our own version: the lost reply was a success.
+                return tries > 1 and stored == record.version
+            order = None
+            if stored is None:
+                order = await self.redis.incr(self._key("tournament-order"))
+            pipe.multi()
+            pipe.hset(key, mapping={"version": record.version, "record": record.model_dump_json()})
+            if order is not None:
+                pipe.zadd(self._key("tournaments"), {record.tournament_id: int(order)})
+            await pipe.execute()
+            return True
+
         async def compare_and_set() -> bool:
             nonlocal tries
             tries += 1
-            async with self.redis.pipeline(transaction=True) as pipe:
-                while True:
-                    try:
-                        await pipe.watch(key)
-                        version = await pipe.hget(key, "version")
-                        stored = None if version is None else int(version)
-                        if stored != expected_version:
-                            await pipe.unwatch()
-                            # A retry finding our own version: the lost reply was a success.
-                            return tries > 1 and stored == record.version
-                        order = None
-                        if stored is None:
-                            order = await self.redis.incr(self._key("tournament-order"))
-                        pipe.multi()
-                        pipe.hset(
-                            key,
-                            mapping={
-                                "version": record.version,
-                                "record": record.model_dump_json(),
-                            },
-                        )
-                        if order is not None:
-                            pipe.zadd(self._key("tournaments"), {record.tournament_id: int(order)})
-                        await pipe.execute()
-                        return True
-                    except WatchError:
-                        continue
+            return await watched(self.redis, [key], attempt)
 
         return await self._call(compare_and_set)
 
