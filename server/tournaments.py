@@ -35,7 +35,7 @@ import logging
 import random
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from solrace.engine import random_ranked_number
@@ -103,10 +103,11 @@ Handler = Callable[[Session, Any], Any]
 
 @dataclass
 class _Pushes:
-    """The views a watched tournament's watchers get: the version they last got, when the
-    next may go (at most every `tournament_view_push_s`), the newest waiting for that and
-    its timer, and the view's frame with its version (built once for every watcher)."""
+    """A watched tournament's watchers and the views they get: the version they last got,
+    when the next may go (at most every `tournament_view_push_s`), the newest waiting for that
+    and its timer, and the view's frame with its version (built once for every watcher)."""
 
+    watchers: set[Session] = field(default_factory=set)
     pushed: int = 0
     next_at: float = 0.0
     waiting: Live | None = None
@@ -120,6 +121,15 @@ class _Pushes:
         self.waiting = None
 
 
+@dataclass
+class _Settling:
+    """A tournament with saved changes still being carried out: how many such changes, and
+    the newest version held back meanwhile (pushed once the last is done)."""
+
+    steps: int = 0
+    held: Live | None = None
+
+
 class TournamentService:
     def __init__(self, hub: Hub, ratings: RatingService, rng: random.Random | None = None) -> None:
         self.hub = hub
@@ -128,18 +138,17 @@ class TournamentService:
         self.ratings = ratings
         self.rng = rng or random.SystemRandom()
         self.live: dict[str, Live] = {}
-        self.watchers: dict[str, set[Session]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._started_at = 0.0
         self._ticker: asyncio.Task[None] | None = None
-        #: What goes to each watched tournament's watchers (dropped with its last watcher).
+        #: Each watched tournament's watchers and what goes to them (dropped with its last
+        #: watcher).
         self._pushes: dict[str, _Pushes] = {}
         #: Tournaments with a saved change still being carried out (races opened or stopped,
         #: deals released): how many such changes, and the newest version held back meanwhile.
         #: No view of them goes out until those steps are done (`_push`), so a watcher never
         #: sees a round ended whose deals are still held.
-        self._settling: dict[str, int] = {}
-        self._held_back: dict[str, Live] = {}
+        self._settling: dict[str, _Settling] = {}
         #: Each tournament's summary for `list_tournaments` and the version it shows.
         self._summaries: dict[str, tuple[int, TournamentSummary]] = {}
         #: Tournaments a saved change left with a race not opened or deals not released (the
@@ -365,7 +374,7 @@ class TournamentService:
         # refuses is tried again by the tick (`_repairs`), not reported to the requester.
         # Changes saved meanwhile (the tick, a race's result) push no view until it is done.
         notices = []
-        self._settling[tournament_id] = self._settling.get(tournament_id, 0) + 1
+        self._settling.setdefault(tournament_id, _Settling()).steps += 1
         try:
             for race_id, event in links.items():
                 notice = await self._open_race(fresh, race_id, event.race_number, event.match_id)
@@ -385,7 +394,7 @@ class TournamentService:
     async def _remote_change(self, notice: ChangeNotice | None) -> None:
         """Another node changed a tournament (None: changes may have been missed)."""
         if notice is None:
-            wanted = [tid for tid, sessions in self.watchers.items() if sessions]
+            wanted = [tid for tid, pushes in self._pushes.items() if pushes.watchers]
         else:
             for race in notice.races:
                 await self._seat_here(race)
@@ -397,7 +406,7 @@ class TournamentService:
                 # not have had it yet (`_push` does nothing if they have).
                 self._push(known)
                 return
-            wanted = [tid] if self.watchers.get(tid) or known is not None else []
+            wanted = [tid] if self._is_watched(tid) or known is not None else []
         for tournament_id in wanted:
             try:
                 self._push(await self._load(tournament_id))
@@ -535,25 +544,23 @@ class TournamentService:
     def _settled(self, tournament_id: str) -> None:
         """A saved change's steps are done: the newest view held back meanwhile goes out once
         no other change is between its save and the end of its steps."""
-        left = self._settling[tournament_id] - 1
-        if left:
-            self._settling[tournament_id] = left
+        settling = self._settling[tournament_id]
+        settling.steps -= 1
+        if settling.steps:
             return
         del self._settling[tournament_id]
-        held = self._held_back.pop(tournament_id, None)
-        if held is not None:
-            self._push(held)
+        if settling.held is not None:
+            self._push(settling.held)
 
     def _push(self, live: Live) -> None:
         tournament_id = live.tournament_id
-        if tournament_id in self._settling:
-            held = self._held_back.get(tournament_id)
-            if held is None or held.version < live.version:
-                self._held_back[tournament_id] = live
+        settling = self._settling.get(tournament_id)
+        if settling is not None:
+            if settling.held is None or settling.held.version < live.version:
+                settling.held = live
             return
-        watchers = self.watchers.get(tournament_id)
         pushes = self._pushes.get(tournament_id)
-        if not watchers or pushes is None or pushes.pushed >= live.version:
+        if pushes is None or not pushes.watchers or pushes.pushed >= live.version:
             return
         # A burst of changes (a round's races ending together) is one view a watcher reads,
         # not one each: a 256-player Swiss's view is ~0.3 MB and ~30 ms to build.
@@ -570,9 +577,9 @@ class TournamentService:
         pushes.next_at = loop.time() + self.settings.tournament_view_push_s
         pushes.pushed = live.version
         frame = self._view_frame(live)  # once for every watcher
-        for session in list(watchers):
+        for session in list(pushes.watchers):
             if session.closed:
-                watchers.discard(session)
+                pushes.watchers.discard(session)
             else:
                 session.send_frame(frame)
 
@@ -583,7 +590,8 @@ class TournamentService:
 
     def _answer(self, session: Session, live: Live) -> None:
         """The requester gets the view (watchers get it with their next push)."""
-        if session not in self.watchers.get(live.tournament_id, set()):
+        pushes = self._pushes.get(live.tournament_id)
+        if pushes is None or session not in pushes.watchers:
             self._send_view(session, live)
 
     # --- the hub's hook --------------------------------------------------------------------
@@ -742,8 +750,7 @@ class TournamentService:
 
     async def _watch(self, session: Session, message: WatchTournament) -> None:
         live = await self._load(message.tournament_id)
-        self.watchers.setdefault(live.tournament_id, set()).add(session)
-        self._pushes.setdefault(live.tournament_id, _Pushes())
+        self._pushes.setdefault(live.tournament_id, _Pushes()).watchers.add(session)
         self._send_view(session, live)
 
     async def _unwatch(self, session: Session, message: UnwatchTournament) -> None:
@@ -751,19 +758,28 @@ class TournamentService:
 
     def session_closed(self, session: Session) -> None:
         """The hub's hook: a closed session watches nothing (nothing is kept for it)."""
-        for tournament_id in [t for t, sessions in self.watchers.items() if session in sessions]:
+        watched = [t for t, pushes in self._pushes.items() if session in pushes.watchers]
+        for tournament_id in watched:
             self._stop_watching(session, tournament_id)
 
+    def watchers_of(self, tournament_id: str) -> frozenset[Session] | None:
+        """The sessions watching `tournament_id`; None when nothing is kept for it (nobody
+        watches it)."""
+        pushes = self._pushes.get(tournament_id)
+        return None if pushes is None else frozenset(pushes.watchers)
+
+    def _is_watched(self, tournament_id: str) -> bool:
+        pushes = self._pushes.get(tournament_id)
+        return pushes is not None and bool(pushes.watchers)
+
     def _stop_watching(self, session: Session, tournament_id: str) -> None:
-        sessions = self.watchers.get(tournament_id)
-        if sessions is None:
+        pushes = self._pushes.get(tournament_id)
+        if pushes is None:
             return
-        sessions.discard(session)
-        if not sessions:
-            del self.watchers[tournament_id]
-            pushes = self._pushes.pop(tournament_id, None)
-            if pushes is not None:
-                pushes.cancel()
+        pushes.watchers.discard(session)
+        if not pushes.watchers:
+            del self._pushes[tournament_id]
+            pushes.cancel()
 
     async def _join(self, session: Session, message: JoinTournament) -> None:
         player, name = self._identity(session)

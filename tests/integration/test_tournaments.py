@@ -327,22 +327,22 @@ async def test_a_watcher_that_closes_is_forgotten(start_server: ServerFactory) -
     app = await start_server(**FAST)
     admin = await connect(app, "director")
     tid = (await create(admin, "swiss")).tournament_id
-    watchers = app.tournaments.watchers
+    watchers_of = app.tournaments.watchers_of
     fans = [await connect(app, name) for name in ("fan1", "fan2")]
     for fan in fans:
         await fan.send(WatchTournament(tournament_id=tid))
         await fan.expect(TournamentView)
-    assert len(watchers[tid]) == 2
+    assert len(watchers_of(tid) or ()) == 2
     await fans[0].close()
 
     def one_watcher_left() -> bool:
-        return len(watchers.get(tid, ())) == 1
+        return len(watchers_of(tid) or ()) == 1
 
     await eventually(one_watcher_left, within=WAIT_S)
     await fans[1].close()
 
     def nobody_watches() -> bool:
-        return tid not in watchers
+        return watchers_of(tid) is None
 
     await eventually(nobody_watches, within=WAIT_S)  # nothing is kept for closed sessions
     await admin.close()
