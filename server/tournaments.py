@@ -130,6 +130,29 @@ class _Settling:
     held: Live | None = None
 
 
+@dataclass(frozen=True)
+class _Saved:
+    """A saved change: the tournament as saved, the events that changed it, and the races
+    they requested by the id each was given (linked in the saved document)."""
+
+    live: Live
+    events: list[TournamentEvent]
+    races: dict[str, RaceRequested]
+
+
+def _link_races(live: Live, events: list[TournamentEvent]) -> dict[str, RaceRequested]:
+    """Give each race `events` request the tournament's next race id, linked to its match in
+    `live`: the requests by their ids."""
+    races = {}
+    for event in events:
+        if isinstance(event, RaceRequested):
+            race_id = tournament_race_id(live.tournament_id, live.next_race)
+            live.next_race += 1
+            live.links[race_id] = RaceLink(event.match_id, event.round_number, event.race_number)
+            races[race_id] = event
+    return races
+
+
 class TournamentService:
     def __init__(self, hub: Hub, ratings: RatingService, rng: random.Random | None = None) -> None:
         self.hub = hub
@@ -337,6 +360,20 @@ class TournamentService:
     async def _mutate(self, tournament_id: str, command: Command) -> Live:
         """Apply `command` to the stored tournament, save it (compare-and-set on the version),
         then open requested races and push the view. A refusal changes nothing."""
+        saved = await self._save_change(tournament_id, command)
+        if isinstance(saved, Live):  # nothing changed
+            return saved
+        notices = await self._carry_out(saved)
+        self._push(saved.live)
+        if self.relay is not None:
+            await self.relay.publish(tournament_id, saved.live.version, notices)
+        return saved.live
+
+    async def _save_change(self, tournament_id: str, command: Command) -> _Saved | Live:
+        """Apply `command` to a copy of the stored tournament, give the races it requests
+        their ids and save it, loading and applying again while another node saves first:
+        what was saved and the events it produced, or the live tournament if nothing
+        changed. A refusal changes nothing."""
         async with self._lock(tournament_id):
             for _ in range(SAVE_ATTEMPTS):
                 live = await self._load(tournament_id)
@@ -347,17 +384,7 @@ class TournamentService:
                     events = command(fresh)
                 except TournamentError as exc:
                     raise refusal(exc) from None
-                requested = [e for e in events if isinstance(e, RaceRequested)]
-                cancelled = [e for e in events if isinstance(e, RaceCancelled)]
-                ended = [e.round_number for e in events if isinstance(e, RoundEnded)]
-                links = {}
-                for event in requested:
-                    race_id = tournament_race_id(tournament_id, fresh.next_race)
-                    fresh.next_race += 1
-                    fresh.links[race_id] = RaceLink(
-                        event.match_id, event.round_number, event.race_number
-                    )
-                    links[race_id] = event
+                races = _link_races(fresh, events)
                 if fresh.document() == before:
                     return live
                 fresh.version = live.version + 1
@@ -367,29 +394,32 @@ class TournamentService:
                     self.live.pop(tournament_id, None)
                 else:
                     self.live[tournament_id] = fresh
-                break
-            else:
-                raise RaceError(ErrorCode.UNAVAILABLE, "the tournament is busy; retry")
+                return _Saved(fresh, events, races)
+            raise RaceError(ErrorCode.UNAVAILABLE, "the tournament is busy; retry")
+
+    async def _carry_out(self, saved: _Saved) -> list[TournamentRace]:
+        """Open the races a saved change requested, stop the ones it cancelled and release
+        the deals of the rounds it ended: the notices of the races opened."""
         # The change is saved, so it stands: each step below is on its own, and one the store
         # refuses is tried again by the tick (`_repairs`), not reported to the requester.
         # Changes saved meanwhile (the tick, a race's result) push no view until it is done.
+        live, tournament_id = saved.live, saved.live.tournament_id
+        cancelled = [e for e in saved.events if isinstance(e, RaceCancelled)]
+        ended = [e.round_number for e in saved.events if isinstance(e, RoundEnded)]
         notices = []
         self._settling.setdefault(tournament_id, _Settling()).steps += 1
         try:
-            for race_id, event in links.items():
-                notice = await self._open_race(fresh, race_id, event.race_number, event.match_id)
+            for race_id, event in saved.races.items():
+                notice = await self._open_race(live, race_id, event.race_number, event.match_id)
                 if notice is not None:
                     notices.append(notice)
             for stop in cancelled:
-                await self._stop_race(fresh, stop)
+                await self._stop_race(live, stop)
             for round_number in ended:
-                await self._release_deals(fresh, round_number)
+                await self._release_deals(live, round_number)
         finally:
             self._settled(tournament_id)
-        self._push(fresh)
-        if self.relay is not None:
-            await self.relay.publish(tournament_id, fresh.version, notices)
-        return fresh
+        return notices
 
     async def _remote_change(self, notice: ChangeNotice | None) -> None:
         """Another node changed a tournament (None: changes may have been missed)."""
