@@ -131,6 +131,18 @@ class _Settling:
 
 
 @dataclass(frozen=True)
+class _Summary:
+    """A tournament's summary for `list_tournaments` and the version it shows: it stands
+    while the store lists that version of the tournament."""
+
+    version: int
+    summary: TournamentSummary
+
+    def is_of(self, version: int) -> bool:
+        return self.version == version
+
+
+@dataclass(frozen=True)
 class _Saved:
     """A saved change: the tournament as saved, the events that changed it, and the races
     they requested by the id each was given (linked in the saved document)."""
@@ -173,7 +185,7 @@ class TournamentService:
         #: sees a round ended whose deals are still held.
         self._settling: dict[str, _Settling] = {}
         #: Each tournament's summary for `list_tournaments` and the version it shows.
-        self._summaries: dict[str, tuple[int, TournamentSummary]] = {}
+        self._summaries: dict[str, _Summary] = {}
         #: Tournaments a saved change left with a race not opened or deals not released (the
         #: store was away), each as that change left it: the tick tries again.
         self._repairs: dict[str, Live] = {}
@@ -766,16 +778,16 @@ class TournamentService:
         summaries = []
         for tournament_id, version in await self.store.tournament_versions():
             known = self._summaries.get(tournament_id)
-            if known is None or known[0] != version:
+            if known is None or not known.is_of(version):
                 live = self.live.get(tournament_id)
                 if live is None or live.version != version:
                     record = await self.store.get_tournament(tournament_id)
                     if record is None:
                         continue
                     live = Live.from_record(record, self._deal)
-                known = (live.version, build_summary(live.tournament, live.name))
+                known = _Summary(live.version, build_summary(live.tournament, live.name))
                 self._summaries[tournament_id] = known
-            summaries.append(known[1])
+            summaries.append(known.summary)
         session.send(TournamentList(tournaments=summaries))
 
     async def _watch(self, session: Session, message: WatchTournament) -> None:
