@@ -1,7 +1,8 @@
 """A tournament as the service holds it: the state machine plus what the server adds
 (name, time limit, player names, the race id of every requested race), stored as one JSON
-document; the state-machine call behind each admin act; and the race changes the service
-makes (stopping a decided match's race, marking a seated player connected)."""
+document; the state-machine call behind each admin act; and the race change the service
+makes (stopping a decided match's race). A seated player is marked connected by
+`race_sync.connection_change`."""
 
 from __future__ import annotations
 
