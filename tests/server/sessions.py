@@ -1,5 +1,6 @@
-"""In-process hub tests: a session that records what the hub sends, a running race, and a
-store whose race saves a test can hold (`HeldSaves`).
+"""In-process hub tests: a hub that is stopped however the test ends (`running_hub`), a
+session that records what the hub sends, a running race, and a store whose race saves a test
+can hold (`HeldSaves`).
 
 `RecordingSession` implements `send` only: a frame the hub hands to `send_frame` comes back
 through `Session`'s fallback, decoded, so `sent` holds what a client would read."""
@@ -7,15 +8,64 @@ through `Session`'s fallback, decoded, so `sent` holds what a client would read.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from solrace.server.hub import Hub
+from solrace.server.broker import Broker
+from solrace.server.hub import Hub, wall_clock_ms
+from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
 from solrace.server.protocol.records import RaceRecord
 from solrace.server.session import Session
-from solrace.server.store import MemoryStore, StoreUnavailableError
+from solrace.server.settings import Settings
+from solrace.server.store import MemoryStore, Store, StoreUnavailableError
+
+StoreT = TypeVar("StoreT", bound=Store)
+
+
+@contextlib.asynccontextmanager
+async def opened(store: StoreT) -> AsyncIterator[StoreT]:
+    """`store`, opened, and closed however the test ends."""
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@contextlib.asynccontextmanager
+async def running_hub(
+    store: Store | None = None,
+    *,
+    broker: Broker | None = None,
+    clock: Callable[[], int] = wall_clock_ms,
+    **settings: Any,
+) -> AsyncIterator[Hub]:
+    """A hub on `store` with `Settings(store="memory:", countdown_s=0, **settings)`, stopped
+    however the test ends (stopping it again is harmless: a test may stop it itself).
+
+    Whoever makes a store opens and closes it: with none given, the hub gets a memory store
+    of its own, opened and closed here; a store given (a fixture's, one two nodes share, one
+    in `opened`) is the caller's, open before and after. The hub is not started
+    (`Hub.start`): the test ticks it itself."""
+    async with contextlib.AsyncExitStack() as stack:
+        if store is None:
+            store = await stack.enter_async_context(opened(MemoryStore()))
+        settings.setdefault("countdown_s", 0)
+        hub = Hub(
+            store,
+            Settings(store="memory:", **settings),
+            Metrics(),
+            b"x" * 32,
+            clock=clock,
+            broker=broker,
+        )
+        stack.push_async_callback(hub.stop)
+        yield hub
 
 
 class RecordingSession(Session):
