@@ -30,7 +30,13 @@ from solrace.server.ratings import RatingService
 from solrace.server.replays import RecentFrames
 from solrace.server.settings import Settings
 from solrace.server.store import MemoryStore, StoreUnavailableError, open_store
-from tests.server.sessions import HeldSaves, RecordingSession, start_race_of_two
+from tests.server.sessions import (
+    HeldSaves,
+    RecordingSession,
+    opened,
+    running_hub,
+    start_race_of_two,
+)
 from tests.waiting import eventually
 
 NOW_MS = 1_700_000_000_000
@@ -87,33 +93,28 @@ def test_a_new_race_record_is_open_with_the_server_s_settings_and_a_fresh_commit
 
 
 async def test_a_finished_race_leaves_memory_after_finished_kept_s() -> None:
-    store = open_store("memory:")
-    await store.open()
-    settings = Settings(store="memory:", countdown_s=0, finished_kept_s=60)
-    hub = Hub(store, settings, Metrics(), b"x" * 32)
     clock = [NOW_MS]
-    hub.clock = lambda: clock[0]
-    race_id, alice, bob = await start_race_of_two(hub, game_number=None)
-    for session in (alice, bob):
-        await hub.handle(session, Resign(race_id=race_id))
-    assert hub.races[race_id].race.status is RaceStatus.FINISHED
+    async with running_hub(clock=lambda: clock[0], finished_kept_s=60) as hub:
+        race_id, alice, bob = await start_race_of_two(hub, game_number=None)
+        for session in (alice, bob):
+            await hub.handle(session, Resign(race_id=race_id))
+        assert hub.races[race_id].race.status is RaceStatus.FINISHED
 
-    clock[0] += 59_000
-    await hub.tick()
-    before = len(alice.sent)
-    await hub.handle(alice, Sync(race_id=race_id))
-    answers = alice.sent[before:]
-    assert any(isinstance(m, RaceSnapshot) for m in answers), "kept: answered from memory"
-    assert race_id in alice.versions
-    clock[0] += 1_000
-    await hub.tick()
-    assert race_id not in hub.races
-    assert all(race_id not in s.versions for s in (alice, bob)), "sessions forget it too"
-    await hub.handle(alice, Sync(race_id=race_id))
-    assert isinstance(alice.sent[-1], Error) and alice.sent[-1].code == "unknown_race"
-    replay = await store.get_race(race_id)
-    assert replay is not None and replay.status is RaceStatus.FINISHED
-    await store.close()
+        clock[0] += 59_000
+        await hub.tick()
+        before = len(alice.sent)
+        await hub.handle(alice, Sync(race_id=race_id))
+        answers = alice.sent[before:]
+        assert any(isinstance(m, RaceSnapshot) for m in answers), "kept: answered from memory"
+        assert race_id in alice.versions
+        clock[0] += 1_000
+        await hub.tick()
+        assert race_id not in hub.races
+        assert all(race_id not in s.versions for s in (alice, bob)), "sessions forget it too"
+        await hub.handle(alice, Sync(race_id=race_id))
+        assert isinstance(alice.sent[-1], Error) and alice.sent[-1].code == "unknown_race"
+        replay = await hub.store.get_race(race_id)
+        assert replay is not None and replay.status is RaceStatus.FINISHED
 
 
 class RatingsAway(MemoryStore):
@@ -129,28 +130,26 @@ class RatingsAway(MemoryStore):
 
 async def test_a_store_outage_in_hello_neither_loses_the_name_nor_half_identifies() -> None:
     store = RatingsAway()
-    await store.open()
-    hub = Hub(store, Settings(store="memory:"), Metrics(), b"x" * 32)
-    hub.ratings_of = RatingService(store).display_ratings
-    store.failing = True
+    async with opened(store), running_hub(store, countdown_s=3.0) as hub:
+        hub.ratings_of = RatingService(store).display_ratings
+        store.failing = True
 
-    # A new name needs no store read after its creation: the token always reaches it.
-    first = RecordingSession(1)
-    await hub.handle(first, Hello(protocol=PROTOCOL_VERSION, name="alice"))
-    (welcome,) = first.sent
-    assert isinstance(welcome, Welcome) and welcome.token is not None
+        # A new name needs no store read after its creation: the token always reaches it.
+        first = RecordingSession(1)
+        await hub.handle(first, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+        (welcome,) = first.sent
+        assert isinstance(welcome, Welcome) and welcome.token is not None
 
-    # A returning player whose ratings cannot be read is told to retry, and nothing changed:
-    # the same connection's next hello is answered.
-    again = RecordingSession(2)
-    await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
-    (refusal,) = again.sent
-    assert isinstance(refusal, Error) and refusal.code == ErrorCode.UNAVAILABLE
-    assert not again.said_hello and hub.players.get(welcome.player_id or "") is not again
-    store.failing = False
-    await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
-    assert isinstance(again.sent[-1], Welcome) and again.sent[-1].player_id == welcome.player_id
-    await store.close()
+        # A returning player whose ratings cannot be read is told to retry, and nothing
+        # changed: the same connection's next hello is answered.
+        again = RecordingSession(2)
+        await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
+        (refusal,) = again.sent
+        assert isinstance(refusal, Error) and refusal.code == ErrorCode.UNAVAILABLE
+        assert not again.said_hello and hub.players.get(welcome.player_id or "") is not again
+        store.failing = False
+        await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
+        assert isinstance(again.sent[-1], Welcome) and again.sent[-1].player_id == welcome.player_id
 
 
 class ClosingSession(RecordingSession):
@@ -169,74 +168,68 @@ async def test_of_two_hellos_with_one_token_at_once_the_later_replaces_the_earli
     holds the racer, and when it leaves the racer is marked away (it used to stay connected
     through the first, closed, connection, or both stayed open)."""
     store = HeldSaves()
-    await store.open()
-    hub = Hub(store, Settings(store="memory:", countdown_s=0), Metrics(), b"x" * 32)
-    race_id, alice, _bob = await start_race_of_two(hub)
-    token = next(m.token for m in alice.sent if isinstance(m, Welcome))
-    await hub.disconnected(alice)
-    first, second = ClosingSession(11), ClosingSession(12)
-    store.holding = True
-    hello = Hello(protocol=PROTOCOL_VERSION, token=token)
-    earlier = asyncio.create_task(hub.handle(first, hello))
-    await asyncio.wait_for(store.held.wait(), 5)  # the first hello is marking its race
-    later = asyncio.create_task(hub.handle(second, hello))
-    # The second hello replaces the first before it waits for the race in turn.
-    await eventually(lambda: first.close_code is not None, within=5, what="the first's close")
-    assert first.close_code is CloseCode.REPLACED
-    store.release.set()
-    await asyncio.wait_for(asyncio.gather(earlier, later), 5)
-    player_id = first.player_id
-    assert player_id is not None and hub.players[player_id] is second
-    racer = hub.races[race_id].race.racers[player_id]
-    assert racer.connected and racer.holder == hub.holder_of(second)
-    await hub.disconnected(first)  # the replaced one's goodbye changes nothing
-    assert hub.races[race_id].race.racers[player_id].connected
-    await hub.disconnected(second)
-    assert not hub.races[race_id].race.racers[player_id].connected
-    await store.close()
+    async with opened(store), running_hub(store) as hub:
+        race_id, alice, _bob = await start_race_of_two(hub)
+        token = next(m.token for m in alice.sent if isinstance(m, Welcome))
+        await hub.disconnected(alice)
+        first, second = ClosingSession(11), ClosingSession(12)
+        store.holding = True
+        hello = Hello(protocol=PROTOCOL_VERSION, token=token)
+        earlier = asyncio.create_task(hub.handle(first, hello))
+        await asyncio.wait_for(store.held.wait(), 5)  # the first hello is marking its race
+        later = asyncio.create_task(hub.handle(second, hello))
+        # The second hello replaces the first before it waits for the race in turn.
+        await eventually(lambda: first.close_code is not None, within=5, what="the first's close")
+        assert first.close_code is CloseCode.REPLACED
+        store.release.set()
+        await asyncio.wait_for(asyncio.gather(earlier, later), 5)
+        player_id = first.player_id
+        assert player_id is not None and hub.players[player_id] is second
+        racer = hub.races[race_id].race.racers[player_id]
+        assert racer.connected and racer.holder == hub.holder_of(second)
+        await hub.disconnected(first)  # the replaced one's goodbye changes nothing
+        assert hub.races[race_id].race.racers[player_id].connected
+        await hub.disconnected(second)
+        assert not hub.races[race_id].race.racers[player_id].connected
 
 
 async def test_the_lobby_says_which_races_have_a_deal_their_creator_chose() -> None:
-    store = open_store("memory:")
-    await store.open()
-    hub = Hub(store, Settings(store="memory:"), Metrics(), b"x" * 32)
-    ann, ben = RecordingSession(1), RecordingSession(2)
-    await hub.handle(ann, Hello(protocol=PROTOCOL_VERSION, name="ann"))
-    await hub.handle(ben, Hello(protocol=PROTOCOL_VERSION, name="ben"))
-    await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=60, game_number="7"))
-    await hub.handle(ben, CreateRace(game="klondike", seats=2, time_limit_s=60))
-    await hub.handle(ann, ListRaces())
-    listed = [m for m in ann.sent if isinstance(m, RaceList)][-1]
-    chosen = {info.creator: info.deal_chosen for info in listed.races}
-    assert chosen == {ann.player_id: True, ben.player_id: False}
-    await store.close()
+    async with running_hub(countdown_s=3.0) as hub:
+        ann, ben = RecordingSession(1), RecordingSession(2)
+        await hub.handle(ann, Hello(protocol=PROTOCOL_VERSION, name="ann"))
+        await hub.handle(ben, Hello(protocol=PROTOCOL_VERSION, name="ben"))
+        await hub.handle(
+            ann, CreateRace(game="klondike", seats=2, time_limit_s=60, game_number="7")
+        )
+        await hub.handle(ben, CreateRace(game="klondike", seats=2, time_limit_s=60))
+        await hub.handle(ann, ListRaces())
+        listed = [m for m in ann.sent if isinstance(m, RaceList)][-1]
+        chosen = {info.creator: info.deal_chosen for info in listed.races}
+        assert chosen == {ann.player_id: True, ben.player_id: False}
 
 
 async def test_a_sync_that_waited_for_the_race_records_the_newest_connection() -> None:
     """The first tab's sync waits for the race while a second tab says hello: whichever
     change is applied last, the racer is held by the second tab, so that its close marks
     the racer away (a stale holder kept the racer 'connected' through a closed socket)."""
-    store = open_store("memory:")
-    await store.open()
-    hub = Hub(store, Settings(store="memory:", countdown_s=0), Metrics(), b"x" * 32)
-    race_id, alice, _bob = await start_race_of_two(hub)
-    token = next(m.token for m in alice.sent if isinstance(m, Welcome))
-    player_id = alice.player_id
-    assert player_id is not None
-    runtime = hub.races[race_id]
-    second = ClosingSession(12)
-    async with runtime.lock:  # the race is busy: both requests wait for it, hello first
-        hello = asyncio.create_task(
-            hub.handle(second, Hello(protocol=PROTOCOL_VERSION, token=token))
-        )
-        await eventually(lambda: hub._claims.get(player_id) is second, within=5, what="claim")
-        sync = asyncio.create_task(hub.handle(alice, Sync(race_id=race_id)))  # after it
-    await asyncio.wait_for(asyncio.gather(hello, sync), 5)
-    assert runtime.race.racers[player_id].holder == hub.holder_of(second)
-    await hub.disconnected(alice)
-    await hub.disconnected(second)
-    assert not runtime.race.racers[player_id].connected
-    await store.close()
+    async with running_hub() as hub:
+        race_id, alice, _bob = await start_race_of_two(hub)
+        token = next(m.token for m in alice.sent if isinstance(m, Welcome))
+        player_id = alice.player_id
+        assert player_id is not None
+        runtime = hub.races[race_id]
+        second = ClosingSession(12)
+        async with runtime.lock:  # the race is busy: both requests wait for it, hello first
+            hello = asyncio.create_task(
+                hub.handle(second, Hello(protocol=PROTOCOL_VERSION, token=token))
+            )
+            await eventually(lambda: hub._claims.get(player_id) is second, within=5, what="claim")
+            sync = asyncio.create_task(hub.handle(alice, Sync(race_id=race_id)))  # after it
+        await asyncio.wait_for(asyncio.gather(hello, sync), 5)
+        assert runtime.race.racers[player_id].holder == hub.holder_of(second)
+        await hub.disconnected(alice)
+        await hub.disconnected(second)
+        assert not runtime.race.racers[player_id].connected
 
 
 class CountingMoves(MemoryStore):
@@ -251,21 +244,18 @@ class CountingMoves(MemoryStore):
 
 async def test_a_replay_is_built_once_and_sent_again_as_it_was() -> None:
     store = CountingMoves()
-    await store.open()
-    hub = Hub(store, Settings(store="memory:", countdown_s=0), Metrics(), b"x" * 32)
-    race_id, alice, bob = await start_race_of_two(hub)
-    await hub.handle(alice, GetReplay(race_id=race_id))
-    refused = alice.sent[-1]
-    assert isinstance(refused, Error) and refused.code == "not_finished"  # nothing kept
-    for session in (alice, bob):
-        await hub.handle(session, Resign(race_id=race_id))
-    for session in (alice, bob, alice):
-        await hub.handle(session, GetReplay(race_id=race_id))
-    replays = [m for s in (alice, bob) for m in s.sent if isinstance(m, Replay)]
-    assert len(replays) == 3 and replays[0] == replays[1] == replays[2]
-    assert replays[0].replay.race_id == race_id and store.reads == 1
-    await hub.stop()
-    await store.close()
+    async with opened(store), running_hub(store) as hub:
+        race_id, alice, bob = await start_race_of_two(hub)
+        await hub.handle(alice, GetReplay(race_id=race_id))
+        refused = alice.sent[-1]
+        assert isinstance(refused, Error) and refused.code == "not_finished"  # nothing kept
+        for session in (alice, bob):
+            await hub.handle(session, Resign(race_id=race_id))
+        for session in (alice, bob, alice):
+            await hub.handle(session, GetReplay(race_id=race_id))
+        replays = [m for s in (alice, bob) for m in s.sent if isinstance(m, Replay)]
+        assert len(replays) == 3 and replays[0] == replays[1] == replays[2]
+        assert replays[0].replay.race_id == race_id and store.reads == 1
 
 
 def test_recent_frames_keep_the_latest_used_within_their_bytes() -> None:
@@ -283,12 +273,8 @@ def test_recent_frames_keep_the_latest_used_within_their_bytes() -> None:
 async def test_a_named_deal_is_kept_as_one_writes_it() -> None:
     """PySolFC ignores spaces and `# - _ . ,` in a game number: `-5` is deal 5, and the race
     shows (and commits to) `5`, not a number that looks like another deal."""
-    store = open_store("memory:")
-    await store.open()
-    hub = Hub(store, Settings(store="memory:", countdown_s=0), Metrics(), b"x" * 32)
-    race_id, _, _ = await start_race_of_two(hub, game_number=" -5_")
-    record = hub.races[race_id].race.record
-    assert record.game_number == "5"
-    assert is_commitment_valid(record.commitment, record.game, "5", record.salt)
-    await hub.stop()
-    await store.close()
+    async with running_hub() as hub:
+        race_id, _, _ = await start_race_of_two(hub, game_number=" -5_")
+        record = hub.races[race_id].race.record
+        assert record.game_number == "5"
+        assert is_commitment_valid(record.commitment, record.game, "5", record.salt)
