@@ -1,6 +1,6 @@
 """In-process hub tests: a hub that is stopped however the test ends (`running_hub`), a
 session that records what the hub sends, a running race, and a store whose race saves a test
-can hold (`HeldSaves`).
+can hold or fail (`HeldSaves`).
 
 `RecordingSession` implements `send` only: a frame the hub hands to `send_frame` comes back
 through `Session`'s fallback, decoded, so `sent` holds what a client would read."""
@@ -81,8 +81,9 @@ class RecordingSession(Session):
 
 
 class HeldSaves(MemoryStore):
-    """The memory store, whose race saves can be held: while `holding`, a save sets `held`
-    and waits for `release`, then fails as the store being away if `failing`."""
+    """The memory store, whose race saves can be held and fail: while `holding`, a save sets
+    `held` and waits for `release`; then, while `failing`, it fails as the store being away
+    (held or not)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -95,8 +96,8 @@ class HeldSaves(MemoryStore):
         if self.holding:
             self.held.set()
             await self.release.wait()
-            if self.failing:
-                raise StoreUnavailableError("the store is away")
+        if self.failing:
+            raise StoreUnavailableError("the store is away")
         return await super().save_race_if(race, expected)
 
 

@@ -16,27 +16,15 @@ from solrace.server.protocol.messages import (
     Progress,
     RaceSnapshot,
 )
-from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
+from solrace.server.protocol.records import MoveRecord, RacerState
 from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
 from solrace.server.settings import Settings
-from solrace.server.store import StoreError
 from solrace.server.store.memory import MemoryStore
-from tests.server.sessions import start_race_of_two
-
-
-class FailingSaves(MemoryStore):
-    """The memory store, with race writes that fail while `failing` is set."""
-
-    failing = False
-
-    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
-        if self.failing:
-            raise StoreError("the store is away")
-        return await super().save_race_if(race, expected)
+from tests.server.sessions import HeldSaves, start_race_of_two
 
 
 async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
-    store = FailingSaves()
+    store = HeldSaves()
     await store.open()
     settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
     hub = Hub(store, settings, Metrics(), b"x" * 32, broker=MemoryBroker())
@@ -68,7 +56,7 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
 
 
 async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
-    store = FailingSaves()
+    store = HeldSaves()
     await store.open()
     settings = Settings(store="memory:", countdown_s=0)
     hub = Hub(store, settings, Metrics(), b"x" * 32)
@@ -100,7 +88,7 @@ async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
 
 
 async def test_a_stopped_hub_arms_no_fold_even_when_its_last_one_fails() -> None:
-    store = FailingSaves()
+    store = HeldSaves()
     await store.open()
     settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
     hub = Hub(store, settings, Metrics(), b"x" * 32, broker=MemoryBroker())
@@ -115,7 +103,7 @@ async def test_a_stopped_hub_arms_no_fold_even_when_its_last_one_fails() -> None
 
 
 async def test_several_nodes_get_the_move_behind_a_stuck_board_settled_by_the_tick() -> None:
-    store = FailingSaves()
+    store = HeldSaves()
     await store.open()
     broker = MemoryBroker()
     settings = Settings(store="memory:", countdown_s=0)
