@@ -8,8 +8,6 @@ import asyncio
 import json
 
 from solrace.server.broker import MemoryBroker
-from solrace.server.hub import Hub
-from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
@@ -18,115 +16,104 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.records import MoveRecord, RacerState
 from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
-from solrace.server.settings import Settings
 from solrace.server.store.memory import MemoryStore
-from tests.server.sessions import HeldSaves, start_race_of_two
+from tests.server.sessions import HeldSaves, opened, running_hub, start_race_of_two
 
 
 async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
     store = HeldSaves()
-    await store.open()
-    settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
-    hub = Hub(store, settings, Metrics(), b"x" * 32, broker=MemoryBroker())
-    race_id, alice, bob = await start_race_of_two(
-        hub, game="klondike", game_number="1002", time_limit_s=600
-    )
-    runtime = hub.races[race_id]
-    assert runtime.boards, "the race did not start"
-    for seq in range(3):
-        await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
-    player = alice.player_id or ""
+    async with (
+        opened(store),
+        running_hub(store, broker=MemoryBroker(), progress_interval_s=600) as hub,
+    ):
+        race_id, alice, bob = await start_race_of_two(
+            hub, game="klondike", game_number="1002", time_limit_s=600
+        )
+        runtime = hub.races[race_id]
+        assert runtime.boards, "the race did not start"
+        for seq in range(3):
+            await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
+        player = alice.player_id or ""
 
-    store.failing = True
-    await hub.keeper.fold(runtime)  # logged: progress not stored
-    assert runtime.race.racers[player].moves == 0
-    assert runtime.pending == {player} and len(runtime.pending_moves) == 3
-    due = runtime.fold_due
-    assert due is not None, "the next fold is due"
-    assert due.when() - asyncio.get_running_loop().time() <= FOLD_RETRY_S  # not the interval
+        store.failing = True
+        await hub.keeper.fold(runtime)  # logged: progress not stored
+        assert runtime.race.racers[player].moves == 0
+        assert runtime.pending == {player} and len(runtime.pending_moves) == 3
+        due = runtime.fold_due
+        assert due is not None, "the next fold is due"
+        assert due.when() - asyncio.get_running_loop().time() <= FOLD_RETRY_S  # not the interval
 
-    store.failing = False
-    await hub.handle(alice, MakeMove(race_id=race_id, seq=3, move="deal"))
-    await hub.keeper.fold(runtime)
-    assert runtime.race.racers[player].moves == 4 and not runtime.pending
-    seen = [m.progress.moves for m in bob.sent if isinstance(m, Progress)]
-    assert seen[-1] == 4
-    await hub.stop()
-    await store.close()
+        store.failing = False
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=3, move="deal"))
+        await hub.keeper.fold(runtime)
+        assert runtime.race.racers[player].moves == 4 and not runtime.pending
+        seen = [m.progress.moves for m in bob.sent if isinstance(m, Progress)]
+        assert seen[-1] == 4
 
 
 async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
     store = HeldSaves()
-    await store.open()
-    settings = Settings(store="memory:", countdown_s=0)
-    hub = Hub(store, settings, Metrics(), b"x" * 32)
-    race_id, cat, dan = await start_race_of_two(
-        hub, game="vegas-klondike", game_number="10", time_limit_s=600
-    )
-    runtime = hub.races[race_id]
-    player = cat.player_id or ""
-    for seq in range(22):
-        await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move="deal"))
-    store.failing = True
-    await hub.handle(cat, MakeMove(race_id=race_id, seq=22, move="deal"))  # stuck now
-    ack = cat.sent[-1]
-    assert isinstance(ack, MoveAck) and ack.stuck, "acknowledged: the move itself is stored"
-    assert runtime.race.racers[player].state is RacerState.PLAYING
-    await hub.tick()  # the store is still away: nothing changes, nothing is lost
-    assert runtime.race.racers[player].state is RacerState.PLAYING
+    async with opened(store), running_hub(store) as hub:
+        race_id, cat, dan = await start_race_of_two(
+            hub, game="vegas-klondike", game_number="10", time_limit_s=600
+        )
+        runtime = hub.races[race_id]
+        player = cat.player_id or ""
+        for seq in range(22):
+            await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move="deal"))
+        store.failing = True
+        await hub.handle(cat, MakeMove(race_id=race_id, seq=22, move="deal"))  # stuck now
+        ack = cat.sent[-1]
+        assert isinstance(ack, MoveAck) and ack.stuck, "acknowledged: the move itself is stored"
+        assert runtime.race.racers[player].state is RacerState.PLAYING
+        await hub.tick()  # the store is still away: nothing changes, nothing is lost
+        assert runtime.race.racers[player].state is RacerState.PLAYING
 
-    store.failing = False
-    await hub.tick()
-    assert runtime.race.racers[player].state is RacerState.STUCK
-    assert runtime.race.racers[player].moves == 23
-    # The refused change was rolled back under a new epoch: the opponent gets a snapshot.
-    snapshot = dan.sent[-1]
-    assert isinstance(snapshot, RaceSnapshot)
-    assert {p.player_id: p.state for p in snapshot.progress}[player] == "stuck"
-    await hub.stop()
-    await store.close()
+        store.failing = False
+        await hub.tick()
+        assert runtime.race.racers[player].state is RacerState.STUCK
+        assert runtime.race.racers[player].moves == 23
+        # The refused change was rolled back under a new epoch: the opponent gets a snapshot.
+        snapshot = dan.sent[-1]
+        assert isinstance(snapshot, RaceSnapshot)
+        assert {p.player_id: p.state for p in snapshot.progress}[player] == "stuck"
 
 
 async def test_a_stopped_hub_arms_no_fold_even_when_its_last_one_fails() -> None:
     store = HeldSaves()
-    await store.open()
-    settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
-    hub = Hub(store, settings, Metrics(), b"x" * 32, broker=MemoryBroker())
-    race_id, alice, _ = await start_race_of_two(hub, game_number=None)
-    await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
-    runtime = hub.races[race_id]
-    assert runtime.pending and runtime.fold_due is not None
-    store.failing = True
-    await hub.stop()  # its last fold fails
-    assert runtime.fold_due is None and not hub.keeper._folds
-    await store.close()
+    async with (
+        opened(store),
+        running_hub(store, broker=MemoryBroker(), progress_interval_s=600) as hub,
+    ):
+        race_id, alice, _ = await start_race_of_two(hub, game_number=None)
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
+        runtime = hub.races[race_id]
+        assert runtime.pending and runtime.fold_due is not None
+        store.failing = True
+        await hub.stop()  # its last fold fails
+        assert runtime.fold_due is None and not hub.keeper._folds
 
 
 async def test_several_nodes_get_the_move_behind_a_stuck_board_settled_by_the_tick() -> None:
-    store = HeldSaves()
-    await store.open()
-    broker = MemoryBroker()
-    settings = Settings(store="memory:", countdown_s=0)
-    hub = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
-    race_id, cat, _ = await start_race_of_two(
-        hub, game="vegas-klondike", game_number="10", time_limit_s=600
-    )
-    for seq in range(22):
-        await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move="deal"))
-    store.failing = True
-    await hub.handle(cat, MakeMove(race_id=race_id, seq=22, move="deal"))  # stuck, not stored
-    other_node = await broker.subscribe(race_channel(race_id))  # what another node reads
-    store.failing = False
-    await hub.tick()
-    notices: list[RaceNotice] = []
-    while not any(m.ply == 22 for n in notices for m in n.moves):
-        item = await asyncio.wait_for(anext(other_node), 5)
-        assert item is not None
-        notices.append(RaceNotice.model_validate_json(item))
-    assert hub.races[race_id].race.racers[cat.player_id or ""].state is RacerState.STUCK
-    await other_node.close()
-    await hub.stop()
-    await store.close()
+    store, broker = HeldSaves(), MemoryBroker()
+    async with opened(store), running_hub(store, broker=broker) as hub:
+        race_id, cat, _ = await start_race_of_two(
+            hub, game="vegas-klondike", game_number="10", time_limit_s=600
+        )
+        for seq in range(22):
+            await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move="deal"))
+        store.failing = True
+        await hub.handle(cat, MakeMove(race_id=race_id, seq=22, move="deal"))  # stuck, not stored
+        other_node = await broker.subscribe(race_channel(race_id))  # what another node reads
+        store.failing = False
+        await hub.tick()
+        notices: list[RaceNotice] = []
+        while not any(m.ply == 22 for n in notices for m in n.moves):
+            item = await asyncio.wait_for(anext(other_node), 5)
+            assert item is not None
+            notices.append(RaceNotice.model_validate_json(item))
+        assert hub.races[race_id].race.racers[cat.player_id or ""].state is RacerState.STUCK
+        await other_node.close()
 
 
 class SlowMoves(MemoryStore):
@@ -147,55 +134,51 @@ class SlowMoves(MemoryStore):
 
 async def test_a_fold_counts_only_the_moves_already_stored() -> None:
     store = SlowMoves()
-    await store.open()
-    settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
-    hub = Hub(store, settings, Metrics(), b"x" * 32)
-    race_id, alice, _ = await start_race_of_two(hub)
-    runtime = hub.races[race_id]
-    player = alice.player_id or ""
-    for seq in range(2):
-        await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
-    store.go.clear()
-    third = asyncio.create_task(hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal")))
-    await store.waiting.wait()  # played on the board, not stored (nor acknowledged) yet
-    assert runtime.boards[player].game.ply == 3
-    await hub.keeper.fold(runtime)
-    assert runtime.race.racers[player].moves == 2
-    store.go.set()
-    await third
-    await hub.keeper.fold(runtime)
-    assert runtime.race.racers[player].moves == 3
-    await hub.stop()
-    await store.close()
+    async with opened(store), running_hub(store, progress_interval_s=600) as hub:
+        race_id, alice, _ = await start_race_of_two(hub)
+        runtime = hub.races[race_id]
+        player = alice.player_id or ""
+        for seq in range(2):
+            await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
+        store.go.clear()
+        third = asyncio.create_task(
+            hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal"))
+        )
+        await store.waiting.wait()  # played on the board, not stored (nor acknowledged) yet
+        assert runtime.boards[player].game.ply == 3
+        await hub.keeper.fold(runtime)
+        assert runtime.race.racers[player].moves == 2
+        store.go.set()
+        await third
+        await hub.keeper.fold(runtime)
+        assert runtime.race.racers[player].moves == 3
 
 
 async def test_a_node_keeps_following_a_race_after_a_notice_it_cannot_read() -> None:
     """A notice that does not parse is a gap (the node reloads from the store), not the end
     of following; a field a newer node adds is ignored."""
-    store = MemoryStore()
-    await store.open()
-    broker = MemoryBroker()
-    settings = Settings(store="memory:", countdown_s=0, progress_interval_s=600)
-    node_a = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
-    node_b = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
-    race_id, alice, _ = await start_race_of_two(node_a)
-    copy = await node_b.load_race(race_id)
-    assert copy is not None and copy.follower is not None
-    channel = race_channel(race_id)
-    await broker.publish(channel, b"not a notice")
-    race = node_a.races[race_id].race
-    newer = {"epoch": race.epoch, "version": race.version, "moves": [], "added_later": 1}
-    await broker.publish(channel, json.dumps(newer).encode())
+    store, broker = MemoryStore(), MemoryBroker()
+    async with (
+        opened(store),
+        running_hub(store, broker=broker, progress_interval_s=600) as node_a,
+        running_hub(store, broker=broker, progress_interval_s=600) as node_b,
+    ):
+        race_id, alice, _ = await start_race_of_two(node_a)
+        copy = await node_b.load_race(race_id)
+        assert copy is not None and copy.follower is not None
+        channel = race_channel(race_id)
+        await broker.publish(channel, b"not a notice")
+        race = node_a.races[race_id].race
+        newer = {"epoch": race.epoch, "version": race.version, "moves": [], "added_later": 1}
+        await broker.publish(channel, json.dumps(newer).encode())
 
-    await node_a.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
-    await node_a.keeper.fold(node_a.races[race_id])  # stored and published: a notice with the move
-    player = alice.player_id or ""
-    deadline = asyncio.get_running_loop().time() + 5
-    while copy.race.racers[player].moves != 1:
-        assert asyncio.get_running_loop().time() < deadline, "node B stopped following"
-        await asyncio.sleep(0.01)
-    assert copy.follower is not None and not copy.follower.done()
-    assert copy.boards[player].game.ply == 1
-    await node_b.stop()
-    await node_a.stop()
-    await store.close()
+        await node_a.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
+        # Stored and published: a notice with the move.
+        await node_a.keeper.fold(node_a.races[race_id])
+        player = alice.player_id or ""
+        deadline = asyncio.get_running_loop().time() + 5
+        while copy.race.racers[player].moves != 1:
+            assert asyncio.get_running_loop().time() < deadline, "node B stopped following"
+            await asyncio.sleep(0.01)
+        assert copy.follower is not None and not copy.follower.done()
+        assert copy.boards[player].game.ply == 1
