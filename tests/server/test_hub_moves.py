@@ -11,8 +11,6 @@ import random
 import pytest
 
 from solrace.engine import Audience, deal
-from solrace.server.hub import Hub
-from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
@@ -21,121 +19,106 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.protocol.views import board_for, touched_pile_models
 from solrace.server.runtime import ACKS_KEPT, UNDO_KEPT
-from solrace.server.settings import Settings
-from solrace.server.store import MemoryStore, open_store
-from tests.server.sessions import start_race_of_two
+from solrace.server.store import MemoryStore
+from tests.server.sessions import opened, running_hub, start_race_of_two
 
 GAME_NUMBER = "1002"
 NOW_MS = 1_700_000_000_000
 
 
 async def test_acks_are_the_moves_as_the_mover_sees_them_and_resends_repeat_them() -> None:
-    store = open_store("memory:")
-    await store.open()
-    hub = Hub(store, Settings(countdown_s=0, store="memory:"), Metrics(), b"x" * 32)
-    hub.clock = lambda: NOW_MS
-    race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER, time_limit_s=3600)
+    async with running_hub(clock=lambda: NOW_MS) as hub:
+        race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER, time_limit_s=3600)
 
-    shadow = deal("klondike", GAME_NUMBER)  # the same moves on a board of our own
-    rng = random.Random(7)
-    acks: list[MoveAck] = []
-    for seq in range(ACKS_KEPT + 30):
-        moves = shadow.legal_moves()
-        if not moves:
-            break
-        move = rng.choice(moves)
-        shadow.play(move)
-        await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move=str(move)))
-        # The ack, then the move's progress event.
-        ack = next(m for m in reversed(alice.sent) if isinstance(m, MoveAck))
+        shadow = deal("klondike", GAME_NUMBER)  # the same moves on a board of our own
+        rng = random.Random(7)
+        acks: list[MoveAck] = []
+        for seq in range(ACKS_KEPT + 30):
+            moves = shadow.legal_moves()
+            if not moves:
+                break
+            move = rng.choice(moves)
+            shadow.play(move)
+            await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move=str(move)))
+            # The ack, then the move's progress event.
+            ack = next(m for m in reversed(alice.sent) if isinstance(m, MoveAck))
+            on, total = shadow.progress()
+            assert ack == MoveAck(
+                race_id=race_id,
+                seq=seq,
+                ply=seq,
+                move=str(shadow.history[-1]),
+                at_ms=NOW_MS,
+                piles=touched_pile_models(shadow),
+                on_foundations=on,
+                total=total,
+                won=shadow.is_won(),
+                stuck=not shadow.is_won() and shadow.is_stuck(),
+            )
+            acks.append(ack)
+        assert len(acks) > ACKS_KEPT + 10
+
+        for ack in (acks[-ACKS_KEPT], acks[-ACKS_KEPT // 2], acks[-1]):
+            await hub.handle(alice, MakeMove(race_id=race_id, seq=ack.seq, move=ack.move))
+            assert alice.sent[-1] == ack.model_copy(update={"duplicate": True})
+        # Older answers are not kept (nor undo records: a board's memory stays bounded); a resend
+        # of such a move is answered with the board as it is now.
+        board = hub.races[race_id].boards[alice.player_id or ""]
+        assert len(board.acks) == ACKS_KEPT and board.game.undo_depth <= 2 * UNDO_KEPT
+        oldest = acks[0]
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=oldest.seq, move=oldest.move))
         on, total = shadow.progress()
-        assert ack == MoveAck(
-            race_id=race_id,
-            seq=seq,
-            ply=seq,
-            move=str(shadow.history[-1]),
-            at_ms=NOW_MS,
-            piles=touched_pile_models(shadow),
-            on_foundations=on,
-            total=total,
-            won=shadow.is_won(),
-            stuck=not shadow.is_won() and shadow.is_stuck(),
+        assert alice.sent[-1] == oldest.model_copy(
+            update={
+                "duplicate": True,
+                "piles": list(board_for(shadow, Audience.PLAYER).piles),
+                "on_foundations": on,
+                "total": total,
+            }
         )
-        acks.append(ack)
-    assert len(acks) > ACKS_KEPT + 10
-
-    for ack in (acks[-ACKS_KEPT], acks[-ACKS_KEPT // 2], acks[-1]):
-        await hub.handle(alice, MakeMove(race_id=race_id, seq=ack.seq, move=ack.move))
-        assert alice.sent[-1] == ack.model_copy(update={"duplicate": True})
-    # Older answers are not kept (nor undo records: a board's memory stays bounded); a resend
-    # of such a move is answered with the board as it is now.
-    board = hub.races[race_id].boards[alice.player_id or ""]
-    assert len(board.acks) == ACKS_KEPT and board.game.undo_depth <= 2 * UNDO_KEPT
-    oldest = acks[0]
-    await hub.handle(alice, MakeMove(race_id=race_id, seq=oldest.seq, move=oldest.move))
-    on, total = shadow.progress()
-    assert alice.sent[-1] == oldest.model_copy(
-        update={
-            "duplicate": True,
-            "piles": list(board_for(shadow, Audience.PLAYER).piles),
-            "on_foundations": on,
-            "total": total,
-        }
-    )
-    await store.close()
 
 
 async def test_a_refused_seq_answers_the_same_move_again_and_refuses_another() -> None:
-    store = open_store("memory:")
-    await store.open()
-    hub = Hub(store, Settings(countdown_s=0, store="memory:"), Metrics(), b"x" * 32)
-    race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
-    player = alice.player_id or ""
+    async with running_hub() as hub:
+        race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
+        player = alice.player_id or ""
 
-    await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="w-s"))
-    refused = alice.sent[-1]
-    assert isinstance(refused, MoveRejected) and refused.code == "illegal_move"
-    await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="w-s"))
-    assert alice.sent[-1] == refused  # the same answer again
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="w-s"))
+        refused = alice.sent[-1]
+        assert isinstance(refused, MoveRejected) and refused.code == "illegal_move"
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="w-s"))
+        assert alice.sent[-1] == refused  # the same answer again
 
-    await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
-    reused = alice.sent[-1]
-    assert isinstance(reused, MoveRejected) and reused.code == "seq_reused"
-    assert hub.races[race_id].boards[player].game.ply == 0, "nothing was played"
-    await hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal"))
-    assert isinstance(alice.sent[-1], MoveAck) and alice.sent[-1].ply == 0
-    await hub.stop()
-    await store.close()
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+        reused = alice.sent[-1]
+        assert isinstance(reused, MoveRejected) and reused.code == "seq_reused"
+        assert hub.races[race_id].boards[player].game.ply == 0, "nothing was played"
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal"))
+        assert isinstance(alice.sent[-1], MoveAck) and alice.sent[-1].ply == 0
 
 
 async def test_a_board_stored_at_once_keeps_when_its_count_was_reached() -> None:
     """A stuck board is stored at once, with the moves of its batch not folded in yet: the
     time its count on the foundations was reached (the tie-break between stuck racers) is
     the move that reached it, not the stuck move."""
-    store = open_store("memory:")
-    await store.open()
-    settings = Settings(countdown_s=0, store="memory:", progress_interval_s=600)
-    hub = Hub(store, settings, Metrics(), b"x" * 32)
     now = [NOW_MS]
-    hub.clock = lambda: now[0]
-    race_id, cat, _ = await start_race_of_two(
-        hub, game="vegas-klondike", game_number="10", time_limit_s=3600
-    )
-    started = hub.races[race_id].race.started_at_ms
-    assert started is not None
-    # One pass through the stock, taking the aces it shows; the last ace at the 19th move.
-    line = ["deal"] * 6 + ["w-f2"] + ["deal"] * 7 + ["w-f3"] + ["deal"] * 3 + ["w-f0"]
-    line += ["deal"] * 7
-    for seq, move in enumerate(line):
-        now[0] = NOW_MS + 1_000 * (seq + 1)
-        await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move=move))
-    acks = [m for m in cat.sent if isinstance(m, MoveAck)]
-    assert len(acks) == len(line) and acks[-1].stuck
-    racer = hub.races[race_id].race.racers[cat.player_id or ""]
-    assert (racer.state.value, racer.on_foundations, racer.moves) == ("stuck", 3, len(line))
-    assert racer.reached_at_ms == NOW_MS + 1_000 * 19 - started
-    await hub.stop()
-    await store.close()
+    async with running_hub(clock=lambda: now[0], progress_interval_s=600) as hub:
+        race_id, cat, _ = await start_race_of_two(
+            hub, game="vegas-klondike", game_number="10", time_limit_s=3600
+        )
+        started = hub.races[race_id].race.started_at_ms
+        assert started is not None
+        # One pass through the stock, taking the aces it shows; the last ace at the 19th move.
+        line = ["deal"] * 6 + ["w-f2"] + ["deal"] * 7 + ["w-f3"] + ["deal"] * 3 + ["w-f0"]
+        line += ["deal"] * 7
+        for seq, move in enumerate(line):
+            now[0] = NOW_MS + 1_000 * (seq + 1)
+            await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move=move))
+        acks = [m for m in cat.sent if isinstance(m, MoveAck)]
+        assert len(acks) == len(line) and acks[-1].stuck
+        racer = hub.races[race_id].race.racers[cat.player_id or ""]
+        assert (racer.state.value, racer.on_foundations, racer.moves) == ("stuck", 3, len(line))
+        assert racer.reached_at_ms == NOW_MS + 1_000 * 19 - started
 
 
 class BrokenAppends(MemoryStore):
@@ -150,13 +133,10 @@ async def test_a_store_bug_is_raised_not_told_as_an_outage() -> None:
     to resend would resend forever. The board is as stored (the move taken back) and the
     bug goes up to the connection, which logs it and closes with 1011."""
     store = BrokenAppends()
-    await store.open()
-    hub = Hub(store, Settings(countdown_s=0, store="memory:"), Metrics(), b"x" * 32)
-    race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
-    board = hub.races[race_id].boards[alice.player_id or ""]
-    with pytest.raises(TypeError, match="a bug in the store"):
-        await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
-    assert board.game.ply == 0
-    assert not any(isinstance(m, MoveRejected) for m in alice.sent)
-    await hub.stop()
-    await store.close()
+    async with opened(store), running_hub(store) as hub:
+        race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
+        board = hub.races[race_id].boards[alice.player_id or ""]
+        with pytest.raises(TypeError, match="a bug in the store"):
+            await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+        assert board.game.ply == 0
+        assert not any(isinstance(m, MoveRejected) for m in alice.sent)
