@@ -10,7 +10,6 @@ from typing import Any
 
 from solrace.server.hub import Hub
 from solrace.server.lobby import LobbyFeed, race_list
-from solrace.server.metrics import Metrics
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
@@ -23,9 +22,8 @@ from solrace.server.protocol.messages import (
     RaceInfo,
     RaceList,
 )
-from solrace.server.settings import Settings
 from solrace.server.store import MemoryStore
-from tests.server.sessions import HeldSaves, RecordingSession
+from tests.server.sessions import HeldSaves, RecordingSession, opened, running_hub
 
 
 def info(race_id: str, status: str = "open") -> RaceInfo:
@@ -108,18 +106,16 @@ def test_a_long_list_keeps_the_open_races_and_counts_the_rest() -> None:
 async def ann_and_bob(
     store: MemoryStore | None = None, **settings: Any
 ) -> AsyncIterator[tuple[Hub, RecordingSession, RecordingSession]]:
-    """A hub on a memory store with these settings, and ann and bob said hello."""
-    store = store or MemoryStore()
-    await store.open()
-    hub = Hub(store, Settings(store="memory:", **settings), Metrics(), b"x" * 32)
-    ann, bob = RecordingSession(1), RecordingSession(2)
-    for session, name in ((ann, "ann"), (bob, "bob")):
-        await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
-    try:
+    """A hub on a memory store (opened and closed here) with these settings, and ann and bob
+    said hello."""
+    async with (
+        opened(store or MemoryStore()) as memory,
+        running_hub(memory, countdown_s=3.0, **settings) as hub,
+    ):
+        ann, bob = RecordingSession(1), RecordingSession(2)
+        for session, name in ((ann, "ann"), (bob, "bob")):
+            await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
         yield hub, ann, bob
-    finally:
-        await hub.stop()
-        await store.close()
 
 
 def create(seats: int = 2) -> CreateRace:
