@@ -10,15 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from solrace.server.hub import Hub
-from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace, Resign
 from solrace.server.protocol.ratings import Rating
 from solrace.server.protocol.tournament_messages import GetLeaderboard, Leaderboard
 from solrace.server.ratings import LEADERBOARD_FRESH_S, RatingService
-from solrace.server.settings import Settings
 from solrace.server.store.sqlite import SqliteStore
-from tests.server.sessions import RecordingSession
+from tests.server.sessions import RecordingSession, running_hub
 from tests.server.test_store_contract import rated_race, rating
 
 
@@ -74,32 +71,31 @@ async def test_a_board_read_while_this_node_rates_a_race_is_not_kept(
 ) -> None:
     """The board read before a race of its game is rated here, and answered after, may
     miss it: it is not kept, so the next request reads the race's ratings."""
-    hub = Hub(store, Settings(store="memory:", countdown_s=0), Metrics(), b"x" * 32)
-    service = RatingService(store, clock=Clock())
-    hub.race_finished_hooks.append(service.race_finished)
-    ann, bob = RecordingSession(11), RecordingSession(12)
-    for session, name in ((ann, "ann"), (bob, "bob")):
-        await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
-    await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=600, rated=True))
-    (race_id,) = hub.races
-    await hub.handle(bob, JoinRace(race_id=race_id))
-    await hub.tick()
-    read, answer = asyncio.Event(), asyncio.Event()
-    ratings_of = service.game_ratings
+    async with running_hub(store) as hub:
+        service = RatingService(store, clock=Clock())
+        hub.race_finished_hooks.append(service.race_finished)
+        ann, bob = RecordingSession(11), RecordingSession(12)
+        for session, name in ((ann, "ann"), (bob, "bob")):
+            await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
+        await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=600, rated=True))
+        (race_id,) = hub.races
+        await hub.handle(bob, JoinRace(race_id=race_id))
+        await hub.tick()
+        read, answer = asyncio.Event(), asyncio.Event()
+        ratings_of = service.game_ratings
 
-    async def read_then_wait(game: str) -> dict[str, Rating]:
-        table = await ratings_of(game)
-        read.set()
-        await answer.wait()  # answered once the race below is rated
-        return table
+        async def read_then_wait(game: str) -> dict[str, Rating]:
+            table = await ratings_of(game)
+            read.set()
+            await answer.wait()  # answered once the race below is rated
+            return table
 
-    service.game_ratings = read_then_wait  # type: ignore[method-assign]
-    asking = asyncio.create_task(board(service))
-    await read.wait()
-    for session in (ann, bob):  # both resign: the race is rated, here
-        await hub.handle(session, Resign(race_id=race_id))
-    answer.set()
-    assert await asking == []  # read before the race was rated
-    service.game_ratings = ratings_of  # type: ignore[method-assign]
-    assert sorted(await board(service)) == sorted(s.player_id or "" for s in (ann, bob))
-    await hub.stop()
+        service.game_ratings = read_then_wait  # type: ignore[method-assign]
+        asking = asyncio.create_task(board(service))
+        await read.wait()
+        for session in (ann, bob):  # both resign: the race is rated, here
+            await hub.handle(session, Resign(race_id=race_id))
+        answer.set()
+        assert await asking == []  # read before the race was rated
+        service.game_ratings = ratings_of  # type: ignore[method-assign]
+        assert sorted(await board(service)) == sorted(s.player_id or "" for s in (ann, bob))

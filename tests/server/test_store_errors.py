@@ -16,15 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from solrace.server.hub import Hub
-from solrace.server.metrics import Metrics
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Error, Hello, Welcome
-from solrace.server.settings import Settings
 from solrace.server.store import SqliteStore, StoreError, StoreUnavailableError
 from solrace.server.store.sqlite import store_error
-from tests.server.sessions import RecordingSession
+from tests.server.sessions import RecordingSession, running_hub
 from tests.server.test_store_contract import move, race
 
 BUSY_TIMEOUT_S = 0.05
@@ -146,23 +143,22 @@ async def test_the_hub_answers_unavailable_while_the_database_is_locked(
 ) -> None:
     """Neither a hello nor a new race closes the connection (1011): both are refused with
     `unavailable`, change nothing, and succeed when sent again after the lock is gone."""
-    hub = Hub(store, Settings(store="memory:"), Metrics(), b"x" * 32)
-    ann, bob = RecordingSession(1), RecordingSession(2)
-    await hub.handle(ann, Hello(protocol=PROTOCOL_VERSION, name="ann"))
-    assert isinstance(ann.sent[-1], Welcome)
+    async with running_hub(store, countdown_s=3.0) as hub:
+        ann, bob = RecordingSession(1), RecordingSession(2)
+        await hub.handle(ann, Hello(protocol=PROTOCOL_VERSION, name="ann"))
+        assert isinstance(ann.sent[-1], Welcome)
 
-    holder.lock()
-    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
-    await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=600))
-    holder.release()
+        holder.lock()
+        await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+        await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=600))
+        holder.release()
 
-    for session in (ann, bob):
-        refusal = session.sent[-1]
-        assert isinstance(refusal, Error) and refusal.code == ErrorCode.UNAVAILABLE
-        assert not session.closed
-    assert not bob.said_hello and hub.races == {}
-    await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
-    assert isinstance(bob.sent[-1], Welcome)
-    await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=600))
-    assert len(hub.races) == 1
-    await hub.stop()
+        for session in (ann, bob):
+            refusal = session.sent[-1]
+            assert isinstance(refusal, Error) and refusal.code == ErrorCode.UNAVAILABLE
+            assert not session.closed
+        assert not bob.said_hello and hub.races == {}
+        await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+        assert isinstance(bob.sent[-1], Welcome)
+        await hub.handle(ann, CreateRace(game="klondike", seats=2, time_limit_s=600))
+        assert len(hub.races) == 1
