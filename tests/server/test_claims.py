@@ -7,13 +7,10 @@ import asyncio
 
 from solrace.server.broker import MemoryBroker
 from solrace.server.claims import Claim, ClaimRelay
-from solrace.server.hub import Hub
-from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
 from solrace.server.session import Session
-from solrace.server.settings import Settings
 from solrace.server.store import MemoryStore
-from tests.server.sessions import RecordingSession, start_race_of_two
+from tests.server.sessions import RecordingSession, opened, running_hub, start_race_of_two
 from tests.waiting import eventually, eventually_async
 
 
@@ -86,49 +83,47 @@ async def test_a_claim_that_does_not_read_is_ignored() -> None:
 async def test_a_replaced_connection_hands_its_races_to_the_later_one() -> None:
     """Node A's hold of alice's race is stored after node B's (A was slow): when A reads
     B's later claim it hands the race to B's connection, whose close then marks her away."""
-    store = MemoryStore()
-    await store.open()
-    broker = MemoryBroker()
-    settings = Settings(store="memory:", countdown_s=0)
-    node_a, node_b = (Hub(store, settings, Metrics(), b"x" * 32, broker=broker) for _ in "ab")
-    claims_a, claims_b = node_a.claims, node_b.claims
-    assert claims_a is not None and claims_b is not None
-    for relay in (claims_a, claims_b):
-        await relay.start()
-    race_id, alice, _ = await start_race_of_two(node_a)
-    welcome = next(m for m in alice.sent if isinstance(m, Welcome))
-    gate = asyncio.Event()
-    hold = claims_a.confirmed
+    store, broker = MemoryStore(), MemoryBroker()
+    async with (
+        opened(store),
+        running_hub(store, broker=broker) as node_a,
+        running_hub(store, broker=broker) as node_b,
+    ):
+        claims_a, claims_b = node_a.claims, node_b.claims
+        assert claims_a is not None and claims_b is not None
+        for relay in (claims_a, claims_b):
+            await relay.start()
+        race_id, alice, _ = await start_race_of_two(node_a)
+        welcome = next(m for m in alice.sent if isinstance(m, Welcome))
+        gate = asyncio.Event()
+        hold = claims_a.confirmed
 
-    async def slow_hold(player_id: str, session: Session) -> None:
-        if session.session_id == 11:  # A's second connection: held once B's is stored
-            await gate.wait()
-            await node_a.keeper.refresh(node_a.races[race_id])
-        await hold(player_id, session)
+        async def slow_hold(player_id: str, session: Session) -> None:
+            if session.session_id == 11:  # A's second connection: held once B's is stored
+                await gate.wait()
+                await node_a.keeper.refresh(node_a.races[race_id])
+            await hold(player_id, session)
 
-    claims_a.confirmed = slow_hold
-    on_a, on_b = RecordingSession(11), RecordingSession(21)
-    await node_a.handle(on_a, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
-    await node_b.handle(on_b, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
+        claims_a.confirmed = slow_hold
+        on_a, on_b = RecordingSession(11), RecordingSession(21)
+        await node_a.handle(on_a, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
+        await node_b.handle(on_b, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
 
-    async def holder() -> tuple[str | None, bool]:
-        record = await store.get_race(race_id)
-        assert record is not None
-        racer = next(r for r in record.racers if r.player_id == welcome.player_id)
-        return racer.holder, racer.connected
+        async def holder() -> tuple[str | None, bool]:
+            record = await store.get_race(race_id)
+            assert record is not None
+            racer = next(r for r in record.racers if r.player_id == welcome.player_id)
+            return racer.holder, racer.connected
 
-    held = (node_b.holder_of(on_b), True)
+        held = (node_b.holder_of(on_b), True)
 
-    async def held_by_b() -> bool:
-        return await holder() == held
+        async def held_by_b() -> bool:
+            return await holder() == held
 
-    await eventually_async(held_by_b, what="B's connection to hold the race")
-    gate.set()
-    await eventually(lambda: on_a.closed, what="A's connection to be replaced")
-    # A's late hold named its (closed) connection; the hand-over gave the race back to B.
-    await eventually_async(held_by_b, what="the race handed over to B's connection")
-    await node_b.disconnected(on_b)
-    assert (await holder()) == (node_b.holder_of(on_b), False)  # away: the grace runs
-    for node in (node_a, node_b):
-        await node.stop()
-    await store.close()
+        await eventually_async(held_by_b, what="B's connection to hold the race")
+        gate.set()
+        await eventually(lambda: on_a.closed, what="A's connection to be replaced")
+        # A's late hold named its (closed) connection; the hand-over gave the race back to B.
+        await eventually_async(held_by_b, what="the race handed over to B's connection")
+        await node_b.disconnected(on_b)
+        assert (await holder()) == (node_b.holder_of(on_b), False)  # away: the grace runs
