@@ -6,35 +6,44 @@ back (server/node_presence.py `NodePresence.watch`, broker `announce`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 from solrace.server.broker import Broker, BrokerUnavailableError, MemoryBroker, Subscription
 from solrace.server.hub import Hub
-from solrace.server.metrics import Metrics
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
 from solrace.server.protocol.records import RacerState
-from solrace.server.settings import Settings
 from solrace.server.store import MemoryStore
-from tests.server.sessions import RecordingSession
+from tests.server.sessions import RecordingSession, opened, running_hub
 from tests.waiting import eventually
 
 T0 = 1_700_000_000_000
 
 
 class Nodes:
-    """Two hubs on one memory store and broker, with one clock (seconds) for both."""
+    """Two hubs (`a`, `b`) on one memory store and broker, with one clock (seconds) for both;
+    the hubs are stopped, and the store closed, when `two_nodes` ends."""
 
-    def __init__(self) -> None:
+    a: Hub
+    b: Hub
+
+    def __init__(self, stack: contextlib.AsyncExitStack) -> None:
         self.store, self.broker = MemoryStore(), MemoryBroker()
         self.seconds = 0.0
         self.broker.clock = lambda: self.seconds
-        self.settings = Settings(store="memory:", countdown_s=0, grace_s=30, node_ttl_s=5)
-        self.a, self.b = self.hub(self.broker), self.hub(self.broker)
+        self._stack = stack
 
-    def hub(self, link: Broker) -> Hub:
+    async def hub(self, link: Broker) -> Hub:
         """A node reaching the shared broker through `link` (its own link, or the broker)."""
-        hub = Hub(self.store, self.settings, Metrics(), b"x" * 32, broker=link)
-        hub.clock = lambda: T0 + int(self.seconds * 1000)
-        return hub
+        return await self._stack.enter_async_context(
+            running_hub(
+                self.store,
+                broker=link,
+                clock=lambda: T0 + int(self.seconds * 1000),
+                grace_s=30,
+                node_ttl_s=5,
+            )
+        )
 
     async def watch(self, *hubs: Hub) -> None:
         for hub in hubs:
@@ -55,43 +64,45 @@ class Nodes:
         await second.tick()
         return race_id, one, two
 
-    async def close(self) -> None:
-        await self.a.stop()
-        await self.b.stop()
-        await self.store.close()
+
+@contextlib.asynccontextmanager
+async def two_nodes() -> AsyncIterator[Nodes]:
+    async with contextlib.AsyncExitStack() as stack:
+        nodes = Nodes(stack)
+        await stack.enter_async_context(opened(nodes.store))
+        nodes.a, nodes.b = await nodes.hub(nodes.broker), await nodes.hub(nodes.broker)
+        yield nodes
 
 
 async def test_the_racers_of_a_silent_node_are_marked_away_and_forfeit_after_the_grace() -> None:
-    nodes = Nodes()
-    await nodes.store.open()
-    doomed, survivor = nodes.a, nodes.b
-    await nodes.watch(doomed, survivor)
-    shared, alice, bob = await nodes.race_of_two(doomed, survivor, ("alice", "bob"))
-    only_doomed, _, _ = await nodes.race_of_two(doomed, doomed, ("carol", "dave"))
-    assert only_doomed not in survivor.races
-    racers = survivor.races[shared].race.racers
-    assert racers[alice.player_id or ""].connected
+    async with two_nodes() as nodes:
+        doomed, survivor = nodes.a, nodes.b
+        await nodes.watch(doomed, survivor)
+        shared, alice, bob = await nodes.race_of_two(doomed, survivor, ("alice", "bob"))
+        only_doomed, _, _ = await nodes.race_of_two(doomed, doomed, ("carol", "dave"))
+        assert only_doomed not in survivor.races
+        racers = survivor.races[shared].race.racers
+        assert racers[alice.player_id or ""].connected
 
-    # The doomed node is killed: it says nothing more. Within the ttl nothing changes.
-    for second in (1.0, 2.0, 3.0, 4.0, 4.9):
-        nodes.seconds = second
+        # The doomed node is killed: it says nothing more. Within the ttl nothing changes.
+        for second in (1.0, 2.0, 3.0, 4.0, 4.9):
+            nodes.seconds = second
+            await nodes.watch(survivor)
+        assert racers[alice.player_id or ""].connected
+        nodes.seconds = 5.0
         await nodes.watch(survivor)
-    assert racers[alice.player_id or ""].connected
-    nodes.seconds = 5.0
-    await nodes.watch(survivor)
-    assert not racers[alice.player_id or ""].connected
-    assert racers[alice.player_id or ""].disconnected_at_ms == T0 + 5000
-    assert racers[bob.player_id or ""].connected, "bob's node is alive"
-    assert only_doomed in survivor.races, "the silent node's own races are taken up"
-    alone = survivor.races[only_doomed].race.racers
-    assert not any(r.connected for r in alone.values())
+        assert not racers[alice.player_id or ""].connected
+        assert racers[alice.player_id or ""].disconnected_at_ms == T0 + 5000
+        assert racers[bob.player_id or ""].connected, "bob's node is alive"
+        assert only_doomed in survivor.races, "the silent node's own races are taken up"
+        alone = survivor.races[only_doomed].race.racers
+        assert not any(r.connected for r in alone.values())
 
-    nodes.seconds = 5.0 + 30
-    await survivor.tick()
-    assert racers[alice.player_id or ""].state is RacerState.GONE
-    assert racers[bob.player_id or ""].state is RacerState.PLAYING
-    assert all(r.state is RacerState.GONE for r in alone.values())
-    await nodes.close()
+        nodes.seconds = 5.0 + 30
+        await survivor.tick()
+        assert racers[alice.player_id or ""].state is RacerState.GONE
+        assert racers[bob.player_id or ""].state is RacerState.PLAYING
+        assert all(r.state is RacerState.GONE for r in alone.values())
 
 
 class Flaky(MemoryBroker):
@@ -115,67 +126,63 @@ class Flaky(MemoryBroker):
 
 
 async def test_a_node_whose_announces_failed_for_a_while_marks_its_racers_back() -> None:
-    nodes = Nodes()
-    await nodes.store.open()
-    blinking = Flaky(nodes.broker)
-    nodes.a = nodes.hub(blinking)
-    await nodes.watch(nodes.a, nodes.b)
-    race_id, alice, _ = await nodes.race_of_two(nodes.a, nodes.b, ("alice", "bob"))
-    blinking.away = True
-    for second in range(1, 9):  # a's announces fail for 8 s; b takes it for gone
-        nodes.seconds = float(second)
+    async with two_nodes() as nodes:
+        blinking = Flaky(nodes.broker)
+        nodes.a = await nodes.hub(blinking)
         await nodes.watch(nodes.a, nodes.b)
-    racers = nodes.b.races[race_id].race.racers
-    assert not racers[alice.player_id or ""].connected
-    a_copy = nodes.a.races[race_id].race
-    await eventually(
-        lambda: not a_copy.racers[alice.player_id or ""].connected,
-        within=5,
-        what="a hearing b's change",
-    )
+        race_id, alice, _ = await nodes.race_of_two(nodes.a, nodes.b, ("alice", "bob"))
+        blinking.away = True
+        for second in range(1, 9):  # a's announces fail for 8 s; b takes it for gone
+            nodes.seconds = float(second)
+            await nodes.watch(nodes.a, nodes.b)
+        racers = nodes.b.races[race_id].race.racers
+        assert not racers[alice.player_id or ""].connected
+        a_copy = nodes.a.races[race_id].race
+        await eventually(
+            lambda: not a_copy.racers[alice.player_id or ""].connected,
+            within=5,
+            what="a hearing b's change",
+        )
 
-    blinking.away = False
-    nodes.seconds = 9.0
-    await nodes.watch(nodes.a)  # a is heard again and says alice is connected to it
-    mine = nodes.a.races[race_id].race.racers[alice.player_id or ""]
-    assert mine.connected and mine.holder == nodes.a.holder_of(alice)
-    # b, judging again, finds alice's node alive and leaves her be; her grace never ends.
-    for second in range(10, 50, 1):
-        nodes.seconds = float(second)
-        await nodes.watch(nodes.a, nodes.b)
-        await nodes.b.tick()
-    stored = await nodes.store.get_race(race_id)
-    assert stored is not None
-    assert {r.name: (r.state, r.connected) for r in stored.racers} == {
-        "alice": (RacerState.PLAYING, True),
-        "bob": (RacerState.PLAYING, True),
-    }
-    await nodes.close()
+        blinking.away = False
+        nodes.seconds = 9.0
+        await nodes.watch(nodes.a)  # a is heard again and says alice is connected to it
+        mine = nodes.a.races[race_id].race.racers[alice.player_id or ""]
+        assert mine.connected and mine.holder == nodes.a.holder_of(alice)
+        # b, judging again, finds alice's node alive and leaves her be; her grace never ends.
+        for second in range(10, 50, 1):
+            nodes.seconds = float(second)
+            await nodes.watch(nodes.a, nodes.b)
+            await nodes.b.tick()
+        stored = await nodes.store.get_race(race_id)
+        assert stored is not None
+        assert {r.name: (r.state, r.connected) for r in stored.racers} == {
+            "alice": (RacerState.PLAYING, True),
+            "bob": (RacerState.PLAYING, True),
+        }
 
 
 async def test_nobody_is_judged_before_announces_have_gone_through_for_a_whole_ttl() -> None:
     """After its own outage (or a Redis that forgot every node), a node waits one ttl, so
     every live node has announced again, before it takes anyone for gone."""
-    nodes = Nodes()
-    await nodes.store.open()
-    blinking = Flaky(nodes.broker)
-    nodes.b = nodes.hub(blinking)
-    await nodes.watch(nodes.a, nodes.b)
-    race_id, alice, _ = await nodes.race_of_two(nodes.a, nodes.b, ("alice", "bob"))
-    blinking.away = True
-    nodes.seconds = 20.0  # a long silence of both; the shared set forgot a
-    await nodes.watch(nodes.b)
-    blinking.away = False
-    nodes.seconds = 21.0
-    await nodes.watch(nodes.b)  # b sees only itself: a has not announced yet
-    racers = nodes.b.races[race_id].race.racers
-    assert racers[alice.player_id or ""].connected, "judged too early"
-    nodes.seconds = 22.0
-    await nodes.watch(nodes.a, nodes.b)
-    nodes.seconds = 27.0
-    await nodes.watch(nodes.a, nodes.b)
-    assert racers[alice.player_id or ""].connected
-    await nodes.close()
+    async with two_nodes() as nodes:
+        blinking = Flaky(nodes.broker)
+        nodes.b = await nodes.hub(blinking)
+        await nodes.watch(nodes.a, nodes.b)
+        race_id, alice, _ = await nodes.race_of_two(nodes.a, nodes.b, ("alice", "bob"))
+        blinking.away = True
+        nodes.seconds = 20.0  # a long silence of both; the shared set forgot a
+        await nodes.watch(nodes.b)
+        blinking.away = False
+        nodes.seconds = 21.0
+        await nodes.watch(nodes.b)  # b sees only itself: a has not announced yet
+        racers = nodes.b.races[race_id].race.racers
+        assert racers[alice.player_id or ""].connected, "judged too early"
+        nodes.seconds = 22.0
+        await nodes.watch(nodes.a, nodes.b)
+        nodes.seconds = 27.0
+        await nodes.watch(nodes.a, nodes.b)
+        assert racers[alice.player_id or ""].connected
 
 
 async def test_nodes_alive_are_those_that_announced_within_their_ttl() -> None:
@@ -198,11 +205,7 @@ class Stalled(MemoryBroker):
 
 
 async def test_an_announce_that_never_answers_gives_up_within_a_fifth_of_the_ttl() -> None:
-    store = MemoryStore()
-    await store.open()
-    settings = Settings(store="memory:", node_ttl_s=0.5)
-    hub = Hub(store, settings, Metrics(), b"x" * 32, broker=Stalled())
-    assert hub.presence is not None
-    await asyncio.wait_for(hub.presence.watch(T0), timeout=5)  # 0.1 s, not forever
-    assert hub.presence._clean_since_ms is None, "a failed announce judges nobody"
-    await store.close()
+    async with running_hub(broker=Stalled(), countdown_s=3.0, node_ttl_s=0.5) as hub:
+        assert hub.presence is not None
+        await asyncio.wait_for(hub.presence.watch(T0), timeout=5)  # 0.1 s, not forever
+        assert hub.presence._clean_since_ms is None, "a failed announce judges nobody"
