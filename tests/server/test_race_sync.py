@@ -18,6 +18,7 @@ from solrace.server.protocol.records import MoveRecord, RacerState
 from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
 from solrace.server.store.memory import MemoryStore
 from tests.server.sessions import HeldSaves, opened, running_hub, start_race_of_two
+from tests.waiting import eventually
 
 
 async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
@@ -176,9 +177,8 @@ async def test_a_node_keeps_following_a_race_after_a_notice_it_cannot_read() -> 
         # Stored and published: a notice with the move.
         await node_a.keeper.fold(node_a.races[race_id])
         player = alice.player_id or ""
-        deadline = asyncio.get_running_loop().time() + 5
-        while copy.race.racers[player].moves != 1:
-            assert asyncio.get_running_loop().time() < deadline, "node B stopped following"
-            await asyncio.sleep(0.01)
+        await eventually(
+            lambda: copy.race.racers[player].moves == 1, within=5, what="node B following"
+        )
         assert copy.follower is not None and not copy.follower.done()
         assert copy.boards[player].game.ply == 1
