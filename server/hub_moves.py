@@ -25,7 +25,7 @@ from solrace.server.race_sync import RaceKeeper, board_progress, own_board
 from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
-from solrace.server.store import PlyConflictError, Store, StoreError
+from solrace.server.store import NotPlayingError, PlyConflictError, Store, StoreError
 
 log = logging.getLogger("solrace.server.hub")
 
@@ -190,6 +190,15 @@ class MoveHandler:
         except PlyConflictError:
             game.undo()
             await self._settle_conflict(session, runtime, record.player_id, message)
+            return False
+        except NotPlayingError:
+            # Another node moved the race on (this racer out, or the race over) while this
+            # node's copy was behind (a stall, a partition): the stored race says no.
+            game.undo()
+            await self.keeper.refresh(runtime)
+            self._reject(
+                session, message, ErrorCode.NOT_PLAYING, "the race takes no more moves from you"
+            )
             return False
         except StoreError as exc:  # an outage: the client may send it again
             game.undo()

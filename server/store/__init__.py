@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from solrace.server.store.base import (
     NameTakenError,
+    NotPlayingError,
     PlyConflictError,
     Store,
     StoreError,
@@ -16,6 +17,7 @@ from solrace.server.store.sqlite import SqliteStore, StoreLockedError
 __all__ = [
     "MemoryStore",
     "NameTakenError",
+    "NotPlayingError",
     "PlyConflictError",
     "SqliteStore",
     "Store",

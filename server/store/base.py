@@ -35,6 +35,11 @@ class UnknownRaceError(StoreError):
     """No such race."""
 
 
+class NotPlayingError(StoreError):
+    """The stored race takes no more moves from this racer (the race is not running, or the
+    racer is out): another node moved it on while this one's copy was stale."""
+
+
 class StoreUnavailableError(StoreError):
     """The store cannot be reached or used just now (Redis restarting; a SQLite file another
     connection keeps locked, or a full or failing disk): retry later. A write that raised
@@ -66,7 +71,9 @@ class Store(Protocol):
 
     async def append_move(self, move: MoveRecord) -> None:
         """Store a move whose `ply` must be the player's next one in the race and whose `seq`
-        must be new, else `PlyConflictError` (nothing stored)."""
+        must be new, else `PlyConflictError` (nothing stored). A store several nodes share
+        (Redis) also refuses a move the stored race no longer takes (`NotPlayingError`):
+        a node's copy of the race may be behind; one node's store relies on its hub."""
         ...
 
     async def get_moves(self, race_id: str) -> list[MoveRecord]:

@@ -34,9 +34,16 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
+from solrace.server.protocol.records import (
+    MoveRecord,
+    PlayerRecord,
+    RaceRecord,
+    RacerState,
+    RaceStatus,
+)
 from solrace.server.store.base import (
     NameTakenError,
+    NotPlayingError,
     PlyConflictError,
     StoreError,
     StoreUnavailableError,
@@ -66,7 +73,8 @@ return 1
 """
 
 # KEYS: race, order counter, new status set, then every status set. ARGV: race_id, status,
-# new record JSON, sha1 of the record JSON expected to be stored, sha1 of the new JSON.
+# new record JSON, sha1 of the record JSON expected to be stored, sha1 of the new JSON, the
+# racers out of it (`_out`).
 # 1 stored; 2 the new record is already stored; 0 neither (the caller compares parsed
 # records: another node may have written the same record as other JSON text).
 SAVE_RACE_IF_TEXT = """
@@ -79,14 +87,15 @@ end
 local order = redis.call('HGET', KEYS[1], 'order')
 if not order then order = redis.call('INCR', KEYS[2]) end
 for i = 4, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
-redis.call('HSET', KEYS[1], 'record', ARGV[3], 'status', ARGV[2], 'order', order)
+redis.call('HSET', KEYS[1], 'record', ARGV[3], 'status', ARGV[2], 'order', order, 'out', ARGV[6])
 redis.call('ZADD', KEYS[3], order, ARGV[1])
 return 1
 """
 
 # KEYS: race, moves list, seqs hash, racers set. ARGV: ply, seq, move JSON, player_id.
-# 1 stored, -1 unknown race, -2 wrong ply, -3 seq already stored, 2 this very move is
-# already stored at that ply (a retried append whose first reply was lost).
+# 1 stored, -1 unknown race, -2 wrong ply, -3 seq already stored, -4 the race takes no more
+# moves from this racer (its `out` field; none in a record saved before it existed), 2 this
+# very move is already stored at that ply (a retried append whose first reply was lost).
 APPEND_MOVE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local stored_ply = redis.call('HGET', KEYS[3], ARGV[2])
@@ -96,6 +105,8 @@ if stored_ply then
   end
   return -3
 end
+local out = redis.call('HGET', KEYS[1], 'out')
+if out and (out == '*' or string.find(out, ',' .. ARGV[4] .. ',', 1, true)) then return -4 end
 if redis.call('LLEN', KEYS[2]) ~= tonumber(ARGV[1]) then return -2 end
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[3])
@@ -117,6 +128,26 @@ for _, item in ipairs(items) do
 end
 return records
 """
+
+
+#: A racer in one of these states moves no more (`_out`).
+_OUT = frozenset(
+    {
+        RacerState.FINISHED,
+        RacerState.STUCK,
+        RacerState.RESIGNED,
+        RacerState.GONE,
+        RacerState.TIMED_OUT,
+    }
+)
+
+
+def _out(race: RaceRecord) -> str:
+    """The racers the race takes no more moves from, as `APPEND_MOVE` reads them: ",p1,p2,"
+    (those out of it), or "*" once it has finished or was cancelled (everyone)."""
+    if race.status in (RaceStatus.FINISHED, RaceStatus.CANCELLED):
+        return "*"
+    return "," + "".join(f"{r.player_id}," for r in race.racers if r.state in _OUT)
 
 
 def _move_json(move: MoveRecord) -> str:
@@ -259,7 +290,7 @@ class RedisStore(RedisCompetition):
             async def by_digest() -> int:
                 nonlocal tries
                 tries += 1
-                args = [race.race_id, race.status.value, text, known[1], digest]
+                args = [race.race_id, race.status.value, text, known[1], digest, _out(race)]
                 return int(await self._scripts["save_race_if_text"](self._race_keys(race), args))
 
             code = await self._call(by_digest)
@@ -291,7 +322,8 @@ class RedisStore(RedisCompetition):
             pipe.multi()
             for status in RaceStatus:
                 pipe.zrem(self._status_key(status), race.race_id)
-            pipe.hset(key, mapping={"record": text, "status": race.status.value, "order": order})
+            mapping = {"record": text, "status": race.status.value, "order": order}
+            pipe.hset(key, mapping={**mapping, "out": _out(race)})
             pipe.zadd(self._status_key(race.status), {race.race_id: int(order)})
             await pipe.execute()
             return True
@@ -346,6 +378,8 @@ class RedisStore(RedisCompetition):
             raise UnknownRaceError(move.race_id)
         if code == -2:
             raise PlyConflictError(f"ply {move.ply} is not {move.player_id}'s next move")
+        if code == -4:
+            raise NotPlayingError(f"race {move.race_id} takes no more moves from {move.player_id}")
         raise PlyConflictError(f"seq {move.seq} is already stored")
 
     async def get_moves(self, race_id: str) -> list[MoveRecord]:

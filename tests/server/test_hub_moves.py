@@ -16,10 +16,12 @@ from solrace.server.protocol.messages import (
     MoveAck,
     MoveRejected,
 )
-from solrace.server.protocol.records import MoveRecord
+from solrace.server.protocol.race import Race
+from solrace.server.protocol.records import MoveRecord, RacerState
 from solrace.server.protocol.views import board_for, touched_pile_models
 from solrace.server.runtime import ACKS_KEPT, UNDO_KEPT
 from solrace.server.store import MemoryStore
+from solrace.server.store.redis import RedisStore
 from tests.server.sessions import opened, running_hub, start_race_of_two
 
 GAME_NUMBER = "1002"
@@ -140,3 +142,31 @@ async def test_a_store_bug_is_raised_not_told_as_an_outage() -> None:
             await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
         assert board.game.ply == 0
         assert not any(isinstance(m, MoveRejected) for m in alice.sent)
+
+
+@pytest.mark.redis
+async def test_a_move_the_shared_store_says_is_too_late_is_refused_and_the_copy_reloaded(
+    redis_url: str,
+) -> None:
+    """Several nodes: this node's copy of the race is behind (a stall, a partition) while
+    another node has the racer out (gone at the end of its grace, here resigned). The move
+    passes the stale copy's checks, but the shared store refuses it: `not_playing`, nothing
+    stored, and the copy reloaded (the node used to store and acknowledge it)."""
+    async with opened(RedisStore(redis_url)) as store, running_hub(store) as hub:
+        race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
+        player = alice.player_id or ""
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+        await hub.keeper.fold(hub.races[race_id])
+        # Another node resigns alice in the stored race; this node does not hear of it.
+        stored = await store.get_race(race_id)
+        assert stored is not None
+        elsewhere = Race(stored, epoch="e")
+        elsewhere.resign(player, hub.clock())
+        assert await store.save_race_if(elsewhere.to_record(), stored)
+
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal"))
+        refusal = alice.sent[-1]
+        assert isinstance(refusal, MoveRejected) and refusal.code == "not_playing"
+        assert [m.seq for m in await store.get_moves(race_id)] == [1]
+        assert hub.races[race_id].boards[player].game.ply == 1
+        assert hub.races[race_id].race.racers[player].state is RacerState.RESIGNED

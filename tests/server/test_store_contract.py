@@ -30,6 +30,7 @@ from solrace.server.protocol.records import (
 )
 from solrace.server.store import (
     NameTakenError,
+    NotPlayingError,
     PlyConflictError,
     Store,
     StoreUnavailableError,
@@ -377,6 +378,35 @@ async def test_a_move_during_a_redis_outage_is_never_acknowledged(
         assert await store.get_moves("r1") == []  # nothing was half-stored
         await store.append_move(move(0))  # the retry succeeds
         assert await store.get_moves("r1") == [move(0)]
+    finally:
+        await store.close()
+
+
+@pytest.mark.redis
+async def test_redis_refuses_a_move_the_stored_race_no_longer_takes(redis_url: str) -> None:
+    """Several nodes share Redis, and a node's copy of a race may be behind: the store itself
+    refuses a move of a racer who is out, or of a race that has finished."""
+    store = open_store(redis_url)
+    await store.open()
+    try:
+        playing = [RacerRecord(player_id=p, name=p, state=RacerState.PLAYING) for p in ("p1", "p2")]
+        running = race(status=RaceStatus.RUNNING, racers=playing)
+        await seed(store, running)
+        await store.append_move(move(0, player="p2"))
+        resigned = [playing[0], playing[1].model_copy(update={"state": RacerState.RESIGNED})]
+        p2_out = running.model_copy(update={"racers": resigned})
+        assert await store.save_race_if(p2_out, running)
+        with pytest.raises(NotPlayingError):
+            await store.append_move(move(1, player="p2"))
+        await store.append_move(move(0, player="p1"))  # the others play on
+        over = p2_out.model_copy(update={"status": RaceStatus.FINISHED})
+        assert await store.save_race_if(over, p2_out)
+        with pytest.raises(NotPlayingError):
+            await store.append_move(move(1, player="p1"))
+        assert [(m.player_id, m.ply) for m in await store.get_moves("r1")] == [
+            ("p1", 0),
+            ("p2", 0),
+        ]
     finally:
         await store.close()
 
