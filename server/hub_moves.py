@@ -236,8 +236,18 @@ class MoveHandler:
         except StoreError:
             self._reject(session, message, ErrorCode.UNAVAILABLE, "not stored; send it again")
             return
-        runtime.restore_board(player_id, [m for m in moves if m.player_id == player_id])
+        known = runtime.boards[player_id].game.ply
+        mine = [m for m in moves if m.player_id == player_id]
+        runtime.restore_board(player_id, mine)
         board = runtime.boards[player_id]
+        unseen = [m for m in mine if m.ply >= known]
+        for move in unseen:
+            # Stored without this node's ack (another connection's, or an append answered
+            # `unavailable` that went through after all): the race hears of it as of any
+            # move, so the racer's progress, and the results, count it.
+            self.keeper.note_progress(runtime, move)
+        if unseen and (board.game.is_won() or board.game.is_stuck()):
+            runtime.unsettled.setdefault(player_id, [])  # the tick stores the finish
         if message.seq in board.seq_to_ply:
             self._answer_duplicate(session, runtime, player_id, message)
             return
@@ -245,8 +255,9 @@ class MoveHandler:
             session,
             message,
             ErrorCode.NOT_ALLOWED,
-            f"your board changed on another connection (now at ply {board.game.ply}); "
-            "here it is: play from it",
+            f"your board is ahead of what this connection was told (now at ply "
+            f"{board.game.ply}: another connection's move, or one answered 'unavailable' that "
+            "was stored after all); here it is: play from it",
         )
         session.send(own_board(runtime, player_id))
 

@@ -15,12 +15,13 @@ from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
     MoveRejected,
+    Resign,
 )
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RacerState
 from solrace.server.protocol.views import board_for, touched_pile_models
 from solrace.server.runtime import ACKS_KEPT, UNDO_KEPT
-from solrace.server.store import MemoryStore
+from solrace.server.store import MemoryStore, StoreUnavailableError
 from solrace.server.store.redis import RedisStore
 from tests.server.sessions import opened, running_hub, start_race_of_two
 
@@ -170,3 +171,37 @@ async def test_a_move_the_shared_store_says_is_too_late_is_refused_and_the_copy_
         assert [m.seq for m in await store.get_moves(race_id)] == [1]
         assert hub.races[race_id].boards[player].game.ply == 1
         assert hub.races[race_id].race.racers[player].state is RacerState.RESIGNED
+
+
+class LostReplies(MemoryStore):
+    """A store whose next append goes through but answers as an outage (a timeout after Redis
+    ran the append: the node cannot tell)."""
+
+    lose_next = False
+
+    async def append_move(self, move: MoveRecord) -> None:
+        await super().append_move(move)
+        if self.lose_next:
+            self.lose_next = False
+            raise StoreUnavailableError("timed out (the append ran all the same)")
+
+
+async def test_a_move_answered_unavailable_but_stored_counts_in_the_race() -> None:
+    """The racer was told `unavailable` for a move the store did keep. Its next move finds the
+    ply taken: the board is rebuilt from the store and sent, and the race counts the stored
+    move (its progress, and so the results, used to stay a move behind until the racer's next
+    acknowledged move, which a racer who then resigns never makes)."""
+    async with opened(LostReplies()) as store, running_hub(store) as hub:
+        race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
+        player = alice.player_id or ""
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+        await hub.keeper.fold(hub.races[race_id])  # nothing pending from here on
+        store.lose_next = True
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal"))
+        refusal = alice.sent[-1]
+        assert isinstance(refusal, MoveRejected) and refusal.code == "unavailable"
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=3, move="deal"))
+        assert any(isinstance(m, MoveRejected) and m.code == "not_allowed" for m in alice.sent)
+        assert hub.races[race_id].boards[player].game.ply == 2  # the board as stored
+        await hub.handle(alice, Resign(race_id=race_id))
+        assert hub.races[race_id].race.racers[player].moves == 2
