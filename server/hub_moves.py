@@ -25,7 +25,13 @@ from solrace.server.race_sync import RaceKeeper, board_progress, own_board
 from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
-from solrace.server.store import NotPlayingError, PlyConflictError, Store, StoreError
+from solrace.server.store import (
+    NotPlayingError,
+    PlyConflictError,
+    Store,
+    StoreError,
+    UnknownRaceError,
+)
 
 log = logging.getLogger("solrace.server.hub")
 
@@ -199,6 +205,12 @@ class MoveHandler:
             self._reject(
                 session, message, ErrorCode.NOT_PLAYING, "the race takes no more moves from you"
             )
+            return False
+        except UnknownRaceError:
+            # The store lost the race (a Redis without persistence restarted empty): sending
+            # the move again cannot help.
+            game.undo()
+            self._reject(session, message, ErrorCode.UNKNOWN_RACE, "the store has no such race")
             return False
         except StoreError as exc:  # an outage: the client may send it again
             game.undo()

@@ -205,3 +205,16 @@ async def test_a_move_answered_unavailable_but_stored_counts_in_the_race() -> No
         assert hub.races[race_id].boards[player].game.ply == 2  # the board as stored
         await hub.handle(alice, Resign(race_id=race_id))
         assert hub.races[race_id].race.racers[player].moves == 2
+
+
+async def test_a_move_in_a_race_the_store_lost_is_unknown_not_unavailable() -> None:
+    """A store that lost the race (Redis without persistence, restarted empty): the move is
+    refused as `unknown_race`, not `unavailable` (which asks for the same move again, for
+    ever)."""
+    async with opened(MemoryStore()) as store, running_hub(store) as hub:
+        race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
+        del store._races[race_id]
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+        refusal = alice.sent[-1]
+        assert isinstance(refusal, MoveRejected) and refusal.code == "unknown_race"
+        assert hub.races[race_id].boards[alice.player_id or ""].game.ply == 0
