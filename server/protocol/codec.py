@@ -162,6 +162,8 @@ def _declared_map_size(data: bytes) -> int | None:
 def decode_client(data: bytes) -> ClientMessage:
     """A frame from a client to its message; `DecodeError` or `SchemaError` if it is not one."""
     declared = _declared_map_size(data)
+    if declared is not None and 2 * declared > len(data):  # an entry takes 2 bytes at least
+        raise DecodeError(f"not a msgpack frame: a map of {declared} entries in {len(data)} bytes")
     if declared is not None and declared > MAX_CLIENT_FIELDS:  # not even unpacked
         raise SchemaError(f"a message has at most {MAX_CLIENT_FIELDS} fields, not {declared}")
     value = unpack_map(data)

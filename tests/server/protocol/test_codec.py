@@ -132,6 +132,14 @@ def test_a_map_with_more_keys_than_any_message_has_fields_is_refused_before_vali
         decode_client(encode_raw(just_unknown))
 
 
+def test_a_map_header_declaring_more_than_the_frame_holds_is_not_a_map() -> None:
+    """A map32 header for 4 billion entries and nothing after: truncated, not one msgpack
+    map (1007), rather than a message with too many fields (it used to be the latter)."""
+    for frame in (b"\xdf\xff\xff\xff\xff", b"\xde\x00\x40" + b"\xa1x\x00" * 3):
+        with pytest.raises(DecodeError, match="entries in"):
+            decode_client(frame)
+
+
 def test_a_frame_nested_deeper_than_the_decoder_goes_is_not_a_map() -> None:
     deep = b"\x82\xa4type\xa4ping\xa1x" + b"\x91" * 3000 + b"\xc0"
     with pytest.raises(DecodeError, match="nested too deep"):
