@@ -33,6 +33,7 @@ from solrace.server.protocol.messages import (
     StartRace,
     Welcome,
 )
+from solrace.server.protocol.records import RaceStatus
 from solrace.tasks import cancel_and_wait
 
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
@@ -49,6 +50,8 @@ RaceCallback = Callable[[str], Awaitable[None] | None]
 
 #: Seconds before a resign or a move the server could not store is sent again.
 RESIGN_RETRY_S = 1.0
+#: How long a stopped bot waits for the answer to a create it sent (to leave that race).
+CREATE_ANSWER_S = 2.0
 
 
 class BotError(Exception):
@@ -97,6 +100,8 @@ class Bot:
         self.race_id: str | None = None
         self.reason = ""
         self._pending: int | None = None
+        #: A `create_race` went out (its race is this bot's to leave when stopped).
+        self.create_sent = False
         self._resigned = False
         #: The link (`reconnects` then) this bot's resign went out on; None: none sent.
         self._resign_link: int | None = None
@@ -163,6 +168,7 @@ class Bot:
         """Create a race and sit in it; returns its id."""
         invite = options.get("invite_code")
         number = options.get("game_number")
+        self.create_sent = True
         await self.conn.send(
             CreateRace(
                 game=game,
@@ -185,6 +191,27 @@ class Bot:
             if race.info is not None and race.info.creator == self.state.player_id:
                 self.race_id = race_id
                 return race_id
+
+    async def created_race(self, within_s: float) -> str | None:
+        """The open race this bot's `create` made: from what it has read, else from the
+        server's answer if it comes within `within_s` (a bot stopped after sending its
+        create, before reading the answer); None if it sent none, or no answer came."""
+        if not self.create_sent:
+            return None
+        deadline = asyncio.get_running_loop().time() + within_s
+        while True:
+            for race_id, race in self.state.races.items():
+                info = race.info
+                mine = info is not None and info.creator == self.state.player_id
+                if mine and info is not None and info.status == RaceStatus.OPEN:
+                    return race_id
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return None
+            try:
+                await self.next_message(left)
+            except BotError:
+                return None
 
     async def join(self, race_id: str, invite_code: str | None = None) -> None:
         await self.conn.send(JoinRace(race_id=race_id, invite_code=invite_code))
@@ -465,7 +492,9 @@ async def run_bots(args: argparse.Namespace) -> int:
 
 async def _leave_on_stop(bots: list[Bot], race_id: str | None) -> None:
     """Stopped: leave the bots' race if it is open, else say it goes on without them; one
-    line."""
+    line. A race created but not yet answered is waited for a little (`CREATE_ANSWER_S`)."""
+    if race_id is None and bots:
+        race_id = await bots[0].created_race(CREATE_ANSWER_S)
     if race_id is None:
         return
     me = {bot.state.player_id for bot in bots}

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from pathlib import Path
 
 import pytest
 
-from solrace.client.bots import Bot, first_open_race, numbered
+from solrace.client.bots import Bot, _leave_on_stop, first_open_race, numbered
 from solrace.client.identity import name_problem
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
+from tests.waiting import eventually
 
 from .process import Child
 
@@ -195,3 +197,28 @@ async def test_a_bot_whose_name_is_taken_says_the_name_it_plays_as(
         await alice.close()
     prefix = f"solrace bot: the name 'alice' is taken on {server_url}: this bot plays as 'alice-"
     assert said.startswith(prefix), bots.output
+
+
+async def test_a_bot_stopped_before_its_create_was_answered_leaves_that_race(
+    server_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Stopped between sending its create and reading the answer, a bot did not know its race
+    and left it open (joinable, with a creator who was gone): it now waits a little for the
+    answer and leaves."""
+    bot = Bot(server_url, "maker", make_strategy("greedy"))
+    lister = Bot(server_url, "lister", make_strategy("greedy"))
+    await bot.connect()
+    await lister.connect()
+    try:
+        creating = asyncio.create_task(bot.create("klondike", 2, 600))
+        await eventually(lambda: bot.create_sent, what="the create sent")
+        creating.cancel()  # stopped: the answer is read by nobody
+        with contextlib.suppress(asyncio.CancelledError):
+            await creating
+        await _leave_on_stop([bot], None)
+        said = capsys.readouterr().out
+        assert said.startswith("stopped: left race r"), said
+        assert await first_open_race(lister.conn, lister.state) is None
+    finally:
+        await bot.close()
+        await lister.close()
