@@ -245,6 +245,10 @@ class PlayApp(_SessionApp):
         self.auto_race = opponents is not None
         self.start_race_id = args.race if args else None
         self.invite = args.invite if args else None
+        #: `--create GAME --seats N`: the race to create at the start (with a server).
+        self.create_first: tuple[str, int] | None = None
+        if args is not None and getattr(args, "create", None):
+            self.create_first = (args.create, args.seats)
 
     def on_mount(self) -> None:
         if self.tournament_id is not None:
@@ -259,6 +263,9 @@ class PlayApp(_SessionApp):
         self.set_interval(0.5, self._tick)
         if self.auto_race:
             self.create_race(self.game, 2, self.time_limit)
+        elif self.create_first is not None:
+            game, seats = self.create_first
+            self.create_race(game, seats, self.time_limit, invite_code=self.invite)
         elif self.start_race_id:
             self.join_race(self.start_race_id, self.invite)
 

@@ -12,7 +12,7 @@ from textual.app import App
 from textual.message import Message
 from textual.widgets import DataTable
 
-from solrace.client.app import run_app
+from solrace.client.app import build_play_parser, run_app
 from solrace.client.bots import Bot
 from solrace.client.connection import Connection
 from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
@@ -339,3 +339,24 @@ async def test_watch_names_each_board_while_the_spectator_delay_holds_it(tmp_pat
         for bot in bots:
             await bot.close()
         await server.stop()
+
+
+async def test_play_with_create_makes_that_race_at_the_start(
+    server_url: str, alice: Session
+) -> None:
+    """`solrace play --server URL --create GAME --seats N` (full screen) used to open the
+    lobby and create nothing; `--plain` did create it."""
+    args = build_play_parser().parse_args(
+        ["--server", server_url, "--create", "colorado", "--seats", "3", "--time-limit", "300"]
+    )
+    app = PlayApp(alice, args=args)
+    async with app.run_test(size=(100, 30)):
+        await eventually(lambda: app.race_id is not None, what="the race created")
+        race = alice.state.races[app.race_id or ""]
+        await eventually(lambda: race.info is not None, what="its lobby entry")
+        assert race.info is not None
+        assert (race.info.game, race.info.seats, race.info.creator) == (
+            "colorado",
+            3,
+            alice.state.player_id,
+        )
