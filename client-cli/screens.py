@@ -56,7 +56,9 @@ class LobbyScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="lobby-head")
         yield columned_table("races", "race", "game", "status", "players", "time", "")
+        # Each row's button first: it stays on screen however narrow the terminal.
         with Horizontal(classes="form"):
+            yield Button("Create", id="create", compact=True)
             yield Select(
                 [(g, g) for g in GAME_IDS],
                 value=self.play.game,
@@ -68,10 +70,9 @@ class LobbyScreen(Screen[None]):
             yield Input("600", placeholder="seconds", id="time", type="integer", compact=True)
             yield Checkbox("rated", id="rated", compact=True)
             yield Input(placeholder="invite code", id="invite", compact=True)
-            yield Button("Create", id="create", compact=True)
         with Horizontal(classes="form"):
-            yield Input(placeholder="race id to join", id="join-id", compact=True)
             yield Button("Join", id="join", compact=True)
+            yield Input(placeholder="race id to join", id="join-id", compact=True)
             yield Button("Start", id="start", compact=True)
             yield Button("Leave", id="leave", compact=True)
             yield Button("Refresh", id="refresh", compact=True)

@@ -65,8 +65,10 @@ if TYPE_CHECKING:
 CSS = """
 .form { height: 1; margin: 0 0 1 0; }
 .form > * { margin-right: 1; }
-.form Input { width: 12; }
-.form Select { width: 24; }
+.form Input { width: 14; }
+.form #seats, .form #time { width: 6; }
+.form Select { width: 22; }
+.form Button { width: auto; min-width: 6; }
 #races { height: 1fr; }
 #ranking { height: auto; max-height: 12; }
 #race-head, #watch-head { height: 1; }
