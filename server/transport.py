@@ -15,8 +15,9 @@ when unanswered), a bound on the frames and bytes written while the socket pushe
 no compression, an optional Origin check, and an opening-handshake timeout.
 
 Back-pressure works both ways: while the socket pushes back (asyncio paused writing) it is not
-read either, so a client that does not read cannot make the server write on its behalf (a
-pong per ping, an answer per request) without bound.
+read either, and the requests already read wait for it to drain before they are handled, so
+a client that does not read cannot make the server write on its behalf (a pong per ping, an
+answer per request) without bound.
 
 The same port answers `GET` (and `HEAD`) `/healthz` and `/metrics`; other methods get 405.
 One request per connection: its answer closes it, and bytes after its head are discarded.
@@ -111,6 +112,10 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.worker: asyncio.Task[None] | None = None
         self.reading_paused = False
         self.writing_paused = False
+        #: Set while the socket takes what is written: the worker handles the next message
+        #: only then, so a client that does not read gets no more answers piled up for it.
+        self.writable = asyncio.Event()
+        self.writable.set()
         self.written_while_paused = 0
         self.max_outgoing = settings.max_outgoing
         self.max_outgoing_bytes = settings.max_outgoing_bytes
@@ -175,11 +180,13 @@ class WebSocketSession(Session, asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.writing_paused = True
+        self.writable.clear()
         self.written_while_paused = 0
         self._pause_reading()
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        self.writable.set()
         self._resume_reading()
         self.edge.hub.drained(self)
 
@@ -191,6 +198,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         # Messages already read are still handled (a resign sent just before closing
         # counts); their answers go nowhere.
         self.closing = True
+        self.writable.set()
         if self.timer is not None:
             self.timer.cancel()
         edge = self.edge
@@ -449,6 +457,13 @@ class WebSocketSession(Session, asyncio.Protocol):
         metrics = edge.metrics
         try:
             while self.inbox:  # a close that refuses the rest empties it
+                if not self.writable.is_set():
+                    # Its answers would only pile up: handled once it reads again (the
+                    # requests of one read, up to the rate budget, wait here, not their
+                    # answers: a list, a view or a replay each).
+                    await self.writable.wait()
+                    if not self.inbox:
+                        break
                 data, is_text = self.inbox.popleft()
                 if len(self.inbox) < INBOX_LIMIT // 2:
                     self._resume_reading()

@@ -404,3 +404,45 @@ async def test_a_message_in_more_than_64_fragments_closes_1009(
     assert await long.read_to_close() == CloseCode.MESSAGE_TOO_BIG
     assert long.protocol.close_rcvd is not None
     assert long.protocol.close_rcvd.reason == "more than 64 fragments"
+
+
+async def test_requests_of_a_client_that_does_not_read_wait_for_it_to_read(
+    start_server: ServerFactory, raw_clients: list[RawClient]
+) -> None:
+    """Forty race lists asked for in one write by a client that reads nothing: the node
+    answers while the socket takes them, then waits for the client to read before answering
+    the next request (it used to answer them all, holding every list until the 4 MiB cap:
+    1,000 such clients held 3 GB). Read again, every request is answered."""
+    app = await start_server(send_buffer_bytes=4096, ping_interval_s=None)
+    url = f"ws://127.0.0.1:{app.port}"
+    creators = [await Client.open(url) for _ in range(20)]
+    try:
+        for number, creator in enumerate(creators):
+            await creator.hello(f"creator{number}")
+            for _ in range(3):
+                await create_race(creator, seats=16)
+        largest_frame = len(encode(await race_list(creators[0])))
+        known = set(app.transport.sessions)
+        asker = await RawClient.open(app.port)
+        raw_clients.append(asker)
+        asks = asker.frames_of(Hello(protocol=PROTOCOL_VERSION))
+        for _ in range(40):
+            asks += asker.frames_of(ListRaces())
+        await asker.loop.sock_sendall(asker.sock, asks)
+        session = await _new_session(app, known)
+        assert session.transport is not None
+        await eventually(lambda: session.writing_paused, within=WAIT_S, what="push back")
+        await eventually(lambda: not session.inbox or session.worker is not None, within=WAIT_S)
+        high_water = session.transport.get_write_buffer_limits()[1]
+        assert session.transport.get_write_buffer_size() <= high_water + largest_frame
+        assert session.inbox, "every request was answered into the buffer"
+        assert not session.closing
+
+        asker.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        async with asyncio.timeout(3 * WAIT_S):  # it reads: all forty lists come
+            while sum(isinstance(m, RaceList) for m in asker.messages()) < 40:
+                assert await asker.receive() is not None, "the server closed it"
+        assert not session.closing
+    finally:
+        for creator in creators:
+            await creator.close()
