@@ -600,9 +600,17 @@ class Hub:
         leaves out open races nobody is connected to (their creator went away: they are
         dropped after the grace), so creating and leaving does not fill the lobby for others;
         a player's counts the races they created, whoever sits in them now."""
+        creating = sum(self._creating.values())
+        live = creating + sum(1 for rt in self.races.values() if rt.race.is_live)
+        if live >= self.settings.max_live_races:
+            raise RaceError(
+                ErrorCode.NOT_ALLOWED,
+                f"the server is full ({live} live races): try again later",
+            )
+        self._check_races_of(player_id)
         open_races = [rt for rt in self.races.values() if rt.race.status is RaceStatus.OPEN]
         held = sum(1 for rt in open_races if any(r.connected for r in rt.race.racers.values()))
-        held += sum(self._creating.values())
+        held += creating
         if held >= self.settings.max_open_races:
             raise RaceError(
                 ErrorCode.NOT_ALLOWED,
@@ -615,6 +623,21 @@ class Hub:
             raise RaceError(
                 ErrorCode.NOT_ALLOWED,
                 f"you have {mine} open races already: start or leave one first",
+            )
+
+    def _check_races_of(self, player_id: str) -> None:
+        """Refuse a player one more race past the live races they may race in at once (a
+        casual race may be started by its creator alone: without this, one player could keep
+        thousands running). Counted among the races this node holds."""
+        mine = self._creating.get(player_id, 0)
+        for runtime in self.races.values():
+            racer = runtime.race.racers.get(player_id)
+            if racer is not None and runtime.race.is_live and not racer.is_done:
+                mine += 1
+        if mine >= self.settings.max_live_races_per_player:
+            raise RaceError(
+                ErrorCode.NOT_ALLOWED,
+                f"you are in {mine} live races already: finish or leave one first",
             )
 
     async def _create_race(self, session: Session, message: CreateRace) -> None:
@@ -671,6 +694,8 @@ class Hub:
     async def _join_race(self, session: Session, message: JoinRace) -> None:
         player_id, name = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
+        if player_id not in runtime.race.racers:  # a seat already held is resumed, not taken
+            self._check_races_of(player_id)
         now = self.clock()
         await self.apply_to_race(
             runtime,

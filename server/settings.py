@@ -96,6 +96,18 @@ class Settings(BaseSettings):
     max_open_races_per_player: int = Field(
         default=3, ge=1, description="open races (not yet started) one player may have created"
     )
+    max_live_races_per_player: int = Field(
+        default=10,
+        ge=1,
+        description="live races (open, counting down or running) one player may race in at "
+        "once; creating or joining one more is refused",
+    )
+    max_live_races: int = Field(
+        default=5000,
+        ge=1,
+        description="live races on the server (several nodes: per node); creating one more "
+        "is refused",
+    )
     max_open_races: int = Field(
         default=2000, ge=1, description="open races on the server (several nodes: per node)"
     )

@@ -21,7 +21,10 @@ from solrace.server.protocol.messages import (
     ListRaces,
     RaceInfo,
     RaceList,
+    Resign,
+    StartRace,
 )
+from solrace.server.protocol.records import RaceStatus
 from solrace.server.store import MemoryStore
 from tests.server.sessions import HeldSaves, RecordingSession, opened, running_hub
 
@@ -110,7 +113,7 @@ async def ann_and_bob(
     said hello."""
     async with (
         opened(store or MemoryStore()) as memory,
-        running_hub(memory, countdown_s=3.0, **settings) as hub,
+        running_hub(memory, **{"countdown_s": 3.0, **settings}) as hub,
     ):
         ann, bob = RecordingSession(1), RecordingSession(2)
         for session, name in ((ann, "ann"), (bob, "bob")):
@@ -142,6 +145,42 @@ async def test_open_races_are_limited_per_player_and_per_server() -> None:
         assert first not in hub.races
         await hub.handle(ann, create())
         assert not isinstance(ann.sent[-1], Error) and len(hub.races) == 3
+
+
+async def test_running_races_are_limited_per_player_and_per_server() -> None:
+    """A casual race its creator starts alone leaves the open-race counts: without a limit on
+    live races one player kept thousands running (each ~25 KB, looked at every tick)."""
+    async with ann_and_bob(max_live_races_per_player=2, max_live_races=3, countdown_s=0.0) as (
+        hub,
+        ann,
+        bob,
+    ):
+        for _ in range(2):
+            known = set(hub.races)
+            await hub.handle(ann, create())
+            (race_id,) = set(hub.races) - known
+            await hub.handle(ann, StartRace(race_id=race_id))  # alone: running, not open
+        await hub.tick()
+        assert all(rt.race.status is RaceStatus.RUNNING for rt in hub.races.values())
+        await hub.handle(ann, create())
+        refused = ann.sent[-1]
+        assert isinstance(refused, Error) and refused.code == "not_allowed"
+        assert "2 live races already" in refused.message and len(hub.races) == 2
+
+        await hub.handle(bob, create())  # the server's third
+        await hub.handle(bob, create())
+        full = bob.sent[-1]
+        assert isinstance(full, Error) and "the server is full" in full.message
+        assert len(hub.races) == 3
+        # ann may not take a seat in bob's either: she races in two already.
+        bobs = next(r for r in hub.races if hub.races[r].race.creator == bob.player_id)
+        await hub.handle(ann, JoinRace(race_id=bobs))
+        assert isinstance(ann.sent[-1], Error) and "2 live races" in ann.sent[-1].message
+
+        mine = next(r for r in hub.races if hub.races[r].race.creator == ann.player_id)
+        await hub.handle(ann, Resign(race_id=mine))  # out of one: room for one more
+        await hub.handle(ann, JoinRace(race_id=bobs))
+        assert ann.player_id in hub.races[bobs].race.racers
 
 
 async def test_a_player_counts_the_races_they_created_and_not_the_ones_left_to_them() -> None:
