@@ -139,6 +139,10 @@ def _request_type(value: dict[str, Any]) -> str | None:
     return kind if isinstance(kind, str) and len(kind) <= 32 else None
 
 
+#: The longest reason an `invalid_message` gives (its errors may quote the request).
+MAX_REASON_CHARS = 1000
+
+
 def _describe(exc: ValidationError, tag: str | None = None) -> str:
     """The first errors, each where (`move.seq`: the union's tag, then the field) and what."""
     parts = []
@@ -146,7 +150,9 @@ def _describe(exc: ValidationError, tag: str | None = None) -> str:
         loc = error["loc"] if tag is None else (tag, *error["loc"])
         where = ".".join(str(p) for p in loc) or "message"
         parts.append(f"{where}: {error['msg']}")
-    return "; ".join(parts)
+    text = "; ".join(parts)
+    # An error may quote what was sent (an unknown type's tag): never all of it back.
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
 def _declared_map_size(data: bytes) -> int | None:

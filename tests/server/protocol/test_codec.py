@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from solrace.server.protocol.codec import (
     MAX_CLIENT_FIELDS,
+    MAX_REASON_CHARS,
     decode_client,
     decode_server,
     encode,
@@ -278,3 +279,11 @@ def test_any_move_map_decodes_as_through_the_union(
     fields: dict[str, object], extra: dict[str, object]
 ) -> None:
     assert_same_as_the_union({**fields, **extra})
+
+
+def test_a_refusal_quotes_no_more_than_its_limit_of_what_was_sent() -> None:
+    """A 15 KB unknown type came back whole in the refusal's text (as large as the request)."""
+    with pytest.raises(SchemaError) as caught:
+        decode_client(encode_raw({"type": "x" * 15_000}))
+    assert len(str(caught.value)) <= MAX_REASON_CHARS
+    assert caught.value.request_type is None  # a type that long is not named either
