@@ -21,18 +21,13 @@ from solrace.engine import GAME_IDS, Move, game_class
 from solrace.server.protocol.replay import result_time
 
 from .boards import check_move, rules_board
-from .connection import LinkStatus
 from .render import Hit
-from .widgets import BoardWidget, RacersPanel, clock_text, columned_table
+from .widgets import BoardWidget, RacersPanel, clock_text, columned_table, link_text
 from .wire_text import as_text
 
 if TYPE_CHECKING:
     from .state import RaceState
     from .tui import PlayApp
-
-
-def _link_text(app: PlayApp) -> str:
-    return "" if app.session.link is LinkStatus.CONNECTED else "  reconnecting…"
 
 
 class LobbyScreen(Screen[None]):
@@ -107,7 +102,7 @@ class LobbyScreen(Screen[None]):
     def update_view(self) -> None:
         app = self.play
         state = app.session.state
-        head = f"solrace — {state.name or 'anonymous'}{_link_text(app)}"
+        head = f"{link_text(app.session)}solrace — {state.name or 'anonymous'}"
         if state.lobby_more:
             head += f" — {state.lobby_more} more live races not listed"
         self.query_one("#lobby-head", Static).update(Text(head, style="bold"))
@@ -185,6 +180,7 @@ class RaceScreen(Screen[None]):
         Binding("escape", "cancel", "Cancel pick"),
         Binding("colon", "type_move", "Type a move"),
         Binding("x", "resign", "Resign (twice)"),
+        Binding("l", "leave_screen", "Lobby"),
     ]
 
     def __init__(self, race_id: str, *, ascii: bool = False) -> None:
@@ -256,7 +252,7 @@ class RaceScreen(Screen[None]):
         game = race.game or "?"
         title = game_class(game).title if game in GAME_IDS else game
         commitment = f"  deal commitment {race.commitment[:12]}…" if race.commitment else ""
-        head = f"{title}  race {self.race_id}  {clock}{commitment}{_link_text(app)}"
+        head = f"{link_text(app.session)}{title}  race {self.race_id}  {clock}{commitment}"
         self.query_one("#race-head", Static).update(Text(head, style="bold"))
 
     # --- acting --------------------------------------------------------------------------
@@ -285,6 +281,14 @@ class RaceScreen(Screen[None]):
 
     def action_type_move(self) -> None:
         self.query_one("#move", Input).focus()
+
+    def action_leave_screen(self) -> None:
+        """Back to the lobby (a tournament's race: to its tournament); the race goes on, and
+        Ctrl+R in the lobby comes back to it while it does."""
+        if self.play.session.state.tournament_of(self.race_id) is not None:
+            self.play.back_to_tournament(self.race_id)
+        else:
+            self.play.back_to_lobby()
 
     def action_resign(self) -> None:
         if not self._resign_armed:

@@ -398,10 +398,16 @@ class ClientState:
         return tournament_of_race(race_id)
 
     def races_to_play(self, tournament_id: str | None = None) -> list[str]:
-        """Live races this player is seated in (from `welcome.active_races` and the
-        `tournament_race` notices), optionally only those of one tournament, oldest first."""
+        """Live races this player is seated in (from `welcome.active_races`, the
+        `tournament_race` notices and the races it joined here), optionally only those of one
+        tournament, oldest first."""
         found: list[str] = []
-        for race_id in [*self.active_races, *self.tournament_races]:
+        joined = [
+            race_id
+            for race_id, race in self.races.items()
+            if self.player_id is not None and self.player_id in race.racers
+        ]
+        for race_id in [*self.active_races, *self.tournament_races, *joined]:
             if race_id in found:
                 continue
             if tournament_id is not None and self.tournament_of(race_id) != tournament_id:

@@ -152,6 +152,14 @@ class _SessionApp(_RoomCheck):
             markup=markup,
         )
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C: how to quit (Textual's own toast says it with markup, which `notify` here
+        shows as typed)."""
+        for key, active in self.active_bindings.items():
+            if active.binding.action in ("quit", "app.quit"):
+                self.notify(f"Press {key} to quit", title="Do you want to quit?")
+                return
+
     def _forward(self, incoming: Incoming) -> None:
         self.post_message(ServerEvent(incoming))
 

@@ -17,7 +17,7 @@ from solrace.server.protocol.replay import shorten
 
 from .connection import Incoming
 from .replay import ReplayCursor
-from .widgets import BoardWidget, RacersPanel, clock_text, columned_table
+from .widgets import BoardWidget, RacersPanel, clock_text, columned_table, link_text
 from .wire_text import as_text
 
 if TYPE_CHECKING:
@@ -156,7 +156,8 @@ class WatchScreen(Screen[None]):
             parts.append(f"winner {winner.name}")
         if app.follow:
             parts.append("TV")
-        head = as_text("  ".join(parts))  # the winner's name and the deal come from the server
+        # The winner's name and the deal come from the server.
+        head = as_text(link_text(app.session) + "  ".join(parts))
         head.stylize("bold")
         self.query_one("#watch-head", Static).update(head)
 

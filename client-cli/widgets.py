@@ -3,7 +3,7 @@ clicked, and a panel of racers' progress bars."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import events
@@ -15,8 +15,23 @@ from textual.widgets.data_table import CellDoesNotExist, CursorType
 
 from solrace.engine import BoardView
 
+from .connection import LinkStatus
 from .render import Hit, Rendered, render_board, wants_color
 from .state import RacerStatus, RaceState
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+def link_text(session: Session) -> str:
+    """The link's trouble, first in a screen's head line (where a narrow terminal cuts the
+    end): nothing while connected."""
+    if session.link is LinkStatus.CONNECTED:
+        return ""
+    if session.link is LinkStatus.CLOSED:
+        return f"DISCONNECTED ({session.closed or 'closed'}) — "
+    return "reconnecting… — "
+
 
 BAR_WIDTH = 16
 

@@ -14,13 +14,13 @@ from textual.widgets import DataTable
 
 from solrace.client.app import build_play_parser, run_app
 from solrace.client.bots import Bot
-from solrace.client.connection import Connection
+from solrace.client.connection import Connection, LinkStatus
 from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp, WatchApp
 from solrace.client.watching import WatchScreen
-from solrace.client.widgets import BoardWidget, RacersPanel
+from solrace.client.widgets import BoardWidget, RacersPanel, link_text
 from solrace.server.app import App as ServerApp
 from tests.waiting import eventually
 
@@ -360,3 +360,42 @@ async def test_play_with_create_makes_that_race_at_the_start(
             3,
             alice.state.player_id,
         )
+
+
+async def test_l_leaves_a_race_screen_for_the_lobby_and_ctrl_r_comes_back(
+    server_url: str, alice: Session
+) -> None:
+    """Out of a race others still play (resigned, finished), a player had no way back to the
+    lobby but quitting; `l` goes there at any time, and the race goes on."""
+    app = PlayApp(alice)
+    bot = Bot(server_url, "bob", make_strategy("greedy"), delay_s=0.5)
+    await bot.connect()
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+            app.create_race("klondike", 2, 600)
+            await eventually(lambda: app.race_id is not None, what="race created")
+            race_id = app.race_id or ""
+            await bot.join(race_id)
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+            await eventually(lambda: isinstance(app.focused, BoardWidget), what="the board")
+            await pilot.press("l")
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
+            assert race_id in alice.state.races_to_play()
+            await pilot.press("ctrl+r")
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="the race again")
+    finally:
+        await bot.close()
+
+
+def test_a_screen_head_says_first_when_the_link_is_down_or_closed() -> None:
+    class Link:
+        link = LinkStatus.CONNECTED
+        closed: str | None = None
+
+    session = Link()
+    assert link_text(session) == ""  # type: ignore[arg-type]
+    session.link = LinkStatus.RECONNECTING
+    assert link_text(session).startswith("reconnecting…")  # type: ignore[arg-type]
+    session.link, session.closed = LinkStatus.CLOSED, "4001: bad token"
+    assert link_text(session) == "DISCONNECTED (4001: bad token) — "  # type: ignore[arg-type]
