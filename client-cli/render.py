@@ -186,8 +186,10 @@ def header_line(board: BoardView, title: str | None = None, width: int = 80) -> 
     elif board.stuck:
         parts.append("STUCK")
     line = "  ".join(parts)
-    if len(line) > width:
-        parts[0] = board.game_id
+    if len(line) > width:  # shorter words first; a given title (a racer's name) stays
+        parts[1] = f"{on}/{total}"
+        if title is None and len(board.game_id) < len(name):
+            parts[0] = board.game_id
         line = "  ".join(parts)
     return line[:width]
 

@@ -134,6 +134,15 @@ def test_header_names_the_game_progress_and_pass() -> None:
     assert len(header_line(board, width=30)) <= 30
 
 
+def test_a_narrow_header_keeps_the_racer_s_name_and_drops_words_first() -> None:
+    """A spectator's board titled with its racer's name: the name stays however narrow (it
+    used to become the game's id, so eight boards all read `queen-of-italy ...`)."""
+    board = positions("queen-of-italy", 1)[0]
+    line = header_line(board, "dora", width=26)
+    assert line.startswith("dora  0/104") and "foundations" not in line
+    assert header_line(board, width=26).startswith("Queen of Italy  0/104")  # the game
+
+
 def test_result_lines_say_what_their_time_is() -> None:
     from solrace.client.render import result_line
     from solrace.server.protocol.messages import ResultEntry
