@@ -75,7 +75,7 @@ CSS = """
 #message { height: 1; }
 #move { height: 1; }
 #lobby-status, #reveal { height: auto; margin: 1 0; }
-#watch-boards { height: 1fr; }
+#watch-boards { height: 1fr; grid-gutter: 1 2; }
 """
 
 
