@@ -140,11 +140,17 @@ def progress_bar(fraction: float, width: int = BAR_WIDTH, unicode: bool = True) 
     return "#" * full + "." * (width - full)
 
 
-def racer_line(racer: RacerStatus, me: str | None, unicode: bool = True) -> Text:
+#: A racer's line without its bar: mark, name, cards, state, moves (`racer_line`).
+RACER_LINE_FIXED = 46
+
+
+def racer_line(
+    racer: RacerStatus, me: str | None, unicode: bool = True, bar_width: int = BAR_WIDTH
+) -> Text:
     mark = "▶ " if racer.player_id == me else "  "
     line = Text(mark)
     line.append(f"{racer.name[:14]:<14} ", style="bold" if racer.player_id == me else "")
-    line.append(progress_bar(racer.fraction, unicode=unicode), style="green")
+    line.append(progress_bar(racer.fraction, bar_width, unicode=unicode), style="green")
     total = racer.total or 0
     line.append(f" {racer.on_foundations:>3}/{total:<3} ")
     line.append(f"{racer.state:<9}", style=STATE_STYLES.get(racer.state, ""))
@@ -152,6 +158,19 @@ def racer_line(racer: RacerStatus, me: str | None, unicode: bool = True) -> Text
     if not racer.connected and not racer.is_done:
         line.append("  (away)", style="yellow")
     return line
+
+
+def racer_lines(
+    racers: list[RacerStatus], me: str | None, width: int, *, unicode: bool = True
+) -> list[Text]:
+    """One line per racer within `width` (a wrapped line would push the next racers out of
+    the panel): the bar gives way first, then the line's end."""
+    bar = max(4, min(BAR_WIDTH, width - RACER_LINE_FIXED))
+    lines = [racer_line(r, me, unicode, bar) for r in racers]
+    for line in lines:
+        line.no_wrap = True
+        line.truncate(width, overflow="ellipsis")
+    return lines
 
 
 class RacersPanel(Widget):
@@ -178,7 +197,8 @@ class RacersPanel(Widget):
     def render(self) -> Text:
         if self.race is None or not self.race.racers:
             return Text("no racers yet", style="dim")
-        lines = [racer_line(r, self.me, not self.ascii) for r in self.race.racers.values()]
+        racers = list(self.race.racers.values())
+        lines = racer_lines(racers, self.me, self.size.width or 80, unicode=not self.ascii)
         return Text("\n").join(lines)
 
     @property

@@ -171,3 +171,21 @@ def test_any_size_down_to_the_smallest_renders_within_it(game_id: str) -> None:
             for height in (6, 8, 11):
                 rendered = render_board(board, width, height, unicode=False, color=False)
                 assert rendered.width <= width, (width, height)
+
+
+def test_racer_lines_fit_the_panel_one_line_each() -> None:
+    """At 60 columns a racer's line wrapped, so the panel's rows held half the racers."""
+    from solrace.client.state import RacerStatus
+    from solrace.client.widgets import BAR_WIDTH, racer_lines
+
+    racers = [
+        RacerStatus(f"p{n}", f"racer-with-a-long-name-{n}", "playing", False, 12, 104, 1234)
+        for n in range(8)
+    ]
+    for width in (40, 60, 80, 120):
+        lines = racer_lines(racers, "p0", width)
+        assert len(lines) == 8
+        assert all(len(line.plain) <= width and "\n" not in line.plain for line in lines)
+    wide = racer_lines(racers, "p0", 120)[0].plain
+    assert "█" * 2 in wide or "░" * BAR_WIDTH in wide  # the whole bar where there is room
+    assert "1234 moves" in wide and "(away)" in wide
