@@ -72,7 +72,7 @@ CSS = """
 #races { height: 1fr; }
 #ranking { height: auto; max-height: 12; }
 #race-head, #watch-head { height: 1; }
-#message { height: 1; }
+#message { height: auto; max-height: 3; }
 #move { height: 1; }
 #lobby-status, #reveal { height: auto; margin: 1 0; }
 #watch-boards { height: 1fr; grid-gutter: 1 2; }
