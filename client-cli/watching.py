@@ -103,7 +103,7 @@ class WatchScreen(Screen[None]):
     """Every racer's board as the server sends it, progress bars and the clock."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Races"),
+        Binding("escape", "back", "Back"),
         Binding("f", "toggle_follow", "Follow (TV)"),
         Binding("q", "app.quit", "Quit"),
     ]
