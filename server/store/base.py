@@ -54,7 +54,8 @@ class Store(Protocol):
     async def close(self) -> None: ...
 
     async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
-        """A new player; `NameTakenError` if the name is owned (names compare case-blind)."""
+        """A new player; `NameTakenError` if the name is owned (names compare case-blind) or
+        the player id is another name's (nothing stored either way)."""
         ...
 
     async def get_player(self, player_id: str) -> PlayerRecord | None: ...

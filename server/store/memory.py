@@ -24,7 +24,7 @@ class MemoryStore(MemoryCompetition):
         return None
 
     async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
-        if name.casefold() in self._names:
+        if name.casefold() in self._names or player_id in self._players:
             raise NameTakenError(name)
         record = PlayerRecord(player_id=player_id, name=name, created_at_ms=now_ms)
         self._players[player_id] = record

@@ -23,6 +23,7 @@ from solrace.server.protocol.competition_records import (
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
     MoveRecord,
+    PlayerRecord,
     RaceRecord,
     RacerRecord,
     RacerState,
@@ -253,6 +254,18 @@ async def test_a_move_in_an_unknown_race_is_refused(store: Store) -> None:
     with pytest.raises(UnknownRaceError):
         await store.append_move(move(0, race_id="ghost"))
     assert await store.get_moves("ghost") == []
+
+
+async def test_a_player_id_is_one_name_s(store: Store) -> None:
+    """A registration key derives the player id: the same id with another name is refused
+    and changes nothing (the memory store used to rename the player)."""
+    await store.create_player("p1", "Ann", 1_000)
+    with pytest.raises(NameTakenError):
+        await store.create_player("p1", "Bob", 2_000)
+    assert await store.get_player("p1") == PlayerRecord(
+        player_id="p1", name="Ann", created_at_ms=1_000
+    )
+    assert (await store.create_player("p2", "Bob", 3_000)).name == "Bob"  # still free
 
 
 async def test_seqs_are_per_player(store: Store) -> None:
