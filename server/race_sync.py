@@ -545,7 +545,10 @@ class RaceKeeper:
         def folded(race: Race) -> list[RaceEvent]:
             events: list[RaceEvent] = []
             for player_id, on, total, moves, changed_at in figures:
-                if player_id in race.racers:
+                racer = race.racers.get(player_id)
+                # Figures behind the race's (another node folded later moves of the racer
+                # first, its notice not here yet) would take the racer back: left out.
+                if racer is not None and racer.moves <= moves:
                     events += race.record_board(
                         player_id,
                         on_foundations=on,

@@ -182,3 +182,18 @@ async def test_a_node_keeps_following_a_race_after_a_notice_it_cannot_read() -> 
         )
         assert copy.follower is not None and not copy.follower.done()
         assert copy.boards[player].game.ply == 1
+
+
+async def test_a_fold_never_takes_a_racer_s_figures_back() -> None:
+    """Several nodes: another node folded later moves of the racer first (its notice not
+    here yet); this node's batch, behind those, is left out instead of taking the racer's
+    moves and cards back."""
+    async with running_hub(progress_interval_s=600) as hub:
+        race_id, alice, _ = await start_race_of_two(hub)
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
+        runtime = hub.races[race_id]
+        player = alice.player_id or ""
+        runtime.race.racers[player].moves = 5  # as the other node stored it
+        await hub.keeper.fold(runtime)
+        assert runtime.race.racers[player].moves == 5
+        assert not runtime.pending
