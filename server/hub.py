@@ -601,7 +601,14 @@ class Hub:
         dropped after the grace), so creating and leaving does not fill the lobby for others;
         a player's counts the races they created, whoever sits in them now."""
         creating = sum(self._creating.values())
-        live = creating + sum(1 for rt in self.races.values() if rt.race.is_live)
+        # Several nodes: the races created through this node (a node that started again holds
+        # every live race it recovered, the other nodes' too); one node: every live race.
+        cluster = self.keeper.is_cluster
+        live = creating + sum(
+            1
+            for rt in self.races.values()
+            if rt.race.is_live and (rt.created_by is not None or not cluster)
+        )
         if live >= self.settings.max_live_races:
             raise RaceError(
                 ErrorCode.NOT_ALLOWED,
