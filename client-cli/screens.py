@@ -287,8 +287,9 @@ class RaceScreen(Screen[None]):
         Ctrl+R in the lobby comes back to it while it does."""
         if self.play.session.state.tournament_of(self.race_id) is not None:
             self.play.back_to_tournament(self.race_id)
-        else:
-            self.play.back_to_lobby()
+            return
+        race = self.play.session.state.races.get(self.race_id)
+        self.play.back_to_lobby(keep_race=race is not None and race.status == "open")
 
     def action_resign(self) -> None:
         if not self._resign_armed:

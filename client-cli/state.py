@@ -398,14 +398,13 @@ class ClientState:
         return tournament_of_race(race_id)
 
     def races_to_play(self, tournament_id: str | None = None) -> list[str]:
-        """Live races this player is seated in (from `welcome.active_races`, the
-        `tournament_race` notices and the races it joined here), optionally only those of one
-        tournament, oldest first."""
+        """Live races this player is seated in and not out of (from `welcome.active_races`,
+        the `tournament_race` notices and the races it joined here), optionally only those of
+        one tournament, oldest first."""
         found: list[str] = []
+        me = self.player_id
         joined = [
-            race_id
-            for race_id, race in self.races.items()
-            if self.player_id is not None and self.player_id in race.racers
+            race_id for race_id, race in self.races.items() if me is not None and me in race.racers
         ]
         for race_id in [*self.active_races, *self.tournament_races, *joined]:
             if race_id in found:
@@ -414,6 +413,9 @@ class ClientState:
                 continue
             race = self.races.get(race_id)
             if race is not None and race.status != "unknown" and not race.is_live:
+                continue
+            racer = race.racers.get(me) if race is not None and me is not None else None
+            if racer is not None and racer.is_done:  # out of it: nothing to play
                 continue
             found.append(race_id)
         return found

@@ -367,10 +367,13 @@ class PlayApp(_SessionApp):
         if info is not None:
             self.create_race(info.game, info.seats, info.time_limit_s, rated=info.rated)
 
-    def back_to_lobby(self) -> None:
+    def back_to_lobby(self, *, keep_race: bool = False) -> None:
+        """The lobby again; with `keep_race`, the current race stays the lobby's (its Start,
+        Leave and status line), as an open race must."""
         while len(self.screen_stack) > 2:
             self.pop_screen()
-        self.race_id = None
+        if not keep_race:
+            self.race_id = None
         self.refresh_lobby()
 
     # --- races the server seats the player in (tournaments) ------------------------------
@@ -385,10 +388,17 @@ class PlayApp(_SessionApp):
         self.push_screen(RaceScreen(race_id, ascii=self.ascii))
 
     def resume_race(self) -> None:
-        """The lobby's Ctrl+R: the oldest live race this player is seated in."""
+        """The lobby's Ctrl+R: the oldest live race this player still plays in; one not
+        started yet becomes the lobby's race (there is no board to show before the start)."""
         mine = self.session.state.races_to_play()
         if not mine:
             self.notify("no race of yours is on")
+            return
+        race = self.session.state.races.get(mine[0])
+        if race is not None and race.status == "open":
+            self.race_id = mine[0]
+            self.notify(f"race {mine[0]} has not started: it is in the lobby's status line")
+            self.redraw()
             return
         self.open_race(mine[0])
 

@@ -255,3 +255,14 @@ def test_a_race_list_replaces_the_lobby_and_says_how_many_it_left_out() -> None:
     assert list(state.lobby) == [RACE] and state.lobby_more == 250
     state.apply(RaceList(races=[]))
     assert state.lobby == {} and state.lobby_more == 0
+
+
+def test_races_to_play_are_the_live_ones_the_player_is_still_in() -> None:
+    """A race joined here counts (it used to be only the welcome's and the tournaments'); one
+    the player is out of (resigned, finished, stuck) does not: nothing to resume there."""
+    state = ClientState()
+    state.apply(welcome())
+    started(state)
+    assert state.races_to_play() == [RACE]
+    state.apply(progress(3, "pa", 3, state="resigned"))
+    assert state.races_to_play() == []

@@ -399,3 +399,19 @@ def test_a_screen_head_says_first_when_the_link_is_down_or_closed() -> None:
     assert link_text(session).startswith("reconnecting…")  # type: ignore[arg-type]
     session.link, session.closed = LinkStatus.CLOSED, "4001: bad token"
     assert link_text(session) == "DISCONNECTED (4001: bad token) — "  # type: ignore[arg-type]
+
+
+async def test_ctrl_r_on_a_race_not_started_keeps_it_the_lobby_s_race(alice: Session) -> None:
+    """Its race screen has no board before the start, and `l` from it used to drop the race
+    from the lobby (Start and Leave then did nothing)."""
+    app = PlayApp(alice)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+        app.create_race("klondike", 2, 600)
+        await eventually(lambda: app.race_id is not None, what="race created")
+        race_id = app.race_id
+        app.race_id = None  # as after a restart of the client: only the server knows it
+        await eventually(lambda: race_id in alice.state.races_to_play(), what="listed")
+        await pilot.press("ctrl+r")
+        await eventually(lambda: app.race_id == race_id, what="the lobby's race again")
+        assert isinstance(app.screen, LobbyScreen)
