@@ -209,9 +209,11 @@ class Bot:
             if left <= 0:
                 return None
             try:
-                await self.next_message(left)
+                message = await self.next_message(left)
             except BotError:
                 return None
+            if isinstance(message, Error) and message.request == "create_race":
+                return None  # refused: no race was made
 
     async def join(self, race_id: str, invite_code: str | None = None) -> None:
         await self.conn.send(JoinRace(race_id=race_id, invite_code=invite_code))

@@ -179,7 +179,7 @@ class WatchScreen(Screen[None]):
                 grid.mount(widget)
             racer = race.racers.get(player_id)
             delay_s = race.info.spectator_delay_ms / 1000 if race.info else 0
-            if delay_s:
+            if delay_s and race.is_live:
                 widget.placeholder = f"spectators see each board {delay_s:g} s late"
             widget.show(race.boards.get(player_id), title=racer.name if racer else player_id)
         columns = 1 if len(players) <= 1 else 2 if len(players) <= 4 else 3

@@ -122,7 +122,7 @@ class LobbyFeed:
                 del self.followers[session]
             elif sent != races:
                 if session.backed_up:
-                    continue  # not reading: the newest list once it does (`changed`)
+                    continue  # not reading: the newest list once it does (`drained`)
                 session.send_frame(frame)
                 self.followers[session] = races
 
