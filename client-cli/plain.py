@@ -46,7 +46,7 @@ from .wire_text import printable
 
 HELP = """\
 commands:
-  MOVE                a move: deal, w-t3, t6-f0, t2-t5:3 (piles s w f0.. t0.. r0..)
+  MOVE                a move: deal (or d), w-t3, t6-f0, t2-t5:3 (piles s w f0.. t0.. r0..)
   board               print the board (waits for the start)
   moves               list the legal moves (waits for the start)
   list                list open and running races
@@ -562,6 +562,8 @@ class PlainMode:
             )
 
     async def move(self, text: str) -> None:
+        if text == "d":  # the full-screen board's key for a deal
+            text = "deal"
         try:
             Move.parse(text)
         except EngineError as exc:

@@ -53,6 +53,8 @@ async def test_plain_mode_races_a_bot_to_the_reveal(server_url: str, tmp_path: P
         await player.expect("race started")
         await player.expect("ok deal")
         await player.expect("t6")  # the board is printed after the ack
+        await player.send("d")  # the full-screen board's key works here too
+        await player.expect("ok deal")
         await player.send("t0-t0")
         await player.expect("refused t0-t0")
         await player.send("nonsense")
