@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 
 from solrace.server.protocol.competition_records import (
     RECENT_RESULTS_KEPT,
@@ -420,6 +422,24 @@ async def test_redis_refuses_a_move_the_stored_race_no_longer_takes(redis_url: s
             ("p1", 0),
             ("p2", 0),
         ]
+    finally:
+        await store.close()
+
+
+@pytest.mark.redis
+async def test_redis_takes_moves_in_a_race_stored_before_the_out_field(redis_url: str) -> None:
+    """A race saved by an older node has no `out` field: its moves are taken as before."""
+    store = open_store(redis_url)
+    await store.open()
+    try:
+        await seed(store, race(status=RaceStatus.RUNNING))
+        client: Any = aioredis.Redis.from_url(redis_url)
+        try:
+            assert await client.hdel("solrace:race:r1", "out") == 1
+        finally:
+            await client.aclose()
+        await store.append_move(move(0))
+        assert await store.get_moves("r1") == [move(0)]
     finally:
         await store.close()
 
