@@ -28,7 +28,7 @@ from solrace.server.protocol.tournament_messages import (
 
 from .connection import LinkStatus
 from .session import Session
-from .tournament_render import names_of, render_board, render_title
+from .tournament_render import must_check_in, names_of, render_board, render_title
 from .tui import PlayApp, WatchApp, _SessionApp
 from .widgets import columned_table, selected_key
 from .wire_text import as_text
@@ -107,7 +107,20 @@ class TournamentScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("join", "check_in"):
-            return isinstance(self.app, PlayApp)  # a spectator has no identity to play with
+            if not isinstance(self.app, PlayApp):  # a spectator has no identity to play with
+                return False
+            # Offered while they can do something: joining during registration (one
+            # registered already: playing its races here), checking in while check-in is
+            # open (one registered, not checked in yet).
+            view = self.app.session.state.tournaments.get(self.tournament_id)
+            if view is None:
+                return True
+            me = self.app.session.state.player_id
+            if action == "check_in":
+                return must_check_in(view, me)
+            if not any(p.player_id == me for p in view.players):
+                return view.phase == "registration"
+            return view.phase != "finished" and self.tournament_id not in self.app.playing
         if action == "back":
             return len(self.app.screen_stack) > 2  # pushed from the lobby
         return True
@@ -168,6 +181,7 @@ class TournamentScreen(Screen[None]):
         self.title_text = title
         self.body_text = render_board(view)
         self._show(live_rows(view))
+        self.refresh_bindings()  # Join and Check in follow the phase (`check_action`)
 
     def _show(self, rows: list[tuple[str, str, str, str, str]]) -> None:
         self.query_one("#t-head", Static).update(Text(self.title_text, style="bold"))

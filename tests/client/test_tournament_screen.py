@@ -15,6 +15,7 @@ import pytest
 from solrace.client.connection import Connection
 from solrace.client.session import Session
 from solrace.client.tournament_screen import TournamentApp, TournamentScreen
+from solrace.client.tui import PlayApp
 from solrace.client.watching import WatchScreen
 from solrace.client.widgets import BoardWidget
 from solrace.server.app import App
@@ -208,3 +209,26 @@ async def test_the_cli_admin_acts_take_player_names(
     assert await _run(build_parser().parse_args([*argv, "--player", "bob"])) == 0
     out = capsys.readouterr().out
     assert "champion: ann" in out and "W1-1 ann* vs bob [played]" in out
+
+
+async def test_join_and_check_in_are_offered_only_while_they_can_do_something(
+    opened: Opened,
+) -> None:
+    """A player out of a running tournament was still offered `j Join` and `c Check in`."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    joe = await opened.open("joe")
+    app = PlayApp(joe, tournament_id=None)
+    async with app.run_test(size=(100, 30)):
+        app.open_tournament(tid)
+        await eventually(lambda: isinstance(app.screen, TournamentScreen), what="the screen")
+        screen = app.screen
+        assert isinstance(screen, TournamentScreen)
+        await eventually(lambda: tid in joe.state.tournaments, what="the view")
+        assert screen.check_action("join", ()) and not screen.check_action("check_in", ())
+        await register(opened, tid, ["ann", "bob", "cid"])
+        app.play_tournament(tid)  # joe joins and plays here
+        await eventually(lambda: screen.check_action("join", ()) is False, what="joined")
+        await act(admin, tid, "start")
+        await eventually(lambda: joe.state.tournaments[tid].phase == "running", what="start")
+        assert not screen.check_action("join", ()) and not screen.check_action("check_in", ())
