@@ -66,16 +66,28 @@ def client_key(host: str) -> str:
 class Admission:
     """Counts open connections (in all and per address) and paces each address's handshakes."""
 
-    def __init__(self, max_connections: int, per_address: int, burst: float, per_s: float) -> None:
+    def __init__(
+        self,
+        max_connections: int,
+        per_address: int,
+        burst: float,
+        per_s: float,
+        register_burst: float = 100.0,
+        register_per_s: float = 0.05,
+    ) -> None:
         self.max_connections = max_connections
-        #: 0: no per-address limits (neither the cap nor the pace).
+        #: 0: no per-address limits (neither the cap nor the paces).
         self.per_address = per_address
         self.burst = burst
         self.per_s = per_s
+        self.register_burst = register_burst
+        self.register_per_s = register_per_s
         self.total = 0
         self.open: dict[str, int] = {}
         #: Each address's handshake budget, dropped once refilled (`forget_refilled`).
         self.openings: dict[str, CreditBucket] = {}
+        #: Each address's budget of new names (hellos that register one), likewise.
+        self.registrations: dict[str, CreditBucket] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Admission:
@@ -84,6 +96,8 @@ class Admission:
             settings.max_connections_per_address,
             settings.connect_burst,
             settings.connect_per_s,
+            settings.register_burst,
+            settings.register_per_s,
         )
 
     def arrive(self, key: str, now: float) -> Refusal | None:
@@ -120,6 +134,19 @@ class Admission:
             )
         return None
 
+    def may_register(self, key: str, now: float) -> bool:
+        """May address `key` register one more name at `now`? Spends a credit if so. A name
+        costs the node for good (it is never forgotten), so each address gets a budget of
+        them; none behind a proxy (`per_address` 0: every client has the proxy's address)."""
+        if not self.per_address:
+            return True
+        bucket = self.registrations.get(key)
+        if bucket is None:
+            bucket = self.registrations[key] = CreditBucket(
+                self.register_burst, self.register_per_s, now
+            )
+        return bucket.spend(now)
+
     def hopeless(self, key: str) -> bool:
         """Far past a cap: not worth reading the request to answer it."""
         if self.total > hard_cap(self.max_connections):
@@ -137,9 +164,10 @@ class Admission:
 
     def forget_refilled(self, now: float) -> None:
         """Drop the handshake budgets that have refilled: as good as new ones."""
-        full = [key for key, bucket in self.openings.items() if bucket.is_full(now)]
-        for key in full:
-            del self.openings[key]
+        for buckets in (self.openings, self.registrations):
+            full = [key for key, bucket in buckets.items() if bucket.is_full(now)]
+            for key in full:
+                del buckets[key]
 
 
 def hard_cap(max_connections: int) -> int:

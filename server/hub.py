@@ -355,6 +355,8 @@ class Hub:
         if isinstance(message, Hello):
             try:
                 await self._hello(session, message)
+            except RaceError as exc:  # refused before anything changed (too many new names)
+                self._error(session, exc.code, exc.message, message)
             except StoreError as exc:
                 log.warning("store unavailable for hello: %s", exc)
                 self._error(session, ErrorCode.UNAVAILABLE, "store unavailable; retry", message)
@@ -381,14 +383,24 @@ class Hub:
             self._error(session, ErrorCode.UNAVAILABLE, "store unavailable", message, race_id)
 
     async def _register(
-        self, name: str, key: str | None, now: int
+        self, session: Session, name: str, key: str | None, now: int
     ) -> tuple[PlayerRecord | None, bool]:
         """The player of a hello with `name` and no token, and whether it is new: None if the
-        name is someone else's. With the `key` that registered the name, its player again."""
+        name is someone else's. With the `key` that registered the name, its player again.
+        `RaceError(NOT_ALLOWED)` past the address's budget of new names."""
         if key is None:
             player_id = "p" + secrets.token_hex(8)
         else:
             player_id = registered_player_id(key, self.secret)
+            reclaimed = await self.store.get_player(player_id)
+            if reclaimed is not None and reclaimed.name.casefold() == name.casefold():
+                return reclaimed, False  # its own again: no new name
+        if not session.may_register():
+            raise RaceError(
+                ErrorCode.NOT_ALLOWED,
+                "too many new names from your address: try again later, or say hello with "
+                "the token of a name you have",
+            )
         try:
             return await self.store.create_player(player_id, name, now), True
         except NameTakenError:
@@ -416,7 +428,7 @@ class Hub:
             return player, message.token, False
         if message.name is None:
             return None, None, False
-        player, created = await self._register(message.name, message.key, now)
+        player, created = await self._register(session, message.name, message.key, now)
         if player is None:
             self._error(session, ErrorCode.NAME_TAKEN, f"{message.name!r} belongs to someone else")
             return None

@@ -39,6 +39,11 @@ class Session(ABC):
         will be sent again whole, like the lobby's, can skip it until it reads again."""
         return False
 
+    def may_register(self) -> bool:
+        """May this connection's client register one more name now (a hello with a new
+        name)? Spends a credit of its address's registration budget if so."""
+        return True
+
     @abstractmethod
     def close(self, code: CloseCode, reason: str) -> None:
         """Close after the messages already queued."""

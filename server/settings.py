@@ -85,6 +85,15 @@ class Settings(BaseSettings):
     connect_per_s: float = Field(
         default=10.0, gt=0, description="handshakes per second one IP address may sustain"
     )
+    register_burst: float = Field(
+        default=100.0,
+        gt=0,
+        description="new names one IP address may register at once before --register-per-s "
+        "paces it; none with --max-connections-per-address 0",
+    )
+    register_per_s: float = Field(
+        default=0.05, gt=0, description="new names per second one IP address may sustain"
+    )
 
     countdown_s: float = Field(default=3.0, ge=0)
     grace_s: float = Field(default=60.0, ge=0)

@@ -78,3 +78,23 @@ async def test_a_key_without_a_name_or_with_a_token_is_refused(client: ClientFac
         assert (error.code, error.request) == ("invalid_message", "hello")
     # Nothing was registered or identified by those: the connection's hello is still to come.
     assert isinstance(await registered(sloppy, "carol", key), Welcome)
+
+
+async def test_new_names_from_one_address_have_a_budget(start_server: ServerFactory) -> None:
+    """A name is kept for good: one address may not make them in a loop. Past its budget a
+    new name is refused; a token, or a name's own key, still works."""
+    server = await start_server(register_burst=2, register_per_s=0.001)
+    url = f"ws://127.0.0.1:{server.port}"
+    key = secrets.token_urlsafe(24)
+    first, second, third = [await Client.open(url) for _ in range(3)]
+    welcome = await registered(first, "ann", key)
+    assert isinstance(welcome, Welcome) and welcome.token is not None
+    assert isinstance(await registered(second, "bob", None), Welcome)
+    refusal = await registered(third, "cid", None)
+    assert isinstance(refusal, Error) and refusal.code == "not_allowed"
+    again = await registered(third, "ann", key)  # the same connection may say hello again
+    assert isinstance(again, Welcome) and again.player_id == welcome.player_id
+    returning = await Client.open(url)
+    assert (await returning.hello(token=welcome.token)).player_id == welcome.player_id
+    for each in (first, second, third, returning):
+        await each.close()

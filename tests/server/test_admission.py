@@ -118,3 +118,15 @@ def test_the_connection_cap_fits_the_open_files_limit() -> None:
         "max_connections lowered from 10000 to 120: the open-files limit is 200 (ulimit -n)",
         "120 200",
     ]
+
+
+def test_new_names_have_a_budget_per_address_and_none_behind_a_proxy() -> None:
+    admission = Admission(100, 64, 60, 10, register_burst=2, register_per_s=0.1)
+    assert admission.may_register("a", 0.0) and admission.may_register("a", 0.0)
+    assert not admission.may_register("a", 0.0)  # a third at once
+    assert admission.may_register("b", 0.0)  # another address has its own
+    assert admission.may_register("a", 10.0)  # ten seconds later: one more
+    admission.forget_refilled(100.0)
+    assert not admission.registrations  # refilled budgets are dropped
+    behind_proxy = Admission(100, 0, 60, 10, register_burst=1, register_per_s=0.1)
+    assert all(behind_proxy.may_register("proxy", 0.0) for _ in range(10))
