@@ -245,6 +245,7 @@ class RaceState:
         elif isinstance(message, RaceSnapshot):
             self.epoch = message.epoch
             self.version = message.version
+            self.last_error = None  # the server has the race (again)
             self._set_info(message.race)
             if message.commitment is not None and self.commitment is None:
                 self.commitment = message.commitment

@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
 
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import RaceList, ReplayModel
 from solrace.server.protocol.replay import shorten
 
@@ -139,6 +140,12 @@ class WatchScreen(Screen[None]):
         race = app.session.state.races.get(self.race_id)
         if race is None:
             self.query_one("#watch-head", Static).update(as_text(f"watching {self.race_id}…"))
+            return
+        error = race.last_error
+        if error is not None and error.code == ErrorCode.UNKNOWN_RACE and race.is_live:
+            # Asked again after a reconnect: the server lost it (restarted without its data).
+            gone = f"race {self.race_id}: the server no longer has it ({error.message})"
+            self.query_one("#watch-head", Static).update(as_text(link_text(app.session) + gone))
             return
         parts = [f"watching {race.game or '?'} race {self.race_id}", race.status]
         if race.status == "running":

@@ -8,6 +8,7 @@ from solrace.engine import Audience, BoardView, deal, view, view_piles
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.messages import (
     Board,
+    Error,
     MoveAck,
     MoveRejected,
     PileModel,
@@ -266,3 +267,29 @@ def test_races_to_play_are_the_live_ones_the_player_is_still_in() -> None:
     assert state.races_to_play() == [RACE]
     state.apply(progress(3, "pa", 3, state="resigned"))
     assert state.races_to_play() == []
+
+
+def test_an_unknown_race_error_stays_until_the_server_has_the_race_again() -> None:
+    """A watcher whose server lost the race (restarted without its data) is told so by the
+    error its resync gets; a snapshot (the race back) clears it."""
+    state = ClientState()
+    state.apply(welcome())
+    started(state)
+    state.apply(Error(code="unknown_race", message="no such race", request="sync", race_id=RACE))
+    race = state.races[RACE]
+    assert race.last_error is not None and race.last_error.code == "unknown_race"
+    state.apply(
+        RaceSnapshot(
+            race_id=RACE,
+            epoch="e2",
+            version=1,
+            race=info("running"),
+            commitment=None,
+            started_at_ms=10_000,
+            progress=[],
+            results=None,
+            game_number=None,
+            salt=None,
+        )
+    )
+    assert race.last_error is None
