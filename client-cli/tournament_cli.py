@@ -325,7 +325,9 @@ def render(message: ServerMessage) -> str | None:
     if isinstance(message, TournamentView):
         return render_tournament(message.tournament)
     if isinstance(message, TournamentList):
-        return render_list(message.tournaments)
+        listed = render_list(message.tournaments)
+        more = f"\n{message.more} older finished tournaments not listed" if message.more else ""
+        return listed + more
     if isinstance(message, Leaderboard):
         return render_leaderboard(message)
     if isinstance(message, Profile):

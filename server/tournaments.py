@@ -60,6 +60,7 @@ from solrace.server.protocol.tournament_events import (
 )
 from solrace.server.protocol.tournament_messages import (
     TOURNAMENT_ID_PREFIX,
+    TOURNAMENT_LIST_LIMIT,
     CheckIn,
     CreateTournament,
     JoinTournament,
@@ -163,6 +164,20 @@ def _link_races(live: Live, events: list[TournamentEvent]) -> dict[str, RaceRequ
             live.links[race_id] = RaceLink(event.match_id, event.round_number, event.race_number)
             races[race_id] = event
     return races
+
+
+def tournament_list(summaries: list[TournamentSummary], limit: int) -> TournamentList:
+    """At most `limit` of `summaries` (oldest first): the unfinished ones first, then the
+    latest finished; the rest counted in `more`, so a list stays one frame however many
+    tournaments a server has held."""
+    if len(summaries) <= limit:
+        return TournamentList(tournaments=summaries)
+    unfinished = [s for s in summaries if s.phase != "finished"]
+    finished = [s for s in summaries if s.phase == "finished"]
+    room = max(0, limit - len(unfinished))
+    kept = {id(s) for s in unfinished[:limit] + (finished[-room:] if room else [])}
+    shown = [s for s in summaries if id(s) in kept]
+    return TournamentList(tournaments=shown, more=len(summaries) - len(shown))
 
 
 class TournamentService:
@@ -788,7 +803,7 @@ class TournamentService:
                 known = _Summary(live.version, build_summary(live.tournament, live.name))
                 self._summaries[tournament_id] = known
             summaries.append(known.summary)
-        session.send(TournamentList(tournaments=summaries))
+        session.send(tournament_list(summaries, TOURNAMENT_LIST_LIMIT))
 
     async def _watch(self, session: Session, message: WatchTournament) -> None:
         live = await self._load(message.tournament_id)

@@ -303,9 +303,17 @@ class TournamentView(Message):
     tournament: TournamentModel
 
 
+#: The most tournaments one `tournament_list` holds (each summary is ~150 bytes).
+TOURNAMENT_LIST_LIMIT = 500
+
+
 class TournamentList(Message):
+    """The tournaments, oldest first: every one not finished, then the latest finished ones,
+    up to `TOURNAMENT_LIST_LIMIT`; `more` counts the finished ones left out."""
+
     type: Literal["tournament_list"] = "tournament_list"
     tournaments: list[TournamentSummary]
+    more: int = 0
 
 
 class TournamentRace(Message):

@@ -69,3 +69,31 @@ def test_a_tournament_race_id_names_its_tournament_and_no_other_race_does() -> N
     assert tournament_of_race(race_id) == "t1a2b3c"
     for other in ("r1a2b3c4d5e", "t1a2b3c", "t1a2b3c-", "t1a2b3c-x1", "x1a2b3c-3"):
         assert tournament_of_race(other) is None, other
+
+
+def test_a_long_tournament_list_keeps_the_unfinished_and_the_latest_finished() -> None:
+    """One frame however many tournaments a server has held (at ~6,000 it passed a client's
+    1 MiB frame limit): the unfinished ones, then the latest finished, the rest counted."""
+    from solrace.server.protocol.tournament_messages import TournamentSummary
+    from solrace.server.tournaments import tournament_list
+
+    def summary(tid: str, phase: str) -> TournamentSummary:
+        return TournamentSummary(
+            tournament_id=tid,
+            name=tid,
+            game="klondike",
+            format="swiss",
+            phase=phase,
+            players=4,
+            round=1,
+            champion=None,
+        )
+
+    phases = ["finished", "finished", "running", "finished", "registration", "finished"]
+    summaries = [summary(f"t{n}", phase) for n, phase in enumerate(phases)]
+    assert tournament_list(summaries, 6).tournaments == summaries
+    short = tournament_list(summaries, 4)
+    assert [s.tournament_id for s in short.tournaments] == ["t2", "t3", "t4", "t5"]
+    assert short.more == 2
+    shorter = tournament_list(summaries, 1)
+    assert [s.tournament_id for s in shorter.tournaments] == ["t2"] and shorter.more == 5
