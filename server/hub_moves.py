@@ -188,41 +188,47 @@ class MoveHandler:
         self, session: Session, message: MakeMove, runtime: RaceRuntime, record: MoveRecord
     ) -> bool:
         """Persist the move just played on the racer's board: True once stored; else it is
-        taken back from the board and the racer told why."""
+        taken back from the board and the racer told why (a bug, no `StoreError`, is raised
+        to the connection, which logs it and closes with 1011)."""
         game = runtime.boards[record.player_id].game
         runtime.in_flight += 1
         try:
             await self.store.append_move(record)
-        except PlyConflictError:
-            game.undo()
-            await self._settle_conflict(session, runtime, record.player_id, message)
+        except Exception as exc:
+            game.undo()  # the board as the store has it
+            if not isinstance(exc, StoreError):
+                raise
+            await self._not_stored(session, message, runtime, record, exc)
             return False
-        except NotPlayingError:
+        finally:
+            runtime.in_flight -= 1
+        return True
+
+    async def _not_stored(
+        self,
+        session: Session,
+        message: MakeMove,
+        runtime: RaceRuntime,
+        record: MoveRecord,
+        exc: StoreError,
+    ) -> None:
+        """Answer a move the store refused (its board already taken back), by the reason."""
+        if isinstance(exc, PlyConflictError):
+            await self._settle_conflict(session, runtime, record.player_id, message)
+        elif isinstance(exc, NotPlayingError):
             # Another node moved the race on (this racer out, or the race over) while this
             # node's copy was behind (a stall, a partition): the stored race says no.
-            game.undo()
             await self.keeper.refresh(runtime)
             self._reject(
                 session, message, ErrorCode.NOT_PLAYING, "the race takes no more moves from you"
             )
-            return False
-        except UnknownRaceError:
+        elif isinstance(exc, UnknownRaceError):
             # The store lost the race (a Redis without persistence restarted empty): sending
             # the move again cannot help.
-            game.undo()
             self._reject(session, message, ErrorCode.UNKNOWN_RACE, "the store has no such race")
-            return False
-        except StoreError as exc:  # an outage: the client may send it again
-            game.undo()
+        else:  # an outage: the client may send it again
             log.warning("move %s of %s not stored: %s", record.ply, record.player_id, exc)
             self._reject(session, message, ErrorCode.UNAVAILABLE, "not stored; send it again")
-            return False
-        except Exception:  # a bug, not an outage: the board as stored, and the bug told
-            game.undo()
-            raise
-        finally:
-            runtime.in_flight -= 1
-        return True
 
     async def _record_board(self, runtime: RaceRuntime, record: MoveRecord) -> None:
         """Store the racer's board at once (a finish, a stuck board, or every move when

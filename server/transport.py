@@ -111,9 +111,9 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.inbox: deque[tuple[bytes, bool]] = deque()
         self.worker: asyncio.Task[None] | None = None
         self.reading_paused = False
-        self.writing_paused = False
-        #: Set while the socket takes what is written: the worker handles the next message
-        #: only then, so a client that does not read gets no more answers piled up for it.
+        #: Set while the socket takes what is written (clear: asyncio paused our writing);
+        #: the worker handles the next message only then, so a client that does not read
+        #: gets no more answers piled up for it.
         self.writable = asyncio.Event()
         self.writable.set()
         self.written_while_paused = 0
@@ -179,16 +179,18 @@ class WebSocketSession(Session, asyncio.Protocol):
         return None  # asyncio closes the transport
 
     def pause_writing(self) -> None:
-        self.writing_paused = True
         self.writable.clear()
         self.written_while_paused = 0
         self._pause_reading()
 
     def resume_writing(self) -> None:
-        self.writing_paused = False
         self.writable.set()
         self._resume_reading()
         self.edge.hub.drained(self)
+
+    @property
+    def writing_paused(self) -> bool:
+        return not self.writable.is_set()
 
     @property
     def backed_up(self) -> bool:
@@ -201,7 +203,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         # Messages already read are still handled (a resign sent just before closing
         # counts); their answers go nowhere.
         self.closing = True
-        self.writable.set()
+        self.writable.set()  # the worker handles what was read (nothing is written now)
         if self.timer is not None:
             self.timer.cancel()
         edge = self.edge
@@ -460,7 +462,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         metrics = edge.metrics
         try:
             while self.inbox:  # a close that refuses the rest empties it
-                if not self.writable.is_set():
+                if self.writing_paused:
                     # Its answers would only pile up: handled once it reads again (the
                     # requests of one read, up to the rate budget, wait here, not their
                     # answers: a list, a view or a replay each).
