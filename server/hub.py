@@ -605,9 +605,11 @@ class Hub:
             self.lobby.unfollow(session)
 
     def _check_room_for(self, player_id: str) -> None:
-        """Refuse a new race past the open races one player, or the server, may have: the
-        open races this node holds (several nodes: a limit per node; a race is held by the
-        node that created it), counted in memory, so a flood of refused creates reads
+        """Refuse a new race past the live races the server may hold (`max_live_races`), the
+        live races the player may race in (`_check_races_of`), and the open races one
+        player, or the server, may have: the open races this node holds (several nodes: a
+        limit per node; a race is held by the node that created it), counted in memory, so
+        a flood of refused creates reads
         nothing from the store, with the creates still being stored. The server's count
         leaves out open races nobody is connected to (their creator went away: they are
         dropped after the grace), so creating and leaving does not fill the lobby for others;

@@ -264,7 +264,7 @@ class MoveHandler:
             # `unavailable` that went through after all): the race hears of it as of any
             # move, so the racer's progress, and the results, count it.
             self.keeper.note_progress(runtime, move)
-        if unseen and (board.game.is_won() or board.game.is_stuck()):
+        if unseen and board.is_over:
             runtime.unsettled.setdefault(player_id, [])  # the tick stores the finish
         if message.seq in board.seq_to_ply:
             self._answer_duplicate(session, runtime, player_id, message)

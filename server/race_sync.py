@@ -288,7 +288,7 @@ class RaceKeeper:
             racer = runtime.race.racers.get(player_id)
             if racer is None or racer.state is not RacerState.PLAYING or not board.move_times:
                 continue
-            if board.game.is_won() or board.game.is_stuck():
+            if board.is_over:
                 runtime.unsettled.setdefault(player_id, [])
 
     async def catch_up_progress(self, runtime: RaceRuntime) -> None:
@@ -619,16 +619,13 @@ class RaceKeeper:
 
     async def apply_or_log(
         self, runtime: RaceRuntime, change: Change, player_id: str, what: str
-    ) -> bool:
+    ) -> None:
         """`apply_to_race` for a change about `player_id` that nobody waits on: a refusal (the
-        store away, the race ended meanwhile) is logged ("race R: P not <what>"), not raised.
-        True if the change was applied."""
+        store away, the race ended meanwhile) is logged ("race R: P not <what>"), not raised."""
         try:
             await self.apply_to_race(runtime, change)
         except RaceError as exc:
             hub_log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
-            return False
-        return True
 
     async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
         """After this node stored `events` (once across nodes): a race it finished goes to

@@ -63,6 +63,11 @@ class RacerBoard:
             self.count_changed_at_ms = move.at_ms
         self.trim()
 
+    @property
+    def is_over(self) -> bool:
+        """Won or stuck: the racer moves no more on this board."""
+        return self.game.is_won() or self.game.is_stuck()
+
     def remember_ack(self, seq: int, frame: bytes) -> None:
         """Keep a stored move's ack for resends, within `ACKS_KEPT`."""
         acks = self.acks
