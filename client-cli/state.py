@@ -44,7 +44,7 @@ from solrace.server.protocol.tournament_messages import (
 from .boards import apply_ack, board_from_model
 
 LIVE_STATUSES = frozenset(status.value for status in records.LIVE_STATUSES)
-DONE_STATES = frozenset({"finished", "stuck", "resigned", "gone", "timed_out"})
+DONE_STATES = frozenset(state.value for state in records.DONE_STATES)
 
 
 @dataclass(slots=True)

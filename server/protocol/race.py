@@ -26,6 +26,7 @@ from solrace.server.protocol.messages import (
     ResultEntry,
 )
 from solrace.server.protocol.records import (
+    DONE_STATES,
     LIVE_STATUSES,
     RaceRecord,
     RacerRecord,
@@ -66,7 +67,7 @@ class Racer:
 
     @property
     def is_done(self) -> bool:
-        return self.state not in (RacerState.JOINED, RacerState.PLAYING)
+        return self.state in DONE_STATES
 
 
 def rank_racers(racers: list[Racer], started_at_ms: int) -> list[ResultEntry]:

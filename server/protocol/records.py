@@ -39,6 +39,8 @@ class RacerState(StrEnum):
 
 
 LIVE_STATUSES = (RaceStatus.OPEN, RaceStatus.COUNTDOWN, RaceStatus.RUNNING)
+#: A racer in one of these states is out of the race: it moves no more.
+DONE_STATES = frozenset(set(RacerState) - {RacerState.JOINED, RacerState.PLAYING})
 
 
 class Record(BaseModel):

@@ -35,10 +35,10 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from solrace.server.protocol.records import (
+    DONE_STATES,
     MoveRecord,
     PlayerRecord,
     RaceRecord,
-    RacerState,
     RaceStatus,
 )
 from solrace.server.store.base import (
@@ -130,24 +130,12 @@ return records
 """
 
 
-#: A racer in one of these states moves no more (`_out`).
-_OUT = frozenset(
-    {
-        RacerState.FINISHED,
-        RacerState.STUCK,
-        RacerState.RESIGNED,
-        RacerState.GONE,
-        RacerState.TIMED_OUT,
-    }
-)
-
-
 def _out(race: RaceRecord) -> str:
     """The racers the race takes no more moves from, as `APPEND_MOVE` reads them: ",p1,p2,"
     (those out of it), or "*" once it has finished or was cancelled (everyone)."""
     if race.status in (RaceStatus.FINISHED, RaceStatus.CANCELLED):
         return "*"
-    return "," + "".join(f"{r.player_id}," for r in race.racers if r.state in _OUT)
+    return "," + "".join(f"{r.player_id}," for r in race.racers if r.state in DONE_STATES)
 
 
 def _move_json(move: MoveRecord) -> str:
