@@ -126,9 +126,10 @@ async def test_a_name_taken_by_someone_else_keeps_no_key(server_url: str) -> Non
     assert "keys" not in json.loads(identity_file().read_text())[server_url]
 
 
-async def player_of(url: str, name: str | None) -> str:
-    """Connect as `name` (None: the one used last) and hang up; the player id."""
-    conn = await connect_player(url, url, name)
+async def player_of(url: str, name: str | None, key: str | None = None) -> str:
+    """Connect as `name` (None: the one used last) and hang up; the player id. `key`: the
+    server's key in identity.json (default: its URL)."""
+    conn = await connect_player(url, key or url, name)
     try:
         assert conn.welcome is not None and conn.welcome.player_id is not None
         return conn.welcome.player_id
@@ -251,7 +252,7 @@ async def test_the_single_embedded_entry_of_older_versions_is_still_read(
         embedded = EmbeddedServer(folder)
         url = await embedded.start()
         try:
-            return await player_of_key(url, key, name)
+            return await player_of(url, name, key)
         finally:
             await embedded.stop()
 
@@ -276,7 +277,7 @@ async def test_a_refused_embedded_token_names_the_data_folder(tmp_path: Path) ->
     embedded = EmbeddedServer(folder)
     url = await embedded.start()
     try:
-        dave = await player_of_key(url, key, "dave")
+        dave = await player_of(url, "dave", key)
         save_identity(key, Identity("dave", f"v1.{dave}.not-the-signature"))
         with pytest.raises(IdentityError) as refused:
             await connect_player(url, key, "dave")
@@ -285,12 +286,3 @@ async def test_a_refused_embedded_token_names_the_data_folder(tmp_path: Path) ->
     text = str(refused.value)
     assert text.startswith(f"the embedded server of the data folder {folder.resolve()} refused")
     assert url not in text
-
-
-async def player_of_key(url: str, key: str, name: str) -> str:
-    conn = await connect_player(url, key, name)
-    try:
-        assert conn.welcome is not None and conn.welcome.player_id is not None
-        return conn.welcome.player_id
-    finally:
-        await conn.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -146,41 +147,47 @@ async def test_mouse_picks_stock_then_card_and_target(server_url: str, alice: Se
     await bot.close()
 
 
-async def test_watch_mode_shows_every_board_until_the_reveal(
-    server_url: str,
-) -> None:
-    bots = await race_of_bots(server_url, "klondike", ("dan", "eve"), delay_s=0.05)
-    spectator, pump = await open_session(server_url, None)
+@contextlib.asynccontextmanager
+async def watching_dan_and_eve(url: str) -> AsyncIterator[tuple[WatchScreen, Session, list[Bot]]]:
+    """A race of two bots (dan, eve) not playing yet, and a spectator's watch screen of it at
+    120x40: the screen, the spectator's session and the bots, all closed after."""
+    bots = await race_of_bots(url, "klondike", ("dan", "eve"), delay_s=0.05)
+    spectator, pump = await open_session(url, None)
     app = WatchApp(spectator, race_id=bots[0].race_id)
     try:
         async with app.run_test(size=(120, 40)):
             await eventually(lambda: isinstance(app.screen, WatchScreen), what="watch screen")
             screen = app.screen
             assert isinstance(screen, WatchScreen)
-            tasks = [asyncio.create_task(bot.play()) for bot in bots]
-            await eventually(
-                lambda: (
-                    len(screen.query(BoardWidget)) == 2
-                    and all(w.board is not None for w in screen.query(BoardWidget))
-                ),
-                what="both boards",
-            )
-
-            # Each board is labelled with its racer once the widget has redrawn.
-            def labelled(name: str) -> bool:
-                return any(name in w.text for w in screen.query(BoardWidget))
-
-            await eventually(lambda: labelled("dan") and labelled("eve"), what="board labels")
-            await asyncio.gather(*tasks)
-            race = spectator.state.races[bots[0].race_id or ""]
-            await eventually(lambda: race.commitment_ok is True, what="the reveal")
-            racers = screen.query_one("#racers", RacersPanel)
-            await eventually(lambda: "dan" in racers.text and "eve" in racers.text, what="bars")
+            yield screen, spectator, bots
     finally:
         pump.cancel()
         await spectator.conn.close()
         for bot in bots:
             await bot.close()
+
+
+async def test_watch_mode_shows_every_board_until_the_reveal(server_url: str) -> None:
+    async with watching_dan_and_eve(server_url) as (screen, spectator, bots):
+        tasks = [asyncio.create_task(bot.play()) for bot in bots]
+        await eventually(
+            lambda: (
+                len(screen.query(BoardWidget)) == 2
+                and all(w.board is not None for w in screen.query(BoardWidget))
+            ),
+            what="both boards",
+        )
+
+        # Each board is labelled with its racer once the widget has redrawn.
+        def labelled(name: str) -> bool:
+            return any(name in w.text for w in screen.query(BoardWidget))
+
+        await eventually(lambda: labelled("dan") and labelled("eve"), what="board labels")
+        await asyncio.gather(*tasks)
+        race = spectator.state.races[bots[0].race_id or ""]
+        await eventually(lambda: race.commitment_ok is True, what="the reveal")
+        racers = screen.query_one("#racers", RacersPanel)
+        await eventually(lambda: "dan" in racers.text and "eve" in racers.text, what="bars")
 
 
 async def test_watch_follow_mode_moves_on_to_the_next_race(server_url: str) -> None:
@@ -317,14 +324,8 @@ async def test_watch_names_each_board_while_the_spectator_delay_holds_it(tmp_pat
     for the deal…", names nowhere)."""
     server = ServerApp(server_settings(tmp_path / "late", spectator_delay_casual_s=30.0))
     await server.start()
-    url = f"ws://127.0.0.1:{server.port}"
-    bots = await race_of_bots(url, "klondike", ("dan", "eve"), delay_s=0.05)
-    spectator, pump = await open_session(url, None)
-    app = WatchApp(spectator, race_id=bots[0].race_id)
     try:
-        async with app.run_test(size=(120, 40)):
-            await eventually(lambda: isinstance(app.screen, WatchScreen), what="watch screen")
-            screen = app.screen
+        async with watching_dan_and_eve(f"ws://127.0.0.1:{server.port}") as (screen, _, _):
 
             def waiting_with(name: str) -> bool:
                 return any(
@@ -334,10 +335,6 @@ async def test_watch_names_each_board_while_the_spectator_delay_holds_it(tmp_pat
 
             await eventually(lambda: waiting_with("dan") and waiting_with("eve"), what="names")
     finally:
-        pump.cancel()
-        await spectator.conn.close()
-        for bot in bots:
-            await bot.close()
         await server.stop()
 
 
