@@ -531,7 +531,7 @@ class RaceKeeper:
 
     def _folding(self, runtime: RaceRuntime, pending: set[str], change: Change) -> Change:
         """`change` preceded by the `pending` racers' figures: their boards' stored moves
-        (`RacerBoard.moved`; a move being stored meanwhile is not counted), read once, the
+        (`RacerBoard.record_stored`; a move being stored meanwhile is not counted), read once, the
         same however often a compare-and-set makes the change run again."""
         figures = [
             (p, b.on_foundations, b.game.total_cards, len(b.move_times), b.count_changed_at_ms)
