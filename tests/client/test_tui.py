@@ -319,13 +319,16 @@ async def test_a_crashed_app_gives_a_non_zero_exit_status() -> None:
 
 
 async def test_watch_names_each_board_while_the_spectator_delay_holds_it(tmp_path: Path) -> None:
-    """Boards reach spectators late (10 s in a rated race by default): until the first comes,
-    each place says whose board it will be and why it waits (it used to say only "waiting
-    for the deal…", names nowhere)."""
-    server = ServerApp(server_settings(tmp_path / "late", spectator_delay_casual_s=30.0))
+    """Boards reach spectators late (10 s in a rated race by default): until the first comes
+    (the deal, at the start), each place says whose board it will be and why it waits (it used
+    to say only "waiting for the deal…", names nowhere). The countdown is long so that the
+    race cannot start, and its deal reach the screen, before the test looks."""
+    settings = server_settings(tmp_path / "late", spectator_delay_casual_s=30.0, countdown_s=600.0)
+    server = ServerApp(settings)
     await server.start()
     try:
-        async with watching_dan_and_eve(f"ws://127.0.0.1:{server.port}") as (screen, _, _):
+        url = f"ws://127.0.0.1:{server.port}"
+        async with watching_dan_and_eve(url) as (screen, spectator, bots):
 
             def waiting_with(name: str) -> bool:
                 return any(
@@ -334,6 +337,7 @@ async def test_watch_names_each_board_while_the_spectator_delay_holds_it(tmp_pat
                 )
 
             await eventually(lambda: waiting_with("dan") and waiting_with("eve"), what="names")
+            assert spectator.state.races[bots[0].race_id or ""].status == "countdown"
     finally:
         await server.stop()
 
