@@ -6,8 +6,8 @@ store, which applies it at most once per race and only over the ratings it was c
 A `STALE` answer (a racer's rating moved meanwhile, e.g. another node rated another race) is
 read again and recomputed.
 
-Absent racers (`absent_racers`: ended the race `gone` without a single move) took no part in
-it: they are left out of its rating, and a race with fewer than two racers left is not rated.
+Absent racers (`absent_racers`: away when the race ended, without a single move) took no part
+in it: they are left out of its rating, and a race with fewer than two racers left is not rated.
 """
 
 from __future__ import annotations
@@ -68,10 +68,17 @@ def placings_of(record: RaceRecord) -> list[list[str]]:
 
 
 def absent_racers(record: RaceRecord) -> set[str]:
-    """The racers who took no part in the race: they ended it `gone` (away past the reconnect
-    grace) without a single move, i.e. never came, or left before playing. A racer who
-    resigned, timed out or got stuck took part, even without a move."""
-    return {r.player_id for r in record.racers if r.state is RacerState.GONE and r.moves == 0}
+    """The racers who took no part in the race: without a single move, they were away when
+    it ended, i.e. never came or left before playing (`gone` once away past the reconnect
+    grace; `timed_out` or `stuck` if the race ended first, as a race shorter than the grace
+    does). A racer who resigned, or was there when it timed out or got stuck, took part, even
+    without a move."""
+    return {
+        r.player_id
+        for r in record.racers
+        if r.moves == 0
+        and (r.state is RacerState.GONE or (r.state is not RacerState.RESIGNED and not r.connected))
+    }
 
 
 class RatingService:

@@ -1,8 +1,9 @@
 """Ratings at run time against a real server on loopback: who a finished rated race rates.
 
-A racer who ended the race `gone` without a single move took no part in it: he is left out of
+A racer who was away when the race ended, without a single move, took no part in it (`gone`
+once away past the reconnect grace, `timed_out` if the time limit came first): he is left out of
 its rating, and a race with fewer than two racers left is not rated at all. A racer who
-resigned without a move did take part.
+resigned without a move, or was there when time ran out, did take part.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import pytest
 
 from solrace.server.app import App
-from solrace.server.protocol.messages import Progress, RaceFinished, Resign
+from solrace.server.protocol.messages import Progress, RaceFinished, RaceUpdate, Resign
 from solrace.server.protocol.records import RaceRecord
 from solrace.server.protocol.tournament_messages import GetLeaderboard, Leaderboard
 from tests.integration.conftest import ServerFactory
@@ -112,3 +113,41 @@ async def test_a_race_with_one_racer_who_took_part_is_not_rated(app: App) -> Non
         assert player.player_id is not None
         assert await app.store.get_ratings(player.player_id) == []  # a win over nobody
     await ann.close()
+
+
+async def test_a_racer_away_when_a_race_shorter_than_the_grace_times_out_took_no_part(
+    start_server: ServerFactory,
+) -> None:
+    """The time limit comes before the reconnect grace: a racer who never played ends the race
+    `timed_out`, not `gone`. Away, he took no part (he used to be rated a loss, and in a
+    tournament it was a lost race instead of a no-show); one who was there took part."""
+    app = await start_server(grace_s=600.0)
+    finished = finishes(app)
+    ann, bob, cid = [await connect(app, name) for name in ("ann", "bob", "cid")]
+    race_id = await start_race(ann, [bob, cid], rated=True, game_number=None, time_limit_s=3)
+    await cid.close()  # cid never plays; ann and bob stay, without a move
+    await ann.expect(
+        RaceUpdate,
+        lambda m: (
+            m.race_id == race_id
+            and any(r.player_id == cid.player_id and not r.connected for r in m.race.racers)
+        ),
+    )
+    result = await ann.expect(RaceFinished, lambda m: m.race_id == race_id)
+    assert {r.name: r.state for r in result.results} == dict.fromkeys(
+        ("ann", "bob", "cid"), "timed_out"
+    )
+    record = await asyncio.wait_for(finished.get(), WAIT_S)
+    assert record.race_id == race_id
+    assert {r.name: (r.moves, r.connected) for r in record.racers} == {
+        "ann": (0, True),
+        "bob": (0, True),
+        "cid": (0, False),
+    }
+    rated = {}
+    for name, player in (("ann", ann), ("bob", bob), ("cid", cid)):
+        assert player.player_id is not None
+        rated[name] = [r.races for r in await app.store.get_ratings(player.player_id)]
+    assert rated == {"ann": [1], "bob": [1], "cid": []}
+    for player in (ann, bob):
+        await player.close()
