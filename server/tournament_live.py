@@ -70,6 +70,11 @@ class Live:
     names: dict[str, str] = field(default_factory=dict)
     links: dict[str, RaceLink] = field(default_factory=dict)
     next_race: int = 1
+    #: Ended rounds whose races' deals may still be held (`_release_deals` not yet known to
+    #: be done): round number -> the version whose save ended it. Stored, so a restart after
+    #: a crash between a round's end and its release releases it, and reads no race of the
+    #: rounds already released.
+    held_deals: dict[int, int] = field(default_factory=dict)
 
     @property
     def tournament_id(self) -> str:
@@ -98,6 +103,7 @@ class Live:
                     for rid, k in self.links.items()
                 },
                 "next_race": self.next_race,
+                "held_deals": {str(r): v for r, v in sorted(self.held_deals.items())},
                 "state": self.tournament.to_dict(),
             },
             sort_keys=True,
@@ -115,8 +121,12 @@ class Live:
     @classmethod
     def from_record(cls, record: TournamentRecord, deals: Callable[[int, int], str]) -> Live:
         data = json.loads(record.document)
+        tournament = Tournament.from_dict(data["state"], deal_source=deals)
+        held = data.get("held_deals")
+        if held is None:  # stored before releases were noted: any ended round may be held
+            held = {str(r.number): 0 for r in tournament.rounds if r.is_ended}
         return cls(
-            tournament=Tournament.from_dict(data["state"], deal_source=deals),
+            tournament=tournament,
             version=record.version,
             name=str(data["name"]),
             time_limit_s=int(data["time_limit_s"]),
@@ -127,7 +137,15 @@ class Live:
                 for rid, (m, r, n) in data["links"].items()
             },
             next_race=int(data["next_race"]),
+            held_deals={int(r): int(v) for r, v in held.items()},
         )
+
+    @staticmethod
+    def may_hold_deals(record: TournamentRecord) -> bool:
+        """Whether the tournament of `record` may have ended rounds whose deals are still
+        held (read from the document alone, without loading the tournament)."""
+        data: dict[str, object] = json.loads(record.document)
+        return data.get("held_deals") != {}
 
 
 def admin_command(message: TournamentAdmin, ratings: dict[PlayerId, float], now: float) -> Command:

@@ -17,8 +17,9 @@ changes ratings. `tick` reports players connected during their match as present 
 no-shows once the grace period has passed since the race was requested (that time is stored
 with the tournament, so a restart continues the timer; after a restart players still get the
 race's reconnect grace, `grace_s`, to come back before anyone is forfeited).
-After a restart, `start` reopens requested races that were never stored and feeds results of
-races that finished while the tournament was not told.
+After a restart, `start` reopens requested races that were never stored, feeds results of
+races that finished while the tournament was not told, and releases the deals of ended rounds
+still held (finished tournaments too: the document notes which rounds may be, `held_deals`).
 
 On several nodes (a broker), each saved change is announced on the broker
 (`tournament_relay.py`): the other nodes push the view to their own watchers and hand the
@@ -236,6 +237,13 @@ class TournamentService:
             await self.relay.start()
         for record in await self.store.list_tournaments():
             if record.phase == Phase.FINISHED.value:
+                # A crash between its last round's end and the release of that round's deals
+                # left them held; the document says whether any may be.
+                if Live.may_hold_deals(record):
+                    try:
+                        await self._release_held(Live.from_record(record, self._deal))
+                    except Exception:
+                        log.exception("tournament %s: deals not released", record.tournament_id)
                 continue
             live = Live.from_record(record, self._deal)
             self.live[live.tournament_id] = live
@@ -256,8 +264,8 @@ class TournamentService:
             self.relay = None
 
     async def _resume(self, live: Live) -> list[TournamentRace]:
-        """Open the pending races not stored yet and count the finished ones not counted
-        yet; the notices of the races opened."""
+        """Open the pending races not stored yet, count the finished ones not counted yet and
+        release the deals of ended rounds still held; the notices of the races opened."""
         notices = []
         ids = live.race_ids()
         for match in live.tournament.live_matches():
@@ -273,6 +281,7 @@ class TournamentService:
                     notices.append(notice)
             elif stored.status is RaceStatus.FINISHED:
                 await self.race_finished(stored)
+        await self._release_held(live)
         log.info("resumed tournament %s (%s)", live.tournament_id, live.tournament.phase.value)
         return notices
 
@@ -283,9 +292,10 @@ class TournamentService:
 
     async def _repair(self) -> None:
         """Open the pending races a saved change could not open and release the deals of
-        ended rounds, for the tournaments a store outage interrupted (`_repairs`): each as
-        that change left it, or as this node knows it since if newer (a finished tournament
-        is no longer in `live`, and its last round's deals must still be released)."""
+        ended rounds still held, for the tournaments a store outage interrupted (`_repairs`):
+        each as that change left it, or as this node knows it since if newer (a finished
+        tournament is no longer in `live`, and its last round's deals must still be
+        released)."""
         for tournament_id, left in list(self._repairs.items()):
             del self._repairs[tournament_id]  # a step that fails again puts it back
             known = self.live.get(tournament_id)
@@ -295,10 +305,6 @@ class TournamentService:
             except (RaceError, StoreError) as exc:
                 log.warning("tournament %s: not repaired yet: %s", tournament_id, exc)
                 self._repairs.setdefault(tournament_id, live)
-                continue
-            for rnd in live.tournament.rounds:
-                if rnd.is_ended:
-                    await self._release_deals(live, rnd.number)
 
     async def _tick_forever(self) -> None:
         await run_every(self.settings.tournament_tick_s, self.tick, log, "tournament tick")
@@ -412,6 +418,9 @@ class TournamentService:
                 except TournamentError as exc:
                     raise refusal(exc) from None
                 races = _link_races(fresh, events)
+                for event in events:  # its deals are held until `_release_held` is done
+                    if isinstance(event, RoundEnded):
+                        fresh.held_deals[event.round_number] = live.version + 1
                 if fresh.document() == before:
                     return live
                 fresh.version = live.version + 1
@@ -432,7 +441,6 @@ class TournamentService:
         # Changes saved meanwhile (the tick, a race's result) push no view until it is done.
         live, tournament_id = saved.live, saved.live.tournament_id
         cancelled = [e for e in saved.events if isinstance(e, RaceCancelled)]
-        ended = [e.round_number for e in saved.events if isinstance(e, RoundEnded)]
         notices = []
         self._settling.setdefault(tournament_id, _Settling()).steps += 1
         try:
@@ -442,8 +450,7 @@ class TournamentService:
                     notices.append(notice)
             for stop in cancelled:
                 await self._stop_race(live, stop)
-            for round_number in ended:
-                await self._release_deals(live, round_number)
+            await self._release_held(live)  # the rounds it ended (and any left held before)
         finally:
             self._settled(tournament_id)
         return notices
@@ -489,23 +496,61 @@ class TournamentService:
         for _, session in here:
             session.send(notice)
 
+    async def _release_held(self, live: Live) -> None:
+        """Release the deals of `live`'s ended rounds still held (`Live.held_deals`), then
+        note them released in the stored document, so a restart need not look at them again.
+        Each step may be done twice (a crash between them, two nodes): both are idempotent.
+        One the store refuses is tried again by the tick (`_repairs`)."""
+        rounds = live.tournament.rounds
+        released: dict[int, int] = {}
+        for round_number, ended_in in live.held_deals.items():
+            if round_number > len(rounds) or not rounds[round_number - 1].is_ended:
+                continue  # reopened by a correction: its new races hold the deal again
+            try:
+                await self._release_deals(live, round_number)
+            except StoreError as exc:
+                log.warning(
+                    "tournament %s: round %d's deals not released yet: %s",
+                    live.tournament_id,
+                    round_number,
+                    exc,
+                )
+                self._repairs[live.tournament_id] = live
+                continue
+            released[round_number] = ended_in
+        if not released:
+            return
+
+        def note(fresh: Live) -> list[TournamentEvent]:
+            for round_number, ended_in in released.items():
+                # A round that ended again since (a correction reopened it) stays held.
+                if fresh.held_deals.get(round_number) == ended_in:
+                    del fresh.held_deals[round_number]
+            return []
+
+        try:
+            saved = await self._save_change(live.tournament_id, note)
+        except (RaceError, StoreError) as exc:
+            log.warning("tournament %s: releases not noted yet: %s", live.tournament_id, exc)
+            self._repairs[live.tournament_id] = live
+            return
+        if isinstance(saved, _Saved):
+            self._push(saved.live)
+
     async def _release_deals(self, live: Live, round_number: int) -> None:
         """The round ended: its races' game numbers and salts may be known (replays, checks).
-        Until now they were held, because other matches raced on the same deal."""
+        Until now they were held, because other matches raced on the same deal. `StoreError`
+        if the store refused one (the rest are left for the next try)."""
         for race_id, link in live.links.items():
             if link.round_number != round_number:
                 continue
-            try:
-                for _ in range(SAVE_ATTEMPTS):
-                    record = await self.store.get_race(race_id)
-                    if record is None or not record.deal_held:
-                        break
-                    released = record.model_copy(update={"deal_held": False})
-                    if await self.store.save_race_if(released, record):
-                        break
-            except StoreError as exc:
-                log.warning("race %s: deal not released yet: %s", race_id, exc)
-                self._repairs[live.tournament_id] = live
+            for _ in range(SAVE_ATTEMPTS):
+                record = await self.store.get_race(race_id)
+                if record is None or not record.deal_held:
+                    break
+                released = record.model_copy(update={"deal_held": False})
+                if await self.store.save_race_if(released, record):
+                    break
 
     async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
         """Cancel the race of a match decided meanwhile (its result would not count)."""

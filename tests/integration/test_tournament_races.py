@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +35,7 @@ from solrace.server.protocol.messages import (
     Watch,
 )
 from solrace.server.protocol.records import RaceRecord, RaceStatus
+from solrace.server.protocol.tournament_events import RoundEnded
 from solrace.server.protocol.tournament_messages import (
     GetProfile,
     JoinTournament,
@@ -420,3 +423,121 @@ async def test_a_tournament_s_players_cannot_watch_its_races_while_their_deal_is
     )
     await spy.send(Watch(race_id=first))
     await spy.expect(RaceSnapshot, lambda m: m.race_id == first)
+
+
+async def tie_to_the_end(players: list[Client], first: dict[str, TournamentRace]) -> list[str]:
+    """Every match of the round `first` opened (each player's notice) is played out in ties:
+    both racers resign at once, race after race (the race, then two sudden deaths), until the
+    seed decides it. The ids of the races, all finished."""
+    races: list[str] = []
+    notices = dict(first)
+    for race_number in (1, 2, 3):
+        if race_number > 1:
+            for player in players:
+                assert player.player_id is not None
+                notices[player.player_id] = await player.expect(
+                    TournamentRace, lambda m, n=race_number: m.race_number == n
+                )
+        for player in players:
+            race_id = notices[player.player_id or ""].race_id
+            await player.expect(RaceStarted, lambda m, r=race_id: m.race_id == r)
+            await player.send(Resign(race_id=race_id))
+        races += sorted({n.race_id for n in notices.values()})
+    return races
+
+
+def crash_as_a_round_ends(app: App) -> asyncio.Event:
+    """From the saved change that ends a round on, `app` carries out no change (opens no race,
+    releases no deal), as if it had died right after that save: the event is set then."""
+    tournaments = app.tournaments
+    carry_out = tournaments._carry_out
+    crashed = asyncio.Event()
+
+    async def carry_out_until_the_crash(saved: Any) -> list[TournamentRace]:
+        if any(isinstance(e, RoundEnded) for e in saved.events):
+            crashed.set()
+        return [] if crashed.is_set() else await carry_out(saved)
+
+    tournaments._carry_out = carry_out_until_the_crash  # type: ignore[method-assign]
+    return crashed
+
+
+@pytest.mark.parametrize("count", [2, 4])
+async def test_a_round_s_deals_held_by_a_crash_at_its_end_are_released_at_the_restart(
+    start_server: ServerFactory, count: int
+) -> None:
+    """The server saves a round's end and dies before releasing its deals (and, with four
+    players, before opening round 2's race; with two, the tournament is finished). The
+    restart releases them: the round's replays open, and the stored document says nothing
+    is held any more (the next restart reads none of its races)."""
+    first = await start_server(**FAST)
+    crashed = crash_as_a_round_ends(first)
+    if count == 2:
+        admin, ann, bob, tid = await two_player_final(first)
+        players = [ann, bob]
+        await admin.send(admin_act(tid, "start"))
+        notices = {p.player_id or "": await p.expect(TournamentRace) for p in players}
+    else:
+        admin, players, tid, notices = await first_round_of_four(first)
+    races = await tie_to_the_end(players, notices)
+    await asyncio.wait_for(crashed.wait(), 10.0)
+    await players[0].send(GetReplay(race_id=races[0]))
+    refusal = await players[0].expect(Error, lambda m: m.request == "get_replay")
+    assert refusal.code == "not_finished" and "round ends" in refusal.message  # the crash
+    for each in (admin, *players):
+        await each.close()
+    await first.stop()
+
+    again = await start_server(**FAST)
+    asker = await connect(again)
+    for race_id in races:
+        await asker.send(GetReplay(race_id=race_id))
+        answer = await asker.expect(Replay | Error)  # type: ignore[arg-type]
+        assert isinstance(answer, Replay), (race_id, answer)
+    await asker.close()
+    record = await again.store.get_tournament(tid)
+    assert record is not None and not Live.may_hold_deals(record)
+    live = Live.from_record(record, again.tournaments._deal)
+    assert live.tournament.rounds[0].is_ended
+    if count == 4:  # round 2's race, never opened before the crash, is opened now
+        (final,) = [rid for rid, link in live.links.items() if link.round_number == 2]
+        assert await again.store.get_race(final) is not None
+    else:
+        assert live.tournament.phase.value == "finished"
+
+
+async def test_a_document_stored_before_releases_were_noted_has_its_held_deals_released(
+    start_server: ServerFactory,
+) -> None:
+    """A tournament stored without `held_deals` (before releases were noted) may hold any
+    ended round's deals: the restart releases them, finished tournament or not."""
+    first = await start_server(**FAST)
+    admin, ann, bob, tid = await two_player_final(first)
+    await admin.send(admin_act(tid, "start"))
+    notices = {p.player_id or "": await p.expect(TournamentRace) for p in (ann, bob)}
+    races = await tie_to_the_end([ann, bob], notices)
+    await admin.send(WatchTournament(tournament_id=tid))
+    await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+    for each in (admin, ann, bob):
+        await each.close()
+    record = await first.store.get_tournament(tid)
+    assert record is not None and not Live.may_hold_deals(record)  # noted once released
+    # As an older server left it: no note, and (a crash) the deals still held.
+    document = json.loads(record.document)
+    del document["held_deals"]
+    old = record.model_copy(
+        update={"version": record.version + 1, "document": json.dumps(document)}
+    )
+    assert await first.store.save_tournament(old, record.version)
+    for race_id in races:
+        stored = await first.store.get_race(race_id)
+        assert stored is not None
+        assert await first.store.save_race_if(stored.model_copy(update={"deal_held": True}), stored)
+    await first.stop()
+
+    again = await start_server(**FAST)
+    for race_id in races:
+        stored = await again.store.get_race(race_id)
+        assert stored is not None and not stored.deal_held, race_id
+    record = await again.store.get_tournament(tid)
+    assert record is not None and not Live.may_hold_deals(record)
