@@ -122,6 +122,8 @@ class App:
                 undo.push_async_callback(self.broker.close)
             await self.hub.start()
             undo.push_async_callback(self.hub.stop)
+            await self.ratings.start()
+            undo.push_async_callback(self.ratings.stop)
             await self.tournaments.start()
             undo.push_async_callback(self.tournaments.stop)
             await self._listen()
@@ -177,6 +179,7 @@ class App:
         """Stop accepting, close clients with 1012, stop timers, flush and close the store."""
         await self.transport.stop(CloseCode.SERVICE_RESTART)
         await self.tournaments.stop()
+        await self.ratings.stop()
         await self.hub.stop()
         if self.broker is not None:
             await self.broker.close()

@@ -8,10 +8,16 @@ read again and recomputed.
 
 Absent racers (`absent_racers`: away when the race ended, without a single move) took no part
 in it: they are left out of its rating, and a race with fewer than two racers left is not rated.
+
+A rated race is rated by the node that finished it, right after; the save that finished it
+also put it among the store's races to rate, so what a crash or an outage left unrated (the
+node died before rating it, the store failed, its ratings kept changing) is rated when a node
+starts and every `RATING_SWEEP_S` after (`rate_due`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -41,11 +47,15 @@ from solrace.server.protocol.tournament_messages import (
     RecentResultModel,
 )
 from solrace.server.session import Session
-from solrace.server.store import Store
+from solrace.server.store import Store, StoreError
+from solrace.server.timers import run_every
+from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.ratings")
 
 STALE_RETRIES = 5
+#: How often a node rates the finished rated races left unrated (`RatingService.rate_due`).
+RATING_SWEEP_S = 60.0
 RECENT_SHOWN = 10
 #: A game's leaderboard is read from the store at most this often (each read parses every
 #: rating of the game: ~35 ms at 5,000 rated players), or sooner after this node rates a race
@@ -97,6 +107,7 @@ class RatingService:
         self._boards: dict[tuple[str, bool], tuple[float, int, list[LeaderboardRow]]] = {}
         #: Game -> races of it rated here: a board read before the last one is stale.
         self._rated: dict[str, int] = {}
+        self._sweeper: asyncio.Task[None] | None = None
 
     @property
     def handlers(self) -> dict[type[Any], Handler]:
@@ -122,6 +133,7 @@ class RatingService:
         if len(players) < 2:
             if absent:
                 log.info("race %s not rated: %d racer(s) absent", record.race_id, len(absent))
+            await self.store.rating_settled(record.race_id)
             return
         at_ms = record.finished_at_ms or 0
         for _ in range(STALE_RETRIES):
@@ -168,7 +180,37 @@ class RatingService:
                 if outcome is RatingOutcome.APPLIED:
                     log.info("rated race %s (%d racers)", record.race_id, len(players))
                 return
-        log.warning("race %s not rated: ratings kept changing under it", record.race_id)
+        log.warning("race %s not rated yet: ratings kept changing under it", record.race_id)
+
+    async def rate_due(self) -> None:
+        """Rate the finished rated races the store still has to rate (a crash between a
+        race's finish and its rating, a store outage); each at most once, whichever node
+        gets there first. The store failing stops the round: the next one tries again."""
+        due = await self.store.races_to_rate()
+        for race_id in due:
+            record = await self.store.get_race(race_id)
+            if record is None or record.status is not RaceStatus.FINISHED or not record.rated:
+                await self.store.rating_settled(race_id)  # nothing to rate (not one of ours)
+                continue
+            await self.race_finished(record)
+        if due:
+            log.info("%d finished race(s) were waiting to be rated: done", len(due))
+
+    async def start(self) -> None:
+        """Rate what was left unrated, now and every `RATING_SWEEP_S` until `stop`."""
+        try:
+            await self.rate_due()
+        except StoreError as exc:
+            log.warning("races left unrated wait for the store: %s", exc)
+        self._sweeper = asyncio.create_task(
+            run_every(RATING_SWEEP_S, self.rate_due, log, "rating the races left unrated"),
+            name="solrace-ratings",
+        )
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            await cancel_and_wait([self._sweeper])
+            self._sweeper = None
 
     # --- requests ------------------------------------------------------------------------
 

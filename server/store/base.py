@@ -46,6 +46,18 @@ class StoreUnavailableError(StoreError):
     this may or may not have been stored, so read before writing it again."""
 
 
+def rating_falls_due(race: RaceRecord, expected: RaceRecord | None) -> bool:
+    """Whether saving `race` over `expected` finishes a rated race: the save then also puts
+    the race among the races to rate (`Store.races_to_rate`), in the same write, so that a
+    crash between the finish and its rating loses nothing."""
+    finished = RaceStatus.FINISHED
+    return (
+        race.rated
+        and race.status is finished
+        and (expected is None or expected.status is not finished)
+    )
+
+
 class Store(Protocol):
     """Durable state: players, races, move logs (with server times), results, replays."""
 
@@ -63,7 +75,8 @@ class Store(Protocol):
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         """Save `race` only if the stored record still equals `expected` (None: no record yet);
         False stores nothing. The compare-and-set behind transitions that must happen once
-        across nodes: of two nodes moving a race on from the same record, one gets True."""
+        across nodes: of two nodes moving a race on from the same record, one gets True.
+        A save that finishes a rated race puts it among the races to rate (`rating_falls_due`)."""
         ...
 
     async def get_race(self, race_id: str) -> RaceRecord | None: ...
@@ -95,7 +108,18 @@ class Store(Protocol):
         """Store every racer's new rating and recent result of one rated race, all or nothing:
         `ALREADY_APPLIED` if this race was applied before (once-only, across nodes), `STALE`
         if a stored rating is not the change's `before` (None: no rating yet), else `APPLIED`.
-        Each player keeps the newest `RECENT_RESULTS_KEPT` results."""
+        Each player keeps the newest `RECENT_RESULTS_KEPT` results. Applied (now or before),
+        the race is no longer among the races to rate."""
+        ...
+
+    async def races_to_rate(self) -> list[str]:
+        """The finished rated races not rated yet, nor settled as rating nobody (oldest
+        first): a crash, an outage or a race of changes left them (see `rating_falls_due`)."""
+        ...
+
+    async def rating_settled(self, race_id: str) -> None:
+        """A finished rated race that rates nobody (too few took part) leaves the races to
+        rate."""
         ...
 
     async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:

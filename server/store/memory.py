@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
-from solrace.server.store.base import NameTakenError, PlyConflictError, UnknownRaceError
+from solrace.server.store.base import (
+    NameTakenError,
+    PlyConflictError,
+    UnknownRaceError,
+    rating_falls_due,
+)
 from solrace.server.store.memory_competition import MemoryCompetition
 
 
@@ -38,6 +43,9 @@ class MemoryStore(MemoryCompetition):
         if self._races.get(race.race_id) != expected:
             return False
         self._races[race.race_id] = race
+        if rating_falls_due(race, expected):
+            self._competition()
+            self._rating_due[race.race_id] = None
         return True
 
     async def get_race(self, race_id: str) -> RaceRecord | None:

@@ -17,6 +17,8 @@ class MemoryCompetition:
 
     _ratings: dict[tuple[str, str], RatingRecord]
     _rated_races: set[str]
+    #: Finished rated races not rated yet, in finishing order (`rating_falls_due`).
+    _rating_due: dict[str, None]
     _recent: dict[str, list[RecentResult]]
     _tournaments: dict[str, TournamentRecord]
 
@@ -24,6 +26,7 @@ class MemoryCompetition:
         if not hasattr(self, "_ratings"):
             self._ratings = {}
             self._rated_races = set()
+            self._rating_due = {}
             self._recent = {}
             self._tournaments = {}
 
@@ -38,6 +41,7 @@ class MemoryCompetition:
     async def apply_rating_update(self, update: RatingUpdate) -> RatingOutcome:
         self._competition()
         if update.race_id in self._rated_races:
+            self._rating_due.pop(update.race_id, None)
             return RatingOutcome.ALREADY_APPLIED
         for change in update.changes:
             if self._ratings.get((change.player_id, change.after.game)) != change.before:
@@ -48,7 +52,16 @@ class MemoryCompetition:
             recent.insert(0, change.result)
             del recent[RECENT_RESULTS_KEPT:]
         self._rated_races.add(update.race_id)
+        self._rating_due.pop(update.race_id, None)
         return RatingOutcome.APPLIED
+
+    async def races_to_rate(self) -> list[str]:
+        self._competition()
+        return list(self._rating_due)
+
+    async def rating_settled(self, race_id: str) -> None:
+        self._competition()
+        self._rating_due.pop(race_id, None)
 
     async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
         self._competition()

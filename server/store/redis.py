@@ -4,7 +4,8 @@ Keys, all under one prefix (default `solrace:`):
 - `player:<id>` hash (player_id, name, created_at_ms); `name:<casefolded name>` -> player id,
   so a name is owned once, case-blind, like the other backends.
 - `race:<id>` hash (record JSON, status, order); `status:<status>` sorted sets of race ids
-  scored by `order` (first-save order, from the `race-order` counter) for `list_races`.
+  scored by `order` (first-save order, from the `race-order` counter) for `list_races`;
+  `rating-due` the finished rated races not rated yet, scored the same (`races_to_rate`).
 - `moves:<race>:<player>` list of move JSON in ply order; `seqs:<race>:<player>` hash
   seq -> ply; `racers:<race>` set of players with moves.
 
@@ -48,6 +49,7 @@ from solrace.server.store.base import (
     StoreError,
     StoreUnavailableError,
     UnknownRaceError,
+    rating_falls_due,
 )
 from solrace.server.store.redis_competition import RedisCompetition
 from solrace.server.store.redis_tx import watched
@@ -86,9 +88,10 @@ if digest ~= ARGV[4] then
 end
 local order = redis.call('HGET', KEYS[1], 'order')
 if not order then order = redis.call('INCR', KEYS[2]) end
-for i = 4, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
 redis.call('HSET', KEYS[1], 'record', ARGV[3], 'status', ARGV[2], 'order', order, 'out', ARGV[6])
 redis.call('ZADD', KEYS[3], order, ARGV[1])
+if ARGV[7] == '1' then redis.call('ZADD', KEYS[4], order, ARGV[1]) end
 return 1
 """
 
@@ -265,12 +268,14 @@ class RedisStore(RedisCompetition):
             self._key("race", race.race_id),
             self._key("race-order"),
             self._status_key(race.status),
+            self._key("rating-due"),
             *(self._status_key(status) for status in RaceStatus),
         ]
 
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         text = race.model_dump_json()
         digest = _sha1(text)
+        due = "1" if rating_falls_due(race, expected) else "0"
         known = self._known.get(race.race_id)
         if expected is not None and known is not None and known[0] is expected:
             tries = 0
@@ -278,7 +283,7 @@ class RedisStore(RedisCompetition):
             async def by_digest() -> int:
                 nonlocal tries
                 tries += 1
-                args = [race.race_id, race.status.value, text, known[1], digest, _out(race)]
+                args = [race.race_id, race.status.value, text, known[1], digest, _out(race), due]
                 return int(await self._scripts["save_race_if_text"](self._race_keys(race), args))
 
             code = await self._call(by_digest)
@@ -313,6 +318,8 @@ class RedisStore(RedisCompetition):
             mapping = {"record": text, "status": race.status.value, "order": order}
             pipe.hset(key, mapping={**mapping, "out": _out(race)})
             pipe.zadd(self._status_key(race.status), {race.race_id: int(order)})
+            if rating_falls_due(race, expected):
+                pipe.zadd(self._key("rating-due"), {race.race_id: int(order)})
             await pipe.execute()
             return True
 

@@ -67,10 +67,12 @@ class RedisCompetition:
     async def apply_rating_update(self, update: RatingUpdate) -> RatingOutcome:
         marker = self._key("rated", update.race_id)
         table = self._key("ratings", update.game)
+        due = self._key("rating-due")
 
         async def attempt(pipe: Any) -> RatingOutcome:
             if await pipe.exists(marker):
                 await pipe.unwatch()
+                await self.redis.zrem(due, update.race_id)
                 return RatingOutcome.ALREADY_APPLIED
             players = [c.player_id for c in update.changes]
             texts = await pipe.hmget(table, players) if players else []
@@ -86,10 +88,18 @@ class RedisCompetition:
                 pipe.lpush(recent, change.result.model_dump_json())
                 pipe.ltrim(recent, 0, RECENT_RESULTS_KEPT - 1)
             pipe.set(marker, "1")
+            pipe.zrem(due, update.race_id)
             await pipe.execute()
             return RatingOutcome.APPLIED
 
         return await self._call(lambda: watched(self.redis, [marker, table], attempt))
+
+    async def races_to_rate(self) -> list[str]:
+        due: list[str] = await self._call(lambda: self.redis.zrange(self._key("rating-due"), 0, -1))
+        return due
+
+    async def rating_settled(self, race_id: str) -> None:
+        await self._call(lambda: self.redis.zrem(self._key("rating-due"), race_id))
 
     async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
         if limit <= 0:

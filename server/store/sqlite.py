@@ -35,6 +35,7 @@ from solrace.server.store.base import (
     StoreError,
     StoreUnavailableError,
     UnknownRaceError,
+    rating_falls_due,
 )
 from solrace.server.store.sqlite_competition import COMPETITION_SCHEMA, SqliteCompetition
 from solrace.server.store.sqlite_tx import transaction
@@ -451,6 +452,7 @@ class SqliteStore(SqliteCompetition):
 
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         text = race.model_dump_json()
+        due = rating_falls_due(race, expected)
 
         def compare_and_set(db: sqlite3.Connection) -> bool:
             row = db.execute(
@@ -465,6 +467,8 @@ class SqliteStore(SqliteCompetition):
                 "record = excluded.record",
                 (race.race_id, race.status.value, text),
             )
+            if due:
+                db.execute("INSERT OR IGNORE INTO rating_due (race_id) VALUES (?)", (race.race_id,))
             return True
 
         return await self._run(lambda db: transaction(db, lambda: compare_and_set(db)))

@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS ratings (
 );
 CREATE INDEX IF NOT EXISTS ratings_game ON ratings (game);
 CREATE TABLE IF NOT EXISTS rated_races (race_id TEXT PRIMARY KEY);
+-- Finished rated races not rated yet (`rating_falls_due`): written with the finish.
+CREATE TABLE IF NOT EXISTS rating_due (race_id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS recent_results (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     player_id TEXT NOT NULL,
@@ -48,6 +50,7 @@ CREATE TABLE IF NOT EXISTS tournaments (
 
 def _apply(db: sqlite3.Connection, update: RatingUpdate) -> RatingOutcome:
     if db.execute("SELECT 1 FROM rated_races WHERE race_id = ?", (update.race_id,)).fetchone():
+        db.execute("DELETE FROM rating_due WHERE race_id = ?", (update.race_id,))
         return RatingOutcome.ALREADY_APPLIED
     for change in update.changes:
         row = db.execute(
@@ -73,6 +76,7 @@ def _apply(db: sqlite3.Connection, update: RatingUpdate) -> RatingOutcome:
             (change.player_id, change.player_id, RECENT_RESULTS_KEPT),
         )
     db.execute("INSERT INTO rated_races (race_id) VALUES (?)", (update.race_id,))
+    db.execute("DELETE FROM rating_due WHERE race_id = ?", (update.race_id,))
     return RatingOutcome.APPLIED
 
 
@@ -98,6 +102,19 @@ class SqliteCompetition:
 
     async def apply_rating_update(self, update: RatingUpdate) -> RatingOutcome:
         return await self._run(lambda db: transaction(db, lambda: _apply(db, update)))
+
+    async def races_to_rate(self) -> list[str]:
+        def select(db: sqlite3.Connection) -> list[str]:
+            rows = db.execute("SELECT race_id FROM rating_due ORDER BY rowid").fetchall()
+            return [str(row[0]) for row in rows]
+
+        return await self._run(select)
+
+    async def rating_settled(self, race_id: str) -> None:
+        def delete(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM rating_due WHERE race_id = ?", (race_id,))
+
+        await self._run(lambda db: transaction(db, lambda: delete(db)))
 
     async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
         def select(db: sqlite3.Connection) -> list[str]:

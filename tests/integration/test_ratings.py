@@ -112,6 +112,7 @@ async def test_a_race_with_one_racer_who_took_part_is_not_rated(app: App) -> Non
     for player in (ann, dee):
         assert player.player_id is not None
         assert await app.store.get_ratings(player.player_id) == []  # a win over nobody
+    assert await app.store.races_to_rate() == []  # settled: nothing left to rate
     await ann.close()
 
 
@@ -151,3 +152,34 @@ async def test_a_racer_away_when_a_race_shorter_than_the_grace_times_out_took_no
     assert rated == {"ann": [1], "bob": [1], "cid": []}
     for player in (ann, bob):
         await player.close()
+
+
+async def test_a_race_finished_just_before_a_crash_is_rated_at_the_next_start(
+    start_server: ServerFactory,
+) -> None:
+    """The finish is saved, then the node dies before rating the race (here: its rating hook
+    taken out, which leaves the store as such a crash does). It used to stay unrated for good;
+    the next start on the same data rates it, once."""
+    app = await start_server()
+    app.hub.race_finished_hooks.remove(app.ratings.race_finished)
+    finished = finishes(app)
+    ann, bob = await connect(app, "ann"), await connect(app, "bob")
+    race_id = await start_race(ann, [bob], rated=True, game_number=None)
+    await score_a_card(app, ann, race_id)
+    for player in (ann, bob):
+        await player.send(Resign(race_id=race_id))
+    await asyncio.wait_for(finished.get(), WAIT_S)
+    for player in (ann, bob):
+        await player.close()
+    assert ann.player_id is not None and bob.player_id is not None
+    assert await app.store.get_ratings(ann.player_id) == []  # the crash's state
+    assert await app.store.races_to_rate() == [race_id]
+    await app.stop()
+
+    again = await start_server()  # the same data folder
+    for player_id, wins in ((ann.player_id, 1), (bob.player_id, 0)):
+        [rating] = await again.store.get_ratings(player_id)
+        assert (rating.races, rating.wins) == (1, wins)
+    assert await again.store.races_to_rate() == []
+    await again.ratings.rate_due()  # a second round finds nothing to do
+    assert [r.races for r in await again.store.get_ratings(ann.player_id)] == [1]

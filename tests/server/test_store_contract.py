@@ -530,6 +530,46 @@ async def test_two_nodes_rating_one_race_apply_it_once(open_another: StoreFactor
     assert len(await node_b.get_recent_results("p1", 10)) == 1
 
 
+async def test_a_finished_rated_race_waits_to_be_rated(store: Store) -> None:
+    """The save that finishes a rated race also puts it among the races to rate, so that a
+    crash before its rating loses nothing; the rating (or its settling, when it rates nobody)
+    takes it out. Casual and cancelled races never wait."""
+    running = {
+        rid: race(rid, RaceStatus.RUNNING, rated=rid != "casual")
+        for rid in ("r1", "casual", "r3", "r4")
+    }
+    await seed(store, *running.values())
+    finished = {
+        rid: r.model_copy(update={"status": RaceStatus.FINISHED}) for rid, r in running.items()
+    }
+    for rid in ("r1", "casual", "r3"):
+        assert await store.save_race_if(finished[rid], running[rid])
+    cancelled = running["r4"].model_copy(update={"status": RaceStatus.CANCELLED})
+    assert await store.save_race_if(cancelled, running["r4"])
+    # Saved again once finished (a later change of the record): still waiting once.
+    later = finished["r1"].model_copy(update={"finished_at_ms": 9_000})
+    assert await store.save_race_if(later, finished["r1"])
+    assert await store.races_to_rate() == ["r1", "r3"]
+
+    stale = rated_race("r1", [("p1", rating("p1", 20, 1), rating("p1", 27, 2))])
+    assert await store.apply_rating_update(stale) is RatingOutcome.STALE
+    assert await store.races_to_rate() == ["r1", "r3"]  # not rated: still waiting
+    update = rated_race("r1", [("p1", None, rating("p1", 27, 1))])
+    assert await store.apply_rating_update(update) is RatingOutcome.APPLIED
+    assert await store.races_to_rate() == ["r3"]
+    await store.rating_settled("r3")
+    await store.rating_settled("r3")  # settling twice changes nothing
+    assert await store.races_to_rate() == []
+
+    # One found rated already (another node rated it after this one read the list) leaves too.
+    await seed(store, race("r5", RaceStatus.FINISHED, rated=True))
+    assert await store.races_to_rate() == ["r5"]
+    done = rated_race("r5", [("p2", None, rating("p2", 27, 1))])
+    assert await store.apply_rating_update(done) is RatingOutcome.APPLIED
+    assert await store.apply_rating_update(done) is RatingOutcome.ALREADY_APPLIED
+    assert await store.races_to_rate() == []
+
+
 # --- tournaments (issue 6) -------------------------------------------------------------------
 
 
@@ -588,8 +628,10 @@ async def test_ratings_and_tournaments_survive_a_restart(
     first = await open_another()
     await first.apply_rating_update(rated_race("r1", [("p1", None, rating("p1", 27, 1))]))
     await first.save_tournament(tournament(), None)
+    await seed(first, race("r9", RaceStatus.FINISHED, rated=True))  # a crash before its rating
     await first.close()
     again = await open_another()
+    assert await again.races_to_rate() == ["r9"]
     assert await again.get_ratings("p1") == [rating("p1", 27, 1)]
     assert len(await again.get_recent_results("p1", 5)) == 1
     assert await again.list_tournaments() == [tournament()]
