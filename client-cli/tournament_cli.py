@@ -189,6 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_argument("--player", help="player id or name")
     admin.add_argument("--race", type=int, help="the race number within the match (correct)")
     admin.add_argument("--placings", help="ids or names best first, ',' between places, '=' ties")
+    admin.add_argument(
+        "--cards",
+        metavar="NAME=N,...",
+        help="cards on foundations per id or name (correct; players not given keep the race's)",
+    )
     admin.add_argument("--reason", default="", help="why, kept in the tournament's audit")
     for act in ("start", "pause", "resume"):
         short = sub.add_parser(act, help=f"admin: {act} a tournament")
@@ -269,6 +274,30 @@ def parse_placings(text: str) -> list[list[str]]:
     return [[p for p in place.split("=") if p] for place in text.split(",") if place]
 
 
+def parse_card_counts(text: str) -> dict[str, int]:
+    """`a=7,b=12` -> {a: 7, b: 12}; ValueError saying what is wrong."""
+    counts: dict[str, int] = {}
+    for item in (part.strip() for part in text.split(",")):
+        player, equals, count = item.rpartition("=")
+        if not equals or not player or not count.isdigit():
+            raise ValueError(f"{item!r} is not NAME=N (N cards, 0 or more)")
+        if player in counts:
+            raise ValueError(f"{player!r} is given twice")
+        counts[player] = int(count)
+    return counts
+
+
+def admin_problem(args: argparse.Namespace) -> str | None:
+    """Why an admin act's options cannot make a request, or None (checked before
+    connecting)."""
+    if args.cards is not None:
+        try:
+            parse_card_counts(args.cards)
+        except ValueError as exc:
+            return f"--cards {args.cards}: {exc}"
+    return None
+
+
 def _request(args: argparse.Namespace) -> ClientMessage | None:
     token = args.admin_token or ""
     command = args.command
@@ -316,6 +345,7 @@ def _request(args: argparse.Namespace) -> ClientMessage | None:
             player_id=getattr(args, "player", None),
             race_number=getattr(args, "race", None),
             placings=parse_placings(args.placings) if getattr(args, "placings", None) else None,
+            cards=parse_card_counts(args.cards) if getattr(args, "cards", None) else None,
             reason=getattr(args, "reason", ""),
         )
     return None
@@ -390,6 +420,11 @@ async def _run(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"solrace tournament create: {problem}", file=sys.stderr)
             return 2
+    if args.command == "admin":
+        problem = admin_problem(args)
+        if problem is not None:
+            print(printable(f"solrace tournament admin: {problem}"), file=sys.stderr)
+            return 2
     problem = no_identity_problem(args)
     if problem is not None:
         return fail(problem)
@@ -399,13 +434,16 @@ async def _run(args: argparse.Namespace) -> int:
         conn.take_welcome()  # this command reads the answer to its request only
         if args.command == "profile":
             return await _profile(conn, args)
-        if args.command == "admin" and (args.player or args.placings):
+        if args.command == "admin" and (args.player or args.placings or args.cards):
             names = await _player_ids(conn, args.tournament)
             if args.player:
                 args.player = names.get(args.player, args.player)
             if args.placings:
                 groups = parse_placings(args.placings)
                 args.placings = ",".join("=".join(names.get(p, p) for p in g) for g in groups)
+            if args.cards:
+                counts = parse_card_counts(args.cards)
+                args.cards = ",".join(f"{names.get(p, p)}={n}" for p, n in counts.items())
         try:
             request = _request(args)
         except ValidationError as exc:

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from solrace.engine import CARDS, game_class
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import RaceEvent
@@ -175,15 +176,38 @@ def admin_command(message: TournamentAdmin, ratings: dict[PlayerId, float], now:
             return t.drop(player, actor=admin, now=now)
         if message.race_number is None or not message.placings:
             raise InvalidResultError("correct_result needs race_number and placings")
-        result = RaceResult.from_groups(
-            [[PlayerId(p) for p in g] for g in message.placings],
-            {PlayerId(p): n for p, n in (message.cards or {}).items()},
-        )
+        groups = [[PlayerId(p) for p in g] for g in message.placings]
+        given = {PlayerId(p): n for p, n in (message.cards or {}).items()}
+        cards = corrected_cards(t, match_id, message.race_number, groups, given)
+        result = RaceResult.from_groups(groups, cards)
         return t.correct_result(
             admin, match_id, message.race_number, result, now=now, reason=message.reason
         )
 
     return command
+
+
+def corrected_cards(
+    t: Tournament,
+    match_id: MatchId,
+    race_number: int,
+    groups: list[list[PlayerId]],
+    given: dict[PlayerId, int],
+) -> dict[PlayerId, int]:
+    """The cards on foundations of a corrected race: the recorded ones of the players its
+    placings name, with those `given` instead (a correction of the order alone keeps them:
+    they feed tie-breaks). `InvalidResultError` for a count outside 0 to the game's cards;
+    `correct_result` refuses cards of a player not in the match."""
+    most = len(CARDS) * game_class(t.game_id).decks
+    for player, count in given.items():
+        if not 0 <= count <= most:
+            raise InvalidResultError(
+                f"cards on foundations of {player!r}: {count}; a {t.game_id} game has 0 to {most}"
+            )
+    _, match = t.find_match(match_id)
+    recorded = match.races[race_number - 1].cards if 1 <= race_number <= len(match.races) else {}
+    named = {p for group in groups for p in group}
+    return {**{p: n for p, n in recorded.items() if p in named}, **given}
 
 
 def cancel_race(now_ms: int) -> Callable[[Race], list[RaceEvent]]:

@@ -1,8 +1,9 @@
 """`solrace tournament` commands against a real server on loopback (run in this process, with
 the test's own config folder): read-only commands and admin acts never take over the
 connection of a player who is racing (`create` does only when `--name` is that player's),
-`profile` takes a name, `create` refuses bad options in one line before connecting, and the
-help says what each option is."""
+`profile` takes a name, `create` refuses bad options in one line before connecting, a
+correction keeps the race's cards unless `--cards` gives them, and the help says what each
+option is."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from solrace.client.identity import admin_name, connect_player, known_players, l
 from solrace.client.session import Session
 from solrace.client.tournament_cli import _run, build_parser, main
 from solrace.server.app import App
+from solrace.server.protocol.tournament_errors import MatchId
 from solrace.server.protocol.tournament_messages import JoinTournament, WatchTournament
-from tests.waiting import eventually
+from solrace.server.tournament_live import Live
+from tests.waiting import eventually, eventually_async
 
 from .conftest import TOKEN
 from .test_tournament_screen import Opened, act, create, is_view, opened_id, register
@@ -224,6 +227,7 @@ def test_the_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> N
     for option in ("--match MATCH the match id", "--race RACE the race number", "--reason"):
         assert option in admin, option
     assert "--reason REASON why" in admin
+    assert "--cards NAME=N,... cards on foundations per id or name" in admin
     assert "GAME the game (default klondike)" in help_of(capsys, "leaderboard")
     create = help_of(capsys, "create")
     for option, text in [
@@ -372,4 +376,56 @@ async def test_show_prints_the_audit_log(
         "director  start  2 players",
         "director  pause",
         "director  forfeit  bob in W1-1",
+    ]
+
+
+async def test_a_correction_keeps_the_race_s_cards_unless_cards_are_given(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`admin correct` changes the order; cards on foundations (they feed tie-breaks) stay as
+    recorded unless `--cards NAME=N,...` gives them, and the server checks what is given."""
+    url = url_of(tournament_server)
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    players = await register(opened, tid, ["ann", "bob"])
+    await act(admin, tid, "start")
+    await eventually(lambda: all(p.state.tournament_races for p in players), what="seated")
+    (race_id,) = {rid for p in players for rid in p.state.tournament_races}
+    await eventually(
+        lambda: all(p.state.races[race_id].status == "running" for p in players),
+        what="the race running",
+    )
+    for player in players:  # a tie at 0 cards: race 1 is recorded, a sudden death follows
+        await player.resign(race_id)
+    ann, bob = opened_id(opened, "ann"), opened_id(opened, "bob")
+
+    async def race_1_cards() -> dict[str, int] | None:
+        """The stored cards on foundations of W1-1's race 1 (None: not recorded yet)."""
+        record = await tournament_server.store.get_tournament(tid)
+        assert record is not None
+        live = Live.from_record(record, tournament_server.tournaments._deal)
+        races = live.tournament.find_match(MatchId("W1-1"))[1].races
+        return {str(p): n for p, n in races[0].cards.items()} if races else None
+
+    async def is_recorded() -> bool:
+        return await race_1_cards() is not None
+
+    await eventually_async(is_recorded, what="race 1 recorded")
+    assert await race_1_cards() == {ann: 0, bob: 0}  # a tie
+    correct = ["admin", tid, "correct", "--match", "W1-1", "--race", "1", "--reason", "scorer"]
+    assert await cli(url, *correct, "--placings", "bob,ann", "--cards", "ann=7,bob=3") == 0
+    assert "champion: bob" in capsys.readouterr().out
+    assert await race_1_cards() == {ann: 7, bob: 3}
+    assert await cli(url, *correct, "--placings", "ann,bob") == 0  # the order alone
+    assert "champion: ann" in capsys.readouterr().out
+    assert await race_1_cards() == {ann: 7, bob: 3}  # kept
+
+    assert await cli(url, *correct, "--placings", "ann,bob", "--cards", "ann=99") == 1
+    err = capsys.readouterr().err
+    assert "invalid_result: " in err and "99; a klondike game has 0 to 52" in err
+    assert await race_1_cards() == {ann: 7, bob: 3}  # refused: nothing changed
+    assert await cli(url, *correct, "--placings", "ann,bob", "--cards", "ann:7") == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        "solrace tournament admin: --cards ann:7: 'ann:7' is not NAME=N (N cards, 0 or more)"
     ]

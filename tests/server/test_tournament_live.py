@@ -1,0 +1,130 @@
+"""The service's side of a tournament (`tournament_live.py`): an admin correction's cards on
+foundations (kept when not given, checked when given) and the document's note of the rounds
+whose deals may still be held."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from solrace.server.protocol.competition_records import TournamentRecord
+from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
+from solrace.server.protocol.tournament import Tournament
+from solrace.server.protocol.tournament_errors import (
+    InvalidResultError,
+    MatchId,
+    PlayerId,
+    TournamentId,
+)
+from solrace.server.protocol.tournament_events import RaceRequested
+from solrace.server.protocol.tournament_messages import TournamentAdmin
+from solrace.server.protocol.tournament_state import TournamentSettings
+from solrace.server.tournament_live import Live, admin_command
+
+ADMIN = PlayerId("admin")
+ANN, BOB = PlayerId("ann"), PlayerId("bob")
+
+
+def deals(round_number: int, race_number: int) -> str:
+    return str(10**16 + 1000 * round_number + race_number)
+
+
+def final_of_three(game: str = "klondike") -> tuple[Live, MatchId]:
+    """Ann and Bob in a started best-of-3 final whose first race Ann won 7 cards to 3."""
+    settings = TournamentSettings(
+        FormatRules(Format.SINGLE_ELIMINATION, best_of=3), check_in_required=False
+    )
+    t = Tournament.create(
+        TournamentId("t1"), game, settings, admin=ADMIN, now=0.0, deal_source=deals
+    )
+    for player in (ANN, BOB):
+        t.register(player, now=1.0)
+    (request,) = [e for e in t.start(ADMIN, now=2.0) if isinstance(e, RaceRequested)]
+    t.record_race(request.match_id, 1, RaceResult.from_order([ANN, BOB], {ANN: 7, BOB: 3}), now=3.0)
+    return Live(t, version=1, name="cup", time_limit_s=60, created_at_ms=0), request.match_id
+
+
+def correct(live: Live, match_id: MatchId, **fields: object) -> RaceResult:
+    """Apply an admin correction of race 1 to `live`: the race's result after it."""
+    message = TournamentAdmin.model_validate(
+        {
+            "tournament_id": "t1",
+            "admin_token": "x",
+            "act": "correct_result",
+            "match_id": match_id,
+            "race_number": 1,
+            **fields,
+        }
+    )
+    admin_command(message, {}, now=4.0)(live)
+    return live.tournament.find_match(match_id)[1].races[0]
+
+
+def test_a_correction_without_cards_keeps_the_race_s_recorded_cards() -> None:
+    live, match_id = final_of_three()
+    result = correct(live, match_id, placings=[[BOB], [ANN]], reason="scorer error")
+    assert result.placings == ((BOB,), (ANN,))
+    assert dict(result.cards) == {ANN: 7, BOB: 3}  # they feed tie-breaks
+
+
+def test_cards_given_replace_the_recorded_ones_of_those_players_only() -> None:
+    live, match_id = final_of_three()
+    result = correct(live, match_id, placings=[[BOB], [ANN]], cards={BOB: 9})
+    assert dict(result.cards) == {ANN: 7, BOB: 9}
+    result = correct(live, match_id, placings=[[ANN, BOB]], cards={ANN: 0, BOB: 52})
+    assert dict(result.cards) == {ANN: 0, BOB: 52}
+
+
+@pytest.mark.parametrize(
+    ("cards", "complaint"),
+    [
+        ({ANN: 53}, "'ann': 53; a klondike game has 0 to 52"),
+        ({ANN: 99}, "0 to 52"),
+        ({BOB: 10**15}, "0 to 52"),
+        ({ANN: -1}, "0 to 52"),
+        ({"cid": 3}, "'cid', who is not in the match"),
+    ],
+)
+def test_cards_out_of_the_game_or_of_another_player_are_refused(
+    cards: dict[str, int], complaint: str
+) -> None:
+    live, match_id = final_of_three()
+    before = live.document()
+    with pytest.raises(InvalidResultError, match=complaint):
+        correct(live, match_id, placings=[[BOB], [ANN]], cards=cards)
+    assert live.document() == before  # refused before anything changed
+
+
+def test_a_two_deck_game_counts_its_104_cards() -> None:
+    live, match_id = final_of_three("colorado")
+    assert correct(live, match_id, placings=[[ANN], [BOB]], cards={ANN: 104}).cards[ANN] == 104
+    with pytest.raises(InvalidResultError, match="0 to 104"):
+        correct(live, match_id, placings=[[ANN], [BOB]], cards={ANN: 105})
+
+
+def test_the_document_notes_the_rounds_whose_deals_may_be_held() -> None:
+    live, _ = final_of_three()
+    live.held_deals = {1: 5}
+    record = live.to_record()
+    assert Live.may_hold_deals(record)
+    assert Live.from_record(record, deals).held_deals == {1: 5}
+    live.held_deals = {}
+    assert not Live.may_hold_deals(live.to_record())
+
+
+def test_a_document_stored_before_the_note_counts_every_ended_round_as_held() -> None:
+    live, match_id = final_of_three()
+    live.tournament.record_race(match_id, 2, RaceResult.from_order([ANN, BOB]), now=5.0)
+    assert live.tournament.rounds[0].is_ended
+    document = json.loads(live.document())
+    del document["held_deals"]
+    old = TournamentRecord(
+        tournament_id="t1",
+        version=3,
+        phase="finished",
+        created_at_ms=0,
+        document=json.dumps(document),
+    )
+    assert Live.may_hold_deals(old)
+    assert Live.from_record(old, deals).held_deals == {1: 0}
