@@ -60,10 +60,14 @@ class RawClient:
         self.events: list[Frame] = []
 
     @classmethod
-    async def open(cls, port: int, receive_buffer: int = 4096) -> RawClient:
+    async def open(
+        cls, port: int, receive_buffer: int = 4096, send_buffer: int | None = None
+    ) -> RawClient:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         # A small receive buffer (before connecting, so the window is small from the start).
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        if send_buffer is not None:  # else the kernel's, which grows to megabytes
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
         sock.setblocking(False)
         await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
         client = cls(sock, port)
@@ -161,7 +165,10 @@ async def test_a_client_that_pings_and_never_reads_is_not_read_either(
     app = await start_server(
         rate_capacity=1e9, rate_refill_per_s=1e9, send_buffer_bytes=4096, ping_interval_s=None
     )
-    client = await RawClient.open(app.port)
+    # A small send buffer: with the kernel's (~4 MB here) the flood left ~30,000 pings queued,
+    # and answering them all once the client reads again took 2 s of CPU, 6 s on a loaded
+    # machine and past the 10 s wait on a busier one. A few KB still fill up the same way.
+    client = await RawClient.open(app.port, send_buffer=4096)
     raw_clients.append(client)
     await eventually(lambda: len(app.transport.sessions) == 1, within=WAIT_S)
     [session] = app.transport.sessions
