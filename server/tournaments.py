@@ -765,6 +765,12 @@ class TournamentService:
         admin, name = self._identity(session)
         settings = self.settings
         self.hub.check_race_settings(message.game, message.time_limit_s)
+        if message.best_of % 2 == 0 and message.format != Format.HEATS.value:
+            raise RaceError(
+                ErrorCode.INVALID_SETTINGS,
+                f"best_of {message.best_of}: a head-to-head match needs an odd number of races"
+                " (1, 3, 5, 7 or 9: first to a majority wins); only heats play an even number",
+            )
         rules = FormatRules(
             format=Format(message.format),
             best_of=message.best_of,

@@ -26,6 +26,13 @@ def _printable(text: str) -> str:
     return text
 
 
+def _not_blank(text: str) -> str:
+    """Refuse a name with nothing to show (empty, or only spaces): lists show it blank."""
+    if not text.strip():
+        raise ValueError("a tournament's name must not be empty or only spaces")
+    return text
+
+
 TournamentIdText = IdText
 
 #: Every tournament's id starts so (a race's id never does).
@@ -51,6 +58,8 @@ Label = ShortText
 LEADERBOARD_LIMIT = 100
 ShownText = Annotated[str, Field(max_length=64), AfterValidator(_printable)]
 """Free text other clients are shown (a tournament's name, a correction's reason)."""
+TournamentName = Annotated[ShownText, AfterValidator(_not_blank)]
+"""A tournament's name: shown text with something to show."""
 FormatName = Literal["single_elimination", "double_elimination", "swiss", "round_robin", "heats"]
 AdminAct = Literal["open_check_in", "start", "pause", "resume", "forfeit", "correct_result", "drop"]
 
@@ -215,7 +224,7 @@ class GetProfile(Message):
 class CreateTournament(Message):
     type: Literal["create_tournament"] = "create_tournament"
     admin_token: Token
-    name: ShownText
+    name: TournamentName
     game: Label
     format: FormatName
     best_of: Annotated[int, Field(ge=1, le=9)] = 1

@@ -20,6 +20,7 @@ from solrace.client.tournament_bots import play_tournament
 from solrace.engine import Audience, BoardView, deal, view
 from solrace.server.app import App
 from solrace.server.protocol import tournament_view
+from solrace.server.protocol.codec import encode_raw
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.messages import (
     Error,
@@ -426,6 +427,43 @@ async def test_the_newest_view_follows_a_burst(start_server: ServerFactory) -> N
     assert versions == sorted(set(versions))
     for each in (admin, fan, *players):
         await each.close()
+
+
+async def test_a_raw_client_gets_the_create_options_the_cli_refuses_refused_too(
+    start_server: ServerFactory,
+) -> None:
+    """A blank name (a list would show nothing) and an even best-of for a head-to-head match
+    (first to a majority of an even count can leave the match undecided) are refused by the
+    server itself, not only by the CLI; heats may race an even number of times."""
+    app = await start_server(**FAST)
+    admin = await connect(app, "director")
+    fields: dict[str, Any] = {
+        "type": "create_tournament",
+        "admin_token": TOKEN,
+        "name": "cup",
+        "game": "klondike",
+        "format": "single_elimination",
+    }
+    for name in ("", "   "):
+        await admin.send_raw(encode_raw({**fields, "name": name}))
+        refusal = await admin.expect(Error)
+        assert (refusal.code, refusal.request) == ("invalid_message", "create_tournament")
+        assert "name: " in refusal.message and "empty or only spaces" in refusal.message
+    for fmt, best_of in [
+        ("single_elimination", 2),
+        ("double_elimination", 4),
+        ("swiss", 2),
+        ("round_robin", 8),
+    ]:
+        await admin.send_raw(encode_raw({**fields, "format": fmt, "best_of": best_of}))
+        refusal = await admin.expect(Error)
+        assert refusal.code == "invalid_settings", (fmt, refusal)
+        assert f"best_of {best_of}: a head-to-head match needs an odd number" in refusal.message
+    await admin.send(ListTournaments())
+    assert (await admin.expect(TournamentList)).tournaments == []  # nothing was created
+    heats = await create(admin, "heats", best_of=2)
+    assert heats.best_of == 2
+    await admin.close()
 
 
 async def test_a_tournament_takes_at_most_the_server_s_player_limit(

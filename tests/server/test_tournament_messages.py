@@ -1,5 +1,5 @@
-"""Wire models of tournaments: free text other clients are shown must be printable; a
-tournament race's id names its tournament."""
+"""Wire models of tournaments: free text other clients are shown must be printable (and a
+tournament's name not blank); a tournament race's id names its tournament."""
 
 from __future__ import annotations
 
@@ -51,9 +51,23 @@ def test_a_tournament_name_with_a_non_printable_character_is_refused(name: str) 
     assert refused.value.request_type == "create_tournament"
 
 
-@pytest.mark.parametrize("name", ["friday cup", "Coupe d'été 2026", "🂡 aces", "x" * 64, ""])
+@pytest.mark.parametrize("name", ["friday cup", "Coupe d'été 2026", "🂡 aces", "x" * 64, " x "])
 def test_printable_names_are_accepted(name: str) -> None:
     assert CreateTournament.model_validate(create(name)).name == name
+
+
+@pytest.mark.parametrize("name", ["", " ", "    "])
+def test_a_tournament_name_with_nothing_to_show_is_refused(name: str) -> None:
+    """A list would show it blank (the CLI refuses it too; a raw client must not get it in)."""
+    with pytest.raises(ValidationError, match="must not be empty or only spaces"):
+        CreateTournament.model_validate(create(name))
+    with pytest.raises(SchemaError, match=r"name: .*must not be empty or only spaces"):
+        decode_client(msgpack.packb(create(name)))
+
+
+def test_a_correction_s_reason_may_be_empty() -> None:
+    fields = {"tournament_id": "t1", "admin_token": "t", "act": "correct_result"}
+    assert TournamentAdmin.model_validate({**fields, "reason": ""}).reason == ""
 
 
 def test_a_correction_s_reason_must_be_printable_too() -> None:
