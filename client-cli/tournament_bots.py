@@ -4,10 +4,12 @@ end-to-end tests.
 
 `run_bots` says what goes on as lines on stdout (`Progress`): the bots registered (and that
 they wait for the start), each round's pairings, each match's result, each round's end, the
-champion, then the final view. Stopped by Ctrl-C or SIGTERM before the tournament has
-started, it withdraws (`leave_tournament`) the bots it registered, so a stopped run leaves no
-bots behind in the registration; once the tournament runs, stopping leaves their matches to
-the no-show rules.
+champion, then the final view. Before any bot connects it asks for the tournament once
+(`open_problem`): an unknown tournament, or one that is no longer open (running, finished),
+is one line on stderr and exit status 1, no bot made. Stopped by Ctrl-C or SIGTERM (or
+refused) before the tournament has started, it withdraws (`leave_tournament`) the bots it
+registered, so a stopped run leaves no bots behind in the registration; once the tournament
+runs, stopping leaves their matches to the no-show rules.
 
 The bot reads the tournament's phase from its state (every pushed view is folded in, also the
 ones that arrive while it plays a race), watches the tournament again after every reconnect
@@ -23,8 +25,10 @@ import contextlib
 import signal
 import sys
 from collections.abc import Sequence
+from enum import Enum
 from typing import TextIO
 
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import Error, ServerMessage, Sync
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
@@ -37,7 +41,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.tasks import cancel_and_wait
 
 from .bots import Bot, BotError, numbered
-from .connection import ConnectionFailedError
+from .connection import Connection, ConnectionFailedError, StatusChange
 from .strategy import make_strategy
 from .tournament_render import must_check_in, progress_lines, render_tournament
 from .wire_text import printable
@@ -47,6 +51,45 @@ REFRESH_S = 10.0
 LEAVE_TIMEOUT_S = 5.0
 #: Phases in which a tournament has not started: a bot leaving is unregistered.
 NOT_STARTED = ("registration", "check_in")
+#: Seconds `open_problem` waits for the server's answer.
+ASK_TIMEOUT_S = 30.0
+
+
+def is_player(view: TournamentModel, bot: Bot) -> bool:
+    """The bot is one of the tournament's registered players in `view`."""
+    me = bot.state.player_id
+    return me is not None and any(p.player_id == me for p in view.players)
+
+
+async def open_problem(url: str, tournament_id: str) -> str | None:
+    """Why bots cannot join `tournament_id` (unknown, or no longer open), asked on one
+    anonymous connection before any bot is made; None when it is open."""
+    conn = Connection(url)
+    await conn.connect()
+    try:
+        conn.take_welcome()
+        await conn.send(WatchTournament(tournament_id=tournament_id))
+        while True:
+            incoming = await asyncio.wait_for(conn.recv(), ASK_TIMEOUT_S)
+            if isinstance(incoming, StatusChange):
+                continue
+            if isinstance(incoming, Error) and incoming.request == "watch_tournament":
+                if incoming.code == ErrorCode.UNKNOWN_TOURNAMENT:
+                    return f"no tournament {tournament_id}"
+                return f"{incoming.code}: {incoming.message}"
+            if (
+                isinstance(incoming, TournamentView)
+                and incoming.tournament.tournament_id == tournament_id
+            ):
+                phase = incoming.tournament.phase
+                if phase in NOT_STARTED:
+                    return None
+                return (
+                    f"tournament {tournament_id} is {phase}: bots can only join one that is "
+                    "open (registration or check-in)"
+                )
+    finally:
+        await conn.close()
 
 
 def _race_to_play(bot: Bot, played: set[str]) -> str | None:
@@ -129,6 +172,11 @@ class Progress:
     def show(self, view: TournamentModel) -> None:
         if self.latest is not None and view.version <= self.latest.version:
             return
+        if not any(is_player(view, bot) for bot in self.bots):
+            # Not the bots' tournament (yet): its history is not news (a join that was
+            # refused must not replay an old tournament's log as if it went on now).
+            self.latest = view
+            return
         lines: list[str] = []
         mine = {bot.state.player_id for bot in self.bots}
         if not self._registered_said and mine <= {p.player_id for p in view.players}:
@@ -151,39 +199,53 @@ async def _play_all(bots: Sequence[Bot], tournament_id: str) -> TournamentModel:
     runs = [asyncio.create_task(play_tournament(bot, tournament_id)) for bot in bots]
     try:
         done, _ = await asyncio.wait(runs, return_when=asyncio.FIRST_EXCEPTION)
-        for run in done:
-            failure = run.exception()
+        failures = [run.exception() for run in done]  # every one read: none logged as lost
+        for failure in failures:
             if failure is not None:
                 raise failure
         return runs[0].result()
     finally:
-        await cancel_and_wait(runs)
+        # Only the runs still going: a run that failed is raised above, not logged again
+        # with its traceback (`cancel_and_wait` logs a reaped task's failure).
+        await cancel_and_wait([run for run in runs if not run.done()])
 
 
-async def _leave(bot: Bot, tournament_id: str, timeout_s: float) -> bool:
-    """Withdraw one bot: True once a view newer than the request's shows it out."""
+class Left(Enum):
+    """What became of one bot asked to withdraw."""
+
+    LEFT = "left"  # a view showed it registered, then out
+    NOT_IN = "not in"  # never registered (never connected, its join refused)
+    KEPT = "kept"  # registered, its withdrawal not confirmed (refused, no answer, link lost)
+
+
+async def _leave(bot: Bot, tournament_id: str, timeout_s: float) -> Left:
+    """Withdraw one bot. It has left once a view shows it out after one showed it in (the
+    server answers in order: a join that went through is answered, with the bot in, before
+    the leave); a refusal naming it unregistered means it never was in."""
     if bot.state.player_id is None:
-        return False  # never connected
+        return Left.NOT_IN  # never connected
     known = bot.state.tournaments.get(tournament_id)
-    before = known.version if known is not None else -1
+    was_in = known is not None and is_player(known, bot)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     try:
         await bot.conn.send(LeaveTournament(tournament_id=tournament_id))
-        while (left := deadline - loop.time()) > 0:
-            message = await bot.next_message(left)
+        while (wait := deadline - loop.time()) > 0:
+            message = await bot.next_message(wait)
             if isinstance(message, Error) and message.request == "leave_tournament":
-                return False  # not registered (its join never went through), or too late
+                if message.code in (ErrorCode.UNKNOWN_PLAYER, ErrorCode.UNKNOWN_TOURNAMENT):
+                    return Left.NOT_IN  # its join never went through
+                return Left.KEPT if was_in else Left.NOT_IN
             view = bot.state.tournaments.get(tournament_id)
-            if (
-                view is not None
-                and view.version > before
-                and bot.state.player_id not in {p.player_id for p in view.players}
-            ):
-                return True
+            if view is None or not isinstance(message, TournamentView):
+                continue
+            if is_player(view, bot):
+                was_in = True
+            elif was_in:
+                return Left.LEFT
     except (BotError, ConnectionError, ConnectionFailedError):
-        return False
-    return False
+        pass
+    return Left.KEPT if was_in else Left.NOT_IN
 
 
 async def withdraw(bots: Sequence[Bot], progress: Progress) -> None:
@@ -192,14 +254,17 @@ async def withdraw(bots: Sequence[Bot], progress: Progress) -> None:
     tid = progress.tournament_id
     view = progress.latest
     if view is not None and view.phase not in NOT_STARTED:
-        if view.phase != "finished":
+        if view.phase != "finished" and any(is_player(view, bot) for bot in bots):
             progress.say(
                 f"stopped while {tid} is {view.phase}: the bots' races go on without them "
                 "(they forfeit as no-shows)"
             )
         return
-    left = await asyncio.gather(*(_leave(bot, tid, LEAVE_TIMEOUT_S) for bot in bots))
-    progress.say(f"withdrew {sum(left)} of {len(bots)} bots from {tid} (it had not started)")
+    outcomes = await asyncio.gather(*(_leave(bot, tid, LEAVE_TIMEOUT_S) for bot in bots))
+    registered = [o for o in outcomes if o is not Left.NOT_IN]
+    if registered:  # none: nothing to withdraw, nothing to say
+        left = registered.count(Left.LEFT)
+        progress.say(f"withdrew {left} of {len(registered)} bots from {tid} (it had not started)")
 
 
 def make_bots(args: argparse.Namespace) -> list[Bot]:
@@ -215,9 +280,14 @@ def make_bots(args: argparse.Namespace) -> list[Bot]:
 async def run_bots(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """`solrace tournament bots ID`: the bots join and play; progress lines on `out`.
 
-    Exit 0 with the final view once the tournament has finished; 1 when a bot could not
-    connect or join; 130 after Ctrl-C (SIGINT), 143 after SIGTERM, the bots withdrawn if the
+    Exit 0 with the final view once the tournament has finished; 1 when the tournament is
+    unknown or not open (one line on stderr, no bot made), or a bot could not connect or
+    join; 130 after Ctrl-C (SIGINT), 143 after SIGTERM, the bots withdrawn if the
     tournament had not started."""
+    problem = await open_problem(args.server, args.tournament)
+    if problem is not None:
+        print(printable(f"solrace tournament: {problem}"), file=sys.stderr, flush=True)
+        return 1
     bots = make_bots(args)
     progress = Progress(args.tournament, bots, out or sys.stdout)
     for bot in bots:
