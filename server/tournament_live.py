@@ -184,7 +184,26 @@ def admin_command(message: TournamentAdmin, ratings: dict[PlayerId, float], now:
             admin, match_id, message.race_number, result, now=now, reason=message.reason
         )
 
-    return command
+    return with_names(command)
+
+
+def with_names(command: Command) -> Command:
+    """`command` whose refusals name the tournament's players by name, as everything else
+    an admin reads does (a correction's `missing ['p370dada95d7e364e']` reads `missing
+    ['ann']`): the state machine knows only ids."""
+
+    def named(live: Live) -> list[TournamentEvent]:
+        try:
+            return command(live)
+        except TournamentError as exc:
+            text = str(exc)
+            for player_id, name in live.names.items():
+                text = text.replace(repr(player_id), repr(name))
+            if text == str(exc):
+                raise
+            raise type(exc)(text) from None
+
+    return named
 
 
 def corrected_cards(

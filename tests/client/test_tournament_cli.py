@@ -429,3 +429,35 @@ async def test_a_correction_keeps_the_race_s_cards_unless_cards_are_given(
     assert lines == [
         "solrace tournament admin: --cards ann:7: 'ann:7' is not NAME=N (N cards, 0 or more)"
     ]
+
+
+async def test_a_refused_correction_names_the_players_by_name(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server's refusal of a finishing order that is not the match's names the missing
+    player as everything else does (it showed bob's player id)."""
+    url = url_of(tournament_server)
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await admin.request(WatchTournament(tournament_id=tid), is_view(tid))
+    players = await register(opened, tid, ["ann", "bob"])
+    await act(admin, tid, "start")
+    await eventually(lambda: all(p.state.tournament_races for p in players), what="seated")
+    (race_id,) = {rid for p in players for rid in p.state.tournament_races}
+    await eventually(
+        lambda: all(p.state.races[race_id].status == "running" for p in players),
+        what="the race running",
+    )
+    for player in players:  # a tie: race 1 is recorded
+        await player.resign(race_id)
+    await eventually(
+        lambda: bool(admin.state.tournaments[tid].rounds[0].matches[0].races),
+        what="race 1 recorded",
+    )
+    capsys.readouterr()
+    correct = ["admin", tid, "correct", "--match", "W1-1", "--race", "1"]
+    assert await cli(url, *correct, "--placings", "ann,adm-9") == 1
+    assert capsys.readouterr().err == (
+        "solrace tournament: invalid_result: the finishing order must list exactly the "
+        "match's players; missing ['bob'], not in the match ['adm-9']\n"
+    )

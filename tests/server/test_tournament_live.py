@@ -128,3 +128,14 @@ def test_a_document_stored_before_the_note_counts_every_ended_round_as_held() ->
     )
     assert Live.may_hold_deals(old)
     assert Live.from_record(old, deals).held_deals == {1: 0}
+
+
+def test_a_refusal_names_the_players_as_the_tournament_knows_them() -> None:
+    """The state machine names players by id; the admin reads their names."""
+    live, match_id = final_of_three()
+    live.names = {ANN: "Ann", BOB: "Bob"}
+    with pytest.raises(InvalidResultError) as refused:
+        correct(live, match_id, placings=[[ANN], ["adm-9"]])
+    assert str(refused.value).endswith("missing ['Bob'], not in the match ['adm-9']")
+    with pytest.raises(InvalidResultError, match="'Ann': 99; a klondike game has 0 to 52"):
+        correct(live, match_id, placings=[[BOB], [ANN]], cards={ANN: 99})
