@@ -126,13 +126,27 @@ def render_board(view: TournamentModel) -> str:
     return "\n".join(lines)
 
 
+def field_lines(view: TournamentModel) -> list[str]:
+    """`players: ...`: once seeded, those who play (as many as `list` counts), and who
+    registered but is not in the field (`did not check in: ...`); before, who registered."""
+    if not view.seeds:
+        return [f"players: {', '.join(p.name for p in view.players) or 'none yet'}"]
+    seeded = set(view.seeds)
+    lines = [f"players: {', '.join(p.name for p in view.players if p.player_id in seeded)}"]
+    left_out = [p.name for p in view.players if p.player_id not in seeded]
+    if left_out:
+        label = "did not check in" if view.check_in_required else "not in the field"
+        lines.append(f"{label}: {', '.join(left_out)}")
+    return lines
+
+
 def render_tournament(view: TournamentModel) -> str:
     names = names_of(view)
     state = view.phase + (" (paused)" if view.paused else "")
     lines = [
         f"{view.name} [{view.tournament_id}] {view.format} of {view.game}, best of "
         f"{view.best_of}, {'rated' if view.rated else 'casual'}: {state}",
-        f"players: {', '.join(p.name for p in view.players) or 'none yet'}",
+        *field_lines(view),
     ]
     if view.champion is not None:
         lines.append(f"champion: {names.get(view.champion, view.champion)}")

@@ -18,7 +18,11 @@ from solrace.client.session import Session
 from solrace.client.tournament_cli import _run, build_parser, main
 from solrace.server.app import App
 from solrace.server.protocol.tournament_errors import MatchId
-from solrace.server.protocol.tournament_messages import JoinTournament, WatchTournament
+from solrace.server.protocol.tournament_messages import (
+    CheckIn,
+    JoinTournament,
+    WatchTournament,
+)
 from solrace.server.tournament_live import Live
 from tests.waiting import eventually, eventually_async
 
@@ -460,4 +464,26 @@ async def test_a_refused_correction_names_the_players_by_name(
     assert capsys.readouterr().err == (
         "solrace tournament: invalid_result: the finishing order must list exactly the "
         "match's players; missing ['bob'], not in the match ['adm-9']\n"
+    )
+
+
+async def test_show_lists_the_field_list_counts_and_who_did_not_check_in(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A player registered but not checked in is not in the field: `show` says so apart,
+    and its `players:` agree with the count `list` prints."""
+    url = url_of(tournament_server)
+    tid = await created(url, capsys, "--casual")
+    ann, bob, _ = await register(opened, tid, ["ann", "bob", "cid"])
+    assert await cli(url, "admin", tid, "open-check-in") == 0
+    for player in (ann, bob):
+        await player.request(CheckIn(tournament_id=tid), is_view(tid))
+    assert await cli(url, "start", tid) == 0
+    capsys.readouterr()
+    assert await cli(url, "show", tid) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:3] == ["players: ann, bob", "did not check in: cid"]
+    assert await cli(url, "list") == 0
+    assert f"{tid}  cup  single_elimination of klondike  running  2 players  round 1" in (
+        capsys.readouterr().out.splitlines()
     )
