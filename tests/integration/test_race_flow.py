@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from solrace.server.app import App
+from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.messages import (
     GetReplay,
@@ -55,7 +56,7 @@ async def test_four_player_race_with_resign_stuck_and_time_out(
 ) -> None:
     ann, ben, cat, dan = [await client(name) for name in ("ann", "ben", "cat", "dan")]
     race_id = await start_race(
-        ann, [ben, cat, dan], game="vegas-klondike", game_number="10", time_limit_s=3
+        ann, [ben, cat, dan], game="vegas-klondike", game_number="10", time_limit_s=600
     )
     await play(ann, race_id, first_foundation_line("vegas-klondike", "10"))
     await ben.send(Resign(race_id=race_id))
@@ -63,7 +64,11 @@ async def test_four_player_race_with_resign_stuck_and_time_out(
     assert acks[-1].stuck
     # A stuck board's race is over: further moves are refused.
     assert (await refused(cat, race_id, 99, "deal")).code == "not_playing"
-    # Dan does nothing; the server's clock ends the race for Ann and Dan.
+    # Dan does nothing; the server's clock ends the race for Ann and Dan. It is moved past
+    # the time limit once every move is in: a real limit of a few seconds could run out
+    # during the thirty-odd stored moves above on a slow machine (ann and cat timed out).
+    assert server.hub.races[race_id].race.is_live
+    server.hub.clock = lambda: wall_clock_ms() + 601_000
     finished = await dan.expect(RaceFinished, within=15)
     ranking = [(r.rank, r.name, r.state) for r in finished.results]
     assert ranking[0] == (1, "ann", "timed_out")
