@@ -13,6 +13,7 @@ from solrace.server.protocol.tournament_messages import (
     Leaderboard,
     MatchModel,
     Profile,
+    RoundModel,
     TournamentModel,
     TournamentSummary,
 )
@@ -165,6 +166,27 @@ def render_tournament(view: TournamentModel) -> str:
     return "\n".join(lines)
 
 
+def byes_of(view: TournamentModel, rnd: RoundModel) -> list[str]:
+    """Who goes through round `rnd` without playing: its byes (Swiss, round robin) or, in an
+    elimination, the walkovers of its schedule step (a bracket seat with no opponent, or one
+    who dropped out). A round plays one step; the walkovers of steps it skipped (every match
+    of them a walkover) count with it."""
+    if view.format not in ELIMINATION:
+        return list(rnd.byes)
+    step_of = {m.match_id: m.step for m in view.bracket}
+
+    def step(number: int) -> int:
+        earlier = [r for r in view.rounds if r.number == number]
+        return max((step_of.get(m.match_id, 0) for r in earlier for m in r.matches), default=0)
+
+    low, high = step(rnd.number - 1), step(rnd.number)
+    return [
+        m.winner
+        for m in view.bracket
+        if m.state == "walkover" and m.winner is not None and low < m.step <= high
+    ]
+
+
 def match_result(match: MatchModel, names: dict[str, str]) -> str:
     """`W1-1 ann vs bob: winner ann (3 races; bob forfeited)`: an ended match in one line."""
     players = " vs ".join(names.get(p, p) for p in match.players)
@@ -191,7 +213,7 @@ def progress_lines(before: TournamentModel | None, after: TournamentModel) -> li
                 f"{m.match_id} {' vs '.join(names.get(p, p) for p in m.players)}"
                 for m in rnd.matches
             )
-            byes = ", ".join(names.get(p, p) for p in rnd.byes)
+            byes = ", ".join(names.get(p, p) for p in byes_of(after, rnd))
             lines.append(
                 f"round {rnd.number} started: {pairs or 'no matches'}"
                 + (f"; bye: {byes}" if byes else "")

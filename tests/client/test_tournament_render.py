@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from solrace.client.tournament_cli import parse_placings
-from solrace.client.tournament_render import must_check_in, render_audit, render_tournament
+from solrace.client.tournament_render import (
+    must_check_in,
+    progress_lines,
+    render_audit,
+    render_tournament,
+)
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
@@ -108,3 +113,45 @@ def test_the_audit_shows_server_text_escaped_on_one_line() -> None:
         "  1970-01-01 00:00:00 UTC  boss  create  swiss of klondike",
         "  1970-01-02 00:00:00 UTC  a\\x1b]0;x\\x07  drop\\x9b2J  p1\\x0aforged line",
     ]
+
+
+def started(rules: FormatRules, count: int) -> tuple[Tournament, dict[str, str]]:
+    """A tournament of `count` players (p1 the best seed, named n1...) just started."""
+    settings = TournamentSettings(rules, check_in_required=False)
+    admin = PlayerId("a")
+    t = Tournament.create(
+        TournamentId("t1"), "klondike", settings, admin=admin, now=0, deal_source=lambda r, n: "7"
+    )
+    names = {f"p{i}": f"n{i}" for i in range(1, count + 1)}
+    for p in names:
+        t.register(PlayerId(p), now=1)
+    t.start(admin, now=2)
+    return t, names
+
+
+def view_of(t: Tournament, names: dict[str, str], version: int = 1) -> TournamentModel:
+    return build_view(t, version=version, name="cup", time_limit_s=60, names=names, race_ids={})
+
+
+def log_to_the_end(t: Tournament, names: dict[str, str]) -> list[str]:
+    """`progress_lines` from the start to the end, the better seed winning every race."""
+    before = None
+    lines: list[str] = []
+    version = 1
+    while True:
+        after = view_of(t, names, version)
+        lines += progress_lines(before, after)
+        before, version = after, version + 1
+        if not t.live_matches():
+            return lines
+        match = t.live_matches()[0]
+        order = sorted(match.racing, key=lambda p: int(p[1:]))
+        assert match.pending_race is not None
+        t.record_race(match.match_id, match.pending_race, RaceResult.from_order(order), now=3)
+
+
+def test_an_elimination_names_its_walkovers_as_byes_when_a_round_starts() -> None:
+    t, names = started(FormatRules(Format.SINGLE_ELIMINATION), 5)
+    log = log_to_the_end(t, names)
+    assert log[0] == "round 1 started: W1-2 n4 vs n5; bye: n1, n2, n3"
+    assert "round 2 started: W2-1 n1 vs n4, W2-2 n2 vs n3" in log  # nobody sits out
