@@ -1,5 +1,6 @@
 """Tournaments and ratings as text (pure): the bracket as a tree for elimination formats, a
-standings table for Swiss, round robin and heats. The CLI prints these; a screen can show them.
+standings table for Swiss and round robin, a table of each player's heats for heats. The CLI
+prints these; a screen can show them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from solrace.server.protocol.tournament_messages import (
     Leaderboard,
     MatchModel,
     Profile,
+    RaceResultModel,
     RoundModel,
     TournamentModel,
     TournamentSummary,
@@ -36,6 +38,10 @@ def must_check_in(view: TournamentModel, me: str | None) -> bool:
 def names_of(view: TournamentModel) -> dict[str, str]:
     """Player id -> name, for the tournament's registered players."""
     return {p.player_id: p.name for p in view.players}
+
+
+def is_heats(view: TournamentModel) -> bool:
+    return view.format == "heats"
 
 
 def _match_line(match: BracketMatchModel, names: dict[str, str]) -> str:
@@ -86,7 +92,73 @@ def render_bracket(view: TournamentModel) -> str:
     return "\n".join(lines)
 
 
+def heat_order(match: MatchModel, seeds: list[str]) -> list[str]:
+    """A heat's players best first, as the server ranks them: by the sum of their places
+    (tied players share the better place, one missing from a race comes last), then cards on
+    foundations, then seed; those who forfeited last (by seed)."""
+    seed = {p: i for i, p in enumerate(seeds)}
+
+    def place(race: RaceResultModel, player: str) -> int:
+        ahead = 0
+        for group in race.placings:
+            if player in group:
+                return ahead + 1
+            ahead += len(group)
+        return ahead + 1
+
+    def key(player: str) -> tuple[int, int, int]:
+        places = sum(place(r, player) for r in match.races)
+        cards = sum(r.cards.get(player, 0) for r in match.races)
+        return (places, -cards, seed.get(player, len(seeds)))
+
+    playing = sorted((p for p in match.players if p not in match.forfeited), key=key)
+    gone = sorted(match.forfeited, key=lambda p: seed.get(p, len(seeds)))
+    return playing + gone
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _heats_of(view: TournamentModel, player: str) -> str:
+    """`R1-H2 2nd of 4, R2-F racing`: each heat the player was in and the place it gave."""
+    parts: list[str] = []
+    for rnd in view.rounds:
+        for match in rnd.matches:
+            if player not in match.players:
+                continue
+            if not match.is_ended:
+                parts.append(f"{match.match_id} racing")
+                continue
+            order = heat_order(match, view.seeds)
+            place = f"{ordinal(order.index(player) + 1)} of {len(order)}"
+            gone = " (forfeited)" if player in match.forfeited else ""
+            parts.append(f"{match.match_id} {place}{gone}")
+    return ", ".join(parts) or "-"
+
+
+def render_heats(view: TournamentModel) -> str:
+    """Heats rank players by how far they got (points and wins mean nothing there): rank,
+    player, cards on foundations, and each heat the player raced with the place it gave."""
+    names = names_of(view)
+    width = max(
+        [len("player"), *(len(names.get(s.player_id, s.player_id)) for s in view.standings)]
+    )
+    head = f"{'#':>3}  {'player':<{width}}  {'cards':>5}  heats"
+    lines = [head, "-" * len(head)]
+    for s in view.standings:
+        name = names.get(s.player_id, s.player_id)
+        flag = " (dropped)" if s.is_dropped else " (out)" if s.is_eliminated else ""
+        lines.append(
+            f"{s.rank:>3}  {name:<{width}}  {s.cards:>5}  {_heats_of(view, s.player_id)}{flag}"
+        )
+    return "\n".join(lines)
+
+
 def render_standings(view: TournamentModel) -> str:
+    if is_heats(view):
+        return render_heats(view)
     names = names_of(view)
     width = max(
         [len("player"), *(len(names.get(s.player_id, s.player_id)) for s in view.standings)]
@@ -112,6 +184,25 @@ def render_title(view: TournamentModel) -> str:
         f"{view.name} [{view.tournament_id}]\n{view.format.replace('_', ' ')} of {view.game},"
         f" best of {view.best_of}, {'rated' if view.rated else 'casual'}: {state}"
     )
+
+
+def outcome_text(match: MatchModel, view: TournamentModel) -> str:
+    """What an ended match decided: `winner ann`, `draw`, `no winner` (all forfeited); a
+    heat its finishing order (`order ann, bob, cid`), the final its winner too: who goes
+    through a heat is said when its round ends (`round_end`)."""
+    names = names_of(view)
+    winner = names.get(match.winner, match.winner) if match.winner else None
+    if is_heats(view):
+        order = "order " + ", ".join(names.get(p, p) for p in heat_order(match, view.seeds))
+        return f"winner {winner}, {order}" if winner and is_final_heat(match) else order
+    if winner is not None:
+        return f"winner {winner}"
+    return "no winner" if match.forfeited else "draw"
+
+
+def is_final_heat(match: MatchModel) -> bool:
+    """The final of heats (`R3-F`): its winner is the champion."""
+    return match.match_id.endswith("-F")
 
 
 def render_board(view: TournamentModel) -> str:
@@ -187,14 +278,15 @@ def byes_of(view: TournamentModel, rnd: RoundModel) -> list[str]:
     ]
 
 
-def match_result(match: MatchModel, names: dict[str, str]) -> str:
-    """`W1-1 ann vs bob: winner ann (3 races; bob forfeited)`: an ended match in one line."""
+def match_result(match: MatchModel, view: TournamentModel) -> str:
+    """`W1-1 ann vs bob: winner ann (3 races; bob forfeited)`: an ended match in one line
+    (a heat: `order ann, bob, cid, dee`, see `outcome_text`)."""
+    names = names_of(view)
     players = " vs ".join(names.get(p, p) for p in match.players)
-    outcome = f"winner {names.get(match.winner, match.winner)}" if match.winner else "no winner"
     notes = [f"{len(match.races)} race{'s' if len(match.races) != 1 else ''}"]
     if match.forfeited:
         notes.append(", ".join(names.get(p, p) for p in match.forfeited) + " forfeited")
-    return f"{match.match_id} {players}: {outcome} ({'; '.join(notes)})"
+    return f"{match.match_id} {players}: {outcome_text(match, view)} ({'; '.join(notes)})"
 
 
 def progress_lines(before: TournamentModel | None, after: TournamentModel) -> list[str]:
@@ -221,9 +313,9 @@ def progress_lines(before: TournamentModel | None, after: TournamentModel) -> li
         ended = {m.match_id for m in old.matches if m.is_ended} if old is not None else set()
         for match in rnd.matches:
             if match.is_ended and match.match_id not in ended:
-                lines.append(f"round {rnd.number}, {match_result(match, names)}")
+                lines.append(f"round {rnd.number}, {match_result(match, after)}")
         if rnd.is_ended and not (old is not None and old.is_ended):
-            lines.append(f"round {rnd.number} ended")
+            lines.append(round_end(after, rnd))
     was_paused = before is not None and before.paused
     if after.paused and not was_paused:
         lines.append("tournament paused")
@@ -233,6 +325,23 @@ def progress_lines(before: TournamentModel | None, after: TournamentModel) -> li
         champion = names.get(after.champion, after.champion) if after.champion else "nobody"
         lines.append(f"tournament finished: champion {champion}")
     return lines
+
+
+def round_end(view: TournamentModel, rnd: RoundModel) -> str:
+    """`round 1 ended`; a round of heats before the final says who goes through: the
+    players of the next round once it is drawn, else those the standings keep in."""
+    if not is_heats(view) or any(is_final_heat(m) for m in rnd.matches):
+        return f"round {rnd.number} ended"
+    names = names_of(view)
+    following = [r for r in view.rounds if r.number == rnd.number + 1]
+    if following:
+        seed = {p: i for i, p in enumerate(view.seeds)}
+        drawn = {p for m in following[0].matches for p in m.players}
+        through = sorted(drawn, key=lambda p: seed.get(p, len(seed)))
+    else:
+        through = [s.player_id for s in view.standings if not s.is_eliminated]
+    listed = ", ".join(names.get(p, p) for p in through) or "nobody"
+    return f"round {rnd.number} ended: through {listed}"
 
 
 def audit_line(entry: AuditModel, names: dict[str, str]) -> str:

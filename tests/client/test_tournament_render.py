@@ -155,3 +155,43 @@ def test_an_elimination_names_its_walkovers_as_byes_when_a_round_starts() -> Non
     log = log_to_the_end(t, names)
     assert log[0] == "round 1 started: W1-2 n4 vs n5; bye: n1, n2, n3"
     assert "round 2 started: W2-1 n1 vs n4, W2-2 n2 vs n3" in log  # nobody sits out
+
+
+def test_heats_say_each_heat_s_order_who_goes_through_and_rank_by_heats() -> None:
+    t, names = started(FormatRules(Format.HEATS, heat_size=4, advance_per_heat=2), 7)
+    log = log_to_the_end(t, names)
+    assert log == [
+        "round 1 started: R1-H1 n1 vs n4 vs n5, R1-H2 n2 vs n3 vs n6 vs n7",
+        "round 1, R1-H1 n1 vs n4 vs n5: order n1, n4, n5 (1 race)",
+        "round 1, R1-H2 n2 vs n3 vs n6 vs n7: order n2, n3, n6, n7 (1 race)",
+        "round 1 ended: through n1, n2, n3, n4",
+        "round 2 started: R2-F n1 vs n2 vs n3 vs n4",
+        "round 2, R2-F n1 vs n2 vs n3 vs n4: winner n1, order n1, n2, n3, n4 (1 race)",
+        "round 2 ended",
+        "tournament finished: champion n1",
+    ]
+    table = render_tournament(view_of(t, names)).split("\n\n")[1].splitlines()
+    assert table[0].split() == ["#", "player", "cards", "heats"]
+    assert table[2].split() == [
+        "1",
+        "n1",
+        "0",
+        "R1-H1",
+        "1st",
+        "of",
+        "3,",
+        "R2-F",
+        "1st",
+        "of",
+        "4",
+    ]
+    assert table[-1].split() == ["7", "n7", "0", "R1-H2", "4th", "of", "4", "(out)"]
+
+
+def test_a_swiss_draw_is_a_draw() -> None:
+    t, names = started(FormatRules(Format.SWISS), 2)
+    (match,) = t.live_matches()
+    before = view_of(t, names)
+    tie = RaceResult.from_groups([[PlayerId("p1"), PlayerId("p2")]])
+    t.record_race(match.match_id, 1, tie, now=3)
+    assert "round 1, R1-1 n1 vs n2: draw (1 race)" in progress_lines(before, view_of(t, names, 2))
