@@ -44,7 +44,22 @@ def is_heats(view: TournamentModel) -> bool:
     return view.format == "heats"
 
 
-def _match_line(match: BracketMatchModel, names: dict[str, str]) -> str:
+def matches_of(view: TournamentModel) -> dict[str, MatchModel]:
+    """Every match played or being played, by id (a match id is unique in a tournament)."""
+    return {m.match_id: m for rnd in view.rounds for m in rnd.matches}
+
+
+def _bracket_state(
+    match: BracketMatchModel, played: MatchModel | None, names: dict[str, str]
+) -> str:
+    """`forfeit: bob` for a match decided by a forfeit; else the bracket's state (`played`,
+    `ready`, `waiting`, `walkover`)."""
+    if played is not None and played.forfeited:
+        return "forfeit: " + ", ".join(names.get(p, p) for p in played.forfeited)
+    return match.state
+
+
+def _match_line(match: BracketMatchModel, names: dict[str, str], played: MatchModel | None) -> str:
     def who(player: str | None) -> str:
         if player is None:
             return "bye" if match.state in ("walkover", "empty") else "?"
@@ -52,13 +67,15 @@ def _match_line(match: BracketMatchModel, names: dict[str, str]) -> str:
         return f"{name}*" if player == match.winner else name
 
     a, b = [*match.players, None, None][:2]
-    return f"{match.match_id} {who(a)} vs {who(b)} [{match.state}]"
+    return f"{match.match_id} {who(a)} vs {who(b)} [{_bracket_state(match, played, names)}]"
 
 
 def render_bracket(view: TournamentModel) -> str:
     """The winners bracket as a tree from the final down (winners marked *), then the other
-    matches (losers bracket, grand final, third place) by schedule step."""
+    matches (losers bracket, grand final, third place) by schedule step. A match decided by a
+    forfeit says so (`[forfeit: bob]`)."""
     names = names_of(view)
+    played = matches_of(view)
     matches = {m.match_id: m for m in view.bracket}
     winners = {}
     for match_id in matches:
@@ -72,7 +89,7 @@ def render_bracket(view: TournamentModel) -> str:
         if match_id is None:
             return
         branch = "" if top else ("└─ " if last else "├─ ")
-        lines.append(prefix + branch + _match_line(matches[match_id], names))
+        lines.append(prefix + branch + _match_line(matches[match_id], names, played.get(match_id)))
         below = prefix if top else prefix + ("   " if last else "│  ")
         children = [(rnd - 1, 2 * number - 1), (rnd - 1, 2 * number)]
         present = [c for c in children if c in winners]
@@ -88,7 +105,7 @@ def render_bracket(view: TournamentModel) -> str:
     )
     if others:
         lines.append("")
-        lines += [f"step {m.step}: {_match_line(m, names)}" for m in others]
+        lines += [f"step {m.step}: {_match_line(m, names, played.get(m.match_id))}" for m in others]
     return "\n".join(lines)
 
 

@@ -152,7 +152,7 @@ async def test_the_bracket_redraws_live_and_enter_watches_a_match(opened: Opened
 
         # Each decision the server pushes is redrawn: a forfeit, the next round, the champion.
         await act(admin, tid, "forfeit", match_id="W1-1", player_id=opened_id(opened, "dee"))
-        await eventually(lambda: "W1-1 ann* vs dee [played]" in screen.body_text, what="W1-1")
+        await eventually(lambda: "W1-1 ann* vs dee [forfeit: dee]" in screen.body_text, what="W1-1")
         assert screen.body_text.splitlines()[0] == "W2-1 ann vs ? [waiting]"  # ann goes through
         assert screen.live_race_ids == [watched]
         await act(admin, tid, "forfeit", match_id="W1-2", player_id=opened_id(opened, "cid"))
@@ -208,7 +208,7 @@ async def test_the_cli_admin_acts_take_player_names(
     argv = ["--server", url, "--admin-token", TOKEN, "admin", tid, "forfeit", "--match", "W1-1"]
     assert await _run(build_parser().parse_args([*argv, "--player", "bob"])) == 0
     out = capsys.readouterr().out
-    assert "champion: ann" in out and "W1-1 ann* vs bob [played]" in out
+    assert "champion: ann" in out and "W1-1 ann* vs bob [forfeit: bob]" in out
 
 
 async def test_join_and_check_in_are_offered_only_while_they_can_do_something(
