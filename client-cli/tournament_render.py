@@ -1,6 +1,6 @@
 """Tournaments and ratings as text (pure): the bracket as a tree for elimination formats, a
-standings table for Swiss and round robin, a table of each player's heats for heats. The CLI
-prints these; a screen can show them.
+standings table for Swiss and round robin, a table of each player's heats for heats, and the
+current round's matches race by race. The CLI prints these; a screen can show them.
 """
 
 from __future__ import annotations
@@ -49,17 +49,39 @@ def matches_of(view: TournamentModel) -> dict[str, MatchModel]:
     return {m.match_id: m for rnd in view.rounds for m in rnd.matches}
 
 
+def sole_winner(race: RaceResultModel) -> str | None:
+    """The race's winner; None when the best place is shared."""
+    first = race.placings[0] if race.placings else []
+    return first[0] if len(first) == 1 else None
+
+
+def score(match: MatchModel) -> str:
+    """A head-to-head match's race wins, in the players' order (`2-1`); a race whose best
+    place is shared counts for nobody, as the server counts."""
+    wins = [sum(sole_winner(r) == p for r in match.races) for p in match.players]
+    return "-".join(str(w) for w in wins)
+
+
 def _bracket_state(
-    match: BracketMatchModel, played: MatchModel | None, names: dict[str, str]
+    match: BracketMatchModel, played: MatchModel | None, names: dict[str, str], best_of: int
 ) -> str:
-    """`forfeit: bob` for a match decided by a forfeit; else the bracket's state (`played`,
-    `ready`, `waiting`, `walkover`)."""
-    if played is not None and played.forfeited:
+    """`forfeit: bob`; the race wins of a best-of match played or under way (`played 2-1`,
+    `ready 1-0`); else the bracket's state (`played`, `ready`, `waiting`, `walkover`)."""
+    if played is None:
+        return match.state
+    if played.forfeited:
         return "forfeit: " + ", ".join(names.get(p, p) for p in played.forfeited)
+    if len(played.players) == 2 and (best_of > 1 or len(played.races) > 1) and played.races:
+        return f"{match.state} {score(played)}"
     return match.state
 
 
-def _match_line(match: BracketMatchModel, names: dict[str, str], played: MatchModel | None) -> str:
+def _match_line(
+    match: BracketMatchModel,
+    names: dict[str, str],
+    played: MatchModel | None,
+    best_of: int,
+) -> str:
     def who(player: str | None) -> str:
         if player is None:
             return "bye" if match.state in ("walkover", "empty") else "?"
@@ -67,13 +89,15 @@ def _match_line(match: BracketMatchModel, names: dict[str, str], played: MatchMo
         return f"{name}*" if player == match.winner else name
 
     a, b = [*match.players, None, None][:2]
-    return f"{match.match_id} {who(a)} vs {who(b)} [{_bracket_state(match, played, names)}]"
+    state = _bracket_state(match, played, names, best_of)
+    return f"{match.match_id} {who(a)} vs {who(b)} [{state}]"
 
 
 def render_bracket(view: TournamentModel) -> str:
     """The winners bracket as a tree from the final down (winners marked *), then the other
-    matches (losers bracket, grand final, third place) by schedule step. A match decided by a
-    forfeit says so (`[forfeit: bob]`)."""
+    matches (losers bracket, grand final, third place) by schedule step. A match's state
+    says a forfeit (`[forfeit: bob]`) and the race wins of one played or under way
+    (`[played 2-1]`, `[ready 1-0]`)."""
     names = names_of(view)
     played = matches_of(view)
     matches = {m.match_id: m for m in view.bracket}
@@ -89,7 +113,8 @@ def render_bracket(view: TournamentModel) -> str:
         if match_id is None:
             return
         branch = "" if top else ("└─ " if last else "├─ ")
-        lines.append(prefix + branch + _match_line(matches[match_id], names, played.get(match_id)))
+        line = _match_line(matches[match_id], names, played.get(match_id), view.best_of)
+        lines.append(prefix + branch + line)
         below = prefix if top else prefix + ("   " if last else "│  ")
         children = [(rnd - 1, 2 * number - 1), (rnd - 1, 2 * number)]
         present = [c for c in children if c in winners]
@@ -105,7 +130,10 @@ def render_bracket(view: TournamentModel) -> str:
     )
     if others:
         lines.append("")
-        lines += [f"step {m.step}: {_match_line(m, names, played.get(m.match_id))}" for m in others]
+        lines += [
+            f"step {m.step}: {_match_line(m, names, played.get(m.match_id), view.best_of)}"
+            for m in others
+        ]
     return "\n".join(lines)
 
 
@@ -203,6 +231,15 @@ def render_title(view: TournamentModel) -> str:
     )
 
 
+def race_text(race: RaceResultModel, names: dict[str, str], heats: bool) -> str:
+    """A head-to-head race by its winner (`tie` when the best place is shared); a heat's
+    race by its finishing order (`ann, bob=cid, dee`: `=` for a tie)."""
+    if heats:
+        return ", ".join("=".join(names.get(p, p) for p in group) for group in race.placings)
+    winner = sole_winner(race)
+    return "tie" if winner is None else names.get(winner, winner)
+
+
 def outcome_text(match: MatchModel, view: TournamentModel) -> str:
     """What an ended match decided: `winner ann`, `draw`, `no winner` (all forfeited); a
     heat its finishing order (`order ann, bob, cid`), the final its winner too: who goes
@@ -217,16 +254,61 @@ def outcome_text(match: MatchModel, view: TournamentModel) -> str:
     return "no winner" if match.forfeited else "draw"
 
 
+def match_status(match: MatchModel, view: TournamentModel) -> str:
+    """A match of the round, race by race: `1-1 (race 1 ann, race 2 bob), race 3 on RACE`
+    while it is played; `winner ann 2-1 (...)`, `bob forfeited, winner ann` once it ended; a
+    heat's races by their finishing order."""
+    names = names_of(view)
+    heats = is_heats(view)
+    parts: list[str] = []
+    if match.forfeited:
+        parts.append(", ".join(names.get(p, p) for p in match.forfeited) + " forfeited")
+    if match.is_ended:
+        parts.append(outcome_text(match, view))
+    head = ", ".join(parts)
+    if not heats and len(match.players) == 2 and match.races:
+        head = f"{head} {score(match)}".strip()
+    if match.races:
+        races = ", ".join(
+            f"race {i} {race_text(r, names, heats)}" for i, r in enumerate(match.races, 1)
+        )
+        head = f"{head} ({races})".strip()
+    if not match.is_ended and match.pending_race is not None:
+        where = f"on {match.race_id}" if match.race_id else "to come"
+        head = ", ".join(filter(None, [head, f"race {match.pending_race} {where}"]))
+    return head or "waiting"
+
+
 def is_final_heat(match: MatchModel) -> bool:
     """The final of heats (`R3-F`): its winner is the champion."""
     return match.match_id.endswith("-F")
 
 
+def render_round(view: TournamentModel) -> str:
+    """The current round's matches, one a line with their race-by-race state (the round's
+    byes and walkovers named): what a best-of match stands at while it is played, or paused."""
+    rnd = view.rounds[-1]
+    names = names_of(view)
+    state = "ended" if rnd.is_ended else "paused" if view.paused else "under way"
+    lines = [f"round {rnd.number} ({state}):"]
+    for match in rnd.matches:
+        players = " vs ".join(names.get(p, p) for p in match.players)
+        lines.append(f"  {match.match_id} {players}: {match_status(match, view)}")
+    byes = ", ".join(names.get(p, p) for p in byes_of(view, rnd))
+    if byes:
+        lines.append(f"  bye: {byes}")
+    return "\n".join(lines)
+
+
 def render_board(view: TournamentModel) -> str:
-    """The bracket tree (elimination formats) or the standings table (the others); before
-    the seeding, who registered and who checked in."""
+    """The bracket tree (elimination formats), the standings table (Swiss, round robin) or
+    the heats table; while it runs, the current round match by match; before the seeding,
+    who registered and who checked in."""
     if view.seeds:
-        return render_bracket(view) if view.format in ELIMINATION else render_standings(view)
+        board = render_bracket(view) if view.format in ELIMINATION else render_standings(view)
+        if view.phase == "running" and view.rounds:
+            board += "\n\n" + render_round(view)
+        return board
     names = names_of(view)
     lines = [f"registered: {', '.join(p.name for p in view.players) or 'nobody yet'}"]
     if view.phase == "check_in":

@@ -150,6 +150,23 @@ def log_to_the_end(t: Tournament, names: dict[str, str]) -> list[str]:
         t.record_race(match.match_id, match.pending_race, RaceResult.from_order(order), now=3)
 
 
+def test_a_best_of_match_shows_its_score_race_by_race_while_paused() -> None:
+    t, names = started(FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 4)
+    first, second = t.live_matches()
+    t.record_race(
+        first.match_id, 1, RaceResult.from_order([first.racing[0], first.racing[1]]), now=3
+    )
+    t.forfeit(PlayerId("a"), second.match_id, PlayerId("p3"), now=4)
+    t.pause(PlayerId("a"), now=5)
+    text = render_tournament(view_of(t, names))
+    assert "├─ W1-1 n1 vs n4 [ready 1-0]\n└─ W1-2 n2* vs n3 [forfeit: n3]" in text
+    assert text.endswith(
+        "round 1 (paused):\n"
+        "  W1-1 n1 vs n4: 1-0 (race 1 n1), race 2 to come\n"
+        "  W1-2 n2 vs n3: n3 forfeited, winner n2"
+    )
+
+
 def test_an_elimination_names_its_walkovers_as_byes_when_a_round_starts() -> None:
     t, names = started(FormatRules(Format.SINGLE_ELIMINATION), 5)
     log = log_to_the_end(t, names)

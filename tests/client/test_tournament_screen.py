@@ -124,10 +124,15 @@ async def test_the_bracket_redraws_live_and_enter_watches_a_match(opened: Opened
         await act(admin, tid, "start")
         await eventually(lambda: len(screen.live_race_ids) == 2, what="two live matches")
         tree = screen.body_text.splitlines()
+        first, second = screen.live_race_ids
         assert tree == [
             "W2-1 ? vs ? [waiting]",
             "├─ W1-1 ann vs dee [ready]",
             "└─ W1-2 bob vs cid [ready]",
+            "",
+            "round 1 (under way):",
+            f"  W1-1 ann vs dee: race 1 on {first}",
+            f"  W1-2 bob vs cid: race 1 on {second}",
         ]
         assert "running, round 1" in screen.title_text
         assert max(len(line) for line in screen.title_text.splitlines() + tree) <= 80
@@ -153,6 +158,7 @@ async def test_the_bracket_redraws_live_and_enter_watches_a_match(opened: Opened
         # Each decision the server pushes is redrawn: a forfeit, the next round, the champion.
         await act(admin, tid, "forfeit", match_id="W1-1", player_id=opened_id(opened, "dee"))
         await eventually(lambda: "W1-1 ann* vs dee [forfeit: dee]" in screen.body_text, what="W1-1")
+        assert "  W1-1 ann vs dee: dee forfeited, winner ann" in screen.body_text
         assert screen.body_text.splitlines()[0] == "W2-1 ann vs ? [waiting]"  # ann goes through
         assert screen.live_race_ids == [watched]
         await act(admin, tid, "forfeit", match_id="W1-2", player_id=opened_id(opened, "cid"))
