@@ -134,9 +134,52 @@ def _unpack_pairs(data: bytes) -> Any:
     return value
 
 
+#: The longest `type` a map may carry to be validated (and named in the answer): the longest
+#: message type is far shorter.
+MAX_TYPE_CHARS = 32
+
+
 def _request_type(value: dict[str, Any]) -> str | None:
     kind = value.get("type")
-    return kind if isinstance(kind, str) and len(kind) <= 32 else None
+    return kind if isinstance(kind, str) and len(kind) <= MAX_TYPE_CHARS else None
+
+
+def _check_type(value: dict[str, Any]) -> None:
+    """`SchemaError` for a `type` that is there but not a short string, before pydantic sees
+    it: its error about an unknown tag quotes the tag's repr, and the repr of an array nested
+    ~1,000 deep (msgpack reads up to 1,024) fails with a RecursionError that pydantic reports
+    as an "Exception ignored" traceback on stderr (six lines a frame, for any client to flood
+    the log with). Other fields are never repr'd: their errors say what was expected."""
+    if "type" not in value:
+        return
+    kind = value["type"]
+    if isinstance(kind, str) and len(kind) <= MAX_TYPE_CHARS:
+        return
+    raise SchemaError(
+        f"type: Input should be a message type (a string of at most {MAX_TYPE_CHARS} "
+        f"characters), not {_wire_kind(kind)}"
+    )
+
+
+def _wire_kind(value: Any) -> str:
+    """What a decoded msgpack value is, in msgpack's terms (never its repr)."""
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, (dict, _Pairs)):
+        return "a map"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, bytes):
+        return "binary"
+    if value is None:
+        return "nil"
+    return "an extension value"
 
 
 #: The longest reason an `invalid_message` gives (its errors may quote the request).
@@ -181,6 +224,7 @@ def decode_client(data: bytes) -> ClientMessage:
         except ValidationError as exc:
             raise SchemaError(_describe(exc, "move"), "move") from None
         return move
+    _check_type(value)
     try:
         return CLIENT_ADAPTER.validate_python(value)
     except ValidationError as exc:
@@ -190,6 +234,7 @@ def decode_client(data: bytes) -> ClientMessage:
 def decode_server(data: bytes) -> ServerMessage:
     """A frame from the server to its message (used by clients and tests)."""
     value = unpack_map(data)
+    _check_type(value)
     try:
         return SERVER_ADAPTER.validate_python(value)
     except ValidationError as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 
 import pytest
@@ -98,6 +99,27 @@ async def test_maps_keyed_by_numbers_get_invalid_message_and_the_connection_stay
         # Too deep to decode at all: not one msgpack map (1007).
         await client.send_raw(b"\x82\xa4type\xa4ping\xa1x" + b"\x91" * 3000 + b"\xc0")
         assert await client.closed(within=WAIT_S) == CloseCode.INVALID_PAYLOAD
+    finally:
+        await client.close()
+
+
+async def test_a_deeply_nested_type_gets_invalid_message_and_nothing_on_stderr(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A type nested ~1,000 deep (before hello): pydantic failed to repr it and printed a
+    RecursionError traceback ('Exception ignored in: ...') for every such frame."""
+    reported: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: reported.append(str(info.exc_type)))
+    app = await start_server()
+    client = await Client.open(url_of(app))
+    try:
+        for _ in range(3):
+            await client.send_raw(b"\x81\xa4type" + b"\x91" * 1020 + b"\x01")
+            error = await client.expect(Error)
+            assert (error.code, error.request) == (ErrorCode.INVALID_MESSAGE.value, None)
+            assert error.message.startswith("type: Input should be a message type")
+        await ping_pong(client, 4)
+        assert reported == []
     finally:
         await client.close()
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import contextlib
+import sys
+import typing
 from typing import Any
 
 import msgpack
@@ -12,6 +14,7 @@ from pydantic import ValidationError
 from solrace.server.protocol.codec import (
     MAX_CLIENT_FIELDS,
     MAX_REASON_CHARS,
+    _check_type,
     decode_client,
     decode_server,
     encode,
@@ -172,8 +175,10 @@ def test_any_map_decodes_or_fails_cleanly(value: dict[str, object]) -> None:
 
 def decode_through_the_union(data: bytes) -> ClientMessage:
     """`decode_client` as it was before moves got their own path: every map through the
-    whole client union, errors described the same way."""
+    whole client union, errors described the same way (a type that is not a short string
+    refused before it)."""
     value = unpack_map(data)
+    _check_type(value)
     try:
         return CLIENT_ADAPTER.validate_python(value)
     except ValidationError as exc:
@@ -287,3 +292,90 @@ def test_a_refusal_quotes_no_more_than_its_limit_of_what_was_sent() -> None:
         decode_client(encode_raw({"type": "x" * 15_000}))
     assert len(str(caught.value)) <= MAX_REASON_CHARS
     assert caught.value.request_type is None  # a type that long is not named either
+
+
+# --- nothing a client sends is repr'd: a deep value cannot flood the log ---------------------
+
+#: Nested nearly as deep as msgpack reads (1,024): its repr exceeds Python's recursion limit.
+DEPTH = 1020
+DEEP_ARRAY = b"\x91" * DEPTH + b"\x01"  # [[[...[1]...]]]
+DEEP_MAP = b"\x81\xa1k" * DEPTH + b"\x01"  # {"k": {"k": ...{"k": 1}...}}
+
+
+def map_of(*pairs: tuple[bytes, bytes]) -> bytes:
+    """A msgpack map of already-packed keys and values (a deep value cannot be packed)."""
+    assert len(pairs) <= 15
+    return bytes([0x80 | len(pairs)]) + b"".join(key + value for key, value in pairs)
+
+
+@pytest.fixture
+def unraisable(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What would be printed as 'Exception ignored in: ...' on stderr."""
+    reported: list[str] = []
+
+    def hook(info: sys.UnraisableHookArgs) -> None:
+        reported.append(f"{info.exc_type.__name__}: {info.exc_value}")
+
+    monkeypatch.setattr(sys, "unraisablehook", hook)
+    return reported
+
+
+@pytest.mark.parametrize("deep", [DEEP_ARRAY, DEEP_MAP], ids=["array", "map"])
+def test_a_deeply_nested_type_is_refused_before_validation(
+    deep: bytes, unraisable: list[str]
+) -> None:
+    """pydantic's error for an unknown tag quotes its repr, which a type nested ~1,000 deep
+    fails to make: it printed a six-line RecursionError traceback per frame."""
+    with pytest.raises(SchemaError) as caught:
+        decode_client(map_of((encode_raw("type"), deep)))
+    assert unraisable == []
+    kind = "an array" if deep is DEEP_ARRAY else "a map"
+    assert str(caught.value) == (
+        "type: Input should be a message type (a string of at most 32 characters), not " + kind
+    )
+    assert caught.value.request_type is None
+    with pytest.raises(SchemaError, match="type: Input should be a message type"):
+        decode_server(map_of((encode_raw("type"), deep)))
+    assert unraisable == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        (None, "nil"),
+        (1, "an integer"),
+        (True, "a boolean"),
+        (1.5, "a float"),
+        (b"ping", "binary"),
+        ([1], "an array"),
+        ({"a": 1}, "a map"),
+        ("x" * 33, "a string of 33 characters"),
+    ],
+)
+def test_a_type_that_is_not_a_short_string_says_what_it_is(kind: object, said: str) -> None:
+    with pytest.raises(SchemaError) as caught:
+        decode_client(encode_raw({"type": kind, "nonce": 1}))
+    assert str(caught.value).endswith(f"), not {said}")
+    assert caught.value.request_type is None
+
+
+def client_fields() -> list[tuple[str, str]]:
+    models = typing.get_args(typing.get_args(ClientMessage)[0])
+    return [
+        (model.model_fields["type"].default, name)
+        for model in models
+        for name in [*model.model_fields, "unknown"]
+        if name != "type"
+    ]
+
+
+@pytest.mark.parametrize(("tag", "field"), client_fields())
+def test_a_deeply_nested_value_in_any_field_is_an_invalid_message_and_never_repr_d(
+    tag: str, field: str, unraisable: list[str]
+) -> None:
+    for deep in (DEEP_ARRAY, DEEP_MAP):
+        frame = map_of((encode_raw("type"), encode_raw(tag)), (encode_raw(field), deep))
+        with pytest.raises(SchemaError) as caught:
+            decode_client(frame)
+        assert caught.value.request_type == tag
+    assert unraisable == []
