@@ -14,7 +14,7 @@ import pytest
 
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
-from solrace.server.protocol.codec import encode
+from solrace.server.protocol.codec import encode, encode_raw
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Error, Hello, Ping, Pong, Welcome
 from solrace.server.transport import WebSocketSession
@@ -122,6 +122,32 @@ async def test_a_deeply_nested_type_gets_invalid_message_and_nothing_on_stderr(
         assert reported == []
     finally:
         await client.close()
+
+
+async def test_too_many_fields_get_invalid_message_naming_the_type_unless_not_one_map(
+    start_server: ServerFactory,
+) -> None:
+    """A map of 18 fields is refused by count, naming its type; the same map cut short or
+    followed by a byte is not one msgpack map: 1007, as with 17 fields."""
+    app = await start_server()
+    pairs = [("type", "ping"), ("nonce", 1), *((f"x{n}", n) for n in range(16))]
+    whole = b"\xde\x00\x12" + b"".join(encode_raw(k) + encode_raw(v) for k, v in pairs)
+    client = await Client.open(url_of(app))
+    try:
+        await client.send_raw(whole)
+        error = await client.expect(Error)
+        assert (error.code, error.request) == (ErrorCode.INVALID_MESSAGE.value, "ping")
+        assert error.message == "a message has at most 17 fields, not 18"
+        await ping_pong(client, 5)
+    finally:
+        await client.close()
+    for frame in (whole + b"\xc1", whole[: len(whole) // 2 + 4]):
+        client = await Client.open(url_of(app))
+        try:
+            await client.send_raw(frame)
+            assert await client.closed(within=WAIT_S) == CloseCode.INVALID_PAYLOAD
+        finally:
+            await client.close()
 
 
 # --- keepalive -----------------------------------------------------------------------------

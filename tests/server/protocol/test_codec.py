@@ -3,6 +3,8 @@ from __future__ import annotations
 import contextlib
 import sys
 import typing
+from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import msgpack
@@ -11,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from solrace.server.protocol import codec
 from solrace.server.protocol.codec import (
     MAX_CLIENT_FIELDS,
     MAX_REASON_CHARS,
@@ -33,6 +36,29 @@ from solrace.server.protocol.messages import (
     PileModel,
     Sync,
 )
+
+#: Nested nearly as deep as msgpack reads (1,024): its repr exceeds Python's recursion limit.
+DEPTH = 1020
+DEEP_ARRAY = b"\x91" * DEPTH + b"\x01"  # [[[...[1]...]]]
+DEEP_MAP = b"\x81\xa1k" * DEPTH + b"\x01"  # {"k": {"k": ...{"k": 1}...}}
+
+
+def map_of(*pairs: tuple[bytes, bytes]) -> bytes:
+    """A msgpack map of already-packed keys and values (a deep value cannot be packed)."""
+    assert len(pairs) <= 15
+    return bytes([0x80 | len(pairs)]) + b"".join(key + value for key, value in pairs)
+
+
+@pytest.fixture
+def unraisable(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What would be printed as 'Exception ignored in: ...' on stderr."""
+    reported: list[str] = []
+
+    def hook(info: sys.UnraisableHookArgs) -> None:
+        reported.append(f"{info.exc_type.__name__}: {info.exc_value}")
+
+    monkeypatch.setattr(sys, "unraisablehook", hook)
+    return reported
 
 
 @pytest.mark.parametrize(
@@ -116,9 +142,16 @@ def test_maps_with_keys_that_are_not_strings_are_invalid_messages(
     assert caught.value.request_type == request_type
 
 
-def test_a_map_with_more_keys_than_any_message_has_fields_is_refused_before_validation() -> None:
+def test_a_map_with_more_keys_than_any_message_has_fields_is_refused_before_validation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Thousands of unknown keys fit in a 16 KiB frame; each would be one validation error
-    (~1,000 times a normal message's cost): the count alone refuses them."""
+    (~1,000 times a normal message's cost): the count alone refuses them, naming the type."""
+
+    def never(*args: object, **kwargs: object) -> object:
+        raise AssertionError("validated")
+
+    monkeypatch.setattr(codec, "CLIENT_ADAPTER", SimpleNamespace(validate_python=never))
     flood = {"type": "ping", "nonce": 1, **{str(n): 0 for n in range(2800)}}
     frame = encode_raw(flood)
     assert len(frame) < 16 * 1024
@@ -126,14 +159,80 @@ def test_a_map_with_more_keys_than_any_message_has_fields_is_refused_before_vali
         SchemaError, match=f"at most {MAX_CLIENT_FIELDS} fields, not 2802"
     ) as caught:
         decode_client(frame)
-    assert caught.value.request_type is None  # refused from the map's header, not unpacked
+    assert caught.value.request_type == "ping"
+    last = {**{str(n): 0 for n in range(2800)}, "type": "list_races"}  # found where it is
+    with pytest.raises(SchemaError, match="not 2801") as caught:
+        decode_client(encode_raw(last))
+    assert caught.value.request_type == "list_races"
     extra = MAX_CLIENT_FIELDS - 1
     one_too_many = {"type": "ping", "nonce": 1, **{str(n): 0 for n in range(extra)}}
-    with pytest.raises(SchemaError, match="fields, not"):
+    with pytest.raises(SchemaError, match="fields, not") as caught:
         decode_client(encode_raw(one_too_many))
+    assert caught.value.request_type == "ping"
+    monkeypatch.undo()
     just_unknown = {"type": "ping", "nonce": 1, "x": 0}  # few keys: the schema says which
     with pytest.raises(SchemaError, match="Extra inputs"):
         decode_client(encode_raw(just_unknown))
+
+
+def packed(pairs: list[tuple[object, object]]) -> list[bytes]:
+    return [encode_raw(key) + encode_raw(value) for key, value in pairs]
+
+
+def map16(entries: list[bytes]) -> bytes:
+    """A map16 (as msgpack packs 16 entries or more) of entries packed already (key and
+    value): keys no dict holds and values too deep to pack fit in too."""
+    return b"\xde" + len(entries).to_bytes(2, "big") + b"".join(entries)
+
+
+def map32(entries: list[bytes]) -> bytes:
+    """A map32 (valid msgpack for any count, if not the shortest)."""
+    return b"\xdf" + len(entries).to_bytes(4, "big") + b"".join(entries)
+
+
+MANY = packed([("type", "ping"), ("nonce", 1), *((f"x{n}", n) for n in range(16))])  # 18
+
+
+@pytest.mark.parametrize("header", [map16, map32])
+def test_a_frame_with_too_many_fields_that_is_not_one_map_is_a_decode_error(
+    header: Callable[[list[bytes]], bytes],
+) -> None:
+    """The field cap used to answer from the header alone: a truncated map, or one with bytes
+    after it, got `invalid_message` (no request) instead of 1007 when it declared 18 entries,
+    and 1007 when it declared 17."""
+    whole = header(MANY)
+    for frame in (whole + b"\xc1", whole + b"\x00", whole[: len(whole) // 2 + 4], whole[:-1]):
+        with pytest.raises(DecodeError, match="not a msgpack frame"):
+            decode_client(frame)
+    with pytest.raises(SchemaError, match="at most 17 fields, not 18") as caught:
+        decode_client(whole)
+    assert caught.value.request_type == "ping"
+    with pytest.raises(DecodeError):
+        decode_client(header(MANY[:17]) + b"\xc1")
+    with pytest.raises(DecodeError, match="nested too deep"):
+        decode_client(header([*MANY[:17], encode_raw("deep") + b"\x91" * 3000 + b"\xc0"]))
+
+
+@pytest.mark.parametrize(
+    ("entries", "request_type"),
+    [
+        ([*MANY[1:], *packed([("type", "x" * 33)])], None),  # too long to name
+        ([*MANY[1:], *packed([("type", [1])])], None),
+        ([*MANY[1:], encode_raw("type") + DEEP_ARRAY], None),  # never repr'd
+        ([*packed([("type", "sync")]), *MANY[1:], *packed([("type", "ping")])], "ping"),
+        ([*MANY, *packed([("x", {"k": {"j": 1}})])], "ping"),
+        ([*MANY[:17], b"\x91\x01\x01"], "ping"),  # [1]: 1, a key no dict holds
+        ([*MANY[:17], b"\xa1y\x81\x91\x01\x01"], "ping"),  # "y": {[1]: 1}
+    ],
+)
+def test_a_map_with_too_many_fields_names_its_type_when_it_has_a_short_one(
+    entries: list[bytes], request_type: str | None, unraisable: list[str]
+) -> None:
+    """The last `type`, as a dict keeps it; whatever the keys are."""
+    with pytest.raises(SchemaError, match="at most 17 fields, not") as caught:
+        decode_client(map16(entries))
+    assert caught.value.request_type == request_type
+    assert unraisable == []
 
 
 def test_a_map_header_declaring_more_than_the_frame_holds_is_not_a_map() -> None:
@@ -295,29 +394,6 @@ def test_a_refusal_quotes_no_more_than_its_limit_of_what_was_sent() -> None:
 
 
 # --- nothing a client sends is repr'd: a deep value cannot flood the log ---------------------
-
-#: Nested nearly as deep as msgpack reads (1,024): its repr exceeds Python's recursion limit.
-DEPTH = 1020
-DEEP_ARRAY = b"\x91" * DEPTH + b"\x01"  # [[[...[1]...]]]
-DEEP_MAP = b"\x81\xa1k" * DEPTH + b"\x01"  # {"k": {"k": ...{"k": 1}...}}
-
-
-def map_of(*pairs: tuple[bytes, bytes]) -> bytes:
-    """A msgpack map of already-packed keys and values (a deep value cannot be packed)."""
-    assert len(pairs) <= 15
-    return bytes([0x80 | len(pairs)]) + b"".join(key + value for key, value in pairs)
-
-
-@pytest.fixture
-def unraisable(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """What would be printed as 'Exception ignored in: ...' on stderr."""
-    reported: list[str] = []
-
-    def hook(info: sys.UnraisableHookArgs) -> None:
-        reported.append(f"{info.exc_type.__name__}: {info.exc_value}")
-
-    monkeypatch.setattr(sys, "unraisablehook", hook)
-    return reported
 
 
 @pytest.mark.parametrize("deep", [DEEP_ARRAY, DEEP_MAP], ids=["array", "map"])
