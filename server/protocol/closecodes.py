@@ -1,6 +1,8 @@
 """The one table of WebSocket close codes the server uses, and why.
 
-Codes below 4000 are the standard ones (RFC 6455); 4000-4999 are ours.
+Codes below 4000 are the standard ones (RFC 6455); 4000-4999 are ours. Some are sent by the
+websockets protocol itself, on frames it cannot accept (1002, 1007, 1009, 1011); they are here
+too, so that the table lists every code a client may get.
 `docs/protocol.md` reproduces this table; a test keeps the two in step.
 """
 
@@ -14,6 +16,7 @@ class CloseCode(IntEnum):
 
     NORMAL = 1000
     GOING_AWAY = 1001
+    PROTOCOL_ERROR = 1002
     UNSUPPORTED_DATA = 1003
     INVALID_PAYLOAD = 1007
     POLICY_VIOLATION = 1008
@@ -30,8 +33,12 @@ class CloseCode(IntEnum):
 CLOSE_REASONS: dict[CloseCode, str] = {
     CloseCode.NORMAL: "the client said goodbye (the server answers a close with its code)",
     CloseCode.GOING_AWAY: "never sent by the server; a proxy between may send it",
+    CloseCode.PROTOCOL_ERROR: "a frame WebSocket does not allow (RFC 6455): unmasked, RSV "
+    "bits set, a reserved opcode, a continuation with no message to continue, a control frame "
+    "over 125 bytes or fragmented, a close code not allowed on the wire (999, 1005)",
     CloseCode.UNSUPPORTED_DATA: "a text frame: the protocol uses binary frames only",
-    CloseCode.INVALID_PAYLOAD: "a frame that is not one msgpack map",
+    CloseCode.INVALID_PAYLOAD: "a frame that is not one msgpack map, or a close frame whose "
+    "reason is not UTF-8",
     CloseCode.POLICY_VIOLATION: "the connection's rate budget is spent (flood)",
     CloseCode.MESSAGE_TOO_BIG: "a message above the size cap (16 KiB by default) or in more "
     "than 64 fragments",

@@ -1,6 +1,6 @@
 """The transport's edges over real sockets: fragmented messages, maps keyed by numbers,
-keepalive pings, the opening and closing handshake timeouts, a plain HTTP request, and
-shutdown (1012)."""
+frames the WebSocket protocol refuses, keepalive pings, the opening and closing handshake
+timeouts, a plain HTTP request, and shutdown (1012)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,12 @@ from tests.integration.wsclient import Client
 from tests.waiting import eventually
 
 WAIT_S = 5.0
+
+
+HANDSHAKE = (
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+)
 
 
 def url_of(app: App) -> str:
@@ -148,6 +154,71 @@ async def test_too_many_fields_get_invalid_message_naming_the_type_unless_not_on
             assert await client.closed(within=WAIT_S) == CloseCode.INVALID_PAYLOAD
         finally:
             await client.close()
+
+
+# --- frames the WebSocket protocol refuses ---------------------------------------------------
+
+PING = encode(Ping(nonce=1))
+
+
+def client_frame(opcode: int, payload: bytes, *, fin: bool = True, rsv: int = 0) -> bytes:
+    """A masked client frame (mask 0: the payload as it is), right or wrong as asked."""
+    head = bytes([(0x80 if fin else 0) | rsv << 4 | opcode])
+    size = len(payload)
+    length = bytes([0x80 | size]) if size < 126 else b"\xfe" + size.to_bytes(2, "big")
+    return head + length + bytes(4) + payload
+
+
+def unmasked(frame: bytes) -> bytes:
+    return frame[:1] + bytes([frame[1] & 0x7F]) + frame[6:]
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        (client_frame(0x0, PING), CloseCode.PROTOCOL_ERROR),  # a continuation first
+        (unmasked(client_frame(0x2, PING)), CloseCode.PROTOCOL_ERROR),
+        (client_frame(0x2, PING, rsv=4), CloseCode.PROTOCOL_ERROR),  # RSV1
+        (client_frame(0x3, PING), CloseCode.PROTOCOL_ERROR),  # a reserved opcode
+        (client_frame(0x9, bytes(126)), CloseCode.PROTOCOL_ERROR),  # a ping over 125 bytes
+        (client_frame(0x9, b"p", fin=False), CloseCode.PROTOCOL_ERROR),  # a fragmented ping
+        (client_frame(0x8, (999).to_bytes(2, "big")), CloseCode.PROTOCOL_ERROR),
+        (client_frame(0x8, (1005).to_bytes(2, "big")), CloseCode.PROTOCOL_ERROR),
+        (client_frame(0x8, (1000).to_bytes(2, "big") + b"\xff"), CloseCode.INVALID_PAYLOAD),
+    ],
+    ids=[
+        "continuation",
+        "unmasked",
+        "rsv1",
+        "opcode3",
+        "long-ping",
+        "fragmented-ping",
+        "close-999",
+        "close-1005",
+        "close-reason-not-utf8",
+    ],
+)
+async def test_frames_the_websocket_protocol_refuses_close_with_a_code_of_the_table(
+    start_server: ServerFactory, frame: bytes, code: CloseCode
+) -> None:
+    """The websockets protocol closes these itself (1002, or 1007 for a close reason that is
+    not UTF-8): codes the close-code table must list (1002 was missing)."""
+    app = await start_server()
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    try:
+        writer.write(HANDSHAKE)
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 101 ")
+        writer.write(frame)
+        await writer.drain()
+        frames = await read_to_eof(reader)
+        # One close frame (unmasked, server to client) and nothing before it.
+        assert frames[0] == 0x88 and frames[1] == len(frames) - 2
+        assert int.from_bytes(frames[2:4], "big") == code
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
 
 
 # --- keepalive -----------------------------------------------------------------------------
@@ -292,14 +363,10 @@ async def test_a_handshake_and_bad_bytes_in_one_write_get_the_101_then_a_1002_cl
     Nothing is written after our end of stream, no error is logged, and the server goes on
     serving."""
     app = await start_server()
-    handshake = (
-        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-    )
     for junk in (b"\x82\x05hello", b"\xff" * 64):  # an unmasked frame; bytes of no frame
         reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
         try:
-            writer.write(handshake + junk)
+            writer.write(HANDSHAKE + junk)
             await writer.drain()
             raw = await read_to_eof(reader)
             head, _, frames = raw.partition(b"\r\n\r\n")
