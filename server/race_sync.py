@@ -435,28 +435,23 @@ class RaceKeeper:
     def push_spectator_boards(
         self, runtime: RaceRuntime, now: int, *, force: bool = False, only: Session | None = None
     ) -> None:
-        """Send spectators each racer's board as it was `spectator_delay` ago (batched);
-        none to a racer of the race (one who watched it before joining)."""
-        targets = {only} if only is not None else runtime.spectators
+        """Send spectators each racer's board as it was `spectator_delay` ago (batched): to
+        every spectator the boards that moved on since the last push (all, with `force`); to
+        `only` (a new spectator) every board, which moves nobody else's on (the next push
+        does). None to a racer of the race (one who watched it before joining)."""
+        targets = runtime.spectators if only is None else {only}
         if not targets or not runtime.boards:
             return
         racers = runtime.race.racers
         for player_id, board in runtime.boards.items():
-            changed = runtime.advance_spectator_board(player_id, now)
-            delayed = board.spectator_game
-            if delayed is None or (changed is None and only is None and not force):
-                continue
-            message = Board(
-                race_id=runtime.race_id,
-                player_id=player_id,
-                ply=delayed.ply,
-                delayed_ms=runtime.race.record.spectator_delay_ms if runtime.race.is_live else 0,
-                board=board_for(delayed, Audience.SPECTATOR),
-            )
-            frame = b""
-            for session in targets if changed is None else runtime.spectators | targets:
+            delayed = runtime.advance_spectator_board(player_id, now)
+            if only is None:
+                if delayed.ply == board.spectators_ply and not force:
+                    continue
+                board.spectators_ply = delayed.ply
+            frame = runtime.spectator_board_frame(player_id)
+            for session in targets:
                 if session.player_id not in racers:
-                    frame = frame or encode(message)  # once for every spectator
                     session.send_frame(frame)
 
     def _forward(self, runtime: RaceRuntime) -> None:

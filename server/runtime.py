@@ -8,13 +8,14 @@ replays), answers by sequence number (idempotency) and spectators' delayed board
 from __future__ import annotations
 
 import asyncio
+import bisect
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from solrace.engine import Audience, EngineError, Game, Move, deal
-from solrace.server.protocol.codec import decode_server
-from solrace.server.protocol.messages import MoveAck, MoveRejected
+from solrace.server.protocol.codec import decode_server, encode
+from solrace.server.protocol.messages import Board, MoveAck, MoveRejected
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord
 from solrace.server.protocol.views import board_for
@@ -42,7 +43,12 @@ class RacerBoard:
     acks: dict[int, bytes] = field(default_factory=dict)
     rejections: OrderedDict[int, MoveRejected] = field(default_factory=OrderedDict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: Spectators' copy of the board, `spectator_delay` behind (`advance_spectator_board`);
+    #: the ply of it every spectator was last sent (-1: none yet); and its `Board` frame as
+    #: last encoded, with the ply and delay it shows (a new spectator gets it as it is).
     spectator_game: Game | None = None
+    spectators_ply: int = -1
+    spectator_frame: tuple[int, int, bytes] | None = None
     #: Cards on the foundations after the latest move, and when (server ms) that count last
     #: changed (None: not since the deal): a racer's progress without replaying its moves.
     on_foundations: int = field(init=False)
@@ -239,29 +245,41 @@ class RaceRuntime:
         )
 
     def spectator_target_ply(self, player_id: str, now_ms: int) -> int:
-        """How many of a racer's moves a spectator may see now."""
+        """How many of a racer's moves a spectator may see now (move times never go down)."""
         board = self.boards[player_id]
         if not self.race.is_live:
             return len(board.move_times)
-        cutoff = now_ms - self.race.record.spectator_delay_ms
-        count = 0
-        for at_ms in board.move_times:
-            if at_ms > cutoff:
-                break
-            count += 1
-        return count
+        return bisect.bisect_right(board.move_times, now_ms - self.race.record.spectator_delay_ms)
 
-    def advance_spectator_board(self, player_id: str, now_ms: int) -> Game | None:
-        """Move the delayed copy forward; the copy if it changed (None if nothing new)."""
+    def advance_spectator_board(self, player_id: str, now_ms: int) -> Game:
+        """The spectators' copy of a racer's board, moved forward to what they may see now."""
         board = self.boards[player_id]
         target = self.spectator_target_ply(player_id, now_ms)
-        first = board.spectator_game is None
         if board.spectator_game is None:
             board.spectator_game = deal(self.race.game, self.race.record.game_number)
         delayed = board.spectator_game
-        if delayed.ply >= target and not first:
-            return None
+        if delayed.ply >= target:
+            return delayed
         for move in board.game.history[delayed.ply : target]:
             delayed.play(move)
         delayed.forget_undo(0)  # a spectator's copy is never taken back
         return delayed
+
+    def spectator_board_frame(self, player_id: str) -> bytes:
+        """The `Board` frame of the spectators' copy as it stands (`advance_spectator_board`
+        first), encoded once per ply and delay however many spectators get it."""
+        board = self.boards[player_id]
+        delayed = board.spectator_game
+        assert delayed is not None, "advance_spectator_board makes the copy"
+        delay = self.race.record.spectator_delay_ms if self.race.is_live else 0
+        cached = board.spectator_frame
+        if cached is None or cached[0] != delayed.ply or cached[1] != delay:
+            message = Board(
+                race_id=self.race_id,
+                player_id=player_id,
+                ply=delayed.ply,
+                delayed_ms=delay,
+                board=board_for(delayed, Audience.SPECTATOR),
+            )
+            cached = board.spectator_frame = (delayed.ply, delay, encode(message))
+        return cached[2]
