@@ -142,7 +142,8 @@ def session_of(app: App, known: set[WebSocketSession]) -> WebSocketSession:
 async def test_a_ping_flood_spends_the_rate_budget_and_is_closed_1008(
     start_server: ServerFactory, raw_clients: list[RawClient]
 ) -> None:
-    """Pings are answered by the protocol itself (a pong each), so they cost a credit too."""
+    """Pings are answered with a pong each, so they cost a credit too; those past the
+    budget are not answered."""
     app = await start_server(rate_capacity=50.0, rate_refill_per_s=0.001)
     flooder = await RawClient.open(app.port)
     raw_clients.append(flooder)
@@ -152,9 +153,27 @@ async def test_a_ping_flood_spends_the_rate_budget_and_is_closed_1008(
     await eventually(lambda: session.closing, within=WAIT_S, what="the flooder's close")
     assert await flooder.read_to_close() == CloseCode.POLICY_VIOLATION
     pongs = [e for e in flooder.events if e.opcode is Opcode.PONG]
-    assert 50 <= len(pongs) <= 200
+    assert [bytes(p.data) for p in pongs] == [n.to_bytes(4, "big") * 31 for n in range(50)]
     assert app.metrics.rate_limit_closes._value.get() == 1
     await eventually(lambda: not app.transport.connections, within=WAIT_S)
+
+
+async def test_pings_past_the_budget_in_the_same_read_get_no_pong(
+    start_server: ServerFactory, raw_clients: list[RawClient]
+) -> None:
+    """The websockets protocol queues a pong for every ping it parses, before the session
+    charges them: 5,000 empty pings in one write got 5,000 pongs, then the 1008 (40,000 got
+    a 64 KiB read's worth, 10,922). Now only the pings within the budget are answered."""
+    app = await start_server(rate_capacity=100.0, rate_refill_per_s=0.001, ping_interval_s=None)
+    flooder = await RawClient.open(app.port)
+    raw_clients.append(flooder)
+    for n in range(5000):
+        flooder.protocol.send_ping(n.to_bytes(2, "big"))
+    await flooder.flush()
+    assert await flooder.read_to_close() == CloseCode.POLICY_VIOLATION
+    pongs = [bytes(e.data) for e in flooder.events if e.opcode is Opcode.PONG]
+    assert pongs == [n.to_bytes(2, "big") for n in range(100)]
+    assert [e.opcode for e in flooder.events] == [Opcode.PONG] * 100 + [Opcode.CLOSE]
 
 
 async def test_a_client_that_pings_and_never_reads_is_not_read_either(
