@@ -70,12 +70,15 @@ class RedisCompetition:
         due = self._key("rating-due")
 
         async def attempt(pipe: Any) -> RatingOutcome:
+            # The ratings first, then the marker: another node's application sets both at
+            # once, so ratings read after it come with the marker, and are never taken for
+            # stale ones (the marker read first, the ratings after, they were: STALE).
+            players = [c.player_id for c in update.changes]
+            texts = await pipe.hmget(table, players) if players else []
             if await pipe.exists(marker):
                 await pipe.unwatch()
                 await self.redis.zrem(due, update.race_id)
                 return RatingOutcome.ALREADY_APPLIED
-            players = [c.player_id for c in update.changes]
-            texts = await pipe.hmget(table, players) if players else []
             for change, text in zip(update.changes, texts, strict=True):
                 if _rating(text) != change.before:
                     await pipe.unwatch()
