@@ -156,14 +156,11 @@ def _check_type(value: dict[str, Any]) -> None:
     ~1,000 deep (msgpack reads up to 1,024) fails with a RecursionError that pydantic reports
     as an "Exception ignored" traceback on stderr (six lines a frame, for any client to flood
     the log with). Other fields are never repr'd: their errors say what was expected."""
-    if "type" not in value:
-        return
-    kind = value["type"]
-    if isinstance(kind, str) and len(kind) <= MAX_TYPE_CHARS:
+    if "type" not in value or _request_type(value) is not None:
         return
     raise SchemaError(
         f"type: Input should be a message type (a string of at most {MAX_TYPE_CHARS} "
-        f"characters), not {_wire_kind(kind)}"
+        f"characters), not {_wire_kind(value['type'])}"
     )
 
 
