@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 from textual.screen import Screen
 from textual.widget import Widget
 
+from solrace.client.connection import Connection
+from solrace.client.session import Session
 from solrace.server.app import App
 from solrace.server.settings import Settings
 from tests.waiting import eventually
@@ -102,3 +105,36 @@ async def tournament_server(tmp_path: Path) -> AsyncIterator[App]:
         yield app
     finally:
         await app.stop()
+
+
+def url_of(app: App) -> str:
+    return f"ws://127.0.0.1:{app.port}"
+
+
+class Opened:
+    """Sessions the test opens (each with its pump), closed at the end."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.items: list[tuple[Session, asyncio.Task[None]]] = []
+
+    async def open(self, name: str | None) -> Session:
+        conn = Connection(self.url, name=name)
+        await conn.connect()
+        conn.recv_nowait()
+        session = Session(conn)
+        self.items.append((session, asyncio.create_task(session.pump())))
+        return session
+
+    async def close(self) -> None:
+        for session, pump in self.items:
+            pump.cancel()
+            await session.conn.close()
+
+
+@pytest.fixture
+async def opened(tournament_server: App) -> AsyncIterator[Opened]:
+    """Sessions on the tournament server, closed at the end."""
+    sessions = Opened(url_of(tournament_server))
+    yield sessions
+    await sessions.close()

@@ -19,9 +19,9 @@ from solrace.server.app import App
 from tests.server.test_verify import MOVES, sample
 from tests.waiting import eventually
 
-from .conftest import TOKEN, child_env, server_settings
+from .conftest import TOKEN, Opened, child_env, server_settings
 from .process import Child
-from .test_tournament_screen import Opened, create
+from .test_tournament_screen import create
 
 
 async def test_replay_into_a_pipe_prints_the_text(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import io
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,20 +21,9 @@ from solrace.client.tournament_cli import build_parser
 from solrace.server.app import App
 from solrace.server.protocol.tournament_messages import CreateTournament, TournamentView
 
-from .conftest import TOKEN
+from .conftest import TOKEN, Opened, url_of
 from .process import Child
-from .test_tournament_screen import Opened, act, create, is_view, opened_id, register
-
-
-@pytest.fixture
-async def opened(tournament_server: App) -> AsyncIterator[Opened]:
-    sessions = Opened(url_of(tournament_server))
-    yield sessions
-    await sessions.close()
-
-
-def url_of(app: App) -> str:
-    return f"ws://127.0.0.1:{app.port}"
+from .test_tournament_screen import act, create, is_view, opened_id, register
 
 
 async def bots_child(tmp_path: Path, app: App, tid: str) -> list[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -26,19 +25,8 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.server.tournament_live import Live
 from tests.waiting import eventually, eventually_async
 
-from .conftest import TOKEN
-from .test_tournament_screen import Opened, act, create, is_view, opened_id, register
-
-
-@pytest.fixture
-async def opened(tournament_server: App) -> AsyncIterator[Opened]:
-    sessions = Opened(url_of(tournament_server))
-    yield sessions
-    await sessions.close()
-
-
-def url_of(app: App) -> str:
-    return f"ws://127.0.0.1:{app.port}"
+from .conftest import TOKEN, Opened, url_of
+from .test_tournament_screen import act, create, is_view, opened_id, register
 
 
 async def cli(url: str, *argv: str) -> int:
@@ -383,14 +371,9 @@ async def test_show_prints_the_audit_log(
     ]
 
 
-async def test_a_correction_keeps_the_race_s_cards_unless_cards_are_given(
-    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`admin correct` changes the order; cards on foundations (they feed tie-breaks) stay as
-    recorded unless `--cards NAME=N,...` gives them, and the server checks what is given."""
-    url = url_of(tournament_server)
-    admin = await opened.open("director")
-    tid = await create(admin, "single_elimination")
+async def tie_race_one(opened: Opened, admin: Session, tid: str) -> None:
+    """ann and bob register in `tid`, the admin starts it, both resign race 1 of W1-1 (a tie
+    at 0 cards: it is recorded, a sudden death follows)."""
     players = await register(opened, tid, ["ann", "bob"])
     await act(admin, tid, "start")
     await eventually(lambda: all(p.state.tournament_races for p in players), what="seated")
@@ -399,8 +382,19 @@ async def test_a_correction_keeps_the_race_s_cards_unless_cards_are_given(
         lambda: all(p.state.races[race_id].status == "running" for p in players),
         what="the race running",
     )
-    for player in players:  # a tie at 0 cards: race 1 is recorded, a sudden death follows
+    for player in players:
         await player.resign(race_id)
+
+
+async def test_a_correction_keeps_the_race_s_cards_unless_cards_are_given(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`admin correct` changes the order; cards on foundations (they feed tie-breaks) stay as
+    recorded unless `--cards NAME=N,...` gives them, and the server checks what is given."""
+    url = url_of(tournament_server)
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await tie_race_one(opened, admin, tid)
     ann, bob = opened_id(opened, "ann"), opened_id(opened, "bob")
 
     async def race_1_cards() -> dict[str, int] | None:
@@ -444,16 +438,7 @@ async def test_a_refused_correction_names_the_players_by_name(
     admin = await opened.open("director")
     tid = await create(admin, "single_elimination")
     await admin.request(WatchTournament(tournament_id=tid), is_view(tid))
-    players = await register(opened, tid, ["ann", "bob"])
-    await act(admin, tid, "start")
-    await eventually(lambda: all(p.state.tournament_races for p in players), what="seated")
-    (race_id,) = {rid for p in players for rid in p.state.tournament_races}
-    await eventually(
-        lambda: all(p.state.races[race_id].status == "running" for p in players),
-        what="the race running",
-    )
-    for player in players:  # a tie: race 1 is recorded
-        await player.resign(race_id)
+    await tie_race_one(opened, admin, tid)
     await eventually(
         lambda: bool(admin.state.tournaments[tid].rounds[0].matches[0].races),
         what="race 1 recorded",

@@ -30,9 +30,10 @@ from solrace.server.protocol.tournament_messages import WatchTournament
 from tests.integration.test_tournaments import scoring_line
 from tests.waiting import eventually
 
+from .conftest import Opened, url_of
 from .process import Child
 from .test_plain import ends_when_connected_elsewhere
-from .test_tournament_screen import Opened, act, create, is_view, opened_id, register
+from .test_tournament_screen import act, create, is_view, opened_id, register
 
 
 @pytest.fixture
@@ -44,13 +45,10 @@ async def server(tournament_server: App) -> App:
 
 @pytest.fixture
 async def opened(server: App) -> AsyncIterator[Opened]:
-    sessions = Opened(f"ws://127.0.0.1:{server.port}")
+    """The tournament tests' sessions, on the server with its known deal."""
+    sessions = Opened(url_of(server))
     yield sessions
     await sessions.close()
-
-
-def url_of(app: App) -> str:
-    return f"ws://127.0.0.1:{app.port}"
 
 
 async def watching(admin: Session, tid: str) -> None:

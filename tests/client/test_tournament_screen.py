@@ -6,13 +6,10 @@ step waits on a pushed view, never on a race's pace."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from solrace.client.connection import Connection
 from solrace.client.session import Session
 from solrace.client.tournament_screen import TournamentApp, TournamentScreen
 from solrace.client.tui import PlayApp
@@ -29,35 +26,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 from tests.waiting import eventually
 
-from .conftest import TOKEN
-
-
-class Opened:
-    """Sessions the test opens (each with its pump), closed at the end."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.items: list[tuple[Session, asyncio.Task[None]]] = []
-
-    async def open(self, name: str | None) -> Session:
-        conn = Connection(self.url, name=name)
-        await conn.connect()
-        conn.recv_nowait()
-        session = Session(conn)
-        self.items.append((session, asyncio.create_task(session.pump())))
-        return session
-
-    async def close(self) -> None:
-        for session, pump in self.items:
-            pump.cancel()
-            await session.conn.close()
-
-
-@pytest.fixture
-async def opened(tournament_server: App) -> AsyncIterator[Opened]:
-    sessions = Opened(f"ws://127.0.0.1:{tournament_server.port}")
-    yield sessions
-    await sessions.close()
+from .conftest import TOKEN, Opened
 
 
 def is_view(tid: str | None = None) -> Any:
