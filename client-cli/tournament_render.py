@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from solrace.server.protocol.tournament_errors import PlayerId
 from solrace.server.protocol.tournament_messages import (
     AuditModel,
     BracketMatchModel,
@@ -19,6 +20,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentModel,
     TournamentSummary,
 )
+from solrace.server.protocol.tournament_model import RaceResult
 
 from .wire_text import one_line
 
@@ -142,17 +144,10 @@ def heat_order(match: MatchModel, seeds: list[str]) -> list[str]:
     (tied players share the better place, one missing from a race comes last), then cards on
     foundations, then seed; those who forfeited last (by seed)."""
     seed = {p: i for i, p in enumerate(seeds)}
-
-    def place(race: RaceResultModel, player: str) -> int:
-        ahead = 0
-        for group in race.placings:
-            if player in group:
-                return ahead + 1
-            ahead += len(group)
-        return ahead + 1
+    results = [RaceResult.from_groups([map(PlayerId, g) for g in r.placings]) for r in match.races]
 
     def key(player: str) -> tuple[int, int, int]:
-        places = sum(place(r, player) for r in match.races)
+        places = sum(result.place_of(PlayerId(player)) for result in results)
         cards = sum(r.cards.get(player, 0) for r in match.races)
         return (places, -cards, seed.get(player, len(seeds)))
 
