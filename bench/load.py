@@ -244,13 +244,15 @@ def cpu_seconds(pid: int | None) -> float:
 
 def server_env() -> dict[str, str]:
     """The environment of a node under load: no countdown, no rate limit, no limit on the
-    connections from one address (every simulated player is on 127.0.0.1), warnings only."""
+    connections from one address (every simulated player is on 127.0.0.1) nor on the new
+    names the node registers (every player is a new name), warnings only."""
     return dict(
         os.environ,
         SOLRACE_COUNTDOWN_S="0",
         SOLRACE_RATE_CAPACITY="1000000",
         SOLRACE_RATE_REFILL_PER_S="1000000",
         SOLRACE_MAX_CONNECTIONS_PER_ADDRESS="0",
+        SOLRACE_REGISTER_NODE_BURST="1000000",
         SOLRACE_LOG_LEVEL="WARNING",
     )
 

@@ -74,6 +74,8 @@ class Admission:
         per_s: float,
         register_burst: float = 100.0,
         register_per_s: float = 0.05,
+        register_node_burst: float = 1000.0,
+        register_node_per_s: float = 1.0,
     ) -> None:
         self.max_connections = max_connections
         #: 0: no per-address limits (neither the cap nor the paces).
@@ -88,6 +90,10 @@ class Admission:
         self.openings: dict[str, CreditBucket] = {}
         #: Each address's budget of new names (hellos that register one), likewise.
         self.registrations: dict[str, CreditBucket] = {}
+        #: The node's budget of new names, whatever their address (made on first use).
+        self.register_node_burst = register_node_burst
+        self.register_node_per_s = register_node_per_s
+        self.node_registrations: CreditBucket | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Admission:
@@ -98,6 +104,8 @@ class Admission:
             settings.connect_per_s,
             settings.register_burst,
             settings.register_per_s,
+            settings.register_node_burst,
+            settings.register_node_per_s,
         )
 
     def arrive(self, key: str, now: float) -> Refusal | None:
@@ -134,18 +142,31 @@ class Admission:
             )
         return None
 
-    def may_register(self, key: str, now: float) -> bool:
-        """May address `key` register one more name at `now`? Spends a credit if so. A name
-        costs the node for good (it is never forgotten), so each address gets a budget of
-        them; none behind a proxy (`per_address` 0: every client has the proxy's address)."""
-        if not self.per_address:
-            return True
-        bucket = self.registrations.get(key)
-        if bucket is None:
-            bucket = self.registrations[key] = CreditBucket(
-                self.register_burst, self.register_per_s, now
+    def register(self, key: str, now: float) -> str | None:
+        """May address `key` register one more name at `now`? Spends a credit of its budget
+        and of the node's if so; otherwise says why not. A name costs the node for good (it is
+        never forgotten), so each address gets a budget of them (none behind a proxy:
+        `per_address` 0, every client has the proxy's address) and the node one in all, which
+        bounds what many addresses together can make."""
+        bucket: CreditBucket | None = None
+        if self.per_address:
+            bucket = self.registrations.get(key)
+            if bucket is None:
+                bucket = self.registrations[key] = CreditBucket(
+                    self.register_burst, self.register_per_s, now
+                )
+            if not bucket.can_spend(now):
+                return "too many new names from your address"
+        node = self.node_registrations
+        if node is None:
+            node = self.node_registrations = CreditBucket(
+                self.register_node_burst, self.register_node_per_s, now
             )
-        return bucket.spend(now)
+        if not node.spend(now):
+            return "too many new names on this server"
+        if bucket is not None:
+            bucket.spend(now)
+        return None
 
     def hopeless(self, key: str) -> bool:
         """Far past a cap: not worth reading the request to answer it."""

@@ -387,7 +387,7 @@ class Hub:
     ) -> tuple[PlayerRecord | None, bool]:
         """The player of a hello with `name` and no token, and whether it is new: None if the
         name is someone else's. With the `key` that registered the name, its player again.
-        `RaceError(NOT_ALLOWED)` past the address's budget of new names."""
+        `RaceError(NOT_ALLOWED)` past the address's or the node's budget of new names."""
         if key is None:
             player_id = "p" + secrets.token_hex(8)
         else:
@@ -395,11 +395,11 @@ class Hub:
             reclaimed = await self.store.get_player(player_id)
             if reclaimed is not None and reclaimed.name.casefold() == name.casefold():
                 return reclaimed, False  # its own again: no new name
-        if not session.may_register():
+        refusal = session.register()
+        if refusal is not None:
             raise RaceError(
                 ErrorCode.NOT_ALLOWED,
-                "too many new names from your address: try again later, or say hello with "
-                "the token of a name you have",
+                f"{refusal}: try again later, or say hello with the token of a name you have",
             )
         try:
             return await self.store.create_player(player_id, name, now), True

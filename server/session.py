@@ -39,10 +39,10 @@ class Session(ABC):
         will be sent again whole, like the lobby's, can skip it until it reads again."""
         return False
 
-    def may_register(self) -> bool:
+    def register(self) -> str | None:
         """May this connection's client register one more name now (a hello with a new
-        name)? Spends a credit of its address's registration budget if so."""
-        return True
+        name)? Spends a credit of the registration budgets if so; otherwise says why not."""
+        return None
 
     @abstractmethod
     def close(self, code: CloseCode, reason: str) -> None:

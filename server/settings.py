@@ -94,6 +94,15 @@ class Settings(BaseSettings):
     register_per_s: float = Field(
         default=0.05, gt=0, description="new names per second one IP address may sustain"
     )
+    register_node_burst: float = Field(
+        default=1000.0,
+        gt=0,
+        description="new names this node may register at once, whatever their addresses, "
+        "before --register-node-per-s paces them (also behind a proxy)",
+    )
+    register_node_per_s: float = Field(
+        default=1.0, gt=0, description="new names per second this node may sustain in all"
+    )
 
     countdown_s: float = Field(default=3.0, ge=0)
     grace_s: float = Field(default=60.0, ge=0)

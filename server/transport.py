@@ -215,8 +215,8 @@ class WebSocketSession(Session, asyncio.Protocol):
     def backed_up(self) -> bool:
         return self.writing_paused
 
-    def may_register(self) -> bool:
-        return self.edge.admission.may_register(self.address, time.monotonic())
+    def register(self) -> str | None:
+        return self.edge.admission.register(self.address, time.monotonic())
 
     def connection_lost(self, exc: Exception | None) -> None:
         # Messages already read are still handled (a resign sent just before closing

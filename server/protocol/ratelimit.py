@@ -22,6 +22,11 @@ class CreditBucket:
         elapsed = max(0.0, now - self.now)
         return self.credits + elapsed * self.refill_per_s >= self.capacity
 
+    def can_spend(self, now: float, cost: float = 1.0) -> bool:
+        """Would `spend(now, cost)` succeed? Spends nothing."""
+        elapsed = max(0.0, now - self.now)
+        return min(self.capacity, self.credits + elapsed * self.refill_per_s) >= cost
+
     def spend(self, now: float, cost: float = 1.0) -> bool:
         """Spend `cost` credits at time `now`; False when the budget is exhausted."""
         elapsed = max(0.0, now - self.now)

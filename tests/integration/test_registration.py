@@ -98,3 +98,24 @@ async def test_new_names_from_one_address_have_a_budget(start_server: ServerFact
     assert (await returning.hello(token=welcome.token)).player_id == welcome.player_id
     for each in (first, second, third, returning):
         await each.close()
+
+
+async def test_new_names_have_a_budget_on_the_node_even_behind_a_proxy(
+    start_server: ServerFactory,
+) -> None:
+    """Behind a proxy every client has one address, so no address has a budget of its own;
+    the node's budget still bounds the names made, and says so."""
+    server = await start_server(
+        max_connections_per_address=0, register_node_burst=2, register_node_per_s=0.001
+    )
+    url = f"ws://127.0.0.1:{server.port}"
+    first, second, third = [await Client.open(url) for _ in range(3)]
+    welcome = await registered(first, "ann", None)
+    assert isinstance(welcome, Welcome) and welcome.token is not None
+    assert isinstance(await registered(second, "bob", None), Welcome)
+    refusal = await registered(third, "cid", None)
+    assert isinstance(refusal, Error) and refusal.code == "not_allowed"
+    assert "too many new names on this server" in refusal.message
+    assert (await third.hello(token=welcome.token)).player_id == welcome.player_id
+    for each in (first, second, third):
+        await each.close()

@@ -122,11 +122,24 @@ def test_the_connection_cap_fits_the_open_files_limit() -> None:
 
 def test_new_names_have_a_budget_per_address_and_none_behind_a_proxy() -> None:
     admission = Admission(100, 64, 60, 10, register_burst=2, register_per_s=0.1)
-    assert admission.may_register("a", 0.0) and admission.may_register("a", 0.0)
-    assert not admission.may_register("a", 0.0)  # a third at once
-    assert admission.may_register("b", 0.0)  # another address has its own
-    assert admission.may_register("a", 10.0)  # ten seconds later: one more
+    assert admission.register("a", 0.0) is None and admission.register("a", 0.0) is None
+    assert admission.register("a", 0.0) == "too many new names from your address"
+    assert admission.register("b", 0.0) is None  # another address has its own
+    assert admission.register("a", 10.0) is None  # ten seconds later: one more
     admission.forget_refilled(100.0)
     assert not admission.registrations  # refilled budgets are dropped
     behind_proxy = Admission(100, 0, 60, 10, register_burst=1, register_per_s=0.1)
-    assert all(behind_proxy.may_register("proxy", 0.0) for _ in range(10))
+    assert all(behind_proxy.register("proxy", 0.0) is None for _ in range(10))
+
+
+def test_new_names_have_a_budget_on_the_node_whatever_their_addresses() -> None:
+    admission = Admission(100, 64, 60, 10, register_node_burst=3, register_node_per_s=0.5)
+    assert [admission.register(key, 0.0) for key in "abcd"] == [None, None, None, NODE_FULL]
+    # The address refused by the node kept its own credit: it registers once the node refills.
+    assert admission.register("d", 2.0) is None
+    assert admission.register("e", 2.0) == NODE_FULL
+    behind_proxy = Admission(100, 0, 60, 10, register_node_burst=2, register_node_per_s=0.1)
+    assert [behind_proxy.register("proxy", 0.0) for _ in range(3)] == [None, None, NODE_FULL]
+
+
+NODE_FULL = "too many new names on this server"
