@@ -30,6 +30,7 @@ from solrace.server.protocol.messages import (
     ServerMessage,
 )
 from solrace.server.protocol.tournament_messages import (
+    TOURNAMENT_LIST_LIMIT,
     CheckIn,
     CreateTournament,
     GetLeaderboard,
@@ -181,7 +182,19 @@ def build_parser() -> argparse.ArgumentParser:
                 help="a live screen: bracket or standings, live matches (Enter watches one)",
             )
             one.add_argument("--ascii", action="store_true", help="ASCII cards (with --tui)")
-    sub.add_parser("list", help="list tournaments")
+    listing = sub.add_parser(
+        "list",
+        help="list tournaments: every one not finished, then the latest finished "
+        f"({TOURNAMENT_LIST_LIMIT} at most)",
+    )
+    listing.add_argument(
+        "--skip-finished",
+        type=int,
+        default=0,
+        metavar="N",
+        help="a later page: only the finished tournaments older than the N latest "
+        "(the list before says which N to ask for)",
+    )
     admin = sub.add_parser("admin", help="an admin act (needs the admin token)")
     admin.add_argument("tournament", help=TOURNAMENT_HELP)
     admin.add_argument("act", choices=ADMIN_ACTS, help="what to do: " + ", ".join(ADMIN_ACTS))
@@ -331,7 +344,7 @@ def _request(args: argparse.Namespace) -> ClientMessage | None:
     if command in simple:
         return simple[command]
     if command == "list":
-        return ListTournaments()
+        return ListTournaments(skip_finished=args.skip_finished)
     if command == "leaderboard":
         return GetLeaderboard(game=args.game)
     if command in ("start", "pause", "resume", "admin"):
@@ -351,13 +364,20 @@ def _request(args: argparse.Namespace) -> ClientMessage | None:
     return None
 
 
-def render(message: ServerMessage) -> str | None:
+def render(message: ServerMessage, skip_finished: int = 0) -> str | None:
+    """`message` as printed; a `tournament_list` asked with `skip_finished` (the page it is
+    says how to ask for the next)."""
     if isinstance(message, TournamentView):
         return render_tournament(message.tournament)
     if isinstance(message, TournamentList):
         listed = render_list(message.tournaments)
-        more = f"\n{message.more} older finished tournaments not listed" if message.more else ""
-        return listed + more
+        if not message.more:
+            return listed
+        seen = skip_finished + sum(s.phase == "finished" for s in message.tournaments)
+        return (
+            f"{listed}\n{message.more} older finished tournaments not listed: "
+            f"solrace tournament list --skip-finished {seen}"
+        )
     if isinstance(message, Leaderboard):
         return render_leaderboard(message)
     if isinstance(message, Profile):
@@ -466,7 +486,7 @@ async def _run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 1
-            text = render(incoming)
+            text = render(incoming, getattr(args, "skip_finished", 0))
             if text is None:
                 continue
             if args.command == "show" and isinstance(incoming, TournamentView):

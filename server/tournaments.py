@@ -167,14 +167,21 @@ def _link_races(live: Live, events: list[TournamentEvent]) -> dict[str, RaceRequ
     return races
 
 
-def tournament_list(summaries: list[TournamentSummary], limit: int) -> TournamentList:
-    """At most `limit` of `summaries` (oldest first): the unfinished ones first, then the
-    latest finished; the rest counted in `more`, so a list stays one frame however many
-    tournaments a server has held."""
+def tournament_list(
+    summaries: list[TournamentSummary], limit: int, skip_finished: int = 0
+) -> TournamentList:
+    """At most `limit` of `summaries` (oldest first), so a list stays one frame however many
+    tournaments a server has held: the unfinished ones first, then the latest finished; the
+    older finished ones are counted in `more`. With `skip_finished` N, a later page: the
+    finished ones before the N latest, and no unfinished one."""
+    finished = [s for s in summaries if s.phase == "finished"]
+    if skip_finished:
+        end = max(0, len(finished) - skip_finished)
+        start = max(0, end - limit)
+        return TournamentList(tournaments=finished[start:end], more=start)
     if len(summaries) <= limit:
         return TournamentList(tournaments=summaries)
     unfinished = [s for s in summaries if s.phase != "finished"]
-    finished = [s for s in summaries if s.phase == "finished"]
     room = max(0, limit - len(unfinished))
     kept = {id(s) for s in unfinished[:limit] + (finished[-room:] if room else [])}
     shown = [s for s in summaries if id(s) in kept]
@@ -854,7 +861,7 @@ class TournamentService:
                 known = _Summary(live.version, build_summary(live.tournament, live.name))
                 self._summaries[tournament_id] = known
             summaries.append(known.summary)
-        session.send(tournament_list(summaries, TOURNAMENT_LIST_LIMIT))
+        session.send(tournament_list(summaries, TOURNAMENT_LIST_LIMIT, message.skip_finished))
 
     async def _watch(self, session: Session, message: WatchTournament) -> None:
         live = await self._load(message.tournament_id)

@@ -242,7 +242,11 @@ class CreateTournament(Message):
 
 
 class ListTournaments(Message):
+    """The tournaments (`tournament_list`). With `skip_finished` N, a later page: only finished
+    tournaments, older than the N latest (those the pages before showed)."""
+
     type: Literal["list_tournaments"] = "list_tournaments"
+    skip_finished: Annotated[int, Field(ge=0)] = 0
 
 
 class WatchTournament(Message):
@@ -318,7 +322,8 @@ TOURNAMENT_LIST_LIMIT = 500
 
 class TournamentList(Message):
     """The tournaments, oldest first: every one not finished, then the latest finished ones,
-    up to `TOURNAMENT_LIST_LIMIT`; `more` counts the finished ones left out."""
+    up to `TOURNAMENT_LIST_LIMIT`; `more` counts those left out (older finished ones: a list
+    with `skip_finished` set to the number of finished ones seen so far shows them)."""
 
     type: Literal["tournament_list"] = "tournament_list"
     tournaments: list[TournamentSummary]

@@ -14,12 +14,14 @@ import pytest
 
 from solrace.client.identity import admin_name, connect_player, known_players, load_identity
 from solrace.client.session import Session
-from solrace.client.tournament_cli import _run, build_parser, main
+from solrace.client.tournament_cli import _run, build_parser, main, render
 from solrace.server.app import App
 from solrace.server.protocol.tournament_errors import MatchId
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
     JoinTournament,
+    TournamentList,
+    TournamentSummary,
     WatchTournament,
 )
 from solrace.server.tournament_live import Live
@@ -472,3 +474,28 @@ async def test_show_lists_the_field_list_counts_and_who_did_not_check_in(
     assert f"{tid}  cup  single_elimination of klondike  running  2 players  round 1" in (
         capsys.readouterr().out.splitlines()
     )
+
+
+def test_a_list_that_left_finished_ones_out_says_how_to_see_them() -> None:
+    def summary(tid: str, phase: str) -> TournamentSummary:
+        return TournamentSummary(
+            tournament_id=tid,
+            name="cup",
+            game="klondike",
+            format="swiss",
+            phase=phase,
+            players=4,
+            round=1,
+            champion=None,
+        )
+
+    page = [summary("t1", "finished"), summary("t2", "running"), summary("t3", "finished")]
+    first = render(TournamentList(tournaments=page, more=7))
+    assert first is not None and first.splitlines()[-1] == (
+        "7 older finished tournaments not listed: solrace tournament list --skip-finished 2"
+    )
+    later = render(TournamentList(tournaments=[summary("t0", "finished")], more=6), 2)
+    assert later is not None and later.endswith("list --skip-finished 3")
+    last = render(TournamentList(tournaments=[summary("t0", "finished")]), 2)
+    assert last is not None and "not listed" not in last
+    assert build_parser().parse_args(["list", "--skip-finished", "3"]).skip_finished == 3

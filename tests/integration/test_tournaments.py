@@ -82,8 +82,12 @@ def admin_act(tournament_id: str, act: str, **fields: Any) -> TournamentAdmin:
     return TournamentAdmin(tournament_id=tournament_id, admin_token=TOKEN, act=act, **fields)  # type: ignore[arg-type]
 
 
-async def bots_play(app: App, fmt: str, count: int, **options: Any) -> list[TournamentModel]:
-    admin = await connect(app, "director")
+async def bots_play(
+    app: App, fmt: str, count: int, who: str = "", **options: Any
+) -> list[TournamentModel]:
+    """`count` greedy bots play a tournament to its end (names ending in `who`, so that one
+    server may see several): each bot's last view."""
+    admin = await connect(app, f"director{who}")
     try:
         view = await create(admin, fmt, **options)
         tid = view.tournament_id
@@ -91,7 +95,7 @@ async def bots_play(app: App, fmt: str, count: int, **options: Any) -> list[Tour
         bots = [
             Bot(
                 url_of(app),
-                f"bot{i}",
+                f"bot{i}{who}",
                 make_strategy("greedy", seed=i, max_moves=400),
                 delay_s=0.0,
             )
@@ -164,6 +168,31 @@ async def test_six_bots_play_a_swiss_to_a_champion(
         assert summary.phase == "finished" and summary.champion == final.champion
     assert reads == [final.tournament_id]
     await lister.close()
+
+
+async def test_the_list_pages_through_the_older_finished_tournaments(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list holds a bounded number of tournaments; the older finished ones are counted, and
+    a list with `skip_finished` shows them, page by page."""
+    monkeypatch.setattr(solrace.server.tournaments, "TOURNAMENT_LIST_LIMIT", 2)
+    app = await start_server(**FAST)
+    older = (await bots_play(app, "single_elimination", 2, who="a"))[0]
+    newer = (await bots_play(app, "single_elimination", 2, who="b"))[0]
+    admin = await connect(app, "director")
+    running = await create(admin, "swiss")
+    await admin.send(ListTournaments())
+    first = await admin.expect(TournamentList)
+    assert [s.tournament_id for s in first.tournaments] == [
+        newer.tournament_id,
+        running.tournament_id,
+    ]
+    assert first.more == 1
+    await admin.send(ListTournaments(skip_finished=1))
+    second = await admin.expect(TournamentList)
+    assert [s.tournament_id for s in second.tournaments] == [older.tournament_id]
+    assert second.more == 0 and second.tournaments[0].phase == "finished"
+    await admin.close()
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])

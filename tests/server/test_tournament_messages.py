@@ -14,6 +14,7 @@ from solrace.server.protocol.errors import SchemaError
 from solrace.server.protocol.tournament_messages import (
     CreateTournament,
     TournamentAdmin,
+    TournamentList,
     tournament_of_race,
     tournament_race_id,
 )
@@ -111,3 +112,9 @@ def test_a_long_tournament_list_keeps_the_unfinished_and_the_latest_finished() -
     assert short.more == 2
     shorter = tournament_list(summaries, 1)
     assert [s.tournament_id for s in shorter.tournaments] == ["t2"] and shorter.more == 5
+    # Later pages: only finished ones, older than those already seen, `more` still counting.
+    page = tournament_list(summaries, 2, skip_finished=2)  # t3 and t5 were seen
+    assert [s.tournament_id for s in page.tournaments] == ["t0", "t1"] and page.more == 0
+    page = tournament_list(summaries, 1, skip_finished=1)
+    assert [s.tournament_id for s in page.tournaments] == ["t3"] and page.more == 2
+    assert tournament_list(summaries, 4, skip_finished=9) == TournamentList(tournaments=[])
