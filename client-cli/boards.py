@@ -25,10 +25,6 @@ def pile_from_model(model: PileModel) -> PileView:
     return PileView(model.name, model.down, tuple(model.cards))
 
 
-def pile_to_model(pile: PileView) -> PileModel:
-    return PileModel(name=pile.name, down=pile.down, cards=list(pile.cards))
-
-
 def board_from_model(model: BoardModel) -> BoardView:
     """The engine's view of a board the server sent."""
     return BoardView(
@@ -40,21 +36,6 @@ def board_from_model(model: BoardModel) -> BoardView:
         progress=(model.on_foundations, model.total),
         won=model.won,
         stuck=model.stuck,
-    )
-
-
-def board_to_model(board: BoardView) -> BoardModel:
-    """The wire form of a view (tests and the replay viewer build boards locally)."""
-    return BoardModel(
-        game=board.game_id,
-        piles=[pile_to_model(p) for p in board.piles.values()],
-        round=board.round,
-        phase=board.phase,
-        base_rank=board.base_rank,
-        on_foundations=board.progress[0],
-        total=board.progress[1],
-        won=board.won,
-        stuck=board.stuck,
     )
 
 

@@ -58,7 +58,6 @@ except ImportError:  # pragma: no cover - not on Windows
 
 EMBEDDED_KEY = "embedded"
 """Identity key of every embedded server in older versions (`embedded_key` now); still read."""
-EMBEDDED_PREFIX: Final = f"{EMBEDDED_KEY}:"
 
 
 def embedded_key(folder: Path, legacy: str = EMBEDDED_KEY) -> str:

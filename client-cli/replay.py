@@ -43,11 +43,6 @@ def boards_of(replay: ReplayModel, racer: ReplayRacer) -> list[BoardView]:
     return boards
 
 
-def is_replay_verified(replay: ReplayModel) -> bool:
-    """Every check passes: commitment, every move legal, states, ranking."""
-    return verify_replay(replay).is_valid
-
-
 @dataclass(slots=True)
 class ReplayCursor:
     """Where the viewer stands: which racer, which ply."""
@@ -165,8 +160,3 @@ def replay_lines(replay: ReplayModel, report: VerifyReport | None = None) -> Ite
         yield from _racer_lines(replay, racer)
     yield ""
     yield report.verdict
-
-
-def replay_text(replay: ReplayModel) -> str:
-    """`replay_lines` as one string."""
-    return "\n".join(replay_lines(replay))

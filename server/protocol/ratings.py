@@ -92,9 +92,6 @@ class RatingChange:
     before: Rating
     after: Rating
 
-    def display_delta(self, config: RatingConfig = DEFAULT_CONFIG) -> int:
-        return self.after.display(config) - self.before.display(config)
-
 
 def rate_race(
     ratings: Mapping[PlayerId, Rating],

@@ -5,12 +5,12 @@ from __future__ import annotations
 from solrace.client.boards import (
     apply_ack,
     board_from_model,
-    board_to_model,
     check_move,
     rules_board,
 )
 from solrace.engine import GAME_IDS, Audience, BoardView, Move, deal, view, view_piles
 from solrace.server.protocol.messages import PileModel
+from solrace.server.protocol.views import board_model
 
 
 def player_view(game_id: str, number: str = "7") -> tuple[BoardView, object]:
@@ -23,7 +23,7 @@ def player_view(game_id: str, number: str = "7") -> tuple[BoardView, object]:
 def test_model_round_trip_for_every_game() -> None:
     for game_id in GAME_IDS:
         board, _ = player_view(game_id)
-        assert board_from_model(board_to_model(board)) == board
+        assert board_from_model(board_model(board)) == board
 
 
 def test_rules_board_lists_the_real_legal_moves() -> None:

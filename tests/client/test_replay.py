@@ -11,14 +11,14 @@ from textual.widgets import Static
 
 from solrace.client.app import replay_main
 from solrace.client.bots import Bot
-from solrace.client.replay import ReplayCursor, is_replay_verified, replay_text
+from solrace.client.replay import ReplayCursor, replay_lines
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import ReplayApp
 from solrace.client.widgets import BoardWidget
 from solrace.replay_file import load_replay
 from solrace.server.protocol.messages import ReplayModel
-from solrace.server.protocol.replay import ReplayFileError, entry_text
+from solrace.server.protocol.replay import ReplayFileError, entry_text, verify_replay
 from tests.server.test_verify import ILLEGAL, MOVES, sample, with_illegal_move
 from tests.waiting import eventually
 
@@ -62,7 +62,7 @@ async def test_replay_steps_every_racer_move_by_move(server_url: str, tmp_path: 
     )
     cursor.next_racer()
     assert cursor.racer_index == 1
-    text = replay_text(replay)
+    text = "\n".join(replay_lines(replay))
     assert "commitment verified" in text and race_id in text
 
     path = tmp_path / "race.json"
@@ -112,7 +112,7 @@ BOARD_HEAD = "Klondike  "  # the first line of every rendered klondike board
 
 def test_plain_text_has_every_move_with_the_board_after_it() -> None:
     replay = sample(MOVES)
-    lines = replay_text(replay).splitlines()
+    lines = "\n".join(replay_lines(replay)).splitlines()
     assert lines[:2] == [
         "race r1: klondike deal 1",
         "commitment verified: it is sha256 of game klondike, number 1 and the salt",
@@ -133,8 +133,8 @@ def test_plain_text_has_every_move_with_the_board_after_it() -> None:
 
 def test_a_forged_replay_is_shown_as_not_verified() -> None:
     forged = ReplayModel.model_validate(with_illegal_move(1))
-    assert not is_replay_verified(forged)
-    text = replay_text(forged)
+    assert not verify_replay(forged).is_valid
+    text = "\n".join(replay_lines(forged))
     lines = text.splitlines()
     # the commitment line says what it checked, and only that
     assert "commitment verified: it is sha256 of game klondike, number 1 and the salt" in lines
@@ -183,10 +183,10 @@ def test_a_file_that_is_not_a_replay_is_named_in_one_line(tmp_path: Path) -> Non
 
 def test_a_replay_with_a_wrong_commitment_says_so() -> None:
     forged = sample(MOVES).model_copy(update={"salt": "t"})
-    text = replay_text(forged)
+    text = "\n".join(replay_lines(forged))
     assert "PROBLEM: commitment does not match game klondike, number 1 and the salt" in text
     assert "commitment verified" not in text
-    assert not is_replay_verified(forged)
+    assert not verify_replay(forged).is_valid
 
 
 def test_replay_plain_exit_status_tells_the_verdict(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from solrace.client.boards import board_to_model
 from solrace.client.state import ClientState
 from solrace.engine import Audience, BoardView, deal, view, view_piles
 from solrace.server.protocol.commitment import commit
@@ -24,6 +23,7 @@ from solrace.server.protocol.messages import (
     ResultEntry,
     Welcome,
 )
+from solrace.server.protocol.views import board_model
 
 RACE = "r1"
 GAME = "klondike"
@@ -201,9 +201,7 @@ def test_board_then_acks_follow_the_server_board() -> None:
     started(state)
     first = view(game, Audience.PLAYER)
     assert isinstance(first, BoardView)
-    state.apply(
-        Board(race_id=RACE, player_id="pa", ply=0, delayed_ms=0, board=board_to_model(first))
-    )
+    state.apply(Board(race_id=RACE, player_id="pa", ply=0, delayed_ms=0, board=board_model(first)))
     for ply, move in enumerate(["deal", "deal", "deal"]):
         game.play(move)
         piles = [

@@ -37,7 +37,7 @@ def test_winner_goes_up_and_loser_down() -> None:
     assert win.after.mu > win.before.mu and loss.after.mu < loss.before.mu
     assert win.after.sigma < win.before.sigma + DEFAULT_CONFIG.tau
     assert (win.after.races, win.after.wins, loss.after.races, loss.after.wins) == (1, 1, 1, 0)
-    assert win.display_delta() > 0 > loss.display_delta()
+    assert win.after.display() > win.before.display() > loss.after.display()
 
 
 def test_an_upset_moves_ratings_more_than_an_expected_result() -> None:
