@@ -19,10 +19,15 @@ from collections.abc import Callable
 from typing import Final
 
 from solrace.server.protocol.messages import RateBudgetInfo
+from solrace.server.protocol.ratelimit import (
+    DEFAULT_RATE_CAPACITY,
+    DEFAULT_RATE_REFILL_PER_S,
+    CreditBucket,
+)
 
 #: The server's default budget (`SOLRACE_RATE_CAPACITY`, `SOLRACE_RATE_REFILL_PER_S`).
-SERVER_RATE_CAPACITY: Final = 100.0
-SERVER_RATE_REFILL_PER_S: Final = 5.0
+SERVER_RATE_CAPACITY: Final = DEFAULT_RATE_CAPACITY
+SERVER_RATE_REFILL_PER_S: Final = DEFAULT_RATE_REFILL_PER_S
 #: Credits of the server's bucket a bot leaves for its other messages.
 RESERVE: Final = 10.0
 #: Refill a bot leaves for its other messages (pings take 0.15 a second).
@@ -30,30 +35,30 @@ REFILL_MARGIN_PER_S: Final = 0.5
 
 
 class RateBudget:
-    """A token bucket: `wait_s()` says how long until a credit is there, `spend()` takes it."""
+    """The server's credit bucket, kept on the client's clock: `wait_s()` says how long until
+    a credit is there, `spend()` takes it."""
 
     def __init__(
         self, capacity: float, refill_per_s: float, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self.capacity = capacity
-        self.refill_per_s = refill_per_s
         self.clock = clock
-        self.credits = capacity
-        self._at = clock()
+        self.bucket = CreditBucket(capacity, refill_per_s, clock())
 
-    def _refill(self) -> None:
-        now = self.clock()
-        self.credits = min(self.capacity, self.credits + (now - self._at) * self.refill_per_s)
-        self._at = now
+    @property
+    def capacity(self) -> float:
+        return self.bucket.capacity
+
+    @property
+    def refill_per_s(self) -> float:
+        return self.bucket.refill_per_s
 
     def wait_s(self) -> float:
         """Seconds until one credit is there (0: now)."""
-        self._refill()
-        return max(0.0, (1.0 - self.credits) / self.refill_per_s)
+        return self.bucket.wait_s(self.clock())
 
     def spend(self) -> None:
-        self._refill()
-        self.credits -= 1.0
+        """Take a credit (after `wait_s()` came to 0; none is there to take otherwise)."""
+        self.bucket.spend(self.clock())
 
     @classmethod
     def for_server(cls, said: RateBudgetInfo | None = None) -> RateBudget:

@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from solrace.server.protocol.ratelimit import DEFAULT_RATE_CAPACITY, DEFAULT_RATE_REFILL_PER_S
+
 
 class Settings(BaseSettings):
     """Every knob of `solrace serve` (environment: `SOLRACE_<NAME>`, e.g. `SOLRACE_PORT`)."""
@@ -33,8 +35,8 @@ class Settings(BaseSettings):
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING, ERROR or CRITICAL")
 
     max_frame_bytes: int = Field(default=16 * 1024, ge=256)
-    rate_capacity: float = Field(default=100.0, gt=0)
-    rate_refill_per_s: float = Field(default=5.0, gt=0)
+    rate_capacity: float = Field(default=DEFAULT_RATE_CAPACITY, gt=0)
+    rate_refill_per_s: float = Field(default=DEFAULT_RATE_REFILL_PER_S, gt=0)
     ping_interval_s: float | None = Field(default=20.0, gt=0)
     ping_timeout_s: float | None = Field(default=20.0, gt=0)
     idle_timeout_s: float = Field(default=60.0, gt=0)

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
+
+#: A connection's budget unless the node is told otherwise (`SOLRACE_RATE_CAPACITY`,
+#: `SOLRACE_RATE_REFILL_PER_S`): what a client assumes until the welcome says the node's.
+DEFAULT_RATE_CAPACITY: Final = 100.0
+DEFAULT_RATE_REFILL_PER_S: Final = 5.0
 
 
 @dataclass
@@ -22,10 +28,18 @@ class CreditBucket:
         elapsed = max(0.0, now - self.now)
         return self.credits + elapsed * self.refill_per_s >= self.capacity
 
+    def credits_at(self, now: float) -> float:
+        """The credits there at `now` (spends nothing)."""
+        elapsed = max(0.0, now - self.now)
+        return min(self.capacity, self.credits + elapsed * self.refill_per_s)
+
     def can_spend(self, now: float, cost: float = 1.0) -> bool:
         """Would `spend(now, cost)` succeed? Spends nothing."""
-        elapsed = max(0.0, now - self.now)
-        return min(self.capacity, self.credits + elapsed * self.refill_per_s) >= cost
+        return self.credits_at(now) >= cost
+
+    def wait_s(self, now: float, cost: float = 1.0) -> float:
+        """Seconds from `now` until `cost` credits are there (0: now)."""
+        return max(0.0, (cost - self.credits_at(now)) / self.refill_per_s)
 
     def spend(self, now: float, cost: float = 1.0) -> bool:
         """Spend `cost` credits at time `now`; False when the budget is exhausted."""
