@@ -46,9 +46,8 @@ class EmbeddedServer:
         return f"ws://127.0.0.1:{self._app.port}"
 
     async def start(self) -> str:
-        from solrace.server.app import App, StartupError
+        from solrace.server.app import App, StartupError, StoreBusyError
         from solrace.server.settings import Settings
-        from solrace.server.store.sqlite import StoreLockedError
 
         self.folder.mkdir(parents=True, exist_ok=True)
         options: dict[str, Any] = {
@@ -64,10 +63,9 @@ class EmbeddedServer:
             # `App()` itself may refuse (the token secret in the data folder cannot be read).
             app = App(Settings(**options))
             await app.start()
+        except StoreBusyError as exc:  # one SQLite file: one server at a time
+            raise EmbeddedServerBusyError(self.folder, exc.holder_pid) from None
         except StartupError as exc:
-            locked = exc.__cause__
-            if isinstance(locked, StoreLockedError):  # one SQLite file: one server at a time
-                raise EmbeddedServerBusyError(self.folder, locked.holder_pid) from None
             raise EmbeddedServerError(f"cannot start the embedded server: {exc}") from exc
         self._app = app
         return self.url

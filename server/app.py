@@ -40,6 +40,15 @@ class StartupError(Exception):
     folder it cannot write, an unreachable Redis, ...): the message says which, in one line."""
 
 
+class StoreBusyError(StartupError):
+    """Another server holds the node's SQLite file (one server a file): its process id, when
+    the lock says it."""
+
+    def __init__(self, message: str, holder_pid: int | None) -> None:
+        super().__init__(message)
+        self.holder_pid = holder_pid
+
+
 def load_secret(settings: Settings) -> bytes:
     """The token secret: from settings, else `<data_dir>/secret` (created once, mode 0600)."""
     if settings.secret:
@@ -141,7 +150,7 @@ class App:
         try:
             await self.store.open()
         except StoreLockedError as exc:
-            raise StartupError(str(exc)) from exc
+            raise StoreBusyError(str(exc), exc.holder_pid) from exc
         except StoreError as exc:
             if url.startswith("sqlite:"):  # its message names the file (locked, unreadable, ...)
                 raise StartupError(str(exc)) from exc
