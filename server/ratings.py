@@ -6,8 +6,9 @@ store, which applies it at most once per race and only over the ratings it was c
 A `STALE` answer (a racer's rating moved meanwhile, e.g. another node rated another race) is
 read again and recomputed.
 
-Absent racers (`absent_racers`: away when the race ended, without a single move) took no part
-in it: they are left out of its rating, and a race with fewer than two racers left is not rated.
+Absent racers (`protocol.race.absent_racers`: away when the race ended, without a single move)
+took no part in it: they are left out of its rating, and a race with fewer than two racers
+left is not rated.
 
 A rated race is rated by the node that finished it, right after; the save that finished it
 also put it among the store's races to rate, so what a crash or an outage left unrated (the
@@ -32,9 +33,10 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
 )
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.race import absent_racers, placings_of
 from solrace.server.protocol.ratings import DEFAULT_CONFIG, Rating, RatingConfig, leaderboard
 from solrace.server.protocol.ratings import rate_race as rate_placings
-from solrace.server.protocol.records import RaceRecord, RacerState, RaceStatus
+from solrace.server.protocol.records import RaceRecord, RaceStatus
 from solrace.server.protocol.tournament_errors import PlayerId
 from solrace.server.protocol.tournament_messages import (
     LEADERBOARD_LIMIT,
@@ -67,28 +69,6 @@ Handler = Callable[[Session, Any], Awaitable[None]]
 
 def to_rating(record: RatingRecord) -> Rating:
     return Rating(record.mu, record.sigma, record.races, record.wins)
-
-
-def placings_of(record: RaceRecord) -> list[list[str]]:
-    """The finishing order as groups of tied players (equal ranks), best first."""
-    groups: dict[int, list[str]] = {}
-    for entry in record.results or []:
-        groups.setdefault(entry.rank, []).append(entry.player_id)
-    return [groups[rank] for rank in sorted(groups)]
-
-
-def absent_racers(record: RaceRecord) -> set[str]:
-    """The racers who took no part in the race: without a single move, they were away when
-    it ended, i.e. never came or left before playing (`gone` once away past the reconnect
-    grace; `timed_out` or `stuck` if the race ended first, as a race shorter than the grace
-    does). A racer who resigned, or was there when it timed out or got stuck, took part, even
-    without a move."""
-    return {
-        r.player_id
-        for r in record.racers
-        if r.moves == 0
-        and (r.state is RacerState.GONE or (r.state is not RacerState.RESIGNED and not r.connected))
-    }
 
 
 class RatingService:

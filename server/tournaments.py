@@ -44,6 +44,7 @@ from solrace.server.hub import Hub
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
+from solrace.server.protocol.race import absent_racers, placings_of
 from solrace.server.protocol.records import LIVE_STATUSES, RaceRecord, RaceStatus
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
@@ -80,7 +81,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, build_view, largest_field
 from solrace.server.race_sync import connection_change
-from solrace.server.ratings import RatingService, absent_racers, placings_of
+from solrace.server.ratings import RatingService
 from solrace.server.session import Session
 from solrace.server.store.base import StoreError
 from solrace.server.timers import run_every

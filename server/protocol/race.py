@@ -100,6 +100,28 @@ def rank_racers(racers: list[Racer], started_at_ms: int) -> list[ResultEntry]:
     return results
 
 
+def placings_of(record: RaceRecord) -> list[list[str]]:
+    """The finishing order as groups of tied players (equal ranks), best first."""
+    groups: dict[int, list[str]] = {}
+    for entry in record.results or []:
+        groups.setdefault(entry.rank, []).append(entry.player_id)
+    return [groups[rank] for rank in sorted(groups)]
+
+
+def absent_racers(record: RaceRecord) -> set[str]:
+    """The racers who took no part in the race: without a single move, they were away when
+    it ended, i.e. never came or left before playing (`gone` once away past the reconnect
+    grace; `timed_out` or `stuck` if the race ended first, as a race shorter than the grace
+    does). A racer who resigned, or was there when it timed out or got stuck, took part, even
+    without a move."""
+    return {
+        r.player_id
+        for r in record.racers
+        if r.moves == 0
+        and (r.state is RacerState.GONE or (r.state is not RacerState.RESIGNED and not r.connected))
+    }
+
+
 class Race:
     """One race's lifecycle and its versioned event history."""
 

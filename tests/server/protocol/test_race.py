@@ -7,8 +7,8 @@ import pytest
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import Progress, RaceFinished, RaceStarted, RaceUpdate
-from solrace.server.protocol.race import Race, Racer, rank_racers
-from solrace.server.protocol.records import RaceRecord, RacerState, RaceStatus
+from solrace.server.protocol.race import Race, Racer, absent_racers, placings_of, rank_racers
+from solrace.server.protocol.records import RaceRecord, RacerRecord, RacerState, RaceStatus
 
 
 def make_race(seats: int = 3, rated: bool = False, invite: str | None = None) -> Race:
@@ -267,3 +267,21 @@ def test_the_next_deadline_is_worked_out_again_after_every_kind_of_change() -> N
                 elif op == 8:
                     race.new_epoch(f"e{run}-{now}")
             assert race.next_deadline() == race._work_out_deadline(), (run, op)
+
+
+def test_placings_group_ties_and_absent_racers_are_those_who_took_no_part() -> None:
+    def racer(pid: str, state: RacerState, moves: int, connected: bool) -> RacerRecord:
+        return RacerRecord(player_id=pid, name=pid, state=state, moves=moves, connected=connected)
+
+    racers = [
+        racer("won", RacerState.FINISHED, 90, True),
+        racer("never-came", RacerState.GONE, 0, False),
+        racer("away-at-time-out", RacerState.TIMED_OUT, 0, False),
+        racer("there-at-time-out", RacerState.TIMED_OUT, 0, True),
+        racer("resigned-at-once", RacerState.RESIGNED, 0, False),
+        racer("played-then-left", RacerState.GONE, 12, False),
+    ]
+    results = rank_racers([Racer(r.player_id, r.name, r.state) for r in racers], 0)
+    record = make_race().record.model_copy(update={"racers": racers, "results": results})
+    assert placings_of(record) == [["won"], [r.player_id for r in racers[1:]]]  # no cards
+    assert absent_racers(record) == {"never-came", "away-at-time-out"}
