@@ -15,6 +15,7 @@ import secrets
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.errors import ErrorCode
@@ -33,7 +34,7 @@ from solrace.server.protocol.messages import (
     StartRace,
     Welcome,
 )
-from solrace.server.protocol.records import RaceStatus
+from solrace.server.protocol.vocab import RacerStateName
 from solrace.tasks import cancel_and_wait
 
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
@@ -42,7 +43,7 @@ from .identity import NAME_LIMIT, NAME_RULE, name_problem
 from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
 from .plain import forget_stop_signals, on_stop_signals
 from .render import result_line
-from .state import ClientState, RaceState
+from .state import UNKNOWN, ClientState, RaceState
 from .strategy import STRATEGIES, Strategy, make_strategy
 from .wire_text import printable
 
@@ -62,7 +63,8 @@ class BotError(Exception):
 class BotResult:
     name: str
     race_id: str
-    state: str
+    #: The bot's state in its race; `UNKNOWN` if it holds no seat there.
+    state: RacerStateName | Literal["unknown"]
     on_foundations: int
     total: int
     moves: int
@@ -203,7 +205,7 @@ class Bot:
             for race_id, race in self.state.races.items():
                 info = race.info
                 mine = info is not None and info.creator == self.state.player_id
-                if mine and info is not None and info.status == RaceStatus.OPEN:
+                if mine and info is not None and info.status == "open":
                     return race_id
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
@@ -244,7 +246,7 @@ class Bot:
         (a join stopped before it was sent, or the race is under way). A join whose answer has
         not come yet counts as a seat (the server answers in order). Refused: `BotError`."""
         race, me = self.state.races.get(race_id), self.state.player_id
-        if race is not None and race.status not in ("open", "unknown"):
+        if race is not None and race.status not in ("open", UNKNOWN):
             return False
         await self.conn.send(LeaveRace(race_id=race_id))
         while True:
@@ -383,7 +385,7 @@ class Bot:
         return BotResult(
             name=self.name,
             race_id=self.race_id or "",
-            state=racer.state if racer else "unknown",
+            state=racer.state if racer else UNKNOWN,
             on_foundations=racer.on_foundations if racer else 0,
             total=racer.total if racer else 0,
             moves=racer.moves if racer else 0,
@@ -516,7 +518,7 @@ async def _leave_on_stop(bots: list[Bot], race_id: str | None) -> None:
         print(printable(f"stopped: left race {race_id} ({', '.join(left)})"), flush=True)
     elif not failures:
         race = bots[0].race
-        status = race.status if race is not None else "unknown"
+        status = race.status if race is not None else UNKNOWN
         print(
             printable(
                 f"stopped: race {race_id} ({status}) goes on without the bots; the server "

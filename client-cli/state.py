@@ -9,6 +9,7 @@ plain mode and the bots all read this one object.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final, Literal
 
 from solrace.engine import BoardView, EngineError, Move
 from solrace.server.protocol import records
@@ -40,11 +41,18 @@ from solrace.server.protocol.tournament_messages import (
     TournamentView,
     tournament_of_race,
 )
+from solrace.server.protocol.vocab import RacerStateName, RaceStatusName
 
 from .boards import apply_ack, board_from_model
 
-LIVE_STATUSES = frozenset(status.value for status in records.LIVE_STATUSES)
-DONE_STATES = frozenset(state.value for state in records.DONE_STATES)
+LIVE_STATUSES: frozenset[RaceStatusName] = frozenset(s.value for s in records.LIVE_STATUSES)
+DONE_STATES: frozenset[RacerStateName] = frozenset(s.value for s in records.DONE_STATES)
+
+#: The client's own word for a race's status (or a bot's state) it has had no word of: no
+#: lobby info and no results yet. Never a status or state on the wire.
+UNKNOWN: Final = "unknown"
+RaceStatusSeen = RaceStatusName | Literal["unknown"]
+"""A race's status as the client knows it: the wire's, or `UNKNOWN`."""
 
 
 @dataclass(slots=True)
@@ -53,7 +61,7 @@ class RacerStatus:
 
     player_id: str
     name: str
-    state: str = "joined"
+    state: RacerStateName = "joined"
     connected: bool = True
     on_foundations: int = 0
     total: int = 0
@@ -100,10 +108,10 @@ class RaceState:
         return self.info.game if self.info else None
 
     @property
-    def status(self) -> str:
+    def status(self) -> RaceStatusSeen:
         if self.results is not None:
             return "finished"
-        return self.info.status if self.info else "unknown"
+        return self.info.status if self.info else UNKNOWN
 
     @property
     def is_live(self) -> bool:
@@ -413,7 +421,7 @@ class ClientState:
             if tournament_id is not None and self.tournament_of(race_id) != tournament_id:
                 continue
             race = self.races.get(race_id)
-            if race is not None and race.status != "unknown" and not race.is_live:
+            if race is not None and race.status != UNKNOWN and not race.is_live:
                 continue
             racer = race.racers.get(me) if race is not None and me is not None else None
             if racer is not None and racer.is_done:  # out of it: nothing to play

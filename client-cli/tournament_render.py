@@ -21,10 +21,11 @@ from solrace.server.protocol.tournament_messages import (
     TournamentSummary,
 )
 from solrace.server.protocol.tournament_model import RaceResult
+from solrace.server.protocol.vocab import FormatName
 
 from .wire_text import one_line
 
-ELIMINATION = ("single_elimination", "double_elimination")
+ELIMINATION: tuple[FormatName, ...] = ("single_elimination", "double_elimination")
 _WINNERS = re.compile(r"^W(\d+)-(\d+)$")
 
 

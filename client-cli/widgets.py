@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, CursorType
 
 from solrace.engine import BoardView
+from solrace.server.protocol.vocab import RacerStateName
 
 from .connection import LinkStatus
 from .render import Hit, Rendered, render_board, wants_color
@@ -44,7 +45,7 @@ def columned_table(table_id: str, *columns: str, cursor_type: CursorType = "row"
     return widget
 
 
-STATE_STYLES = {
+STATE_STYLES: dict[RacerStateName, str] = {
     "finished": "bold green",
     "playing": "",
     "joined": "dim",

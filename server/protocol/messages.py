@@ -29,6 +29,7 @@ from solrace.server.protocol.tournament_messages import (
     UnwatchTournament,
     WatchTournament,
 )
+from solrace.server.protocol.vocab import RacerStateName, RaceStatusName
 from solrace.server.protocol.wire import IdText, Message, ShortText
 
 PROTOCOL_VERSION = 1
@@ -78,7 +79,7 @@ class RacerInfo(Message):
 
     player_id: str
     name: str
-    state: str
+    state: RacerStateName
     connected: bool
 
 
@@ -91,7 +92,7 @@ class RaceInfo(Message):
     time_limit_s: int
     rated: bool
     private: bool
-    status: str
+    status: RaceStatusName
     creator: str
     racers: list[RacerInfo]
     created_at_ms: int
@@ -106,7 +107,7 @@ class ProgressEntry(Message):
     """One racer's progress: the only thing opponents learn about another board."""
 
     player_id: str
-    state: str
+    state: RacerStateName
     on_foundations: int
     total: int
     moves: int
@@ -119,7 +120,7 @@ class ResultEntry(Message):
     rank: int
     player_id: str
     name: str
-    state: str
+    state: RacerStateName
     on_foundations: int
     total: int
     elapsed_ms: int
@@ -138,6 +139,8 @@ class ReplayRacer(Message):
 
     player_id: str
     name: str
+    #: A plain string, unlike the live messages' `RacerStateName`: a replay file is checked,
+    #: not trusted, and `solrace verify` reports a state it does not know as a problem.
     state: str
     state_at_ms: int | None
     moves: list[ReplayMove]

@@ -21,6 +21,8 @@ from solrace.server.protocol.messages import (
 
 
 class RaceStatus(StrEnum):
+    """A race's status; on the wire as `vocab.RaceStatusName` (a test keeps the values equal)."""
+
     OPEN = "open"
     COUNTDOWN = "countdown"
     RUNNING = "running"
@@ -29,6 +31,8 @@ class RaceStatus(StrEnum):
 
 
 class RacerState(StrEnum):
+    """A racer's state; on the wire as `vocab.RacerStateName` (a test keeps the values equal)."""
+
     JOINED = "joined"
     PLAYING = "playing"
     FINISHED = "finished"

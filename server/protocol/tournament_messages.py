@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
+from solrace.server.protocol.vocab import FormatName, MatchStateName, PhaseName
 from solrace.server.protocol.wire import IdText, Message, ShortText
 
 
@@ -60,7 +61,6 @@ ShownText = Annotated[str, Field(max_length=64), AfterValidator(_printable)]
 """Free text other clients are shown (a tournament's name, a correction's reason)."""
 TournamentName = Annotated[ShownText, AfterValidator(_not_blank)]
 """A tournament's name: shown text with something to show."""
-FormatName = Literal["single_elimination", "double_elimination", "swiss", "round_robin", "heats"]
 AdminAct = Literal["open_check_in", "start", "pause", "resume", "forfeit", "correct_result", "drop"]
 
 
@@ -145,7 +145,7 @@ class StandingModel(Message):
 class BracketMatchModel(Message):
     match_id: str
     step: int
-    state: str
+    state: MatchStateName
     players: list[str | None]
     winner: str | None
     loser: str | None
@@ -173,12 +173,12 @@ class TournamentModel(Message):
     version: int
     name: str
     game: str
-    format: str
+    format: FormatName
     best_of: int
     rated: bool
     time_limit_s: int
     check_in_required: bool
-    phase: str
+    phase: PhaseName
     paused: bool
     admin: str
     players: list[PlayerRef]
@@ -197,8 +197,8 @@ class TournamentSummary(Message):
     tournament_id: str
     name: str
     game: str
-    format: str
-    phase: str
+    format: FormatName
+    phase: PhaseName
     players: int
     round: int
     champion: str | None

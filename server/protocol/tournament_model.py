@@ -81,6 +81,8 @@ BY_SORTED_KEY = WrapSerializer(_by_sorted_key)
 
 
 class Format(StrEnum):
+    """A tournament's format; on the wire as `vocab.FormatName` (a test keeps the values equal)."""
+
     SINGLE_ELIMINATION = "single_elimination"
     DOUBLE_ELIMINATION = "double_elimination"
     SWISS = "swiss"

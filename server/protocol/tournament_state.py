@@ -23,6 +23,8 @@ __all__ = ["AuditEntry", "Match", "Phase", "Round", "TournamentSettings"]
 
 
 class Phase(StrEnum):
+    """A tournament's phase; on the wire as `vocab.PhaseName` (a test keeps the values equal)."""
+
     REGISTRATION = "registration"
     CHECK_IN = "check_in"
     RUNNING = "running"

@@ -146,8 +146,9 @@ def test_a_narrow_header_keeps_the_racer_s_name_and_drops_words_first() -> None:
 def test_result_lines_say_what_their_time_is() -> None:
     from solrace.client.render import result_line
     from solrace.server.protocol.messages import ResultEntry
+    from solrace.server.protocol.vocab import RacerStateName
 
-    def entry(state: str, cards: int, ms: int) -> ResultEntry:
+    def entry(state: RacerStateName, cards: int, ms: int) -> ResultEntry:
         return ResultEntry(
             rank=1, player_id="p1", name="ann", state=state, on_foundations=cards, total=52,
             elapsed_ms=ms,

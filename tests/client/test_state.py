@@ -24,6 +24,7 @@ from solrace.server.protocol.messages import (
     Welcome,
 )
 from solrace.server.protocol.views import board_model
+from solrace.server.protocol.vocab import RacerStateName, RaceStatusName
 
 RACE = "r1"
 GAME = "klondike"
@@ -31,7 +32,7 @@ NUMBER = "12345"
 SALT = "pepper"
 
 
-def info(status: str = "open") -> RaceInfo:
+def info(status: RaceStatusName = "open") -> RaceInfo:
     return RaceInfo(
         race_id=RACE,
         game=GAME,
@@ -78,7 +79,7 @@ def started(state: ClientState, commitment: str | None = None) -> None:
     )
 
 
-def progress(version: int, player: str, on: int, state: str = "playing") -> Progress:
+def progress(version: int, player: str, on: int, state: RacerStateName = "playing") -> Progress:
     entry = ProgressEntry(
         player_id=player, state=state, on_foundations=on, total=52, moves=on, elapsed_ms=0
     )

@@ -24,6 +24,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentSummary,
     WatchTournament,
 )
+from solrace.server.protocol.vocab import PhaseName
 from solrace.server.tournament_live import Live
 from tests.waiting import eventually, eventually_async
 
@@ -477,7 +478,7 @@ async def test_show_lists_the_field_list_counts_and_who_did_not_check_in(
 
 
 def test_a_list_that_left_finished_ones_out_says_how_to_see_them() -> None:
-    def summary(tid: str, phase: str) -> TournamentSummary:
+    def summary(tid: str, phase: PhaseName) -> TournamentSummary:
         return TournamentSummary(
             tournament_id=tid,
             name="cup",

@@ -90,9 +90,10 @@ def test_a_long_tournament_list_keeps_the_unfinished_and_the_latest_finished() -
     """One frame however many tournaments a server has held (at ~6,000 it passed a client's
     1 MiB frame limit): the unfinished ones, then the latest finished, the rest counted."""
     from solrace.server.protocol.tournament_messages import TournamentSummary
+    from solrace.server.protocol.vocab import PhaseName
     from solrace.server.tournaments import tournament_list
 
-    def summary(tid: str, phase: str) -> TournamentSummary:
+    def summary(tid: str, phase: PhaseName) -> TournamentSummary:
         return TournamentSummary(
             tournament_id=tid,
             name=tid,
@@ -104,7 +105,14 @@ def test_a_long_tournament_list_keeps_the_unfinished_and_the_latest_finished() -
             champion=None,
         )
 
-    phases = ["finished", "finished", "running", "finished", "registration", "finished"]
+    phases: list[PhaseName] = [
+        "finished",
+        "finished",
+        "running",
+        "finished",
+        "registration",
+        "finished",
+    ]
     summaries = [summary(f"t{n}", phase) for n, phase in enumerate(phases)]
     assert tournament_list(summaries, 6).tournaments == summaries
     short = tournament_list(summaries, 4)
