@@ -37,8 +37,9 @@ def race_list(infos: list[RaceInfo], limit: int = RACE_LIST_LIMIT) -> RaceList:
     more than `limit`; `more` counts those left out."""
     if len(infos) <= limit:
         return RaceList(races=infos)
-    open_ = [i for i in infos if i.status == RaceStatus.OPEN]
-    kept = {id(i) for i in (open_ + [i for i in infos if i.status != RaceStatus.OPEN])[:limit]}
+    open_ = [i for i in infos if i.status == RaceStatus.OPEN.value]
+    others = [i for i in infos if i.status != RaceStatus.OPEN.value]
+    kept = {id(i) for i in (open_ + others)[:limit]}
     return RaceList(races=[i for i in infos if id(i) in kept], more=len(infos) - limit)
 
 
