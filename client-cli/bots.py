@@ -27,6 +27,7 @@ from solrace.server.protocol.messages import (
     ListRaces,
     MoveAck,
     MoveRejected,
+    RaceInfo,
     RaceList,
     RaceUpdate,
     Resign,
@@ -104,6 +105,9 @@ class Bot:
         self._pending: int | None = None
         #: A `create_race` went out (its race is this bot's to leave when stopped).
         self.create_sent = False
+        #: The races this bot knew when its last create went out: none of them is its answer
+        #: (a bot plays races back to back, and news of one it created before may come first).
+        self._known_at_create: frozenset[str] = frozenset()
         self._resigned = False
         #: The link (`reconnects` then) this bot's resign went out on; None: none sent.
         self._resign_link: int | None = None
@@ -170,6 +174,7 @@ class Bot:
         """Create a race and sit in it; returns its id."""
         invite = options.get("invite_code")
         number = options.get("game_number")
+        self._known_at_create = frozenset(self.state.races)
         self.create_sent = True
         await self.conn.send(
             CreateRace(
@@ -186,13 +191,17 @@ class Bot:
                 raise BotError(f"{self.name}: no answer to create_race")
             if isinstance(message, Error):
                 raise BotError(f"{self.name}: {message.code}: {message.message}")
-            race_id = getattr(message, "race_id", None)
-            if not isinstance(race_id, str):
-                continue
-            race = self.state.races[race_id]
-            if race.info is not None and race.info.creator == self.state.player_id:
-                self.race_id = race_id
-                return race_id
+            if isinstance(message, RaceUpdate) and self._is_created(message.race):
+                self.race_id = message.race_id
+                return message.race_id
+
+    def _is_created(self, info: RaceInfo) -> bool:
+        """Is `info` the open race this bot's last create made (not one it knew before)?"""
+        return (
+            info.creator == self.state.player_id
+            and info.status == "open"
+            and info.race_id not in self._known_at_create
+        )
 
     async def created_race(self, within_s: float) -> str | None:
         """The open race this bot's `create` made: from what it has read, else from the
@@ -203,9 +212,7 @@ class Bot:
         deadline = asyncio.get_running_loop().time() + within_s
         while True:
             for race_id, race in self.state.races.items():
-                info = race.info
-                mine = info is not None and info.creator == self.state.player_id
-                if mine and info is not None and info.status == "open":
+                if race.info is not None and self._is_created(race.info):
                     return race_id
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:

@@ -1,0 +1,63 @@
+"""A bot's requests against a real server on loopback: the answer it waits for is the one to
+its own request, not some other message about a race it knew already."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from solrace.client.bots import Bot
+from solrace.client.connection import Connection
+from solrace.client.session import Session
+from solrace.client.strategy import make_strategy
+from solrace.server.app import App
+from solrace.server.protocol.messages import RaceStarted, Sync
+
+#: Makes one message about the bot's finished race `race_id` be on its way to the bot.
+LateMessage = Callable[[Bot, str], Awaitable[None]]
+
+
+async def move_sent_as_the_race_ended(bot: Bot, race_id: str) -> None:
+    # A move in flight when the race ended (by its clock, say): its refusal comes after the end.
+    await bot.conn.send_move(race_id, "deal")
+
+
+async def resync(bot: Bot, race_id: str) -> None:
+    # A resync of the race (a link back after a drop): the answer is the race's snapshot.
+    await bot.conn.send(Sync(race_id=race_id))
+
+
+@pytest.mark.parametrize("late", [move_sent_as_the_race_ended, resync])
+async def test_a_bot_creating_its_next_race_ends_up_in_that_race(
+    server_app: App, server_url: str, late: LateMessage
+) -> None:
+    """A bot plays races back to back: one it created and finished, then a new one. A message
+    about the old race (which names this bot its creator) that arrives before the server's
+    answer to the new create was taken for that answer: the bot went back to its old race."""
+    bot = Bot(server_url, "maker", make_strategy("greedy", max_moves=0), delay_s=0)
+    rival_conn = Connection(server_url, name="rival")
+    await bot.connect()
+    await rival_conn.connect()
+    try:
+        async with Session.running(rival_conn) as rival:
+            old = await bot.create("klondike", 2, 600)
+            started = rival.expect(lambda m: isinstance(m, RaceStarted) and m.race_id == old)
+            await rival.join_race(old)  # the last seat: the race starts
+            await started
+            await rival.resign(old)
+            result = await bot.play()  # no move allowed: the bot resigns, the race ends
+            assert result.race_id == old and result.state == "resigned", result
+            assert bot.race is not None and bot.race.status == "finished"
+
+            await late(bot, old)
+            new = await bot.create("klondike", 2, 600)
+
+        assert new != old
+        assert bot.race_id == new
+        record = server_app.hub.races[new].race
+        assert record.creator == bot.state.player_id
+        assert bot.state.player_id in record.racers
+    finally:
+        await bot.close()
+        await rival_conn.close()
