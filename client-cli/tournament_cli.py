@@ -14,7 +14,8 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Final
 
 from pydantic import ValidationError
 
@@ -29,6 +30,7 @@ from solrace.server.protocol.messages import (
     RaceList,
     ServerMessage,
 )
+from solrace.server.protocol.tournament_errors import InvalidSettingsError
 from solrace.server.protocol.tournament_messages import (
     TOURNAMENT_LIST_LIMIT,
     CheckIn,
@@ -47,6 +49,7 @@ from solrace.server.protocol.tournament_messages import (
     UnwatchTournament,
     WatchTournament,
 )
+from solrace.server.protocol.tournament_model import format_rules
 
 from .connection import Connection, ConnectionFailedError, StatusChange
 from .identity import (
@@ -121,34 +124,48 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--best-of",
         type=int,
-        default=1,
+        default=default_of("best_of"),
         metavar="N",
-        help="races per match, 1 to 9 (default 1); odd for head-to-head formats (first to "
-        "ceil(N/2) wins); heats play exactly N races",
+        help=f"races per match, 1 to 9 (default {default_of('best_of')}); odd for head-to-head "
+        "formats (first to ceil(N/2) wins); heats play exactly N races",
     )
-    create.add_argument("--time-limit", type=int, default=600, help="seconds per race")
+    create.add_argument(
+        "--time-limit",
+        type=int,
+        default=default_of("time_limit_s"),
+        help=f"seconds per race (default {default_of('time_limit_s')}; the server says its "
+        "shortest, 10 s unless set otherwise)",
+    )
     create.add_argument(
         "--max-players",
         type=int,
         metavar="N",
-        help="registration closes at N players, 2 to 1024 (default: no limit)",
+        help="registration closes at N players, at least 2 (default: the server's largest "
+        "field for the format, at most its max_tournament_players, 256 unless set otherwise)",
     )
     create.add_argument("--no-check-in", action="store_true", help="registration is enough")
-    create.add_argument("--grace", type=int, default=120, help="no-show grace, seconds")
+    create.add_argument(
+        "--grace",
+        type=int,
+        default=default_of("no_show_grace_s"),
+        help=f"no-show grace, seconds (default {default_of('no_show_grace_s')})",
+    )
     create.add_argument("--casual", action="store_true", help="races do not change ratings")
     create.add_argument("--rounds", type=int, help="Swiss rounds, 1 to 64 (default: automatic)")
     create.add_argument(
         "--heat-size",
         type=int,
-        default=4,
+        default=default_of("heat_size"),
         metavar="N",
-        help="heats: players per heat race, 2 to 16 (default 4)",
+        help=f"heats: players per heat race, 2 to 16 (default {default_of('heat_size')}; "
+        "at most the server's seats per race)",
     )
     create.add_argument(
         "--advance",
         type=int,
-        default=2,
-        help="heats: how many of each heat go through, 1 to 15 (default 2)",
+        default=default_of("advance_per_heat"),
+        help="heats: how many of each heat go through, 1 to 15 "
+        f"(default {default_of('advance_per_heat')})",
     )
     create.add_argument(
         "--third-place",
@@ -242,43 +259,66 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def default_of(field_name: str) -> int:
+    """The protocol's default for a `create_tournament` field (the option's default)."""
+    default = CreateTournament.model_fields[field_name].default
+    assert isinstance(default, int)
+    return default
+
+
+#: `create`'s options by the request field each sets (a refusal names the option).
+CREATE_OPTIONS: Final = {
+    "name": "TITLE",
+    "best_of": "--best-of",
+    "time_limit_s": "--time-limit",
+    "max_players": "--max-players",
+    "no_show_grace_s": "--grace",
+    "swiss_rounds": "--rounds",
+    "heat_size": "--heat-size",
+    "advance_per_heat": "--advance",
+}
+
+
 def create_problem(args: argparse.Namespace) -> str | None:
-    """Why `create`'s options cannot make a tournament, or None (checked before connecting:
-    the server would accept some of these, e.g. an even best-of, or refuse them less
-    clearly)."""
-    title = args.title.strip()
-    if not title:
-        return "the tournament's name (TITLE) is empty"
-    if len(title) > 64:
-        return f"the tournament's name is {len(title)} characters long; at most 64"
-    if not 1 <= args.best_of <= 9:
-        return f"--best-of {args.best_of}: 1 to 9 races per match"
-    if args.best_of % 2 == 0 and args.format != "heats":
-        return (
-            f"--best-of {args.best_of}: a head-to-head match needs an odd number of races "
-            "(1, 3, 5, 7 or 9: first to a majority wins)"
-        )
-    if args.max_players is not None and not 2 <= args.max_players <= 1024:
-        return f"--max-players {args.max_players}: 2 to 1024"
-    if not 2 <= args.heat_size <= 16:
-        return f"--heat-size {args.heat_size}: 2 to 16 players per heat"
-    if not 1 <= args.advance <= 15:
-        return f"--advance {args.advance}: 1 to 15 players of each heat"
-    if args.rounds is not None and not 1 <= args.rounds <= 64:
-        return f"--rounds {args.rounds}: 1 to 64 Swiss rounds"
-    if args.time_limit < 1:
-        return f"--time-limit {args.time_limit}: seconds, more than 0"
-    if args.grace < 0:
-        return f"--grace {args.grace}: seconds, 0 or more"
+    """Why `create`'s options cannot make a tournament, or None: the request's own bounds and
+    the format rules the server holds it to (`format_rules`), checked before connecting. The
+    server's own settings (its shortest time limit, its largest field) are its to say."""
+    try:
+        request = _request(args)
+        assert isinstance(request, CreateTournament)
+        format_rules(request)
+    except ValidationError as exc:
+        return validation_text(exc, CREATE_OPTIONS)
+    except InvalidSettingsError as exc:  # "best_of 2: ..." names the field first
+        field_name, _, rest = str(exc).partition(" ")
+        option = CREATE_OPTIONS.get(field_name)
+        return str(exc) if option is None else f"{option} {rest}"
     return None
 
 
-def validation_text(exc: ValidationError) -> str:
-    """A pydantic refusal of a request's fields as one line."""
+def validation_text(exc: ValidationError, options: Mapping[str, str] | None = None) -> str:
+    """A pydantic refusal of a request's fields as one line; a field set by an option named
+    as the option (`options`), with the value given."""
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"])
-        parts.append(f"{where}: {error['msg']}")
+        context = error.get("ctx") or {}
+        kind = error["type"]
+        if kind == "less_than_equal":
+            why = f"at most {context['le']}"
+        elif kind == "greater_than_equal":
+            why = f"at least {context['ge']}"
+        elif kind == "string_too_long":
+            why = f"at most {context['max_length']} characters"
+        else:
+            why = error["msg"].removeprefix("Value error, ")
+        option = (options or {}).get(where)
+        if option is None:
+            parts.append(f"{where}: {why}")
+        elif option.startswith("-"):
+            parts.append(f"{option} {error['input']}: {why}")
+        else:
+            parts.append(f"{option}: {why}")
     return "; ".join(parts)
 
 

@@ -78,6 +78,7 @@ from solrace.server.protocol.tournament_messages import (
     tournament_of_race,
     tournament_race_id,
 )
+from solrace.server.protocol.tournament_model import format_rules
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, build_view, largest_field
 from solrace.server.race_sync import connection_change
@@ -773,21 +774,16 @@ class TournamentService:
         admin, name = self._identity(session)
         settings = self.settings
         self.hub.check_race_settings(message.game, message.time_limit_s)
-        if message.best_of % 2 == 0 and message.format != Format.HEATS.value:
+        try:
+            rules = format_rules(message)
+        except TournamentError as exc:
+            raise refusal(exc) from None
+        if rules.format is Format.HEATS and rules.heat_size > settings.max_seats:
             raise RaceError(
                 ErrorCode.INVALID_SETTINGS,
-                f"best_of {message.best_of}: a head-to-head match needs an odd number of races"
-                " (1, 3, 5, 7 or 9: first to a majority wins); only heats play an even number",
+                f"heat_size {rules.heat_size}: this server's races seat at most"
+                f" {settings.max_seats} players",
             )
-        rules = FormatRules(
-            format=Format(message.format),
-            best_of=message.best_of,
-            third_place_match=message.third_place_match,
-            bracket_reset=message.bracket_reset,
-            swiss_rounds=message.swiss_rounds,
-            heat_size=min(message.heat_size, settings.max_seats),
-            advance_per_heat=message.advance_per_heat,
-        )
         most = largest_field(rules, settings.max_tournament_players)
         for field_name, asked in (
             ("max_players", message.max_players),

@@ -23,6 +23,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from .tournament_errors import InvalidResultError, InvalidSettingsError, MatchId, PlayerId
+from .tournament_messages import CreateTournament
 
 __all__ = [
     "AS_SORTED_LIST",
@@ -123,6 +124,30 @@ class FormatRules(Stored):
     @property
     def wins_needed(self) -> int:
         return math.ceil(self.best_of / 2)
+
+
+def format_rules(request: CreateTournament) -> FormatRules:
+    """The format rules a `create_tournament` asks for, checked (`InvalidSettingsError`).
+
+    Besides `FormatRules.validate`, a request is held to what the server offers: a
+    head-to-head match of an odd number of races, so that someone wins it (the rules can
+    score a drawn round-robin match; a tournament created here never has one)."""
+    if request.best_of % 2 == 0 and request.format != Format.HEATS.value:
+        raise InvalidSettingsError(
+            f"best_of {request.best_of}: a head-to-head match needs an odd number of races"
+            " (1, 3, 5, 7 or 9: first to a majority wins); only heats play an even number"
+        )
+    rules = FormatRules(
+        format=Format(request.format),
+        best_of=request.best_of,
+        third_place_match=request.third_place_match,
+        bracket_reset=request.bracket_reset,
+        swiss_rounds=request.swiss_rounds,
+        heat_size=request.heat_size,
+        advance_per_heat=request.advance_per_heat,
+    )
+    rules.validate()
+    return rules
 
 
 @dataclass(frozen=True)

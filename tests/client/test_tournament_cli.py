@@ -159,15 +159,16 @@ async def test_profile_without_a_player_is_the_saved_one_or_a_clear_error(
 @pytest.mark.parametrize(
     ("options", "complaint"),
     [
-        (["", "--casual"], "name (TITLE) is empty"),
-        (["   "], "name (TITLE) is empty"),
-        (["x" * 65], "at most 64"),
-        (["cup", "--best-of", "2"], "odd number of races"),
-        (["cup", "--best-of", "11"], "1 to 9"),
-        (["cup", "--format", "heats", "--heat-size", "1"], "--heat-size 1: 2 to 16"),
-        (["cup", "--format", "heats", "--advance", "0"], "--advance 0"),
-        (["cup", "--max-players", "1"], "--max-players 1"),
-        (["cup", "--rounds", "0", "--format", "swiss"], "--rounds 0"),
+        (["", "--casual"], "TITLE: a tournament's name must not be empty or only spaces"),
+        (["   "], "TITLE: a tournament's name must not be empty"),
+        (["x" * 65], "TITLE: at most 64 characters"),
+        (["cup", "--best-of", "2"], "--best-of 2: a head-to-head match needs an odd number"),
+        (["cup", "--best-of", "11"], "--best-of 11: at most 9"),
+        (["cup", "--format", "heats", "--heat-size", "1"], "--heat-size 1: at least 2"),
+        (["cup", "--format", "heats", "--advance", "0"], "--advance 0: at least 1"),
+        (["cup", "--max-players", "1"], "--max-players 1: at least 2"),
+        (["cup", "--rounds", "0", "--format", "swiss"], "--rounds 0: at least 1"),
+        (["cup", "--grace", "-1"], "--grace -1: at least 0"),
     ],
 )
 async def test_create_refuses_bad_options_in_one_line(

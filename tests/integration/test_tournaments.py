@@ -495,6 +495,25 @@ async def test_a_raw_client_gets_the_create_options_the_cli_refuses_refused_too(
     await admin.close()
 
 
+async def test_heats_larger_than_the_server_s_races_are_refused(
+    start_server: ServerFactory,
+) -> None:
+    """A heat is one race: a heat size past the server's seats is refused, not cut down to
+    them behind the creator's back."""
+    app = await start_server(**FAST, max_seats=8)
+    admin = await connect(app, "director")
+    await admin.send(
+        CreateTournament(
+            admin_token=TOKEN, name="big-heats", game="klondike", format="heats", heat_size=12
+        )
+    )
+    refusal = await admin.expect(Error)
+    assert refusal.code == "invalid_settings"
+    assert refusal.message == "heat_size 12: this server's races seat at most 8 players"
+    assert (await create(admin, "heats", heat_size=8)).format == "heats"  # as many as seats
+    await admin.close()
+
+
 async def test_a_tournament_takes_at_most_the_server_s_player_limit(
     start_server: ServerFactory,
 ) -> None:

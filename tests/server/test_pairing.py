@@ -37,6 +37,8 @@ from solrace.server.protocol.tournament_errors import (
     PairingError,
     PlayerId,
 )
+from solrace.server.protocol.tournament_messages import CreateTournament
+from solrace.server.protocol.tournament_model import format_rules
 
 Chooser = Callable[[int, tuple[PlayerId, ...]], list[PlayerId]]
 """Given the round number and a match's players, the finishing order of one race."""
@@ -504,3 +506,17 @@ def test_small_field_is_a_single_final_heat() -> None:
     rules = FormatRules(Format.HEATS, heat_size=8)
     _, history, _ = simulate(rules, 5)
     assert len(history) == 1 and len(history[0].plan.pairings[0].players) == 5
+
+
+def test_a_create_request_is_held_to_the_formats_the_server_offers() -> None:
+    def request(fmt: str, **options: int) -> CreateTournament:
+        return CreateTournament(admin_token="t", name="cup", game="klondike", format=fmt, **options)  # type: ignore[arg-type]
+
+    rules = format_rules(request("heats", best_of=2, heat_size=6, advance_per_heat=3))
+    assert rules == FormatRules(Format.HEATS, best_of=2, heat_size=6, advance_per_heat=3)
+    # The rules could score a drawn round-robin match; a tournament created here has none.
+    FormatRules(Format.ROUND_ROBIN, best_of=2).validate()  # no refusal
+    for fmt in ("single_elimination", "double_elimination", "swiss", "round_robin"):
+        with pytest.raises(InvalidSettingsError, match="best_of 4: a head-to-head match needs"):
+            format_rules(request(fmt, best_of=4))
+        assert format_rules(request(fmt, best_of=5)).best_of == 5
