@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from solrace.cli import INTERRUPTED_STATUS
 from solrace.engine import GAME_IDS
 from solrace.replay_file import load_replay
 from solrace.server.protocol.errors import ErrorCode
@@ -23,6 +24,7 @@ from solrace.tasks import cancel_and_wait
 
 from .bots import Bot
 from .connection import Connection, ConnectionFailedError
+from .defaults import DEFAULT_SERVER_URL
 from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import NAME_RULE, connect_player, data_dir, embedded_key, name_problem
 from .plain import PlainMode, stdin_lines
@@ -61,7 +63,7 @@ def build_play_parser() -> argparse.ArgumentParser:
         description="Play patience races in the terminal. Without --server an embedded server "
         "starts in this process and a bot opponent takes the second seat.",
     )
-    parser.add_argument("--server", help="server URL, e.g. ws://127.0.0.1:8765")
+    parser.add_argument("--server", help=f"server URL, e.g. {DEFAULT_SERVER_URL}")
     parser.add_argument("--name", help=f"your player name (kept with its token): {NAME_RULE}")
     parser.add_argument("--plain", action="store_true", help="line mode: text board, typed moves")
     parser.add_argument(
@@ -206,7 +208,7 @@ def play_main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(_play(args))
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED_STATUS
 
 
 # --- watch -------------------------------------------------------------------------------
@@ -220,7 +222,7 @@ def build_watch_parser() -> argparse.ArgumentParser:
         "live race when one ends.",
     )
     parser.add_argument("race", nargs="?", help="race id (default: pick from the live races)")
-    parser.add_argument("--server", default="ws://127.0.0.1:8765", help="server URL")
+    parser.add_argument("--server", default=DEFAULT_SERVER_URL, help="server URL")
     parser.add_argument("--follow", action="store_true", help="TV mode: go on to the next race")
     parser.add_argument("--ascii", action="store_true", help="ASCII cards")
     return parser
@@ -291,7 +293,7 @@ def watch_main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(_watch(args))
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED_STATUS
 
 
 # --- replay ------------------------------------------------------------------------------
@@ -308,7 +310,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
         "or --save cannot write it.",
     )
     parser.add_argument("source", help="race id, or path of a replay .json file")
-    parser.add_argument("--server", default="ws://127.0.0.1:8765", help="server URL")
+    parser.add_argument("--server", default=DEFAULT_SERVER_URL, help="server URL")
     parser.add_argument(
         "--plain",
         action="store_true",

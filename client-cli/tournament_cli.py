@@ -19,6 +19,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
+from solrace.cli import INTERRUPTED_STATUS
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import (
@@ -52,6 +53,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.server.protocol.tournament_model import format_rules
 
 from .connection import Connection, ConnectionFailedError, StatusChange
+from .defaults import DEFAULT_SERVER_URL
 from .identity import (
     NAME_RULE,
     connect_player,
@@ -91,7 +93,7 @@ AUDIT_NAMES = 10
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="solrace tournament", description=__doc__)
-    parser.add_argument("--server", default="ws://127.0.0.1:8765", help="server URL")
+    parser.add_argument("--server", default=DEFAULT_SERVER_URL, help="server URL")
     parser.add_argument("--name", help=f"your player name (kept with its token): {NAME_RULE}")
     parser.add_argument(
         "--admin-token",
@@ -688,4 +690,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(printable(f"solrace tournament: {exc}"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED_STATUS
