@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from solrace.server.protocol.tournament_errors import PlayerId
 from solrace.server.protocol.tournament_messages import (
     AuditModel,
     BracketMatchModel,
@@ -20,7 +19,6 @@ from solrace.server.protocol.tournament_messages import (
     TournamentModel,
     TournamentSummary,
 )
-from solrace.server.protocol.tournament_model import RaceResult
 from solrace.server.protocol.vocab import FormatName
 
 from .wire_text import one_line
@@ -52,17 +50,10 @@ def matches_of(view: TournamentModel) -> dict[str, MatchModel]:
     return {m.match_id: m for rnd in view.rounds for m in rnd.matches}
 
 
-def sole_winner(race: RaceResultModel) -> str | None:
-    """The race's winner; None when the best place is shared."""
-    first = race.placings[0] if race.placings else []
-    return first[0] if len(first) == 1 else None
-
-
 def score(match: MatchModel) -> str:
-    """A head-to-head match's race wins, in the players' order (`2-1`); a race whose best
-    place is shared counts for nobody, as the server counts."""
-    wins = [sum(sole_winner(r) == p for r in match.races) for p in match.players]
-    return "-".join(str(w) for w in wins)
+    """A head-to-head match's race wins as the server counts them, in the players' order
+    (`2-1`); empty for a heat (or from a server that does not send them)."""
+    return "-".join(str(w) for w in match.wins)
 
 
 def _bracket_state(
@@ -74,7 +65,7 @@ def _bracket_state(
         return match.state
     if played.forfeited:
         return "forfeit: " + ", ".join(names.get(p, p) for p in played.forfeited)
-    if len(played.players) == 2 and (best_of > 1 or len(played.races) > 1) and played.races:
+    if played.wins and (best_of > 1 or len(played.races) > 1) and played.races:
         return f"{match.state} {score(played)}"
     return match.state
 
@@ -140,30 +131,14 @@ def render_bracket(view: TournamentModel) -> str:
     return "\n".join(lines)
 
 
-def heat_order(match: MatchModel, seeds: list[str]) -> list[str]:
-    """A heat's players best first, as the server ranks them: by the sum of their places
-    (tied players share the better place, one missing from a race comes last), then cards on
-    foundations, then seed; those who forfeited last (by seed)."""
-    seed = {p: i for i, p in enumerate(seeds)}
-    results = [RaceResult.from_groups([map(PlayerId, g) for g in r.placings]) for r in match.races]
-
-    def key(player: str) -> tuple[int, int, int]:
-        places = sum(result.place_of(PlayerId(player)) for result in results)
-        cards = sum(r.cards.get(player, 0) for r in match.races)
-        return (places, -cards, seed.get(player, len(seeds)))
-
-    playing = sorted((p for p in match.players if p not in match.forfeited), key=key)
-    gone = sorted(match.forfeited, key=lambda p: seed.get(p, len(seeds)))
-    return playing + gone
-
-
 def ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
 
 
 def _heats_of(view: TournamentModel, player: str) -> str:
-    """`R1-H2 2nd of 4, R2-F racing`: each heat the player was in and the place it gave."""
+    """`R1-H2 2nd of 4, R2-F racing`: each heat the player was in and the place the server
+    ranked the player at (`ended` if it did not say)."""
     parts: list[str] = []
     for rnd in view.rounds:
         for match in rnd.matches:
@@ -172,8 +147,12 @@ def _heats_of(view: TournamentModel, player: str) -> str:
             if not match.is_ended:
                 parts.append(f"{match.match_id} racing")
                 continue
-            order = heat_order(match, view.seeds)
-            place = f"{ordinal(order.index(player) + 1)} of {len(order)}"
+            order = match.ranking
+            place = (
+                f"{ordinal(order.index(player) + 1)} of {len(order)}"
+                if player in order
+                else "ended"
+            )
             gone = " (forfeited)" if player in match.forfeited else ""
             parts.append(f"{match.match_id} {place}{gone}")
     return ", ".join(parts) or "-"
@@ -232,18 +211,18 @@ def race_text(race: RaceResultModel, names: dict[str, str], heats: bool) -> str:
     race by its finishing order (`ann, bob=cid, dee`: `=` for a tie)."""
     if heats:
         return ", ".join("=".join(names.get(p, p) for p in group) for group in race.placings)
-    winner = sole_winner(race)
-    return "tie" if winner is None else names.get(winner, winner)
+    first = race.placings[0] if race.placings else []
+    return names.get(first[0], first[0]) if len(first) == 1 else "tie"
 
 
 def outcome_text(match: MatchModel, view: TournamentModel) -> str:
     """What an ended match decided: `winner ann`, `draw`, `no winner` (all forfeited); a
-    heat its finishing order (`order ann, bob, cid`), the final its winner too: who goes
-    through a heat is said when its round ends (`round_end`)."""
+    heat its finishing order as the server ranked it (`order ann, bob, cid`), the final its
+    winner too: who goes through a heat is said when its round ends (`round_end`)."""
     names = names_of(view)
     winner = names.get(match.winner, match.winner) if match.winner else None
     if is_heats(view):
-        order = "order " + ", ".join(names.get(p, p) for p in heat_order(match, view.seeds))
+        order = "order " + (", ".join(names.get(p, p) for p in match.ranking) or "unknown")
         return f"winner {winner}, {order}" if winner and is_final_heat(match) else order
     if winner is not None:
         return f"winner {winner}"
@@ -262,7 +241,7 @@ def match_status(match: MatchModel, view: TournamentModel) -> str:
     if match.is_ended:
         parts.append(outcome_text(match, view))
     head = ", ".join(parts)
-    if not heats and len(match.players) == 2 and match.races:
+    if match.wins and match.races:
         head = f"{head} {score(match)}".strip()
     if match.races:
         races = ", ".join(

@@ -64,6 +64,7 @@ __all__ = [
     "compute_standings",
     "heat_advancers",
     "plan_round",
+    "race_wins",
     "score_match",
     "swiss_round_count",
 ]
@@ -76,6 +77,17 @@ _SEARCH_BUDGET = 20_000
 
 
 # --- match scoring ---------------------------------------------------------------------------
+
+
+def race_wins(players: Sequence[PlayerId], races: Iterable[RaceResult]) -> dict[PlayerId, int]:
+    """Each player's race wins in a head-to-head match: a race whose best place is shared
+    counts for nobody."""
+    wins = {p: 0 for p in players}
+    for race in races:
+        winner = race.sole_winner
+        if winner in wins:
+            wins[winner] += 1
+    return wins
 
 
 def score_match(
@@ -104,11 +116,7 @@ def score_match(
         order = sorted(playing, key=lambda p: (places[p], -cards[p], seed_of[p]))
         return MatchOutcome(match_id, (*order, *quitters), False, gone, cards)
 
-    wins = {p: 0 for p in players}
-    for race in races:
-        winner = race.sole_winner
-        if winner in wins:
-            wins[winner] += 1
+    wins = race_wins(players, races)
     if gone:
         return MatchOutcome(match_id, (*playing, *quitters), False, gone, cards, wins)
 

@@ -110,6 +110,13 @@ class RaceResultModel(Message):
 
 
 class MatchModel(Message):
+    """A match of a round, with the server's own result so a client never scores it again:
+    once the match has ended, `ranking` lists every player best first as the server ranks
+    them (a heat's finishing order, those who forfeited last; a drawn match by seed), empty
+    before; `wins` is a head-to-head match's race wins so far, in the order of `players` (a
+    race whose best place is shared counts for nobody), empty for a heat. (A list, not a map
+    by player id: the whole view goes to every watcher, and its size bounds the field.)"""
+
     match_id: str
     players: list[str]
     races: list[RaceResultModel]
@@ -118,6 +125,8 @@ class MatchModel(Message):
     forfeited: list[str]
     is_ended: bool
     winner: str | None
+    ranking: list[str] = Field(default_factory=list)
+    wins: list[int] = Field(default_factory=list)
 
 
 class RoundModel(Message):

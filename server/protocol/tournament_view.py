@@ -14,7 +14,14 @@ import functools
 import math
 from collections.abc import Mapping
 
-from .pairing import SUDDEN_DEATH_RACES, Format, FormatRules, swiss_round_count
+from .pairing import (
+    SUDDEN_DEATH_RACES,
+    Format,
+    FormatRules,
+    MatchOutcome,
+    race_wins,
+    swiss_round_count,
+)
 from .tournament import Tournament
 from .tournament_errors import MatchId
 from .tournament_messages import (
@@ -29,7 +36,7 @@ from .tournament_messages import (
     TournamentModel,
     TournamentSummary,
 )
-from .tournament_state import Phase
+from .tournament_state import Match, Phase
 
 RaceKey = tuple[MatchId, int]
 """(match id, race number) of the current round."""
@@ -39,9 +46,9 @@ VIEW_BUDGET_BYTES = 640 * 1024
 rest is for what the estimate leaves out, such as a long audit log)."""
 
 # Encoded bytes, measured on final views with 17-character ids and 24-character names and
-# rounded up (bench: a 256-player Swiss of best-of-1 races ends at 0.29 MB, a 64-player
-# round robin at 0.48 MB, a 256-player single elimination of best-of-3 races at 0.24 MB).
-_BYTES_PER_SEAT = 70  # a player's place in a match
+# rounded up (bench: a 256-player Swiss of best-of-1 races ends at 0.34 MB, a 64-player
+# round robin at 0.59 MB, a 256-player single elimination of best-of-3 races at 0.25 MB).
+_BYTES_PER_SEAT = 95  # a player's place in a match (its ranking and race wins included)
 _BYTES_PER_SEAT_RACE = 50  # a player's place in one race of a match
 _BYTES_PER_PLAYER = 450  # registration, seed, standing, bracket
 
@@ -99,11 +106,12 @@ def build_view(
     race_ids: Mapping[RaceKey, str],
 ) -> TournamentModel:
     t = tournament
+    rules = t.settings.rules
     rounds = []
     for rnd in t.rounds:
         matches = []
         for match in rnd.matches.values():
-            # An ended match's winner shows at once, before the rest of its round ends.
+            # An ended match's result shows at once, before the rest of its round ends.
             outcome = t.outcome_of(match) if match.is_ended else None
             pending = match.pending_race
             matches.append(
@@ -122,6 +130,8 @@ def build_view(
                     forfeited=sorted(match.forfeited),
                     is_ended=match.is_ended,
                     winner=None if outcome is None else outcome.winner,
+                    ranking=[] if outcome is None else list(outcome.ranking),
+                    wins=_wins_of(rules, match, outcome),
                 )
             )
         rounds.append(
@@ -150,7 +160,6 @@ def build_view(
                     players=list(match.racing),
                 )
             )
-    rules = t.settings.rules
     return TournamentModel(
         tournament_id=t.tournament_id,
         version=version,
@@ -202,6 +211,15 @@ def build_view(
             for a in t.audit
         ],
     )
+
+
+def _wins_of(rules: FormatRules, match: Match, outcome: MatchOutcome | None) -> list[int]:
+    """A head-to-head match's race wins in its players' order: the outcome's once it is
+    decided, else counted as the outcome counts them (while it is played); none for a heat."""
+    if not rules.is_head_to_head:
+        return []
+    wins = race_wins(match.players, match.races) if outcome is None else outcome.wins
+    return [wins.get(p, 0) for p in match.players]
 
 
 def build_summary(tournament: Tournament, name: str) -> TournamentSummary:

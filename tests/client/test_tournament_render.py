@@ -212,3 +212,58 @@ def test_a_swiss_draw_is_a_draw() -> None:
     tie = RaceResult.from_groups([[PlayerId("p1"), PlayerId("p2")]])
     t.record_race(match.match_id, 1, tie, now=3)
     assert "round 1, R1-1 n1 vs n2: draw (1 race)" in progress_lines(before, view_of(t, names, 2))
+
+
+def with_matches(view: TournamentModel, **changes: object) -> TournamentModel:
+    """`view` with every match's fields `changes` set (as another server could send them)."""
+    rounds = [
+        rnd.model_copy(update={"matches": [m.model_copy(update=changes) for m in rnd.matches]})
+        for rnd in view.rounds
+    ]
+    return view.model_copy(update={"rounds": rounds})
+
+
+def test_a_heat_s_order_and_places_are_the_server_s_ranking() -> None:
+    """The client ranks no heat itself: its order and each player's place are the view's
+    `ranking` (here made to differ from the races); a view without one says less."""
+    t, names = started(FormatRules(Format.HEATS, heat_size=4), 4)
+    (match,) = t.live_matches()
+    order = [PlayerId(p) for p in names]
+    t.record_race(match.match_id, 1, RaceResult.from_order(order), now=3)
+    view = view_of(t, names)
+    assert view.rounds[0].matches[0].ranking == ["p1", "p2", "p3", "p4"]
+    assert "round 1, R1-F n1 vs n2 vs n3 vs n4: winner n1, order n1, n2, n3, n4 (1 race)" in (
+        progress_lines(None, view)
+    )
+    turned = with_matches(view, ranking=["p4", "p3", "p2", "p1"])
+    assert "winner n1, order n4, n3, n2, n1 (1 race)" in "\n".join(progress_lines(None, turned))
+
+    def heats_column(shown: TournamentModel) -> dict[str, str]:
+        """Player name -> the heats column of the table (`R1-F 1st of 4 (out)`)."""
+        rows = render_tournament(shown).split("\n\n")[1].splitlines()[2:]
+        return {row.split()[1]: " ".join(row.split()[3:]) for row in rows}
+
+    assert heats_column(view)["n4"] == "R1-F 4th of 4 (out)"
+    assert heats_column(turned)["n4"] == "R1-F 1st of 4 (out)"
+    assert heats_column(turned)["n1"] == "R1-F 4th of 4"
+    older = with_matches(view, ranking=[])
+    assert "winner n1, order unknown (1 race)" in "\n".join(progress_lines(None, older))
+    assert heats_column(older)["n1"] == "R1-F ended"
+
+
+def test_a_best_of_match_s_score_is_the_server_s_race_wins() -> None:
+    """The client counts no race wins itself: a best-of match's score is the view's `wins`
+    (here made to differ from the races); a view without them shows no score."""
+    t, names = started(FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 2)
+    (match,) = t.live_matches()
+    t.record_race(match.match_id, 1, RaceResult.from_order(list(match.players)), now=3)
+    view = view_of(t, names)
+    assert view.rounds[0].matches[0].wins == [1, 0]
+    assert "W1-1 n1 vs n2 [ready 1-0]" in render_tournament(view)
+    assert "W1-1 n1 vs n2: 1-0 (race 1 n1), race 2 to come" in render_tournament(view)
+    turned = render_tournament(with_matches(view, wins=[0, 1]))
+    assert "W1-1 n1 vs n2 [ready 0-1]" in turned
+    assert "W1-1 n1 vs n2: 0-1 (race 1 n1), race 2 to come" in turned
+    older = render_tournament(with_matches(view, wins=[]))
+    assert "W1-1 n1 vs n2 [ready]" in older
+    assert "W1-1 n1 vs n2: (race 1 n1), race 2 to come" in older

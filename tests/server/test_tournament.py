@@ -41,7 +41,7 @@ from solrace.server.protocol.tournament_events import (
     TournamentFinished,
     TournamentStarted,
 )
-from solrace.server.protocol.tournament_messages import TournamentModel
+from solrace.server.protocol.tournament_messages import MatchModel, TournamentModel
 from solrace.server.protocol.tournament_state import Match, Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_view
 
@@ -250,6 +250,80 @@ def test_the_bracket_shows_a_result_before_the_round_ends() -> None:
     matches = {m.match_id: m for m in view.rounds[0].matches}
     assert (matches["W1-1"].is_ended, matches["W1-1"].winner) == (True, "p1")
     assert (matches["W1-2"].is_ended, matches["W1-2"].winner) == (False, None)
+
+
+def test_the_view_sends_a_heat_s_ranking_as_the_server_scored_it() -> None:
+    """Each heat's `ranking` is the server's own outcome (places summed with ties sharing the
+    better one, then cards, then seed; who forfeited last), shown once the heat has ended; a
+    heat has no race `wins`."""
+    t, events = started(FormatRules(Format.HEATS, heat_size=4, advance_per_heat=2, best_of=2), 8)
+    one, two = of_type(events, RaceRequested)
+    a, b, c, d = one.players
+    e, f, g, h = two.players
+    tied = RaceResult.from_groups([[a, b], [c], [d]], {a: 30, b: 40, c: 20, d: 10})
+    t.record_race(one.match_id, 1, tied, now=6.0)
+    t.forfeit(ADMIN, two.match_id, f, now=6.5)
+    heats = {m.match_id: m for m in view_of(t).rounds[0].matches}
+    assert heats[one.match_id].ranking == heats[two.match_id].ranking == []  # not ended yet
+    # places: b 1+1, a 1+2, c 3+4 and d 4+3 level, so d's cards (10+40 to 20+5) put d first
+    order = RaceResult.from_groups([[b], [a], [d], [c]], {a: 30, b: 40, c: 5, d: 40})
+    t.record_race(one.match_id, 2, order, now=7.0)
+    t.record_race(two.match_id, 1, result_for([h, e, g]), now=8.0)
+    t.record_race(two.match_id, 2, result_for([e, h, g]), now=9.0)  # e, h level: seed
+
+    first = t.rounds[0]
+    heats = {m.match_id: m for m in view_of(t).rounds[0].matches}
+    assert heats[one.match_id].ranking == [b, a, d, c]
+    assert heats[two.match_id].ranking == [e, h, g, f]
+    for match_id, shown in heats.items():
+        outcome = t.outcome_of(first.matches[MatchId(match_id)])
+        assert outcome is not None and shown.is_ended
+        assert (shown.ranking, shown.winner) == (list(outcome.ranking), outcome.winner)
+        assert shown.wins == []
+
+
+def test_the_view_sends_a_best_of_match_s_race_wins_and_ranking_as_the_server_counts() -> None:
+    """A head-to-head match's `wins` (in its players' order) follow it race by race, a race
+    whose best place is shared counting for nobody; once it has ended they are the outcome's,
+    with its `ranking`."""
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 2)
+    [request] = of_type(events, RaceRequested)
+    a, b = request.players
+    match = t.rounds[0].matches[request.match_id]
+
+    def shown() -> tuple[list[int], list[str], bool]:
+        [m] = view_of(t).rounds[0].matches
+        return m.wins, m.ranking, m.is_ended
+
+    assert shown() == ([0, 0], [], False)
+    t.record_race(request.match_id, 1, result_for([b, a]), now=6.0)
+    assert shown() == ([0, 1], [], False)
+    t.record_race(request.match_id, 2, RaceResult.from_groups([[a, b]]), now=7.0)  # a tie
+    assert shown() == ([0, 1], [], False)
+    t.record_race(request.match_id, 3, result_for([a, b]), now=8.0)
+    assert shown() == ([1, 1], [], False)  # level after best-of-3: sudden death
+    t.record_race(request.match_id, 4, result_for([a, b]), now=9.0)
+    outcome = t.outcome_of(match)
+    assert outcome is not None
+    assert shown() == ([2, 1], [a, b], True)
+    assert shown()[:2] == ([outcome.wins[p] for p in match.players], list(outcome.ranking))
+
+
+def test_a_match_of_a_view_without_ranking_or_wins_reads_them_as_empty() -> None:
+    """A view from a server that did not send them still decodes."""
+    older = MatchModel.model_validate(
+        {
+            "match_id": "W1-1",
+            "players": ["p1", "p2"],
+            "races": [],
+            "pending_race": 1,
+            "race_id": None,
+            "forfeited": [],
+            "is_ended": False,
+            "winner": None,
+        }
+    )
+    assert (older.ranking, older.wins) == ([], [])
 
 
 def test_players_who_do_not_check_in_are_left_out() -> None:
