@@ -20,6 +20,7 @@ from typing import Literal
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import (
+    ClientMessage,
     CreateRace,
     Error,
     JoinRace,
@@ -29,6 +30,7 @@ from solrace.server.protocol.messages import (
     MoveRejected,
     RaceInfo,
     RaceList,
+    RaceSnapshot,
     RaceUpdate,
     Resign,
     ServerMessage,
@@ -44,6 +46,14 @@ from .identity import NAME_LIMIT, NAME_RULE, name_problem
 from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
 from .plain import forget_stop_signals, on_stop_signals
 from .render import result_line
+from .session import (
+    REQUEST_TIMEOUT_S,
+    Predicate,
+    RequestError,
+    answer_to,
+    read_until,
+    request_reading,
+)
 from .state import UNKNOWN, ClientState, RaceState
 from .strategy import STRATEGIES, Strategy, make_strategy
 from .wire_text import printable
@@ -58,6 +68,14 @@ CREATE_ANSWER_S = 2.0
 
 class BotError(Exception):
     """A bot could not join or create its race."""
+
+
+class BotRefusedError(BotError):
+    """The server refused a bot's request (`code` from the protocol's error table)."""
+
+    def __init__(self, name: str, code: str, message: str) -> None:
+        super().__init__(f"{name}: {code}: {message}")
+        self.code = code
 
 
 @dataclass(slots=True)
@@ -103,8 +121,8 @@ class Bot:
         self.race_id: str | None = None
         self.reason = ""
         self._pending: int | None = None
-        #: A `create_race` went out (its race is this bot's to leave when stopped).
-        self.create_sent = False
+        #: What settles the last `create_race` sent (None: none sent, see `create_sent`).
+        self._create_answer: Predicate | None = None
         #: The races this bot knew when its last create went out: none of them is its answer
         #: (a bot plays races back to back, and news of one it created before may come first).
         self._known_at_create: frozenset[str] = frozenset()
@@ -170,30 +188,47 @@ class Bot:
             self.on_message(incoming)
         return incoming
 
+    async def request(
+        self, message: ClientMessage, until: Predicate, timeout_s: float = REQUEST_TIMEOUT_S
+    ) -> ServerMessage:
+        """Send `message`, then read on until the first message `until` accepts (asked once it
+        is folded into the state). Every message read meanwhile is handled as `next_message`
+        does. The server's refusal of the request is a `BotRefusedError`; no answer within
+        `timeout_s` (a reconnect meanwhile does not end the wait), or a link closed for good,
+        a `BotError`."""
+        try:
+            return await request_reading(self.conn, self.next_message, message, until, timeout_s)
+        except RequestError as exc:
+            raise BotRefusedError(self.name, exc.code, exc.message) from None
+        except TimeoutError:
+            raise BotError(f"{self.name}: no answer to {message.type}") from None
+
+    @property
+    def create_sent(self) -> bool:
+        """A `create_race` went out (its race is this bot's to leave when stopped)."""
+        return self._create_answer is not None
+
     async def create(self, game: str, seats: int, time_limit_s: int, **options: object) -> str:
         """Create a race and sit in it; returns its id."""
         invite = options.get("invite_code")
         number = options.get("game_number")
-        self._known_at_create = frozenset(self.state.races)
-        self.create_sent = True
-        await self.conn.send(
-            CreateRace(
-                game=game,
-                seats=seats,
-                time_limit_s=time_limit_s,
-                invite_code=invite if isinstance(invite, str) else None,
-                game_number=number if isinstance(number, str) else None,
-            )
+        message = CreateRace(
+            game=game,
+            seats=seats,
+            time_limit_s=time_limit_s,
+            invite_code=invite if isinstance(invite, str) else None,
+            game_number=number if isinstance(number, str) else None,
         )
-        while True:
-            message = await self.next_message(10.0)
-            if message is None:
-                raise BotError(f"{self.name}: no answer to create_race")
-            if isinstance(message, Error):
-                raise BotError(f"{self.name}: {message.code}: {message.message}")
-            if isinstance(message, RaceUpdate) and self._is_created(message.race):
-                self.race_id = message.race_id
-                return message.race_id
+        self._known_at_create = frozenset(self.state.races)
+        self._create_answer = answer_to(message, self._created)
+        reply = await self.request(message, self._created)
+        assert isinstance(reply, RaceUpdate | RaceSnapshot)
+        self.race_id = reply.race_id
+        return reply.race_id
+
+    def _created(self, message: ServerMessage) -> bool:
+        """Is `message` news of the race this bot's last create made?"""
+        return isinstance(message, RaceUpdate | RaceSnapshot) and self._is_created(message.race)
 
     def _is_created(self, info: RaceInfo) -> bool:
         """Is `info` the open race this bot's last create made (not one it knew before)?"""
@@ -207,35 +242,26 @@ class Bot:
         """The open race this bot's `create` made: from what it has read, else from the
         server's answer if it comes within `within_s` (a bot stopped after sending its
         create, before reading the answer); None if it sent none, or no answer came."""
-        if not self.create_sent:
+        if self._create_answer is None:
             return None
-        deadline = asyncio.get_running_loop().time() + within_s
-        while True:
-            for race_id, race in self.state.races.items():
-                if race.info is not None and self._is_created(race.info):
-                    return race_id
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                return None
-            try:
-                message = await self.next_message(left)
-            except BotError:
-                return None
-            if isinstance(message, Error) and message.request == "create_race":
-                return None  # refused: no race was made
+        for race_id, race in self.state.races.items():
+            if race.info is not None and self._is_created(race.info):
+                return race_id
+        try:
+            reply = await read_until(self.next_message, self._create_answer, within_s)
+        except (BotError, TimeoutError):
+            return None
+        if isinstance(reply, RaceUpdate | RaceSnapshot):
+            return reply.race_id
+        return None  # refused: no race was made
 
     async def join(self, race_id: str, invite_code: str | None = None) -> None:
-        await self.conn.send(JoinRace(race_id=race_id, invite_code=invite_code))
-        while True:
-            message = await self.next_message(10.0)
-            if message is None:
-                raise BotError(f"{self.name}: no answer to join_race")
-            if isinstance(message, Error) and message.request == "join_race":
-                raise BotError(f"{self.name}: {message.code}: {message.message}")
+        def seated(_: ServerMessage) -> bool:
             race = self.state.races.get(race_id)
-            if race is not None and self.state.player_id in race.racers:
-                self.race_id = race_id
-                return
+            return race is not None and self.state.player_id in race.racers
+
+        await self.request(JoinRace(race_id=race_id, invite_code=invite_code), seated)
+        self.race_id = race_id
 
     def follow(self, race_id: str) -> None:
         """Play `race_id` next: a race the server seated this bot in (a tournament's)."""
@@ -255,19 +281,20 @@ class Bot:
         race, me = self.state.races.get(race_id), self.state.player_id
         if race is not None and race.status not in ("open", UNKNOWN):
             return False
-        await self.conn.send(LeaveRace(race_id=race_id))
-        while True:
-            message = await self.next_message(10.0)
-            if message is None:
-                raise BotError(f"{self.name}: no answer to leave_race")
-            if isinstance(message, Error) and message.request == "leave_race":
-                if message.code == ErrorCode.NOT_IN_RACE:
-                    return False
-                raise BotError(f"{self.name}: {message.code}: {message.message}")
-            if isinstance(message, RaceUpdate) and message.race_id == race_id:
-                info = message.race
-                if info.status == "cancelled" or all(r.player_id != me for r in info.racers):
-                    return True
+
+        def out(message: ServerMessage) -> bool:
+            if not isinstance(message, RaceUpdate) or message.race_id != race_id:
+                return False
+            info = message.race
+            return info.status == "cancelled" or all(r.player_id != me for r in info.racers)
+
+        try:
+            await self.request(LeaveRace(race_id=race_id), out)
+        except BotRefusedError as exc:
+            if exc.code == ErrorCode.NOT_IN_RACE:
+                return False
+            raise
+        return True
 
     async def start(self) -> None:
         if self.race_id is not None:
@@ -400,23 +427,16 @@ class Bot:
         )
 
 
-async def first_open_race(
-    conn: Connection, state: ClientState, *, invite_code: str | None = None
-) -> str | None:
+async def first_open_race(bot: Bot, *, invite_code: str | None = None) -> str | None:
     """The id of an open race with a free seat, asking the server for its list (a private
     race only with an invite code: it may be that race's)."""
-    await conn.send(ListRaces())
-    while True:
-        incoming = await asyncio.wait_for(conn.recv(), 10.0)
-        if isinstance(incoming, StatusChange):
-            continue
-        state.apply(incoming)
-        if isinstance(incoming, RaceList):
-            for info in incoming.races:
-                joinable = not info.private or invite_code is not None
-                if info.status == "open" and len(info.racers) < info.seats and joinable:
-                    return info.race_id
-            return None
+    reply = await bot.request(ListRaces(), lambda m: isinstance(m, RaceList))
+    assert isinstance(reply, RaceList)
+    for info in reply.races:
+        joinable = not info.private or invite_code is not None
+        if info.status == "open" and len(info.racers) < info.seats and joinable:
+            return info.race_id
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -577,9 +597,7 @@ async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[str]) -
             print(printable(f"race {race_id}"), flush=True)
             others = bots[1:]
         else:
-            found: str | None = args.race or await first_open_race(
-                bots[0].conn, bots[0].state, invite_code=args.invite
-            )
+            found: str | None = args.race or await first_open_race(bots[0], invite_code=args.invite)
             if found is None:
                 print("solrace bot: no open race to join (use --create)", file=sys.stderr)
                 return 1

@@ -7,13 +7,16 @@ listeners (the plain mode prints, the Textual app refreshes). Requests (`create_
 plain mode and tests read as a sequence of steps. Once the link is closed for good (4003: the
 player connected again elsewhere; 4001...), every request and wait fails at once with
 `LinkClosedError`, a `RequestError`.
+
+A reader with no pump (a bot reads its connection itself, between its moves) makes its requests
+with `request_reading`: the same answer (`answer_to`), the same timeout (`REQUEST_TIMEOUT_S`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -53,6 +56,12 @@ from .state import ClientState, RaceState
 
 Listener = Callable[[Incoming], None]
 Predicate = Callable[[ServerMessage], bool]
+#: Reads the next message for `request_reading`, waiting at most the seconds it is given, and
+#: handles it (a bot folds it into its state); None if nothing came (or the link changed).
+Reader = Callable[[float], Awaitable[ServerMessage | None]]
+
+#: Seconds a request waits for its answer (unless its caller has a reason to wait less).
+REQUEST_TIMEOUT_S = 10.0
 
 
 def tournament_view_of(tournament_id: str) -> Predicate:
@@ -74,6 +83,53 @@ class RequestError(Exception):
         super().__init__(f"{message} ({code})")
         self.code = code
         self.message = message
+
+
+def answer_to(message: ClientMessage, until: Predicate) -> Predicate:
+    """What settles the request `message`: the first message `until` accepts, or the server's
+    `Error` for this kind of request (and for its race, when both name one)."""
+    kind = message.type
+    race_id = getattr(message, "race_id", None)
+
+    def settles(reply: ServerMessage) -> bool:
+        if isinstance(reply, Error) and reply.request == kind:
+            return reply.race_id is None or race_id is None or reply.race_id == race_id
+        return until(reply)
+
+    return settles
+
+
+async def read_until(
+    read: Reader, settles: Predicate, timeout_s: float = REQUEST_TIMEOUT_S
+) -> ServerMessage:
+    """Read with `read` until a message `settles` accepts (asked once `read` has handled it);
+    `TimeoutError` if none came within `timeout_s`. What else comes meanwhile is handled by
+    `read` as ever."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while (left := deadline - loop.time()) > 0:
+        message = await read(left)
+        if message is not None and settles(message):
+            return message
+    raise TimeoutError
+
+
+async def request_reading(
+    conn: Connection,
+    read: Reader,
+    message: ClientMessage,
+    until: Predicate,
+    timeout_s: float = REQUEST_TIMEOUT_S,
+) -> ServerMessage:
+    """`Session.request` for a reader with no pump: send `message` on `conn`, then read with
+    `read` until the first message `until` accepts, or the request's error (`RequestError`);
+    `TimeoutError` if neither came within `timeout_s`."""
+    settles = answer_to(message, until)
+    await conn.send(message)
+    reply = await read_until(read, settles, timeout_s)
+    if isinstance(reply, Error):
+        raise RequestError(reply.code, reply.message)
+    return reply
 
 
 class LinkClosedError(RequestError):
@@ -173,27 +229,21 @@ class Session:
             raise LinkClosedError(self.closed)
 
     async def request(
-        self, message: ClientMessage, until: Predicate, timeout_s: float = 10.0
+        self, message: ClientMessage, until: Predicate, timeout_s: float = REQUEST_TIMEOUT_S
     ) -> ServerMessage:
         """Send `message`, then wait for the first message `until` accepts, or its error."""
-        kind = message.type
-        race_id = getattr(message, "race_id", None)
-
-        def settles(reply: ServerMessage) -> bool:
-            if isinstance(reply, Error) and reply.request == kind:
-                return reply.race_id is None or race_id is None or reply.race_id == race_id
-            return until(reply)
-
         self._check_open()
         future: asyncio.Future[ServerMessage] = asyncio.get_running_loop().create_future()
-        self._waiters.append((settles, future))
+        self._waiters.append((answer_to(message, until), future))
         await self.conn.send(message)
         reply = await asyncio.wait_for(future, timeout_s)
         if isinstance(reply, Error):
             raise RequestError(reply.code, reply.message)
         return reply
 
-    async def wait_for(self, until: Predicate, timeout_s: float = 10.0) -> ServerMessage:
+    async def wait_for(
+        self, until: Predicate, timeout_s: float = REQUEST_TIMEOUT_S
+    ) -> ServerMessage:
         return await asyncio.wait_for(self.expect(until), timeout_s)
 
     def expect(self, until: Predicate) -> asyncio.Future[ServerMessage]:
@@ -288,7 +338,7 @@ class Session:
             assert isinstance(reply, RaceSnapshot)
             seated = any(r.player_id == me for r in reply.race.racers)
             if reply.race.status == "running" and seated:
-                await asyncio.wait_for(board, 10.0)
+                await asyncio.wait_for(board, REQUEST_TIMEOUT_S)
         finally:
             if board.done() and not board.cancelled():
                 board.exception()  # retrieved: a link closed meanwhile is not logged

@@ -40,8 +40,9 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.tasks import cancel_and_wait
 
-from .bots import Bot, BotError, numbered
-from .connection import Connection, ConnectionFailedError, StatusChange
+from .bots import Bot, BotError, BotRefusedError, numbered
+from .connection import Connection, ConnectionFailedError
+from .session import RequestError, Session, tournament_view_of
 from .strategy import make_strategy
 from .tournament_render import must_check_in, progress_lines, render_tournament
 from .wire_text import printable
@@ -51,8 +52,6 @@ REFRESH_S = 10.0
 LEAVE_TIMEOUT_S = 5.0
 #: Phases in which a tournament has not started: a bot leaving is unregistered.
 NOT_STARTED = ("registration", "check_in")
-#: Seconds `open_problem` waits for the server's answer.
-ASK_TIMEOUT_S = 30.0
 
 
 def is_player(view: TournamentModel, bot: Bot) -> bool:
@@ -67,29 +66,24 @@ async def open_problem(url: str, tournament_id: str) -> str | None:
     conn = Connection(url)
     await conn.connect()
     try:
-        conn.take_welcome()
-        await conn.send(WatchTournament(tournament_id=tournament_id))
-        while True:
-            incoming = await asyncio.wait_for(conn.recv(), ASK_TIMEOUT_S)
-            if isinstance(incoming, StatusChange):
-                continue
-            if isinstance(incoming, Error) and incoming.request == "watch_tournament":
-                if incoming.code == ErrorCode.UNKNOWN_TOURNAMENT:
-                    return f"no tournament {tournament_id}"
-                return f"{incoming.code}: {incoming.message}"
-            if (
-                isinstance(incoming, TournamentView)
-                and incoming.tournament.tournament_id == tournament_id
-            ):
-                phase = incoming.tournament.phase
-                if phase in NOT_STARTED:
-                    return None
-                return (
-                    f"tournament {tournament_id} is {phase}: bots can only join one that is "
-                    "open (registration or check-in)"
-                )
+        async with Session.running(conn) as session:
+            reply = await session.request(
+                WatchTournament(tournament_id=tournament_id), tournament_view_of(tournament_id)
+            )
+    except RequestError as exc:
+        if exc.code == ErrorCode.UNKNOWN_TOURNAMENT:
+            return f"no tournament {tournament_id}"
+        return f"{exc.code}: {exc.message}"
     finally:
         await conn.close()
+    assert isinstance(reply, TournamentView)
+    phase = reply.tournament.phase
+    if phase in NOT_STARTED:
+        return None
+    return (
+        f"tournament {tournament_id} is {phase}: bots can only join one that is "
+        "open (registration or check-in)"
+    )
 
 
 def _race_to_play(bot: Bot, played: set[str]) -> str | None:
@@ -226,25 +220,25 @@ async def _leave(bot: Bot, tournament_id: str, timeout_s: float) -> Left:
         return Left.NOT_IN  # never connected
     known = bot.state.tournaments.get(tournament_id)
     was_in = known is not None and is_player(known, bot)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
+
+    def out(message: ServerMessage) -> bool:
+        nonlocal was_in
+        view = bot.state.tournaments.get(tournament_id)
+        if view is None or not isinstance(message, TournamentView):
+            return False
+        if is_player(view, bot):
+            was_in = True
+            return False
+        return was_in
+
     try:
-        await bot.conn.send(LeaveTournament(tournament_id=tournament_id))
-        while (wait := deadline - loop.time()) > 0:
-            message = await bot.next_message(wait)
-            if isinstance(message, Error) and message.request == "leave_tournament":
-                if message.code in (ErrorCode.UNKNOWN_PLAYER, ErrorCode.UNKNOWN_TOURNAMENT):
-                    return Left.NOT_IN  # its join never went through
-                return Left.KEPT if was_in else Left.NOT_IN
-            view = bot.state.tournaments.get(tournament_id)
-            if view is None or not isinstance(message, TournamentView):
-                continue
-            if is_player(view, bot):
-                was_in = True
-            elif was_in:
-                return Left.LEFT
+        await bot.request(LeaveTournament(tournament_id=tournament_id), out, timeout_s)
+        return Left.LEFT
+    except BotRefusedError as exc:
+        if exc.code in (ErrorCode.UNKNOWN_PLAYER, ErrorCode.UNKNOWN_TOURNAMENT):
+            return Left.NOT_IN  # its join never went through
     except (BotError, ConnectionError, ConnectionFailedError):
-        pass
+        pass  # no answer in time, or the link is lost
     return Left.KEPT if was_in else Left.NOT_IN
 
 

@@ -169,7 +169,7 @@ async def test_a_stopped_bot_leaves_its_open_race(
         assert await asyncio.wait_for(bots.proc.wait(), 30) == status
         await bots.finish()
         await lister.connect()
-        assert await first_open_race(lister.conn, lister.state) is None, bots.output
+        assert await first_open_race(lister) is None, bots.output
     finally:
         await bots.kill()
         await lister.close()
@@ -218,7 +218,7 @@ async def test_a_bot_stopped_before_its_create_was_answered_leaves_that_race(
         await _leave_on_stop([bot], None)
         said = capsys.readouterr().out
         assert said.startswith("stopped: left race r"), said
-        assert await first_open_race(lister.conn, lister.state) is None
+        assert await first_open_race(lister) is None
     finally:
         await bot.close()
         await lister.close()

@@ -7,12 +7,12 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from solrace.client.bots import Bot
+from solrace.client.bots import Bot, BotRefusedError, first_open_race
 from solrace.client.connection import Connection
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
-from solrace.server.protocol.messages import RaceStarted, Sync
+from solrace.server.protocol.messages import RaceStarted, Resign, Sync
 
 #: Makes one message about the bot's finished race `race_id` be on its way to the bot.
 LateMessage = Callable[[Bot, str], Awaitable[None]]
@@ -28,7 +28,13 @@ async def resync(bot: Bot, race_id: str) -> None:
     await bot.conn.send(Sync(race_id=race_id))
 
 
-@pytest.mark.parametrize("late", [move_sent_as_the_race_ended, resync])
+async def resign_sent_again(bot: Bot, race_id: str) -> None:
+    # A resign sent again (the first went out on a link that dropped): refused, the race is
+    # over. An error, but not the create's: the create goes on.
+    await bot.conn.send(Resign(race_id=race_id))
+
+
+@pytest.mark.parametrize("late", [move_sent_as_the_race_ended, resync, resign_sent_again])
 async def test_a_bot_creating_its_next_race_ends_up_in_that_race(
     server_app: App, server_url: str, late: LateMessage
 ) -> None:
@@ -61,3 +67,24 @@ async def test_a_bot_creating_its_next_race_ends_up_in_that_race(
     finally:
         await bot.close()
         await rival_conn.close()
+
+
+async def test_a_bots_refused_requests_say_the_code(server_url: str) -> None:
+    """The server's error for the request itself is the answer: a create refused raises with
+    its code; leaving a race the bot does not sit in is no seat to leave."""
+    bot = Bot(server_url, "maker", make_strategy("greedy"))
+    other = Bot(server_url, "other", make_strategy("greedy"))
+    await bot.connect()
+    await other.connect()
+    try:
+        with pytest.raises(BotRefusedError, match=r"^maker: invalid_settings: ") as refused:
+            await bot.create("klondike", 99, 600)
+        assert refused.value.code == "invalid_settings"
+        assert await bot.created_race(0.5) is None  # refused: no race was made
+        race_id = await other.create("klondike", 2, 600)
+        assert await bot.leave(race_id) is False
+        assert await first_open_race(bot) == race_id
+        assert await bot.created_race(0.5) is None  # another's race is not this bot's
+    finally:
+        await bot.close()
+        await other.close()
