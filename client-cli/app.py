@@ -69,15 +69,27 @@ def build_play_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--game",
         choices=GAME_IDS,
-        default="klondike",
         metavar="GAME",
-        help="game against the bot (embedded): " + ", ".join(GAME_IDS),
+        help="game against the bot (embedded; default klondike): " + ", ".join(GAME_IDS),
     )
     # One race to begin with: a new one, or one to join.
     first_race = parser.add_mutually_exclusive_group()
     first_race.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
-    parser.add_argument("--seats", type=int, default=2, help="seats of a created race")
-    parser.add_argument("--time-limit", type=int, default=600, help="seconds per race")
+    parser.add_argument(
+        "--seats", type=positive, default=2, help="seats of a created race (default 2)"
+    )
+    parser.add_argument(
+        "--time-limit", type=positive, default=600, help="seconds per race (default 600)"
+    )
+    parser.add_argument(
+        "--rated", action="store_true", help="the created race changes ratings (default casual)"
+    )
+    parser.add_argument(
+        "--game-number",
+        metavar="N",
+        help="deal N in the created race (casual only: its racers are told the creator chose "
+        "the deal; default a number drawn by the server in secret)",
+    )
     first_race.add_argument("--race", help="join this race id (not with --create)")
     parser.add_argument("--invite", help="invite code of a private race")
     parser.add_argument(
@@ -87,6 +99,17 @@ def build_play_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, help="embedded server's folder")
     parser.add_argument("--ascii", action="store_true", help="ASCII cards (TD, not T♦)")
     return parser
+
+
+def positive(text: str) -> int:
+    """An option's whole number above 0 (argparse refuses anything else, naming the option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: must be 1 or more")
+    return value
 
 
 class Opponents:
@@ -182,13 +205,27 @@ async def _play_session(
         return await run_app(app)
     mode = PlainMode(session, sys.stdout)
     mode.say(f"connected to {url} as {session.state.name}")
-    if opponents is not None:
-        race_id = await session.create_race(args.game, 2, args.time_limit)
-        mode.race_id = race_id
-        mode.say(f"race {race_id} created ({args.game}, you against a {args.bot} bot)")
-        await opponents.seat(race_id)
+    if opponents is not None and not args.race:
+        try:
+            race_id = await session.create_race(
+                args.game,
+                2,
+                args.time_limit,
+                rated=args.rated,
+                game_number=args.game_number,
+            )
+        except RequestError as exc:  # e.g. too many open races: the prompt can leave them
+            mode.say(f"cannot create a race: {exc.message} ({exc.code}); 'list' shows the races")
+        else:
+            mode.own(race_id)
+            mode.say(f"race {race_id} created ({args.game}, you against a {args.bot} bot)")
+            await opponents.seat(race_id)
     elif args.create:
-        await mode.create([args.create, str(args.seats), str(args.time_limit)])
+        await mode.create(
+            [args.create, str(args.seats), str(args.time_limit)],
+            rated=args.rated,
+            game_number=args.game_number,
+        )
     elif args.race:  # as `join RACE [INVITE]` (a seat already held is resumed)
         await mode.join([args.race] + ([args.invite] if args.invite else []))
     return await mode.run(stdin_lines())
@@ -198,9 +235,16 @@ def play_main(argv: Sequence[str] | None = None) -> int:
     """`solrace play ...`."""
     args = build_play_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
     problem = None if args.name is None else name_problem(args.name)
+    if args.server is not None and args.game is not None:
+        problem = "--game is the embedded server's game; with --server, --create GAME"
+    if (args.rated or args.game_number) and args.server is not None and not args.create:
+        problem = "--rated and --game-number go with --create GAME (or the embedded server)"
+    if args.rated and args.game_number:
+        problem = "--game-number is for casual races: not with --rated"
     if problem is not None:
         print(f"solrace play: {problem}", file=sys.stderr)
         return 2
+    args.game = args.game or "klondike"
     if not args.plain and not sys.stdout.isatty():
         # The Textual screen needs a terminal; a pipe or a file gets the line mode.
         print("solrace play: output is not a terminal: line mode (--plain)", file=sys.stderr)

@@ -28,6 +28,8 @@ from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import (
     Board,
     Error,
+    MoveAck,
+    MoveRejected,
     Progress,
     RaceFinished,
     RaceSnapshot,
@@ -140,6 +142,10 @@ def closed_text(detail: str) -> str:
 
 
 class PlainMode:
+    #: Seconds a typed move waits for its answer before the prompt comes back (the move is
+    #: still sent again until answered; the late answer is printed when it comes).
+    MOVE_WAIT_S = 30.0
+
     def __init__(self, session: Session, out: TextIO, *, width: int = 80) -> None:
         self.session = session
         self.out = out
@@ -151,6 +157,8 @@ class PlainMode:
         #: Races this program created: those still open are left on `quit`.
         self._created: set[str] = set()
         self._status: dict[str, str] = {}
+        #: Moves answered after their wait ran out, by race and sequence number: said once.
+        self._late: set[tuple[str, int]] = set()
         #: The one `quit` (the end of the input and a stop signal may both ask for it).
         self._quitting: asyncio.Task[None] | None = None
         session.listeners.append(self.on_event)
@@ -217,6 +225,20 @@ class PlainMode:
                 )
         elif isinstance(incoming, RaceFinished):
             self.print_result(race)
+        elif isinstance(incoming, MoveAck | MoveRejected) and not self.session.was_awaited(
+            incoming
+        ):
+            # The answer to a move whose wait ran out (the link was down: the move was sent
+            # again once it was back): said now, so that nobody plays it twice; once, though
+            # a move sent twice may be answered twice.
+            if (race_id, incoming.seq) in self._late:
+                return
+            self._late.add((race_id, incoming.seq))
+            if isinstance(incoming, MoveAck):
+                self.say(f"ok {incoming.move} (answered late)")
+                self.print_board()
+            else:
+                self.say(f"refused {incoming.move}: {incoming.reason} (answered late)")
         elif isinstance(incoming, Error) and not self.session.was_awaited(incoming):
             self.say(f"error: {incoming.message} ({incoming.code})")
 
@@ -466,7 +488,9 @@ class PlainMode:
                 f"{' chosen-deal' if info.deal_chosen else ''}: {names}"
             )
 
-    async def create(self, args: list[str]) -> None:
+    async def create(
+        self, args: list[str], *, rated: bool = False, game_number: str | None = None
+    ) -> None:
         """`create GAME [SEATS [SECONDS]]`; anything else is refused with the usage (a typo
         must not become a race with other settings that others can join)."""
         if not args or args[0] not in GAME_IDS or len(args) > 3:
@@ -478,10 +502,18 @@ class PlainMode:
             return
         seats = int(args[1]) if len(args) > 1 else 2
         limit = int(args[2]) if len(args) > 2 else 600
-        race_id = await self.session.create_race(args[0], seats, limit)
+        race_id = await self.session.create_race(
+            args[0], seats, limit, rated=rated, game_number=game_number
+        )
+        self.own(race_id)
+        kind = "rated" if rated else "casual" if game_number is None else f"deal {game_number}"
+        self.say(f"race {race_id} created ({args[0]}, {seats} seats, {limit}s, {kind})")
+
+    def own(self, race_id: str) -> None:
+        """`race_id` was created by this program (not with `create`): the current race, left
+        on `quit` while it is still open."""
         self._created.add(race_id)
         self.race_id = race_id
-        self.say(f"race {race_id} created ({args[0]}, {seats} seats, {limit}s)")
 
     async def join(self, args: list[str]) -> None:
         if not args:
@@ -572,7 +604,14 @@ class PlainMode:
         if not await self.wait_start():
             return
         assert self.race_id is not None
-        outcome = await self.session.move(self.race_id, text)
+        try:
+            outcome = await self.session.move(self.race_id, text, self.MOVE_WAIT_S)
+        except TimeoutError:
+            self.say(
+                f"no answer yet to {text}: it is sent again until the server answers, and the "
+                "answer is shown when it comes ('board' shows where the race stands)"
+            )
+            return
         if outcome.ok:
             self.say(f"ok {outcome.move}")
             self.print_board()

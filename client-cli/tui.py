@@ -259,6 +259,9 @@ class PlayApp(_SessionApp):
         self.create_first: tuple[str, int] | None = None
         if args is not None and getattr(args, "create", None):
             self.create_first = (args.create, args.seats)
+        #: `--rated`, `--game-number N`: the first race's (created at the start).
+        self.first_rated = bool(getattr(args, "rated", False))
+        self.first_number: str | None = getattr(args, "game_number", None)
 
     def on_mount(self) -> None:
         if self.tournament_id is not None:
@@ -271,11 +274,19 @@ class PlayApp(_SessionApp):
         else:
             self.push_screen(LobbyScreen())
         self.set_interval(0.5, self._tick)
-        if self.auto_race:
-            self.create_race(self.game, 2, self.time_limit)
+        rated, number = self.first_rated, self.first_number
+        if self.auto_race and not self.start_race_id:  # `--race` goes back to that race
+            self.create_race(self.game, 2, self.time_limit, rated=rated, game_number=number)
         elif self.create_first is not None:
             game, seats = self.create_first
-            self.create_race(game, seats, self.time_limit, invite_code=self.invite)
+            self.create_race(
+                game,
+                seats,
+                self.time_limit,
+                rated=rated,
+                invite_code=self.invite,
+                game_number=number,
+            )
         elif self.start_race_id:
             self.join_race(self.start_race_id, self.invite)
 
@@ -315,10 +326,16 @@ class PlayApp(_SessionApp):
         *,
         rated: bool = False,
         invite_code: str | None = None,
+        game_number: str | None = None,
     ) -> None:
         async def work() -> None:
             race_id = await self.session.create_race(
-                game, seats, time_limit_s, rated=rated, invite_code=invite_code
+                game,
+                seats,
+                time_limit_s,
+                rated=rated,
+                invite_code=invite_code,
+                game_number=game_number,
             )
             self.race_id = race_id
             self.game = game

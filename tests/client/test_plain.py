@@ -20,6 +20,7 @@ from solrace.client.connection import Connection
 from solrace.client.plain import PlainMode
 from solrace.client.session import Session
 from solrace.client.wire_text import printable
+from solrace.server.app import App
 from solrace.server.protocol.codec import decode_client, encode
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
@@ -33,6 +34,7 @@ from solrace.server.protocol.messages import (
     Watch,
     Welcome,
 )
+from solrace.server.protocol.records import MoveRecord
 from tests.waiting import eventually
 
 from .process import Child
@@ -199,6 +201,44 @@ def test_race_and_create_together_are_refused(capsys: pytest.CaptureFixture[str]
     assert error == "solrace play: error: argument --create: not allowed with argument --race"
 
 
+@pytest.mark.parametrize(
+    ("argv", "complaint"),
+    [
+        (["--seats", "-1"], "argument --seats: -1: must be 1 or more"),
+        (["--time-limit", "0"], "argument --time-limit: 0: must be 1 or more"),
+        (["--seats", "two"], "argument --seats: 'two' is not a whole number"),
+        (["--server", "ws://127.0.0.1:1", "--game", "colorado"], "--game is the embedded"),
+        (["--server", "ws://127.0.0.1:1", "--rated"], "--rated and --game-number go with"),
+        (["--rated", "--game-number", "7"], "--game-number is for casual races"),
+    ],
+)
+def test_play_refuses_bad_options_before_connecting(
+    capsys: pytest.CaptureFixture[str], argv: list[str], complaint: str
+) -> None:
+    with contextlib.suppress(SystemExit):
+        assert play_main(["--plain", *argv]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("solrace play: ") and complaint in error, error
+
+
+async def test_play_creates_a_race_on_the_deal_it_names(server_url: str, tmp_path: Path) -> None:
+    argv = ["--plain", "--server", server_url, "--name", "dealer", "--create", "klondike"]
+    player = await Child.start(tmp_path, "play", *argv, "--game-number", "12345")
+    try:
+        line = await player.expect("created (klondike, 2 seats, 600s, deal 12345)")
+        race_id = line.split()[1]
+        lister = await Opponent.open(server_url, "lister")
+        try:
+            [info] = [i for i in await lister.session.list_races() if i.race_id == race_id]
+            assert info.deal_chosen and not info.rated
+        finally:
+            await lister.close()
+        await player.send("quit")
+        assert await player.finish() == 0
+    finally:
+        await player.kill()
+
+
 async def test_plain_mode_without_server_embeds_one_and_seats_a_bot(tmp_path: Path) -> None:
     player = await Child.start(
         tmp_path,
@@ -225,6 +265,42 @@ async def test_plain_mode_without_server_embeds_one_and_seats_a_bot(tmp_path: Pa
         assert oct(identity.stat().st_mode & 0o777) == "0o600"
     finally:
         await player.kill()
+
+
+async def test_the_embedded_race_is_left_on_quit_and_a_refused_one_still_gives_the_prompt(
+    tmp_path: Path,
+) -> None:
+    """The embedded server runs only while its player is connected, so a seat kept for the
+    grace period is kept for good: the race made at the start is left on `quit` like any
+    created one. Races left behind all the same (a crash) past the open-race cap must not
+    lock the player out: the start says so and the prompt comes, where they can be left."""
+    folder = ["--data-dir", str(tmp_path / "embedded"), "--bot", "none", "--name", "solo"]
+    player = await Child.start(tmp_path, "play", "--plain", *folder)
+    try:
+        line = await player.expect("created (klondike, you against a none bot)")
+        first = line.split()[1]
+        await player.send("quit")
+        await player.expect(f"left race {first}")
+        assert await player.finish() == 0
+    finally:
+        await player.kill()
+    crashed = await Child.start(tmp_path, "play", "--plain", *folder)
+    try:
+        await crashed.expect("you against a none bot")
+        for _ in range(2):
+            await crashed.send("create klondike")
+            await crashed.expect("seats, 600s, casual)")
+    finally:
+        await crashed.kill()  # kill -9: its three open races stay
+    again = await Child.start(tmp_path, "play", "--plain", *folder)
+    try:
+        await again.expect("cannot create a race: you have 3 open races already")
+        await again.send("list")
+        await again.expect("solo")
+        await again.send("quit")
+        assert await again.finish() == 0
+    finally:
+        await again.kill()
 
 
 class Opponent:
@@ -410,6 +486,42 @@ async def test_an_error_that_comes_during_wait_is_printed(server_url: str) -> No
             with contextlib.suppress(asyncio.CancelledError):
                 await waiting
         await racer.close()
+
+
+async def test_a_move_answered_after_its_wait_is_reported_when_the_answer_comes(
+    server_app: App, server_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A move whose answer is late (the link was down, the store slow) is not said to have
+    gone unanswered for good: a player told so would play it again."""
+    racer = await Opponent.open(server_url, "erin")
+    rival = await Opponent.open(server_url, "finn")
+    out = io.StringIO()
+    mode = PlainMode(racer.session, out)
+    mode.MOVE_WAIT_S = 0.2
+    stored = asyncio.Event()
+    append = server_app.store.append_move
+
+    async def slow_append(record: MoveRecord) -> None:
+        await stored.wait()
+        await append(record)
+
+    try:
+        await mode.command("create klondike 2 60")
+        assert mode.race_id is not None
+        await rival.session.join_race(mode.race_id)
+        assert await mode.wait_start()
+        monkeypatch.setattr(server_app.store, "append_move", slow_append)
+        await mode.command("deal")
+        assert "no answer yet to deal: it is sent again until the server answers" in (
+            out.getvalue()
+        )
+        assert "ok deal" not in out.getvalue()
+        stored.set()
+        await eventually(lambda: "ok deal (answered late)" in out.getvalue(), what="late ok")
+    finally:
+        stored.set()
+        await racer.close()
+        await rival.close()
 
 
 async def test_quit_leaves_the_open_races_created_and_warns_about_a_live_one(
