@@ -6,6 +6,7 @@ current round's matches race by race. The CLI prints these; a screen can show th
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from solrace.server.protocol.tournament_messages import (
@@ -50,10 +51,14 @@ def matches_of(view: TournamentModel) -> dict[str, MatchModel]:
     return {m.match_id: m for rnd in view.rounds for m in rnd.matches}
 
 
-def score(match: MatchModel) -> str:
-    """A head-to-head match's race wins as the server counts them, in the players' order
-    (`2-1`); empty for a heat (or from a server that does not send them)."""
-    return "-".join(str(w) for w in match.wins)
+def score(match: MatchModel, order: Sequence[str | None] | None = None) -> str:
+    """A head-to-head match's race wins as the server counts them (`2-1`), in the order of
+    `order`'s players (a bracket's line names them in its own order), else the match's;
+    empty for a heat (or from a server that does not send them)."""
+    if not match.wins:
+        return ""
+    wins: dict[str | None, int] = dict(zip(match.players, match.wins, strict=False))
+    return "-".join(str(wins.get(p, 0)) for p in (match.players if order is None else order))
 
 
 def _bracket_state(
@@ -66,7 +71,7 @@ def _bracket_state(
     if played.forfeited:
         return "forfeit: " + ", ".join(names.get(p, p) for p in played.forfeited)
     if played.wins and (best_of > 1 or len(played.races) > 1) and played.races:
-        return f"{match.state} {score(played)}"
+        return f"{match.state} {score(played, match.players)}"
     return match.state
 
 

@@ -267,3 +267,17 @@ def test_a_best_of_match_s_score_is_the_server_s_race_wins() -> None:
     older = render_tournament(with_matches(view, wins=[]))
     assert "W1-1 n1 vs n2 [ready]" in older
     assert "W1-1 n1 vs n2: (race 1 n1), race 2 to come" in older
+
+
+def test_a_bracket_line_gives_the_score_in_its_own_players_order() -> None:
+    """A match's wins come in its players' order, which need not be the bracket's (a third
+    place match): the bracket line, which names the bracket's players, orders the score so."""
+    t, names = started(FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 2)
+    (match,) = t.live_matches()
+    t.record_race(match.match_id, 1, RaceResult.from_order(list(match.players)), now=3)
+    view = view_of(t, names)
+    played = view.rounds[0].matches[0]
+    assert (played.players, played.wins) == (["p1", "p2"], [1, 0])
+    swapped = with_matches(view, players=["p2", "p1"], wins=[0, 1])  # the same score
+    for shown in (view, swapped):
+        assert "W1-1 n1 vs n2 [ready 1-0]" in render_tournament(shown)
