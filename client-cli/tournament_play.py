@@ -35,7 +35,7 @@ from .held_deals import HeldDeals, race_label
 from .identity import connect_player
 from .plain import EXIT_CLOSED, PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
-from .tournament_render import must_check_in, names_of, render_tournament
+from .tournament_render import field_size, must_check_in, names_of, render_tournament
 from .wire_text import printable
 
 TOURNAMENT_HELP = """\
@@ -132,7 +132,7 @@ class TournamentPlain:
             return
         paused = " (paused)" if view.paused else ""
         where = f", round {rounds}" if rounds else ""
-        self.say(f"tournament {view.phase}{where}{paused}: {len(view.players)} players")
+        self.say(f"tournament {view.phase}{where}{paused}: {field_size(view)} players")
 
     async def _finish(self, champion: str) -> None:
         """Say the end once the last round's deals are checked."""
@@ -215,6 +215,10 @@ class TournamentPlain:
             if reading in done and not reading.result():
                 # End of input: follow the tournament to its end (or the link's).
                 await asyncio.wait({ending, closing}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # Ctrl-C: what becomes of the race on, as `play` says
+            for line in self.mode.leaving_lines():
+                self.say(line)
+            raise
         finally:
             await cancel_and_wait((*waits, *self._tasks))
         if self.mode.closed.is_set() and not self.finished.is_set():

@@ -297,6 +297,11 @@ def render_board(view: TournamentModel) -> str:
     return "\n".join(lines)
 
 
+def field_size(view: TournamentModel) -> int:
+    """How many play: once seeded, the field (not who registered and did not check in)."""
+    return len(view.seeds) if view.seeds else len(view.players)
+
+
 def field_lines(view: TournamentModel) -> list[str]:
     """`players: ...`: once seeded, those who play (as many as `list` counts), and who
     registered but is not in the field (`did not check in: ...`); before, who registered."""

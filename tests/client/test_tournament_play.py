@@ -154,6 +154,39 @@ async def test_a_person_plays_a_tournament_race_in_plain_mode(
         await bot.close()
 
 
+async def test_ctrl_c_in_a_tournament_race_in_plain_mode_says_the_forfeit(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """The tournament's line mode is `play --plain`'s: Ctrl-C during a race says what becomes
+    of it before the program ends (a player would forfeit the match without a word)."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    player = await Child.start(
+        tmp_path, "tournament", "--server", url_of(server), "--name", "kit", "join", tid, "--plain"
+    )
+    bot = resigning_bot(server)
+    run: asyncio.Task[object] | None = None
+    try:
+        await player.expect("tournament registration")
+        await bot.connect()
+        run = asyncio.create_task(play_tournament(bot, tid))
+        await eventually(lambda: registered(admin, tid) == 2, what="both registered")
+        await act(admin, tid, "start")
+        race_id = (await player.expect("tournament race ")).split()[2].rstrip(":")
+        await player.send("deal")
+        await player.expect("ok deal")
+        player.proc.send_signal(signal.SIGINT)
+        line = await player.expect("forfeit")
+        assert line.startswith(f"leaving race {race_id} while it is running: you forfeit")
+        assert await player.finish() == 130
+    finally:
+        await player.kill()
+        if run is not None:
+            run.cancel()
+        await bot.close()
+
+
 async def test_a_person_plays_a_tournament_race_on_the_play_screen(
     server: App, opened: Opened, monkeypatch: pytest.MonkeyPatch
 ) -> None:

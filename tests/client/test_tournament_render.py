@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from solrace.client.tournament_cli import parse_placings
 from solrace.client.tournament_render import (
+    field_size,
     must_check_in,
     progress_lines,
     render_audit,
@@ -96,6 +97,10 @@ def test_the_text_says_who_checked_in_during_check_in() -> None:
     t.check_in(PlayerId("p2"), now=3)
     t.check_in(PlayerId("p1"), now=4)
     assert "checked in: ann, bob" in text()  # by player id
+    t.start(admin, now=5)
+    view = build_view(t, version=2, name="cup", time_limit_s=60, names=names, race_ids={})
+    assert "did not check in: cid" in render_tournament(view)
+    assert (len(view.players), field_size(view)) == (3, 2)  # the field: who checked in
 
 
 def test_the_audit_shows_server_text_escaped_on_one_line() -> None:
