@@ -13,10 +13,11 @@ import argparse
 import asyncio
 import secrets
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from solrace.cli import INTERRUPTED_STATUS
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import (
@@ -41,6 +42,7 @@ from solrace.server.protocol.vocab import RacerStateName
 from solrace.tasks import cancel_and_wait
 
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
+from .defaults import DEFAULT_SERVER_URL
 from .held_deals import deal_line
 from .identity import NAME_LIMIT, NAME_RULE, name_problem
 from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
@@ -57,8 +59,6 @@ from .session import (
 from .state import UNKNOWN, ClientState, RaceState
 from .strategy import STRATEGIES, Strategy, make_strategy
 from .wire_text import printable
-
-RaceCallback = Callable[[str], Awaitable[None] | None]
 
 #: Seconds before a resign or a move the server could not store is sent again.
 RESIGN_RETRY_S = 1.0
@@ -447,7 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
         "every bot joins that race; with neither, they join the first open race. Stopped (Ctrl-C, "
         "SIGTERM, SIGHUP), the bots leave their race if it has not started.",
     )
-    parser.add_argument("--server", required=True, help="server URL, e.g. ws://127.0.0.1:8765")
+    parser.add_argument(
+        "--server", default=DEFAULT_SERVER_URL, help=f"server URL (default {DEFAULT_SERVER_URL})"
+    )
     parser.add_argument("--strategy", choices=STRATEGIES, default="greedy")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--race", help="join this race id")
@@ -644,4 +646,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(run_bots(args))
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED_STATUS
