@@ -496,50 +496,64 @@ async def _run(args: argparse.Namespace) -> int:
         conn.take_welcome()  # this command reads the answer to its request only
         if args.command == "profile":
             return await _profile(conn, args)
-        if args.command == "admin" and (args.player or args.placings or args.cards):
-            names = await _player_ids(conn, args.tournament)
-            if args.player:
-                args.player = names.get(args.player, args.player)
-            if args.placings:
-                groups = parse_placings(args.placings)
-                args.placings = ",".join("=".join(names.get(p, p) for p in g) for g in groups)
-            if args.cards:
-                counts = parse_card_counts(args.cards)
-                args.cards = ",".join(f"{names.get(p, p)}={n}" for p, n in counts.items())
+        if args.command == "admin":
+            await _admin_names_to_ids(conn, args)
         try:
             request = _request(args)
         except ValidationError as exc:
             return fail(f"{args.command}: {validation_text(exc)}")
         assert request is not None
         await conn.send(request)
-        while True:
-            incoming = await asyncio.wait_for(conn.recv(), 30.0)
-            if isinstance(incoming, StatusChange):
-                continue
-            if isinstance(incoming, Error):
-                hint = ""
-                if incoming.code == ErrorCode.NOT_ADMIN:
-                    hint = (
-                        " (check --admin-token or $SOLRACE_ADMIN_TOKEN; a server started "
-                        "without --admin-token has tournament administration turned off)"
-                    )
-                print(
-                    printable(f"solrace tournament: {error_text(incoming, conn)}{hint}"),
-                    file=sys.stderr,
-                )
-                return 1
-            text = render(incoming, getattr(args, "skip_finished", 0))
-            if text is None:
-                continue
-            if args.command == "show" and isinstance(incoming, TournamentView):
-                view = incoming.tournament
-                text += "\n\n" + render_audit(view, await _actor_names(conn, view))
-            print(printable(text), flush=True)
-            if args.command != "watch" or is_over(incoming):
-                return 0
-            print(flush=True)
+        return await _print_answers(conn, args)
     finally:
         await conn.close()
+
+
+async def _admin_names_to_ids(conn: Connection, args: argparse.Namespace) -> None:
+    """An admin act may name players by name: `args` with the tournament's ids instead (a
+    name it does not know stays as given, for the server to refuse)."""
+    if not (args.player or args.placings or args.cards):
+        return
+    names = await _player_ids(conn, args.tournament)
+    if args.player:
+        args.player = names.get(args.player, args.player)
+    if args.placings:
+        groups = parse_placings(args.placings)
+        args.placings = ",".join("=".join(names.get(p, p) for p in g) for g in groups)
+    if args.cards:
+        counts = parse_card_counts(args.cards)
+        args.cards = ",".join(f"{names.get(p, p)}={n}" for p, n in counts.items())
+
+
+async def _print_answers(conn: Connection, args: argparse.Namespace) -> int:
+    """Print the answer to the request sent (`watch`: every view until the tournament is
+    over): 0, or 1 after printing the server's refusal."""
+    while True:
+        incoming = await asyncio.wait_for(conn.recv(), 30.0)
+        if isinstance(incoming, StatusChange):
+            continue
+        if isinstance(incoming, Error):
+            hint = ""
+            if incoming.code == ErrorCode.NOT_ADMIN:
+                hint = (
+                    " (check --admin-token or $SOLRACE_ADMIN_TOKEN; a server started "
+                    "without --admin-token has tournament administration turned off)"
+                )
+            print(
+                printable(f"solrace tournament: {error_text(incoming, conn)}{hint}"),
+                file=sys.stderr,
+            )
+            return 1
+        text = render(incoming, getattr(args, "skip_finished", 0))
+        if text is None:
+            continue
+        if args.command == "show" and isinstance(incoming, TournamentView):
+            view = incoming.tournament
+            text += "\n\n" + render_audit(view, await _actor_names(conn, view))
+        print(printable(text), flush=True)
+        if args.command != "watch" or is_over(incoming):
+            return 0
+        print(flush=True)
 
 
 async def _actor_names(conn: Connection, view: TournamentModel) -> dict[str, str]:
