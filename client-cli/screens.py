@@ -7,7 +7,7 @@ changes the state itself: only server messages do (`state.py`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events
@@ -16,6 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Select, Static
+from textual.widgets.data_table import RowDoesNotExist
 
 from solrace.engine import GAME_IDS, Move, game_class
 from solrace.server.protocol.replay import result_time
@@ -38,7 +39,7 @@ class LobbyScreen(Screen[None]):
         Binding("ctrl+s", "start", "Start"),
         Binding("ctrl+r", "resume", "Resume my race"),
         Binding("ctrl+t", "tournaments", "Tournaments"),
-        Binding("escape", "app.quit", "Quit"),
+        Binding("escape", "quit", "Quit"),
     ]
 
     @property
@@ -47,6 +48,13 @@ class LobbyScreen(Screen[None]):
 
         assert isinstance(self.app, PlayApp)
         return self.app
+
+    def action_quit(self) -> None:
+        """Esc leaves a field being typed in (back to the list); elsewhere it quits."""
+        if isinstance(self.focused, Input):
+            self.query_one("#races", DataTable).focus()
+            return
+        self.app.exit()
 
     def compose(self) -> ComposeResult:
         yield Static(id="lobby-head")
@@ -107,6 +115,7 @@ class LobbyScreen(Screen[None]):
             head += f" — {state.lobby_more} more live races not listed"
         self.query_one("#lobby-head", Static).update(Text(head, style="bold"))
         table = self.query_one("#races", DataTable)
+        chosen = highlighted_key(table)
         table.clear()
         for info in sorted(state.lobby.values(), key=lambda i: i.created_at_ms):
             names = ", ".join(r.name for r in info.racers)
@@ -128,6 +137,7 @@ class LobbyScreen(Screen[None]):
                 flags,
                 key=info.race_id,
             )
+        keep_highlight(table, chosen)  # a pushed list must not move the player's choice
         self.query_one("#lobby-status", Static).update(app.lobby_status())
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -143,13 +153,14 @@ class LobbyScreen(Screen[None]):
             limit = self.query_one("#time", Input).value
             invite = self.query_one("#invite", Input).value.strip() or None
             rated = self.query_one("#rated", Checkbox).value
-            self.play.create_race(
-                str(game),
-                int(seats) if seats.isdigit() else 2,
-                int(limit) if limit.isdigit() else 600,
-                rated=rated,
-                invite_code=invite,
-            )
+            numbers = form_number(seats, "seats", 2), form_number(limit, "seconds", 600)
+            problem = next((n for n in numbers if isinstance(n, str)), None)
+            if problem is not None:
+                self.app.notify(problem, severity="warning", markup=False)
+                return
+            count, seconds = (n for n in numbers if isinstance(n, int))
+            # Numbers out of range are the server's to refuse (it says its bounds).
+            self.play.create_race(str(game), count, seconds, rated=rated, invite_code=invite)
         elif button == "join":
             race_id = self.query_one("#join-id", Input).value.strip()
             invite = self.query_one("#invite", Input).value.strip() or None
@@ -172,6 +183,35 @@ class LobbyScreen(Screen[None]):
             self.play.join_race(event.value.strip(), invite)
 
 
+def highlighted_key(table: DataTable[Any]) -> str | None:
+    """The key of the table's highlighted row, if any."""
+    if not table.row_count:
+        return None
+    key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+    return None if key is None else str(key)
+
+
+def keep_highlight(table: DataTable[Any], key: str | None) -> None:
+    """Highlight the row of `key` again after the table was filled anew (if it is there)."""
+    if key is None:
+        return
+    try:
+        table.move_cursor(row=table.get_row_index(key), animate=False)
+    except RowDoesNotExist:  # the row is gone: the cursor stays where it is
+        return
+
+
+def form_number(text: str, what: str, default: int) -> int | str:
+    """A whole number typed in a form field (empty: `default`), or what is wrong with it."""
+    text = text.strip()
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        return f"{what}: {text!r} is not a whole number"
+
+
 class RaceScreen(Screen[None]):
     """The own board, the clock, every racer's progress; moves by keys, mouse or typing."""
 
@@ -190,6 +230,10 @@ class RaceScreen(Screen[None]):
         self.source: tuple[str, int | None] | None = None
         self.keys = ""
         self.message = ""
+        #: The message was said before the race had a board (a refusal during the countdown):
+        #: it goes once the board comes.
+        self._message_before_start = False
+        #: `x` was pressed once: the next `x` resigns; anything else in between disarms it.
         self._resign_armed = False
 
     @property
@@ -224,6 +268,8 @@ class RaceScreen(Screen[None]):
         race = state.races.get(self.race_id)
         me = state.player_id
         board = state.my_board(self.race_id)
+        if board is not None and self._message_before_start:
+            self.message, self._message_before_start = "", False
         selected = self.source[0] if self.source else None
         self.query_one("#board", BoardWidget).show(board, selected)
         self.query_one("#racers", RacersPanel).show(race, me)
@@ -248,7 +294,7 @@ class RaceScreen(Screen[None]):
         if race.started_at_ms is None:
             clock = f"starts in {clock_text(remaining)}"
         else:
-            clock = f"⏱ {clock_text(remaining)} left"
+            clock = f"{'time' if self.ascii else '⏱'} {clock_text(remaining)} left"
         game = race.game or "?"
         title = game_class(game).title if game in GAME_IDS else game
         commitment = f"  deal commitment {race.commitment[:12]}…" if race.commitment else ""
@@ -259,9 +305,17 @@ class RaceScreen(Screen[None]):
 
     def say(self, text: str) -> None:
         self.message = text
+        self._message_before_start = self.play.session.state.my_board(self.race_id) is None
         self.update_view()
 
+    def disarm_resign(self) -> None:
+        """Anything but a second `x` after the first cancels the resign it asked for."""
+        if self._resign_armed:
+            self._resign_armed = False
+            self.message = ""
+
     def send(self, move: Move) -> None:
+        self.disarm_resign()
         self.source = None
         self.keys = ""
         self.message = ""
@@ -280,6 +334,7 @@ class RaceScreen(Screen[None]):
         self.update_view()
 
     def action_type_move(self) -> None:
+        self.disarm_resign()
         self.query_one("#move", Input).focus()
 
     def action_leave_screen(self) -> None:
@@ -292,9 +347,15 @@ class RaceScreen(Screen[None]):
         self.play.back_to_lobby(keep_race=race is not None and race.status == "open")
 
     def action_resign(self) -> None:
+        race = self.play.session.state.races.get(self.race_id)
+        me = self.play.session.state.player_id
+        racer = race.racers.get(me) if race is not None and me is not None else None
+        if racer is not None and racer.is_done:
+            self.say(f"nothing to resign: you are {racer.state}")
+            return
         if not self._resign_armed:
             self._resign_armed = True
-            self.say("press x again to resign")
+            self.say("press x again to resign (any other key cancels)")
             return
         self._resign_armed = False
         self.play.resign_current(self.race_id)
@@ -303,6 +364,7 @@ class RaceScreen(Screen[None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         text = event.value.strip()
         event.input.value = ""
+        self.disarm_resign()
         if text:
             self.source = None
             self.keys = ""
@@ -312,6 +374,7 @@ class RaceScreen(Screen[None]):
 
     def pick(self, pile: str, depth: int | None) -> None:
         """A pile was chosen (key or click): first the source, then the target."""
+        self.disarm_resign()
         board = self.play.session.state.my_board(self.race_id)
         if board is None:
             return
@@ -351,7 +414,12 @@ class RaceScreen(Screen[None]):
         if isinstance(self.focused, Input):
             return
         char = event.character or ""
+        if char != "x":
+            self.disarm_resign()
         board = self.play.session.state.my_board(self.race_id)
+        if board is None and char and char in "swftr":
+            self.say("no board yet: the race has not started")
+            return
         if board is None or not char:
             return
         shorts = [_short_of(name) for name in board.piles]
@@ -495,9 +563,10 @@ class ResultScreen(Screen[None]):
         deal = f"deal {race.game} #{race.game_number}"
         if self.tournament_id is not None:
             deal += " (the round's deal)"
+        ok, bad = ("", "") if self.play.ascii else (" ✓", " ✗")
         if race.commitment_ok:
-            return Text(f"{deal}: commitment {race.commitment} ✓ verified", style="green")
-        return Text(f"{deal}: commitment does NOT match ✗", style="bold red")
+            return Text(f"{deal}: commitment {race.commitment}{ok} verified", style="green")
+        return Text(f"{deal}: commitment does NOT match{bad}", style="bold red")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "rematch":

@@ -141,16 +141,29 @@ def progress_bar(fraction: float, width: int = BAR_WIDTH, unicode: bool = True) 
     return "#" * full + "." * (width - full)
 
 
-#: A racer's line without its bar: mark, name, cards, state, moves (`racer_line`).
-RACER_LINE_FIXED = 46
+#: A racer's line without its bar and name: mark, cards, state, moves (`racer_line`).
+RACER_LINE_FIXED = 32
+#: The name column: as wide as the longest name of the race, between these.
+NAME_WIDTH_MIN, NAME_WIDTH_MAX = 8, 24
+
+
+def name_cell(name: str, width: int) -> str:
+    """`name` in a column of `width`: cut with an ellipsis when longer (never two names
+    looking alike because their ends were cut)."""
+    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 def racer_line(
-    racer: RacerStatus, me: str | None, unicode: bool = True, bar_width: int = BAR_WIDTH
+    racer: RacerStatus,
+    me: str | None,
+    unicode: bool = True,
+    bar_width: int = BAR_WIDTH,
+    name_width: int = 14,
 ) -> Text:
-    mark = "▶ " if racer.player_id == me else "  "
+    mark = ("▶ " if unicode else "> ") if racer.player_id == me else "  "
     line = Text(mark)
-    line.append(f"{racer.name[:14]:<14} ", style="bold" if racer.player_id == me else "")
+    name = name_cell(racer.name, name_width)
+    line.append(f"{name:<{name_width}} ", style="bold" if racer.player_id == me else "")
     line.append(progress_bar(racer.fraction, bar_width, unicode=unicode), style="green")
     total = racer.total or 0
     line.append(f" {racer.on_foundations:>3}/{total:<3} ")
@@ -166,8 +179,10 @@ def racer_lines(
 ) -> list[Text]:
     """One line per racer within `width` (a wrapped line would push the next racers out of
     the panel): the bar gives way first, then the line's end."""
-    bar = max(4, min(BAR_WIDTH, width - RACER_LINE_FIXED))
-    lines = [racer_line(r, me, unicode, bar) for r in racers]
+    longest = max((len(r.name) for r in racers), default=0)
+    names = max(NAME_WIDTH_MIN, min(NAME_WIDTH_MAX, longest))
+    bar = max(4, min(BAR_WIDTH, width - RACER_LINE_FIXED - names))
+    lines = [racer_line(r, me, unicode, bar, names) for r in racers]
     for line in lines:
         line.no_wrap = True
         line.truncate(width, overflow="ellipsis")

@@ -1,0 +1,182 @@
+"""The play screens' keys and forms, driven by Textual's pilot against a real server: what a
+key does is what the screen says it does, and a pushed list never moves the player's choice."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from textual.widgets import Button, DataTable, Input
+
+from solrace.client.bots import Bot
+from solrace.client.screens import LobbyScreen, RaceScreen, highlighted_key
+from solrace.client.session import Session
+from solrace.client.state import RacerStatus
+from solrace.client.strategy import make_strategy
+from solrace.client.tui import PlayApp
+from solrace.client.widgets import BoardWidget, racer_lines
+from tests.waiting import eventually
+
+from .test_tui import open_session
+
+
+@pytest.fixture
+async def alice(server_url: str) -> AsyncIterator[Session]:
+    session, pump = await open_session(server_url, "alice")
+    yield session
+    pump.cancel()
+    await session.conn.close()
+
+
+async def racing(app: PlayApp, alice: Session, bot: Bot) -> tuple[RaceScreen, str]:
+    """The app's player in a started race against `bot`: its race screen and race id."""
+    await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+    app.create_race("klondike", 2, 600)
+    await eventually(lambda: app.race_id is not None, what="race created")
+    race_id = app.race_id
+    assert race_id is not None
+    await bot.join(race_id)
+    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+    await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+    screen = app.screen
+    assert isinstance(screen, RaceScreen)
+    return screen, race_id
+
+
+async def test_a_resign_asked_once_is_cancelled_by_any_other_key(
+    server_url: str, alice: Session
+) -> None:
+    app = PlayApp(alice)
+    bot = Bot(server_url, "bob", make_strategy("greedy", seed=3), delay_s=60)
+    await bot.connect()
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen, race_id = await racing(app, alice, bot)
+            me = alice.me or ""
+            await pilot.press("x")
+            assert screen.message.startswith("press x again to resign")
+            await pilot.press("d")  # a deal in between: the resign asked for is off
+            await eventually(lambda: alice.state.races[race_id].plies[me] == 1, what="deal")
+            assert "press x again" not in screen.message
+            await pilot.press("x")  # one x again only asks again
+            assert screen.message.startswith("press x again to resign")
+            assert alice.state.races[race_id].racers[me].state == "playing"
+            await pilot.press("t")  # any other key cancels too
+            await pilot.press("escape")
+            await pilot.press("x", "x")
+            await eventually(
+                lambda: alice.state.races[race_id].racers[me].state == "resigned",
+                what="resigned by two x in a row",
+            )
+            await pilot.press("x")
+            assert screen.message == "nothing to resign: you are resigned"
+    finally:
+        await bot.close()
+
+
+async def test_a_refusal_before_the_start_goes_when_the_race_starts(
+    server_url: str, alice: Session
+) -> None:
+    """Before the start a key says there is no board yet; once the board comes, that line
+    goes (it was about the wait, not about the board the player now sees)."""
+    bot = Bot(server_url, "dan", make_strategy("greedy", seed=3), delay_s=60)
+    await bot.connect()
+    app = PlayApp(alice)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+            app.create_race("klondike", 3, 600)  # three seats, two taken: it waits
+            await eventually(lambda: app.race_id is not None, what="race created")
+            race_id = app.race_id
+            assert race_id is not None
+            await bot.join(race_id)
+            app.open_race(race_id)
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+            screen = app.screen
+            assert isinstance(screen, RaceScreen)
+            await eventually(lambda: isinstance(app.focused, BoardWidget), what="keys to it")
+            await pilot.press("t")
+            assert screen.message == "no board yet: the race has not started"
+            await pilot.press("d")
+            await eventually(lambda: "refused deal" in screen.message, what="deal refused")
+            app.start_current()
+            await eventually(lambda: alice.state.my_board(race_id) is not None, what="deal")
+            await eventually(lambda: screen.message == "", what="the line of the wait gone")
+    finally:
+        await bot.close()
+
+
+async def test_the_lobby_keeps_its_highlight_and_esc_leaves_a_field_not_the_app(
+    server_url: str, alice: Session
+) -> None:
+    app = PlayApp(alice)
+    makers = [
+        Bot(server_url, f"maker{n}", make_strategy("greedy", seed=n), delay_s=60) for n in range(4)
+    ]
+    try:
+        for maker in makers[:3]:
+            await maker.connect()
+            await maker.create("klondike", 2, 600)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+            lobby = app.screen
+            table = lobby.query_one("#races", DataTable)
+            await eventually(lambda: table.row_count == 3, what="three races listed")
+            table.focus()
+            await pilot.press("down", "down")
+            chosen = highlighted_key(table)
+            assert chosen is not None and table.cursor_row == 2
+            await makers[3].connect()
+            await makers[3].create("klondike", 2, 600)  # the server pushes a new list
+            await eventually(lambda: table.row_count == 4, what="the new race listed")
+            assert highlighted_key(table) == chosen
+            await pilot.press("enter")
+            assert lobby.query_one("#join-id", Input).value == chosen
+            # Esc in a field goes back to the list; Esc there quits.
+            lobby.query_one("#invite", Input).focus()
+            await pilot.press("a", "b", "c", "escape")
+            assert app.is_running and isinstance(app.focused, DataTable)
+            await pilot.press("escape")
+            await eventually(lambda: not app.is_running, what="quit")
+    finally:
+        await asyncio.gather(*(maker.close() for maker in makers))
+
+
+async def test_the_create_form_refuses_a_number_it_cannot_read(alice: Session) -> None:
+    app = PlayApp(alice)
+
+    def said(text: str) -> bool:
+        return any(text in note.message for note in app._notifications)
+
+    async with app.run_test(size=(120, 30)):
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+        lobby = app.screen
+        create = lobby.query_one("#create", Button)
+        lobby.query_one("#time", Input).value = "1e3"
+        create.press()
+        await eventually(lambda: said("seconds: '1e3' is not a whole number"), what="refused")
+        lobby.query_one("#time", Input).value = "-5"  # a number: the server says its bounds
+        create.press()
+        await eventually(
+            lambda: said("time limit: "),
+            what=f"the server's refusal in {[n.message for n in app._notifications]}",
+        )
+        assert app.race_id is None  # nothing was created
+        assert not alice.state.races
+
+
+def test_long_names_get_an_ellipsis_not_a_cut_that_makes_two_alike() -> None:
+    def racer(name: str) -> RacerStatus:
+        return RacerStatus(player_id=name, name=name)
+
+    racers = [racer("weekend-warrior-01"), racer("weekend-warrior-02"), racer("ann")]
+    wide = [line.plain for line in racer_lines(racers, "ann", 120)]
+    assert wide[0].startswith("  weekend-warrior-01 ") and wide[1].startswith(
+        "  weekend-warrior-02"
+    )
+    assert wide[2].startswith("▶ ann ")
+    ascii_lines = [line.plain for line in racer_lines(racers, "ann", 120, unicode=False)]
+    assert ascii_lines[2].startswith("> ann ")
+    longest = [racer("x" * 24), racer("y" * 30)]  # 24 is the longest name; wider is cut
+    assert racer_lines(longest, None, 120)[1].plain.startswith("  " + "y" * 23 + "… ")
