@@ -58,7 +58,7 @@ backend nodes
 
 def node_env() -> dict[str, str]:
     """`server_env`, and one token secret for every node (any node verifies any token)."""
-    return {**server_env(), "SOLRACE_SECRET": "bench-secret"}
+    return {**server_env(), "SOLRACE_SECRET": "bench-secret-for-tokens"}
 
 
 def start_node(port: int, data_dir: Path, *extra: str) -> subprocess.Popen[bytes]:

@@ -7,6 +7,8 @@ import asyncio
 import contextlib
 import errno
 import gc
+import hashlib
+import hmac
 import logging
 import os
 import secrets
@@ -49,8 +51,17 @@ class StoreBusyError(StartupError):
         self.holder_pid = holder_pid
 
 
+#: Characters of the secret a node makes for itself (`<data_dir>/secret`: 32 random bytes).
+SECRET_FILE_CHARS = 64
+
+
 def load_secret(settings: Settings) -> bytes:
-    """The token secret: from settings, else `<data_dir>/secret` (created once, mode 0600)."""
+    """The token secret: from settings, else `<data_dir>/secret` (made once, mode 0600).
+
+    The file appears whole or not at all (written beside it, then linked to its name), so a
+    start that fails while writing it (a full disk) leaves no empty secret behind; a file
+    that is not a whole secret is refused, never used: tokens signed with an empty key could
+    be made by anyone. `StartupError` says so; `OSError` for a data dir it cannot use."""
     if settings.secret:
         return settings.secret.encode()
     if settings.store_url() == "memory:":
@@ -58,10 +69,33 @@ def load_secret(settings: Settings) -> bytes:
     path = Path(settings.data_dir) / "secret"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32))
-    return path.read_text().strip().encode()
+        draft = path.with_name(f".secret.{os.getpid()}.{secrets.token_hex(4)}")
+        try:
+            fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:  # said of the secret, not of its draft
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_hex(SECRET_FILE_CHARS // 2))
+                handle.flush()
+                os.fsync(handle.fileno())
+            with contextlib.suppress(FileExistsError):  # another start made it first
+                os.link(draft, path)
+        finally:
+            draft.unlink(missing_ok=True)
+    secret = path.read_text().strip()
+    if len(secret) < SECRET_FILE_CHARS:
+        raise StartupError(
+            f"the token secret {path} is damaged ({len(secret)} characters, not "
+            f"{SECRET_FILE_CHARS}): restore it from a backup, or remove it to make a new one "
+            "(every player's token then stops working)"
+        )
+    return secret.encode()
+
+
+def secret_fingerprint(secret: bytes) -> str:
+    """A digest that tells secrets apart without telling them (`Store.claim_secret`)."""
+    return hmac.new(secret, b"solrace secret fingerprint", hashlib.sha256).hexdigest()[:16]
 
 
 def redact(url: str) -> str:
@@ -126,6 +160,7 @@ class App:
         async with contextlib.AsyncExitStack() as undo:
             await self._open_store()
             undo.push_async_callback(self.store.close)
+            await self._check_secret()
             if self.broker is not None:
                 await self._open_broker(self.broker)
                 undo.push_async_callback(self.broker.close)
@@ -157,6 +192,23 @@ class App:
             if isinstance(exc, StoreUnavailableError):
                 raise StartupError(f"cannot reach Redis at {url} ({exc.__cause__ or exc})") from exc
             raise StartupError(f"{url}: {exc}") from exc
+
+    async def _check_secret(self) -> None:
+        """Several nodes must sign tokens with one secret, or a player's token from one node
+        is refused by the next: the first node's is noted in the store, and a node with
+        another one does not start."""
+        ours = secret_fingerprint(self.hub.secret)
+        try:
+            theirs = await self.store.claim_secret(ours)
+        except StoreError as exc:
+            raise StartupError(f"{redact(self.settings.store_url())}: {exc}") from exc
+        if theirs != ours:
+            raise StartupError(
+                "this node's token secret is not the one the other nodes on "
+                f"{redact(self.settings.store_url())} sign with: give every node the same "
+                "--secret (SOLRACE_SECRET; deploy/README.md). To change the secret of all of "
+                "them, stop every node and delete the store's secret-fingerprint key"
+            )
 
     async def _open_broker(self, broker: Broker) -> None:
         url = redact(self.settings.broker_url())

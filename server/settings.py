@@ -30,7 +30,10 @@ class Settings(BaseSettings):
         "default: the Redis of --redis or --store, else memory:",
     )
     secret: str | None = Field(
-        default=None, description="token signing secret; default: <data_dir>/secret, created once"
+        default=None,
+        min_length=16,
+        description="token signing secret, 16 characters or more; default: <data_dir>/secret, "
+        "created once",
     )
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING, ERROR or CRITICAL")
 

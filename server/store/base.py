@@ -65,6 +65,12 @@ class Store(Protocol):
 
     async def close(self) -> None: ...
 
+    async def claim_secret(self, fingerprint: str) -> str:
+        """The fingerprint of the token secret of the nodes sharing this store: the one
+        stored, else `fingerprint`, stored now. A store of one node keeps none and returns
+        `fingerprint` (its node may change its secret: every token then stops working)."""
+        ...
+
     async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
         """A new player; `NameTakenError` if the name is owned (names compare case-blind) or
         the player id is another name's (nothing stored either way)."""

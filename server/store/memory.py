@@ -22,6 +22,9 @@ class MemoryStore(MemoryCompetition):
         self._moves: dict[tuple[str, str], list[MoveRecord]] = {}
         self._seqs: dict[tuple[str, str], set[int]] = {}
 
+    async def claim_secret(self, fingerprint: str) -> str:
+        return fingerprint  # one node
+
     async def open(self) -> None:
         return None
 

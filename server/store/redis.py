@@ -6,6 +6,8 @@ Keys, all under one prefix (default `solrace:`):
 - `race:<id>` hash (record JSON, status, order); `status:<status>` sorted sets of race ids
   scored by `order` (first-save order, from the `race-order` counter) for `list_races`;
   `rating-due` the finished rated races not rated yet, scored the same (`races_to_rate`).
+- `secret-fingerprint`: a digest of the token secret of the first node (`claim_secret`): a node
+  with another secret refuses to start.
 - `moves:<race>:<player>` list of move JSON in ply order; `seqs:<race>:<player>` hash
   seq -> ply; `racers:<race>` set of players with moves.
 
@@ -194,6 +196,17 @@ class RedisStore(RedisCompetition):
             except RedisError as exc:
                 raise StoreError(f"redis refused: {exc}") from exc
         raise AssertionError("unreachable")
+
+    async def claim_secret(self, fingerprint: str) -> str:
+        """`secret-fingerprint`: set by the first node, compared by every later one."""
+        key = self._key("secret-fingerprint")
+
+        async def claim() -> str:
+            await self.redis.set(key, fingerprint, nx=True)
+            stored = await self.redis.get(key)
+            return fingerprint if stored is None else str(stored)
+
+        return await self._call(claim)
 
     async def open(self) -> None:
         """Connect: `StoreUnavailableError` if Redis cannot be reached, `StoreError` if the URL

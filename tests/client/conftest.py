@@ -31,7 +31,7 @@ def server_settings(data_dir: Path, **overrides: object) -> Settings:
         "port": 0,
         "data_dir": data_dir,
         "store": "memory:",
-        "secret": "client-tests",
+        "secret": "client-tests-secret",
         "log_level": "WARNING",
         "countdown_s": 0.2,
         "rate_capacity": RATE_BUDGET,

@@ -23,7 +23,7 @@ FAST = {
     "spectator_batch_s": 0.02,
     "min_time_limit_s": 1,
     "rate_capacity": 10_000.0,
-    "secret": "test-secret",
+    "secret": "test-secret-for-tokens",
 }
 
 

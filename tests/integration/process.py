@@ -34,7 +34,7 @@ class ServerProcess:
             "--data-dir",
             str(data_dir),
             "--secret",
-            "test-secret",
+            "test-secret-for-tokens",
             "--countdown-s",
             "0",
             "--min-time-limit-s",

@@ -18,7 +18,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from solrace.engine import deal
-from solrace.server.app import App
+from solrace.server.app import App, StartupError
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode
@@ -480,3 +480,20 @@ async def test_a_racer_whose_node_is_killed_and_who_never_comes_back_forfeits(
         await carol.expect(RaceFinished)
     finally:
         await doomed.kill()
+
+
+async def test_a_node_with_another_secret_does_not_start(
+    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
+) -> None:
+    """Several nodes must sign tokens with one secret: a node with its own (no SOLRACE_SECRET,
+    a secret file of its own data folder) would refuse every token the others gave. It does
+    not start, and says why; a node with the same secret starts."""
+    first = await cluster(redis_url, secret=None)  # its own secret file
+    own = (first.settings.data_dir / "secret").read_text()
+    with pytest.raises(StartupError, match="is not the one the other nodes on redis://"):
+        await cluster(redis_url, secret=None)  # another folder: another secret
+    same = await cluster(redis_url, secret=own)
+    alice = await clients(url(first), "alice")
+    assert alice.welcome is not None and alice.welcome.token is not None
+    again = await clients(url(same), token=alice.welcome.token)
+    assert again.welcome is not None and again.welcome.player_id == alice.player_id

@@ -19,7 +19,7 @@ from tests.integration.process import ServerProcess
 from tests.integration.wsclient import connect_client
 
 START_WITHIN_S = 30
-SECRET = "test-secret"  # ServerProcess's
+SECRET = "test-secret-for-tokens"  # ServerProcess's
 
 Starter = Callable[[], Awaitable[ServerProcess]]
 
@@ -57,7 +57,7 @@ async def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
         holder.listen()
         port = holder.getsockname()[1]
         code, lines = await serve_expecting_failure(
-            "--port", str(port), "--data-dir", str(tmp_path), "--secret", "s"
+            "--port", str(port), "--data-dir", str(tmp_path), "--secret", "s" * 16
         )
     assert (code, lines) == (
         1,

@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from solrace.server.app import App, StartupError, build_parser, main, settings_from_args
+from solrace.server.app import (
+    App,
+    StartupError,
+    build_parser,
+    load_secret,
+    main,
+    settings_from_args,
+)
 from solrace.server.settings import Settings
 from solrace.server.store import StoreUnavailableError
 from solrace.server.store.sqlite import SqliteStore, StoreLockedError, lock_path_for
@@ -136,7 +143,7 @@ def test_a_failed_start_removes_the_data_dir_it_created(
 
 
 async def test_a_failed_start_stops_what_it_started(tmp_path: Path, listening_port: int) -> None:
-    app = App(Settings(port=listening_port, data_dir=tmp_path, secret="s"))
+    app = App(Settings(port=listening_port, data_dir=tmp_path, secret="s" * 16))
     with pytest.raises(StartupError, match="is in use"):
         await app.start()
     # The store was opened and the races recovered before the port was tried: undone.
@@ -168,7 +175,7 @@ def test_a_data_dir_under_a_file_is_one_line(
         ],
     )
     # With a secret given, the store is the first to need the folder.
-    code, lines = serve(capsys, "--port", "0", "--data-dir", str(data_dir), "--secret", "s")
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(data_dir), "--secret", "s" * 16)
     assert code == 1
     assert lines == [
         f"solrace serve: error: cannot open the SQLite database {data_dir / 'solrace.sqlite3'}: "
@@ -218,7 +225,9 @@ def test_a_read_only_data_dir_is_one_line(
     [line] = lines
     assert line.startswith(f"solrace serve: error: cannot use the data dir {read_only_dir}: ")
     assert line.endswith(f"'{read_only_dir / 'secret'}'")
-    code, lines = serve(capsys, "--port", "0", "--data-dir", str(read_only_dir), "--secret", "s")
+    code, lines = serve(
+        capsys, "--port", "0", "--data-dir", str(read_only_dir), "--secret", "s" * 16
+    )
     assert code == 1
     [line] = lines
     database = read_only_dir / "solrace.sqlite3"
@@ -359,7 +368,7 @@ def test_an_unknown_store_scheme_lists_the_accepted_ones(
 
 
 def node_settings(data_dir: Path, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"port": 0, "data_dir": data_dir, "secret": "s", **overrides}
+    values: dict[str, Any] = {"port": 0, "data_dir": data_dir, "secret": "s" * 16, **overrides}
     return Settings(**values)
 
 
@@ -480,3 +489,32 @@ def test_pings_need_a_positive_period() -> None:
             Settings(**zero)
         off: dict[str, Any] = {name: None}
         assert getattr(Settings(**off), name) is None
+
+
+def test_a_secret_file_that_is_not_a_whole_secret_is_refused_never_used(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Tokens signed with an empty key could be made by anyone: a secret file left empty (a
+    start that failed while writing it, before it was written whole) stops the node."""
+    (tmp_path / "secret").write_text("")
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path))
+    assert code == 1
+    assert lines == [
+        f"solrace serve: error: the token secret {tmp_path / 'secret'} is damaged (0 "
+        "characters, not 64): restore it from a backup, or remove it to make a new one "
+        "(every player's token then stops working)"
+    ]
+
+
+def test_the_secret_file_is_made_whole_and_private(tmp_path: Path) -> None:
+    secret = load_secret(Settings(data_dir=tmp_path))
+    path = tmp_path / "secret"
+    assert len(secret) == 64 and path.read_text() == secret.decode()
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in tmp_path.iterdir()] == ["secret"]  # no draft left beside it
+    assert load_secret(Settings(data_dir=tmp_path)) == secret  # made once
+
+
+def test_a_short_secret_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), "--secret", "x")
+    assert code == 2 and "secret" in lines[-1] and "16 characters" in lines[-1]
