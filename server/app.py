@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import errno
 import gc
 import hashlib
@@ -16,7 +17,7 @@ import shutil
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -373,6 +374,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: `SOLRACE_*` variables that are not the server's settings but are the client's or the
+#: scripts' (`docs/client.md`, `deploy/local-cluster.sh`, the tests).
+OTHER_VARIABLES = frozenset(
+    {
+        "SOLRACE_CONFIG_DIR",
+        "SOLRACE_REQUIRE_REDIS",
+        "SOLRACE_CLUSTER_DIR",
+        "SOLRACE_LB_BIND",
+        "SOLRACE_LB_PORT",
+        "SOLRACE_NODE_PORT",
+        "SOLRACE_REDIS_PORT",
+    }
+)
+
+
+def unknown_settings(environment: Mapping[str, str]) -> list[str]:
+    """A line for each `SOLRACE_*` variable that sets nothing (a misspelt name would leave
+    its setting at the default without a word), with the setting it may have meant."""
+    known = {f"SOLRACE_{name.upper()}" for name in Settings.model_fields}
+    lines = []
+    for variable in sorted(environment):
+        if not variable.startswith("SOLRACE_") or variable in known | OTHER_VARIABLES:
+            continue
+        if variable.removeprefix("SOLRACE_NODE").isdigit():  # the cluster script's HAProxy
+            continue
+        names = sorted(name.upper() for name in Settings.model_fields)
+        near = difflib.get_close_matches(variable.removeprefix("SOLRACE_"), names, 1, 0.8)
+        meant = f": did you mean SOLRACE_{near[0]}?" if near else ""
+        lines.append(f"{variable} is no setting of the server: ignored{meant}")
+    return lines
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {k: v for k, v in vars(args).items() if v is not None}
     return Settings(**overrides)
@@ -416,6 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    for line in unknown_settings(os.environ):
+        log.warning("%s", line)
     try:
         with contextlib.suppress(KeyboardInterrupt):
             return asyncio.run(run(settings))

@@ -25,6 +25,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from solrace.server.outage import Outage
 from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.broker")
@@ -271,6 +272,7 @@ class RedisBroker(LocalFanout):
         self._gap_pending: set[str] = set()
         self.is_connected = False
         self.is_down = False  # the link was lost and is not back yet
+        self.link_outage = Outage(log, "the redis pub/sub link")
         self.reconnects = 0
 
     def _wire(self, channel: str) -> str:
@@ -383,6 +385,7 @@ class RedisBroker(LocalFanout):
         await pubsub.subscribe(*(self._wire(channel) for channel in channels))
         self.is_connected = True
         self.is_down = False
+        self.link_outage.worked()
         return pubsub
 
     async def _read_forever(self) -> None:
@@ -400,7 +403,7 @@ class RedisBroker(LocalFanout):
                         self._handle(message)
                         backoff = BACKOFF_FIRST_S
             except OUTAGE_ERRORS as exc:
-                log.warning("redis pub/sub link lost (%s); reconnecting", exc)
+                self.link_outage.failed(f"{exc}; reconnecting")
             except Exception:
                 log.exception("redis pub/sub reader failed; reconnecting")
             self._lose_link()

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from solrace.server.broker import Broker, BrokerUnavailableError, ChannelListener
+from solrace.server.outage import Outage
 from solrace.server.session import Session
 
 log = logging.getLogger("solrace.server.hub")
@@ -75,6 +76,7 @@ class ClaimRelay:
         #: a claim of the player read after that one is later, and replaces it.
         self._confirmed: dict[str, int] = {}
         self._listener = ChannelListener(broker, CHANNEL, self._handle, log)
+        self.announcing = Outage(log, "announcing connections to the other nodes")
 
     async def start(self) -> None:
         await self._listener.start()
@@ -88,7 +90,9 @@ class ClaimRelay:
         try:
             await self.broker.publish(CHANNEL, claim.encode())
         except BrokerUnavailableError as exc:
-            log.warning("%s's connection not announced to the other nodes: %s", player_id, exc)
+            self.announcing.failed(f"{player_id}'s connection not announced: {exc}")
+        else:
+            self.announcing.worked()
 
     def forget(self, player_id: str) -> None:
         """This node's connection of `player_id` closed: nothing is kept for it."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from solrace.engine import EngineError, InvalidMoveError
 from solrace.server.metrics import Metrics
+from solrace.server.outage import Outage
 from solrace.server.protocol.codec import encode_move_ack
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import MakeMove, MoveRejected
@@ -54,6 +55,9 @@ class MoveHandler:
         self.settings = settings
         self.metrics = metrics
         self.clock = clock
+        #: Moves, and finished or stuck boards, the store could not take (an outage).
+        self.storing = Outage(log, "storing moves")
+        self.storing_boards = Outage(log, "storing finished or stuck boards")
 
     def _reject(
         self, session: Session, message: MakeMove, code: ErrorCode, reason: str
@@ -202,6 +206,8 @@ class MoveHandler:
             return False
         finally:
             runtime.in_flight -= 1
+        if self.storing.failures:
+            self.storing.worked()
         return True
 
     async def _not_stored(
@@ -227,7 +233,7 @@ class MoveHandler:
             # the move again cannot help.
             self._reject(session, message, ErrorCode.UNKNOWN_RACE, "the store has no such race")
         else:  # an outage: the client may send it again
-            log.warning("move %s of %s not stored: %s", record.ply, record.player_id, exc)
+            self.storing.failed(f"move {record.ply} of {record.player_id}: {exc}")
             self._reject(session, message, ErrorCode.UNAVAILABLE, "not stored; send it again")
 
     async def _record_board(self, runtime: RaceRuntime, record: MoveRecord) -> None:
@@ -242,7 +248,9 @@ class MoveHandler:
             # The move is stored and acknowledged; the tick stores its finish or stuck board
             # (and its progress) once the store answers again.
             runtime.unsettled.setdefault(player_id, []).append(record)
-            log.warning("race %s: board of %s not stored: %s", runtime.race_id, player_id, exc)
+            self.storing_boards.failed(f"race {runtime.race_id}, {player_id}: {exc}")
+        else:
+            self.storing_boards.worked()
 
     async def _settle_conflict(
         self, session: Session, runtime: RaceRuntime, player_id: str, message: MakeMove

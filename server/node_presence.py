@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from solrace.server.broker import Broker, BrokerError
+from solrace.server.outage import Outage
 from solrace.server.protocol.race import Racer
 from solrace.server.protocol.records import LIVE_STATUSES, RacerRecord
 from solrace.server.race_sync import RaceKeeper, connection_change
@@ -54,6 +55,7 @@ class NodePresence:
         self.node_id = node_id
         self.broker = broker
         self.store = store
+        self.announcing = Outage(log, "announcing this node's presence")
         self.settings = settings
         self.keeper = keeper
         self.players = players
@@ -85,10 +87,12 @@ class NodePresence:
         ttl_s = self.settings.node_ttl_s
         try:
             async with asyncio.timeout(ttl_s / 5):
-                return await self.broker.announce(self.node_id, int(ttl_s * 1000))
+                alive = await self.broker.announce(self.node_id, int(ttl_s * 1000))
         except (BrokerError, TimeoutError) as exc:
-            log.warning("node presence not announced: %s", exc or "no answer in time")
+            self.announcing.failed(exc or "no answer in time")
             return None
+        self.announcing.worked()
+        return alive
 
     async def watch(self, now: int) -> None:
         """Announce this node; mark its own racers connected again if anyone marked them

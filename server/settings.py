@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from solrace.server.protocol.ratelimit import DEFAULT_RATE_CAPACITY, DEFAULT_RATE_REFILL_PER_S
+
+#: The longest duration a setting (`..._s`) takes: a week. Longer ones overflow the clocks
+#: they are added to (an infinite countdown would stop every race from being created).
+MAX_DURATION_S = 7 * 24 * 3600.0
 
 
 class Settings(BaseSettings):
     """Every knob of `solrace serve` (environment: `SOLRACE_<NAME>`, e.g. `SOLRACE_PORT`)."""
 
-    model_config = SettingsConfigDict(env_prefix="SOLRACE_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="SOLRACE_", extra="forbid", allow_inf_nan=False)
 
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
@@ -189,6 +193,24 @@ class Settings(BaseSettings):
                 "SOLRACE_MAX_TIME_LIMIT_S): every race would be refused"
             )
         return self
+
+    @model_validator(mode="after")
+    def _one_store(self) -> Settings:
+        if self.redis and self.store and self.store != self.redis:
+            raise ValueError(
+                "--store and --redis name two stores: nodes on a Redis keep everything in it "
+                "(--redis alone), a node on its own keeps it in its --store (without --redis)"
+            )
+        return self
+
+    @field_validator("*")
+    @classmethod
+    def _durations_within_a_week(cls, value: object, info: ValidationInfo) -> object:
+        name = info.field_name or ""
+        duration = name.endswith("_s") and not name.endswith("_per_s")  # not a rate
+        if duration and isinstance(value, int | float) and value > MAX_DURATION_S:
+            raise ValueError(f"at most {MAX_DURATION_S:.0f} seconds (a week)")
+        return value
 
     @field_validator("log_level")
     @classmethod

@@ -13,18 +13,31 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from solrace.server.broker import BrokerUnavailableError
+from solrace.server.outage import Outage
+from solrace.server.store import StoreUnavailableError
+
+#: Failures that are an outage of the store or of Redis: said once, not with a traceback.
+OUTAGES = (StoreUnavailableError, BrokerUnavailableError)
+
 
 async def run_every(
     every_s: float, step: Callable[[], Awaitable[None]], log: logging.Logger, what: str
 ) -> None:
     """Await `step()` every `every_s` seconds (after each pause) until cancelled; a failure
-    is logged as `what failed` and the next step comes as usual."""
+    is logged as `what failed` and the next step comes as usual (an outage of the store or of
+    Redis once until a step works again, with no traceback)."""
     task = asyncio.current_task()
+    outage = Outage(log, what)
     while True:
         await asyncio.sleep(every_s)  # the node's timer, not a wait in a test
         try:
             await step()
+        except OUTAGES as exc:
+            outage.failed(exc)
         except Exception:
             log.exception("%s failed", what)
+        else:
+            outage.worked()
         if task is not None and task.cancelling():
             raise asyncio.CancelledError  # asked to stop during the step, which lost it

@@ -59,9 +59,9 @@ ws_log = logging.getLogger("solrace.server.websocket")
 
 
 class _ProbeLog(logging.LoggerAdapter[logging.Logger]):
-    """websockets' log of a plain HTTP request (`/healthz`, `/metrics`), its INFO lines at
-    DEBUG: a load balancer checks every node every few seconds ("HTTP response sent (200 OK)",
-    "connection closed"), which would drown the log at INFO."""
+    """websockets' log of a plain HTTP request (`/healthz`, `/metrics`) or of a refused
+    handshake, its INFO lines at DEBUG: a load balancer checks every node every few seconds
+    ("HTTP response sent (200 OK)", "connection closed"), which would drown the log at INFO."""
 
     def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
         super().log(logging.DEBUG if level == logging.INFO else level, msg, *args, **kwargs)
@@ -396,7 +396,10 @@ class WebSocketSession(Session, asyncio.Protocol):
             self.edge.metrics.connections.inc()
 
     def _refused(self, refusal: Refusal) -> Response:
-        """The answer to a handshake past an admission limit (`solrace.server.admission`)."""
+        """The answer to a handshake past an admission limit (`solrace.server.admission`),
+        logged at DEBUG like a probe's: a flood of handshakes, which the limits are for, must
+        not flood the log too (`solrace_connections_refused_total` counts them)."""
+        self.ws.logger = probe_log
         self.edge.metrics.connections_refused.labels(refusal.kind.value).inc()
         response = self.ws.reject(refusal.status, refusal.text + "\n")
         response.headers["Retry-After"] = str(refusal.retry_after_s)

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from solrace.server.outage import Outage
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
 from solrace.server.store.base import (
     NameTakenError,
@@ -361,12 +362,15 @@ class SqliteStore(SqliteCompetition):
         self._checkpointer = asyncio.create_task(self._checkpoint_regularly())
 
     async def _checkpoint_regularly(self) -> None:
+        outage = Outage(log, "checkpointing the SQLite log")
         while True:
             await asyncio.sleep(CHECKPOINT_EVERY_S)
             try:
                 await self.checkpoint()
             except StoreError as exc:
-                log.warning("checkpoint failed: %s", exc)
+                outage.failed(exc)
+            else:
+                outage.worked()
 
     async def checkpoint(self) -> None:
         """Copy the log into the database, on the worker thread (PASSIVE: it never waits for

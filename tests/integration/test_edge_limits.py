@@ -4,6 +4,7 @@ connections (per address, per node, handshake pace)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 
 import pytest
 from websockets.exceptions import InvalidStatus
@@ -102,18 +103,24 @@ async def test_an_address_past_its_connection_cap_is_answered_429_until_one_clos
 
 
 async def test_handshakes_past_the_pace_of_an_address_are_answered_429(
-    start_server: ServerFactory,
+    start_server: ServerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     app = await start_server(connect_burst=2, connect_per_s=0.01)
     for _ in range(2):
         client = await Client.open(url_of(app))
         await client.close()
-    assert await refused_status(app) == (
-        429,
-        "100",
-        "connecting too often from your address: wait a moment\n",
-    )
+    with caplog.at_level(logging.DEBUG, logger="solrace.server.websocket"):
+        assert await refused_status(app) == (
+            429,
+            "100",
+            "connecting too often from your address: wait a moment\n",
+        )
+        await eventually(lambda: not app.transport.connections, what="the refused one closed")
     assert refusals(app, "too_often") == 1
+    # Logged at DEBUG (a flood of handshakes must not flood the log), counted in the metrics.
+    told = [r for r in caplog.records if r.name == "solrace.server.websocket"]
+    assert "HTTP response sent (429 Too Many Requests)" in [r.getMessage() for r in told]
+    assert [r.getMessage() for r in told if r.levelno >= logging.INFO] == []
 
 
 async def test_a_full_node_answers_503_and_no_per_address_limit_at_zero(

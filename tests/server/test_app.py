@@ -21,6 +21,7 @@ from solrace.server.app import (
     load_secret,
     main,
     settings_from_args,
+    unknown_settings,
 )
 from solrace.server.settings import Settings
 from solrace.server.store import StoreUnavailableError
@@ -258,6 +259,30 @@ def test_a_bad_environment_value_names_the_variable(
         "solrace serve: error: invalid SOLRACE_SEND_BUFFER_BYTES '10': "
         "Input should be greater than or equal to 1024",
     ]
+
+
+def test_durations_that_are_not_finite_or_past_a_week_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An infinite countdown passed the settings once and then broke every race created
+    (an integer overflow on the race's clock)."""
+    code, lines = serve(capsys, "--countdown-s", "inf", "--data-dir", str(tmp_path))
+    assert (code, lines) == (
+        2,
+        ["solrace serve: error: invalid --countdown-s inf: Input should be a finite number"],
+    )
+    monkeypatch.setenv("SOLRACE_GRACE_S", "1e300")
+    monkeypatch.setenv("SOLRACE_TICK_S", "nan")
+    code, lines = serve(capsys, "--data-dir", str(tmp_path))
+    assert (code, sorted(lines)) == (
+        2,
+        [
+            "solrace serve: error: invalid SOLRACE_GRACE_S '1e300': at most 604800 seconds "
+            "(a week)",
+            "solrace serve: error: invalid SOLRACE_TICK_S 'nan': Input should be a finite number",
+        ],
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_time_limits_out_of_order_are_refused_in_one_line(
@@ -518,3 +543,32 @@ def test_the_secret_file_is_made_whole_and_private(tmp_path: Path) -> None:
 def test_a_short_secret_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), "--secret", "x")
     assert code == 2 and "secret" in lines[-1] and "16 characters" in lines[-1]
+
+
+def test_a_variable_that_sets_nothing_is_named_with_the_setting_it_may_mean() -> None:
+    environment = {
+        "SOLRACE_MAX_CONNECTIONS_PER_ADRESS": "0",  # misspelt: the limit would stay on
+        "SOLRACE_PORT": "9000",
+        "SOLRACE_CONFIG_DIR": "/tmp/c",  # the client's
+        "SOLRACE_NODE2": "127.0.0.1:8772",  # the cluster script's
+        "SOLRACE_WHATEVER": "1",
+        "PATH": "/bin",
+    }
+    assert unknown_settings(environment) == [
+        "SOLRACE_MAX_CONNECTIONS_PER_ADRESS is no setting of the server: ignored: did you mean "
+        "SOLRACE_MAX_CONNECTIONS_PER_ADDRESS?",
+        "SOLRACE_WHATEVER is no setting of the server: ignored",
+    ]
+
+
+def test_two_stores_at_once_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A node on its own SQLite file that joined the Redis of other nodes shared their events
+    and presence but none of their races."""
+    argv = ["--store", f"sqlite:{tmp_path / 's.sqlite3'}", "--redis", "redis://127.0.0.1:1/0"]
+    code, lines = serve(capsys, *argv, "--data-dir", str(tmp_path))
+    assert code == 2
+    assert lines == [
+        "solrace serve: error: --store and --redis name two stores: nodes on a Redis keep "
+        "everything in it (--redis alone), a node on its own keeps it in its --store (without "
+        "--redis)"
+    ]

@@ -6,6 +6,7 @@ back through the session's fallback (decoding it): what a client would read.
 
 from __future__ import annotations
 
+import logging
 import random
 
 import pytest
@@ -143,6 +144,42 @@ async def test_a_store_bug_is_raised_not_told_as_an_outage() -> None:
             await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
         assert board.game.ply == 0
         assert not any(isinstance(m, MoveRejected) for m in alice.sent)
+
+
+class AwayThenBack(MemoryStore):
+    """A store away (an outage) until `back` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.back = False
+
+    async def append_move(self, move: MoveRecord) -> None:
+        if not self.back:
+            raise StoreUnavailableError("the disk is full")
+        await super().append_move(move)
+
+
+async def test_moves_not_stored_in_an_outage_are_logged_once_and_its_end_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every move of every racer fails while the store is away: a line each flooded the log
+    (on a full disk, filling it further). One line says the outage, one its end."""
+    store = AwayThenBack()
+    async with opened(store), running_hub(store) as hub:
+        race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
+        with caplog.at_level(logging.INFO, logger="solrace.server.hub"):
+            for _ in range(5):  # the client sends it again, as told
+                await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+            store.back = True
+            await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+        assert [m.code for m in alice.sent if isinstance(m, MoveRejected)] == ["unavailable"] * 5
+        assert isinstance(alice.sent[-1], MoveAck)
+        lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert lines == [
+            f"storing moves failed: move 0 of {alice.player_id}: the disk is full (said once "
+            "until it works again)",
+            "storing moves works again after 5 failure(s)",
+        ]
 
 
 @pytest.mark.redis
