@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -18,7 +19,14 @@ from solrace.server.protocol.replay import shorten
 
 from .connection import Incoming
 from .replay import ReplayCursor
-from .widgets import BoardWidget, RacersPanel, clock_text, columned_table, link_text
+from .widgets import (
+    BoardWidget,
+    RacersPanel,
+    clock_text,
+    columned_table,
+    link_text,
+    selected_key,
+)
 from .wire_text import as_text
 
 if TYPE_CHECKING:
@@ -26,6 +34,26 @@ if TYPE_CHECKING:
 
 FOLLOW_PAUSE_S = 4.0
 """How long TV mode shows a finished race's result before moving on."""
+
+
+#: Between two parts of a head line.
+SEP = "  "
+
+
+def fit_line(line: str, extras: list[tuple[str, int]], width: int) -> str:
+    """`line`, then as many of `extras` as fit within `width` columns (0: no limit), each after
+    `SEP`. An extra `(text, keep)` that does not fit whole is cut, ending with "…", when at
+    least its first `keep` characters fit (`keep` 0: never cut); the extras after it are
+    left out."""
+    for text, keep in extras:
+        room = width - cell_len(line) - len(SEP)
+        if width <= 0 or cell_len(text) <= room:
+            line += SEP + text
+            continue
+        if keep and room > keep:
+            line += SEP + text[: room - 1] + "…"
+        break
+    return line
 
 
 def _watch_app(screen: Screen[None]) -> _SessionApp:
@@ -48,6 +76,8 @@ class WatchPicker(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.finished: set[str] = set()
+        #: The rows the table shows (race, game, status, players).
+        self._rows: list[tuple[str, str, str, str]] = []
 
     def compose(self) -> ComposeResult:
         yield Static(id="watch-head")
@@ -78,11 +108,21 @@ class WatchPicker(Screen[None]):
         head = f"live races — Enter watches, f toggles follow  {mode}"
         self.query_one("#watch-head", Static).update(Text(head, style="bold"))
         table = self.query_one("#races", DataTable)
+        rows: list[tuple[str, str, str, str]] = [
+            (info.race_id, info.game, str(info.status), ", ".join(r.name for r in info.racers))
+            for info in app.session.state.lobby.values()
+        ]
+        if rows == self._rows and table.row_count == len(rows):
+            return  # the same list: the table (and its cursor) stays as it is
+        # The list comes again every few seconds: the cursor stays on its race, not row 0.
+        selected = selected_key(table)
         table.clear()
-        for info in app.session.state.lobby.values():
-            names = ", ".join(r.name for r in info.racers)
-            cells = (info.race_id, info.game, info.status, names)
-            table.add_row(*(as_text(cell) for cell in cells), key=info.race_id)
+        for row in rows:
+            table.add_row(*(as_text(cell) for cell in row), key=row[0])
+        self._rows = rows
+        ids = [row[0] for row in rows]
+        if selected in ids:
+            table.move_cursor(row=ids.index(selected), animate=False)
 
     def follow_next(self) -> None:
         app = _watch_app(self)
@@ -147,26 +187,32 @@ class WatchScreen(Screen[None]):
             gone = f"race {self.race_id}: the server no longer has it ({error.message})"
             self.query_one("#watch-head", Static).update(as_text(link_text(app.session) + gone))
             return
-        parts = [f"watching {race.game or '?'} race {self.race_id}", race.status]
+        # What matters first (status, clock, the deal's verdict, the winner, TV), then what
+        # may give way on a narrow terminal: the game and the long deal number or commitment.
+        parts = [f"race {self.race_id}", race.status]
         if race.status == "running":
             parts.append(f"⏱ {clock_text(race.remaining_ms(app.session.conn.server_now_ms()))}")
         delay = race.info.spectator_delay_ms if race.info else 0
         if delay and race.is_live:
             parts.append(f"boards {delay / 1000:.0f}s behind")
         if race.commitment_ok is not None:
-            verdict = "✓ verified" if race.commitment_ok else "✗ MISMATCH"
-            parts.append(f"deal #{race.game_number} {verdict}")
-        elif race.commitment:
-            parts.append(f"commitment {race.commitment[:12]}…")
+            parts.append("deal ✓ verified" if race.commitment_ok else "deal ✗ MISMATCH")
         if race.results:
             winner = race.results[0]
             parts.append(f"winner {winner.name}")
         if app.follow:
             parts.append("TV")
+        extras: list[tuple[str, int]] = [(race.game or "?", 0)]
+        if race.commitment_ok is not None and race.game_number is not None:
+            extras.append((f"#{race.game_number}", 5))
+        elif race.commitment:
+            extras.append((f"commitment {race.commitment[:12]}…", 15))
+        head_widget = self.query_one("#watch-head", Static)
+        width = head_widget.size.width or self.app.size.width
         # The winner's name and the deal come from the server.
-        head = as_text(link_text(app.session) + "  ".join(parts))
+        head = as_text(fit_line(link_text(app.session) + SEP.join(parts), extras, width))
         head.stylize("bold")
-        self.query_one("#watch-head", Static).update(head)
+        head_widget.update(head)
 
     def update_view(self) -> None:
         app = _watch_app(self)
@@ -178,6 +224,10 @@ class WatchScreen(Screen[None]):
         grid = self.query_one("#watch-boards", Grid)
         players = list(race.racers) or list(race.boards)
         existing = {w.id: w for w in grid.query(BoardWidget)}
+        wanted = {f"board-{player_id}" for player_id in players}
+        for widget_id, gone in existing.items():
+            if widget_id not in wanted:  # a racer who left the open race: no board
+                gone.remove()
         for player_id in players:
             widget_id = f"board-{player_id}"
             widget = existing.get(widget_id)
