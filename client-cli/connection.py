@@ -8,7 +8,7 @@ hides a flaky network from its user:
 - a lost connection is retried with exponential backoff and jitter (`Backoff`: it starts
   again from the lowest wait only after a link that lived); after the new hello, every
   followed race is resumed with `Sync` (the last version seen), so missed events arrive or a
-  snapshot replaces them;
+  snapshot replaces them, and a followed lobby (`list_races` with `follow`) is followed again;
 - a ping every `ping_interval_s` keeps the socket warm and measures the server's clock.
 
 The user reads `await conn.recv()`: server messages, plus a `StatusChange` when the link goes
@@ -42,6 +42,7 @@ from solrace.server.protocol.messages import (
     Error,
     Hello,
     LeaveRace,
+    ListRaces,
     MakeMove,
     MoveAck,
     MoveRejected,
@@ -232,6 +233,9 @@ class Connection:
         #: race id -> (epoch, last version seen), for `Sync` after a reconnect.
         self.versions: dict[str, tuple[str, int]] = {}
         self.followed: set[str] = set()
+        #: Whether the last `list_races` asked to follow the lobby (asked again after a
+        #: reconnect: the server forgets a closed session's lobby follow).
+        self.follows_lobby = False
         self._finished: set[str] = set()
         self._next_seq = _now_ms() * 1000
         self._queue: asyncio.Queue[Incoming] = asyncio.Queue()
@@ -276,6 +280,8 @@ class Connection:
             self.followed.discard(message.race_id)
         elif isinstance(message, Sync):
             self.followed.add(message.race_id)
+        elif isinstance(message, ListRaces):
+            self.follows_lobby = message.follow
         ws = self._ws
         if ws is None:
             self._outbox.append(message)
@@ -399,7 +405,8 @@ class Connection:
                 return message
 
     async def _resume(self, ws: ClientConnection) -> None:
-        """After a (re)connect: resync followed races, flush the outbox, resend moves.
+        """After a (re)connect: resync followed races, follow the lobby again if it was
+        followed (the server pushes its list at once), flush the outbox, resend moves.
 
         `send` and `send_move` called meanwhile do not see this socket yet (it becomes
         `self._ws` once the resume is through): what they queue is sent here too, until
@@ -407,6 +414,8 @@ class Connection:
         for race_id in sorted(self.followed - self._finished):
             epoch, version = self.versions.get(race_id, (None, None))
             await ws.send(encode(Sync(race_id=race_id, epoch=epoch, since_version=version)))
+        if self.follows_lobby and not any(isinstance(m, ListRaces) for m in self._outbox):
+            await ws.send(encode(ListRaces(follow=True)))
         resent: set[int] = set()
         while True:
             outbox, self._outbox = self._outbox, []
