@@ -6,32 +6,38 @@ the tournament's live matches: Enter on one watches its race on the usual watch 
 it subscribes with `watch_tournament` (again after a reconnect, since the server forgets a
 closed session's subscriptions) and unsubscribes when it closes. The play app (`PlayApp`) shows
 the same screen to a player (`solrace tournament join|play ID`, or Ctrl+T in the lobby): there
-`j` joins, `c` checks in, Enter on the player's own live match opens its race screen, and the
-player's next race opens by itself.
+`j` joins, `c` checks in, Ctrl+R (or Enter on the player's own live match, where the cursor
+goes when that race starts) opens the player's race screen, and the player's next race opens
+by itself. A refused subscription (an unknown id) is said in the title, not only in a toast.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.tournament_messages import (
+    LiveMatchModel,
     TournamentModel,
     UnwatchTournament,
+    WatchTournament,
 )
 
 from .connection import LinkStatus
-from .session import Session
+from .session import RequestError, Session, tournament_view_of
 from .tournament_render import must_check_in, names_of, render_board, render_title
 from .tui import PlayApp, WatchApp, _SessionApp
 from .widgets import columned_table, selected_key
-from .wire_text import as_text
+from .wire_text import as_text, one_line
 
 TOURNAMENT_CSS = """
 #t-head { height: auto; }
@@ -56,6 +62,11 @@ def live_rows(view: TournamentModel) -> list[tuple[str, str, str, str, str]]:
     ]
 
 
+def own_live(view: TournamentModel, me: str | None) -> LiveMatchModel | None:
+    """The player's live match, if one is on."""
+    return next((live for live in view.live if me is not None and me in live.players), None)
+
+
 def player_line(view: TournamentModel, me: str | None) -> str:
     """Where the player stands: not in it, registered, checked in, playing a match, out."""
     if me is None or all(p.player_id != me for p in view.players):
@@ -67,10 +78,9 @@ def player_line(view: TournamentModel, me: str | None) -> str:
     if view.phase == "check_in":
         done = me in view.checked_in
         return "you: checked in" if done else "you: registered, not checked in (c checks in)"
-    mine = [live for live in view.live if me in live.players]
-    if mine:
-        live = mine[0]
-        return f"you: playing {live.match_id} race {live.race_number} ({live.race_id}, Enter)"
+    live = own_live(view, me)
+    if live is not None:
+        return f"you: playing {live.match_id} race {live.race_number} ({live.race_id}, Ctrl+R)"
     standing = next((s for s in view.standings if s.player_id == me), None)
     if view.phase == "finished":
         return "you: champion!" if view.champion == me else "you: done"
@@ -88,6 +98,7 @@ class TournamentScreen(Screen[None]):
         Binding("f5", "refresh", "Refresh"),
         Binding("j", "join", "Join"),
         Binding("c", "check_in", "Check in"),
+        Binding("ctrl+r", "own_race", "Your race"),
         Binding("escape", "back", "Back"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -99,6 +110,8 @@ class TournamentScreen(Screen[None]):
         self.title_text = ""
         self.body_text = ""
         self.live_race_ids: list[str] = []
+        #: Why the server refused to show the tournament (an unknown id), else None.
+        self.refusal: str | None = None
 
     @property
     def host(self) -> _SessionApp:
@@ -123,7 +136,21 @@ class TournamentScreen(Screen[None]):
             return view.phase != "finished" and self.tournament_id not in self.app.playing
         if action == "back":
             return len(self.app.screen_stack) > 2  # pushed from the lobby
+        if action == "own_race":  # offered while the player has a race on here
+            return self.own_race_id() is not None
         return True
+
+    def own_race_id(self) -> str | None:
+        """The player's race on in this tournament (the one the title names), else None."""
+        if not isinstance(self.app, PlayApp):
+            return None
+        state = self.app.session.state
+        view = state.tournaments.get(self.tournament_id)
+        live = own_live(view, state.player_id) if view is not None else None
+        if live is not None:
+            return live.race_id
+        mine = state.races_to_play(self.tournament_id)
+        return mine[0] if mine else None
 
     def compose(self) -> ComposeResult:
         yield Static(id="t-head")
@@ -136,13 +163,42 @@ class TournamentScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#t-live", DataTable).focus()
         self.update_view()
-        self.host.subscribe_tournament(self.tournament_id)
+        self.subscribe()
 
     def on_screen_resume(self) -> None:
         self.update_view()  # views that came while a race was on screen
+        self._to_own_race()
 
     def action_refresh(self) -> None:
-        self.host.subscribe_tournament(self.tournament_id)
+        self.subscribe()
+
+    def subscribe(self) -> None:
+        """`watch_tournament` (as `subscribe_tournament`), its refusal shown in the title:
+        a toast alone left the screen "waiting for the server…" for ever."""
+        host = self.host
+        tid = self.tournament_id
+        host.watched_tournaments.add(tid)
+
+        async def work() -> None:
+            watch = WatchTournament(tournament_id=tid)
+            try:
+                await host.session.request(watch, tournament_view_of(tid))
+            except RequestError as exc:
+                self.refusal = f"{exc.message} ({exc.code})"
+                if exc.code == ErrorCode.UNKNOWN_TOURNAMENT:
+                    host.watched_tournaments.discard(tid)  # not asked again on a reconnect
+            else:
+                self.refusal = None
+            if self.is_mounted:
+                with contextlib.suppress(NoMatches):
+                    self.update_view()
+
+        host.background(work())
+
+    def action_own_race(self) -> None:
+        race_id = self.own_race_id()
+        if isinstance(self.app, PlayApp) and race_id is not None:
+            self.app.open_race(race_id)
 
     def action_join(self) -> None:
         if isinstance(self.app, PlayApp):
@@ -168,7 +224,13 @@ class TournamentScreen(Screen[None]):
         view = app.session.state.tournaments.get(self.tournament_id)
         link = "" if app.session.link is LinkStatus.CONNECTED else "  reconnecting…"
         if view is None:
-            self.title_text = f"tournament {self.tournament_id}: waiting for the server…{link}"
+            if self.refusal is not None:
+                self.title_text = (
+                    f"tournament {self.tournament_id}: refused by the server{link}\n"
+                    f"{one_line(self.refusal)}; F5 asks again"
+                )
+            else:
+                self.title_text = f"tournament {self.tournament_id}: waiting for the server…{link}"
             self.body_text = ""
             self._show([])
             return
@@ -197,9 +259,18 @@ class TournamentScreen(Screen[None]):
         table.clear()
         for row in rows:
             table.add_row(*(as_text(cell) for cell in row), key=row[-1])
+        own = self.own_race_id()
+        if own in ids and own not in self.live_race_ids:
+            selected = own  # the player's race just started: Enter opens it
         self.live_race_ids = ids
         if selected in ids:
             table.move_cursor(row=ids.index(selected))
+
+    def _to_own_race(self) -> None:
+        """The cursor on the player's live match, if it is listed."""
+        own = self.own_race_id()
+        if own in self.live_race_ids:
+            self.query_one("#t-live", DataTable).move_cursor(row=self.live_race_ids.index(own))
 
     def _selected_race_id(self) -> str | None:
         return selected_key(self.query_one("#t-live", DataTable))
