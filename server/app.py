@@ -174,11 +174,12 @@ class App:
             await self._listen()
             undo.pop_all()
         log.info(
-            "listening on ws://%s:%d (store %s, broker %s)",
+            "listening on ws://%s:%d (store %s, broker %s, node %s)",
             self.settings.host,
             self.port,
             redact(self.settings.store_url()),
             redact(self.settings.broker_url()),
+            self.hub.node_id,
         )
 
     async def _open_store(self) -> None:

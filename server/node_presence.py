@@ -113,7 +113,11 @@ class NodePresence:
             return
         gone, self._nodes_known = self._nodes_known - alive, set(alive)
         if gone:
-            log.warning("node(s) %s gone: their racers' grace starts", ", ".join(sorted(gone)))
+            log.warning(
+                "node(s) %s gone (each node's id is in its 'listening on' line): their racers' "
+                "grace starts",
+                ", ".join(sorted(gone)),
+            )
             try:
                 for record in await self.store.list_races(LIVE_STATUSES):
                     gone_holders = any(_gone_holder(r, alive) for r in record.racers)

@@ -37,6 +37,7 @@ from http import HTTPStatus
 from typing import Any, cast
 
 from pydantic import BaseModel
+from websockets.exceptions import PayloadTooBig
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 from websockets.protocol import State
@@ -123,6 +124,8 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.loop = asyncio.get_running_loop()
         #: A close is under way (ours or the peer's): nothing more is sent.
         self.closing = False
+        #: The protocol could not parse what came (a frame past the size cap, bad framing).
+        self.parse_failed = False
         #: We closed it (a limit, a bad frame), or are about to: what it sends now is not handled.
         self.refused = False
         self.opened = False
@@ -185,6 +188,11 @@ class WebSocketSession(Session, asyncio.Protocol):
                 return
         ws = self.ws
         ws.receive_data(data)
+        if ws.parser_exc is not None and not self.parse_failed:
+            # The protocol closes the connection itself (1009, 1002): counted here, once.
+            self.parse_failed = True
+            kind = "too_big" if isinstance(ws.parser_exc, PayloadTooBig) else "protocol"
+            self.edge.metrics.bad_frames.labels(kind).inc()
         for event in ws.events_received():
             if isinstance(event, Frame):
                 self._frame(event)

@@ -90,6 +90,25 @@ async def test_a_fragmented_message_over_the_size_cap_closes_1009(
         await client.close()
 
 
+async def test_a_frame_over_the_size_cap_closes_1009_and_is_counted(
+    start_server: ServerFactory,
+) -> None:
+    """The one 1009 the protocol sends by itself (a single frame past the cap) is counted
+    among the bad frames, as a message in too many fragments is."""
+    app = await start_server(max_frame_bytes=1024)
+    client = await Client.open(url_of(app))
+    try:
+        await client.hello("big")
+        await client.connection.send(b"\x00" * 2000)
+        assert await client.closed(within=WAIT_S) == CloseCode.MESSAGE_TOO_BIG
+        counted = app.metrics.registry.get_sample_value(
+            "solrace_bad_frames_total", {"kind": "too_big"}
+        )
+        assert counted == 1
+    finally:
+        await client.close()
+
+
 async def test_maps_keyed_by_numbers_get_invalid_message_and_the_connection_stays_open(
     start_server: ServerFactory,
 ) -> None:
