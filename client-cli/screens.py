@@ -220,7 +220,7 @@ class RaceScreen(Screen[None]):
         Binding("escape", "cancel", "Cancel pick"),
         Binding("colon", "type_move", "Type a move"),
         Binding("x", "resign", "Resign (twice)"),
-        Binding("l", "leave_screen", "Lobby"),
+        Binding("l", "leave_screen", "Back"),  # to the lobby, or to a race's tournament
     ]
 
     def __init__(self, race_id: str, *, ascii: bool = False) -> None:

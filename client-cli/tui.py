@@ -291,6 +291,8 @@ class PlayApp(_SessionApp):
             self.join_race(self.start_race_id, self.invite)
 
     def _tick(self) -> None:
+        if not self.screen_stack:  # shutting down: the screens are gone before the timer
+            return
         if isinstance(self.screen, RaceScreen):
             with contextlib.suppress(NoMatches):
                 self.screen.update_clock()
@@ -582,6 +584,8 @@ class WatchApp(_SessionApp):
         self.set_interval(0.5, self._tick)
 
     def _tick(self) -> None:
+        if not self.screen_stack:  # shutting down: the screens are gone before the timer
+            return
         if isinstance(self.screen, WatchScreen):
             with contextlib.suppress(NoMatches):
                 self.screen.update_head()
