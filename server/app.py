@@ -19,7 +19,7 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
@@ -353,8 +353,16 @@ def default_text(setting: str) -> str:
     return f"{default:,}" if isinstance(default, int) and default >= 10_000 else str(default)
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A flag it cannot read is one line on stderr (exit 2), as a setting out of range is,
+    not the whole usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help lists the flags)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="solrace serve",
         description="Run the race server. Every flag also reads SOLRACE_<NAME> from the "
         "environment (e.g. SOLRACE_PORT=9000); flags win.",

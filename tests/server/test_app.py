@@ -572,3 +572,15 @@ def test_two_stores_at_once_are_refused(capsys: pytest.CaptureFixture[str], tmp_
         "everything in it (--redis alone), a node on its own keeps it in its --store (without "
         "--redis)"
     ]
+
+
+def test_a_flag_it_cannot_read_is_one_line_not_the_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--port", "abc"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "solrace serve: error: argument --port: invalid int value: 'abc' (solrace serve --help "
+        "lists the flags)"
+    ]
