@@ -21,6 +21,15 @@ from tests.waiting import eventually
 W = TypeVar("W", bound=Widget)
 
 
+async def open_session(url: str, name: str | None) -> tuple[Session, asyncio.Task[None]]:
+    """A connected session of `name` (None: an anonymous spectator) and its pump."""
+    conn = Connection(url, name=name)
+    await conn.connect()
+    conn.recv_nowait()
+    session = Session(conn)
+    return session, asyncio.create_task(session.pump())
+
+
 #: The test servers' rate budget (capacity and refill per second): no test floods it.
 RATE_BUDGET = 10_000.0
 
@@ -55,6 +64,15 @@ async def server_app(tmp_path: Path) -> AsyncIterator[App]:
 @pytest.fixture
 def server_url(server_app: App) -> str:
     return f"ws://127.0.0.1:{server_app.port}"
+
+
+@pytest.fixture
+async def alice(server_url: str) -> AsyncIterator[Session]:
+    """alice's session on the test server (pumped), closed at the end."""
+    session, pump = await open_session(server_url, "alice")
+    yield session
+    pump.cancel()
+    await session.conn.close()
 
 
 @pytest.fixture(autouse=True)

@@ -22,15 +22,6 @@ from .test_connection import session_for
 
 
 @pytest.fixture
-async def alice(server_url: str) -> AsyncIterator[Session]:
-    session = await session_for(server_url, "alice")
-    pump = asyncio.create_task(session.pump())
-    yield session
-    pump.cancel()
-    await session.conn.close()
-
-
-@pytest.fixture
 async def bob(server_url: str) -> AsyncIterator[Session]:
     session = await session_for(server_url, "bob")
     pump = asyncio.create_task(session.pump())

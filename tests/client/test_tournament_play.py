@@ -9,9 +9,11 @@ the person wins the race, the match and the tournament."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import signal
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -109,15 +111,32 @@ async def play_scoring_line(
         await eventually(at_ply(session, race_id, after), what=move)
 
 
-async def test_a_person_plays_a_tournament_race_in_plain_mode(
-    server: App, opened: Opened, tmp_path: Path
-) -> None:
+@dataclass
+class PlainRace:
+    """A person in the tournament line mode (a child process) and its first race's notice,
+    against a bot that resigns; `run` is the bot's play of the tournament."""
+
+    player: Child
+    line: str
+    run: asyncio.Task[object]
+
+    @property
+    def race_id(self) -> str:
+        return self.line.split()[2].rstrip(":")
+
+
+@contextlib.asynccontextmanager
+async def plain_tournament_race(
+    server: App, opened: Opened, tmp_path: Path, name: str
+) -> AsyncIterator[PlainRace]:
+    """`name` joins a single elimination with `tournament join ID --plain`, a bot joins, the
+    director starts it: yields once the line mode has said the race (everything stopped at
+    the end)."""
     admin = await opened.open("director")
     tid = await create(admin, "single_elimination")
     await watching(admin, tid)
-    player = await Child.start(
-        tmp_path, "tournament", "--server", url_of(server), "--name", "pat", "join", tid, "--plain"
-    )
+    argv = ["--server", url_of(server), "--name", name, "join", tid, "--plain"]
+    player = await Child.start(tmp_path, "tournament", *argv)
     bot = resigning_bot(server)
     run: asyncio.Task[object] | None = None
     try:
@@ -126,9 +145,20 @@ async def test_a_person_plays_a_tournament_race_in_plain_mode(
         run = asyncio.create_task(play_tournament(bot, tid))
         await eventually(lambda: registered(admin, tid) == 2, what="both registered")
         await act(admin, tid, "start")
-        line = await player.expect("tournament race ")
-        race_id = line.split()[2].rstrip(":")
-        assert "match W1-1, round 1, race 1: " in line
+        yield PlainRace(player, await player.expect("tournament race "), run)
+    finally:
+        await player.kill()
+        if run is not None:
+            run.cancel()
+        await bot.close()
+
+
+async def test_a_person_plays_a_tournament_race_in_plain_mode(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    async with plain_tournament_race(server, opened, tmp_path, "pat") as race:
+        player, race_id = race.player, race.race_id
+        assert "match W1-1, round 1, race 1: " in race.line
         for move in scoring_line(deal_of(server, race_id)):
             await player.send(move)
             await player.expect(f"ok {move}")
@@ -145,13 +175,8 @@ async def test_a_person_plays_a_tournament_race_in_plain_mode(
         assert await asyncio.wait_for(player.proc.wait(), 30) == 0
         assert await player.finish() == 0
         assert "W1-1 pat* vs rob [played]" in player.output
-        final = await asyncio.wait_for(run, 30)
+        final = await asyncio.wait_for(race.run, 30)
         assert getattr(final, "champion", None) is not None
-    finally:
-        await player.kill()
-        if run is not None:
-            run.cancel()
-        await bot.close()
 
 
 async def test_ctrl_c_in_a_tournament_race_in_plain_mode_says_the_forfeit(
@@ -159,32 +184,14 @@ async def test_ctrl_c_in_a_tournament_race_in_plain_mode_says_the_forfeit(
 ) -> None:
     """The tournament's line mode is `play --plain`'s: Ctrl-C during a race says what becomes
     of it before the program ends (a player would forfeit the match without a word)."""
-    admin = await opened.open("director")
-    tid = await create(admin, "single_elimination")
-    await watching(admin, tid)
-    player = await Child.start(
-        tmp_path, "tournament", "--server", url_of(server), "--name", "kit", "join", tid, "--plain"
-    )
-    bot = resigning_bot(server)
-    run: asyncio.Task[object] | None = None
-    try:
-        await player.expect("tournament registration")
-        await bot.connect()
-        run = asyncio.create_task(play_tournament(bot, tid))
-        await eventually(lambda: registered(admin, tid) == 2, what="both registered")
-        await act(admin, tid, "start")
-        race_id = (await player.expect("tournament race ")).split()[2].rstrip(":")
+    async with plain_tournament_race(server, opened, tmp_path, "kit") as race:
+        player = race.player
         await player.send("deal")
         await player.expect("ok deal")
         player.proc.send_signal(signal.SIGINT)
         line = await player.expect("forfeit")
-        assert line.startswith(f"leaving race {race_id} while it is running: you forfeit")
+        assert line.startswith(f"leaving race {race.race_id} while it is running: you forfeit")
         assert await player.finish() == 130
-    finally:
-        await player.kill()
-        if run is not None:
-            run.cancel()
-        await bot.close()
 
 
 async def test_a_person_plays_a_tournament_race_on_the_play_screen(

@@ -7,7 +7,6 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 from textual import events
 from textual.app import App
 from textual.message import Message
@@ -15,7 +14,7 @@ from textual.widgets import DataTable
 
 from solrace.client.app import build_play_parser, run_app
 from solrace.client.bots import Bot
-from solrace.client.connection import Connection, LinkStatus
+from solrace.client.connection import LinkStatus
 from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
@@ -25,23 +24,7 @@ from solrace.client.widgets import BoardWidget, RacersPanel, link_text
 from solrace.server.app import App as ServerApp
 from tests.waiting import eventually
 
-from .conftest import server_settings, widget
-
-
-async def open_session(url: str, name: str | None) -> tuple[Session, asyncio.Task[None]]:
-    conn = Connection(url, name=name)
-    await conn.connect()
-    conn.recv_nowait()
-    session = Session(conn)
-    return session, asyncio.create_task(session.pump())
-
-
-@pytest.fixture
-async def alice(server_url: str) -> AsyncIterator[Session]:
-    session, pump = await open_session(server_url, "alice")
-    yield session
-    pump.cancel()
-    await session.conn.close()
+from .conftest import open_session, server_settings, widget
 
 
 async def test_lobby_create_join_and_race_to_the_end(server_url: str, alice: Session) -> None:

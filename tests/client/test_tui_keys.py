@@ -4,9 +4,7 @@ key does is what the screen says it does, and a pushed list never moves the play
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import pytest
 from textual.widgets import Button, DataTable, Input
 
 from solrace.client.bots import Bot
@@ -17,16 +15,6 @@ from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp
 from solrace.client.widgets import BoardWidget, racer_lines
 from tests.waiting import eventually
-
-from .test_tui import open_session
-
-
-@pytest.fixture
-async def alice(server_url: str) -> AsyncIterator[Session]:
-    session, pump = await open_session(server_url, "alice")
-    yield session
-    pump.cancel()
-    await session.conn.close()
 
 
 async def racing(app: PlayApp, alice: Session, bot: Bot) -> tuple[RaceScreen, str]:

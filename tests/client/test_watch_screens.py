@@ -20,8 +20,8 @@ from solrace.client.watching import WatchPicker, WatchScreen, fit_line
 from solrace.client.widgets import BoardWidget, selected_key
 from tests.waiting import eventually
 
-from .conftest import widget
-from .test_tui import open_session, race_of_bots
+from .conftest import open_session, widget
+from .test_tui import race_of_bots
 
 
 @pytest.fixture
