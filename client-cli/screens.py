@@ -330,6 +330,7 @@ class RaceScreen(Screen[None]):
         self.keys = ""
         self.message = ""
         self._resign_armed = False
+        self.query_one("#move", Input).value = ""  # a move half typed goes too
         self.query_one("#board", BoardWidget).focus()
         self.update_view()
 

@@ -168,3 +168,19 @@ def test_long_names_get_an_ellipsis_not_a_cut_that_makes_two_alike() -> None:
     assert ascii_lines[2].startswith("> ann ")
     longest = [racer("x" * 24), racer("y" * 30)]  # 24 is the longest name; wider is cut
     assert racer_lines(longest, None, 120)[1].plain.startswith("  " + "y" * 23 + "… ")
+
+
+async def test_esc_clears_a_move_half_typed(server_url: str, alice: Session) -> None:
+    app = PlayApp(alice)
+    bot = Bot(server_url, "bob", make_strategy("greedy", seed=3), delay_s=60)
+    await bot.connect()
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen, _ = await racing(app, alice, bot)
+            await pilot.press("colon", "t", "6")
+            line = screen.query_one("#move", Input)
+            assert line.value == "t6"
+            await pilot.press("escape")
+            assert line.value == "" and isinstance(app.focused, BoardWidget)
+    finally:
+        await bot.close()
