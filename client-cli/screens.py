@@ -269,7 +269,9 @@ class RaceScreen(Screen[None]):
         me = state.player_id
         board = state.my_board(self.race_id)
         if board is not None and self._message_before_start:
+            # What was said before the start goes, and so does a resign it asked for.
             self.message, self._message_before_start = "", False
+            self._resign_armed = False
         selected = self.source[0] if self.source else None
         self.query_one("#board", BoardWidget).show(board, selected)
         self.query_one("#racers", RacersPanel).show(race, me)

@@ -404,12 +404,13 @@ def unknown_settings(environment: Mapping[str, str]) -> list[str]:
     known = {f"SOLRACE_{name.upper()}" for name in Settings.model_fields}
     lines = []
     for variable in sorted(environment):
-        if not variable.startswith("SOLRACE_") or variable in known | OTHER_VARIABLES:
+        name = variable.upper()  # the settings read their variables in any case
+        if not name.startswith("SOLRACE_") or name in known | OTHER_VARIABLES:
             continue
-        if variable.removeprefix("SOLRACE_NODE").isdigit():  # the cluster script's HAProxy
+        if name.removeprefix("SOLRACE_NODE").isdigit():  # the cluster script's HAProxy
             continue
         names = sorted(name.upper() for name in Settings.model_fields)
-        near = difflib.get_close_matches(variable.removeprefix("SOLRACE_"), names, 1, 0.8)
+        near = difflib.get_close_matches(name.removeprefix("SOLRACE_"), names, 1, 0.8)
         meant = f": did you mean SOLRACE_{near[0]}?" if near else ""
         lines.append(f"{variable} is no setting of the server: ignored{meant}")
     return lines

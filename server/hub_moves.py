@@ -57,7 +57,6 @@ class MoveHandler:
         self.clock = clock
         #: Moves, and finished or stuck boards, the store could not take (an outage).
         self.storing = Outage(log, "storing moves")
-        self.storing_boards = Outage(log, "storing finished or stuck boards")
 
     def _reject(
         self, session: Session, message: MakeMove, code: ErrorCode, reason: str
@@ -248,9 +247,9 @@ class MoveHandler:
             # The move is stored and acknowledged; the tick stores its finish or stuck board
             # (and its progress) once the store answers again.
             runtime.unsettled.setdefault(player_id, []).append(record)
-            self.storing_boards.failed(f"race {runtime.race_id}, {player_id}: {exc}")
+            self.keeper.storing_boards.failed(f"race {runtime.race_id}, {player_id}: {exc}")
         else:
-            self.storing_boards.worked()
+            self.keeper.storing_boards.worked()
 
     async def _settle_conflict(
         self, session: Session, runtime: RaceRuntime, player_id: str, message: MakeMove

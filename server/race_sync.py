@@ -37,6 +37,7 @@ from solrace.engine import Audience, deal
 from solrace.server.broker import Broker, BrokerError, Subscription
 from solrace.server.lobby import LobbyFeed
 from solrace.server.metrics import Metrics
+from solrace.server.outage import Outage
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import (
@@ -212,6 +213,8 @@ class RaceKeeper:
         self.race_finished_hooks = race_finished_hooks
         self.clock = clock
         self.races: dict[str, RaceRuntime] = {}
+        #: Finished or stuck boards the store could not take (the tick stores them later).
+        self.storing_boards = Outage(hub_log, "storing finished or stuck boards")
         #: Progress batches being folded in (see `note_progress`).
         self._folds: set[asyncio.Task[None]] = set()
         #: The node has stopped: no fold is armed any more.
@@ -311,6 +314,7 @@ class RaceKeeper:
                 change = board_progress(player_id, board)
                 await self.apply_to_race(runtime, change, moves=moves)
             del runtime.unsettled[player_id]
+        self.storing_boards.worked()
 
     # --- the clock -------------------------------------------------------------------------
 

@@ -201,6 +201,12 @@ class Settings(BaseSettings):
                 "--store and --redis name two stores: nodes on a Redis keep everything in it "
                 "(--redis alone), a node on its own keeps it in its --store (without --redis)"
             )
+        if self.is_cluster and not self.store_url().startswith(REDIS_SCHEMES):
+            raise ValueError(
+                "--broker links nodes that keep their races in a Redis, not in "
+                f"{self.store_url().split(':', 1)[0]}: keep them there too (--redis), or run "
+                "one node without --broker"
+            )
         return self
 
     @field_validator("*")

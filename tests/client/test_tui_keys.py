@@ -88,9 +88,14 @@ async def test_a_refusal_before_the_start_goes_when_the_race_starts(
             assert screen.message == "no board yet: the race has not started"
             await pilot.press("d")
             await eventually(lambda: "refused deal" in screen.message, what="deal refused")
+            await pilot.press("x")  # a resign asked before the start goes with its line
+            assert screen.message.startswith("press x again to resign")
             app.start_current()
             await eventually(lambda: alice.state.my_board(race_id) is not None, what="deal")
             await eventually(lambda: screen.message == "", what="the line of the wait gone")
+            await pilot.press("x")  # asks again: the one before the start is off
+            assert screen.message.startswith("press x again to resign")
+            assert alice.state.races[race_id].racers[alice.me or ""].state == "playing"
     finally:
         await bot.close()
 

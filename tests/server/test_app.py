@@ -352,12 +352,14 @@ def test_a_malformed_redis_url_is_one_line(
     )
 
 
+@pytest.mark.redis
 def test_an_unreachable_or_malformed_broker_is_one_line(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int, redis_url: str
 ) -> None:
-    """The store (SQLite) opens; the broker linking this node to others does not."""
+    """The store (a reachable Redis) opens; the broker linking this node to others does not."""
     url = f"redis://:hunter2@127.0.0.1:{closed_port}/0"
-    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), "--broker", url)
+    argv = ["--port", "0", "--data-dir", str(tmp_path), "--redis", redis_url, "--broker", url]
+    code, lines = serve(capsys, *argv, "--secret", "s" * 16)
     assert code == 1
     [line] = lines
     assert line.startswith(
@@ -365,12 +367,29 @@ def test_an_unreachable_or_malformed_broker_is_one_line(
     )
     assert "hunter2" not in line
     url = "redis://127.0.0.1:notaport/0"
-    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), "--broker", url)
+    argv = ["--port", "0", "--data-dir", str(tmp_path), "--redis", redis_url, "--broker", url]
+    code, lines = serve(capsys, *argv, "--secret", "s" * 16)
     assert (code, lines) == (
         1,
         [
             f"solrace serve: error: {url}: invalid Redis URL: "
             "Port could not be cast to integer value as 'notaport'"
+        ],
+    )
+
+
+def test_a_broker_without_a_redis_store_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Nodes linked by a broker but each on its own SQLite file share events and presence
+    but none of their races."""
+    argv = ["--port", "0", "--data-dir", str(tmp_path), "--broker", "redis://:pw@10.0.0.5/0"]
+    code, lines = serve(capsys, *argv)
+    assert (code, lines) == (
+        2,
+        [
+            "solrace serve: error: --broker links nodes that keep their races in a Redis, not "
+            "in sqlite: keep them there too (--redis), or run one node without --broker"
         ],
     )
 
@@ -552,6 +571,7 @@ def test_a_variable_that_sets_nothing_is_named_with_the_setting_it_may_mean() ->
         "SOLRACE_CONFIG_DIR": "/tmp/c",  # the client's
         "SOLRACE_NODE2": "127.0.0.1:8772",  # the cluster script's
         "SOLRACE_WHATEVER": "1",
+        "solrace_port": "9000",  # the settings read their variables in any case
         "PATH": "/bin",
     }
     assert unknown_settings(environment) == [

@@ -12,10 +12,12 @@ import random
 import pytest
 
 from solrace.engine import Audience, deal
+from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
     MoveRejected,
+    RaceEvent,
     Resign,
 )
 from solrace.server.protocol.race import Race
@@ -179,6 +181,37 @@ async def test_moves_not_stored_in_an_outage_are_logged_once_and_its_end_once(
             f"storing moves failed: move 0 of {alice.player_id}: the disk is full (said once "
             "until it works again)",
             "storing moves works again after 5 failure(s)",
+        ]
+
+
+async def test_a_board_the_tick_stores_after_an_outage_ends_that_outage_in_the_log(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finished or stuck board the store refused is stored by the tick once the store is
+    back: that is the end of the outage, said then (before, only the next finish said it,
+    and until then a new outage went unsaid)."""
+    async with running_hub() as hub:
+        race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+        runtime = hub.races[race_id]
+        player = alice.player_id or ""
+        [record] = [m for m in await hub.store.get_moves(race_id) if m.player_id == player]
+
+        async def away(*args: object, **kwargs: object) -> list[RaceEvent]:
+            raise RaceError(ErrorCode.UNAVAILABLE, "the store is away")
+
+        with caplog.at_level(logging.INFO, logger="solrace.server.hub"):
+            with monkeypatch.context() as patched:
+                patched.setattr(hub.keeper, "apply_to_race", away)
+                await hub.moves._record_board(runtime, record)
+            assert runtime.unsettled
+            await hub.keeper.tick()  # the store is back: the tick stores the board
+            assert not runtime.unsettled
+        lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert lines == [
+            f"storing finished or stuck boards failed: race {race_id}, {player}: the store is "
+            "away (said once until it works again)",
+            "storing finished or stuck boards works again after 1 failure(s)",
         ]
 
 
