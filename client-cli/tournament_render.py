@@ -6,7 +6,7 @@ current round's matches race by race. The CLI prints these; a screen can show th
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from solrace.server.protocol.tournament_messages import (
@@ -17,6 +17,7 @@ from solrace.server.protocol.tournament_messages import (
     Profile,
     RaceResultModel,
     RoundModel,
+    StandingModel,
     TournamentModel,
     TournamentSummary,
 )
@@ -163,41 +164,40 @@ def _heats_of(view: TournamentModel, player: str) -> str:
     return ", ".join(parts) or "-"
 
 
-def render_heats(view: TournamentModel) -> str:
-    """Heats rank players by how far they got (points and wins mean nothing there): rank,
-    player, cards on foundations, and each heat the player raced with the place it gave."""
+def _standings_table(
+    view: TournamentModel, columns: str, cells: Callable[[StandingModel], str]
+) -> str:
+    """The standings as a table: rank, player (the column as wide as the longest name), then
+    `columns` headed and `cells` filled for each player, then whether the player is out."""
     names = names_of(view)
     width = max(
         [len("player"), *(len(names.get(s.player_id, s.player_id)) for s in view.standings)]
     )
-    head = f"{'#':>3}  {'player':<{width}}  {'cards':>5}  heats"
+    head = f"{'#':>3}  {'player':<{width}}  {columns}"
     lines = [head, "-" * len(head)]
     for s in view.standings:
         name = names.get(s.player_id, s.player_id)
         flag = " (dropped)" if s.is_dropped else " (out)" if s.is_eliminated else ""
-        lines.append(
-            f"{s.rank:>3}  {name:<{width}}  {s.cards:>5}  {_heats_of(view, s.player_id)}{flag}"
-        )
+        lines.append(f"{s.rank:>3}  {name:<{width}}  {cells(s)}{flag}")
     return "\n".join(lines)
+
+
+def render_heats(view: TournamentModel) -> str:
+    """Heats rank players by how far they got (points and wins mean nothing there): rank,
+    player, cards on foundations, and each heat the player raced with the place it gave."""
+    return _standings_table(
+        view, f"{'cards':>5}  heats", lambda s: f"{s.cards:>5}  {_heats_of(view, s.player_id)}"
+    )
 
 
 def render_standings(view: TournamentModel) -> str:
     if is_heats(view):
         return render_heats(view)
-    names = names_of(view)
-    width = max(
-        [len("player"), *(len(names.get(s.player_id, s.player_id)) for s in view.standings)]
+    return _standings_table(
+        view,
+        f"{'pts':>4}  {'tb':>5}  {'cards':>5}  W-D-L",
+        lambda s: f"{s.points:>4g}  {s.tiebreak:>5g}  {s.cards:>5}  {s.wins}-{s.draws}-{s.losses}",
     )
-    head = f"{'#':>3}  {'player':<{width}}  {'pts':>4}  {'tb':>5}  {'cards':>5}  W-D-L"
-    lines = [head, "-" * len(head)]
-    for s in view.standings:
-        name = names.get(s.player_id, s.player_id)
-        flag = " (out)" if s.is_eliminated else " (dropped)" if s.is_dropped else ""
-        lines.append(
-            f"{s.rank:>3}  {name:<{width}}  {s.points:>4g}  {s.tiebreak:>5g}  {s.cards:>5}"
-            f"  {s.wins}-{s.draws}-{s.losses}{flag}"
-        )
-    return "\n".join(lines)
 
 
 def render_title(view: TournamentModel) -> str:
