@@ -7,7 +7,7 @@ changes the state itself: only server messages do (`state.py`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import events
@@ -16,14 +16,21 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Select, Static
-from textual.widgets.data_table import RowDoesNotExist
 
 from solrace.engine import GAME_IDS, Move, game_class
 from solrace.server.protocol.replay import result_time
 
 from .boards import check_move, rules_board
 from .render import Hit
-from .widgets import BoardWidget, RacersPanel, clock_text, columned_table, link_text
+from .widgets import (
+    BoardWidget,
+    RacersPanel,
+    clock_text,
+    columned_table,
+    link_text,
+    select_key,
+    selected_key,
+)
 from .wire_text import as_text
 
 if TYPE_CHECKING:
@@ -115,7 +122,7 @@ class LobbyScreen(Screen[None]):
             head += f" — {state.lobby_more} more live races not listed"
         self.query_one("#lobby-head", Static).update(Text(head, style="bold"))
         table = self.query_one("#races", DataTable)
-        chosen = highlighted_key(table)
+        chosen = selected_key(table)
         table.clear()
         for info in sorted(state.lobby.values(), key=lambda i: i.created_at_ms):
             names = ", ".join(r.name for r in info.racers)
@@ -137,7 +144,7 @@ class LobbyScreen(Screen[None]):
                 flags,
                 key=info.race_id,
             )
-        keep_highlight(table, chosen)  # a pushed list must not move the player's choice
+        select_key(table, chosen)  # a pushed list must not move the player's choice
         self.query_one("#lobby-status", Static).update(app.lobby_status())
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -153,12 +160,12 @@ class LobbyScreen(Screen[None]):
             limit = self.query_one("#time", Input).value
             invite = self.query_one("#invite", Input).value.strip() or None
             rated = self.query_one("#rated", Checkbox).value
-            numbers = form_number(seats, "seats", 2), form_number(limit, "seconds", 600)
-            problem = next((n for n in numbers if isinstance(n, str)), None)
-            if problem is not None:
-                self.app.notify(problem, severity="warning", markup=False)
+            try:
+                count = form_number(seats, "seats", 2)
+                seconds = form_number(limit, "seconds", 600)
+            except ValueError as exc:
+                self.app.notify(str(exc), severity="warning", markup=False)
                 return
-            count, seconds = (n for n in numbers if isinstance(n, int))
             # Numbers out of range are the server's to refuse (it says its bounds).
             self.play.create_race(str(game), count, seconds, rated=rated, invite_code=invite)
         elif button == "join":
@@ -183,33 +190,16 @@ class LobbyScreen(Screen[None]):
             self.play.join_race(event.value.strip(), invite)
 
 
-def highlighted_key(table: DataTable[Any]) -> str | None:
-    """The key of the table's highlighted row, if any."""
-    if not table.row_count:
-        return None
-    key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-    return None if key is None else str(key)
-
-
-def keep_highlight(table: DataTable[Any], key: str | None) -> None:
-    """Highlight the row of `key` again after the table was filled anew (if it is there)."""
-    if key is None:
-        return
-    try:
-        table.move_cursor(row=table.get_row_index(key), animate=False)
-    except RowDoesNotExist:  # the row is gone: the cursor stays where it is
-        return
-
-
-def form_number(text: str, what: str, default: int) -> int | str:
-    """A whole number typed in a form field (empty: `default`), or what is wrong with it."""
+def form_number(text: str, what: str, default: int) -> int:
+    """A whole number typed in a form field (empty: `default`); `ValueError` saying what is
+    wrong with anything else."""
     text = text.strip()
     if not text:
         return default
     try:
         return int(text)
     except ValueError:
-        return f"{what}: {text!r} is not a whole number"
+        raise ValueError(f"{what}: {text!r} is not a whole number") from None
 
 
 class RaceScreen(Screen[None]):

@@ -25,6 +25,7 @@ from .widgets import (
     clock_text,
     columned_table,
     link_text,
+    select_key,
     selected_key,
 )
 from .wire_text import as_text
@@ -120,9 +121,7 @@ class WatchPicker(Screen[None]):
         for row in rows:
             table.add_row(*(as_text(cell) for cell in row), key=row[0])
         self._rows = rows
-        ids = [row[0] for row in rows]
-        if selected in ids:
-            table.move_cursor(row=ids.index(selected), animate=False)
+        select_key(table, selected)
 
     def follow_next(self) -> None:
         app = _watch_app(self)

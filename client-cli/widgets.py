@@ -11,7 +11,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, CursorType
+from textual.widgets.data_table import CellDoesNotExist, CursorType, RowDoesNotExist
 
 from solrace.engine import BoardView
 from solrace.server.protocol.vocab import RacerStateName
@@ -231,6 +231,17 @@ def selected_key(table: DataTable[Any]) -> str | None:
         return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
     except CellDoesNotExist:
         return None
+
+
+def select_key(table: DataTable[Any], key: str | None) -> None:
+    """Put the cursor on the row of `key` again after the table was filled anew (where that
+    row still is; elsewhere the cursor stays)."""
+    if key is None:
+        return
+    try:
+        table.move_cursor(row=table.get_row_index(key), animate=False)
+    except RowDoesNotExist:
+        return
 
 
 def clock_text(ms: int | None) -> str:

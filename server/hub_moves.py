@@ -55,7 +55,7 @@ class MoveHandler:
         self.settings = settings
         self.metrics = metrics
         self.clock = clock
-        #: Moves, and finished or stuck boards, the store could not take (an outage).
+        #: Moves the store could not take (an outage; boards: `RaceKeeper.storing_boards`).
         self.storing = Outage(log, "storing moves")
 
     def _reject(
@@ -205,8 +205,7 @@ class MoveHandler:
             return False
         finally:
             runtime.in_flight -= 1
-        if self.storing.failures:
-            self.storing.worked()
+        self.storing.worked()  # one integer checked, but for the move after an outage
         return True
 
     async def _not_stored(

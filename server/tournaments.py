@@ -176,14 +176,14 @@ def tournament_list(
     tournaments a server has held: the unfinished ones first, then the latest finished; the
     older finished ones are counted in `more`. With `skip_finished` N, a later page: the
     finished ones before the N latest, and no unfinished one."""
-    finished = [s for s in summaries if s.phase == "finished"]
+    finished = [s for s in summaries if s.phase == Phase.FINISHED.value]
     if skip_finished:
         end = max(0, len(finished) - skip_finished)
         start = max(0, end - limit)
         return TournamentList(tournaments=finished[start:end], more=start)
     if len(summaries) <= limit:
         return TournamentList(tournaments=summaries)
-    unfinished = [s for s in summaries if s.phase != "finished"]
+    unfinished = [s for s in summaries if s.phase != Phase.FINISHED.value]
     room = max(0, limit - len(unfinished))
     kept = {id(s) for s in unfinished[:limit] + (finished[-room:] if room else [])}
     shown = [s for s in summaries if id(s) in kept]

@@ -8,12 +8,12 @@ import asyncio
 from textual.widgets import Button, DataTable, Input
 
 from solrace.client.bots import Bot
-from solrace.client.screens import LobbyScreen, RaceScreen, highlighted_key
+from solrace.client.screens import LobbyScreen, RaceScreen
 from solrace.client.session import Session
 from solrace.client.state import RacerStatus
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp
-from solrace.client.widgets import BoardWidget, racer_lines
+from solrace.client.widgets import BoardWidget, racer_lines, selected_key
 from tests.waiting import eventually
 
 
@@ -118,12 +118,12 @@ async def test_the_lobby_keeps_its_highlight_and_esc_leaves_a_field_not_the_app(
             await eventually(lambda: table.row_count == 3, what="three races listed")
             table.focus()
             await pilot.press("down", "down")
-            chosen = highlighted_key(table)
+            chosen = selected_key(table)
             assert chosen is not None and table.cursor_row == 2
             await makers[3].connect()
             await makers[3].create("klondike", 2, 600)  # the server pushes a new list
             await eventually(lambda: table.row_count == 4, what="the new race listed")
-            assert highlighted_key(table) == chosen
+            assert selected_key(table) == chosen
             await pilot.press("enter")
             assert lobby.query_one("#join-id", Input).value == chosen
             # Esc in a field goes back to the list; Esc there quits.
