@@ -30,7 +30,7 @@ from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.ratings import RatingService
-from solrace.server.settings import LOG_LEVELS, Settings
+from solrace.server.settings import LOG_LEVELS, SECRET_MIN_CHARS, Settings
 from solrace.server.store import StoreError, StoreLockedError, StoreUnavailableError, open_store
 from solrace.server.tournaments import TournamentService
 from solrace.server.transport import Transport
@@ -85,11 +85,11 @@ def load_secret(settings: Settings) -> bytes:
         finally:
             draft.unlink(missing_ok=True)
     secret = path.read_text().strip()
-    if len(secret) < SECRET_FILE_CHARS:
+    if len(secret) < SECRET_MIN_CHARS:
         raise StartupError(
-            f"the token secret {path} is damaged ({len(secret)} characters, not "
-            f"{SECRET_FILE_CHARS}): restore it from a backup, or remove it to make a new one "
-            "(every player's token then stops working)"
+            f"the token secret {path} is empty or cut short ({len(secret)} characters, at "
+            f"least {SECRET_MIN_CHARS}): restore it from a backup, or remove it to make a new "
+            "one (every player's token then stops working)"
         )
     return secret.encode()
 

@@ -9,6 +9,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from solrace.server.protocol.ratelimit import DEFAULT_RATE_CAPACITY, DEFAULT_RATE_REFILL_PER_S
 
+#: The shortest token secret a node signs with (given, or read from its secret file).
+SECRET_MIN_CHARS = 16
+
 #: The longest duration a setting (`..._s`) takes: a week. Longer ones overflow the clocks
 #: they are added to (an infinite countdown would stop every race from being created).
 MAX_DURATION_S = 7 * 24 * 3600.0
@@ -35,7 +38,7 @@ class Settings(BaseSettings):
     )
     secret: str | None = Field(
         default=None,
-        min_length=16,
+        min_length=SECRET_MIN_CHARS,
         description="token signing secret, 16 characters or more; default: <data_dir>/secret, "
         "created once",
     )

@@ -544,8 +544,8 @@ def test_a_secret_file_that_is_not_a_whole_secret_is_refused_never_used(
     code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path))
     assert code == 1
     assert lines == [
-        f"solrace serve: error: the token secret {tmp_path / 'secret'} is damaged (0 "
-        "characters, not 64): restore it from a backup, or remove it to make a new one "
+        f"solrace serve: error: the token secret {tmp_path / 'secret'} is empty or cut short "
+        "(0 characters, at least 16): restore it from a backup, or remove it to make a new one "
         "(every player's token then stops working)"
     ]
 
