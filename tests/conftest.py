@@ -14,6 +14,8 @@ import redis
 
 from tests.redis_server import RedisServer, find_redis_server, is_redis_required
 
+pytest_plugins = ["tests.hang_watch"]
+
 
 @pytest.fixture(scope="session")
 def redis_binary() -> str:

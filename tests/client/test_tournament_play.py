@@ -29,7 +29,7 @@ from solrace.client.tui import PlayApp
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.tournament_messages import WatchTournament
-from tests.integration.test_tournaments import scoring_line
+from tests.integration.solver import scoring_line
 from tests.waiting import eventually
 
 from .conftest import Opened, url_of
@@ -102,7 +102,7 @@ async def play_scoring_line(
     pilot: Pilot[None], server: App, session: Session, race_id: str
 ) -> None:
     """Key in the moves that put a card on a foundation, each acknowledged before the next."""
-    for move in scoring_line(deal_of(server, race_id)):
+    for move in scoring_line("klondike", deal_of(server, race_id)):
         after = played(session, race_id) + 1
         if move == "deal":
             await pilot.press("d")
@@ -159,7 +159,7 @@ async def test_a_person_plays_a_tournament_race_in_plain_mode(
     async with plain_tournament_race(server, opened, tmp_path, "pat") as race:
         player, race_id = race.player, race.race_id
         assert "match W1-1, round 1, race 1: " in race.line
-        for move in scoring_line(deal_of(server, race_id)):
+        for move in scoring_line("klondike", deal_of(server, race_id)):
             await player.send(move)
             await player.expect(f"ok {move}")
         await player.send("resign")

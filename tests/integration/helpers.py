@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-from solrace.engine import Game, Move, deal
 from solrace.server.protocol.messages import (
     Board,
     CreateRace,
@@ -76,18 +75,6 @@ async def play(client: Client, race_id: str, moves: list[str], first_seq: int = 
 async def refused(client: Client, race_id: str, seq: int, move: str) -> MoveRejected:
     await client.send(MakeMove(race_id=race_id, seq=seq, move=move))
     return await client.expect(MoveRejected, lambda m: m.seq == seq and m.race_id == race_id)
-
-
-def first_foundation_line(game_id: str, number: str) -> list[str]:
-    """Deal until a card can go to a foundation, then play it (a line that scores one card)."""
-    game: Game = deal(game_id, number)
-    line: list[str] = []
-    while game.progress()[0] == 0:
-        to_foundation = [m for m in game.legal_moves() if m.dst.startswith("f")]
-        move = to_foundation[0] if to_foundation else Move.parse("deal")
-        game.play(move)
-        line.append(str(move))
-    return line
 
 
 async def http_get(port: int, path: str) -> bytes:

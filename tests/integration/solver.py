@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from solrace.engine import Game, Move, deal
 
 
@@ -25,16 +27,19 @@ def _ordered(game: Game) -> list[Move]:
     return sorted(game.legal_moves(), key=score)
 
 
-def solve(game_id: str, number: str, max_nodes: int = 20_000) -> list[str] | None:
-    """A winning move list for the deal, or None when the search budget runs out."""
+def search(
+    game_id: str, number: str, goal: Callable[[Game], bool], max_nodes: int
+) -> list[str] | None:
+    """A move list from the deal to a position where `goal` holds (depth first, likely moves
+    first, no position twice), or None when the search budget runs out first."""
     game = deal(game_id, number)
     seen: set[str] = set()
     line: list[str] = []
     nodes = 0
 
-    def search() -> bool:
+    def reach() -> bool:
         nonlocal nodes
-        if game.is_won():
+        if goal(game):
             return True
         key = str(game)
         if key in seen or nodes >= max_nodes:
@@ -46,13 +51,27 @@ def solve(game_id: str, number: str, max_nodes: int = 20_000) -> list[str] | Non
                 continue
             game.play(move)
             line.append(str(move))
-            if search():
+            if reach():
                 return True
             line.pop()
             game.undo()
         return False
 
-    return line if search() else None
+    return line if reach() else None
+
+
+def solve(game_id: str, number: str, max_nodes: int = 20_000) -> list[str] | None:
+    """A winning move list for the deal, or None when the search budget runs out."""
+    return search(game_id, number, Game.is_won, max_nodes)
+
+
+def scoring_line(game_id: str, number: str, max_nodes: int = 20_000) -> list[str]:
+    """A move list that puts one card on a foundation. Some deals have none that only deals
+    the stock (its aces buried in the tableau); this one moves tableau cards too."""
+    line = search(game_id, number, lambda game: game.progress()[0] > 0, max_nodes)
+    if line is None:
+        raise LookupError(f"no line scores a card of {game_id} {number} within the budget")
+    return line
 
 
 def find_winnable(

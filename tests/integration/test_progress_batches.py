@@ -9,7 +9,8 @@ from typing import Any
 
 from solrace.server.protocol.messages import Progress, RaceEvent, RaceFinished, Resign, Watch
 from tests.integration.conftest import ServerFactory
-from tests.integration.helpers import first_foundation_line, play, start_race
+from tests.integration.helpers import play, start_race
+from tests.integration.solver import scoring_line
 from tests.integration.wsclient import Client
 
 EVENT_TYPES = ("race_update", "race_started", "progress", "race_finished")
@@ -97,7 +98,7 @@ async def test_a_time_out_ranks_on_the_figures_of_moves_not_yet_batched(
         await alice.hello("alice")
         await bob.hello("bob")
         race_id = await start_race(alice, [bob], time_limit_s=2)
-        acks = await play(alice, race_id, first_foundation_line("klondike", "1"))
+        acks = await play(alice, race_id, scoring_line("klondike", "1"))
         assert acks[-1].on_foundations == 1
         finished = await bob.expect(RaceFinished, within=30)
         by_player = {r.player_id: r for r in finished.results}

@@ -16,8 +16,8 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.replay import verify_replay
 from tests.integration.conftest import ClientFactory
-from tests.integration.helpers import first_foundation_line, play, refused, start_race
-from tests.integration.solver import solve
+from tests.integration.helpers import play, refused, start_race
+from tests.integration.solver import scoring_line, solve
 
 
 async def test_two_player_race_played_to_a_win(server: App, client: ClientFactory) -> None:
@@ -58,7 +58,7 @@ async def test_four_player_race_with_resign_stuck_and_time_out(
     race_id = await start_race(
         ann, [ben, cat, dan], game="vegas-klondike", game_number="10", time_limit_s=600
     )
-    await play(ann, race_id, first_foundation_line("vegas-klondike", "10"))
+    await play(ann, race_id, scoring_line("vegas-klondike", "10"))
     await ben.send(Resign(race_id=race_id))
     acks = await play(cat, race_id, ["deal"] * 23)
     assert acks[-1].stuck

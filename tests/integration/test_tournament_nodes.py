@@ -22,7 +22,8 @@ from solrace.server.protocol.tournament_messages import (
 )
 from tests.integration.conftest import make_settings
 from tests.integration.helpers import play
-from tests.integration.test_tournaments import FAST, admin_act, create, scoring_line
+from tests.integration.solver import scoring_line
+from tests.integration.test_tournaments import FAST, admin_act, create
 from tests.integration.wsclient import Client
 from tests.waiting import eventually
 
@@ -98,7 +99,7 @@ async def test_views_race_notices_and_presence_reach_every_node(
 
     deal_number = node_a.hub.races[race_id].race.record.game_number
     await bob.send(Resign(race_id=race_id))
-    await play(ann, race_id, scoring_line(deal_number))
+    await play(ann, race_id, scoring_line("klondike", deal_number))
     await ann.send(Resign(race_id=race_id))
     await bob.expect(RaceFinished, lambda m: m.race_id == race_id)
     final = await watcher.expect(TournamentView, lambda m: m.tournament.phase == "finished")

@@ -46,6 +46,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.server.tournament_live import Live
 from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import play, start_race
+from tests.integration.solver import scoring_line
 from tests.integration.wsclient import WAIT_S, Client
 from tests.waiting import eventually
 
@@ -265,18 +266,6 @@ def greedy_cards(number: str, *, seed: int, max_moves: int) -> int:
         game.play(choice.move)
 
 
-def scoring_line(number: str, limit: int = 200) -> list[str]:
-    """Moves that put a card on a foundation: the first foundation move, else any other."""
-    game = deal("klondike", number)
-    line: list[str] = []
-    while game.progress()[0] == 0:
-        assert len(line) < limit, "no card reaches a foundation on this deal"
-        moves = sorted(game.legal_moves(), key=lambda m: (not m.dst.startswith("f"), m.is_deal))
-        game.play(moves[0])
-        line.append(str(moves[0]))
-    return line
-
-
 async def test_ratings_change_after_a_rated_race_and_show_in_a_later_welcome(
     start_server: ServerFactory,
 ) -> None:
@@ -286,7 +275,7 @@ async def test_ratings_change_after_a_rated_race_and_show_in_a_later_welcome(
     app.hub.rng = random.Random(6)  # a rated deal is secret; the test wants a known one
     race_id = await start_race(ann, [bob], rated=True, game_number=None)
     deal_number = app.hub.races[race_id].race.record.game_number
-    await play(ann, race_id, scoring_line(deal_number))
+    await play(ann, race_id, scoring_line("klondike", deal_number))
     for player in (ann, bob):
         await player.send(Resign(race_id=race_id))
     await bob.expect(RaceFinished)
