@@ -231,18 +231,27 @@ async def _play_session(
     return await mode.run(stdin_lines())
 
 
+def play_problems(args: argparse.Namespace) -> list[str]:
+    """What is wrong with `play`'s options, each said (not only the first found)."""
+    problems = []
+    if args.name is not None and (problem := name_problem(args.name)) is not None:
+        problems.append(problem)
+    if args.server is not None and args.game is not None:
+        problems.append("--game is the embedded server's game; with --server, --create GAME")
+    if (args.rated or args.game_number) and args.server is not None and not args.create:
+        problems.append("--rated and --game-number go with --create GAME (or the embedded server)")
+    if args.rated and args.game_number:
+        problems.append("--game-number is for casual races: not with --rated")
+    return problems
+
+
 def play_main(argv: Sequence[str] | None = None) -> int:
     """`solrace play ...`."""
     args = build_play_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
-    problem = None if args.name is None else name_problem(args.name)
-    if args.server is not None and args.game is not None:
-        problem = "--game is the embedded server's game; with --server, --create GAME"
-    if (args.rated or args.game_number) and args.server is not None and not args.create:
-        problem = "--rated and --game-number go with --create GAME (or the embedded server)"
-    if args.rated and args.game_number:
-        problem = "--game-number is for casual races: not with --rated"
-    if problem is not None:
+    problems = play_problems(args)
+    for problem in problems:
         print(f"solrace play: {problem}", file=sys.stderr)
+    if problems:
         return 2
     args.game = args.game or "klondike"
     if not args.plain and not sys.stdout.isatty():

@@ -63,6 +63,13 @@ def client_key(host: str) -> str:
     return str(ip)
 
 
+def _default(setting: str) -> float:
+    """The setting's default value, so that `Admission`'s defaults are the node's own."""
+    value = Settings.model_fields[setting].default
+    assert isinstance(value, (int, float))
+    return float(value)
+
+
 class Admission:
     """Counts open connections (in all and per address) and paces each address's handshakes."""
 
@@ -72,10 +79,10 @@ class Admission:
         per_address: int,
         burst: float,
         per_s: float,
-        register_burst: float = 100.0,
-        register_per_s: float = 0.05,
-        register_node_burst: float = 1000.0,
-        register_node_per_s: float = 1.0,
+        register_burst: float = _default("register_burst"),
+        register_per_s: float = _default("register_per_s"),
+        register_node_burst: float = _default("register_node_burst"),
+        register_node_per_s: float = _default("register_node_per_s"),
     ) -> None:
         self.max_connections = max_connections
         #: 0: no per-address limits (neither the cap nor the paces).

@@ -221,6 +221,16 @@ def test_play_refuses_bad_options_before_connecting(
     assert error.startswith("solrace play: ") and complaint in error, error
 
 
+def test_play_names_every_bad_option_not_only_the_last(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--plain", "--server", "ws://127.0.0.1:1", "--game", "colorado", "--rated"]
+    assert play_main([*argv, "--game-number", "7"]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert [e.split(":")[1].split()[0] for e in errors] == ["--game", "--rated", "--game-number"]
+    assert all(e.startswith("solrace play: ") for e in errors)
+
+
 async def test_play_creates_a_race_on_the_deal_it_names(server_url: str, tmp_path: Path) -> None:
     argv = ["--plain", "--server", server_url, "--name", "dealer", "--create", "klondike"]
     player = await Child.start(tmp_path, "play", *argv, "--game-number", "12345")
