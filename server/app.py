@@ -145,7 +145,7 @@ class App:
         self.tournaments = TournamentService(self.hub, self.ratings)
         self.hub.ratings_of = self.ratings.display_ratings
         self.hub.race_finished_hooks += [self.ratings.race_finished, self.tournaments.race_finished]
-        self.hub.session_closed_hooks.append(self.tournaments.session_closed)
+        self.hub.session_closed_hooks.append(self.tournaments.views.session_closed)
         self.hub.watch_checks.append(self.tournaments.check_watch)
         self.hub.extra_handlers.update(self.ratings.handlers)
         self.hub.extra_handlers.update(self.tournaments.handlers)

@@ -36,12 +36,11 @@ import logging
 import random
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from solrace.engine import random_ranked_number
 from solrace.server.hub import Hub
-from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.race import absent_racers, placings_of
@@ -72,7 +71,6 @@ from solrace.server.protocol.tournament_messages import (
     TournamentList,
     TournamentRace,
     TournamentSummary,
-    TournamentView,
     UnwatchTournament,
     WatchTournament,
     tournament_of_race,
@@ -80,7 +78,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.server.protocol.tournament_model import format_rules
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
-from solrace.server.protocol.tournament_view import build_summary, build_view, largest_field
+from solrace.server.protocol.tournament_view import build_summary, largest_field
 from solrace.server.race_sync import connection_change
 from solrace.server.ratings import RatingService
 from solrace.server.session import Session
@@ -95,6 +93,7 @@ from solrace.server.tournament_live import (
     refusal,
 )
 from solrace.server.tournament_relay import ChangeNotice, TournamentRelay
+from solrace.server.tournament_views import TournamentViews
 from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.tournaments")
@@ -103,35 +102,6 @@ SAVE_ATTEMPTS = 8
 
 
 Handler = Callable[[Session, Any], Any]
-
-
-@dataclass
-class _Pushes:
-    """A watched tournament's watchers and the views they get: the version they last got,
-    when the next may go (at most every `tournament_view_push_s`), the newest waiting for that
-    and its timer, and the view's frame with its version (built once for every watcher)."""
-
-    watchers: set[Session] = field(default_factory=set)
-    pushed: int = 0
-    next_at: float = 0.0
-    waiting: Live | None = None
-    timer: asyncio.TimerHandle | None = None
-    frame: tuple[int, bytes] | None = None
-
-    def cancel(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        self.waiting = None
-
-
-@dataclass
-class _Settling:
-    """A tournament with saved changes still being carried out: how many such changes, and
-    the newest version held back meanwhile (pushed once the last is done)."""
-
-    steps: int = 0
-    held: Live | None = None
 
 
 @dataclass(frozen=True)
@@ -201,14 +171,8 @@ class TournamentService:
         self._locks: dict[str, asyncio.Lock] = {}
         self._started_at = 0.0
         self._ticker: asyncio.Task[None] | None = None
-        #: Each watched tournament's watchers and what goes to them (dropped with its last
-        #: watcher).
-        self._pushes: dict[str, _Pushes] = {}
-        #: Tournaments with a saved change still being carried out (races opened or stopped,
-        #: deals released): how many such changes, and the newest version held back meanwhile.
-        #: No view of them goes out until those steps are done (`_push`), so a watcher never
-        #: sees a round ended whose deals are still held.
-        self._settling: dict[str, _Settling] = {}
+        #: Each watched tournament's watchers and the views that go to them and requesters.
+        self.views = TournamentViews(self.settings.tournament_view_push_s)
         #: Each tournament's summary for `list_tournaments` and the version it shows.
         self._summaries: dict[str, _Summary] = {}
         #: Tournaments a saved change left with a race not opened or deals not released (the
@@ -263,8 +227,7 @@ class TournamentService:
         self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-tournaments")
 
     async def stop(self) -> None:
-        for pushes in self._pushes.values():
-            pushes.cancel()
+        self.views.stop()
         if self._ticker is not None:
             await cancel_and_wait([self._ticker])
             self._ticker = None
@@ -406,7 +369,7 @@ class TournamentService:
         if isinstance(saved, Live):  # nothing changed
             return saved
         notices = await self._carry_out(saved)
-        self._push(saved.live)
+        self.views.push(saved.live)
         if self.relay is not None:
             await self.relay.publish(tournament_id, saved.live.version, notices)
         return saved.live
@@ -451,8 +414,7 @@ class TournamentService:
         live, tournament_id = saved.live, saved.live.tournament_id
         cancelled = [e for e in saved.events if isinstance(e, RaceCancelled)]
         notices = []
-        self._settling.setdefault(tournament_id, _Settling()).steps += 1
-        try:
+        with self.views.carrying_out(tournament_id):
             for race_id, event in saved.races.items():
                 notice = await self._open_race(live, race_id, event.race_number, event.match_id)
                 if notice is not None:
@@ -460,14 +422,12 @@ class TournamentService:
             for stop in cancelled:
                 await self._stop_race(live, stop)
             await self._release_held(live)  # the rounds it ended (and any left held before)
-        finally:
-            self._settled(tournament_id)
         return notices
 
     async def _remote_change(self, notice: ChangeNotice | None) -> None:
         """Another node changed a tournament (None: changes may have been missed)."""
         if notice is None:
-            wanted = [tid for tid, pushes in self._pushes.items() if pushes.watchers]
+            wanted = self.views.watched()
         else:
             for race in notice.races:
                 await self._seat_here(race)
@@ -476,13 +436,13 @@ class TournamentService:
             if known is not None and known.version >= notice.version:
                 # This node saved that version or loaded it since (a watch, a refused act:
                 # those answer only their requester): nothing to read, but the watchers may
-                # not have had it yet (`_push` does nothing if they have).
-                self._push(known)
+                # not have had it yet (`push` does nothing if they have).
+                self.views.push(known)
                 return
-            wanted = [tid] if self._is_watched(tid) or known is not None else []
+            wanted = [tid] if self.views.is_watched(tid) or known is not None else []
         for tournament_id in wanted:
             try:
-                self._push(await self._load(tournament_id))
+                self.views.push(await self._load(tournament_id))
             except (RaceError, StoreError) as exc:
                 log.warning("tournament %s: view not refreshed: %s", tournament_id, exc)
 
@@ -544,7 +504,7 @@ class TournamentService:
             self._repairs[live.tournament_id] = live
             return
         if isinstance(saved, _Saved):
-            self._push(saved.live)
+            self.views.push(saved.live)
 
     async def _release_deals(self, live: Live, round_number: int) -> None:
         """The round ended: its races' game numbers and salts may be known (replays, checks).
@@ -625,85 +585,6 @@ class TournamentService:
                 session.send(notice)
         log.info("tournament %s: race %s for %s", t.tournament_id, race_id, match_id)
         return notice
-
-    def _send_view(self, session: Session, live: Live) -> None:
-        session.send_frame(self._view_frame(live))
-
-    def _view_frame(self, live: Live) -> bytes:
-        """`live`'s view, encoded: once per version while the tournament has watchers (a
-        push, the answers and the watches of one version share it)."""
-        pushes = self._pushes.get(live.tournament_id)
-        if pushes is not None and pushes.frame is not None and pushes.frame[0] == live.version:
-            return pushes.frame[1]
-        frame = encode(self._view(live))
-        if pushes is not None:
-            pushes.frame = (live.version, frame)
-        return frame
-
-    def _view(self, live: Live) -> TournamentView:
-        return TournamentView(
-            tournament=build_view(
-                live.tournament,
-                version=live.version,
-                name=live.name,
-                time_limit_s=live.time_limit_s,
-                names=live.names,
-                race_ids=live.race_ids(),
-            )
-        )
-
-    def _settled(self, tournament_id: str) -> None:
-        """A saved change's steps are done: the newest view held back meanwhile goes out once
-        no other change is between its save and the end of its steps."""
-        settling = self._settling[tournament_id]
-        settling.steps -= 1
-        if settling.steps:
-            return
-        del self._settling[tournament_id]
-        if settling.held is not None:
-            self._push(settling.held)
-
-    def _push(self, live: Live) -> None:
-        tournament_id = live.tournament_id
-        settling = self._settling.get(tournament_id)
-        if settling is not None:
-            if settling.held is None or settling.held.version < live.version:
-                settling.held = live
-            return
-        pushes = self._pushes.get(tournament_id)
-        if pushes is None or not pushes.watchers or pushes.pushed >= live.version:
-            return
-        # A burst of changes (a round's races ending together) is one view a watcher reads,
-        # not one each: a 256-player Swiss's view is ~0.3 MB and ~30 ms to build.
-        if pushes.waiting is not None:
-            if pushes.waiting.version < live.version:
-                pushes.waiting = live
-            return
-        loop = asyncio.get_running_loop()
-        wait = pushes.next_at - loop.time()
-        if wait > 0:
-            pushes.waiting = live
-            pushes.timer = loop.call_later(wait, self._push_waiting, pushes)
-            return
-        pushes.next_at = loop.time() + self.settings.tournament_view_push_s
-        pushes.pushed = live.version
-        frame = self._view_frame(live)  # once for every watcher
-        for session in list(pushes.watchers):
-            if session.closed:
-                pushes.watchers.discard(session)
-            else:
-                session.send_frame(frame)
-
-    def _push_waiting(self, pushes: _Pushes) -> None:
-        live, pushes.waiting, pushes.timer = pushes.waiting, None, None
-        if live is not None:
-            self._push(live)
-
-    def _answer(self, session: Session, live: Live) -> None:
-        """The requester gets the view (watchers get it with their next push)."""
-        pushes = self._pushes.get(live.tournament_id)
-        if pushes is None or session not in pushes.watchers:
-            self._send_view(session, live)
 
     # --- the hub's hook --------------------------------------------------------------------
 
@@ -824,7 +705,7 @@ class TournamentService:
         if not await self.store.save_tournament(live.to_record(), None):
             raise RaceError(ErrorCode.UNAVAILABLE, "tournament id taken; retry")
         self.live[tournament_id] = live
-        self._send_view(session, live)
+        self.views.send(session, live)
         log.info("%s created tournament %s (%s)", name, tournament_id, message.format)
 
     def _field_limit(self, rules: FormatRules) -> str:
@@ -861,37 +742,10 @@ class TournamentService:
         session.send(tournament_list(summaries, TOURNAMENT_LIST_LIMIT, message.skip_finished))
 
     async def _watch(self, session: Session, message: WatchTournament) -> None:
-        live = await self._load(message.tournament_id)
-        self._pushes.setdefault(live.tournament_id, _Pushes()).watchers.add(session)
-        self._send_view(session, live)
+        self.views.watch(session, await self._load(message.tournament_id))
 
     async def _unwatch(self, session: Session, message: UnwatchTournament) -> None:
-        self._stop_watching(session, message.tournament_id)
-
-    def session_closed(self, session: Session) -> None:
-        """The hub's hook: a closed session watches nothing (nothing is kept for it)."""
-        watched = [t for t, pushes in self._pushes.items() if session in pushes.watchers]
-        for tournament_id in watched:
-            self._stop_watching(session, tournament_id)
-
-    def watchers_of(self, tournament_id: str) -> frozenset[Session] | None:
-        """The sessions watching `tournament_id`; None when nothing is kept for it (nobody
-        watches it)."""
-        pushes = self._pushes.get(tournament_id)
-        return None if pushes is None else frozenset(pushes.watchers)
-
-    def _is_watched(self, tournament_id: str) -> bool:
-        pushes = self._pushes.get(tournament_id)
-        return pushes is not None and bool(pushes.watchers)
-
-    def _stop_watching(self, session: Session, tournament_id: str) -> None:
-        pushes = self._pushes.get(tournament_id)
-        if pushes is None:
-            return
-        pushes.watchers.discard(session)
-        if not pushes.watchers:
-            del self._pushes[tournament_id]
-            pushes.cancel()
+        self.views.unwatch(session, message.tournament_id)
 
     async def _join(self, session: Session, message: JoinTournament) -> None:
         player, name = self._identity(session)
@@ -907,7 +761,7 @@ class TournamentService:
             live.names[player] = name
             return t.register(player, now=now)
 
-        self._answer(session, await self._mutate(message.tournament_id, command))
+        self.views.answer(session, await self._mutate(message.tournament_id, command))
 
     async def _check_in(self, session: Session, message: CheckIn) -> None:
         player, _ = self._identity(session)
@@ -915,7 +769,7 @@ class TournamentService:
         live = await self._mutate(
             message.tournament_id, lambda live: live.tournament.check_in(player, now=now)
         )
-        self._answer(session, live)
+        self.views.answer(session, live)
 
     async def _leave(self, session: Session, message: LeaveTournament) -> None:
         player, _ = self._identity(session)
@@ -923,7 +777,7 @@ class TournamentService:
         live = await self._mutate(
             message.tournament_id, lambda live: live.tournament.drop(player, actor=player, now=now)
         )
-        self._answer(session, live)
+        self.views.answer(session, live)
 
     async def _admin(self, session: Session, message: TournamentAdmin) -> None:
         self._check_admin(message.admin_token)
@@ -934,4 +788,4 @@ class TournamentService:
             ratings = {PlayerId(p): float(r.display()) for p, r in table.items()}
         now = self._now()
         command = admin_command(message, ratings, now)
-        self._answer(session, await self._mutate(message.tournament_id, command))
+        self.views.answer(session, await self._mutate(message.tournament_id, command))

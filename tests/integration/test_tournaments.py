@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import solrace.server.tournament_views
 import solrace.server.tournaments
 from solrace.client.bots import Bot
 from solrace.client.connection import Connection
@@ -346,7 +347,7 @@ async def test_a_watcher_that_closes_is_forgotten(start_server: ServerFactory) -
     app = await start_server(**FAST)
     admin = await connect(app, "director")
     tid = (await create(admin, "swiss")).tournament_id
-    watchers_of = app.tournaments.watchers_of
+    watchers_of = app.tournaments.views.watchers_of
     fans = [await connect(app, name) for name in ("fan1", "fan2")]
     for fan in fans:
         await fan.send(WatchTournament(tournament_id=tid))
@@ -407,7 +408,7 @@ async def test_a_view_is_built_once_per_version_for_every_watcher(
         built.append(fields["version"])
         return tournament_view.build_view(tournament, **fields)
 
-    monkeypatch.setattr(solrace.server.tournaments, "build_view", counted)
+    monkeypatch.setattr(solrace.server.tournament_views, "build_view", counted)
     fans = [await connect(app, f"fan{i}") for i in range(3)]
     for fan in fans * 2:  # each watches twice
         await fan.send(WatchTournament(tournament_id=tid))
