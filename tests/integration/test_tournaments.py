@@ -29,6 +29,7 @@ from solrace.server.protocol.messages import (
     RaceStarted,
     Resign,
 )
+from solrace.server.protocol.records import RaceRecord
 from solrace.server.protocol.tournament_messages import (
     CreateTournament,
     GetLeaderboard,
@@ -274,17 +275,23 @@ async def test_ratings_change_after_a_rated_race_and_show_in_a_later_welcome(
     ann, bob = await connect(app, "ann"), await connect(app, "bob")
     assert ann.welcome is not None and ann.welcome.ratings == {}
     app.hub.rng = random.Random(6)  # a rated deal is secret; the test wants a known one
+    # Ratings are applied right after the finish is announced, by the session whose resign
+    # ended the race: a hook after the ratings' says when they are stored (asking for a
+    # profile until it shows them gave up after 100 answers, about 0.25 s, when the other
+    # racer's session did the rating and its store write was slower than that).
+    rated = asyncio.Event()
+
+    async def after_the_ratings(record: RaceRecord) -> None:
+        rated.set()
+
+    app.hub.race_finished_hooks.append(after_the_ratings)
     race_id = await start_race(ann, [bob], rated=True, game_number=None)
     deal_number = app.hub.races[race_id].race.record.game_number
     await play(ann, race_id, scoring_line("klondike", deal_number))
     for player in (ann, bob):
         await player.send(Resign(race_id=race_id))
     await bob.expect(RaceFinished)
-    # Ratings are applied right after the finish is announced: ask until they are there.
-    for _ in range(100):
-        await bob.send(GetProfile(player_id=ann.player_id))
-        if (await bob.expect(Profile)).ratings:
-            break
+    await asyncio.wait_for(rated.wait(), WAIT_S)
     token = ann.welcome.token
     await ann.close()
 
