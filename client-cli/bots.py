@@ -132,6 +132,8 @@ class Bot:
         #: When to send a resign again that the server could not store (`unavailable`).
         self._resign_retry_at: float | None = None
         self._rejections = 0
+        #: The race the strategy's bookkeeping is of (it starts over for each race).
+        self._strategy_race: str | None = None
         #: How many times the link came back (a new session: subscriptions must be renewed).
         self.reconnects = 0
         #: Called with every server message once it is folded into the state (a progress
@@ -223,7 +225,7 @@ class Bot:
         self._create_answer = answer_to(message, self._created)
         reply = await self.request(message, self._created)
         assert isinstance(reply, RaceUpdate | RaceSnapshot)
-        self.race_id = reply.race_id
+        self.follow(reply.race_id)
         return reply.race_id
 
     def _created(self, message: ServerMessage) -> bool:
@@ -261,10 +263,11 @@ class Bot:
             return race is not None and self.state.player_id in race.racers
 
         await self.request(JoinRace(race_id=race_id, invite_code=invite_code), seated)
-        self.race_id = race_id
+        self.follow(race_id)
 
     def follow(self, race_id: str) -> None:
-        """Play `race_id` next: a race the server seated this bot in (a tournament's)."""
+        """Play `race_id` next: one it created or joined, or one the server seated this bot
+        in (a tournament's). Nothing of the last race carries over."""
         self.race_id = race_id
         self.reason = ""
         self._pending = None
@@ -352,6 +355,9 @@ class Bot:
         me = self.state.player_id
         assert race is not None and me is not None and self.race_id is not None
         board = race.boards[me]
+        if self._strategy_race != self.race_id:
+            self.strategy.new_race()
+            self._strategy_race = self.race_id
         choice = self.strategy.choose(board)
         if choice.move is None:
             if board.won or board.stuck:  # the server puts this bot out by itself

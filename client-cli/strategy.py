@@ -87,6 +87,14 @@ class Strategy:
         self.since_progress += 1
         return Choice(pick)
 
+    def new_race(self) -> None:
+        """Start over for another race (another deal): the positions seen, the move cap and
+        the progress watch count per race, not over a bot's whole run."""
+        self.seen.clear()
+        self.moves_made = 0
+        self.since_progress = 0
+        self._best = (-1, 0)
+
     def _note_progress(self, board: BoardView, game: Game) -> None:
         hidden = sum(p.down for p in game.piles if p.kind != 0)
         mark = (board.progress[0], -hidden)

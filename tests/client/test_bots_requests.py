@@ -4,6 +4,7 @@ its own request, not some other message about a race it knew already."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 import pytest
 
@@ -88,3 +89,31 @@ async def test_a_bots_refused_requests_say_the_code(server_url: str) -> None:
     finally:
         await bot.close()
         await other.close()
+
+
+def is_start_of(race_id: str, message: object) -> bool:
+    return isinstance(message, RaceStarted) and message.race_id == race_id
+
+
+async def test_a_bot_s_move_cap_and_memory_count_per_race(server_url: str) -> None:
+    """A bot playing races back to back (a tournament's, say) starts each with its whole move
+    cap and no positions seen: it used to carry them over, so a bot that had used its cap
+    resigned every later race at once."""
+    bot = Bot(server_url, "maker", make_strategy("greedy", max_moves=3), delay_s=0)
+    rival_conn = Connection(server_url, name="rival")
+    await bot.connect()
+    await rival_conn.connect()
+    try:
+        async with Session.running(rival_conn) as rival:
+            results = []
+            for _ in range(2):
+                race_id = await bot.create("klondike", 2, 600, game_number="7")
+                started = rival.expect(partial(is_start_of, race_id))
+                await rival.join_race(race_id)
+                await started
+                await rival.resign(race_id)
+                results.append(await bot.play())  # 3 moves, then the cap: it resigns
+        assert [(r.moves, r.reason) for r in results] == [(3, "move cap of 3 reached")] * 2
+    finally:
+        await bot.close()
+        await rival_conn.close()
