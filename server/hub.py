@@ -753,16 +753,23 @@ class Hub:
     # --- watching and resync ---------------------------------------------------------------
 
     def _send_catch_up(
-        self, session: Session, runtime: RaceRuntime, epoch: str | None, since: int | None
+        self,
+        session: Session,
+        runtime: RaceRuntime,
+        epoch: str | None,
+        since: int | None,
+        *,
+        answer: bool = False,
     ) -> None:
         """Send `session` the race's events after version `since` of `epoch` (a snapshot if
-        they are not all kept, or the epoch is another, or none is given)."""
+        they are not all kept, or the epoch is another, or none is given). With `answer` (a
+        client asked), a snapshot also when none was missed: every `sync` gets an answer."""
         race = runtime.race
         missed = race.events_since(epoch, since)
         mark = session.versions.get(race.race_id)
         if missed and mark is not None and mark[0] == race.epoch and missed[0].version <= mark[1]:
             missed = None  # live events reached it first: the missed ones would come too late
-        if missed is None:
+        if missed is None or (answer and not missed):
             session.send(race.snapshot(self.clock()))
         else:
             for event in missed:
@@ -784,14 +791,15 @@ class Hub:
     async def _start_watching(
         self, session: Session, runtime: RaceRuntime, epoch: str | None, since: int | None
     ) -> None:
-        """`session` (not a racer of it) watches the race from version `since` of `epoch`."""
+        """`session` (not a racer of it) watches the race from version `since` of `epoch`
+        (a `watch`, or a spectator's `sync`), answered with the events or a snapshot."""
         if session.player_id is not None and session.player_id in runtime.race.racers:
             raise RaceError(ErrorCode.NOT_ALLOWED, "racers cannot watch their own race")
         for check in self.watch_checks:
             await check(session, runtime.race.record)
         runtime.spectators.add(session)
         session.watching.add(runtime.race_id)
-        self._send_catch_up(session, runtime, epoch, since)
+        self._send_catch_up(session, runtime, epoch, since, answer=True)
         self.keeper.push_spectator_boards(runtime, self.clock(), only=session)
 
     async def _unwatch(self, session: Session, message: Unwatch) -> None:
@@ -805,7 +813,7 @@ class Hub:
         if player_id is None or player_id not in runtime.race.racers:
             await self._start_watching(session, runtime, message.epoch, message.since_version)
             return
-        self._send_catch_up(session, runtime, message.epoch, message.since_version)
+        self._send_catch_up(session, runtime, message.epoch, message.since_version, answer=True)
         if player_id in runtime.boards:
             session.send(own_board(runtime, player_id))
         # A racer resyncing here is connected here, even if no hello announced it to this race

@@ -18,7 +18,7 @@ from solrace.server.protocol.messages import (
     Watch,
 )
 from tests.integration.conftest import ClientFactory, ServerFactory
-from tests.integration.helpers import play, start_race
+from tests.integration.helpers import create_race, play, start_race
 
 
 async def test_reconnect_mid_race_gets_missed_events_and_plays_on(
@@ -96,3 +96,25 @@ async def test_a_racer_away_longer_than_the_grace_period_forfeits(
     await bob.send(Resign(race_id=race_id))
     finished = await bob.expect(RaceFinished)
     assert {r.name: r.state for r in finished.results} == {"alice": "gone", "bob": "resigned"}
+
+
+async def test_a_sync_with_nothing_missed_is_answered_too(
+    server: App, client: ClientFactory
+) -> None:
+    """A `sync` at the race's latest version used to get nothing back (no event was missed,
+    and a racer of an open race has no board): a client could not tell it from a lost
+    request. It gets the race's snapshot, for a racer and for a spectator alike."""
+    alice = await client("alice")
+    race_id = await create_race(alice, seats=3)
+    [update] = [m for m in alice.received if isinstance(m, RaceUpdate)]
+    await alice.send(Sync(race_id=race_id, epoch=update.epoch, since_version=update.version))
+    snapshot = await alice.expect(RaceSnapshot, lambda m: m.race_id == race_id)
+    assert (snapshot.epoch, snapshot.version) == (update.epoch, update.version)
+
+    carol = await client()  # a spectator: watched, then resyncs at what the watch sent
+    await carol.hello()
+    await carol.send(Watch(race_id=race_id))
+    seen = await carol.expect(RaceSnapshot, lambda m: m.race_id == race_id)
+    await carol.send(Sync(race_id=race_id, epoch=seen.epoch, since_version=seen.version))
+    again = await carol.expect(RaceSnapshot, lambda m: m.race_id == race_id)
+    assert (again.epoch, again.version) == (seen.epoch, seen.version)
