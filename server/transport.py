@@ -73,9 +73,11 @@ probe_log = _ProbeLog(ws_log)
 #: Frames read ahead of the hub per connection; past it the socket is not read (back-pressure).
 INBOX_LIMIT = 16
 
-#: A request head longer than this is handed to the protocol as it comes (it answers 431 for
-#: a line or a header count over its limits) instead of being split from what follows it.
+#: A request head is kept until it is whole, up to this: a longer one is handed to the
+#: protocol as it is (which answers 431 for a line or a header count over its limits).
 MAX_HEAD_BYTES = 64 * 1024
+#: Header lines that announce a request body (names are case-insensitive).
+BODY_HEADERS = (b"content-length:", b"transfer-encoding:")
 
 #: Fragments one message may come in; one more closes the connection with 1009.
 MAX_FRAGMENTS = 64
@@ -324,41 +326,44 @@ class WebSocketSession(Session, asyncio.Protocol):
     # --- reading -----------------------------------------------------------------------------
 
     def _take_head(self, data: bytes) -> bytes:
-        """Until the request head is whole, the protocol gets it alone: what follows it (a
-        body, a second request, frames sent before our 101) is handed over only once the
-        request is answered, so that it cannot fail the stream before the answer is written.
-        Returns the bytes after the head (none while it is incomplete)."""
+        """Until the request head is whole, it is kept here, and the protocol gets it alone:
+        what follows it (a body, a second request, frames sent before our 101) is handed
+        over only once the request is answered, so that it cannot fail the stream before the
+        answer is written. A GET or HEAD with a body gets its answer as one without (the
+        protocol would fail the stream unanswered): the body headers are left out and what
+        follows the head is discarded. Returns the bytes after the head (none while it is
+        incomplete)."""
         head = self.head
         assert head is not None
         start = len(head)
         head += data
         end = head.find(b"\r\n\r\n", max(0, start - 3))
         if end < 0:
-            if len(head) > MAX_HEAD_BYTES:
-                self.head = None
-            return data  # the protocol parses what there is (and refuses a head too large)
+            if len(head) <= MAX_HEAD_BYTES:
+                return b""
+            self.head = None
+            return bytes(head)  # the protocol refuses a head this large
         self.head = None
-        cut = end + 4 - start
-        line = bytes(head[: head.find(b"\r\n")])
-        parts = line.split(b" ")
+        rest = bytes(head[end + 4 :])
+        lines = bytes(head[: end + 4]).split(b"\r\n")
+        parts = lines[0].split(b" ")
         ws = self.ws
-        if (
-            len(parts) == 3
-            and parts[2] in (b"HTTP/1.1", b"HTTP/1.0")
-            and parts[0] not in (b"GET", b"HEAD")
-            and not ws.eof_sent
-        ):
-            # Before the protocol reads the head: a body it cannot parse would fail the stream.
-            method, path = (part.decode("ascii", "replace") for part in parts[:2])
-            ws.send_response(self._not_allowed(method, path))
-            self._flush()
-            return b""  # the rest is the body: discarded
-        ws.receive_data(data[:cut])
+        if len(parts) == 3 and parts[2] in (b"HTTP/1.1", b"HTTP/1.0") and not ws.eof_sent:
+            if parts[0] not in (b"GET", b"HEAD"):
+                # Before the protocol reads the head: a body it cannot parse would fail it.
+                method, path = (part.decode("ascii", "replace") for part in parts[:2])
+                ws.send_response(self._not_allowed(method, path))
+                self._flush()
+                return b""  # the rest is the body: discarded
+            bodiless = [line for line in lines if not line.lower().startswith(BODY_HEADERS)]
+            if len(bodiless) < len(lines):
+                lines, rest = bodiless, b""  # the body (or what was sent as one) is discarded
+        ws.receive_data(b"\r\n".join(lines))
         for event in ws.events_received():
             if isinstance(event, Request):
                 self._request(event)
         self._flush()
-        return data[cut:]
+        return rest
 
     def _not_allowed(self, method: str, path: str) -> Response:
         allowed = "GET, HEAD" if path.split("?", 1)[0] in PROBE_PATHS else "GET"

@@ -127,3 +127,24 @@ async def test_a_request_head_in_pieces_is_answered(app: App) -> None:
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
+
+
+@pytest.mark.parametrize(
+    "body_head",
+    [
+        b"Content-Length: 5\r\n\r\nhello",
+        b"content-length: 5\r\n\r\nhel",  # less than it says: still answered
+        b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    ],
+)
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+async def test_a_probe_with_a_body_is_answered_as_one_without(
+    app: App, method: str, body_head: bytes
+) -> None:
+    """A GET or HEAD with a body was closed unanswered (the protocol refuses a request body);
+    the body is discarded, as protocol.md says of whatever follows the head."""
+    raw = await exchange(
+        app.port, f"{method} /healthz HTTP/1.1\r\nHost: x\r\n".encode() + body_head
+    )
+    status, _, body = parse(raw)
+    assert (status, body) == (200, b"ok\n" if method == "GET" else b"")
