@@ -3,7 +3,8 @@ its own request, not some other message about a race it knew already."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 
 import pytest
@@ -35,6 +36,35 @@ async def resign_sent_again(bot: Bot, race_id: str) -> None:
     await bot.conn.send(Resign(race_id=race_id))
 
 
+@contextlib.asynccontextmanager
+async def bot_and_rival(url: str, max_moves: int) -> AsyncIterator[tuple[Bot, Session]]:
+    """A bot allowed `max_moves` a race, and a rival player's running session, both said
+    hello on the server at `url`."""
+    bot = Bot(url, "maker", make_strategy("greedy", max_moves=max_moves), delay_s=0)
+    rival_conn = Connection(url, name="rival")
+    await bot.connect()
+    await rival_conn.connect()
+    try:
+        async with Session.running(rival_conn) as rival:
+            yield bot, rival
+    finally:
+        await bot.close()
+        await rival_conn.close()
+
+
+async def race_started_against(bot: Bot, rival: Session, **options: object) -> str:
+    """A 2-seat Klondike race the bot creates and the rival joins: started."""
+    race_id = await bot.create("klondike", 2, 600, **options)
+    started = rival.expect(partial(is_start_of, race_id))
+    await rival.join_race(race_id)  # the last seat: the race starts
+    await started
+    return race_id
+
+
+def is_start_of(race_id: str, message: object) -> bool:
+    return isinstance(message, RaceStarted) and message.race_id == race_id
+
+
 @pytest.mark.parametrize("late", [move_sent_as_the_race_ended, resync, resign_sent_again])
 async def test_a_bot_creating_its_next_race_ends_up_in_that_race(
     server_app: App, server_url: str, late: LateMessage
@@ -42,32 +72,21 @@ async def test_a_bot_creating_its_next_race_ends_up_in_that_race(
     """A bot plays races back to back: one it created and finished, then a new one. A message
     about the old race (which names this bot its creator) that arrives before the server's
     answer to the new create was taken for that answer: the bot went back to its old race."""
-    bot = Bot(server_url, "maker", make_strategy("greedy", max_moves=0), delay_s=0)
-    rival_conn = Connection(server_url, name="rival")
-    await bot.connect()
-    await rival_conn.connect()
-    try:
-        async with Session.running(rival_conn) as rival:
-            old = await bot.create("klondike", 2, 600)
-            started = rival.expect(lambda m: isinstance(m, RaceStarted) and m.race_id == old)
-            await rival.join_race(old)  # the last seat: the race starts
-            await started
-            await rival.resign(old)
-            result = await bot.play()  # no move allowed: the bot resigns, the race ends
-            assert result.race_id == old and result.state == "resigned", result
-            assert bot.race is not None and bot.race.status == "finished"
+    async with bot_and_rival(server_url, max_moves=0) as (bot, rival):
+        old = await race_started_against(bot, rival)
+        await rival.resign(old)
+        result = await bot.play()  # no move allowed: the bot resigns, the race ends
+        assert result.race_id == old and result.state == "resigned", result
+        assert bot.race is not None and bot.race.status == "finished"
 
-            await late(bot, old)
-            new = await bot.create("klondike", 2, 600)
+        await late(bot, old)
+        new = await bot.create("klondike", 2, 600)
 
         assert new != old
         assert bot.race_id == new
         record = server_app.hub.races[new].race
         assert record.creator == bot.state.player_id
         assert bot.state.player_id in record.racers
-    finally:
-        await bot.close()
-        await rival_conn.close()
 
 
 async def test_a_bots_refused_requests_say_the_code(server_url: str) -> None:
@@ -91,29 +110,14 @@ async def test_a_bots_refused_requests_say_the_code(server_url: str) -> None:
         await other.close()
 
 
-def is_start_of(race_id: str, message: object) -> bool:
-    return isinstance(message, RaceStarted) and message.race_id == race_id
-
-
 async def test_a_bot_s_move_cap_and_memory_count_per_race(server_url: str) -> None:
     """A bot playing races back to back (a tournament's, say) starts each with its whole move
     cap and no positions seen: it used to carry them over, so a bot that had used its cap
     resigned every later race at once."""
-    bot = Bot(server_url, "maker", make_strategy("greedy", max_moves=3), delay_s=0)
-    rival_conn = Connection(server_url, name="rival")
-    await bot.connect()
-    await rival_conn.connect()
-    try:
-        async with Session.running(rival_conn) as rival:
-            results = []
-            for _ in range(2):
-                race_id = await bot.create("klondike", 2, 600, game_number="7")
-                started = rival.expect(partial(is_start_of, race_id))
-                await rival.join_race(race_id)
-                await started
-                await rival.resign(race_id)
-                results.append(await bot.play())  # 3 moves, then the cap: it resigns
-        assert [(r.moves, r.reason) for r in results] == [(3, "move cap of 3 reached")] * 2
-    finally:
-        await bot.close()
-        await rival_conn.close()
+    async with bot_and_rival(server_url, max_moves=3) as (bot, rival):
+        results = []
+        for _ in range(2):
+            race_id = await race_started_against(bot, rival, game_number="7")
+            await rival.resign(race_id)
+            results.append(await bot.play())  # 3 moves, then the cap: it resigns
+    assert [(r.moves, r.reason) for r in results] == [(3, "move cap of 3 reached")] * 2
