@@ -1,4 +1,4 @@
-"""The dependency rule of ARCHITECTURE.md, checked in fresh interpreters.
+"""The dependency rule (docs/server.md, first section), checked in fresh interpreters.
 
 ``engine`` <- ``server.protocol`` <- the rest of ``server``; the client uses the engine and the
 protocol only. The engine imports the standard library only; the protocol layer is sans-I/O: no
