@@ -174,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="single elimination: the semi-final losers play for third place",
     )
+    create.add_argument(
+        "--no-bracket-reset",
+        action="store_true",
+        help="double elimination: the grand final is one match, even when the winners-bracket "
+        "champion loses it (by default a second, deciding match follows)",
+    )
     for name in ("join", "play", "check-in", "leave", "show", "watch"):
         helps = {
             "play": "play your races of a tournament you are in (stays connected)",
@@ -372,6 +378,7 @@ def _request(args: argparse.Namespace) -> ClientMessage | None:
             heat_size=args.heat_size,
             advance_per_heat=args.advance,
             third_place_match=args.third_place,
+            bracket_reset=not args.no_bracket_reset,
         )
     tid = getattr(args, "tournament", None)
     simple: dict[str, ClientMessage] = {}

@@ -501,3 +501,18 @@ def test_a_list_that_left_finished_ones_out_says_how_to_see_them() -> None:
     last = render(TournamentList(tournaments=[summary("t0", "finished")]), 2)
     assert last is not None and "not listed" not in last
     assert build_parser().parse_args(["list", "--skip-finished", "3"]).skip_finished == 3
+
+
+async def test_a_double_elimination_may_be_created_without_a_bracket_reset(
+    tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url_of(tournament_server)
+    argv = ["create", "one-final", "--format", "double_elimination", "--no-bracket-reset"]
+    assert await cli(url, *argv) == 0
+    capsys.readouterr()
+    assert await cli(url, "create", "two-finals", "--format", "double_elimination") == 0
+    resets = {
+        live.name: live.tournament.settings.rules.bracket_reset
+        for live in tournament_server.tournaments.live.values()
+    }
+    assert resets == {"one-final": False, "two-finals": True}
