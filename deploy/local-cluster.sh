@@ -64,6 +64,27 @@ sys.exit(0 if redis.Redis(port=int(sys.argv[1]), socket_timeout=1).ping() else 1
 PY
 }
 
+port_taken() {  # port_taken PORT: something already listens on 127.0.0.1:PORT
+    "$python" - "$1" <<'PY'
+import socket, sys
+with socket.socket() as s:
+    s.settimeout(1)
+    sys.exit(0 if s.connect_ex(("127.0.0.1", int(sys.argv[1]))) == 0 else 1)
+PY
+}
+
+free_or_die() {  # free_or_die PORT WHAT: a port taken by another program stops the start
+    if port_taken "$1"; then
+        die "port $1 ($2) is taken by another program: stop it, or move the cluster's ports (SOLRACE_LB_PORT, SOLRACE_NODE_PORT, SOLRACE_REDIS_PORT)"
+    fi
+}
+
+up() {  # up NAME CHECK...: the process we just started still runs, and CHECK succeeds
+    local name=$1; shift
+    alive "$(cat "$dir/run/$name.pid")" || die "$name exited as it started (see $dir/logs/$name.log)"
+    "$@"
+}
+
 wait_for() {  # wait_for WHAT COMMAND...: poll until it succeeds, at most $wait_s seconds
     local what=$1; shift
     local deadline=$((SECONDS + wait_s))
@@ -76,12 +97,13 @@ wait_for() {  # wait_for WHAT COMMAND...: poll until it succeeds, at most $wait_
 start_redis() {
     if running_pid redis "redis-server" >/dev/null; then return; fi
     command -v redis-server >/dev/null || die "no redis-server (Debian: apt-get install redis-server)"
+    free_or_die "$redis_port" redis
     # AOF with fsync before every reply: an acknowledged move survives a crash of Redis too.
     nohup redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$dir/redis" \
         --appendonly yes --appendfsync always --save '' --protected-mode yes \
         >>"$dir/logs/redis.log" 2>&1 </dev/null &
     echo $! >"$dir/run/redis.pid"
-    wait_for "redis on :$redis_port" redis_up
+    wait_for "redis on :$redis_port" up redis redis_up
     say "redis on 127.0.0.1:$redis_port (AOF in $dir/redis)"
 }
 
@@ -89,6 +111,7 @@ start_node() {
     local n=$1 port
     port="$(port_of "$n")"
     if running_pid "node$n" "solrace" >/dev/null; then return; fi
+    free_or_die "$port" "node $n"
     mkdir -p "$dir/node$n"
     # Every node signs tokens with the same secret, so a player may reconnect to any node.
     # Clients arrive from HAProxy's address: it limits connections per client, not the node.
@@ -97,7 +120,7 @@ start_node() {
         nohup "$python" -m solrace.cli serve --host 127.0.0.1 --port "$port" \
         --data-dir "$dir/node$n" >>"$dir/logs/node$n.log" 2>&1 </dev/null &
     echo $! >"$dir/run/node$n.pid"
-    wait_for "node $n on :$port" healthy "$port"
+    wait_for "node $n on :$port" up "node$n" healthy "$port"
     say "node $n on ws://127.0.0.1:$port"
 }
 
@@ -109,9 +132,10 @@ start_haproxy() {
     export SOLRACE_NODE2="127.0.0.1:$(port_of 2)"
     export SOLRACE_NODE3="127.0.0.1:$(port_of 3)"
     haproxy -c -q -f "$here/haproxy.cfg" || die "deploy/haproxy.cfg does not check"
+    free_or_die "$lb_port" haproxy
     nohup haproxy -f "$here/haproxy.cfg" >>"$dir/logs/haproxy.log" 2>&1 </dev/null &
     echo $! >"$dir/run/haproxy.pid"
-    wait_for "haproxy on :$lb_port" healthy "$lb_port"
+    wait_for "haproxy on :$lb_port" up haproxy healthy "$lb_port"
     say "haproxy on ws://127.0.0.1:$lb_port (clients connect here)"
 }
 

@@ -97,3 +97,23 @@ async def test_start_status_kill_node_and_stop(cluster: Cluster) -> None:
     assert "redis: stopped" in cluster.run("status").stdout
     assert list((cluster.folder / "run").iterdir()) == []
     assert (cluster.folder / "redis" / "appendonlydir").is_dir()  # the AOF stays
+
+
+def test_a_port_another_program_holds_stops_the_start(redis_binary: str, tmp_path: Path) -> None:
+    """A node port held by another server used to pass the health check (that server
+    answered it): `start` said the node was up while it had exited. It now says the port is
+    taken, and starts nothing more."""
+    cluster = Cluster(tmp_path / "cluster")
+    port = int(cluster.env["SOLRACE_NODE_PORT"]) + 1  # node 2's
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", port))
+        other.listen()
+        try:
+            started = cluster.run("start")
+            assert started.returncode == 1
+            assert f"port {port} (node 2) is taken by another program" in started.stderr
+            assert not (cluster.folder / "run" / "node2.pid").exists()
+        finally:
+            stopped = cluster.run("stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert list((cluster.folder / "run").iterdir()) == []
