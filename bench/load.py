@@ -35,6 +35,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from solrace.engine import Move, deal
 from solrace.server.protocol.codec import decode_server, encode, encode_raw, unpack_map
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     CreateRace,
@@ -105,7 +106,7 @@ async def recv_until(ws: ClientConnection, kind: type, limit_s: float = 30.0) ->
 async def solrace_player(
     url: str,
     name: str,
-    race: asyncio.Future[str],
+    race: asyncio.Future[RaceId],
     creator: bool,
     number: str,
     prefix: list[str],
@@ -373,7 +374,7 @@ async def measure_solrace(
     for i in range(players):
         number, prefix = numbers[(i // 2) % len(numbers)]
         if i % 2 == 0:
-            race: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            race: asyncio.Future[RaceId] = asyncio.get_running_loop().create_future()
         coros.append(
             solrace_player(
                 f"ws://127.0.0.1:{port}",

@@ -33,6 +33,7 @@ from solrace.server.node_presence import NodePresence
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     ClientMessage,
@@ -188,7 +189,7 @@ class Hub:
         return self.keeper.broker
 
     @property
-    def races(self) -> dict[str, RaceRuntime]:
+    def races(self) -> dict[RaceId, RaceRuntime]:
         """The races this node holds (`RaceKeeper.races`)."""
         return self.keeper.races
 
@@ -197,7 +198,7 @@ class Hub:
         """Several nodes may serve this node's races (a broker links them)."""
         return self.keeper.is_cluster
 
-    async def load_race(self, race_id: str) -> RaceRuntime | None:
+    async def load_race(self, race_id: RaceId) -> RaceRuntime | None:
         """This node's copy of a race (`RaceKeeper.load_race`)."""
         return await self.keeper.load_race(race_id)
 
@@ -240,7 +241,7 @@ class Hub:
         code: ErrorCode,
         message: str,
         request: ClientMessage | None = None,
-        race_id: str | None = None,
+        race_id: RaceId | None = None,
     ) -> None:
         session.send(
             Error(
@@ -505,7 +506,7 @@ class Hub:
 
     def new_race_record(
         self,
-        race_id: str,
+        race_id: RaceId,
         *,
         game: str,
         game_number: str,
@@ -573,7 +574,9 @@ class Hub:
         if not low <= time_limit_s <= high:
             raise RaceError(ErrorCode.INVALID_SETTINGS, f"time limit: {low}..{high} s")
 
-    async def _runtime(self, race_id: str) -> RaceRuntime:
+    async def _runtime(self, requested: str) -> RaceRuntime:
+        """The race a client's request names (its id as sent: it becomes a `RaceId` here)."""
+        race_id = RaceId(requested)
         runtime = await self.load_race(race_id)
         if runtime is None:
             raise RaceError(ErrorCode.UNKNOWN_RACE, f"no live race {race_id!r}")
@@ -692,7 +695,7 @@ class Hub:
                 raise RaceError(ErrorCode.INVALID_GAME_NUMBER, str(exc)) from None
         now = self.clock()
         record = self.new_race_record(
-            "r" + secrets.token_hex(5),
+            RaceId("r" + secrets.token_hex(5)),
             game=message.game,
             game_number=number,
             seats=message.seats,
@@ -822,7 +825,7 @@ class Hub:
         await self._change_each([runtime], connected, player_id, "marked connected")
 
     async def _get_replay(self, session: Session, message: GetReplay) -> None:
-        session.send_frame(await self.replays.frame_of(message.race_id))
+        session.send_frame(await self.replays.frame_of(RaceId(message.race_id)))
 
 
 __all__ = ["Hub", "wall_clock_ms"]

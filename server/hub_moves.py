@@ -19,6 +19,7 @@ from solrace.server.metrics import Metrics
 from solrace.server.outage import Outage
 from solrace.server.protocol.codec import encode_move_ack
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import MakeMove, MoveRejected
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.protocol.views import touched_pile_fields
@@ -62,7 +63,7 @@ class MoveHandler:
         self, session: Session, message: MakeMove, code: ErrorCode, reason: str
     ) -> MoveRejected:
         answer = MoveRejected(
-            race_id=message.race_id,
+            race_id=RaceId(message.race_id),
             seq=message.seq,
             move=message.move,
             code=code.value,
@@ -76,7 +77,7 @@ class MoveHandler:
         started = time.perf_counter()
         player_id = session.player_id
         try:
-            runtime = await self.keeper.load_race(message.race_id)
+            runtime = await self.keeper.load_race(RaceId(message.race_id))
         except StoreError:
             self._reject(session, message, ErrorCode.UNAVAILABLE, "store unavailable; send again")
             return

@@ -40,6 +40,7 @@ from solrace.server.metrics import Metrics
 from solrace.server.outage import Outage
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     Board,
     Progress,
@@ -91,7 +92,7 @@ class RaceNotice(BaseModel):
     moves: list[MoveRecord] = []
 
 
-def race_channel(race_id: str) -> str:
+def race_channel(race_id: RaceId) -> str:
     return f"race:{race_id}"
 
 
@@ -212,7 +213,7 @@ class RaceKeeper:
         self.players = players
         self.race_finished_hooks = race_finished_hooks
         self.clock = clock
-        self.races: dict[str, RaceRuntime] = {}
+        self.races: dict[RaceId, RaceRuntime] = {}
         #: Finished or stuck boards the store could not take (the tick stores them later).
         self.storing_boards = Outage(hub_log, "storing finished or stuck boards")
         #: Progress batches being folded in (see `note_progress`).
@@ -738,7 +739,7 @@ class RaceKeeper:
 
     # --- several nodes: loading and following races ------------------------------------------
 
-    async def load_race(self, race_id: str) -> RaceRuntime | None:
+    async def load_race(self, race_id: RaceId) -> RaceRuntime | None:
         """This node's copy of a race: the one in memory, else (several nodes) loaded from the
         store, its boards rebuilt from the stored moves, and followed. None if there is none
         (or it was cancelled).
@@ -769,7 +770,7 @@ class RaceKeeper:
         self._follow(runtime, subscription)
         return runtime
 
-    async def _load_recently_finished(self, race_id: str) -> RaceRuntime | None:
+    async def _load_recently_finished(self, race_id: RaceId) -> RaceRuntime | None:
         record = await self.store.get_race(race_id)
         kept_from = self.clock() - int(self.settings.finished_kept_s * 1000)
         if (
@@ -792,7 +793,7 @@ class RaceKeeper:
         self.races[record.race_id] = runtime
         return runtime
 
-    async def _subscribe(self, race_id: str) -> Subscription:
+    async def _subscribe(self, race_id: RaceId) -> Subscription:
         assert self.broker is not None
         return await self.broker.subscribe(race_channel(race_id))
 

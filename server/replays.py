@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import Replay
 from solrace.server.protocol.records import RaceStatus
 from solrace.server.protocol.replay import build_replay
@@ -56,7 +57,7 @@ class Replays:
         self.store = store
         self.kept = RecentFrames(max_bytes)
 
-    async def frame_of(self, race_id: str) -> bytes:
+    async def frame_of(self, race_id: RaceId) -> bytes:
         """The encoded `replay` of race `race_id`. `RaceError` if it has none (unknown, not
         finished, or its deal still held by its tournament); `StoreError` from the store."""
         frame = self.kept.get(race_id)

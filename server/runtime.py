@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from solrace.engine import Audience, EngineError, Game, Move, deal
 from solrace.server.protocol.codec import decode_server, encode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import Board, MoveAck, MoveRejected
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord
@@ -147,7 +148,7 @@ class RaceRuntime:
         return pending, moves
 
     @property
-    def race_id(self) -> str:
+    def race_id(self) -> RaceId:
         return self.race.race_id
 
     def deal_boards(self) -> None:

@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_server
+from solrace.server.protocol.ids import RaceId
 
 
 class Session(ABC):
@@ -18,9 +19,9 @@ class Session(ABC):
         self.said_hello = False
         self.player_id: str | None = None
         self.name: str | None = None
-        self.watching: set[str] = set()
+        self.watching: set[RaceId] = set()
         #: Race id -> (epoch, version) of the last event of it this session was sent.
-        self.versions: dict[str, tuple[str, int]] = {}
+        self.versions: dict[RaceId, tuple[str, int]] = {}
         self.closed = False
 
     @abstractmethod

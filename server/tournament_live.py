@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from solrace.engine import CARDS, game_class
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import RaceEvent
 from solrace.server.protocol.pairing import RaceResult
 from solrace.server.protocol.race import Race
@@ -69,7 +70,7 @@ class Live:
     time_limit_s: int
     created_at_ms: int
     names: dict[str, str] = field(default_factory=dict)
-    links: dict[str, RaceLink] = field(default_factory=dict)
+    links: dict[RaceId, RaceLink] = field(default_factory=dict)
     next_race: int = 1
     #: Ended rounds whose races' deals may still be held (`_release_deals` not yet known to
     #: be done): round number -> the version whose save ended it. Stored, so a restart after
@@ -81,7 +82,7 @@ class Live:
     def tournament_id(self) -> str:
         return self.tournament.tournament_id
 
-    def race_ids(self) -> dict[RaceKey, str]:
+    def race_ids(self) -> dict[RaceKey, RaceId]:
         """(match, race number) -> race id, for the current round (the newest race wins)."""
         current = self.tournament.current_round
         if current is None:
@@ -134,7 +135,7 @@ class Live:
             created_at_ms=record.created_at_ms,
             names={str(k): str(v) for k, v in data["names"].items()},
             links={
-                rid: RaceLink(MatchId(m), int(r), int(n))
+                RaceId(rid): RaceLink(MatchId(m), int(r), int(n))
                 for rid, (m, r, n) in data["links"].items()
             },
             next_race=int(data["next_race"]),

@@ -42,6 +42,7 @@ from typing import Any
 from solrace.engine import random_ranked_number
 from solrace.server.hub import Hub
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.race import absent_racers, placings_of
 from solrace.server.protocol.records import LIVE_STATUSES, RaceRecord, RaceStatus
@@ -123,10 +124,10 @@ class _Saved:
 
     live: Live
     events: list[TournamentEvent]
-    races: dict[str, RaceRequested]
+    races: dict[RaceId, RaceRequested]
 
 
-def _link_races(live: Live, events: list[TournamentEvent]) -> dict[str, RaceRequested]:
+def _link_races(live: Live, events: list[TournamentEvent]) -> dict[RaceId, RaceRequested]:
     """Give each race `events` request the tournament's next race id, linked to its match in
     `live`: the requests by their ids."""
     races = {}
@@ -294,7 +295,7 @@ class TournamentService:
             grace = live.tournament.settings.no_show_grace or 0.0
             may_forfeit = now - self._started_at >= min(grace, self.settings.grace_s)
             race_ids = live.race_ids()
-            absent: dict[PlayerId, str | None] = {}  # player -> the race of their match
+            absent: dict[PlayerId, RaceId | None] = {}  # player -> the race of their match
             for match in live.tournament.live_matches():
                 pending = match.pending_race
                 race_id = None if pending is None else race_ids.get((match.match_id, pending))
@@ -323,7 +324,7 @@ class TournamentService:
             except (RaceError, TournamentError) as exc:
                 log.warning("tournament %s: tick refused: %s", tournament_id, exc)
 
-    async def _is_present(self, player: str, race_id: str | None) -> bool:
+    async def _is_present(self, player: str, race_id: RaceId | None) -> bool:
         """Connected here, or connected in their match's live race (on several nodes the
         stored race says so for a player connected to another node)."""
         if player in self.hub.players:
@@ -547,7 +548,7 @@ class TournamentService:
         )
 
     async def _open_race(
-        self, live: Live, race_id: str, race_number: int, match_id: MatchId
+        self, live: Live, race_id: RaceId, race_number: int, match_id: MatchId
     ) -> TournamentRace | None:
         """Open a match's race; its notice went to the seated players connected here."""
         t = live.tournament

@@ -14,6 +14,7 @@ import msgpack
 from pydantic import BaseModel, ValidationError
 
 from solrace.server.protocol.errors import DecodeError, SchemaError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     CLIENT_ADAPTER,
     SERVER_ADAPTER,
@@ -54,7 +55,7 @@ def encode(message: BaseModel) -> bytes:
 
 def encode_move_ack(
     *,
-    race_id: str,
+    race_id: RaceId,
     seq: int,
     ply: int,
     move: str,

@@ -13,6 +13,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from solrace.server.protocol.ids import RaceId
+
 RECENT_RESULTS_KEPT = 50
 """Recent results kept per player (older ones are dropped by the store)."""
 
@@ -36,7 +38,7 @@ class RatingRecord(Record):
 class RecentResult(Record):
     """One rated race as it shows in a player's profile."""
 
-    race_id: str
+    race_id: RaceId
     game: str
     rank: int
     racers: int
@@ -57,7 +59,7 @@ class RatingChangeRecord(Record):
 class RatingUpdate(Record):
     """Every racer's new rating after one rated race."""
 
-    race_id: str
+    race_id: RaceId
     game: str
     changes: list[RatingChangeRecord]
 

@@ -12,6 +12,7 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import Field, TypeAdapter, model_validator
 
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
     CreateTournament,
@@ -35,6 +36,8 @@ from solrace.server.protocol.wire import IdText, Message, ShortText
 PROTOCOL_VERSION = 1
 
 Name = Annotated[str, Field(min_length=1, max_length=24, pattern=r"^[A-Za-z0-9_.\-]+$")]
+#: A race id a client sends: plain text, which the hub wraps as a `RaceId` when it takes the
+#: request (clients keep race ids as plain strings). Ids the server sends are `RaceId`s.
 RaceIdText = IdText
 Seq = Annotated[int, Field(ge=0, lt=2**53)]
 Version = Annotated[int, Field(ge=0, lt=2**53)]
@@ -86,7 +89,7 @@ class RacerInfo(Message):
 class RaceInfo(Message):
     """What anyone may know about a race (never the game number before the end)."""
 
-    race_id: str
+    race_id: RaceId
     game: str
     seats: int
     time_limit_s: int
@@ -150,7 +153,7 @@ class ReplayModel(Message):
     """Everything needed to check a finished race offline (`solrace verify`)."""
 
     format: Literal["solrace-replay/1"] = "solrace-replay/1"
-    race_id: str
+    race_id: RaceId
     game: str
     game_number: str
     salt: str
@@ -310,7 +313,7 @@ class Welcome(Message):
     name: str | None
     token: str | None
     ratings: dict[str, float]
-    active_races: list[str]
+    active_races: list[RaceId]
     server_time_ms: int
     #: This connection's rate budget, so that clients (bots) can keep inside it.
     rate: RateBudgetInfo | None = None
@@ -327,7 +330,7 @@ class Error(Message):
     code: str
     message: str
     request: str | None = None
-    race_id: str | None = None
+    race_id: RaceId | None = None
 
 
 class RaceList(Message):
@@ -343,7 +346,7 @@ class RaceUpdate(Message):
     """Versioned: the race's lobby, status or timing changed."""
 
     type: Literal["race_update"] = "race_update"
-    race_id: str
+    race_id: RaceId
     epoch: str
     version: int
     race: RaceInfo
@@ -353,7 +356,7 @@ class RaceStarted(Message):
     """Versioned: the race runs; the commitment pins the deal without revealing it."""
 
     type: Literal["race_started"] = "race_started"
-    race_id: str
+    race_id: RaceId
     epoch: str
     version: int
     started_at_ms: int
@@ -365,7 +368,7 @@ class Progress(Message):
     """Versioned: one racer's progress changed (cards on foundations, moves, state)."""
 
     type: Literal["progress"] = "progress"
-    race_id: str
+    race_id: RaceId
     epoch: str
     version: int
     progress: ProgressEntry
@@ -376,7 +379,7 @@ class RaceFinished(Message):
     while the deal is held: a tournament race, whose round's other matches race on)."""
 
     type: Literal["race_finished"] = "race_finished"
-    race_id: str
+    race_id: RaceId
     epoch: str
     version: int
     finished_at_ms: int
@@ -390,7 +393,7 @@ class RaceSnapshot(Message):
     """The whole public state of a race, sent when missed events are no longer kept."""
 
     type: Literal["race_snapshot"] = "race_snapshot"
-    race_id: str
+    race_id: RaceId
     epoch: str
     version: int
     race: RaceInfo
@@ -406,7 +409,7 @@ class Board(Message):
     """A whole board: the receiver's own (live) or, for spectators, a racer's (delayed)."""
 
     type: Literal["board"] = "board"
-    race_id: str
+    race_id: RaceId
     player_id: str
     ply: int
     delayed_ms: int
@@ -417,7 +420,7 @@ class MoveAck(Message):
     """The move is stored; `piles` are the changed piles as the mover may now see them."""
 
     type: Literal["move_ack"] = "move_ack"
-    race_id: str
+    race_id: RaceId
     seq: int
     ply: int
     move: str
@@ -434,7 +437,7 @@ class MoveRejected(Message):
     """The move was refused and changed nothing; `code` and `reason` say why."""
 
     type: Literal["move_rejected"] = "move_rejected"
-    race_id: str
+    race_id: RaceId
     seq: int
     move: str
     code: str

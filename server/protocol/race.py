@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     Progress,
     ProgressEntry,
@@ -162,7 +163,7 @@ class Race:
     # --- reading -----------------------------------------------------------------------
 
     @property
-    def race_id(self) -> str:
+    def race_id(self) -> RaceId:
         return self.record.race_id
 
     @property

@@ -11,6 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     Progress,
     RaceFinished,
@@ -76,7 +77,7 @@ class RacerRecord(Record):
 
 
 class RaceRecord(Record):
-    race_id: str
+    race_id: RaceId
     game: str
     seats: int
     time_limit_s: int
@@ -118,7 +119,7 @@ class PlayerRecord(Record):
 class MoveRecord(Record):
     """One accepted move: `ply` is its index in the player's move list (0-based)."""
 
-    race_id: str
+    race_id: RaceId
     player_id: str
     ply: int
     seq: int

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import NewType
 
-PlayerId = NewType("PlayerId", str)
-"""A player's stable id (the same one the race layer uses)."""
+from .ids import PlayerId  # re-exported (see `__all__`): its home was here
 
 MatchId = NewType("MatchId", str)
 """A match inside one tournament, e.g. ``W1-3`` or ``R2-1``; stable across restarts."""
@@ -55,3 +54,20 @@ class PairingError(TournamentError):
 
 class RatingError(TournamentError):
     """A rated result that cannot be applied (e.g. a player listed twice)."""
+
+
+__all__ = [
+    "CorrectionRefusedError",
+    "InvalidResultError",
+    "InvalidSettingsError",
+    "MatchId",
+    "NotAdminError",
+    "PairingError",
+    "PlayerId",
+    "RatingError",
+    "TournamentError",
+    "TournamentId",
+    "UnknownMatchError",
+    "UnknownPlayerError",
+    "WrongPhaseError",
+]

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.vocab import FormatName, MatchStateName, PhaseName
 from solrace.server.protocol.wire import IdText, Message, ShortText
 
@@ -40,9 +41,9 @@ TournamentIdText = IdText
 TOURNAMENT_ID_PREFIX = "t"
 
 
-def tournament_race_id(tournament_id: str, number: int) -> str:
+def tournament_race_id(tournament_id: str, number: int) -> RaceId:
     """The id of a tournament's race number `number`: `<tournament id>-<number>`."""
-    return f"{tournament_id}-{number}"
+    return RaceId(f"{tournament_id}-{number}")
 
 
 def tournament_of_race(race_id: str) -> str | None:
@@ -88,7 +89,7 @@ class GameRating(Message):
 
 
 class RecentResultModel(Message):
-    race_id: str
+    race_id: RaceId
     game: str
     rank: int
     racers: int
@@ -121,7 +122,7 @@ class MatchModel(Message):
     players: list[str]
     races: list[RaceResultModel]
     pending_race: int | None
-    race_id: str | None
+    race_id: RaceId | None
     forfeited: list[str]
     is_ended: bool
     winner: str | None
@@ -166,7 +167,7 @@ class LiveMatchModel(Message):
     match_id: str
     round: int
     race_number: int
-    race_id: str
+    race_id: RaceId
     players: list[str]
 
 
@@ -347,7 +348,7 @@ class TournamentRace(Message):
     match_id: str
     round: int
     race_number: int
-    race_id: str
+    race_id: RaceId
     players: list[str]
 
 

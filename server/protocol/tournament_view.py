@@ -14,6 +14,7 @@ import functools
 import math
 from collections.abc import Mapping
 
+from .ids import RaceId
 from .pairing import (
     SUDDEN_DEATH_RACES,
     Format,
@@ -103,7 +104,7 @@ def build_view(
     name: str,
     time_limit_s: int,
     names: Mapping[str, str],
-    race_ids: Mapping[RaceKey, str],
+    race_ids: Mapping[RaceKey, RaceId],
 ) -> TournamentModel:
     t = tournament
     rules = t.settings.rules

@@ -16,6 +16,7 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
 
 
@@ -85,7 +86,7 @@ class Store(Protocol):
         A save that finishes a rated race puts it among the races to rate (`rating_falls_due`)."""
         ...
 
-    async def get_race(self, race_id: str) -> RaceRecord | None: ...
+    async def get_race(self, race_id: RaceId) -> RaceRecord | None: ...
 
     async def list_races(self, statuses: Sequence[RaceStatus]) -> list[RaceRecord]: ...
 
@@ -96,7 +97,7 @@ class Store(Protocol):
         a node's copy of the race may be behind; one node's store relies on its hub."""
         ...
 
-    async def get_moves(self, race_id: str) -> list[MoveRecord]:
+    async def get_moves(self, race_id: RaceId) -> list[MoveRecord]:
         """Every stored move of a race, per player in ply order."""
         ...
 
@@ -118,12 +119,12 @@ class Store(Protocol):
         the race is no longer among the races to rate."""
         ...
 
-    async def races_to_rate(self) -> list[str]:
+    async def races_to_rate(self) -> list[RaceId]:
         """The finished rated races not rated yet, nor settled as rating nobody (oldest
         first): a crash, an outage or a race of changes left them (see `rating_falls_due`)."""
         ...
 
-    async def rating_settled(self, race_id: str) -> None:
+    async def rating_settled(self, race_id: RaceId) -> None:
         """A finished rated race that rates nobody (too few took part) leaves the races to
         rate."""
         ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
 from solrace.server.store.base import (
     NameTakenError,
@@ -18,9 +19,9 @@ class MemoryStore(MemoryCompetition):
     def __init__(self) -> None:
         self._players: dict[str, PlayerRecord] = {}
         self._names: dict[str, str] = {}
-        self._races: dict[str, RaceRecord] = {}
-        self._moves: dict[tuple[str, str], list[MoveRecord]] = {}
-        self._seqs: dict[tuple[str, str], set[int]] = {}
+        self._races: dict[RaceId, RaceRecord] = {}
+        self._moves: dict[tuple[RaceId, str], list[MoveRecord]] = {}
+        self._seqs: dict[tuple[RaceId, str], set[int]] = {}
 
     async def claim_secret(self, fingerprint: str) -> str:
         return fingerprint  # one node
@@ -51,7 +52,7 @@ class MemoryStore(MemoryCompetition):
             self._rating_due[race.race_id] = None
         return True
 
-    async def get_race(self, race_id: str) -> RaceRecord | None:
+    async def get_race(self, race_id: RaceId) -> RaceRecord | None:
         return self._races.get(race_id)
 
     async def list_races(self, statuses: Sequence[RaceStatus]) -> list[RaceRecord]:
@@ -69,7 +70,7 @@ class MemoryStore(MemoryCompetition):
         log.append(move)
         seqs.add(move.seq)
 
-    async def get_moves(self, race_id: str) -> list[MoveRecord]:
+    async def get_moves(self, race_id: RaceId) -> list[MoveRecord]:
         moves: list[MoveRecord] = []
         for (race, _player), log in self._moves.items():
             if race == race_id:

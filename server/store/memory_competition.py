@@ -10,15 +10,16 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
+from solrace.server.protocol.ids import RaceId
 
 
 class MemoryCompetition:
     """Dicts for ratings, rated races, recent results and tournament documents."""
 
     _ratings: dict[tuple[str, str], RatingRecord]
-    _rated_races: set[str]
+    _rated_races: set[RaceId]
     #: Finished rated races not rated yet, in finishing order (`rating_falls_due`).
-    _rating_due: dict[str, None]
+    _rating_due: dict[RaceId, None]
     _recent: dict[str, list[RecentResult]]
     _tournaments: dict[str, TournamentRecord]
 
@@ -55,11 +56,11 @@ class MemoryCompetition:
         self._rating_due.pop(update.race_id, None)
         return RatingOutcome.APPLIED
 
-    async def races_to_rate(self) -> list[str]:
+    async def races_to_rate(self) -> list[RaceId]:
         self._competition()
         return list(self._rating_due)
 
-    async def rating_settled(self, race_id: str) -> None:
+    async def rating_settled(self, race_id: RaceId) -> None:
         self._competition()
         self._rating_due.pop(race_id, None)
 

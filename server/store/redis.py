@@ -37,6 +37,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.records import (
     DONE_STATES,
     MoveRecord,
@@ -167,7 +168,7 @@ class RedisStore(RedisCompetition):
         # as stored. A compare-and-set whose `expected` is that very object compares the
         # digests inside Redis (one script call) instead of WATCH, HMGET, parsing the stored
         # record (its recent events included) and MULTI/EXEC.
-        self._known: dict[str, tuple[RaceRecord, str]] = {}
+        self._known: dict[RaceId, tuple[RaceRecord, str]] = {}
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -343,7 +344,7 @@ class RedisStore(RedisCompetition):
 
         return await self._call(compare_and_set)
 
-    async def get_race(self, race_id: str) -> RaceRecord | None:
+    async def get_race(self, race_id: RaceId) -> RaceRecord | None:
         text: str | None = await self._call(
             lambda: self.redis.hget(self._key("race", race_id), "record")
         )
@@ -390,7 +391,7 @@ class RedisStore(RedisCompetition):
             raise NotPlayingError(f"race {move.race_id} takes no more moves from {move.player_id}")
         raise PlyConflictError(f"seq {move.seq} is already stored")
 
-    async def get_moves(self, race_id: str) -> list[MoveRecord]:
+    async def get_moves(self, race_id: RaceId) -> list[MoveRecord]:
         async def read() -> list[str]:
             players: set[str] = await self.redis.smembers(self._key("racers", race_id))
             async with self.redis.pipeline(transaction=False) as pipe:

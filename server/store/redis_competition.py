@@ -25,6 +25,7 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
+from solrace.server.protocol.ids import RaceId
 from solrace.server.store.redis_tx import watched
 
 T = TypeVar("T")
@@ -97,11 +98,11 @@ class RedisCompetition:
 
         return await self._call(lambda: watched(self.redis, [marker, table], attempt))
 
-    async def races_to_rate(self) -> list[str]:
+    async def races_to_rate(self) -> list[RaceId]:
         due: list[str] = await self._call(lambda: self.redis.zrange(self._key("rating-due"), 0, -1))
-        return due
+        return [RaceId(race_id) for race_id in due]
 
-    async def rating_settled(self, race_id: str) -> None:
+    async def rating_settled(self, race_id: RaceId) -> None:
         await self._call(lambda: self.redis.zrem(self._key("rating-due"), race_id))
 
     async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from solrace.server.outage import Outage
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
 from solrace.server.store.base import (
     NameTakenError,
@@ -480,7 +481,7 @@ class SqliteStore(SqliteCompetition):
 
         return await self._run(lambda db: transaction(db, lambda: compare_and_set(db)))
 
-    async def get_race(self, race_id: str) -> RaceRecord | None:
+    async def get_race(self, race_id: RaceId) -> RaceRecord | None:
         def select(db: sqlite3.Connection) -> str | None:
             row = db.execute("SELECT record FROM races WHERE race_id = ?", (race_id,)).fetchone()
             return None if row is None else str(row[0])
@@ -542,7 +543,7 @@ class SqliteStore(SqliteCompetition):
             else:
                 future.set_exception(outcome)
 
-    async def get_moves(self, race_id: str) -> list[MoveRecord]:
+    async def get_moves(self, race_id: RaceId) -> list[MoveRecord]:
         def select(db: sqlite3.Connection) -> list[tuple[str, str, int, int, str, int]]:
             rows: list[tuple[str, str, int, int, str, int]] = db.execute(
                 "SELECT race_id, player_id, ply, seq, move, at_ms FROM moves "
@@ -552,6 +553,8 @@ class SqliteStore(SqliteCompetition):
             return rows
 
         return [
-            MoveRecord(race_id=r[0], player_id=r[1], ply=r[2], seq=r[3], move=r[4], at_ms=r[5])
+            MoveRecord(
+                race_id=RaceId(r[0]), player_id=r[1], ply=r[2], seq=r[3], move=r[4], at_ms=r[5]
+            )
             for r in await self._run(select)
         ]

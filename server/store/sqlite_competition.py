@@ -19,6 +19,7 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
+from solrace.server.protocol.ids import RaceId
 from solrace.server.store.sqlite_tx import transaction
 
 T = TypeVar("T")
@@ -103,14 +104,14 @@ class SqliteCompetition:
     async def apply_rating_update(self, update: RatingUpdate) -> RatingOutcome:
         return await self._run(lambda db: transaction(db, lambda: _apply(db, update)))
 
-    async def races_to_rate(self) -> list[str]:
-        def select(db: sqlite3.Connection) -> list[str]:
+    async def races_to_rate(self) -> list[RaceId]:
+        def select(db: sqlite3.Connection) -> list[RaceId]:
             rows = db.execute("SELECT race_id FROM rating_due ORDER BY rowid").fetchall()
-            return [str(row[0]) for row in rows]
+            return [RaceId(str(row[0])) for row in rows]
 
         return await self._run(select)
 
-    async def rating_settled(self, race_id: str) -> None:
+    async def rating_settled(self, race_id: RaceId) -> None:
         def delete(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM rating_due WHERE race_id = ?", (race_id,))
 

@@ -14,6 +14,7 @@ from solrace.client.connection import Connection
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import RaceStarted, Resign, Sync
 
 #: Makes one message about the bot's finished race `race_id` be on its way to the bot.
@@ -84,7 +85,7 @@ async def test_a_bot_creating_its_next_race_ends_up_in_that_race(
 
         assert new != old
         assert bot.race_id == new
-        record = server_app.hub.races[new].race
+        record = server_app.hub.races[RaceId(new)].race
         assert record.creator == bot.state.player_id
         assert bot.state.player_id in record.racers
 

@@ -22,6 +22,7 @@ from solrace.client.session import Session
 from solrace.client.wire_text import printable
 from solrace.server.app import App
 from solrace.server.protocol.codec import decode_client, encode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     CreateRace,
@@ -603,7 +604,7 @@ async def hostile_handler(ws: ServerConnection) -> None:
         elif isinstance(message, ListRaces):
             racer = RacerInfo(player_id="p2", name=HOSTILE, state="joined", connected=True)
             race = RaceInfo(
-                race_id="r" + HOSTILE,
+                race_id=RaceId("r" + HOSTILE),
                 game="klondike",
                 seats=2,
                 time_limit_s=60,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from solrace.client.state import ClientState
 from solrace.engine import Audience, BoardView, deal, view, view_piles
 from solrace.server.protocol.commitment import commit
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     Board,
     Error,
@@ -26,7 +27,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.views import board_model
 from solrace.server.protocol.vocab import RacerStateName, RaceStatusName
 
-RACE = "r1"
+RACE = RaceId("r1")
 GAME = "klondike"
 NUMBER = "12345"
 SALT = "pepper"
@@ -249,7 +250,7 @@ def test_lobby_follows_race_updates() -> None:
 def test_a_race_list_replaces_the_lobby_and_says_how_many_it_left_out() -> None:
     state = ClientState()
     old = info().model_copy(update={"race_id": "r-old"})
-    state.apply(RaceUpdate(race_id="r-old", epoch="e", version=1, race=old))
+    state.apply(RaceUpdate(race_id=RaceId("r-old"), epoch="e", version=1, race=old))
     assert "r-old" in state.lobby
     state.apply(RaceList(races=[info()], more=250))
     assert list(state.lobby) == [RACE] and state.lobby_more == 250

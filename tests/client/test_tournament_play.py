@@ -28,6 +28,7 @@ from solrace.client.tournament_screen import TournamentScreen
 from solrace.client.tui import PlayApp
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.tournament_messages import WatchTournament
 from tests.integration.solver import scoring_line
 from tests.waiting import eventually
@@ -75,7 +76,7 @@ def at_ply(session: Session, race_id: str, ply: int) -> Callable[[], bool]:
 
 
 def deal_of(app: App, race_id: str) -> str:
-    return app.hub.races[race_id].race.record.game_number
+    return app.hub.races[RaceId(race_id)].race.record.game_number
 
 
 async def join_on_screen(app: PlayApp, pilot: Pilot[None]) -> TournamentScreen:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     Board,
     CreateRace,
@@ -26,7 +27,7 @@ async def create_race(
     game_number: str | None = "1",
     rated: bool = False,
     invite_code: str | None = None,
-) -> str:
+) -> RaceId:
     await creator.send(
         CreateRace(
             game=game,
@@ -54,7 +55,7 @@ async def seat_and_start(race_id: str, joiners: list[Client], everyone: list[Cli
         )
 
 
-async def start_race(creator: Client, joiners: list[Client], **options: object) -> str:
+async def start_race(creator: Client, joiners: list[Client], **options: object) -> RaceId:
     race_id = await create_race(creator, seats=1 + len(joiners), **options)  # type: ignore[arg-type]
     await seat_and_start(race_id, joiners, [creator, *joiners])
     return race_id

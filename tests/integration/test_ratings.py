@@ -14,6 +14,7 @@ import random
 import pytest
 
 from solrace.server.app import App
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import Progress, RaceFinished, RaceUpdate, Resign
 from solrace.server.protocol.records import RaceRecord
 from solrace.server.protocol.tournament_messages import GetLeaderboard, Leaderboard
@@ -65,7 +66,7 @@ async def away_for_good(watcher: Client, race_id: str, player_id: str | None) ->
     )
 
 
-async def score_a_card(app: App, racer: Client, race_id: str) -> None:
+async def score_a_card(app: App, racer: Client, race_id: RaceId) -> None:
     deal_number = app.hub.races[race_id].race.record.game_number  # secret: read on the server
     await play(racer, race_id, scoring_line("klondike", deal_number))
 

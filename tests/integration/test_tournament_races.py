@@ -17,6 +17,7 @@ import pytest
 from solrace.server.app import App
 from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.commitment import commit
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     Board,
     Error,
@@ -319,7 +320,7 @@ async def test_a_race_the_store_could_not_open_after_a_saved_start_is_opened_by_
     real_get_race = store.get_race
     failures = 0
 
-    async def get_race_away_once(race_id: str) -> RaceRecord | None:
+    async def get_race_away_once(race_id: RaceId) -> RaceRecord | None:
         nonlocal failures
         if race_id.startswith(tid) and failures == 0:
             failures += 1
@@ -425,11 +426,11 @@ async def test_a_tournament_s_players_cannot_watch_its_races_while_their_deal_is
     await spy.expect(RaceSnapshot, lambda m: m.race_id == first)
 
 
-async def tie_to_the_end(players: list[Client], first: dict[str, TournamentRace]) -> list[str]:
+async def tie_to_the_end(players: list[Client], first: dict[str, TournamentRace]) -> list[RaceId]:
     """Every match of the round `first` opened (each player's notice) is played out in ties:
     both racers resign at once, race after race (the race, then two sudden deaths), until the
     seed decides it. The ids of the races, all finished."""
-    races: list[str] = []
+    races: list[RaceId] = []
     notices = dict(first)
     for race_number in (1, 2, 3):
         if race_number > 1:

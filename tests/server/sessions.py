@@ -18,6 +18,7 @@ from solrace.server.broker import Broker
 from solrace.server.hub import Hub, wall_clock_ms
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
 from solrace.server.protocol.records import RaceRecord
 from solrace.server.session import Session
@@ -107,7 +108,7 @@ async def start_race_of_two(
     game: str = "klondike",
     game_number: str | None = "1002",
     time_limit_s: int = 600,
-) -> tuple[str, RecordingSession, RecordingSession]:
+) -> tuple[RaceId, RecordingSession, RecordingSession]:
     """Two racers say hello, the first creates a 2-seat race, the second joins, the hub
     ticks (with no countdown, the race is running): the race id and the two sessions."""
     first, second = RecordingSession(1), RecordingSession(2)

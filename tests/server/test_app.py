@@ -23,6 +23,7 @@ from solrace.server.app import (
     settings_from_args,
     unknown_settings,
 )
+from solrace.server.protocol.ids import RaceId
 from solrace.server.settings import Settings
 from solrace.server.store import StoreUnavailableError
 from solrace.server.store.sqlite import SqliteStore, StoreLockedError, lock_path_for
@@ -476,7 +477,7 @@ async def test_a_store_refused_its_lock_opens_once_the_holder_closes(tmp_path: P
         await waiting.open()
     await holder.close()
     await waiting.open()  # the same object, after a failed open
-    assert await waiting.get_race("nothing") is None
+    assert await waiting.get_race(RaceId("nothing")) is None
     await waiting.close()
 
 

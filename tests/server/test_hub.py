@@ -11,6 +11,7 @@ from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import is_commitment_valid
 from solrace.server.protocol.competition_records import RatingRecord
 from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     CreateRace,
@@ -56,7 +57,7 @@ def make_hub() -> Hub:
 def test_a_new_race_record_is_open_with_the_server_s_settings_and_a_fresh_commitment() -> None:
     hub = make_hub()
     casual = hub.new_race_record(
-        "r1",
+        RaceId("r1"),
         game="klondike",
         game_number="1002",
         seats=3,
@@ -75,7 +76,7 @@ def test_a_new_race_record_is_open_with_the_server_s_settings_and_a_fresh_commit
     assert is_commitment_valid(casual.commitment, "klondike", "1002", casual.salt)
 
     held = hub.new_race_record(
-        "t1-1",
+        RaceId("t1-1"),
         game="klondike",
         game_number="1002",
         seats=2,
@@ -237,7 +238,7 @@ class CountingMoves(MemoryStore):
 
     reads = 0
 
-    async def get_moves(self, race_id: str) -> list[MoveRecord]:
+    async def get_moves(self, race_id: RaceId) -> list[MoveRecord]:
         self.reads += 1
         return await super().get_moves(race_id)
 

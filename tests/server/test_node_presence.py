@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 from solrace.server.broker import Broker, BrokerUnavailableError, MemoryBroker, Subscription
 from solrace.server.hub import Hub
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
 from solrace.server.protocol.records import RacerState
 from solrace.server.store import MemoryStore
@@ -52,7 +53,7 @@ class Nodes:
 
     async def race_of_two(
         self, first: Hub, second: Hub, names: tuple[str, str]
-    ) -> tuple[str, RecordingSession, RecordingSession]:
+    ) -> tuple[RaceId, RecordingSession, RecordingSession]:
         one, two = RecordingSession(len(names[0])), RecordingSession(len(names[1]) + 100)
         await first.handle(one, Hello(protocol=PROTOCOL_VERSION, name=names[0]))
         await second.handle(two, Hello(protocol=PROTOCOL_VERSION, name=names[1]))

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+from solrace.server.protocol.ids import RaceId
 from solrace.server.store import SqliteStore
 from tests.server.test_store_contract import move, race
 from tests.waiting import eventually
@@ -50,7 +51,7 @@ async def test_a_long_log_starts_over_while_moves_keep_coming(tmp_path: Path) ->
     assert restarts(database) > started_over
     # Cut back to its limit, then 20 moves of a few pages each.
     assert log_bytes(database) <= store.log_kept_bytes + 20 * 8 * PAGE
-    moves = await store.get_moves("r1")
+    moves = await store.get_moves(RaceId("r1"))
     assert [m.ply for m in moves] == list(range(stored))  # nothing lost while held
     await store.close()
 

@@ -22,6 +22,7 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
     MoveRecord,
@@ -86,7 +87,7 @@ def race(
     race_id: str = "r1", status: RaceStatus = RaceStatus.OPEN, **changes: object
 ) -> RaceRecord:
     record = RaceRecord(
-        race_id=race_id,
+        race_id=RaceId(race_id),
         game="klondike",
         seats=2,
         time_limit_s=300,
@@ -114,7 +115,7 @@ async def seed(store: Store, *records: RaceRecord) -> None:
 
 def move(ply: int, seq: int | None = None, player: str = "p1", race_id: str = "r1") -> MoveRecord:
     return MoveRecord(
-        race_id=race_id,
+        race_id=RaceId(race_id),
         player_id=player,
         ply=ply,
         seq=ply + 1 if seq is None else seq,
@@ -155,13 +156,13 @@ async def test_case_blind_names_beyond_ascii(store: Store) -> None:
 
 
 async def test_a_race_is_saved_replaced_and_read_back(store: Store) -> None:
-    assert await store.get_race("r1") is None
+    assert await store.get_race(RaceId("r1")) is None
     first = race()
     assert await store.save_race_if(first, None)
-    assert await store.get_race("r1") == first
+    assert await store.get_race(RaceId("r1")) == first
     running = race(status=RaceStatus.RUNNING, started_at_ms=5_000)
     assert await store.save_race_if(running, first)
-    assert await store.get_race("r1") == running
+    assert await store.get_race(RaceId("r1")) == running
 
 
 async def test_list_races_filters_by_status_in_first_save_order(store: Store) -> None:
@@ -188,9 +189,9 @@ async def test_save_race_if_sets_only_over_the_expected_record(store: Store) -> 
     assert not await store.save_race_if(race(seats=3), None)  # it exists now
     counting = race(status=RaceStatus.COUNTDOWN, start_at_ms=4_000)
     assert not await store.save_race_if(counting, race(seats=4))  # not what is stored
-    assert await store.get_race("r1") == opened
+    assert await store.get_race(RaceId("r1")) == opened
     assert await store.save_race_if(counting, opened)
-    assert await store.get_race("r1") == counting
+    assert await store.get_race(RaceId("r1")) == counting
     assert not await store.save_race_if(race(status=RaceStatus.RUNNING), opened)  # stale
     assert [r.status for r in await store.list_races(LIVE_STATUSES)] == [RaceStatus.COUNTDOWN]
 
@@ -214,12 +215,12 @@ async def test_moves_are_appended_in_ply_order_per_player(store: Store) -> None:
     await store.append_move(move(0, player="p2"))
     await store.append_move(move(0, race_id="r2"))
 
-    moves = await store.get_moves("r1")
+    moves = await store.get_moves(RaceId("r1"))
     assert [m for m in moves if m.player_id == "p1"] == [move(0), move(1), move(2)]
     assert [m for m in moves if m.player_id == "p2"] == [move(0, player="p2")]
     assert _grouped(moves)
-    assert await store.get_moves("r2") == [move(0, race_id="r2")]
-    assert await store.get_moves("nothing") == []
+    assert await store.get_moves(RaceId("r2")) == [move(0, race_id="r2")]
+    assert await store.get_moves(RaceId("nothing")) == []
 
 
 def _grouped(moves: list[MoveRecord]) -> bool:
@@ -247,15 +248,15 @@ async def test_a_conflicting_move_stores_nothing(store: Store, bad: MoveRecord) 
     await store.append_move(move(0))
     with pytest.raises(PlyConflictError):
         await store.append_move(bad)
-    assert await store.get_moves("r1") == [move(0)]
+    assert await store.get_moves(RaceId("r1")) == [move(0)]
     await store.append_move(move(1))  # the log carries on
-    assert await store.get_moves("r1") == [move(0), move(1)]
+    assert await store.get_moves(RaceId("r1")) == [move(0), move(1)]
 
 
 async def test_a_move_in_an_unknown_race_is_refused(store: Store) -> None:
     with pytest.raises(UnknownRaceError):
         await store.append_move(move(0, race_id="ghost"))
-    assert await store.get_moves("ghost") == []
+    assert await store.get_moves(RaceId("ghost")) == []
 
 
 async def test_a_player_id_is_one_name_s(store: Store) -> None:
@@ -274,7 +275,7 @@ async def test_seqs_are_per_player(store: Store) -> None:
     await seed(store, race())
     await store.append_move(move(0, seq=7))
     await store.append_move(move(0, seq=7, player="p2"))
-    assert len(await store.get_moves("r1")) == 2
+    assert len(await store.get_moves(RaceId("r1"))) == 2
 
 
 # --- several nodes, restarts ---------------------------------------------------------------
@@ -291,9 +292,9 @@ async def test_two_nodes_appending_the_same_ply_store_one_move(open_another: Sto
         )
         assert sum(outcome is None for outcome in outcomes) == 1, outcomes
         assert [type(o) for o in outcomes if o is not None] == [PlyConflictError]
-    moves = await node_a.get_moves("r1")
+    moves = await node_a.get_moves(RaceId("r1"))
     assert [m.ply for m in moves] == [0, 1, 2, 3, 4]
-    assert await node_b.get_moves("r1") == moves
+    assert await node_b.get_moves(RaceId("r1")) == moves
 
 
 async def test_moves_arriving_together_each_get_their_own_answer(
@@ -312,7 +313,7 @@ async def test_moves_arriving_together_each_get_their_own_answer(
         assert outcomes[:-1] == [None] * len(players)
         assert isinstance(outcomes[-1], PlyConflictError if ply else UnknownRaceError)
     again = await open_another()
-    stored = await again.get_moves("r1")
+    stored = await again.get_moves(RaceId("r1"))
     for p in players:
         assert [(m.ply, m.seq) for m in stored if m.player_id == p] == [(0, 1), (1, 2), (2, 3)]
 
@@ -327,7 +328,7 @@ async def test_two_nodes_making_one_transition_get_one_true(open_another: StoreF
         node_a.save_race_if(finished_a, opened), node_b.save_race_if(finished_b, opened)
     )
     assert sorted(won) == [False, True]
-    assert await node_b.get_race("r1") == (finished_a if won[0] else finished_b)
+    assert await node_b.get_race(RaceId("r1")) == (finished_a if won[0] else finished_b)
 
 
 async def test_everything_survives_a_restart(store_url: str, open_another: StoreFactory) -> None:
@@ -342,9 +343,9 @@ async def test_everything_survives_a_restart(store_url: str, open_another: Store
 
     again = await open_another()
     assert await again.get_player("p1") == player
-    assert await again.get_race("r1") == race(status=RaceStatus.RUNNING)
+    assert await again.get_race(RaceId("r1")) == race(status=RaceStatus.RUNNING)
     assert await again.list_races(LIVE_STATUSES) == [race(status=RaceStatus.RUNNING)]
-    assert await again.get_moves("r1") == [move(0), move(1)]
+    assert await again.get_moves(RaceId("r1")) == [move(0), move(1)]
     with pytest.raises(PlyConflictError):
         await again.append_move(move(1, seq=9))
     with pytest.raises(NameTakenError):
@@ -370,8 +371,8 @@ async def test_redis_restart_keeps_every_stored_move(own_redis_server: RedisServ
         own_redis_server.start()
         # The same store object carries on: stale pooled connections are replaced.
         await store.append_move(move(1))
-        assert await store.get_moves("r1") == [move(0), move(1)]
-        assert await store.get_race("r1") == race(status=RaceStatus.RUNNING)
+        assert await store.get_moves(RaceId("r1")) == [move(0), move(1)]
+        assert await store.get_race(RaceId("r1")) == race(status=RaceStatus.RUNNING)
     finally:
         await store.close()
 
@@ -388,11 +389,11 @@ async def test_a_move_during_a_redis_outage_is_never_acknowledged(
         with pytest.raises(StoreUnavailableError):
             await store.append_move(move(0))
         with pytest.raises(StoreUnavailableError):
-            await store.get_race("r1")
+            await store.get_race(RaceId("r1"))
         own_redis_server.start()
-        assert await store.get_moves("r1") == []  # nothing was half-stored
+        assert await store.get_moves(RaceId("r1")) == []  # nothing was half-stored
         await store.append_move(move(0))  # the retry succeeds
-        assert await store.get_moves("r1") == [move(0)]
+        assert await store.get_moves(RaceId("r1")) == [move(0)]
     finally:
         await store.close()
 
@@ -418,7 +419,7 @@ async def test_redis_refuses_a_move_the_stored_race_no_longer_takes(redis_url: s
         assert await store.save_race_if(over, p2_out)
         with pytest.raises(NotPlayingError):
             await store.append_move(move(1, player="p1"))
-        assert [(m.player_id, m.ply) for m in await store.get_moves("r1")] == [
+        assert [(m.player_id, m.ply) for m in await store.get_moves(RaceId("r1"))] == [
             ("p1", 0),
             ("p2", 0),
         ]
@@ -439,7 +440,7 @@ async def test_redis_takes_moves_in_a_race_stored_before_the_out_field(redis_url
         finally:
             await client.aclose()
         await store.append_move(move(0))
-        assert await store.get_moves("r1") == [move(0)]
+        assert await store.get_moves(RaceId("r1")) == [move(0)]
     finally:
         await store.close()
 
@@ -455,7 +456,7 @@ def rated_race(
     race_id: str, changes: list[tuple[str, RatingRecord | None, RatingRecord]]
 ) -> RatingUpdate:
     return RatingUpdate(
-        race_id=race_id,
+        race_id=RaceId(race_id),
         game=changes[0][2].game,
         changes=[
             RatingChangeRecord(
@@ -463,7 +464,7 @@ def rated_race(
                 before=before,
                 after=after,
                 result=RecentResult(
-                    race_id=race_id,
+                    race_id=RaceId(race_id),
                     game=after.game,
                     rank=rank,
                     racers=len(changes),
@@ -557,8 +558,8 @@ async def test_a_finished_rated_race_waits_to_be_rated(store: Store) -> None:
     update = rated_race("r1", [("p1", None, rating("p1", 27, 1))])
     assert await store.apply_rating_update(update) is RatingOutcome.APPLIED
     assert await store.races_to_rate() == ["r3"]
-    await store.rating_settled("r3")
-    await store.rating_settled("r3")  # settling twice changes nothing
+    await store.rating_settled(RaceId("r3"))
+    await store.rating_settled(RaceId("r3"))  # settling twice changes nothing
     assert await store.races_to_rate() == []
 
     # One found rated already (another node rated it after this one read the list) leaves too.

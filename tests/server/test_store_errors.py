@@ -18,6 +18,7 @@ import pytest
 
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Error, Hello, Welcome
 from solrace.server.store import SqliteStore, StoreError, StoreUnavailableError
 from solrace.server.store.sqlite import store_error
@@ -85,17 +86,17 @@ async def test_every_write_to_a_locked_database_is_unavailable_until_the_lock_go
     with pytest.raises(StoreUnavailableError):
         await store.save_tournament(tournament(1), None)
     # Reads are not held up by a writer (WAL): what was stored before is there.
-    assert await store.get_race("r1") == opened
-    assert await store.get_moves("r1") == [move(0)]
+    assert await store.get_race(RaceId("r1")) == opened
+    assert await store.get_moves(RaceId("r1")) == [move(0)]
     holder.release()
 
     # Nothing was half-stored, and the same store object carries on.
     assert await store.get_player("p1") is None
-    assert await store.get_race("r1") == opened
+    assert await store.get_race(RaceId("r1")) == opened
     assert (await store.create_player("p1", "Ann", 1_000)).name == "Ann"
     assert await store.save_race_if(race().model_copy(update={"seats": 3}), opened)
     await store.append_move(move(1))
-    assert await store.get_moves("r1") == [move(0), move(1)]
+    assert await store.get_moves(RaceId("r1")) == [move(0), move(1)]
     assert await store.save_tournament(tournament(1), None)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.tournament_messages import TournamentRace
 from solrace.server.tournament_relay import ChangeNotice
 
@@ -16,7 +17,7 @@ def race_notice() -> TournamentRace:
         match_id="r1-m1",
         round=1,
         race_number=0,
-        race_id="t1-1",
+        race_id=RaceId("t1-1"),
         players=["p1", "p2"],
     )
 

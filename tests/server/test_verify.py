@@ -9,6 +9,7 @@ import pytest
 from solrace.engine import deal
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.commitment import commit
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     Replay,
     ReplayModel,
@@ -30,7 +31,7 @@ def sample(moves: tuple[str, ...] = ("deal",)) -> ReplayModel:
         game.play(move)
     on, total = game.progress()
     return ReplayModel(
-        race_id="r1",
+        race_id=RaceId("r1"),
         game="klondike",
         game_number="1",
         salt="s",

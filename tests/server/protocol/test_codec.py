@@ -25,6 +25,7 @@ from solrace.server.protocol.codec import (
     unpack_map,
 )
 from solrace.server.protocol.errors import DecodeError, SchemaError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     CLIENT_ADAPTER,
     ClientMessage,
@@ -77,7 +78,7 @@ def test_client_messages_round_trip(message: object) -> None:
 
 def test_server_messages_round_trip() -> None:
     ack = MoveAck(
-        race_id="r1",
+        race_id=RaceId("r1"),
         seq=1,
         ply=0,
         move="deal",

@@ -6,6 +6,7 @@ import random
 import pytest
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import Progress, RaceFinished, RaceStarted, RaceUpdate
 from solrace.server.protocol.race import Race, Racer, absent_racers, placings_of, rank_racers
 from solrace.server.protocol.records import RaceRecord, RacerRecord, RacerState, RaceStatus
@@ -13,7 +14,7 @@ from solrace.server.protocol.records import RaceRecord, RacerRecord, RacerState,
 
 def make_race(seats: int = 3, rated: bool = False, invite: str | None = None) -> Race:
     record = RaceRecord(
-        race_id="r1",
+        race_id=RaceId("r1"),
         game="klondike",
         seats=seats,
         time_limit_s=60,

@@ -13,6 +13,7 @@ import pytest
 
 from solrace.engine import GAME_IDS, Game, deal
 from solrace.server.protocol.codec import decode_server, encode, encode_move_ack
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import MoveAck
 from solrace.server.protocol.views import touched_pile_fields, touched_pile_models
 
@@ -20,7 +21,7 @@ SEEDS = (1, 2, 3)
 PLIES = 150
 
 
-def model_ack(game: Game, race_id: str, seq: int, at_ms: int) -> MoveAck:
+def model_ack(game: Game, race_id: RaceId, seq: int, at_ms: int) -> MoveAck:
     """The ack of the last move as the hub built it before the fast path: through models."""
     on, total = game.progress()
     won = game.is_won()
@@ -38,7 +39,7 @@ def model_ack(game: Game, race_id: str, seq: int, at_ms: int) -> MoveAck:
     )
 
 
-def fast_ack_frame(game: Game, race_id: str, seq: int, at_ms: int) -> bytes:
+def fast_ack_frame(game: Game, race_id: RaceId, seq: int, at_ms: int) -> bytes:
     """The ack of the last move as the hub builds it now."""
     on, total = game.progress()
     won = game.is_won()
@@ -62,7 +63,7 @@ def test_fast_move_ack_is_the_model_ack_byte_for_byte(game_id: str) -> None:
     for seed in SEEDS:
         rng = random.Random(f"{game_id}/{seed}")
         game = deal(game_id, str(rng.randrange(1, 10**18)))
-        race_id = f"r{seed}"
+        race_id = RaceId(f"r{seed}")
         for seq in range(PLIES):
             moves = game.legal_moves()
             if not moves:
