@@ -216,6 +216,10 @@ class RaceKeeper:
         self.races: dict[RaceId, RaceRuntime] = {}
         #: Finished or stuck boards the store could not take (the tick stores them later).
         self.storing_boards = Outage(hub_log, "storing finished or stuck boards")
+        #: Progress batches the store refused (each tried again after a pause).
+        self.storing_progress = Outage(log, "storing progress batches")
+        #: Notices to the other nodes that the broker refused (they reload on the gap).
+        self.publishing = Outage(log, "publishing race notices")
         #: Progress batches being folded in (see `note_progress`).
         self._folds: set[asyncio.Task[None]] = set()
         #: The node has stopped: no fold is armed any more.
@@ -522,12 +526,10 @@ class RaceKeeper:
             await self.apply_to_race(runtime, lambda race: [])  # the pending figures, nothing else
         except RaceError as exc:
             # The moves are stored and acknowledged; their progress is tried again (one line
-            # per outage and race, not one per attempt).
-            if not runtime.fold_failing:
-                log.warning("race %s: progress not stored (retried): %s", runtime.race_id, exc)
-            runtime.fold_failing = True
+            # when the store starts refusing, one when it takes a batch again).
+            self.storing_progress.failed(f"race {runtime.race_id}: {exc} (retried)")
         else:
-            runtime.fold_failing = False
+            self.storing_progress.worked()
 
     def _folding(self, runtime: RaceRuntime, pending: set[str], change: Change) -> Change:
         """`change` preceded by the `pending` racers' figures: their boards' stored moves
@@ -702,7 +704,9 @@ class RaceKeeper:
             )
         except BrokerError as exc:
             # Nodes whose link dropped get a gap when it is back and reload then.
-            log.warning("race %s: notice not published (%s)", runtime.race_id, exc)
+            self.publishing.failed(f"race {runtime.race_id}: {exc}")
+        else:
+            self.publishing.worked()
 
     # --- new races -------------------------------------------------------------------------
 

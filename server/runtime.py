@@ -123,8 +123,6 @@ class RaceRuntime:
         #: Racers whose won or stuck board's change could not be stored, with the moves it
         #: was to publish (several nodes): the tick applies it.
         self.unsettled: dict[str, list[MoveRecord]] = {}
-        #: The last fold failed (the store refused it): logged once until one succeeds.
-        self.fold_failing = False
         #: The timer that folds `pending` in (None: nothing is pending).
         self.fold_due: asyncio.TimerHandle | None = None
 

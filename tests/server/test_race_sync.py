@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
-from solrace.server.broker import MemoryBroker
+import pytest
+
+from solrace.server.broker import BrokerUnavailableError, MemoryBroker
 from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
@@ -21,7 +24,9 @@ from tests.server.sessions import HeldSaves, opened, running_hub, start_race_of_
 from tests.waiting import eventually
 
 
-async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
+async def test_a_batch_not_stored_goes_out_with_the_next_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     store = HeldSaves()
     async with (
         opened(store),
@@ -37,7 +42,8 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
         player = alice.player_id or ""
 
         store.failing = True
-        await hub.keeper.fold(runtime)  # logged: progress not stored
+        await hub.keeper.fold(runtime)
+        await hub.keeper.fold(runtime)  # the outage goes on: said once, not per batch
         assert runtime.race.racers[player].moves == 0
         assert runtime.pending == {player} and len(runtime.pending_moves) == 3
         due = runtime.fold_due
@@ -50,6 +56,11 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one() -> None:
         assert runtime.race.racers[player].moves == 4 and not runtime.pending
         seen = [m.progress.moves for m in bob.sent if isinstance(m, Progress)]
         assert seen[-1] == 4
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [line.split(":")[0] for line in said] == [
+        "storing progress batches failed",
+        "storing progress batches works again after 2 failure(s)",
+    ], said
 
 
 async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
@@ -197,3 +208,39 @@ async def test_a_fold_never_takes_a_racer_s_figures_back() -> None:
         await hub.keeper.fold(runtime)
         assert runtime.race.racers[player].moves == 5
         assert not runtime.pending
+
+
+class SilentBroker(MemoryBroker):
+    """A broker whose publishes fail while `away` is set."""
+
+    away = False
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        if self.away:
+            raise BrokerUnavailableError("the broker is away")
+        await super().publish(channel, data)
+
+
+async def test_notices_the_broker_refuses_are_said_once_per_outage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A line per refused notice (one per race change while Redis was away) became one when
+    publishing starts failing and one when it works again."""
+    broker = SilentBroker()
+    async with opened(MemoryStore()) as store, running_hub(store, broker=broker) as hub:
+        race_id, alice, _ = await start_race_of_two(
+            hub, game="klondike", game_number="1002", time_limit_s=600
+        )
+        runtime = hub.races[race_id]
+        broker.away = True
+        for seq in range(3):
+            await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
+            await hub.keeper.fold(runtime)  # a race change: its notice is refused
+        broker.away = False
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=3, move="deal"))
+        await hub.keeper.fold(runtime)
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [line.split(":")[0] for line in said] == [
+        "publishing race notices failed",
+        "publishing race notices works again after 3 failure(s)",
+    ], said
