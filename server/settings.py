@@ -100,7 +100,7 @@ class Settings(BaseSettings):
     register_burst: float = Field(
         default=100.0,
         gt=0,
-        description="new names one IP address may register at once before --register-per-s "
+        description="new names one IP address may register at once before register_per_s "
         "paces it; none with --max-connections-per-address 0",
     )
     register_per_s: float = Field(
@@ -110,7 +110,7 @@ class Settings(BaseSettings):
         default=1000.0,
         gt=0,
         description="new names this node may register at once, whatever their addresses, "
-        "before --register-node-per-s paces them (also behind a proxy)",
+        "before register_node_per_s paces them (also behind a proxy)",
     )
     register_node_per_s: float = Field(
         default=1.0, gt=0, description="new names per second this node may sustain in all"
