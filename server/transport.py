@@ -76,8 +76,27 @@ INBOX_LIMIT = 16
 #: A request head is kept until it is whole, up to this: a longer one is handed to the
 #: protocol as it is (which answers 431 for a line or a header count over its limits).
 MAX_HEAD_BYTES = 64 * 1024
-#: Header lines that announce a request body (names are case-insensitive).
+#: Header lines that may announce a request body (names are case-insensitive).
 BODY_HEADERS = (b"content-length:", b"transfer-encoding:")
+
+
+def _is_request_line(line: bytes | bytearray) -> bool:
+    """`METHOD TARGET HTTP/1.x` and its CR (the LF cut off): a request the head is kept for
+    (anything else goes to the protocol at once, which refuses it)."""
+    parts = line.split(b" ")
+    return len(parts) == 3 and parts[2] in (b"HTTP/1.1\r", b"HTTP/1.0\r")
+
+
+def _announces_body(lines: list[bytes]) -> bool:
+    """Does the head (its lines) say a body follows: a `Transfer-Encoding`, or a
+    `Content-Length` other than 0 (which the protocol takes as no body)?"""
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        name = name.lower()
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
+            return True
+    return False
+
 
 #: Fragments one message may come in; one more closes the connection with 1009.
 MAX_FRAGMENTS = 64
@@ -329,14 +348,18 @@ class WebSocketSession(Session, asyncio.Protocol):
         """Until the request head is whole, it is kept here, and the protocol gets it alone:
         what follows it (a body, a second request, frames sent before our 101) is handed
         over only once the request is answered, so that it cannot fail the stream before the
-        answer is written. A GET or HEAD with a body gets its answer as one without (the
-        protocol would fail the stream unanswered): the body headers are left out and what
-        follows the head is discarded. Returns the bytes after the head (none while it is
-        incomplete)."""
+        answer is written. A request line that is not HTTP/1.x goes to the protocol at once
+        (it refuses it). The protocol would fail a GET or HEAD with a body unanswered: a probe
+        (`/healthz`, `/metrics`) is answered as one without (its body discarded), a handshake
+        with 400. Returns the bytes after the head (none while it is incomplete)."""
         head = self.head
         assert head is not None
         start = len(head)
         head += data
+        line_end = head.find(b"\n")
+        if line_end >= 0 and not _is_request_line(head[:line_end]):
+            self.head = None
+            return bytes(head)
         end = head.find(b"\r\n\r\n", max(0, start - 3))
         if end < 0:
             if len(head) <= MAX_HEAD_BYTES:
@@ -345,25 +368,31 @@ class WebSocketSession(Session, asyncio.Protocol):
             return bytes(head)  # the protocol refuses a head this large
         self.head = None
         rest = bytes(head[end + 4 :])
-        lines = bytes(head[: end + 4]).split(b"\r\n")
-        parts = lines[0].split(b" ")
+        lines = bytes(head[:end]).split(b"\r\n")
+        method, path, _ = (part.decode("ascii", "replace") for part in lines[0].split(b" "))
         ws = self.ws
-        if len(parts) == 3 and parts[2] in (b"HTTP/1.1", b"HTTP/1.0") and not ws.eof_sent:
-            if parts[0] not in (b"GET", b"HEAD"):
+        if not ws.eof_sent:
+            if method not in ("GET", "HEAD"):
                 # Before the protocol reads the head: a body it cannot parse would fail it.
-                method, path = (part.decode("ascii", "replace") for part in parts[:2])
-                ws.send_response(self._not_allowed(method, path))
-                self._flush()
-                return b""  # the rest is the body: discarded
-            bodiless = [line for line in lines if not line.lower().startswith(BODY_HEADERS)]
-            if len(bodiless) < len(lines):
-                lines, rest = bodiless, b""  # the body (or what was sent as one) is discarded
-        ws.receive_data(b"\r\n".join(lines))
+                return self._refuse(self._not_allowed(method, path))
+            if _announces_body(lines):
+                if path.split("?", 1)[0] not in PROBE_PATHS:
+                    text = "a WebSocket handshake has no body\n"
+                    return self._refuse(ws.reject(HTTPStatus.BAD_REQUEST, text))
+                lines = [line for line in lines if not line.lower().startswith(BODY_HEADERS)]
+                rest = b""  # the probe's body: discarded
+        ws.receive_data(b"\r\n".join(lines) + b"\r\n\r\n")
         for event in ws.events_received():
             if isinstance(event, Request):
                 self._request(event)
         self._flush()
         return rest
+
+    def _refuse(self, response: Response) -> bytes:
+        """Answer the request before the protocol reads it; whatever follows is discarded."""
+        self.ws.send_response(response)
+        self._flush()
+        return b""
 
     def _not_allowed(self, method: str, path: str) -> Response:
         allowed = "GET, HEAD" if path.split("?", 1)[0] in PROBE_PATHS else "GET"

@@ -7,8 +7,11 @@ import asyncio
 import contextlib
 
 import pytest
+from websockets.frames import Frame, Opcode
 
 from solrace.server.app import App
+from solrace.server.protocol.codec import encode
+from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
 from tests.integration.conftest import ServerFactory
 from tests.integration.wsclient import Client
 from tests.waiting import eventually
@@ -148,3 +151,65 @@ async def test_a_probe_with_a_body_is_answered_as_one_without(
     )
     status, _, body = parse(raw)
     assert (status, body) == (200, b"ok\n" if method == "GET" else b"")
+
+
+UPGRADE = (
+    b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+)
+
+
+async def test_a_handshake_with_an_empty_body_keeps_the_frames_sent_with_it(app: App) -> None:
+    """`Content-Length: 0` is no body: the hello frame written with the head is read, as it
+    is without the header (it used to be discarded with the 'body')."""
+    hello = Frame(Opcode.BINARY, encode(Hello(protocol=PROTOCOL_VERSION, name="early")))
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    try:
+        writer.write(UPGRADE + b"Content-Length: 0\r\n\r\n" + hello.serialize(mask=True))
+        await writer.drain()
+        received = b""
+        async with asyncio.timeout(WAIT_S):
+            while b"welcome" not in received:
+                chunk = await reader.read(65536)
+                assert chunk, f"closed before the welcome: {received!r}"
+                received += chunk
+        assert received.startswith(b"HTTP/1.1 101 ")
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+
+async def test_a_handshake_with_a_body_is_refused_with_400(app: App) -> None:
+    raw = await exchange(app.port, UPGRADE + b"Content-Length: 5\r\n\r\nhello")
+    status, _, body = parse(raw)
+    assert (status, body) == (400, b"a WebSocket handshake has no body\n")
+    assert not app.transport.sessions
+
+
+async def test_a_probe_s_body_in_a_later_read_is_discarded(app: App) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    try:
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+        await writer.drain()
+        await eventually(lambda: bool(app.transport.connections), within=WAIT_S)
+        writer.write(b"hello")
+        await writer.drain()
+        async with asyncio.timeout(WAIT_S):
+            raw = await reader.read()
+        assert parse(raw)[:3:2] == (200, b"ok\n")
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+
+@pytest.mark.parametrize("line", [b"HELLO\r\n", b"GET / HTTP/1.1\nHost: x\n\n", b"GET /\r\n"])
+async def test_what_is_not_an_http_request_is_closed_at_once(
+    start_server: ServerFactory, line: bytes
+) -> None:
+    """Not kept for the handshake's whole time (here far longer than the wait): the protocol
+    refuses it as soon as its first line is in."""
+    app = await start_server(open_timeout_s=600.0)
+    await exchange(app.port, line)  # answered or dropped, but within WAIT_S, not 600 s
+    await eventually(lambda: not app.transport.connections, within=WAIT_S)
