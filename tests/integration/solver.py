@@ -31,33 +31,40 @@ def search(
     game_id: str, number: str, goal: Callable[[Game], bool], max_nodes: int
 ) -> list[str] | None:
     """A move list from the deal to a position where `goal` holds (depth first, likely moves
-    first, no position twice), or None when the search budget runs out first."""
+    first, no position twice), or None when the search budget runs out first. Iterative: a
+    line may be a thousand moves long, past Python's recursion limit."""
     game = deal(game_id, number)
-    seen: set[str] = set()
+    if goal(game):
+        return []
+    seen = {str(game)}
     line: list[str] = []
-    nodes = 0
-
-    def reach() -> bool:
-        nonlocal nodes
+    # The moves still to try from each position of the line (the deal's first).
+    untried = [iter(_forward(game))]
+    while untried:
+        move = next(untried[-1], None)
+        if move is None:  # every move from here tried: back one
+            untried.pop()
+            if untried:
+                line.pop()
+                game.undo()
+            continue
+        game.play(move)
+        line.append(str(move))
         if goal(game):
-            return True
+            return line
         key = str(game)
-        if key in seen or nodes >= max_nodes:
-            return False
-        seen.add(key)
-        nodes += 1
-        for move in _ordered(game):
-            if move.src.startswith("f"):
-                continue
-            game.play(move)
-            line.append(str(move))
-            if reach():
-                return True
+        if key in seen or len(seen) >= max_nodes:
             line.pop()
             game.undo()
-        return False
+            continue
+        seen.add(key)
+        untried.append(iter(_forward(game)))
+    return None
 
-    return line if reach() else None
+
+def _forward(game: Game) -> list[Move]:
+    """The moves worth trying, likeliest first (none takes a card off a foundation)."""
+    return [move for move in _ordered(game) if not move.src.startswith("f")]
 
 
 def solve(game_id: str, number: str, max_nodes: int = 20_000) -> list[str] | None:
