@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,21 +101,47 @@ async def test_start_status_kill_node_and_stop(cluster: Cluster) -> None:
     assert (cluster.folder / "redis" / "appendonlydir").is_dir()  # the AOF stays
 
 
+class Healthy(http.server.BaseHTTPRequestHandler):
+    """Another program on a node's port that answers the health check."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok\n")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
 def test_a_port_another_program_holds_stops_the_start(redis_binary: str, tmp_path: Path) -> None:
-    """A node port held by another server used to pass the health check (that server
-    answered it): `start` said the node was up while it had exited. It now says the port is
-    taken, and starts nothing more."""
+    """A node port held by another server that answers /healthz used to pass the health
+    check: `start` said the node was up while it had exited. It now says the port is taken,
+    and starts nothing more."""
     cluster = Cluster(tmp_path / "cluster")
     port = int(cluster.env["SOLRACE_NODE_PORT"]) + 1  # node 2's
-    with socket.socket() as other:
-        other.bind(("127.0.0.1", port))
-        other.listen()
-        try:
-            started = cluster.run("start")
-            assert started.returncode == 1
-            assert f"port {port} (node 2) is taken by another program" in started.stderr
-            assert not (cluster.folder / "run" / "node2.pid").exists()
-        finally:
-            stopped = cluster.run("stop")
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", port), Healthy)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        started = cluster.run("start")
+        assert started.returncode == 1
+        assert f"port {port} (node 2) is taken by another program" in started.stderr
+        assert not (cluster.folder / "run" / "node2.pid").exists()
+    finally:
+        other.shutdown()
+        other.server_close()
+        stopped = cluster.run("stop")
     assert stopped.returncode == 0, stopped.stderr
     assert list((cluster.folder / "run").iterdir()) == []
+
+
+def test_a_node_that_exits_as_it_starts_stops_the_start(redis_binary: str, tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path / "cluster")
+    cluster.env["SOLRACE_MAX_OUTGOING"] = "many"  # a setting the node refuses at start
+    try:
+        started = cluster.run("start")
+        assert started.returncode == 1
+        assert "node1 exited as it started (see " in started.stderr, started.stderr
+        assert "SOLRACE_MAX_OUTGOING" in (cluster.folder / "logs" / "node1.log").read_text()
+    finally:
+        stopped = cluster.run("stop")
+    assert stopped.returncode == 0, stopped.stderr
