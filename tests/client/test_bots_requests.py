@@ -3,6 +3,7 @@ its own request, not some other message about a race it knew already."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
@@ -120,5 +121,6 @@ async def test_a_bot_s_move_cap_and_memory_count_per_race(server_url: str) -> No
         for _ in range(2):
             race_id = await race_started_against(bot, rival, game_number="7")
             await rival.resign(race_id)
-            results.append(await bot.play())  # 3 moves, then the cap: it resigns
+            async with asyncio.timeout(30):  # it used to wait for good on the second
+                results.append(await bot.play())  # 3 moves, then the cap: it resigns
     assert [(r.moves, r.reason) for r in results] == [(3, "move cap of 3 reached")] * 2
