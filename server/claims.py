@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from solrace.server.broker import Broker, BrokerUnavailableError, ChannelListener
 from solrace.server.outage import Outage
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.session import Session
 
 log = logging.getLogger("solrace.server.hub")
@@ -36,7 +37,7 @@ class Claim(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    player_id: str
+    player_id: PlayerId
     node: str
     session: int
 
@@ -63,9 +64,9 @@ class ClaimRelay:
         self,
         broker: Broker,
         node_id: str,
-        claimant: Callable[[str], Session | None],
-        replaced: Callable[[str, Session, Claim], Awaitable[None]],
-        confirmed: Callable[[str, Session], Awaitable[None]],
+        claimant: Callable[[PlayerId], Session | None],
+        replaced: Callable[[PlayerId, Session, Claim], Awaitable[None]],
+        confirmed: Callable[[PlayerId, Session], Awaitable[None]],
     ) -> None:
         self.broker = broker
         self.node_id = node_id
@@ -74,7 +75,7 @@ class ClaimRelay:
         self.confirmed = confirmed
         #: Player -> the session of this node whose claim came back through the channel:
         #: a claim of the player read after that one is later, and replaces it.
-        self._confirmed: dict[str, int] = {}
+        self._confirmed: dict[PlayerId, int] = {}
         self._listener = ChannelListener(broker, CHANNEL, self._handle, log)
         self.announcing = Outage(log, "announcing connections to the other nodes")
 
@@ -84,7 +85,7 @@ class ClaimRelay:
     async def stop(self) -> None:
         await self._listener.stop()
 
-    async def claim(self, player_id: str, session: Session) -> None:
+    async def claim(self, player_id: PlayerId, session: Session) -> None:
         """Announce that `session`, of this node, now speaks for `player_id`."""
         claim = Claim(player_id=player_id, node=self.node_id, session=session.session_id)
         try:
@@ -94,7 +95,7 @@ class ClaimRelay:
         else:
             self.announcing.worked()
 
-    def forget(self, player_id: str) -> None:
+    def forget(self, player_id: PlayerId) -> None:
         """This node's connection of `player_id` closed: nothing is kept for it."""
         self._confirmed.pop(player_id, None)
 

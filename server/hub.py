@@ -33,7 +33,7 @@ from solrace.server.node_presence import NodePresence
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.errors import ErrorCode, RaceError
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     ClientMessage,
@@ -112,14 +112,14 @@ class Hub:
         self.rng = rng or random.SystemRandom()
         #: This node's named players' sessions (the latest one of each player), once their
         #: hello is through: they get their races' events.
-        self.players: dict[str, Session] = {}
+        self.players: dict[PlayerId, Session] = {}
         #: The latest session of each player from the moment its hello is checked (a newer
         #: one closes it with 4003); `players` follows once that hello is through.
-        self._claims: dict[str, Session] = {}
+        self._claims: dict[PlayerId, Session] = {}
         #: Finished races' replays as sent, the most recently asked (a replay never changes).
         self.replays = Replays(store)
         #: Races being created (stored, not yet held), per player: counted as open.
-        self._creating: dict[str, int] = {}
+        self._creating: dict[PlayerId, int] = {}
         # Plugged in by the composition root (app.py): tournaments and ratings.
         self.extra_handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {}
         self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
@@ -127,7 +127,7 @@ class Hub:
         self.session_closed_hooks: list[Callable[[Session], None]] = []
         #: Asked before a session watches a race; each may refuse it (`RaceError`).
         self.watch_checks: list[Callable[[Session, RaceRecord], Awaitable[None]]] = []
-        self.ratings_of: Callable[[str], Awaitable[dict[str, float]]] | None = None
+        self.ratings_of: Callable[[PlayerId], Awaitable[dict[str, float]]] | None = None
         self.lobby = LobbyFeed(
             self._race_list,
             settings.lobby_push_s,
@@ -282,7 +282,7 @@ class Hub:
         )
 
     async def _change_each(
-        self, runtimes: Sequence[RaceRuntime], change: Change, player_id: str, what: str
+        self, runtimes: Sequence[RaceRuntime], change: Change, player_id: PlayerId, what: str
     ) -> None:
         """Apply `change` to each race about `player_id`; a race that refuses it (the store
         away, the race ended meanwhile) is logged ("race R: P not <what>") and the others go
@@ -290,7 +290,9 @@ class Hub:
         for runtime in runtimes:
             await self.keeper.apply_or_log(runtime, change, player_id, what)
 
-    async def _replaced_elsewhere(self, player_id: str, session: Session, claim: Claim) -> None:
+    async def _replaced_elsewhere(
+        self, player_id: PlayerId, session: Session, claim: Claim
+    ) -> None:
         """A connection of the player on another node (`claim`'s) came after `session`
         (`ClaimRelay`): `session` closes (4003) without marking the player away, and the
         races it held are handed to the new one, so that its close marks the player away
@@ -307,7 +309,7 @@ class Hub:
             "handed over",
         )
 
-    async def _hold_races(self, player_id: str, session: Session) -> None:
+    async def _hold_races(self, player_id: PlayerId, session: Session) -> None:
         """`session` is the player's latest connection across the nodes (`ClaimRelay`): its
         races name it as their holder, even if a hello on another node, applied after its
         own, named that one."""
@@ -321,7 +323,7 @@ class Hub:
         back = self._connected_here(player_id, self.clock())
         await self._change_each(elsewhere, back, player_id, "marked back")
 
-    def _connected_here(self, player_id: str, now: int) -> Change:
+    def _connected_here(self, player_id: PlayerId, now: int) -> Change:
         """The change marking the player connected, through the connection holding the
         player's claim on this node when it is applied; nothing if none holds it by then (it
         closed, or a later connection on another node replaced it: that one's node marks the
@@ -390,7 +392,7 @@ class Hub:
         name is someone else's. With the `key` that registered the name, its player again.
         `RaceError(NOT_ALLOWED)` past the address's or the node's budget of new names."""
         if key is None:
-            player_id = "p" + secrets.token_hex(8)
+            player_id = PlayerId("p" + secrets.token_hex(8))
         else:
             player_id = registered_player_id(key, self.secret)
             reclaimed = await self.store.get_player(player_id)
@@ -435,7 +437,7 @@ class Hub:
             return None
         return player, sign_token(player.player_id, self.secret), created
 
-    async def _take_claim(self, player_id: str, session: Session) -> None:
+    async def _take_claim(self, player_id: PlayerId, session: Session) -> None:
         """`session` is now the player's connection: an earlier one here closes (4003), and
         other nodes hear of it (`ClaimRelay`)."""
         # Claimed before any await: of two hellos with one token, the later replaces the
@@ -514,7 +516,7 @@ class Hub:
         time_limit_s: int,
         rated: bool,
         invite_code: str | None,
-        creator: str,
+        creator: PlayerId,
         now_ms: int,
         deal_held: bool = False,
         deal_chosen: bool = False,
@@ -546,7 +548,9 @@ class Hub:
             deal_chosen=deal_chosen,
         )
 
-    async def open_seated_race(self, record: RaceRecord, seated: Sequence[tuple[str, str]]) -> None:
+    async def open_seated_race(
+        self, record: RaceRecord, seated: Sequence[tuple[PlayerId, str]]
+    ) -> None:
         """Open a race whose seats the server fills (a tournament's): every (player id, name)
         is seated with the record's invite code, so the countdown starts at once; the grace of
         a seated player not connected here runs from now. An existing race id is left alone."""
@@ -582,7 +586,7 @@ class Hub:
             raise RaceError(ErrorCode.UNKNOWN_RACE, f"no live race {race_id!r}")
         return runtime
 
-    def identity_of(self, session: Session) -> tuple[str, str]:
+    def identity_of(self, session: Session) -> tuple[PlayerId, str]:
         """The player id and name `session` said hello with (`identity_required` if none)."""
         if session.player_id is None or session.name is None:
             raise RaceError(ErrorCode.IDENTITY_REQUIRED, "hello with a name or token first")
@@ -607,7 +611,7 @@ class Hub:
         else:
             self.lobby.unfollow(session)
 
-    def _check_room_for(self, player_id: str) -> None:
+    def _check_room_for(self, player_id: PlayerId) -> None:
         """Refuse a new race past the live races the server may hold (`max_live_races`), the
         live races the player may race in (`_check_races_of`), and the open races one
         player, or the server, may have: the open races this node holds (several nodes: a
@@ -649,7 +653,7 @@ class Hub:
                 f"you have {mine} open races already: start or leave one first",
             )
 
-    def _check_races_of(self, player_id: str) -> None:
+    def _check_races_of(self, player_id: PlayerId) -> None:
         """Refuse a player one more race past the live races they may race in at once (a
         casual race may be started by its creator alone: without this, one player could keep
         thousands running). Counted among the races this node holds."""
@@ -681,7 +685,7 @@ class Hub:
                 del self._creating[player_id]
 
     async def _create_checked_race(
-        self, session: Session, message: CreateRace, player_id: str, name: str
+        self, session: Session, message: CreateRace, player_id: PlayerId, name: str
     ) -> None:
         number = message.game_number
         if number is None:

@@ -19,7 +19,7 @@ from solrace.server.metrics import Metrics
 from solrace.server.outage import Outage
 from solrace.server.protocol.codec import encode_move_ack
 from solrace.server.protocol.errors import ErrorCode, RaceError
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import MakeMove, MoveRejected
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.protocol.views import touched_pile_fields
@@ -99,7 +99,7 @@ class MoveHandler:
         session: Session,
         message: MakeMove,
         runtime: RaceRuntime,
-        player_id: str,
+        player_id: PlayerId,
         board: RacerBoard,
         started: float,
     ) -> None:
@@ -154,7 +154,7 @@ class MoveHandler:
         self,
         session: Session,
         runtime: RaceRuntime,
-        player_id: str,
+        player_id: PlayerId,
         board: RacerBoard,
         message: MakeMove,
     ) -> bool:
@@ -174,7 +174,7 @@ class MoveHandler:
 
     @staticmethod
     def _play(
-        runtime: RaceRuntime, player_id: str, board: RacerBoard, move: str, now: int
+        runtime: RaceRuntime, player_id: PlayerId, board: RacerBoard, move: str, now: int
     ) -> tuple[ErrorCode, str] | None:
         """Play `move` on the racer's board if the race lets them move now; else why not."""
         try:
@@ -252,7 +252,7 @@ class MoveHandler:
             self.keeper.storing_boards.worked()
 
     async def _settle_conflict(
-        self, session: Session, runtime: RaceRuntime, player_id: str, message: MakeMove
+        self, session: Session, runtime: RaceRuntime, player_id: PlayerId, message: MakeMove
     ) -> None:
         """The store already holds this ply or seq: rebuild the board from the stored moves
         and answer from them (a duplicate ack, or a rejection that says why)."""
@@ -287,7 +287,7 @@ class MoveHandler:
         session.send(own_board(runtime, player_id))
 
     def _answer_duplicate(
-        self, session: Session, runtime: RaceRuntime, player_id: str, message: MakeMove
+        self, session: Session, runtime: RaceRuntime, player_id: PlayerId, message: MakeMove
     ) -> None:
         ack = runtime.duplicate_ack(player_id, message.seq, message.move)
         if ack is None:

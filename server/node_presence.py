@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 from solrace.server.broker import Broker, BrokerError
 from solrace.server.outage import Outage
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.race import Racer
 from solrace.server.protocol.records import LIVE_STATUSES, RacerRecord
 from solrace.server.race_sync import RaceKeeper, connection_change
@@ -48,7 +49,7 @@ class NodePresence:
         store: Store,
         settings: Settings,
         keeper: RaceKeeper,
-        players: Mapping[str, Session],
+        players: Mapping[PlayerId, Session],
         *,
         clock: Callable[[], int],
     ) -> None:

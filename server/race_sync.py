@@ -40,7 +40,7 @@ from solrace.server.metrics import Metrics
 from solrace.server.outage import Outage
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
     Progress,
@@ -104,7 +104,7 @@ def is_progress_only(events: Sequence[RaceEvent]) -> bool:
     )
 
 
-def mover_of(message: RaceEvent | RaceSnapshot) -> str | None:
+def mover_of(message: RaceEvent | RaceSnapshot) -> PlayerId | None:
     """The racer whose own moves a progress event reports (None for any other message: a
     change of state, the opening figures, a snapshot)."""
     if not isinstance(message, Progress):
@@ -137,7 +137,7 @@ def opening_progress(race: Race, events: Sequence[RaceEvent]) -> list[RaceEvent]
     return more
 
 
-def board_progress(player_id: str, board: RacerBoard) -> Change:
+def board_progress(player_id: PlayerId, board: RacerBoard) -> Change:
     """The change that reports a racer's board as it stands after its last stored move."""
     game = board.game
     on, total = game.progress()
@@ -161,7 +161,7 @@ def board_progress(player_id: str, board: RacerBoard) -> Change:
     return change
 
 
-def connection_change(player_id: str, connected: bool, now_ms: int, holder: str) -> Change:
+def connection_change(player_id: PlayerId, connected: bool, now_ms: int, holder: str) -> Change:
     """A racer's connection through `holder` came or went (`Race.set_connected`: a racer who
     connected again elsewhere is not marked away by the old connection's node)."""
     return lambda race: race.set_connected(player_id, connected, now_ms, holder)
@@ -172,7 +172,7 @@ def new_epoch() -> str:
     return secrets.token_hex(4)
 
 
-def own_board(runtime: RaceRuntime, player_id: str) -> Board:
+def own_board(runtime: RaceRuntime, player_id: PlayerId) -> Board:
     """A racer's own board as it stands, for that racer (no delay)."""
     game = runtime.boards[player_id].game
     return Board(
@@ -199,7 +199,7 @@ class RaceKeeper:
         settings: Settings,
         metrics: Metrics,
         lobby: LobbyFeed,
-        players: Mapping[str, Session],
+        players: Mapping[PlayerId, Session],
         race_finished_hooks: Sequence[Callable[[RaceRecord], Awaitable[None]]],
         *,
         clock: Callable[[], int],
@@ -388,11 +388,11 @@ class RaceKeeper:
 
     # --- a player's races ------------------------------------------------------------------
 
-    def live_races_of(self, player_id: str) -> list[RaceRuntime]:
+    def live_races_of(self, player_id: PlayerId) -> list[RaceRuntime]:
         """The live races held here in which `player_id` is a racer."""
         return [rt for rt in self.races.values() if rt.race.is_live and player_id in rt.race.racers]
 
-    async def load_live_races_of(self, player_id: str) -> list[RaceRuntime]:
+    async def load_live_races_of(self, player_id: PlayerId) -> list[RaceRuntime]:
         """A player's live races: on several nodes, from the store (loaded here, and the
         player's boards rebuilt from the stored moves: it may have moved elsewhere)."""
         if not self.is_cluster:
@@ -531,7 +531,7 @@ class RaceKeeper:
         else:
             self.storing_progress.worked()
 
-    def _folding(self, runtime: RaceRuntime, pending: set[str], change: Change) -> Change:
+    def _folding(self, runtime: RaceRuntime, pending: set[PlayerId], change: Change) -> Change:
         """`change` preceded by the `pending` racers' figures: their boards' stored moves
         (`RacerBoard.record_stored`; a move being stored meanwhile is not counted), read once, the
         same however often a compare-and-set makes the change run again."""
@@ -620,7 +620,7 @@ class RaceKeeper:
         return events
 
     async def apply_or_log(
-        self, runtime: RaceRuntime, change: Change, player_id: str, what: str
+        self, runtime: RaceRuntime, change: Change, player_id: PlayerId, what: str
     ) -> None:
         """`apply_to_race` for a change about `player_id` that nobody waits on: a refusal (the
         store away, the race ended meanwhile) is logged ("race R: P not <what>"), not raised."""
@@ -711,7 +711,7 @@ class RaceKeeper:
     # --- new races -------------------------------------------------------------------------
 
     async def store_new_race(
-        self, record: RaceRecord, first: Change, created_by: str | None = None
+        self, record: RaceRecord, first: Change, created_by: PlayerId | None = None
     ) -> None:
         """Store a new race with its first change (the creator's join, a tournament's seats)
         and hold it here. Several nodes: it is followed before it is stored, so a join on

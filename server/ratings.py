@@ -93,12 +93,12 @@ class RatingService:
     def handlers(self) -> dict[type[Any], Handler]:
         return {GetLeaderboard: self.get_leaderboard, GetProfile: self.get_profile}
 
-    async def display_ratings(self, player_id: str) -> dict[str, float]:
+    async def display_ratings(self, player_id: PlayerId) -> dict[str, float]:
         """Game id -> displayed rating, for `welcome.ratings`."""
         records = await self.store.get_ratings(player_id)
         return {r.game: float(to_rating(r).display(self.config)) for r in records}
 
-    async def game_ratings(self, game: str) -> dict[str, Rating]:
+    async def game_ratings(self, game: str) -> dict[PlayerId, Rating]:
         return {r.player_id: to_rating(r) for r in await self.store.list_ratings(game)}
 
     async def race_finished(self, record: RaceRecord) -> None:
@@ -122,8 +122,8 @@ class RatingService:
                 for rating in await self.store.get_ratings(player_id):
                     if rating.game == record.game:
                         stored[player_id] = rating
-            table = {PlayerId(p): to_rating(r) for p, r in stored.items()}
-            changes = rate_placings(table, [[PlayerId(p) for p in g] for g in placings])
+            table = {p: to_rating(r) for p, r in stored.items()}
+            changes = rate_placings(table, placings)
             update = RatingUpdate(
                 race_id=record.race_id,
                 game=record.game,
@@ -207,7 +207,7 @@ class RatingService:
 
     async def _leaderboard(self, game: str, include_provisional: bool) -> list[LeaderboardRow]:
         rows = leaderboard(
-            {PlayerId(p): r for p, r in (await self.game_ratings(game)).items()},
+            await self.game_ratings(game),
             self.config,
             include_provisional=include_provisional,
             limit=LEADERBOARD_LIMIT,
@@ -229,7 +229,9 @@ class RatingService:
         return entries
 
     async def get_profile(self, session: Session, message: GetProfile) -> None:
-        player_id = message.player_id or session.player_id
+        # A client names a player as plain text: it becomes a `PlayerId` here.
+        requested = message.player_id
+        player_id = PlayerId(requested) if requested else session.player_id
         player = None if player_id is None else await self.store.get_player(player_id)
         if player is None:
             raise RaceError(ErrorCode.UNKNOWN_PLAYER, "no such player (say which, or hello first)")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from solrace.engine import Audience, EngineError, Game, Move, deal
 from solrace.server.protocol.codec import decode_server, encode
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Board, MoveAck, MoveRejected
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord
@@ -96,12 +96,12 @@ class RacerBoard:
 class RaceRuntime:
     def __init__(self, race: Race, saved: RaceRecord | None = None) -> None:
         self.race = race
-        self.boards: dict[str, RacerBoard] = {}
+        self.boards: dict[PlayerId, RacerBoard] = {}
         self.spectators: set[Session] = set()
         self.in_flight = 0
         #: Who created the race here (the race's `creator` passes on when they leave; the
         #: open races a player may have count the ones they created). None: loaded.
-        self.created_by: str | None = None
+        self.created_by: PlayerId | None = None
         #: The record as the store holds it (None: not stored yet): the `expected` of the
         #: next compare-and-set.
         self.saved = saved
@@ -118,11 +118,11 @@ class RaceRuntime:
         self.stale = False
         #: Racers with moves not yet folded into the race (one progress batch: their boards
         #: have the figures), and those moves (several nodes publish them with the batch).
-        self.pending: set[str] = set()
+        self.pending: set[PlayerId] = set()
         self.pending_moves: list[MoveRecord] = []
         #: Racers whose won or stuck board's change could not be stored, with the moves it
         #: was to publish (several nodes): the tick applies it.
-        self.unsettled: dict[str, list[MoveRecord]] = {}
+        self.unsettled: dict[PlayerId, list[MoveRecord]] = {}
         #: The timer that folds `pending` in (None: nothing is pending).
         self.fold_due: asyncio.TimerHandle | None = None
 
@@ -131,12 +131,12 @@ class RaceRuntime:
         self.pending.add(move.player_id)
         self.pending_moves.append(move)
 
-    def put_back(self, pending: set[str], moves: list[MoveRecord]) -> None:
+    def put_back(self, pending: set[PlayerId], moves: list[MoveRecord]) -> None:
         """A batch that was taken but not stored is pending again (before any move since)."""
         self.pending |= pending
         self.pending_moves[:0] = moves
 
-    def take_pending(self) -> tuple[set[str], list[MoveRecord]]:
+    def take_pending(self) -> tuple[set[PlayerId], list[MoveRecord]]:
         """The racers and moves not folded in yet; nothing is pending after."""
         if self.fold_due is not None:
             self.fold_due.cancel()
@@ -163,7 +163,7 @@ class RaceRuntime:
             if progress:
                 self.restore_progress(player_id)
 
-    def restore_board(self, player_id: str, moves: list[MoveRecord]) -> None:
+    def restore_board(self, player_id: PlayerId, moves: list[MoveRecord]) -> None:
         """Rebuild one racer's board from its stored moves (the store is the truth)."""
         board = RacerBoard(deal(self.race.game, self.race.record.game_number))
         game = board.game
@@ -175,7 +175,7 @@ class RaceRuntime:
             board.lock = old.lock  # a holder of the old board's lock still serializes with us
         self.boards[player_id] = board
 
-    async def catch_up_board(self, player_id: str, moves: list[MoveRecord]) -> None:
+    async def catch_up_board(self, player_id: PlayerId, moves: list[MoveRecord]) -> None:
         """Rebuild a racer's board from the race's stored `moves` if the store is ahead of
         it (the racer moved on another node). Under the board's lock; the moves were read
         before it, so a move stored meanwhile by this node leaves the board ahead of them,
@@ -200,7 +200,7 @@ class RaceRuntime:
         board.record_stored(move)
         return True
 
-    def restore_progress(self, player_id: str) -> None:
+    def restore_progress(self, player_id: PlayerId) -> None:
         """Set a racer's progress from its board (no event): the figures of its latest move
         and the time its count on the foundations last changed."""
         board = self.boards[player_id]
@@ -210,7 +210,7 @@ class RaceRuntime:
         on, total = board.game.progress()
         self.race.restore_progress(player_id, on, total, board.game.ply, reached_at)
 
-    def duplicate_ack(self, player_id: str, seq: int, move_text: str) -> MoveAck | None:
+    def duplicate_ack(self, player_id: PlayerId, seq: int, move_text: str) -> MoveAck | None:
         """The answer to a resent move (`duplicate` set); None if `seq` was another move."""
         board = self.boards[player_id]
         ply = board.seq_to_ply[seq]
@@ -243,14 +243,14 @@ class RaceRuntime:
             duplicate=True,
         )
 
-    def spectator_target_ply(self, player_id: str, now_ms: int) -> int:
+    def spectator_target_ply(self, player_id: PlayerId, now_ms: int) -> int:
         """How many of a racer's moves a spectator may see now (move times never go down)."""
         board = self.boards[player_id]
         if not self.race.is_live:
             return len(board.move_times)
         return bisect.bisect_right(board.move_times, now_ms - self.race.record.spectator_delay_ms)
 
-    def advance_spectator_board(self, player_id: str, now_ms: int) -> Game:
+    def advance_spectator_board(self, player_id: PlayerId, now_ms: int) -> Game:
         """The spectators' copy of a racer's board, moved forward to what they may see now."""
         board = self.boards[player_id]
         target = self.spectator_target_ply(player_id, now_ms)
@@ -264,7 +264,7 @@ class RaceRuntime:
         delayed.forget_undo(0)  # a spectator's copy is never taken back
         return delayed
 
-    def spectator_board_frame(self, player_id: str) -> bytes:
+    def spectator_board_frame(self, player_id: PlayerId) -> bytes:
         """The `Board` frame of the spectators' copy as it stands (`advance_spectator_board`
         first), encoded once per ply and delay however many spectators get it."""
         board = self.boards[player_id]

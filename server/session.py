@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_server
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 
 
 class Session(ABC):
@@ -17,7 +17,7 @@ class Session(ABC):
     def __init__(self, session_id: int) -> None:
         self.session_id = session_id
         self.said_hello = False
-        self.player_id: str | None = None
+        self.player_id: PlayerId | None = None
         self.name: str | None = None
         self.watching: set[RaceId] = set()
         #: Race id -> (epoch, version) of the last event of it this session was sent.

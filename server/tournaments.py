@@ -324,7 +324,7 @@ class TournamentService:
             except (RaceError, TournamentError) as exc:
                 log.warning("tournament %s: tick refused: %s", tournament_id, exc)
 
-    async def _is_present(self, player: str, race_id: RaceId | None) -> bool:
+    async def _is_present(self, player: PlayerId, race_id: RaceId | None) -> bool:
         """Connected here, or connected in their match's live race (on several nodes the
         stored race says so for a player connected to another node)."""
         if player in self.hub.players:
@@ -594,10 +594,10 @@ class TournamentService:
         tournament_id = tournament_of_race(record.race_id)
         if tournament_id is None or record.results is None:
             return
-        cards = {PlayerId(r.player_id): r.on_foundations for r in record.results}
-        groups = [[PlayerId(p) for p in g] for g in placings_of(record)]
+        cards = {r.player_id: r.on_foundations for r in record.results}
+        groups = placings_of(record)
         result = RaceResult.from_groups(groups, cards)
-        absent = [PlayerId(p) for p in absent_racers(record)]  # no-shows: they forfeit
+        absent = list(absent_racers(record))  # no-shows: they forfeit
         now = self._now()
 
         def command(live: Live) -> list[TournamentEvent]:
@@ -633,7 +633,7 @@ class TournamentService:
             link.round_number <= len(rounds) and rounds[link.round_number - 1].is_ended
         ):
             return
-        if PlayerId(session.player_id) in live.tournament.registered:
+        if session.player_id in live.tournament.registered:
             raise RaceError(
                 ErrorCode.NOT_ALLOWED,
                 "a player of this tournament cannot watch its races until their round ends "
@@ -648,8 +648,7 @@ class TournamentService:
             raise RaceError(ErrorCode.NOT_ADMIN, "a valid admin token is needed for that")
 
     def _identity(self, session: Session) -> tuple[PlayerId, str]:
-        player_id, name = self.hub.identity_of(session)
-        return PlayerId(player_id), name
+        return self.hub.identity_of(session)
 
     async def _create(self, session: Session, message: CreateTournament) -> None:
         self._check_admin(message.admin_token)
@@ -786,7 +785,7 @@ class TournamentService:
         if message.act == "start":  # seeding by rating: the tournament's game is needed
             live = await self._load(message.tournament_id)
             table = await self.ratings.game_ratings(live.tournament.game_id)
-            ratings = {PlayerId(p): float(r.display()) for p, r in table.items()}
+            ratings = {p: float(r.display()) for p, r in table.items()}
         now = self._now()
         command = admin_command(message, ratings, now)
         self.views.answer(session, await self._mutate(message.tournament_id, command))

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 
 RECENT_RESULTS_KEPT = 50
 """Recent results kept per player (older ones are dropped by the store)."""
@@ -26,7 +26,7 @@ class Record(BaseModel):
 class RatingRecord(Record):
     """One player's openskill rating for one game id."""
 
-    player_id: str
+    player_id: PlayerId
     game: str
     mu: float
     sigma: float
@@ -50,7 +50,7 @@ class RecentResult(Record):
 class RatingChangeRecord(Record):
     """One racer's part of a rated race: the rating read (None: none yet), the new one."""
 
-    player_id: str
+    player_id: PlayerId
     before: RatingRecord | None
     after: RatingRecord
     result: RecentResult

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import Field, TypeAdapter, model_validator
 
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
     CreateTournament,
@@ -80,7 +80,7 @@ class BoardModel(Message):
 class RacerInfo(Message):
     """A seat in a race: who, and how their race stands."""
 
-    player_id: str
+    player_id: PlayerId
     name: str
     state: RacerStateName
     connected: bool
@@ -96,7 +96,7 @@ class RaceInfo(Message):
     rated: bool
     private: bool
     status: RaceStatusName
-    creator: str
+    creator: PlayerId
     racers: list[RacerInfo]
     created_at_ms: int
     start_at_ms: int | None
@@ -109,7 +109,7 @@ class RaceInfo(Message):
 class ProgressEntry(Message):
     """One racer's progress: the only thing opponents learn about another board."""
 
-    player_id: str
+    player_id: PlayerId
     state: RacerStateName
     on_foundations: int
     total: int
@@ -121,7 +121,7 @@ class ResultEntry(Message):
     """One line of a race's final ranking (equal ranks are ties)."""
 
     rank: int
-    player_id: str
+    player_id: PlayerId
     name: str
     state: RacerStateName
     on_foundations: int
@@ -140,7 +140,7 @@ class ReplayMove(Message):
 class ReplayRacer(Message):
     """One racer's whole game in a replay."""
 
-    player_id: str
+    player_id: PlayerId
     name: str
     #: A plain string, unlike the live messages' `RacerStateName`: a replay file is checked,
     #: not trusted, and `solrace verify` reports a state it does not know as a problem.
@@ -309,7 +309,7 @@ class RateBudgetInfo(Message):
 class Welcome(Message):
     type: Literal["welcome"] = "welcome"
     protocol: int
-    player_id: str | None
+    player_id: PlayerId | None
     name: str | None
     token: str | None
     ratings: dict[str, float]
@@ -410,7 +410,7 @@ class Board(Message):
 
     type: Literal["board"] = "board"
     race_id: RaceId
-    player_id: str
+    player_id: PlayerId
     ply: int
     delayed_ms: int
     board: BoardModel

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Progress,
     ProgressEntry,
@@ -47,7 +47,7 @@ class Racer:
     a field added to one must be added to the other.
     """
 
-    player_id: str
+    player_id: PlayerId
     name: str
     state: RacerState = RacerState.JOINED
     state_at_ms: int | None = None
@@ -101,15 +101,15 @@ def rank_racers(racers: list[Racer], started_at_ms: int) -> list[ResultEntry]:
     return results
 
 
-def placings_of(record: RaceRecord) -> list[list[str]]:
+def placings_of(record: RaceRecord) -> list[list[PlayerId]]:
     """The finishing order as groups of tied players (equal ranks), best first."""
-    groups: dict[int, list[str]] = {}
+    groups: dict[int, list[PlayerId]] = {}
     for entry in record.results or []:
         groups.setdefault(entry.rank, []).append(entry.player_id)
     return [groups[rank] for rank in sorted(groups)]
 
 
-def absent_racers(record: RaceRecord) -> set[str]:
+def absent_racers(record: RaceRecord) -> set[PlayerId]:
     """The racers who took no part in the race: without a single move, they were away when
     it ended, i.e. never came or left before playing (`gone` once away past the reconnect
     grace; `timed_out` or `stuck` if the race ended first, as a race shorter than the grace
@@ -151,7 +151,9 @@ class Race:
         self.ends_at_ms = record.ends_at_ms
         self.finished_at_ms = record.finished_at_ms
         self.results = record.results
-        self.racers: dict[str, Racer] = {r.player_id: Racer.from_record(r) for r in record.racers}
+        self.racers: dict[PlayerId, Racer] = {
+            r.player_id: Racer.from_record(r) for r in record.racers
+        }
 
     def new_epoch(self, epoch: str) -> None:
         """Number events afresh (clients resync with a snapshot): after a restart of a node
@@ -267,13 +269,13 @@ class Race:
             return [history[i] for i in range(len(history) - missed, len(history))]
         return [event for event in history if event.version > version]
 
-    def racer(self, player_id: str) -> Racer:
+    def racer(self, player_id: PlayerId) -> Racer:
         racer = self.racers.get(player_id)
         if racer is None:
             raise RaceError(ErrorCode.NOT_IN_RACE, "you are not a racer in this race")
         return racer
 
-    def check_can_move(self, player_id: str, now_ms: int) -> Racer:
+    def check_can_move(self, player_id: PlayerId, now_ms: int) -> Racer:
         """The racer if `player_id` may move now, else a `RaceError` saying why."""
         racer = self.racer(player_id)
         if self.status is not RaceStatus.RUNNING:
@@ -312,7 +314,7 @@ class Race:
 
     def join(
         self,
-        player_id: str,
+        player_id: PlayerId,
         name: str,
         invite_code: str | None,
         now_ms: int,
@@ -332,7 +334,7 @@ class Race:
             return [self._begin_countdown(now_ms)]
         return [self._update()]
 
-    def leave(self, player_id: str, now_ms: int) -> list[RaceEvent]:
+    def leave(self, player_id: PlayerId, now_ms: int) -> list[RaceEvent]:
         self.racer(player_id)
         if self.status is not RaceStatus.OPEN:
             raise RaceError(ErrorCode.WRONG_STATUS, "only an open race can be left; resign")
@@ -352,7 +354,7 @@ class Race:
         self.finished_at_ms = now_ms
         return [self._update()]
 
-    def request_start(self, player_id: str, now_ms: int) -> list[RaceEvent]:
+    def request_start(self, player_id: PlayerId, now_ms: int) -> list[RaceEvent]:
         self.racer(player_id)
         if self.status is not RaceStatus.OPEN:
             raise RaceError(ErrorCode.WRONG_STATUS, f"the race is {self.status.value}")
@@ -474,7 +476,7 @@ class Race:
 
     def record_board(
         self,
-        player_id: str,
+        player_id: PlayerId,
         *,
         on_foundations: int,
         total: int,
@@ -503,11 +505,11 @@ class Race:
             return self._set_state(racer, RacerState.STUCK, now_ms)
         return [self._progress(racer, now_ms)]
 
-    def resign(self, player_id: str, now_ms: int) -> list[RaceEvent]:
+    def resign(self, player_id: PlayerId, now_ms: int) -> list[RaceEvent]:
         self.check_can_move(player_id, now_ms)
         return self._set_state(self.racers[player_id], RacerState.RESIGNED, now_ms)
 
-    def hand_over(self, player_id: str, old: str, new: str) -> list[RaceEvent]:
+    def hand_over(self, player_id: PlayerId, old: str, new: str) -> list[RaceEvent]:
         """The racer's connection `old` was replaced by `new` (on another node): `new` holds
         the racer now, if `old` still did (no event: the racer stays connected)."""
         racer = self.racers.get(player_id)
@@ -516,7 +518,7 @@ class Race:
         return []
 
     def set_connected(
-        self, player_id: str, connected: bool, now_ms: int, holder: str | None = None
+        self, player_id: PlayerId, connected: bool, now_ms: int, holder: str | None = None
     ) -> list[RaceEvent]:
         """A racer's socket came or went; a racer away longer than the grace forfeits.
 
@@ -536,7 +538,7 @@ class Race:
         return [self._update()]
 
     def restore_progress(
-        self, player_id: str, on_foundations: int, total: int, moves: int, reached_at_ms: int
+        self, player_id: PlayerId, on_foundations: int, total: int, moves: int, reached_at_ms: int
     ) -> None:
         """After a restart: progress recomputed by replaying the stored moves (no event)."""
         racer = self.racer(player_id)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Progress,
     RaceFinished,
@@ -62,7 +62,7 @@ class RacerRecord(Record):
     """A seat. Progress and connection fields are the live state several nodes share; one
     node on SQLite stores them only with race-level changes (a restart replays the moves)."""
 
-    player_id: str
+    player_id: PlayerId
     name: str
     state: RacerState
     state_at_ms: int | None = None
@@ -86,7 +86,7 @@ class RaceRecord(Record):
     game_number: str
     salt: str
     commitment: str
-    creator: str
+    creator: PlayerId
     status: RaceStatus
     created_at_ms: int
     countdown_ms: int
@@ -111,7 +111,7 @@ class RaceRecord(Record):
 
 
 class PlayerRecord(Record):
-    player_id: str
+    player_id: PlayerId
     name: str
     created_at_ms: int
 
@@ -120,7 +120,7 @@ class MoveRecord(Record):
     """One accepted move: `ply` is its index in the player's move list (0-based)."""
 
     race_id: RaceId
-    player_id: str
+    player_id: PlayerId
     ply: int
     seq: int
     move: str

@@ -13,6 +13,8 @@ import base64
 import hashlib
 import hmac
 
+from solrace.server.protocol.ids import PlayerId
+
 TOKEN_PREFIX = "v1"
 
 
@@ -21,12 +23,12 @@ def _signature(player_id: str, secret: bytes) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-def sign_token(player_id: str, secret: bytes) -> str:
+def sign_token(player_id: PlayerId, secret: bytes) -> str:
     """The token that proves `player_id` to a server holding `secret`."""
     return f"{TOKEN_PREFIX}.{player_id}.{_signature(player_id, secret)}"
 
 
-def verify_token(token: str, secret: bytes) -> str | None:
+def verify_token(token: str, secret: bytes) -> PlayerId | None:
     """The player id a token proves, or None if it is malformed or forged."""
     parts = token.split(".")
     if len(parts) != 3 or parts[0] != TOKEN_PREFIX or not parts[1]:
@@ -34,11 +36,11 @@ def verify_token(token: str, secret: bytes) -> str | None:
     expected = _signature(parts[1], secret)
     if not hmac.compare_digest(expected.encode(), parts[2].encode()):
         return None
-    return parts[1]
+    return PlayerId(parts[1])
 
 
-def registered_player_id(key: str, secret: bytes) -> str:
+def registered_player_id(key: str, secret: bytes) -> PlayerId:
     """The id of the player registered with `key` on a server holding `secret`: the shape of
     a random id ("p" and 16 hex digits), unguessable without the key."""
     digest = hmac.new(secret, f"register.{key}".encode(), hashlib.sha256).hexdigest()
-    return "p" + digest[:16]
+    return PlayerId("p" + digest[:16])

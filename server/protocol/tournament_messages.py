@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.vocab import FormatName, MatchStateName, PhaseName
 from solrace.server.protocol.wire import IdText, Message, ShortText
 
@@ -70,7 +70,7 @@ AdminAct = Literal["open_check_in", "start", "pause", "resume", "forfeit", "corr
 
 class LeaderboardRow(Message):
     rank: int
-    player_id: str
+    player_id: PlayerId
     name: str
     rating: int
     races: int
@@ -315,7 +315,7 @@ class Leaderboard(Message):
 
 class Profile(Message):
     type: Literal["profile"] = "profile"
-    player_id: str
+    player_id: PlayerId
     name: str
     ratings: list[GameRating]
     recent: list[RecentResultModel]
@@ -349,7 +349,7 @@ class TournamentRace(Message):
     round: int
     race_number: int
     race_id: RaceId
-    players: list[str]
+    players: list[PlayerId]
 
 
 CompetitionServerMessage = Leaderboard | Profile | TournamentView | TournamentList | TournamentRace

@@ -16,7 +16,7 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
 
 
@@ -72,12 +72,12 @@ class Store(Protocol):
         `fingerprint` (its node may change its secret: every token then stops working)."""
         ...
 
-    async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
+    async def create_player(self, player_id: PlayerId, name: str, now_ms: int) -> PlayerRecord:
         """A new player; `NameTakenError` if the name is owned (names compare case-blind) or
         the player id is another name's (nothing stored either way)."""
         ...
 
-    async def get_player(self, player_id: str) -> PlayerRecord | None: ...
+    async def get_player(self, player_id: PlayerId) -> PlayerRecord | None: ...
 
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         """Save `race` only if the stored record still equals `expected` (None: no record yet);
@@ -103,7 +103,7 @@ class Store(Protocol):
 
     # --- ratings -----------------------------------------------------------------------
 
-    async def get_ratings(self, player_id: str) -> list[RatingRecord]:
+    async def get_ratings(self, player_id: PlayerId) -> list[RatingRecord]:
         """A player's ratings, one per game id played rated (any order)."""
         ...
 
@@ -129,7 +129,7 @@ class Store(Protocol):
         rate."""
         ...
 
-    async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
+    async def get_recent_results(self, player_id: PlayerId, limit: int) -> list[RecentResult]:
         """A player's newest rated results first."""
         ...
 

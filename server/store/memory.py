@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
 from solrace.server.store.base import (
     NameTakenError,
@@ -17,11 +17,11 @@ from solrace.server.store.memory_competition import MemoryCompetition
 
 class MemoryStore(MemoryCompetition):
     def __init__(self) -> None:
-        self._players: dict[str, PlayerRecord] = {}
-        self._names: dict[str, str] = {}
+        self._players: dict[PlayerId, PlayerRecord] = {}
+        self._names: dict[str, PlayerId] = {}
         self._races: dict[RaceId, RaceRecord] = {}
-        self._moves: dict[tuple[RaceId, str], list[MoveRecord]] = {}
-        self._seqs: dict[tuple[RaceId, str], set[int]] = {}
+        self._moves: dict[tuple[RaceId, PlayerId], list[MoveRecord]] = {}
+        self._seqs: dict[tuple[RaceId, PlayerId], set[int]] = {}
 
     async def claim_secret(self, fingerprint: str) -> str:
         return fingerprint  # one node
@@ -32,7 +32,7 @@ class MemoryStore(MemoryCompetition):
     async def close(self) -> None:
         return None
 
-    async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
+    async def create_player(self, player_id: PlayerId, name: str, now_ms: int) -> PlayerRecord:
         if name.casefold() in self._names or player_id in self._players:
             raise NameTakenError(name)
         record = PlayerRecord(player_id=player_id, name=name, created_at_ms=now_ms)
@@ -40,7 +40,7 @@ class MemoryStore(MemoryCompetition):
         self._names[name.casefold()] = player_id
         return record
 
-    async def get_player(self, player_id: str) -> PlayerRecord | None:
+    async def get_player(self, player_id: PlayerId) -> PlayerRecord | None:
         return self._players.get(player_id)
 
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:

@@ -10,17 +10,17 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 
 
 class MemoryCompetition:
     """Dicts for ratings, rated races, recent results and tournament documents."""
 
-    _ratings: dict[tuple[str, str], RatingRecord]
+    _ratings: dict[tuple[PlayerId, str], RatingRecord]
     _rated_races: set[RaceId]
     #: Finished rated races not rated yet, in finishing order (`rating_falls_due`).
     _rating_due: dict[RaceId, None]
-    _recent: dict[str, list[RecentResult]]
+    _recent: dict[PlayerId, list[RecentResult]]
     _tournaments: dict[str, TournamentRecord]
 
     def _competition(self) -> None:
@@ -31,7 +31,7 @@ class MemoryCompetition:
             self._recent = {}
             self._tournaments = {}
 
-    async def get_ratings(self, player_id: str) -> list[RatingRecord]:
+    async def get_ratings(self, player_id: PlayerId) -> list[RatingRecord]:
         self._competition()
         return [r for (player, _), r in self._ratings.items() if player == player_id]
 
@@ -64,7 +64,7 @@ class MemoryCompetition:
         self._competition()
         self._rating_due.pop(race_id, None)
 
-    async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
+    async def get_recent_results(self, player_id: PlayerId, limit: int) -> list[RecentResult]:
         self._competition()
         return self._recent.get(player_id, [])[: max(0, limit)]
 

@@ -37,7 +37,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import (
     DONE_STATES,
     MoveRecord,
@@ -242,7 +242,7 @@ class RedisStore(RedisCompetition):
 
     # --- players ---------------------------------------------------------------------------
 
-    async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
+    async def create_player(self, player_id: PlayerId, name: str, now_ms: int) -> PlayerRecord:
         keys = [self._key("name", name.casefold()), self._key("player", player_id)]
         tries = 0
 
@@ -257,14 +257,14 @@ class RedisStore(RedisCompetition):
             raise NameTakenError(name)
         return PlayerRecord(player_id=player_id, name=name, created_at_ms=now_ms)
 
-    async def get_player(self, player_id: str) -> PlayerRecord | None:
+    async def get_player(self, player_id: PlayerId) -> PlayerRecord | None:
         fields: dict[str, str] = await self._call(
             lambda: self.redis.hgetall(self._key("player", player_id))
         )
         if not fields:
             return None
         return PlayerRecord(
-            player_id=fields["player_id"],
+            player_id=PlayerId(fields["player_id"]),
             name=fields["name"],
             created_at_ms=int(fields["created_at_ms"]),
         )

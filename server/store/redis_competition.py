@@ -25,7 +25,7 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.store.redis_tx import watched
 
 T = TypeVar("T")
@@ -48,7 +48,7 @@ class RedisCompetition:
 
     # --- ratings ---------------------------------------------------------------------------
 
-    async def get_ratings(self, player_id: str) -> list[RatingRecord]:
+    async def get_ratings(self, player_id: PlayerId) -> list[RatingRecord]:
         async def read() -> list[str]:
             games: set[str] = await self.redis.smembers(self._key("rated-games", player_id))
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -105,7 +105,7 @@ class RedisCompetition:
     async def rating_settled(self, race_id: RaceId) -> None:
         await self._call(lambda: self.redis.zrem(self._key("rating-due"), race_id))
 
-    async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
+    async def get_recent_results(self, player_id: PlayerId, limit: int) -> list[RecentResult]:
         if limit <= 0:
             return []
         texts: list[str] = await self._call(

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from solrace.server.outage import Outage
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
 from solrace.server.store.base import (
     NameTakenError,
@@ -428,7 +428,7 @@ class SqliteStore(SqliteCompetition):
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    async def create_player(self, player_id: str, name: str, now_ms: int) -> PlayerRecord:
+    async def create_player(self, player_id: PlayerId, name: str, now_ms: int) -> PlayerRecord:
         def insert(db: sqlite3.Connection) -> None:
             try:
                 db.execute(
@@ -445,7 +445,7 @@ class SqliteStore(SqliteCompetition):
         await self._run(lambda db: transaction(db, lambda: insert(db)))
         return PlayerRecord(player_id=player_id, name=name, created_at_ms=now_ms)
 
-    async def get_player(self, player_id: str) -> PlayerRecord | None:
+    async def get_player(self, player_id: PlayerId) -> PlayerRecord | None:
         def select(db: sqlite3.Connection) -> tuple[str, str, int] | None:
             row: tuple[str, str, int] | None = db.execute(
                 "SELECT player_id, name, created_at_ms FROM players WHERE player_id = ?",
@@ -456,7 +456,7 @@ class SqliteStore(SqliteCompetition):
         row = await self._run(select)
         if row is None:
             return None
-        return PlayerRecord(player_id=row[0], name=row[1], created_at_ms=row[2])
+        return PlayerRecord(player_id=PlayerId(row[0]), name=row[1], created_at_ms=row[2])
 
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         text = race.model_dump_json()
@@ -554,7 +554,12 @@ class SqliteStore(SqliteCompetition):
 
         return [
             MoveRecord(
-                race_id=RaceId(r[0]), player_id=r[1], ply=r[2], seq=r[3], move=r[4], at_ms=r[5]
+                race_id=RaceId(r[0]),
+                player_id=PlayerId(r[1]),
+                ply=r[2],
+                seq=r[3],
+                move=r[4],
+                at_ms=r[5],
             )
             for r in await self._run(select)
         ]

@@ -19,7 +19,7 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.store.sqlite_tx import transaction
 
 T = TypeVar("T")
@@ -85,7 +85,7 @@ class SqliteCompetition:
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         raise NotImplementedError  # provided by SqliteStore
 
-    async def get_ratings(self, player_id: str) -> list[RatingRecord]:
+    async def get_ratings(self, player_id: PlayerId) -> list[RatingRecord]:
         def select(db: sqlite3.Connection) -> list[str]:
             rows = db.execute(
                 "SELECT record FROM ratings WHERE player_id = ?", (player_id,)
@@ -117,7 +117,7 @@ class SqliteCompetition:
 
         await self._run(lambda db: transaction(db, lambda: delete(db)))
 
-    async def get_recent_results(self, player_id: str, limit: int) -> list[RecentResult]:
+    async def get_recent_results(self, player_id: PlayerId, limit: int) -> list[RecentResult]:
         def select(db: sqlite3.Connection) -> list[str]:
             rows = db.execute(
                 "SELECT record FROM recent_results WHERE player_id = ? ORDER BY id DESC LIMIT ?",

@@ -31,11 +31,12 @@ from solrace.client.connection import (
 )
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import encode
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Welcome
 
 WELCOME = Welcome(
     protocol=PROTOCOL_VERSION,
-    player_id="p1",
+    player_id=PlayerId("p1"),
     name="ann",
     token="t",
     ratings={},

@@ -8,6 +8,7 @@ from __future__ import annotations
 from solrace.client.held_deals import deal_line, due_races
 from solrace.client.state import ClientState
 from solrace.server.protocol.commitment import commit
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import RaceFinished, Replay, ReplayModel
 from solrace.server.protocol.tournament_messages import (
     RoundModel,
@@ -31,7 +32,7 @@ def held(state: ClientState) -> None:
             round=1,
             race_number=1,
             race_id=RACE,
-            players=["pa", "pb"],
+            players=[PlayerId("pa"), PlayerId("pb")],
         )
     )
     started(state)

@@ -14,6 +14,7 @@ from solrace.client import bots
 from solrace.client.bots import Bot, BotResult
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import Resign
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
 from solrace.server.store import StoreError, StoreUnavailableError
@@ -110,7 +111,7 @@ async def test_a_resign_the_store_could_not_take_is_sent_again(server_app: App) 
     store.save_race_if = refuse_the_bot_s_first_resign  # type: ignore[method-assign]
     try:
         race_id, task = await race_the_bot(person, bot)
-        me = bot.state.player_id or ""
+        me = PlayerId(bot.state.player_id or "")
         await eventually(lambda: bot.race is not None and bot.race.plies.get(me) == 1, what="move")
         await person.conn.send(Resign(race_id=race_id))
         result = await asyncio.wait_for(task, 20)  # refused once (unavailable), then stored

@@ -22,7 +22,7 @@ from solrace.client.session import Session
 from solrace.client.wire_text import printable
 from solrace.server.app import App
 from solrace.server.protocol.codec import decode_client, encode
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     CreateRace,
@@ -592,7 +592,7 @@ async def hostile_handler(ws: ServerConnection) -> None:
                 encode(
                     Welcome(
                         protocol=PROTOCOL_VERSION,
-                        player_id="p1",
+                        player_id=PlayerId("p1"),
                         name=HOSTILE,
                         token="t",
                         ratings={},
@@ -602,7 +602,9 @@ async def hostile_handler(ws: ServerConnection) -> None:
                 )
             )
         elif isinstance(message, ListRaces):
-            racer = RacerInfo(player_id="p2", name=HOSTILE, state="joined", connected=True)
+            racer = RacerInfo(
+                player_id=PlayerId("p2"), name=HOSTILE, state="joined", connected=True
+            )
             race = RaceInfo(
                 race_id=RaceId("r" + HOSTILE),
                 game="klondike",
@@ -611,7 +613,7 @@ async def hostile_handler(ws: ServerConnection) -> None:
                 rated=False,
                 private=False,
                 status="open",
-                creator="p2",
+                creator=PlayerId("p2"),
                 racers=[racer],
                 created_at_ms=0,
                 start_at_ms=None,

@@ -16,6 +16,7 @@ from solrace.client.render import (
     wants_color,
 )
 from solrace.engine import GAME_IDS, Audience, BoardView, Game, deal, to_short_name, view
+from solrace.server.protocol.ids import PlayerId
 
 CARD = re.compile(r"(?<![A-Za-z0-9])([A2-9TJQK][CSHD])(?![A-Za-z0-9])")
 
@@ -150,8 +151,8 @@ def test_result_lines_say_what_their_time_is() -> None:
 
     def entry(state: RacerStateName, cards: int, ms: int) -> ResultEntry:
         return ResultEntry(
-            rank=1, player_id="p1", name="ann", state=state, on_foundations=cards, total=52,
-            elapsed_ms=ms,
+            rank=1, player_id=PlayerId("p1"), name="ann", state=state, on_foundations=cards,
+            total=52, elapsed_ms=ms,
         )  # fmt: skip
 
     assert result_line(entry("finished", 52, 93_012)) == "1. ann finished 52/52 in 93.012s"

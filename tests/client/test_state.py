@@ -5,7 +5,7 @@ from __future__ import annotations
 from solrace.client.state import ClientState
 from solrace.engine import Audience, BoardView, deal, view, view_piles
 from solrace.server.protocol.commitment import commit
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
     Error,
@@ -42,10 +42,10 @@ def info(status: RaceStatusName = "open") -> RaceInfo:
         rated=False,
         private=False,
         status=status,
-        creator="pa",
+        creator=PlayerId("pa"),
         racers=[
-            RacerInfo(player_id="pa", name="alice", state="joined", connected=True),
-            RacerInfo(player_id="pb", name="bob", state="joined", connected=True),
+            RacerInfo(player_id=PlayerId("pa"), name="alice", state="joined", connected=True),
+            RacerInfo(player_id=PlayerId("pb"), name="bob", state="joined", connected=True),
         ],
         created_at_ms=1000,
         start_at_ms=None,
@@ -57,7 +57,7 @@ def info(status: RaceStatusName = "open") -> RaceInfo:
 def welcome() -> Welcome:
     return Welcome(
         protocol=1,
-        player_id="pa",
+        player_id=PlayerId("pa"),
         name="alice",
         token="t",
         ratings={},
@@ -82,7 +82,7 @@ def started(state: ClientState, commitment: str | None = None) -> None:
 
 def progress(version: int, player: str, on: int, state: RacerStateName = "playing") -> Progress:
     entry = ProgressEntry(
-        player_id=player, state=state, on_foundations=on, total=52, moves=on, elapsed_ms=0
+        player_id=PlayerId(player), state=state, on_foundations=on, total=52, moves=on, elapsed_ms=0
     )
     return Progress(race_id=RACE, epoch="e", version=version, progress=entry)
 
@@ -91,7 +91,7 @@ def finished(commitment: str) -> RaceFinished:
     results = [
         ResultEntry(
             rank=1,
-            player_id="pb",
+            player_id=PlayerId("pb"),
             name="bob",
             state="finished",
             on_foundations=52,
@@ -100,7 +100,7 @@ def finished(commitment: str) -> RaceFinished:
         ),
         ResultEntry(
             rank=2,
-            player_id="pa",
+            player_id=PlayerId("pa"),
             name="alice",
             state="resigned",
             on_foundations=3,
@@ -203,7 +203,9 @@ def test_board_then_acks_follow_the_server_board() -> None:
     started(state)
     first = view(game, Audience.PLAYER)
     assert isinstance(first, BoardView)
-    state.apply(Board(race_id=RACE, player_id="pa", ply=0, delayed_ms=0, board=board_model(first)))
+    state.apply(
+        Board(race_id=RACE, player_id=PlayerId("pa"), ply=0, delayed_ms=0, board=board_model(first))
+    )
     for ply, move in enumerate(["deal", "deal", "deal"]):
         game.play(move)
         piles = [

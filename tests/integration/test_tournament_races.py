@@ -17,7 +17,7 @@ import pytest
 from solrace.server.app import App
 from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.commitment import commit
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
     Error,
@@ -66,7 +66,7 @@ async def two_player_final(app: App, **options: object) -> tuple[Client, Client,
 
 async def first_round_of_four(
     app: App,
-) -> tuple[Client, list[Client], str, dict[str, TournamentRace]]:
+) -> tuple[Client, list[Client], str, dict[PlayerId, TournamentRace]]:
     """ann, bob, cid and dee in a started single elimination (300 s races, no check-in) that
     the admin watches: the admin, the players, the tournament id and each player's notice of
     its first race (two matches on one deal)."""
@@ -426,7 +426,9 @@ async def test_a_tournament_s_players_cannot_watch_its_races_while_their_deal_is
     await spy.expect(RaceSnapshot, lambda m: m.race_id == first)
 
 
-async def tie_to_the_end(players: list[Client], first: dict[str, TournamentRace]) -> list[RaceId]:
+async def tie_to_the_end(
+    players: list[Client], first: dict[PlayerId, TournamentRace]
+) -> list[RaceId]:
     """Every match of the round `first` opened (each player's notice) is played out in ties:
     both racers resign at once, race after race (the race, then two sudden deaths), until the
     seed decides it. The ids of the races, all finished."""
@@ -440,7 +442,7 @@ async def tie_to_the_end(players: list[Client], first: dict[str, TournamentRace]
                     TournamentRace, lambda m, n=race_number: m.race_number == n
                 )
         for player in players:
-            race_id = notices[player.player_id or ""].race_id
+            race_id = notices[player.player_id].race_id
             await player.expect(RaceStarted, lambda m, r=race_id: m.race_id == r)
             await player.send(Resign(race_id=race_id))
         races += sorted({n.race_id for n in notices.values()})
@@ -477,7 +479,7 @@ async def test_a_round_s_deals_held_by_a_crash_at_its_end_are_released_at_the_re
         admin, ann, bob, tid = await two_player_final(first)
         players = [ann, bob]
         await admin.send(admin_act(tid, "start"))
-        notices = {p.player_id or "": await p.expect(TournamentRace) for p in players}
+        notices = {p.player_id: await p.expect(TournamentRace) for p in players}
     else:
         admin, players, tid, notices = await first_round_of_four(first)
     races = await tie_to_the_end(players, notices)
@@ -515,7 +517,7 @@ async def test_a_document_stored_before_releases_were_noted_has_its_held_deals_r
     first = await start_server(**FAST)
     admin, ann, bob, tid = await two_player_final(first)
     await admin.send(admin_act(tid, "start"))
-    notices = {p.player_id or "": await p.expect(TournamentRace) for p in (ann, bob)}
+    notices = {p.player_id: await p.expect(TournamentRace) for p in (ann, bob)}
     races = await tie_to_the_end([ann, bob], notices)
     await admin.send(WatchTournament(tournament_id=tid))
     await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")

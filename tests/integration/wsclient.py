@@ -11,6 +11,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from solrace.server.protocol.codec import decode_server, encode
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, ServerMessage, Welcome
 
 M = TypeVar("M", bound=BaseModel)
@@ -84,7 +85,7 @@ class Client:
         return self.welcome
 
     @property
-    def player_id(self) -> str:
+    def player_id(self) -> PlayerId:
         assert self.welcome is not None and self.welcome.player_id is not None
         return self.welcome.player_id
 

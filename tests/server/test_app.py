@@ -23,7 +23,7 @@ from solrace.server.app import (
     settings_from_args,
     unknown_settings,
 )
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.settings import Settings
 from solrace.server.store import StoreUnavailableError
 from solrace.server.store.sqlite import SqliteStore, StoreLockedError, lock_path_for
@@ -429,7 +429,7 @@ async def test_a_second_app_on_the_same_data_dir_is_refused(tmp_path: Path) -> N
             f"{lock} is held by process {os.getpid()}: another solrace serve uses this database"
         )
         # The refusal touched nothing of the first: its store and its port still work.
-        assert await first.store.get_player("nobody") is None
+        assert await first.store.get_player(PlayerId("nobody")) is None
         _, writer = await asyncio.open_connection("127.0.0.1", first.port)
         writer.close()
         await writer.wait_closed()

@@ -7,6 +7,7 @@ import asyncio
 
 from solrace.server.broker import MemoryBroker
 from solrace.server.claims import Claim, ClaimRelay
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
 from solrace.server.session import Session
 from solrace.server.store import MemoryStore
@@ -26,16 +27,16 @@ class Node:
             MemoryBroker(), node_id, self.sessions.get, self._replace, self._confirm
         )
 
-    async def _replace(self, player_id: str, session: Session, claim: Claim) -> None:
+    async def _replace(self, player_id: PlayerId, session: Session, claim: Claim) -> None:
         self.replaced.append((player_id, session.session_id))
         del self.sessions[player_id]
 
-    async def _confirm(self, player_id: str, session: Session) -> None:
+    async def _confirm(self, player_id: PlayerId, session: Session) -> None:
         self.confirmed.append((player_id, session.session_id))
 
     def connect(self, player_id: str, session_id: int) -> Claim:
         self.sessions[player_id] = RecordingSession(session_id)
-        return Claim(player_id=player_id, node=self.node_id, session=session_id)
+        return Claim(player_id=PlayerId(player_id), node=self.node_id, session=session_id)
 
 
 async def read_all(nodes: list[Node], claims: list[Claim]) -> None:
@@ -54,7 +55,7 @@ async def test_the_claim_read_last_keeps_its_connection() -> None:
 
 async def test_a_claim_read_before_one_s_own_replaces_nothing() -> None:
     a, b = Node("a"), Node("b")
-    early = Claim(player_id="p1", node="b", session=3)  # b's connection, since closed
+    early = Claim(player_id=PlayerId("p1"), node="b", session=3)  # b's connection, since closed
     mine = a.connect("p1", 1)
     await read_all([a], [early, mine])
     assert a.replaced == [] and a.confirmed == [("p1", 1)]
@@ -66,17 +67,17 @@ async def test_claims_of_the_same_node_and_of_closed_connections_are_left_alone(
     a = Node("a")
     old = a.connect("p1", 1)
     new = a.connect("p1", 2)  # the hub closed session 1 itself (4003 on one node)
-    await read_all([a], [old, new, Claim(player_id="p2", node="b", session=9)])
+    await read_all([a], [old, new, Claim(player_id=PlayerId("p2"), node="b", session=9)])
     assert a.replaced == [] and a.confirmed == [("p1", 2)]
-    a.relay.forget("p1")  # its connection closed: a later claim finds nothing confirmed
-    await a.relay.receive(Claim(player_id="p1", node="b", session=5))
+    a.relay.forget(PlayerId("p1"))  # its connection closed: a later claim finds nothing confirmed
+    await a.relay.receive(Claim(player_id=PlayerId("p1"), node="b", session=5))
     assert a.replaced == []
 
 
 async def test_a_claim_that_does_not_read_is_ignored() -> None:
     assert Claim.decode(b"{not json") is None
     assert Claim.decode(b'{"player_id": "p1"}') is None
-    claim = Claim(player_id="p1", node="a", session=1)
+    claim = Claim(player_id=PlayerId("p1"), node="a", session=1)
     assert Claim.decode(claim.encode()) == claim
 
 
@@ -98,7 +99,7 @@ async def test_a_replaced_connection_hands_its_races_to_the_later_one() -> None:
         gate = asyncio.Event()
         hold = claims_a.confirmed
 
-        async def slow_hold(player_id: str, session: Session) -> None:
+        async def slow_hold(player_id: PlayerId, session: Session) -> None:
             if session.session_id == 11:  # A's second connection: held once B's is stored
                 await gate.wait()
                 await node_a.keeper.refresh(node_a.races[race_id])

@@ -11,7 +11,7 @@ from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import is_commitment_valid
 from solrace.server.protocol.competition_records import RatingRecord
 from solrace.server.protocol.errors import ErrorCode
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     CreateRace,
@@ -64,7 +64,7 @@ def test_a_new_race_record_is_open_with_the_server_s_settings_and_a_fresh_commit
         time_limit_s=600,
         rated=False,
         invite_code=None,
-        creator="p1",
+        creator=PlayerId("p1"),
         now_ms=NOW_MS,
     )
     assert casual.status is RaceStatus.OPEN and casual.racers == []
@@ -83,7 +83,7 @@ def test_a_new_race_record_is_open_with_the_server_s_settings_and_a_fresh_commit
         time_limit_s=600,
         rated=True,
         invite_code="seats",
-        creator="p1",
+        creator=PlayerId("p1"),
         now_ms=NOW_MS,
         deal_held=True,
     )
@@ -123,7 +123,7 @@ class RatingsAway(MemoryStore):
 
     failing = False
 
-    async def get_ratings(self, player_id: str) -> list[RatingRecord]:
+    async def get_ratings(self, player_id: PlayerId) -> list[RatingRecord]:
         if self.failing:
             raise StoreUnavailableError("the store is away")
         return await super().get_ratings(player_id)
@@ -147,7 +147,9 @@ async def test_a_store_outage_in_hello_neither_loses_the_name_nor_half_identifie
         await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
         (refusal,) = again.sent
         assert isinstance(refusal, Error) and refusal.code == ErrorCode.UNAVAILABLE
-        assert not again.said_hello and hub.players.get(welcome.player_id or "") is not again
+        assert (
+            not again.said_hello and hub.players.get(welcome.player_id or PlayerId("")) is not again
+        )
         store.failing = False
         await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
         assert isinstance(again.sent[-1], Welcome) and again.sent[-1].player_id == welcome.player_id

@@ -13,6 +13,7 @@ import pytest
 
 from solrace.engine import Audience, deal
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
@@ -69,7 +70,7 @@ async def test_acks_are_the_moves_as_the_mover_sees_them_and_resends_repeat_them
             assert alice.sent[-1] == ack.model_copy(update={"duplicate": True})
         # Older answers are not kept (nor undo records: a board's memory stays bounded); a resend
         # of such a move is answered with the board as it is now.
-        board = hub.races[race_id].boards[alice.player_id or ""]
+        board = hub.races[race_id].boards[alice.player_id or PlayerId("")]
         assert len(board.acks) == ACKS_KEPT and board.game.undo_depth <= 2 * UNDO_KEPT
         oldest = acks[0]
         await hub.handle(alice, MakeMove(race_id=race_id, seq=oldest.seq, move=oldest.move))
@@ -87,7 +88,7 @@ async def test_acks_are_the_moves_as_the_mover_sees_them_and_resends_repeat_them
 async def test_a_refused_seq_answers_the_same_move_again_and_refuses_another() -> None:
     async with running_hub() as hub:
         race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
-        player = alice.player_id or ""
+        player = alice.player_id or PlayerId("")
 
         await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="w-s"))
         refused = alice.sent[-1]
@@ -122,7 +123,7 @@ async def test_a_board_stored_at_once_keeps_when_its_count_was_reached() -> None
             await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move=move))
         acks = [m for m in cat.sent if isinstance(m, MoveAck)]
         assert len(acks) == len(line) and acks[-1].stuck
-        racer = hub.races[race_id].race.racers[cat.player_id or ""]
+        racer = hub.races[race_id].race.racers[cat.player_id or PlayerId("")]
         assert (racer.state.value, racer.on_foundations, racer.moves) == ("stuck", 3, len(line))
         assert racer.reached_at_ms == NOW_MS + 1_000 * 19 - started
 
@@ -141,7 +142,7 @@ async def test_a_store_bug_is_raised_not_told_as_an_outage() -> None:
     store = BrokenAppends()
     async with opened(store), running_hub(store) as hub:
         race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
-        board = hub.races[race_id].boards[alice.player_id or ""]
+        board = hub.races[race_id].boards[alice.player_id or PlayerId("")]
         with pytest.raises(TypeError, match="a bug in the store"):
             await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
         assert board.game.ply == 0
@@ -194,7 +195,7 @@ async def test_a_board_the_tick_stores_after_an_outage_ends_that_outage_in_the_l
         race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
         await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
         runtime = hub.races[race_id]
-        player = alice.player_id or ""
+        player = alice.player_id or PlayerId("")
         [record] = [m for m in await hub.store.get_moves(race_id) if m.player_id == player]
 
         async def away(*args: object, **kwargs: object) -> list[RaceEvent]:
@@ -225,7 +226,7 @@ async def test_a_move_the_shared_store_says_is_too_late_is_refused_and_the_copy_
     stored, and the copy reloaded (the node used to store and acknowledge it)."""
     async with opened(RedisStore(redis_url)) as store, running_hub(store) as hub:
         race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
-        player = alice.player_id or ""
+        player = alice.player_id or PlayerId("")
         await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
         await hub.keeper.fold(hub.races[race_id])
         # Another node resigns alice in the stored race; this node does not hear of it.
@@ -263,7 +264,7 @@ async def test_a_move_answered_unavailable_but_stored_counts_in_the_race() -> No
     acknowledged move, which a racer who then resigns never makes)."""
     async with opened(LostReplies()) as store, running_hub(store) as hub:
         race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
-        player = alice.player_id or ""
+        player = alice.player_id or PlayerId("")
         await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
         await hub.keeper.fold(hub.races[race_id])  # nothing pending from here on
         store.lose_next = True
@@ -287,4 +288,4 @@ async def test_a_move_in_a_race_the_store_lost_is_unknown_not_unavailable() -> N
         await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
         refusal = alice.sent[-1]
         assert isinstance(refusal, MoveRejected) and refusal.code == "unknown_race"
-        assert hub.races[race_id].boards[alice.player_id or ""].game.ply == 0
+        assert hub.races[race_id].boards[alice.player_id or PlayerId("")].game.ply == 0

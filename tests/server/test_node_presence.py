@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 from solrace.server.broker import Broker, BrokerUnavailableError, MemoryBroker, Subscription
 from solrace.server.hub import Hub
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
 from solrace.server.protocol.records import RacerState
 from solrace.server.store import MemoryStore
@@ -83,26 +83,26 @@ async def test_the_racers_of_a_silent_node_are_marked_away_and_forfeit_after_the
         only_doomed, _, _ = await nodes.race_of_two(doomed, doomed, ("carol", "dave"))
         assert only_doomed not in survivor.races
         racers = survivor.races[shared].race.racers
-        assert racers[alice.player_id or ""].connected
+        assert racers[alice.player_id or PlayerId("")].connected
 
         # The doomed node is killed: it says nothing more. Within the ttl nothing changes.
         for second in (1.0, 2.0, 3.0, 4.0, 4.9):
             nodes.seconds = second
             await nodes.watch(survivor)
-        assert racers[alice.player_id or ""].connected
+        assert racers[alice.player_id or PlayerId("")].connected
         nodes.seconds = 5.0
         await nodes.watch(survivor)
-        assert not racers[alice.player_id or ""].connected
-        assert racers[alice.player_id or ""].disconnected_at_ms == T0 + 5000
-        assert racers[bob.player_id or ""].connected, "bob's node is alive"
+        assert not racers[alice.player_id or PlayerId("")].connected
+        assert racers[alice.player_id or PlayerId("")].disconnected_at_ms == T0 + 5000
+        assert racers[bob.player_id or PlayerId("")].connected, "bob's node is alive"
         assert only_doomed in survivor.races, "the silent node's own races are taken up"
         alone = survivor.races[only_doomed].race.racers
         assert not any(r.connected for r in alone.values())
 
         nodes.seconds = 5.0 + 30
         await survivor.tick()
-        assert racers[alice.player_id or ""].state is RacerState.GONE
-        assert racers[bob.player_id or ""].state is RacerState.PLAYING
+        assert racers[alice.player_id or PlayerId("")].state is RacerState.GONE
+        assert racers[bob.player_id or PlayerId("")].state is RacerState.PLAYING
         assert all(r.state is RacerState.GONE for r in alone.values())
 
 
@@ -137,10 +137,10 @@ async def test_a_node_whose_announces_failed_for_a_while_marks_its_racers_back()
             nodes.seconds = float(second)
             await nodes.watch(nodes.a, nodes.b)
         racers = nodes.b.races[race_id].race.racers
-        assert not racers[alice.player_id or ""].connected
+        assert not racers[alice.player_id or PlayerId("")].connected
         a_copy = nodes.a.races[race_id].race
         await eventually(
-            lambda: not a_copy.racers[alice.player_id or ""].connected,
+            lambda: not a_copy.racers[alice.player_id or PlayerId("")].connected,
             within=5,
             what="a hearing b's change",
         )
@@ -148,7 +148,7 @@ async def test_a_node_whose_announces_failed_for_a_while_marks_its_racers_back()
         blinking.away = False
         nodes.seconds = 9.0
         await nodes.watch(nodes.a)  # a is heard again and says alice is connected to it
-        mine = nodes.a.races[race_id].race.racers[alice.player_id or ""]
+        mine = nodes.a.races[race_id].race.racers[alice.player_id or PlayerId("")]
         assert mine.connected and mine.holder == nodes.a.holder_of(alice)
         # b, judging again, finds alice's node alive and leaves her be; her grace never ends.
         for second in range(10, 50, 1):
@@ -178,12 +178,12 @@ async def test_nobody_is_judged_before_announces_have_gone_through_for_a_whole_t
         nodes.seconds = 21.0
         await nodes.watch(nodes.b)  # b sees only itself: a has not announced yet
         racers = nodes.b.races[race_id].race.racers
-        assert racers[alice.player_id or ""].connected, "judged too early"
+        assert racers[alice.player_id or PlayerId("")].connected, "judged too early"
         nodes.seconds = 22.0
         await nodes.watch(nodes.a, nodes.b)
         nodes.seconds = 27.0
         await nodes.watch(nodes.a, nodes.b)
-        assert racers[alice.player_id or ""].connected
+        assert racers[alice.player_id or PlayerId("")].connected
 
 
 async def test_nodes_alive_are_those_that_announced_within_their_ttl() -> None:

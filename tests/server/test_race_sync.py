@@ -11,6 +11,7 @@ import logging
 import pytest
 
 from solrace.server.broker import BrokerUnavailableError, MemoryBroker
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
@@ -39,7 +40,7 @@ async def test_a_batch_not_stored_goes_out_with_the_next_one(
         assert runtime.boards, "the race did not start"
         for seq in range(3):
             await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
-        player = alice.player_id or ""
+        player = alice.player_id or PlayerId("")
 
         store.failing = True
         await hub.keeper.fold(runtime)
@@ -70,7 +71,7 @@ async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
             hub, game="vegas-klondike", game_number="10", time_limit_s=600
         )
         runtime = hub.races[race_id]
-        player = cat.player_id or ""
+        player = cat.player_id or PlayerId("")
         for seq in range(22):
             await hub.handle(cat, MakeMove(race_id=race_id, seq=seq, move="deal"))
         store.failing = True
@@ -124,7 +125,9 @@ async def test_several_nodes_get_the_move_behind_a_stuck_board_settled_by_the_ti
             item = await asyncio.wait_for(anext(other_node), 5)
             assert item is not None
             notices.append(RaceNotice.model_validate_json(item))
-        assert hub.races[race_id].race.racers[cat.player_id or ""].state is RacerState.STUCK
+        assert (
+            hub.races[race_id].race.racers[cat.player_id or PlayerId("")].state is RacerState.STUCK
+        )
         await other_node.close()
 
 
@@ -149,7 +152,7 @@ async def test_a_fold_counts_only_the_moves_already_stored() -> None:
     async with opened(store), running_hub(store, progress_interval_s=600) as hub:
         race_id, alice, _ = await start_race_of_two(hub)
         runtime = hub.races[race_id]
-        player = alice.player_id or ""
+        player = alice.player_id or PlayerId("")
         for seq in range(2):
             await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
         store.go.clear()
@@ -187,7 +190,7 @@ async def test_a_node_keeps_following_a_race_after_a_notice_it_cannot_read() -> 
         await node_a.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
         # Stored and published: a notice with the move.
         await node_a.keeper.fold(node_a.races[race_id])
-        player = alice.player_id or ""
+        player = alice.player_id or PlayerId("")
         await eventually(
             lambda: copy.race.racers[player].moves == 1, within=5, what="node B following"
         )
@@ -203,7 +206,7 @@ async def test_a_fold_never_takes_a_racer_s_figures_back() -> None:
         race_id, alice, _ = await start_race_of_two(hub)
         await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
         runtime = hub.races[race_id]
-        player = alice.player_id or ""
+        player = alice.player_id or PlayerId("")
         runtime.race.racers[player].moves = 5  # as the other node stored it
         await hub.keeper.fold(runtime)
         assert runtime.race.racers[player].moves == 5

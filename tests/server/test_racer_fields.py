@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, fields
 
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.race import Racer
 from solrace.server.protocol.records import RacerRecord, RacerState
 
@@ -27,7 +28,7 @@ def test_a_racer_and_its_record_have_the_same_defaults() -> None:
 
 def test_every_field_survives_a_save_and_a_load() -> None:
     racer = Racer(
-        "p1",
+        PlayerId("p1"),
         "ann",
         RacerState.FINISHED,
         state_at_ms=9000,
@@ -39,7 +40,7 @@ def test_every_field_survives_a_save_and_a_load() -> None:
         disconnected_at_ms=9100,
         holder="node-a:7",
     )
-    fresh = Racer("p1", "ann")
+    fresh = Racer(PlayerId("p1"), "ann")
     # Every field is set to something other than its default, so none can pass by luck.
     same = [f.name for f in fields(Racer)[2:] if getattr(racer, f.name) == getattr(fresh, f.name)]
     assert same == []

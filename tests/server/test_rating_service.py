@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace, Resign
 from solrace.server.protocol.ratings import Rating
 from solrace.server.protocol.tournament_messages import GetLeaderboard, Leaderboard
@@ -32,7 +33,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
     store = SqliteStore(tmp_path / "ratings.sqlite3")
     await store.open()
     for player in ("p1", "p2", "p3"):
-        await store.create_player(player, f"name-{player}", 0)
+        await store.create_player(PlayerId(player), f"name-{player}", 0)
     yield store
     await store.close()
 
@@ -84,7 +85,7 @@ async def test_a_board_read_while_this_node_rates_a_race_is_not_kept(
         read, answer = asyncio.Event(), asyncio.Event()
         ratings_of = service.game_ratings
 
-        async def read_then_wait(game: str) -> dict[str, Rating]:
+        async def read_then_wait(game: str) -> dict[PlayerId, Rating]:
             table = await ratings_of(game)
             read.set()
             await answer.wait()  # answered once the race below is rated

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from solrace.engine import deal
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
@@ -37,7 +38,7 @@ async def test_progress_from_the_board_matches_a_replay_of_the_moves() -> None:
         )
         runtime = hub.races[race_id]
         started = runtime.race.started_at_ms or 0
-        player = alice.player_id or ""
+        player = alice.player_id or PlayerId("")
         shadow, rng = deal("klondike", "1002"), random.Random(3)
         for seq in range(150):
             # Foundation moves first now and then: the count goes up (and down: f-to-t moves).

@@ -9,6 +9,7 @@ scanning every move time of the race.
 from __future__ import annotations
 
 from solrace.engine import deal
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     Board,
@@ -77,7 +78,7 @@ async def test_a_spectator_board_is_encoded_once_per_ply() -> None:
     async with running_hub(clock=clock, spectator_batch_s=3600.0) as hub:
         race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
         runtime = hub.races[race_id]
-        player = alice.player_id or ""
+        player = alice.player_id or PlayerId("")
         runtime.advance_spectator_board(player, clock.now)
         first = runtime.spectator_board_frame(player)
         assert runtime.spectator_board_frame(player) is first  # kept, not encoded again

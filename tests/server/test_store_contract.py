@@ -22,7 +22,7 @@ from solrace.server.protocol.competition_records import (
     RecentResult,
     TournamentRecord,
 )
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
     MoveRecord,
@@ -96,13 +96,13 @@ def race(
         game_number="12345",
         salt="00ff",
         commitment="c0ffee",
-        creator="p1",
+        creator=PlayerId("p1"),
         status=status,
         created_at_ms=1_000,
         countdown_ms=3_000,
         grace_ms=60_000,
         spectator_delay_ms=0,
-        racers=[RacerRecord(player_id="p1", name="Ann", state=RacerState.JOINED)],
+        racers=[RacerRecord(player_id=PlayerId("p1"), name="Ann", state=RacerState.JOINED)],
     )
     return record.model_copy(update=changes)
 
@@ -116,7 +116,7 @@ async def seed(store: Store, *records: RaceRecord) -> None:
 def move(ply: int, seq: int | None = None, player: str = "p1", race_id: str = "r1") -> MoveRecord:
     return MoveRecord(
         race_id=RaceId(race_id),
-        player_id=player,
+        player_id=PlayerId(player),
         ply=ply,
         seq=ply + 1 if seq is None else seq,
         move=f"t{ply % 7}f",
@@ -128,28 +128,28 @@ def move(ply: int, seq: int | None = None, player: str = "p1", race_id: str = "r
 
 
 async def test_a_player_is_created_and_read_back(store: Store) -> None:
-    created = await store.create_player("p1", "Ann", 1_000)
+    created = await store.create_player(PlayerId("p1"), "Ann", 1_000)
     assert (created.player_id, created.name, created.created_at_ms) == ("p1", "Ann", 1_000)
-    assert await store.get_player("p1") == created
-    assert await store.get_player("nobody") is None
+    assert await store.get_player(PlayerId("p1")) == created
+    assert await store.get_player(PlayerId("nobody")) is None
 
 
 async def test_a_name_is_owned_once_whatever_its_case(store: Store) -> None:
-    await store.create_player("p1", "Ann", 1_000)
+    await store.create_player(PlayerId("p1"), "Ann", 1_000)
     for taken in ("Ann", "ann", "ANN"):
         with pytest.raises(NameTakenError):
-            await store.create_player("p2", taken, 2_000)
-    assert await store.get_player("p2") is None
-    assert (await store.create_player("p3", "Annie", 3_000)).name == "Annie"
+            await store.create_player(PlayerId("p2"), taken, 2_000)
+    assert await store.get_player(PlayerId("p2")) is None
+    assert (await store.create_player(PlayerId("p3"), "Annie", 3_000)).name == "Annie"
 
 
 async def test_case_blind_names_beyond_ascii(store: Store) -> None:
-    await store.create_player("p1", "Émile", 1_000)
+    await store.create_player(PlayerId("p1"), "Émile", 1_000)
     with pytest.raises(NameTakenError):
-        await store.create_player("p2", "éMILE", 2_000)
-    await store.create_player("p3", "Straße", 3_000)
+        await store.create_player(PlayerId("p2"), "éMILE", 2_000)
+    await store.create_player(PlayerId("p3"), "Straße", 3_000)
     with pytest.raises(NameTakenError):
-        await store.create_player("p4", "STRASSE", 4_000)
+        await store.create_player(PlayerId("p4"), "STRASSE", 4_000)
 
 
 # --- races ---------------------------------------------------------------------------------
@@ -262,13 +262,13 @@ async def test_a_move_in_an_unknown_race_is_refused(store: Store) -> None:
 async def test_a_player_id_is_one_name_s(store: Store) -> None:
     """A registration key derives the player id: the same id with another name is refused
     and changes nothing (the memory store used to rename the player)."""
-    await store.create_player("p1", "Ann", 1_000)
+    await store.create_player(PlayerId("p1"), "Ann", 1_000)
     with pytest.raises(NameTakenError):
-        await store.create_player("p1", "Bob", 2_000)
-    assert await store.get_player("p1") == PlayerRecord(
-        player_id="p1", name="Ann", created_at_ms=1_000
+        await store.create_player(PlayerId("p1"), "Bob", 2_000)
+    assert await store.get_player(PlayerId("p1")) == PlayerRecord(
+        player_id=PlayerId("p1"), name="Ann", created_at_ms=1_000
     )
-    assert (await store.create_player("p2", "Bob", 3_000)).name == "Bob"  # still free
+    assert (await store.create_player(PlayerId("p2"), "Bob", 3_000)).name == "Bob"  # still free
 
 
 async def test_seqs_are_per_player(store: Store) -> None:
@@ -335,21 +335,21 @@ async def test_everything_survives_a_restart(store_url: str, open_another: Store
     if store_url == "memory:":
         pytest.skip("memory: keeps nothing across a restart, by design")
     first = await open_another()
-    player = await first.create_player("p1", "Ann", 1_000)
+    player = await first.create_player(PlayerId("p1"), "Ann", 1_000)
     await seed(first, race(status=RaceStatus.RUNNING))
     await first.append_move(move(0))
     await first.append_move(move(1))
     await first.close()
 
     again = await open_another()
-    assert await again.get_player("p1") == player
+    assert await again.get_player(PlayerId("p1")) == player
     assert await again.get_race(RaceId("r1")) == race(status=RaceStatus.RUNNING)
     assert await again.list_races(LIVE_STATUSES) == [race(status=RaceStatus.RUNNING)]
     assert await again.get_moves(RaceId("r1")) == [move(0), move(1)]
     with pytest.raises(PlyConflictError):
         await again.append_move(move(1, seq=9))
     with pytest.raises(NameTakenError):
-        await again.create_player("p2", "ANN", 2_000)
+        await again.create_player(PlayerId("p2"), "ANN", 2_000)
 
 
 def test_unknown_store_urls_are_refused() -> None:
@@ -405,7 +405,10 @@ async def test_redis_refuses_a_move_the_stored_race_no_longer_takes(redis_url: s
     store = open_store(redis_url)
     await store.open()
     try:
-        playing = [RacerRecord(player_id=p, name=p, state=RacerState.PLAYING) for p in ("p1", "p2")]
+        playing = [
+            RacerRecord(player_id=PlayerId(p), name=p, state=RacerState.PLAYING)
+            for p in ("p1", "p2")
+        ]
         running = race(status=RaceStatus.RUNNING, racers=playing)
         await seed(store, running)
         await store.append_move(move(0, player="p2"))
@@ -449,7 +452,7 @@ async def test_redis_takes_moves_in_a_race_stored_before_the_out_field(redis_url
 
 
 def rating(player: str, mu: float = 25.0, races: int = 0, game: str = "klondike") -> RatingRecord:
-    return RatingRecord(player_id=player, game=game, mu=mu, sigma=8.0, races=races)
+    return RatingRecord(player_id=PlayerId(player), game=game, mu=mu, sigma=8.0, races=races)
 
 
 def rated_race(
@@ -460,7 +463,7 @@ def rated_race(
         game=changes[0][2].game,
         changes=[
             RatingChangeRecord(
-                player_id=player,
+                player_id=PlayerId(player),
                 before=before,
                 after=after,
                 result=RecentResult(
@@ -482,31 +485,31 @@ async def test_a_rated_race_is_applied_once(store: Store) -> None:
     first = rated_race("r1", [("p1", None, rating("p1", 27, 1)), ("p2", None, rating("p2", 23, 1))])
     assert await store.apply_rating_update(first) is RatingOutcome.APPLIED
     assert await store.apply_rating_update(first) is RatingOutcome.ALREADY_APPLIED
-    assert await store.get_ratings("p1") == [rating("p1", 27, 1)]
+    assert await store.get_ratings(PlayerId("p1")) == [rating("p1", 27, 1)]
     assert sorted(r.player_id for r in await store.list_ratings("klondike")) == ["p1", "p2"]
     assert await store.list_ratings("spider") == []
-    assert [r.race_id for r in await store.get_recent_results("p2", 10)] == ["r1"]
+    assert [r.race_id for r in await store.get_recent_results(PlayerId("p2"), 10)] == ["r1"]
 
 
 async def test_a_stale_rating_update_stores_nothing(store: Store) -> None:
     await store.apply_rating_update(rated_race("r1", [("p1", None, rating("p1", 27, 1))]))
     stale = rated_race("r2", [("p1", None, rating("p1", 30, 1)), ("p2", None, rating("p2"))])
     assert await store.apply_rating_update(stale) is RatingOutcome.STALE
-    assert await store.get_ratings("p1") == [rating("p1", 27, 1)]
-    assert await store.get_ratings("p2") == []
+    assert await store.get_ratings(PlayerId("p1")) == [rating("p1", 27, 1)]
+    assert await store.get_ratings(PlayerId("p2")) == []
     fresh = rated_race(
         "r2", [("p1", rating("p1", 27, 1), rating("p1", 30, 2)), ("p2", None, rating("p2"))]
     )
     assert await store.apply_rating_update(fresh) is RatingOutcome.APPLIED
-    assert [r.race_id for r in await store.get_recent_results("p1", 10)] == ["r2", "r1"]
-    assert [r.race_id for r in await store.get_recent_results("p1", 1)] == ["r2"]
+    assert [r.race_id for r in await store.get_recent_results(PlayerId("p1"), 10)] == ["r2", "r1"]
+    assert [r.race_id for r in await store.get_recent_results(PlayerId("p1"), 1)] == ["r2"]
 
 
 async def test_ratings_are_per_game(store: Store) -> None:
     await store.apply_rating_update(rated_race("r1", [("p1", None, rating("p1", 27, 1))]))
     spider = rating("p1", 20, 1, game="spider")
     await store.apply_rating_update(rated_race("r2", [("p1", None, spider)]))
-    assert sorted(r.game for r in await store.get_ratings("p1")) == ["klondike", "spider"]
+    assert sorted(r.game for r in await store.get_ratings(PlayerId("p1"))) == ["klondike", "spider"]
     assert await store.list_ratings("spider") == [spider]
 
 
@@ -516,7 +519,7 @@ async def test_recent_results_are_trimmed(store: Store) -> None:
         after = rating("p1", 25, n + 1)
         await store.apply_rating_update(rated_race(f"r{n}", [("p1", before, after)]))
         before = after
-    recent = await store.get_recent_results("p1", 1000)
+    recent = await store.get_recent_results(PlayerId("p1"), 1000)
     assert len(recent) == RECENT_RESULTS_KEPT
     assert recent[0].race_id == f"r{RECENT_RESULTS_KEPT + 2}"
 
@@ -528,7 +531,7 @@ async def test_two_nodes_rating_one_race_apply_it_once(open_another: StoreFactor
         node_a.apply_rating_update(update), node_b.apply_rating_update(update)
     )
     assert sorted(outcomes) == sorted([RatingOutcome.APPLIED, RatingOutcome.ALREADY_APPLIED])
-    assert len(await node_b.get_recent_results("p1", 10)) == 1
+    assert len(await node_b.get_recent_results(PlayerId("p1"), 10)) == 1
 
 
 async def test_a_finished_rated_race_waits_to_be_rated(store: Store) -> None:
@@ -633,8 +636,8 @@ async def test_ratings_and_tournaments_survive_a_restart(
     await first.close()
     again = await open_another()
     assert await again.races_to_rate() == ["r9"]
-    assert await again.get_ratings("p1") == [rating("p1", 27, 1)]
-    assert len(await again.get_recent_results("p1", 5)) == 1
+    assert await again.get_ratings(PlayerId("p1")) == [rating("p1", 27, 1)]
+    assert len(await again.get_recent_results(PlayerId("p1"), 5)) == 1
     assert await again.list_tournaments() == [tournament()]
     update = rated_race("r1", [("p1", None, rating("p1", 27, 1))])
     assert await again.apply_rating_update(update) is RatingOutcome.ALREADY_APPLIED

@@ -18,7 +18,7 @@ import pytest
 
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.errors import ErrorCode
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Error, Hello, Welcome
 from solrace.server.store import SqliteStore, StoreError, StoreUnavailableError
 from solrace.server.store.sqlite import store_error
@@ -78,7 +78,7 @@ async def test_every_write_to_a_locked_database_is_unavailable_until_the_lock_go
     holder.lock()
     # The worker thread's connection, the moves' own connection and the competition part.
     with pytest.raises(StoreUnavailableError, match="database is locked"):
-        await store.create_player("p1", "Ann", 1_000)
+        await store.create_player(PlayerId("p1"), "Ann", 1_000)
     with pytest.raises(StoreUnavailableError):
         await store.save_race_if(race().model_copy(update={"seats": 3}), opened)
     with pytest.raises(StoreUnavailableError):
@@ -91,9 +91,9 @@ async def test_every_write_to_a_locked_database_is_unavailable_until_the_lock_go
     holder.release()
 
     # Nothing was half-stored, and the same store object carries on.
-    assert await store.get_player("p1") is None
+    assert await store.get_player(PlayerId("p1")) is None
     assert await store.get_race(RaceId("r1")) == opened
-    assert (await store.create_player("p1", "Ann", 1_000)).name == "Ann"
+    assert (await store.create_player(PlayerId("p1"), "Ann", 1_000)).name == "Ann"
     assert await store.save_race_if(race().model_copy(update={"seats": 3}), opened)
     await store.append_move(move(1))
     assert await store.get_moves(RaceId("r1")) == [move(0), move(1)]
@@ -111,7 +111,7 @@ async def test_opening_a_locked_database_is_unavailable(database: Path, holder: 
     holder.release()
     await store.open()  # a store that failed to open may be opened again
     try:
-        assert (await store.create_player("p1", "Ann", 1_000)).name == "Ann"
+        assert (await store.create_player(PlayerId("p1"), "Ann", 1_000)).name == "Ann"
     finally:
         await store.close()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.tournament_messages import TournamentRace
 from solrace.server.tournament_relay import ChangeNotice
 
@@ -18,7 +18,7 @@ def race_notice() -> TournamentRace:
         round=1,
         race_number=0,
         race_id=RaceId("t1-1"),
-        players=["p1", "p2"],
+        players=[PlayerId("p1"), PlayerId("p2")],
     )
 
 

@@ -9,7 +9,7 @@ import pytest
 from solrace.engine import deal
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.commitment import commit
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Replay,
     ReplayModel,
@@ -43,7 +43,7 @@ def sample(moves: tuple[str, ...] = ("deal",)) -> ReplayModel:
         finished_at_ms=2000,
         racers=[
             ReplayRacer(
-                player_id="p1",
+                player_id=PlayerId("p1"),
                 name="ann",
                 state="resigned",
                 state_at_ms=2000,
@@ -56,7 +56,7 @@ def sample(moves: tuple[str, ...] = ("deal",)) -> ReplayModel:
         results=[
             ResultEntry(
                 rank=1,
-                player_id="p1",
+                player_id=PlayerId("p1"),
                 name="ann",
                 state="resigned",
                 on_foundations=on,

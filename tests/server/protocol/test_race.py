@@ -6,7 +6,7 @@ import random
 import pytest
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Progress, RaceFinished, RaceStarted, RaceUpdate
 from solrace.server.protocol.race import Race, Racer, absent_racers, placings_of, rank_racers
 from solrace.server.protocol.records import RaceRecord, RacerRecord, RacerState, RaceStatus
@@ -23,7 +23,7 @@ def make_race(seats: int = 3, rated: bool = False, invite: str | None = None) ->
         game_number="12345678901234567",
         salt="s",
         commitment="c",
-        creator="a",
+        creator=PlayerId("a"),
         status=RaceStatus.OPEN,
         created_at_ms=0,
         countdown_ms=1000,
@@ -31,14 +31,14 @@ def make_race(seats: int = 3, rated: bool = False, invite: str | None = None) ->
         spectator_delay_ms=0,
     )
     race = Race(record, "e1", history_size=4)
-    race.join("a", "ann", invite, 0)
+    race.join(PlayerId("a"), "ann", invite, 0)
     return race
 
 
 def running(seats: int = 2) -> Race:
     race = make_race(seats)
     for n in range(1, seats):
-        race.join(f"p{n}", f"player{n}", None, 0)
+        race.join(PlayerId(f"p{n}"), f"player{n}", None, 0)
     race.tick(1000)
     for pid in race.racers:
         race.record_board(
@@ -49,7 +49,7 @@ def running(seats: int = 2) -> Race:
 
 def test_lobby_fills_then_counts_down_then_runs() -> None:
     race = make_race(seats=2)
-    [event] = race.join("b", "ben", None, 10)
+    [event] = race.join(PlayerId("b"), "ben", None, 10)
     assert isinstance(event, RaceUpdate) and race.status is RaceStatus.COUNTDOWN
     assert race.start_at_ms == 1010
     assert race.tick(1009) == []
@@ -61,36 +61,36 @@ def test_lobby_fills_then_counts_down_then_runs() -> None:
 def test_lobby_refusals() -> None:
     race = make_race(seats=2, invite="code")
     with pytest.raises(RaceError) as caught:
-        race.join("b", "ben", "wrong", 0)
+        race.join(PlayerId("b"), "ben", "wrong", 0)
     assert caught.value.code is ErrorCode.BAD_INVITE
     with pytest.raises(RaceError) as caught:
-        race.join("a", "ann", "code", 0)
+        race.join(PlayerId("a"), "ann", "code", 0)
     assert caught.value.code is ErrorCode.ALREADY_JOINED
-    race.join("b", "ben", "code", 0)
+    race.join(PlayerId("b"), "ben", "code", 0)
     with pytest.raises(RaceError) as caught:
-        race.join("c", "cat", "code", 0)
+        race.join(PlayerId("c"), "cat", "code", 0)
     assert caught.value.code is ErrorCode.WRONG_STATUS
 
 
 def test_only_the_creator_starts_and_rated_needs_two() -> None:
     race = make_race(seats=4, rated=True)
     with pytest.raises(RaceError) as caught:
-        race.request_start("a", 0)
+        race.request_start(PlayerId("a"), 0)
     assert caught.value.code is ErrorCode.NOT_ENOUGH_PLAYERS
-    race.join("b", "ben", None, 0)
+    race.join(PlayerId("b"), "ben", None, 0)
     with pytest.raises(RaceError) as caught:
-        race.request_start("b", 0)
+        race.request_start(PlayerId("b"), 0)
     assert caught.value.code is ErrorCode.NOT_CREATOR
-    race.request_start("a", 0)
+    race.request_start(PlayerId("a"), 0)
     assert race.status is RaceStatus.COUNTDOWN
 
 
 def test_leaving_passes_the_creator_on_and_an_empty_race_is_cancelled() -> None:
     race = make_race()
-    race.join("b", "ben", None, 0)
-    race.leave("a", 1)
+    race.join(PlayerId("b"), "ben", None, 0)
+    race.leave(PlayerId("a"), 1)
     assert race.creator == "b"
-    race.leave("b", 2)
+    race.leave(PlayerId("b"), 2)
     assert race.status is RaceStatus.CANCELLED
 
 
@@ -117,12 +117,16 @@ def test_cancel_leaves_a_finished_race_as_it_is() -> None:
 
 def test_finish_order_and_ties() -> None:
     racers = [
-        Racer("w2", "late winner", RacerState.FINISHED, 9000),
-        Racer("w1", "early winner", RacerState.FINISHED, 5000),
-        Racer("x", "ten late", RacerState.TIMED_OUT, on_foundations=10, reached_at_ms=900),
-        Racer("y", "ten early", RacerState.RESIGNED, on_foundations=10, reached_at_ms=100),
-        Racer("z", "zero", RacerState.STUCK),
-        Racer("q", "zero too", RacerState.GONE),
+        Racer(PlayerId("w2"), "late winner", RacerState.FINISHED, 9000),
+        Racer(PlayerId("w1"), "early winner", RacerState.FINISHED, 5000),
+        Racer(
+            PlayerId("x"), "ten late", RacerState.TIMED_OUT, on_foundations=10, reached_at_ms=900
+        ),
+        Racer(
+            PlayerId("y"), "ten early", RacerState.RESIGNED, on_foundations=10, reached_at_ms=100
+        ),
+        Racer(PlayerId("z"), "zero", RacerState.STUCK),
+        Racer(PlayerId("q"), "zero too", RacerState.GONE),
     ]
     results = rank_racers(racers, started_at_ms=1000)
     assert [(r.rank, r.player_id) for r in results] == [
@@ -144,7 +148,7 @@ def test_a_batch_that_takes_the_count_away_and_back_moves_its_reached_time_on() 
 
     def fold(moves: int, now_ms: int, reached_ms: int | None) -> None:
         race.record_board(
-            "a",
+            PlayerId("a"),
             on_foundations=1,
             total=52,
             moves=moves,
@@ -155,20 +159,20 @@ def test_a_batch_that_takes_the_count_away_and_back_moves_its_reached_time_on() 
         )
 
     fold(3, 2000, 1500)
-    assert race.racers["a"].reached_at_ms == 500
+    assert race.racers[PlayerId("a")].reached_at_ms == 500
     fold(5, 2100, 2050)
-    assert race.racers["a"].reached_at_ms == 1050
+    assert race.racers[PlayerId("a")].reached_at_ms == 1050
     fold(6, 2200, None)  # no time given and the same count: no change
-    assert race.racers["a"].reached_at_ms == 1050
+    assert race.racers[PlayerId("a")].reached_at_ms == 1050
 
 
 def test_race_ends_when_everyone_is_done_and_reveals_the_number() -> None:
     race = running(2)
     events = race.record_board(
-        "a", on_foundations=52, total=52, moves=99, won=True, stuck=False, now_ms=5000
+        PlayerId("a"), on_foundations=52, total=52, moves=99, won=True, stuck=False, now_ms=5000
     )
     assert isinstance(events[0], Progress) and events[0].progress.state == "finished"
-    events = race.resign("p1", 6000)
+    events = race.resign(PlayerId("p1"), 6000)
     assert isinstance(events[-1], RaceFinished)
     assert events[-1].game_number == "12345678901234567"
     assert race.snapshot(7000).game_number == "12345678901234567"
@@ -180,19 +184,19 @@ def test_time_limit_times_out_everyone_still_playing() -> None:
     assert [e.progress.state for e in events if isinstance(e, Progress)] == ["timed_out"] * 2
     assert isinstance(events[-1], RaceFinished) and events[-1].finished_at_ms == 61000
     with pytest.raises(RaceError) as caught:
-        race.check_can_move("a", 61000)
+        race.check_can_move(PlayerId("a"), 61000)
     assert caught.value.code is ErrorCode.WRONG_STATUS
 
 
 def test_grace_period_forfeit() -> None:
     race = running(2)
-    race.set_connected("a", False, 2000)
+    race.set_connected(PlayerId("a"), False, 2000)
     assert race.next_deadline() == 7000
     assert race.tick(6999) == []
     events = race.tick(7000)
     assert isinstance(events[0], Progress) and events[0].progress.state == "gone"
-    race.set_connected("p1", False, 8000)
-    race.set_connected("p1", True, 9000)
+    race.set_connected(PlayerId("p1"), False, 8000)
+    race.set_connected(PlayerId("p1"), True, 9000)
     assert race.tick(20000) == []
 
 
@@ -208,7 +212,9 @@ def test_events_since_or_snapshot() -> None:
     race = running(2)  # history keeps 4 events
     version = race.version
     assert race.events_since("e1", version) == []
-    race.record_board("a", on_foundations=1, total=52, moves=1, won=False, stuck=False, now_ms=2000)
+    race.record_board(
+        PlayerId("a"), on_foundations=1, total=52, moves=1, won=False, stuck=False, now_ms=2000
+    )
     missed = race.events_since("e1", version)
     assert missed is not None and [e.version for e in missed] == [version + 1]
     assert race.events_since("other", version) is None
@@ -230,7 +236,7 @@ def test_the_next_deadline_is_worked_out_again_after_every_kind_of_change() -> N
     rng = random.Random(7)
     for run in range(200):
         race = make_race(seats=rng.choice([2, 3, 4]))
-        players = ["a", "b", "c", "d"]
+        players = [PlayerId(p) for p in ("a", "b", "c", "d")]
         now = 0
         stored = race.to_record()
         for _ in range(40):
@@ -272,7 +278,9 @@ def test_the_next_deadline_is_worked_out_again_after_every_kind_of_change() -> N
 
 def test_placings_group_ties_and_absent_racers_are_those_who_took_no_part() -> None:
     def racer(pid: str, state: RacerState, moves: int, connected: bool) -> RacerRecord:
-        return RacerRecord(player_id=pid, name=pid, state=state, moves=moves, connected=connected)
+        return RacerRecord(
+            player_id=PlayerId(pid), name=pid, state=state, moves=moves, connected=connected
+        )
 
     racers = [
         racer("won", RacerState.FINISHED, 90, True),
