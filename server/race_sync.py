@@ -522,14 +522,19 @@ class RaceKeeper:
     async def fold(self, runtime: RaceRuntime) -> None:
         """Fold the pending progress batch into the race now (and store it); if the store
         refuses it, it is tried again after a pause."""
+        # The moves are stored and acknowledged; their progress is tried again.
         try:
-            await self.apply_to_race(runtime, lambda race: [])  # the pending figures, nothing else
+            events = await self.apply_to_race(runtime, lambda race: [])  # the pending figures
         except RaceError as exc:
-            # The moves are stored and acknowledged; their progress is tried again (one line
-            # when the store starts refusing, one when it takes a batch again).
-            self.storing_progress.failed(f"race {runtime.race_id}: {exc} (retried)")
+            if exc.code is ErrorCode.UNAVAILABLE:  # the store is away: the node's outage
+                self.storing_progress.failed(f"race {runtime.race_id}: {exc} (retried)")
+            elif not runtime.fold_refused:  # this race's own trouble: once until it passes
+                runtime.fold_refused = True
+                log.warning("race %s: progress not stored (retried): %s", runtime.race_id, exc)
         else:
-            self.storing_progress.worked()
+            runtime.fold_refused = False
+            if events:  # a batch went in (several nodes: through the store), not a no-op
+                self.storing_progress.worked()
 
     def _folding(self, runtime: RaceRuntime, pending: set[PlayerId], change: Change) -> Change:
         """`change` preceded by the `pending` racers' figures: their boards' stored moves

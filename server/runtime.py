@@ -123,6 +123,9 @@ class RaceRuntime:
         #: Racers whose won or stuck board's change could not be stored, with the moves it
         #: was to publish (several nodes): the tick applies it.
         self.unsettled: dict[PlayerId, list[MoveRecord]] = {}
+        #: The last fold was refused for this race's own reason (not an outage of the
+        #: store): said once until a fold goes through.
+        self.fold_refused = False
         #: The timer that folds `pending` in (None: nothing is pending).
         self.fold_due: asyncio.TimerHandle | None = None
 
