@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from websockets.frames import Frame, Opcode
@@ -111,25 +113,38 @@ async def test_bytes_after_the_request_head_do_not_stop_its_answer(app: App, aft
         await client.close()
 
 
-async def test_a_request_head_in_pieces_is_answered(app: App) -> None:
-    """The head's end may be split across reads (here between its two CRLFs)."""
+async def exchange_in_two(
+    app: App, first: bytes, then: bytes, ready: Callable[[Any], bool] = bool
+) -> bytes:
+    """`first`, then `then` in a later read (once the server holds the connection and
+    `ready(connection)`): everything the server answers, until it closes the connection."""
     reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
     try:
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        writer.write(first)
         await writer.drain()
         await eventually(lambda: bool(app.transport.connections), within=WAIT_S)
         [connection] = app.transport.connections
-        await eventually(lambda: len(connection.head or b"") > 0, within=WAIT_S)
-        writer.write(b"\r\nPOST / HTTP/1.1\r\n\r\n")
+        await eventually(lambda: ready(connection), within=WAIT_S)
+        writer.write(then)
         await writer.drain()
         async with asyncio.timeout(WAIT_S):
-            raw = await reader.read()
-        status, _, body = parse(raw)
-        assert (status, body) == (200, b"ok\n")
+            return await reader.read()
     finally:
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
+
+
+async def test_a_request_head_in_pieces_is_answered(app: App) -> None:
+    """The head's end may be split across reads (here between its two CRLFs)."""
+    raw = await exchange_in_two(
+        app,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\n",
+        b"\r\nPOST / HTTP/1.1\r\n\r\n",
+        ready=lambda connection: len(connection.head or b"") > 0,
+    )
+    status, _, body = parse(raw)
+    assert (status, body) == (200, b"ok\n")
 
 
 @pytest.mark.parametrize(
@@ -188,20 +203,9 @@ async def test_a_handshake_with_a_body_is_refused_with_400(app: App) -> None:
 
 
 async def test_a_probe_s_body_in_a_later_read_is_discarded(app: App) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
-    try:
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
-        await writer.drain()
-        await eventually(lambda: bool(app.transport.connections), within=WAIT_S)
-        writer.write(b"hello")
-        await writer.drain()
-        async with asyncio.timeout(WAIT_S):
-            raw = await reader.read()
-        assert parse(raw)[:3:2] == (200, b"ok\n")
-    finally:
-        writer.close()
-        with contextlib.suppress(ConnectionError):
-            await writer.wait_closed()
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
+    status, _, body = parse(await exchange_in_two(app, head, b"hello"))
+    assert (status, body) == (200, b"ok\n")
 
 
 @pytest.mark.parametrize("line", [b"HELLO\r\n", b"GET / HTTP/1.1\nHost: x\n\n", b"GET /\r\n"])
