@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.tournament_messages import (
     AuditModel,
     BracketMatchModel,
@@ -142,7 +143,7 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def _heats_of(view: TournamentModel, player: str) -> str:
+def _heats_of(view: TournamentModel, player: PlayerId) -> str:
     """`R1-H2 2nd of 4, R2-F racing`: each heat the player was in and the place the server
     ranked the player at (`ended` if it did not say)."""
     parts: list[str] = []

@@ -99,15 +99,15 @@ class RecentResultModel(Message):
 
 
 class PlayerRef(Message):
-    player_id: str
+    player_id: PlayerId
     name: str
 
 
 class RaceResultModel(Message):
     """A race of a match: groups of tied players (best first), cards on foundations."""
 
-    placings: list[list[str]]
-    cards: dict[str, int]
+    placings: list[list[PlayerId]]
+    cards: dict[PlayerId, int]
 
 
 class MatchModel(Message):
@@ -119,20 +119,20 @@ class MatchModel(Message):
     by player id: the whole view goes to every watcher, and its size bounds the field.)"""
 
     match_id: str
-    players: list[str]
+    players: list[PlayerId]
     races: list[RaceResultModel]
     pending_race: int | None
     race_id: RaceId | None
-    forfeited: list[str]
+    forfeited: list[PlayerId]
     is_ended: bool
-    winner: str | None
-    ranking: list[str] = Field(default_factory=list)
+    winner: PlayerId | None
+    ranking: list[PlayerId] = Field(default_factory=list)
     wins: list[int] = Field(default_factory=list)
 
 
 class RoundModel(Message):
     number: int
-    byes: list[str]
+    byes: list[PlayerId]
     matches: list[MatchModel]
     is_ended: bool
     game_numbers: dict[str, str]
@@ -141,7 +141,7 @@ class RoundModel(Message):
 
 class StandingModel(Message):
     rank: int
-    player_id: str
+    player_id: PlayerId
     points: float
     tiebreak: float
     cards: int
@@ -156,9 +156,9 @@ class BracketMatchModel(Message):
     match_id: str
     step: int
     state: MatchStateName
-    players: list[str | None]
-    winner: str | None
-    loser: str | None
+    players: list[PlayerId | None]
+    winner: PlayerId | None
+    loser: PlayerId | None
 
 
 class LiveMatchModel(Message):
@@ -168,12 +168,12 @@ class LiveMatchModel(Message):
     round: int
     race_number: int
     race_id: RaceId
-    players: list[str]
+    players: list[PlayerId]
 
 
 class AuditModel(Message):
     at_ms: int
-    actor: str
+    actor: PlayerId
     act: str
     detail: str
 
@@ -190,16 +190,16 @@ class TournamentModel(Message):
     check_in_required: bool
     phase: PhaseName
     paused: bool
-    admin: str
+    admin: PlayerId
     players: list[PlayerRef]
-    checked_in: list[str]
-    seeds: list[str]
-    dropped: list[str]
+    checked_in: list[PlayerId]
+    seeds: list[PlayerId]
+    dropped: list[PlayerId]
     rounds: list[RoundModel]
     standings: list[StandingModel]
     bracket: list[BracketMatchModel]
     live: list[LiveMatchModel]
-    champion: str | None
+    champion: PlayerId | None
     audit: list[AuditModel]
 
 
@@ -211,7 +211,7 @@ class TournamentSummary(Message):
     phase: PhaseName
     players: int
     round: int
-    champion: str | None
+    champion: PlayerId | None
 
 
 # --- client -> server ----------------------------------------------------------------------

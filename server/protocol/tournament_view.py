@@ -122,7 +122,7 @@ def build_view(
                     races=[
                         RaceResultModel(
                             placings=[list(group) for group in r.placings],
-                            cards={str(p): n for p, n in r.cards.items()},
+                            cards=dict(r.cards),
                         )
                         for r in match.races
                     ],

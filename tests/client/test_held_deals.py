@@ -68,7 +68,7 @@ def view(version: int, *, ended: bool) -> TournamentView:
             check_in_required=False,
             phase="running",
             paused=False,
-            admin="director",
+            admin=PlayerId("director"),
             players=[],
             checked_in=[],
             seeds=[],

@@ -109,7 +109,10 @@ def test_the_audit_shows_server_text_escaped_on_one_line() -> None:
     t = Tournament.create(TournamentId("t1"), "klondike", settings, admin=PlayerId("a"), now=0)
     view = build_view(t, version=1, name="cup", time_limit_s=60, names={}, race_ids={})
     hostile = AuditModel(
-        at_ms=86_400_000, actor="a\x1b]0;x\x07", act="drop\x9b2J", detail="p1\nforged line"
+        at_ms=86_400_000,
+        actor=PlayerId("a\x1b]0;x\x07"),
+        act="drop\x9b2J",
+        detail="p1\nforged line",
     )
     view = view.model_copy(update={"audit": [*view.audit, hostile]})
     lines = render_audit(view, {"a": "boss"}).splitlines()

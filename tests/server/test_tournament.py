@@ -291,7 +291,7 @@ def test_the_view_sends_a_best_of_match_s_race_wins_and_ranking_as_the_server_co
     a, b = request.players
     match = t.rounds[0].matches[request.match_id]
 
-    def shown() -> tuple[list[int], list[str], bool]:
+    def shown() -> tuple[list[int], list[PlayerId], bool]:
         [m] = view_of(t).rounds[0].matches
         return m.wins, m.ranking, m.is_ended
 
