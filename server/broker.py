@@ -180,6 +180,11 @@ class Broker(Protocol):
         `BrokerUnavailableError` if it could not be said."""
         ...
 
+    async def withdraw(self, node_id: str) -> None:
+        """`node_id` stops on purpose: it is not alive from now on (the others need not wait
+        for its time to run out). `BrokerError` if that could not be said."""
+        ...
+
 
 class LocalFanout:
     """This node's subscriptions by channel; backends feed it."""
@@ -236,6 +241,9 @@ class MemoryBroker(LocalFanout):
         self._nodes = {n: until for n, until in self._nodes.items() if until > now}
         self._nodes[node_id] = now + ttl_ms / 1000
         return set(self._nodes)
+
+    async def withdraw(self, node_id: str) -> None:
+        self._nodes.pop(node_id, None)
 
     async def open(self) -> None:
         return None
@@ -329,6 +337,14 @@ class RedisBroker(LocalFanout):
         except RedisError as exc:
             raise BrokerError(f"node presence not announced: {exc}") from exc
         return {n.decode() if isinstance(n, bytes) else str(n) for n in nodes}
+
+    async def withdraw(self, node_id: str) -> None:
+        try:
+            await self._client.zrem(self.prefix + "nodes", node_id)
+        except OUTAGE_ERRORS as exc:
+            raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
+        except RedisError as exc:
+            raise BrokerError(f"node presence not withdrawn: {exc}") from exc
 
     async def subscribe(self, channel: str) -> Subscription:
         subscription, first = self._add(channel)

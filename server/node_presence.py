@@ -72,9 +72,17 @@ class NodePresence:
         self._watcher = asyncio.create_task(self._watch_forever(), name="solrace-nodes")
 
     async def stop(self) -> None:
+        """Stop watching, and withdraw this node's presence: the other nodes see it gone at
+        their next watch, not once its announce runs out (its racers were marked away as
+        their connections closed)."""
         if self._watcher is not None:
             await cancel_and_wait([self._watcher])
             self._watcher = None
+        try:
+            async with asyncio.timeout(self.settings.node_ttl_s / 5):
+                await self.broker.withdraw(self.node_id)
+        except (BrokerError, TimeoutError) as exc:
+            log.warning("node %s: presence not withdrawn (it runs out): %s", self.node_id, exc)
 
     async def _watch_forever(self) -> None:
         async def step() -> None:

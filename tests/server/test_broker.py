@@ -197,3 +197,12 @@ async def test_a_node_that_stops_announcing_drops_out_after_its_ttl(
         assert asyncio.get_running_loop().time() < deadline, "a never dropped out"
         await asyncio.sleep(0.05)
     assert "b" in await node_a.announce("a", 300)  # and it is back once it speaks again
+
+
+async def test_a_node_that_withdraws_is_gone_at_once(nodes: tuple[Broker, Broker]) -> None:
+    node_a, node_b = nodes
+    await node_a.announce("a", 60_000)
+    assert await node_b.announce("b", 60_000) >= {"a", "b"}
+    await node_a.withdraw("a")  # stopping on purpose: no need to wait for its minute
+    assert "a" not in await node_b.announce("b", 60_000)
+    await node_a.withdraw("a")  # twice is harmless

@@ -106,6 +106,23 @@ async def test_the_racers_of_a_silent_node_are_marked_away_and_forfeit_after_the
         assert all(r.state is RacerState.GONE for r in alone.values())
 
 
+async def test_a_node_stopping_on_purpose_is_gone_for_the_others_at_their_next_watch() -> None:
+    """It withdraws its presence as it stops: the others act at once (here 1 s later), not
+    once its last announce has run out (5 s)."""
+    async with two_nodes() as nodes:
+        leaving, staying = nodes.a, nodes.b
+        for second in (0.0, 2.5, 5.0):  # a whole ttl of announces: the others may judge
+            nodes.seconds = second
+            await nodes.watch(leaving, staying)
+        shared, alice, _ = await nodes.race_of_two(leaving, staying, ("alice", "bob"))
+        racers = staying.races[shared].race.racers
+        assert leaving.presence is not None
+        await leaving.presence.stop()
+        nodes.seconds = 6.0  # its announce at 5.0 would run to 10.0
+        await nodes.watch(staying)
+        assert not racers[alice.player_id or PlayerId("")].connected
+
+
 class Flaky(MemoryBroker):
     """A node's own link to the shared broker, whose announces fail while `away` is set."""
 
@@ -118,6 +135,9 @@ class Flaky(MemoryBroker):
         if self.away:
             raise BrokerUnavailableError("the link is down")
         return await self.shared.announce(node_id, ttl_ms)
+
+    async def withdraw(self, node_id: str) -> None:
+        await self.shared.withdraw(node_id)
 
     async def publish(self, channel: str, data: bytes) -> None:
         await self.shared.publish(channel, data)
