@@ -66,6 +66,8 @@ class NodePresence:
         self._nodes_known: set[str] = set()
         self._clean_since_ms: int | None = None
         self._watcher: asyncio.Task[None] | None = None
+        #: This node has announced itself and not withdrawn since (`stop`).
+        self._announced = False
 
     def start(self) -> None:
         """Watch the nodes every fifth of the ttl from now on."""
@@ -78,6 +80,9 @@ class NodePresence:
         if self._watcher is not None:
             await cancel_and_wait([self._watcher])
             self._watcher = None
+        if not self._announced:
+            return  # never said it was alive, or withdrawn already (a second stop)
+        self._announced = False
         try:
             async with asyncio.timeout(self.settings.node_ttl_s / 5):
                 await self.broker.withdraw(self.node_id)
@@ -101,6 +106,7 @@ class NodePresence:
             self.announcing.failed(exc or "no answer in time")
             return None
         self.announcing.worked()
+        self._announced = True
         return alive
 
     async def watch(self, now: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -54,8 +55,9 @@ async def start_server(tmp_path: Path) -> AsyncIterator[ServerFactory]:
         return app
 
     yield start
-    for app in apps:
-        await app.stop()
+    async with contextlib.AsyncExitStack() as stopping:  # every one, even if one fails
+        for app in reversed(apps):  # stopped in the order they started
+            stopping.push_async_callback(app.stop)
 
 
 @pytest.fixture

@@ -123,6 +123,30 @@ async def test_a_node_stopping_on_purpose_is_gone_for_the_others_at_their_next_w
         assert not racers[alice.player_id or PlayerId("")].connected
 
 
+class Counting(MemoryBroker):
+    """Counts the withdraws it gets."""
+
+    withdrawn = 0
+
+    async def withdraw(self, node_id: str) -> None:
+        self.withdrawn += 1
+        await super().withdraw(node_id)
+
+
+async def test_a_node_withdraws_once_and_only_after_it_announced() -> None:
+    """A second stop (a node stopped by hand, then by its owner) withdrew again, on a broker
+    already closed: an error that left the rest of the shutdown undone."""
+    broker = Counting()
+    async with running_hub(broker=broker, node_ttl_s=5) as hub:
+        assert hub.presence is not None
+        await hub.presence.stop()  # it never announced: nothing to withdraw
+        assert broker.withdrawn == 0
+        await hub.presence.watch(hub.clock())
+        await hub.presence.stop()
+        await hub.presence.stop()
+        assert broker.withdrawn == 1
+
+
 class Flaky(MemoryBroker):
     """A node's own link to the shared broker, whose announces fail while `away` is set."""
 
