@@ -184,6 +184,11 @@ def own_board(runtime: RaceRuntime, player_id: PlayerId) -> Board:
     )
 
 
+class RaceBusyError(RaceError):
+    """Other nodes kept changing the race first: every compare-and-set lost (the requester
+    may retry, as for an outage; but the store answered, so it is not the store's outage)."""
+
+
 class RaceKeeper:
     """The races this node holds (`races`): it changes them, stores them and delivers their
     events to this node's sessions, folds racers' progress in, loads races from the store
@@ -526,7 +531,8 @@ class RaceKeeper:
         try:
             events = await self.apply_to_race(runtime, lambda race: [])  # the pending figures
         except RaceError as exc:
-            if exc.code is ErrorCode.UNAVAILABLE:  # the store is away: the node's outage
+            if exc.code is ErrorCode.UNAVAILABLE and not isinstance(exc, RaceBusyError):
+                # The store is away: the node's outage.
                 self.storing_progress.failed(f"race {runtime.race_id}: {exc} (retried)")
             elif not runtime.fold_refused:  # this race's own trouble: once until it passes
                 runtime.fold_refused = True
@@ -680,7 +686,7 @@ class RaceKeeper:
             race.reset_to(fresh)
             runtime.saved = fresh
             self._forward(runtime)
-        raise RaceError(ErrorCode.UNAVAILABLE, "the race is busy; retry")
+        raise RaceBusyError(ErrorCode.UNAVAILABLE, "the race is busy; retry")
 
     def _roll_back(self, runtime: RaceRuntime) -> None:
         """Undo an unstored change: back to the stored record (one node: plus the progress

@@ -18,7 +18,7 @@ from solrace.server.protocol.messages import (
     Progress,
     RaceSnapshot,
 )
-from solrace.server.protocol.records import MoveRecord, RacerState
+from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
 from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
 from solrace.server.store.memory import MemoryStore
 from tests.server.sessions import HeldSaves, opened, running_hub, start_race_of_two
@@ -251,3 +251,38 @@ async def test_notices_the_broker_refuses_are_said_once_per_outage(
         "publishing race notices failed",
         "publishing race notices works again after 3 failure(s)",
     ], said
+
+
+class Contended(MemoryStore):
+    """A store where, while `losing` is set, another node always changes a race first."""
+
+    losing = False
+
+    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
+        if self.losing:
+            return False
+        return await super().save_race_if(race, expected)
+
+
+async def test_a_race_too_busy_to_store_its_batch_is_not_the_store_s_outage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every compare-and-set lost (the store answered each time): the race's own trouble,
+    said once for it, not the node's store outage, which other races' batches would then
+    end and start again."""
+    store = Contended()
+    async with (
+        opened(store),
+        running_hub(store, broker=MemoryBroker(), progress_interval_s=600) as hub,
+    ):
+        race_id, alice, _ = await start_race_of_two(hub)
+        runtime = hub.races[race_id]
+        store.losing = True
+        for seq in range(2):
+            await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
+            await hub.keeper.fold(runtime)
+        store.losing = False
+        await hub.keeper.fold(runtime)
+        assert not runtime.pending, "stored once the race is free"
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said == [f"race {race_id}: progress not stored (retried): the race is busy; retry"]
