@@ -4,7 +4,10 @@ key does is what the screen says it does, and a pushed list never moves the play
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
+from textual.pilot import Pilot
 from textual.widgets import Button, DataTable, Input
 
 from solrace.client.bots import Bot
@@ -32,35 +35,45 @@ async def racing(app: PlayApp, alice: Session, bot: Bot) -> tuple[RaceScreen, st
     return screen, race_id
 
 
-async def test_a_resign_asked_once_is_cancelled_by_any_other_key(
+@contextlib.asynccontextmanager
+async def racing_app(
     server_url: str, alice: Session
-) -> None:
+) -> AsyncIterator[tuple[PlayApp, Pilot[None], RaceScreen, str]]:
+    """The play app of `alice`, running, in a race it started against a slow bot: the app,
+    its pilot, the race screen and the race id."""
     app = PlayApp(alice)
     bot = Bot(server_url, "bob", make_strategy("greedy", seed=3), delay_s=60)
     await bot.connect()
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             screen, race_id = await racing(app, alice, bot)
-            me = alice.me or ""
-            await pilot.press("x")
-            assert screen.message.startswith("press x again to resign")
-            await pilot.press("d")  # a deal in between: the resign asked for is off
-            await eventually(lambda: alice.state.races[race_id].plies[me] == 1, what="deal")
-            assert "press x again" not in screen.message
-            await pilot.press("x")  # one x again only asks again
-            assert screen.message.startswith("press x again to resign")
-            assert alice.state.races[race_id].racers[me].state == "playing"
-            await pilot.press("t")  # any other key cancels too
-            await pilot.press("escape")
-            await pilot.press("x", "x")
-            await eventually(
-                lambda: alice.state.races[race_id].racers[me].state == "resigned",
-                what="resigned by two x in a row",
-            )
-            await pilot.press("x")
-            assert screen.message == "nothing to resign: you are resigned"
+            yield app, pilot, screen, race_id
     finally:
         await bot.close()
+
+
+async def test_a_resign_asked_once_is_cancelled_by_any_other_key(
+    server_url: str, alice: Session
+) -> None:
+    async with racing_app(server_url, alice) as (_, pilot, screen, race_id):
+        me = alice.me or ""
+        await pilot.press("x")
+        assert screen.message.startswith("press x again to resign")
+        await pilot.press("d")  # a deal in between: the resign asked for is off
+        await eventually(lambda: alice.state.races[race_id].plies[me] == 1, what="deal")
+        assert "press x again" not in screen.message
+        await pilot.press("x")  # one x again only asks again
+        assert screen.message.startswith("press x again to resign")
+        assert alice.state.races[race_id].racers[me].state == "playing"
+        await pilot.press("t")  # any other key cancels too
+        await pilot.press("escape")
+        await pilot.press("x", "x")
+        await eventually(
+            lambda: alice.state.races[race_id].racers[me].state == "resigned",
+            what="resigned by two x in a row",
+        )
+        await pilot.press("x")
+        assert screen.message == "nothing to resign: you are resigned"
 
 
 async def test_a_refusal_before_the_start_goes_when_the_race_starts(
@@ -176,16 +189,9 @@ def test_long_names_get_an_ellipsis_not_a_cut_that_makes_two_alike() -> None:
 
 
 async def test_esc_clears_a_move_half_typed(server_url: str, alice: Session) -> None:
-    app = PlayApp(alice)
-    bot = Bot(server_url, "bob", make_strategy("greedy", seed=3), delay_s=60)
-    await bot.connect()
-    try:
-        async with app.run_test(size=(100, 30)) as pilot:
-            screen, _ = await racing(app, alice, bot)
-            await pilot.press("colon", "t", "6")
-            line = screen.query_one("#move", Input)
-            assert line.value == "t6"
-            await pilot.press("escape")
-            assert line.value == "" and isinstance(app.focused, BoardWidget)
-    finally:
-        await bot.close()
+    async with racing_app(server_url, alice) as (app, pilot, screen, _):
+        await pilot.press("colon", "t", "6")
+        line = screen.query_one("#move", Input)
+        assert line.value == "t6"
+        await pilot.press("escape")
+        assert line.value == "" and isinstance(app.focused, BoardWidget)
