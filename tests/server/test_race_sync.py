@@ -286,3 +286,29 @@ async def test_a_race_too_busy_to_store_its_batch_is_not_the_store_s_outage(
         assert not runtime.pending, "stored once the race is free"
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert said == [f"race {race_id}: progress not stored (retried): the race is busy; retry"]
+
+
+async def test_one_node_folds_a_batch_in_place_unless_a_change_holds_the_race() -> None:
+    """One node folds a batch of racers still playing at once (no task); while a change
+    holds the race (its events not stored yet) the batch waits for it, so nothing the
+    change did reaches anyone before the store has it."""
+    async with running_hub(progress_interval_s=0.01) as hub:
+        race_id, alice, bob = await start_race_of_two(hub)
+        runtime = hub.races[race_id]
+        keeper = hub.keeper
+
+        def progress_seen() -> list[int]:
+            return [
+                m.progress.moves for m in bob.sent if isinstance(m, Progress) and m.progress.moves
+            ]
+
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
+        await eventually(lambda: progress_seen() == [1], what="the first batch")
+        assert not keeper._folds, "folded by a task"
+
+        async with runtime.lock:  # a change under way
+            await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
+            await eventually(lambda: bool(keeper._folds), what="the batch's fold, waiting")
+            assert progress_seen() == [1]
+            assert runtime.race.racers[alice.player_id or PlayerId("")].moves == 1
+        await eventually(lambda: progress_seen() == [1, 2], what="the batch, once free")
