@@ -96,6 +96,7 @@ class RacerBoard:
 class RaceRuntime:
     def __init__(self, race: Race, saved: RaceRecord | None = None) -> None:
         self.race = race
+        self.race_id: RaceId = race.race_id
         self.boards: dict[PlayerId, RacerBoard] = {}
         self.spectators: set[Session] = set()
         self.in_flight = 0
@@ -147,10 +148,6 @@ class RaceRuntime:
         pending, moves = self.pending, self.pending_moves
         self.pending, self.pending_moves = set(), []
         return pending, moves
-
-    @property
-    def race_id(self) -> RaceId:
-        return self.race.race_id
 
     def deal_boards(self) -> None:
         """Every racer gets the same deal (called once, when the race starts)."""

@@ -134,10 +134,14 @@ class Race:
         self._changes = 0
         self._deadline_at_change = -1
         self._deadline: int | None = None
+        #: A race's id never changes (an attribute: read several times a move).
+        self.race_id: RaceId = record.race_id
         self.reset_to(record if record.epoch else record.model_copy(update={"epoch": epoch}))
 
     def reset_to(self, record: RaceRecord) -> None:
         """Become exactly what `record` holds (a newer copy from the store, or a rollback)."""
+        if record.race_id != self.race_id:
+            raise ValueError(f"race {self.race_id} cannot become race {record.race_id}")
         self._changes += 1
         self.record = record
         self.epoch = record.epoch
@@ -163,10 +167,6 @@ class Race:
         self.history.clear()
 
     # --- reading -----------------------------------------------------------------------
-
-    @property
-    def race_id(self) -> RaceId:
-        return self.record.race_id
 
     @property
     def game(self) -> str:
