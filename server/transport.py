@@ -87,6 +87,25 @@ def _is_request_line(line: bytes | bytearray) -> bool:
     return len(parts) == 3 and parts[2] in (b"HTTP/1.1\r", b"HTTP/1.0\r")
 
 
+#: The bytes an HTTP method (a token) is made of.
+_TOKEN_BYTES = frozenset(
+    b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
+#: No method is longer (the longest registered one has 17 letters).
+MAX_METHOD_BYTES = 32
+
+
+def _may_begin_request(start: bytes | bytearray) -> bool:
+    """Could `start`, the first bytes of a head with no line end yet, begin a request line?
+    Not once its method has a byte no token has, or is longer than any: what is not HTTP (a
+    TLS hello begins with 0x16 and may never send a line feed) is refused at once, not kept
+    for the handshake's whole time."""
+    method, space, _ = bytes(start[: MAX_METHOD_BYTES + 1]).partition(b" ")
+    if len(method) > MAX_METHOD_BYTES or (space and not method):
+        return False
+    return all(byte in _TOKEN_BYTES for byte in method)
+
+
 def _announces_body(lines: list[bytes]) -> bool:
     """Does the head (its lines) say a body follows: a `Transfer-Encoding`, or a
     `Content-Length` other than 0 (which the protocol takes as no body)?"""
@@ -377,6 +396,9 @@ class WebSocketSession(Session, asyncio.Protocol):
         if line_end >= 0 and not _is_request_line(head[:line_end]):
             self.head = None
             return bytes(head)
+        if line_end < 0 and not _may_begin_request(head):
+            self.head = None
+            return self._refuse(self.ws.reject(HTTPStatus.BAD_REQUEST, "not an HTTP request\n"))
         end = head.find(b"\r\n\r\n", max(0, start - 3))
         if end < 0:
             if len(head) <= MAX_HEAD_BYTES:

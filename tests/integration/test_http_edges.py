@@ -38,6 +38,10 @@ async def exchange(port: int, request: bytes) -> bytes:
             await writer.wait_closed()
 
 
+#: The start of a TLS ClientHello (a client speaking wss:// to a plain port): no line feed.
+TLS_HELLO = bytes.fromhex("160301020001000001fc0303") + bytes(range(0x20, 0x40))
+
+
 def parse(raw: bytes) -> tuple[int, dict[str, str], bytes]:
     head, _, body = raw.partition(b"\r\n\r\n")
     status_line, *lines = head.decode().split("\r\n")
@@ -208,7 +212,9 @@ async def test_a_probe_s_body_in_a_later_read_is_discarded(app: App) -> None:
     assert (status, body) == (200, b"ok\n")
 
 
-@pytest.mark.parametrize("line", [b"HELLO\r\n", b"GET / HTTP/1.1\nHost: x\n\n", b"GET /\r\n"])
+@pytest.mark.parametrize(
+    "line", [b"HELLO\r\n", b"GET / HTTP/1.1\nHost: x\n\n", b"GET /\r\n", TLS_HELLO]
+)
 async def test_what_is_not_an_http_request_is_closed_at_once(
     start_server: ServerFactory, line: bytes
 ) -> None:
@@ -217,3 +223,27 @@ async def test_what_is_not_an_http_request_is_closed_at_once(
     app = await start_server(open_timeout_s=600.0)
     await exchange(app.port, line)  # answered or dropped, but within WAIT_S, not 600 s
     await eventually(lambda: not app.transport.connections, within=WAIT_S)
+
+
+@pytest.mark.parametrize("start", [TLS_HELLO, b"GET\x00", b" GET / HTTP/1.1", b"A" * 40])
+async def test_a_start_no_request_line_has_is_refused_with_400_before_its_line_ends(
+    start_server: ServerFactory, start: bytes
+) -> None:
+    """Bytes that cannot begin an HTTP request (a method byte no token has, or a method
+    longer than any) get 400 at once, with no line feed ever sent: not kept for the
+    handshake's whole time (here far longer than the wait)."""
+    app = await start_server(open_timeout_s=600.0)
+    status, _, body = parse(await exchange(app.port, start))
+    assert (status, body) == (400, b"not an HTTP request\n")
+    await eventually(lambda: not app.transport.connections, within=WAIT_S)
+
+
+@pytest.mark.parametrize("cut", [1, 3, 4, 12])
+async def test_a_request_line_in_pieces_is_answered(app: App, cut: int) -> None:
+    """A method, or a line, cut short by a read is not taken for what no request begins."""
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    raw = await exchange_in_two(
+        app, head[:cut], head[cut:], ready=lambda connection: len(connection.head or b"") == cut
+    )
+    status, _, body = parse(raw)
+    assert (status, body) == (200, b"ok\n")
