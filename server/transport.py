@@ -384,21 +384,26 @@ class WebSocketSession(Session, asyncio.Protocol):
         """Until the request head is whole, it is kept here, and the protocol gets it alone:
         what follows it (a body, a second request, frames sent before our 101) is handed
         over only once the request is answered, so that it cannot fail the stream before the
-        answer is written. A request line that is not HTTP/1.x goes to the protocol at once
-        (it refuses it). The protocol would fail a GET or HEAD with a body unanswered: a probe
-        (`/healthz`, `/metrics`) is answered as one without (its body discarded), a handshake
-        with 400. Returns the bytes after the head (none while it is incomplete)."""
+        answer is written. Empty lines before the request line are skipped (RFC 9112). A
+        request line that is not HTTP/1.x goes to the protocol at once (it refuses it); bytes
+        no request line begins with are answered 400 at once (`_not_http`). The protocol
+        would fail a GET or HEAD with a body unanswered: a probe (`/healthz`, `/metrics`) is
+        answered as one without (its body discarded), a handshake with 400. Returns the bytes
+        after the head (none while it is incomplete)."""
         head = self.head
         assert head is not None
-        start = len(head)
         head += data
+        while head.startswith(b"\r\n"):  # empty lines before the request line are ignored
+            del head[:2]
+        if head == b"\r":
+            return b""  # perhaps an empty line's CR, its LF to come
+        start = len(head) - len(data)
         line_end = head.find(b"\n")
         if line_end >= 0 and not _is_request_line(head[:line_end]):
             self.head = None
             return bytes(head)
         if line_end < 0 and not _may_begin_request(head):
-            self.head = None
-            return self._refuse(self.ws.reject(HTTPStatus.BAD_REQUEST, "not an HTTP request\n"))
+            return self._not_http()
         end = head.find(b"\r\n\r\n", max(0, start - 3))
         if end < 0:
             if len(head) <= MAX_HEAD_BYTES:
@@ -425,6 +430,17 @@ class WebSocketSession(Session, asyncio.Protocol):
             if isinstance(event, Request):
                 self._request(event)
         self._flush()
+        return rest
+
+    def _not_http(self) -> bytes:
+        """Answer 400 to bytes no request begins with and close once it is written: such a
+        peer (a TLS hello, a scanner) reads no answer and may never close; logged at DEBUG,
+        like a probe, so that a flood of them does not flood the log."""
+        self.head = None
+        self.ws.logger = probe_log
+        rest = self._refuse(self.ws.reject(HTTPStatus.BAD_REQUEST, "not an HTTP request\n"))
+        if self.transport is not None:
+            self.transport.close()  # after what is buffered
         return rest
 
     def _refuse(self, response: Response) -> bytes:

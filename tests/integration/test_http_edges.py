@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -226,16 +227,44 @@ async def test_what_is_not_an_http_request_is_closed_at_once(
 
 
 @pytest.mark.parametrize("start", [TLS_HELLO, b"GET\x00", b" GET / HTTP/1.1", b"A" * 40])
-async def test_a_start_no_request_line_has_is_refused_with_400_before_its_line_ends(
-    start_server: ServerFactory, start: bytes
+async def test_a_start_no_request_line_has_is_refused_with_400_and_closed(
+    start_server: ServerFactory, start: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Bytes that cannot begin an HTTP request (a method byte no token has, or a method
-    longer than any) get 400 at once, with no line feed ever sent: not kept for the
-    handshake's whole time (here far longer than the wait)."""
-    app = await start_server(open_timeout_s=600.0)
-    status, _, body = parse(await exchange(app.port, start))
+    longer than any) get 400 at once, with no line feed ever sent, and the server closes
+    the socket itself while the peer keeps its end open: not kept for the handshake's or
+    the close's time (here far longer than the wait). Logged at DEBUG, as probes are."""
+    caplog.set_level(logging.INFO, logger="solrace.server.websocket")
+    app = await start_server(open_timeout_s=600.0, close_timeout_s=600.0)
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    try:
+        writer.write(start)
+        await writer.drain()
+        async with asyncio.timeout(WAIT_S):
+            raw = await reader.read()
+        await eventually(lambda: not app.transport.connections, within=WAIT_S)
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+    status, _, body = parse(raw)
     assert (status, body) == (400, b"not an HTTP request\n")
-    await eventually(lambda: not app.transport.connections, within=WAIT_S)
+    assert not [r for r in caplog.records if r.name == "solrace.server.websocket"]
+
+
+@pytest.mark.parametrize("first", [b"\r\n", b"\r\n\r\n", b"\r"])
+async def test_empty_lines_before_the_request_line_are_skipped(app: App, first: bytes) -> None:
+    """RFC 9112 (2.2): a server should ignore empty lines before the request line, here in
+    a read of their own (a lone CR waits for its LF)."""
+    rest = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    ready: Callable[[Any], bool] = bool
+    if first == b"\r":
+        rest = b"\n" + rest
+        ready = lambda connection: connection.head == b"\r"  # noqa: E731 - read, and held
+    status, _, body = parse(await exchange_in_two(app, first, rest, ready))
+    assert (status, body) == (200, b"ok\n")
+    status, _, body = parse(await exchange(app.port, first + rest))
+    assert (status, body) == (200, b"ok\n")
 
 
 @pytest.mark.parametrize("cut", [1, 3, 4, 12])
