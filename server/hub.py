@@ -475,7 +475,13 @@ class Hub:
             if self.ratings_of is not None:
                 ratings = await self.ratings_of(player.player_id)
         session.said_hello = True
-        active = [runtime.race_id for runtime in runtimes]
+        # The races it still races in: one it is out of (gone, resigned, finished, stuck)
+        # goes on without it, and taking it back would only be refused.
+        active = [
+            runtime.race_id
+            for runtime in runtimes
+            if player is not None and not runtime.race.racers[player.player_id].is_done
+        ]
         if player is not None:
             session.player_id = player.player_id
             session.name = player.name

@@ -98,6 +98,28 @@ async def test_a_racer_away_longer_than_the_grace_period_forfeits(
     assert {r.name: r.state for r in finished.results} == {"alice": "gone", "bob": "resigned"}
 
 
+async def test_a_racer_who_forfeited_or_resigned_is_not_told_it_races_there_when_back(
+    server: App, client: ClientFactory
+) -> None:
+    """`welcome.active_races` lists the races a player still races in: not one it forfeited
+    by staying away (gone) nor one it resigned, which go on without it."""
+    alice, bob, carol = await client("alice"), await client("bob"), await client("carol")
+    race_id = await start_race(alice, [bob, carol])
+    tokens = {c.welcome.name: c.welcome.token for c in (alice, bob) if c.welcome}
+    await bob.send(Resign(race_id=race_id))
+    await carol.expect(Progress, lambda m: m.progress.state == "resigned")
+    await alice.close()
+    await carol.expect(Progress, lambda m: m.progress.state == "gone")
+    await bob.close()
+    for name in ("alice", "bob"):
+        back = await client()
+        welcome = await back.hello(token=tokens[name])
+        assert welcome.active_races == [], name
+    again = await client()
+    welcome = await again.hello(token=carol.welcome.token if carol.welcome else None)
+    assert welcome.active_races == [race_id]  # carol races on
+
+
 async def test_a_sync_with_nothing_missed_is_answered_too(
     server: App, client: ClientFactory
 ) -> None:
