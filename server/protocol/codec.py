@@ -121,10 +121,16 @@ def _unpack(data: bytes) -> Any:
         return _unpack_pairs(data)
     except msgpack.StackError:
         raise DecodeError("not a msgpack frame: nested too deep") from None
-    except (ValueError, msgpack.ExtraData, msgpack.FormatError) as exc:
-        raise DecodeError(f"not a msgpack frame: {exc}") from None
     except Exception as exc:  # msgpack raises a few bare exception types on garbage
-        raise DecodeError(f"not a msgpack frame: {exc}") from None
+        raise _not_msgpack(exc) from None
+
+
+def _not_msgpack(exc: Exception) -> DecodeError:
+    """The refusal of bytes msgpack could not read, saying why (a byte no value starts with,
+    0xc1, comes with no message of its own)."""
+    if isinstance(exc, msgpack.FormatError) and not str(exc):
+        return DecodeError("not a msgpack frame: a byte no msgpack value starts with")
+    return DecodeError(f"not a msgpack frame: {exc or type(exc).__name__}")
 
 
 def _unpack_pairs(data: bytes) -> Any:
@@ -134,7 +140,7 @@ def _unpack_pairs(data: bytes) -> Any:
             data, raw=False, strict_map_key=False, object_pairs_hook=_Pairs, use_list=True
         )
     except Exception as exc:
-        raise DecodeError(f"not a msgpack frame: {exc}") from None
+        raise _not_msgpack(exc) from None
     if isinstance(value, _Pairs):
         kind = next((v for k, v in value if k == "type"), None)
         raise SchemaError("a map's keys must be strings", _request_type({"type": kind}))

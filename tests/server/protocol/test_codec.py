@@ -456,3 +456,13 @@ def test_a_deeply_nested_value_in_any_field_is_an_invalid_message_and_never_repr
             decode_client(frame)
         assert caught.value.request_type == tag
     assert unraisable == []
+
+
+@pytest.mark.parametrize("frame", [b"\xc1", b"\x81\xa4type", b"hello", b"\x92", b"\xc7\x01\x00"])
+def test_every_unreadable_frame_says_why(frame: bytes) -> None:
+    """The close reason names what is wrong: a byte no value starts with (0xc1) gave
+    `not a msgpack frame: ` with nothing after it."""
+    with pytest.raises(DecodeError) as caught:
+        decode_client(frame)
+    prefix, _, why = str(caught.value).partition(": ")
+    assert prefix == "not a msgpack frame" and why.strip(), str(caught.value)
