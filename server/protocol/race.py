@@ -326,7 +326,8 @@ class Race:
         if self.status is not RaceStatus.OPEN:
             raise RaceError(ErrorCode.WRONG_STATUS, f"the race is {self.status.value}")
         if self.record.invite_code is not None and invite_code != self.record.invite_code:
-            raise RaceError(ErrorCode.BAD_INVITE, "this race needs its invite code")
+            given = "no invite code" if invite_code is None else "a wrong invite code"
+            raise RaceError(ErrorCode.BAD_INVITE, f"this race needs its invite code ({given})")
         if len(self.racers) >= self.record.seats:
             raise RaceError(ErrorCode.RACE_FULL, "every seat is taken")
         self.racers[player_id] = Racer(player_id, name, state_at_ms=now_ms, holder=holder)

@@ -63,6 +63,10 @@ def test_lobby_refusals() -> None:
     with pytest.raises(RaceError) as caught:
         race.join(PlayerId("b"), "ben", "wrong", 0)
     assert caught.value.code is ErrorCode.BAD_INVITE
+    assert caught.value.message.endswith("(a wrong invite code)")
+    with pytest.raises(RaceError) as caught:
+        race.join(PlayerId("b"), "ben", None, 0)
+    assert caught.value.message.endswith("(no invite code)")
     with pytest.raises(RaceError) as caught:
         race.join(PlayerId("a"), "ann", "code", 0)
     assert caught.value.code is ErrorCode.ALREADY_JOINED
