@@ -142,6 +142,9 @@ start_haproxy() {
 cmd_start() {
     "$python" -c 'import solrace.server.app' 2>/dev/null \
         || die "solrace is not importable by $python (pip install -e .)"
+    # Every program is looked for before any starts: a missing one leaves nothing running.
+    command -v redis-server >/dev/null || die "no redis-server (Debian: apt-get install redis-server)"
+    command -v haproxy >/dev/null || die "no haproxy (Debian: apt-get install haproxy)"
     if [ ! -f "$dir/secret" ]; then
         (umask 077 && "$python" -c 'import secrets; print(secrets.token_hex(32))' >"$dir/secret")
     fi

@@ -63,10 +63,15 @@ class Cluster:
         )
 
 
-@pytest.fixture
-def cluster(redis_binary: str, tmp_path: Path) -> Iterator[Cluster]:
+def needs_haproxy() -> None:
+    """`start` looks for every program before it starts any."""
     if shutil.which("haproxy") is None:
         pytest.skip("no haproxy binary (Debian: apt-get install haproxy)")
+
+
+@pytest.fixture
+def cluster(redis_binary: str, tmp_path: Path) -> Iterator[Cluster]:
+    needs_haproxy()
     cluster = Cluster(tmp_path / "cluster")
     try:
         yield cluster
@@ -117,6 +122,7 @@ def test_a_port_another_program_holds_stops_the_start(redis_binary: str, tmp_pat
     """A node port held by another server that answers /healthz used to pass the health
     check: `start` said the node was up while it had exited. It now says the port is taken,
     and starts nothing more."""
+    needs_haproxy()
     cluster = Cluster(tmp_path / "cluster")
     port = int(cluster.env["SOLRACE_NODE_PORT"]) + 1  # node 2's
     other = http.server.ThreadingHTTPServer(("127.0.0.1", port), Healthy)
@@ -135,6 +141,7 @@ def test_a_port_another_program_holds_stops_the_start(redis_binary: str, tmp_pat
 
 
 def test_a_node_that_exits_as_it_starts_stops_the_start(redis_binary: str, tmp_path: Path) -> None:
+    needs_haproxy()
     cluster = Cluster(tmp_path / "cluster")
     cluster.env["SOLRACE_MAX_OUTGOING"] = "many"  # a setting the node refuses at start
     try:
@@ -142,6 +149,31 @@ def test_a_node_that_exits_as_it_starts_stops_the_start(redis_binary: str, tmp_p
         assert started.returncode == 1
         assert "node1 exited as it started (see " in started.stderr, started.stderr
         assert "SOLRACE_MAX_OUTGOING" in (cluster.folder / "logs" / "node1.log").read_text()
+    finally:
+        stopped = cluster.run("stop")
+    assert stopped.returncode == 0, stopped.stderr
+
+
+def test_a_missing_program_stops_the_start_before_anything_runs(
+    redis_binary: str, tmp_path: Path
+) -> None:
+    """Without haproxy, `start` used to start Redis and the three nodes, then stop with
+    'no haproxy' and leave them running."""
+    path = os.pathsep.join(
+        folder
+        for folder in os.environ.get("PATH", "").split(os.pathsep)
+        if not (Path(folder) / "haproxy").exists()
+    )
+    if shutil.which("redis-server", path=path) is None:
+        pytest.skip("redis-server shares its folder with haproxy here")
+    cluster = Cluster(tmp_path / "cluster")
+    cluster.env["PATH"] = path
+    try:
+        started = cluster.run("start")
+        assert started.returncode == 1
+        assert "no haproxy (Debian: apt-get install haproxy)" in started.stderr
+        run = cluster.folder / "run"
+        assert not run.exists() or list(run.iterdir()) == []
     finally:
         stopped = cluster.run("stop")
     assert stopped.returncode == 0, stopped.stderr
