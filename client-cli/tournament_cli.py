@@ -65,6 +65,7 @@ from .identity import (
 from .strategy import STRATEGIES
 from .tournament_bots import run_bots
 from .tournament_render import (
+    plural,
     render_audit,
     render_leaderboard,
     render_list,
@@ -224,9 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_argument("tournament", help=TOURNAMENT_HELP)
     admin.add_argument("act", choices=ADMIN_ACTS, help="what to do: " + ", ".join(ADMIN_ACTS))
     admin.add_argument("--match", help="the match id (forfeit, correct), e.g. W1-1")
-    admin.add_argument("--player", help="player id or name")
+    admin.add_argument("--player", help="player id or name (forfeit, drop)")
     admin.add_argument("--race", type=int, help="the race number within the match (correct)")
-    admin.add_argument("--placings", help="ids or names best first, ',' between places, '=' ties")
+    admin.add_argument(
+        "--placings", help="ids or names best first, ',' between places, '=' ties (correct)"
+    )
     admin.add_argument(
         "--cards",
         metavar="NAME=N,...",
@@ -348,9 +351,30 @@ def parse_card_counts(text: str) -> dict[str, int]:
     return counts
 
 
+#: What each admin act needs besides the tournament (the server refuses it without), as the
+#: option names it, by the option's `args` field.
+ADMIN_NEEDS: Final[dict[str, dict[str, str]]] = {
+    "forfeit": {"match": "--match MATCH", "player": "--player NAME"},
+    "drop": {"player": "--player NAME"},
+    "correct": {"match": "--match MATCH", "race": "--race N", "placings": "--placings NAMES"},
+}
+
+
 def admin_problem(args: argparse.Namespace) -> str | None:
     """Why an admin act's options cannot make a request, or None (checked before
-    connecting)."""
+    connecting): an option the act needs is missing (`forfeit needs --player NAME`), or
+    `--cards` is not NAME=N,..."""
+    needs = ADMIN_NEEDS.get(args.act, {})
+    missing = [
+        option
+        for field_name, option in needs.items()
+        if getattr(args, field_name) is None
+        or (field_name == "placings" and not parse_placings(args.placings))
+        or (field_name in ("match", "player") and not getattr(args, field_name).strip())
+    ]
+    if missing:
+        wants = " and ".join(needs.values())
+        return f"{args.act} needs {wants} (missing {', '.join(o.split()[0] for o in missing)})"
     if args.cards is not None:
         try:
             parse_card_counts(args.cards)
@@ -424,7 +448,7 @@ def render(message: ServerMessage, skip_finished: int = 0) -> str | None:
             return listed
         seen = skip_finished + sum(s.phase == "finished" for s in message.tournaments)
         return (
-            f"{listed}\n{message.more} older finished tournaments not listed: "
+            f"{listed}\n{plural(message.more, 'older finished tournament')} not listed: "
             f"solrace tournament list --skip-finished {seen}"
         )
     if isinstance(message, Leaderboard):

@@ -35,7 +35,7 @@ from .held_deals import HeldDeals, race_label
 from .identity import connect_player
 from .plain import EXIT_CLOSED, PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
-from .tournament_render import field_size, must_check_in, names_of, render_tournament
+from .tournament_render import field_size, must_check_in, names_of, plural, render_tournament
 from .wire_text import printable
 
 TOURNAMENT_HELP = """\
@@ -132,7 +132,7 @@ class TournamentPlain:
             return
         paused = " (paused)" if view.paused else ""
         where = f", round {rounds}" if rounds else ""
-        self.say(f"tournament {view.phase}{where}{paused}: {field_size(view)} players")
+        self.say(f"tournament {view.phase}{where}{paused}: {plural(field_size(view), 'player')}")
 
     async def _finish(self, champion: str) -> None:
         """Say the end once the last round's deals are checked."""

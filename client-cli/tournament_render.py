@@ -63,42 +63,93 @@ def score(match: MatchModel, order: Sequence[str | None] | None = None) -> str:
     return "-".join(str(wins.get(p, 0)) for p in (match.players if order is None else order))
 
 
+def plural(count: int, noun: str) -> str:
+    """`1 player`, `2 players`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def by_seed(view: TournamentModel, players: Sequence[str | None]) -> list[str | None]:
+    """A bracket match's players best seed first, an empty seat (None) last: the order of
+    the server's own match (`MatchModel.players`), so a match reads the same in the bracket,
+    the round and the live matches (the bracket sends its seats in the tree's order)."""
+    seed: dict[str, int] = {p: i for i, p in enumerate(view.seeds)}
+    return sorted(players, key=lambda p: (p is None, seed.get(p, len(seed)) if p else 0))
+
+
 def _bracket_state(
-    match: BracketMatchModel, played: MatchModel | None, names: dict[str, str], best_of: int
+    match: BracketMatchModel,
+    played: MatchModel | None,
+    order: Sequence[str | None],
+    view: TournamentModel,
+    names: dict[str, str],
 ) -> str:
-    """`forfeit: bob`; the race wins of a best-of match played or under way (`played 2-1`,
-    `ready 1-0`); else the bracket's state (`played`, `ready`, `waiting`, `walkover`)."""
+    """`forfeit: bob`; `playing` while one of the match's races is on (the view lists it as
+    live); the race wins of a best-of match played or under way (`played 2-1`,
+    `playing 1-0`, `ready 1-0` between races); else the bracket's state (`played`, `ready`,
+    `waiting`, `walkover`, `empty`)."""
     if played is None:
         return match.state
     if played.forfeited:
         return "forfeit: " + ", ".join(names.get(p, p) for p in played.forfeited)
-    if played.wins and (best_of > 1 or len(played.races) > 1) and played.races:
-        return f"{match.state} {score(played, match.players)}"
-    return match.state
+    state: str = match.state
+    if not played.is_ended and any(live.match_id == match.match_id for live in view.live):
+        state = "playing"
+    if played.wins and (view.best_of > 1 or len(played.races) > 1) and played.races:
+        return f"{state} {score(played, order)}"
+    return state
+
+
+#: The second grand final of a double elimination, played only if the losers-bracket
+#: champion wins the first (`GF`).
+BRACKET_RESET = "GF2"
+
+
+def _reset_line(
+    match: BracketMatchModel, view: TournamentModel, names: dict[str, str]
+) -> str | None:
+    """The bracket reset (`GF2`) when it is not a match to play (yet): `GF2 not needed: ann
+    (winners' bracket) won GF`, `GF2 not played`, `GF2 [waiting: only if bob (losers'
+    bracket) wins GF]`; None once it is drawn (or for any other match)."""
+    if match.match_id != BRACKET_RESET or match.state not in ("empty", "waiting"):
+        return None
+    final = next((m for m in view.bracket if m.match_id == "GF"), None)
+    top, low = [*(final.players if final else []), None, None][:2]
+    if match.state == "waiting":
+        who = f"{names.get(low, low)} (losers' bracket)" if low else "the losers' bracket champion"
+        return f"{BRACKET_RESET} [waiting: only if {who} wins GF]"
+    if final is not None and final.state == "played" and top and final.winner == top:
+        return f"{BRACKET_RESET} not needed: {names.get(top, top)} (winners' bracket) won GF"
+    return f"{BRACKET_RESET} not played"
 
 
 def _match_line(
     match: BracketMatchModel,
+    view: TournamentModel,
     names: dict[str, str],
     played: MatchModel | None,
-    best_of: int,
 ) -> str:
+    """`W2-1 ann vs bob [playing]`: the players best seed first (the winner marked *)."""
+    reset = _reset_line(match, view, names)
+    if reset is not None:
+        return reset
+
     def who(player: str | None) -> str:
         if player is None:
             return "bye" if match.state in ("walkover", "empty") else "?"
         name = names.get(player, player)
         return f"{name}*" if player == match.winner else name
 
-    a, b = [*match.players, None, None][:2]
-    state = _bracket_state(match, played, names, best_of)
-    return f"{match.match_id} {who(a)} vs {who(b)} [{state}]"
+    order = by_seed(view, [*match.players, None, None][:2])
+    state = _bracket_state(match, played, order, view, names)
+    return f"{match.match_id} {who(order[0])} vs {who(order[1])} [{state}]"
 
 
 def render_bracket(view: TournamentModel) -> str:
     """The winners bracket as a tree from the final down (winners marked *), then the other
     matches (losers bracket, grand final, third place) by schedule step. A match's state
-    says a forfeit (`[forfeit: bob]`) and the race wins of one played or under way
-    (`[played 2-1]`, `[ready 1-0]`)."""
+    says a forfeit (`[forfeit: bob]`), a race of it on (`[playing]`) and the race wins of
+    one played or under way (`[played 2-1]`, `[playing 1-0]`); an unused bracket reset says
+    so (`GF2 not needed: ann (winners' bracket) won GF`)."""
     names = names_of(view)
     played = matches_of(view)
     matches = {m.match_id: m for m in view.bracket}
@@ -114,7 +165,7 @@ def render_bracket(view: TournamentModel) -> str:
         if match_id is None:
             return
         branch = "" if top else ("└─ " if last else "├─ ")
-        line = _match_line(matches[match_id], names, played.get(match_id), view.best_of)
+        line = _match_line(matches[match_id], view, names, played.get(match_id))
         lines.append(prefix + branch + line)
         below = prefix if top else prefix + ("   " if last else "│  ")
         children = [(rnd - 1, 2 * number - 1), (rnd - 1, 2 * number)]
@@ -132,8 +183,7 @@ def render_bracket(view: TournamentModel) -> str:
     if others:
         lines.append("")
         lines += [
-            f"step {m.step}: {_match_line(m, names, played.get(m.match_id), view.best_of)}"
-            for m in others
+            f"step {m.step}: {_match_line(m, view, names, played.get(m.match_id))}" for m in others
         ]
     return "\n".join(lines)
 
@@ -455,7 +505,7 @@ def render_list(tournaments: list[TournamentSummary]) -> str:
         return "no tournaments"
     return "\n".join(
         f"{t.tournament_id}  {t.name}  {t.format} of {t.game}  {t.phase}  "
-        f"{t.players} players  round {t.round}"
+        f"{plural(t.players, 'player')}  round {t.round}"
         for t in tournaments
     )
 
@@ -471,6 +521,10 @@ def render_leaderboard(board: Leaderboard) -> str:
 
 
 def render_profile(profile: Profile) -> str:
+    """The player's name, a rating per game and the recent rated races; a player without
+    any says so (`ann: no rated races yet`)."""
+    if not profile.ratings and not profile.recent:
+        return f"{profile.name}: no rated races yet"
     lines = [profile.name]
     for r in profile.ratings:
         mark = " (provisional)" if r.provisional else ""

@@ -79,7 +79,7 @@ async def test_reads_and_admin_acts_leave_a_racing_player_connected(
         capsys.readouterr()
         for argv in (["profile"], ["profile", "alice"]):  # the saved player's, then by name
             assert await cli(url, *argv) == 0, argv
-            assert capsys.readouterr().out.splitlines()[0] == "alice", argv
+            assert capsys.readouterr().out.splitlines() == ["alice: no rated races yet"], argv
             await still_connected(alice)
         for argv in (["show", tid], ["list"]):
             assert await cli(url, *argv) == 0, argv
@@ -133,11 +133,11 @@ async def test_profile_takes_a_name_found_where_the_server_lists_names(
     await director.request(WatchTournament(tournament_id=tid), is_view(tid))
 
     assert await cli(url, "profile", "bob") == 0
-    assert capsys.readouterr().out.splitlines()[0] == "bob"
+    assert capsys.readouterr().out.splitlines() == ["bob: no rated races yet"]
     assert await cli(url, "profile", "dan") == 0
-    assert capsys.readouterr().out.splitlines()[0] == "dan"
+    assert capsys.readouterr().out.splitlines() == ["dan: no rated races yet"]
     assert await cli(url, "profile", bob.me or "") == 0  # an id still works
-    assert capsys.readouterr().out.splitlines()[0] == "bob"
+    assert capsys.readouterr().out.splitlines() == ["bob: no rated races yet"]
 
     assert await cli(url, "profile", "nobody") == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -153,7 +153,7 @@ async def test_profile_without_a_player_is_the_saved_one_or_a_clear_error(
     conn = await connect_player(url, url, "erin")
     await conn.close()
     assert await cli(url, "profile") == 0
-    assert capsys.readouterr().out.splitlines()[0] == "erin"
+    assert capsys.readouterr().out.splitlines() == ["erin: no rated races yet"]
 
 
 @pytest.mark.parametrize(
@@ -516,3 +516,35 @@ async def test_a_double_elimination_may_be_created_without_a_bracket_reset(
         for live in tournament_server.tournaments.live.values()
     }
     assert resets == {"one-final": False, "two-finals": True}
+
+
+@pytest.mark.parametrize(
+    ("argv", "missing"),
+    [
+        (["forfeit", "--match", "W1-1"], "--player"),
+        (["forfeit", "--player", "ann"], "--match"),
+        (["forfeit"], "--match, --player"),
+        (["drop"], "--player"),
+        (["drop", "--player", " "], "--player"),
+        (["correct", "--match", "W1-1", "--placings", "ann,bob"], "--race"),
+        (["correct", "--match", "W1-1", "--race", "1", "--placings", ","], "--placings"),
+        (["correct"], "--match, --race, --placings"),
+    ],
+)
+async def test_an_admin_act_without_what_it_needs_is_refused_before_asking(
+    tournament_server: App, capsys: pytest.CaptureFixture[str], argv: list[str], missing: str
+) -> None:
+    """Exit 2 and one line naming the options (not the server's `forfeit needs player_id`)."""
+    url = url_of(tournament_server)
+    tid = await created(url, capsys, "--casual")
+    assert await cli(url, "admin", tid, *argv) == 2
+    captured = capsys.readouterr()
+    needs = {
+        "forfeit": "--match MATCH and --player NAME",
+        "drop": "--player NAME",
+        "correct": "--match MATCH and --race N and --placings NAMES",
+    }[argv[0]]
+    assert (captured.out, captured.err) == (
+        "",
+        f"solrace tournament admin: {argv[0]} needs {needs} (missing {missing})\n",
+    )

@@ -141,7 +141,8 @@ async def plain_tournament_race(
     bot = resigning_bot(server)
     run: asyncio.Task[object] | None = None
     try:
-        await player.expect("tournament registration")
+        # Only `name` has registered yet (the bot joins below): one player, singular.
+        assert await player.expect("tournament registration") == "tournament registration: 1 player"
         await bot.connect()
         run = asyncio.create_task(play_tournament(bot, tid))
         await eventually(lambda: registered(admin, tid) == 2, what="both registered")

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from solrace.client.tournament_cli import parse_placings
+from solrace.client.tournament_cli import parse_placings, render
 from solrace.client.tournament_render import (
     field_size,
     must_check_in,
     progress_lines,
     render_audit,
+    render_list,
+    render_profile,
     render_tournament,
 )
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
-from solrace.server.protocol.tournament_messages import AuditModel, TournamentModel
+from solrace.server.protocol.tournament_messages import (
+    AuditModel,
+    Profile,
+    TournamentList,
+    TournamentModel,
+    TournamentSummary,
+)
 from solrace.server.protocol.tournament_state import TournamentSettings
 from solrace.server.protocol.tournament_view import build_view
 
@@ -289,3 +298,115 @@ def test_a_bracket_line_gives_the_score_in_its_own_players_order() -> None:
     swapped = with_matches(view, players=["p2", "p1"], wins=[0, 1])  # the same score
     for shown in (view, swapped):
         assert "W1-1 n1 vs n2 [ready 1-0]" in render_tournament(shown)
+
+
+def upset_final(best_of: int = 1) -> tuple[Tournament, dict[str, str], TournamentModel]:
+    """Four players, n4 beats n1 and n2 beats n3: the final W2-1 is n4 (from the top half of
+    the tree) against n2, the better seed; the final's first race is open as RACE-F."""
+    t, names = started(FormatRules(Format.SINGLE_ELIMINATION, best_of=best_of), 4)
+    for winner, loser in (("p4", "p1"), ("p2", "p3")):
+        match = next(m for m in t.live_matches() if winner in m.players)
+        while not match.is_ended:
+            assert match.pending_race is not None
+            order = [PlayerId(winner), PlayerId(loser)]
+            t.record_race(match.match_id, match.pending_race, RaceResult.from_order(order), now=3)
+    (final,) = t.live_matches()
+    race_ids = {(final.match_id, 1): RaceId("RACE-F")}
+    view = build_view(t, version=2, name="cup", time_limit_s=60, names=names, race_ids=race_ids)
+    return t, names, view
+
+
+def test_a_match_names_its_players_in_one_order_everywhere() -> None:
+    """The bracket's seats (n4 from the tree's top half) and the round's match (best seed
+    first) differ: every line names them best seed first."""
+    _, _, view = upset_final()
+    bracket = next(m for m in view.bracket if m.match_id == "W2-1")
+    assert bracket.players == ["p4", "p2"]  # the tree's order, as the server sends it
+    text = render_tournament(view)
+    assert text.splitlines()[3] == "W2-1 n2 vs n4 [playing]"
+    assert "  W2-1 n2 vs n4: race 1 on RACE-F" in text
+    assert "  W2-1 race 1: RACE-F  n2 vs n4" in text
+    assert "n4 vs n2" not in text
+    assert "round 2 started: W2-1 n2 vs n4" in progress_lines(None, view)
+
+
+def test_a_match_whose_race_is_on_shows_playing() -> None:
+    """`[playing]` while the view lists a race of the match as live; `[ready]` before its
+    race is open; a best-of match's score either way."""
+    t, names, view = upset_final()
+    assert "W2-1 n2 vs n4 [playing]" in render_tournament(view)
+    assert "W2-1 n2 vs n4 [ready]" in render_tournament(view_of(t, names))  # no race id yet
+
+    t, names, view = upset_final(best_of=3)
+    (final,) = t.live_matches()
+    t.record_race(final.match_id, 1, RaceResult.from_order([PlayerId("p4"), PlayerId("p2")]), now=4)
+    race_ids = {(final.match_id, 2): RaceId("RACE-F2")}
+    on = build_view(t, version=3, name="cup", time_limit_s=60, names=names, race_ids=race_ids)
+    assert "W2-1 n2 vs n4 [playing 0-1]" in render_tournament(on)
+    assert "W2-1 n2 vs n4 [ready 0-1]" in render_tournament(view_of(t, names, 3))
+
+
+def double_elimination(winner_of_gf: str) -> tuple[list[str], list[str]]:
+    """Two players in a double elimination, n1 winning W1-1 and `winner_of_gf` the grand
+    final: the bracket's grand-final lines before the grand final and after it."""
+    t, names = started(FormatRules(Format.DOUBLE_ELIMINATION), 2)
+    (first,) = t.live_matches()
+    t.record_race(first.match_id, 1, RaceResult.from_order([PlayerId("p1"), PlayerId("p2")]), now=3)
+
+    def finals() -> list[str]:
+        lines = render_tournament(view_of(t, names)).splitlines()
+        return [line for line in lines if line.startswith("step")]
+
+    before = finals()
+    (final,) = t.live_matches()
+    assert final.match_id == "GF"
+    loser = "p2" if winner_of_gf == "p1" else "p1"
+    order = [PlayerId(winner_of_gf), PlayerId(loser)]
+    t.record_race(final.match_id, 1, RaceResult.from_order(order), now=4)
+    return before, finals()
+
+
+def test_an_unused_bracket_reset_says_it_is_not_needed() -> None:
+    before, after = double_elimination("p1")
+    assert before == [
+        "step 2: GF n1 vs n2 [ready]",
+        "step 3: GF2 [waiting: only if n2 (losers' bracket) wins GF]",
+    ]
+    assert after == [
+        "step 2: GF n1* vs n2 [played]",
+        "step 3: GF2 not needed: n1 (winners' bracket) won GF",
+    ]
+
+
+def test_a_bracket_reset_the_losers_bracket_champion_forces_is_a_match() -> None:
+    _, after = double_elimination("p2")
+    assert after == ["step 2: GF n1 vs n2* [played]", "step 3: GF2 n1 vs n2 [ready]"]
+
+
+def test_counts_are_singular_for_one() -> None:
+    def summary(players: int) -> TournamentSummary:
+        return TournamentSummary(
+            tournament_id="t1",
+            name="cup",
+            game="klondike",
+            format="swiss",
+            phase="registration",
+            players=players,
+            round=0,
+            champion=None,
+        )
+
+    assert (
+        render_list([summary(1)]) == "t1  cup  swiss of klondike  registration  1 player  round 0"
+    )
+    assert "  0 players  " in render_list([summary(0)])
+    assert "  2 players  " in render_list([summary(2)])
+    more = render(TournamentList(tournaments=[summary(2)], more=1))
+    assert more is not None and more.splitlines()[-1].startswith(
+        "1 older finished tournament not listed: "
+    )
+
+
+def test_a_profile_without_results_says_so() -> None:
+    empty = Profile(player_id=PlayerId("p1"), name="ann", ratings=[], recent=[])
+    assert render_profile(empty) == "ann: no rated races yet"

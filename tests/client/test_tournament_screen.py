@@ -96,8 +96,8 @@ async def test_the_bracket_redraws_live_and_enter_watches_a_match(opened: Opened
         first, second = screen.live_race_ids
         assert tree == [
             "W2-1 ? vs ? [waiting]",
-            "├─ W1-1 ann vs dee [ready]",
-            "└─ W1-2 bob vs cid [ready]",
+            "├─ W1-1 ann vs dee [playing]",  # each race is on (the view's live matches)
+            "└─ W1-2 bob vs cid [playing]",
             "",
             "round 1 (under way):",
             f"  W1-1 ann vs dee: race 1 on {first}",
@@ -131,7 +131,7 @@ async def test_the_bracket_redraws_live_and_enter_watches_a_match(opened: Opened
         assert screen.body_text.splitlines()[0] == "W2-1 ann vs ? [waiting]"  # ann goes through
         assert screen.live_race_ids == [watched]
         await act(admin, tid, "forfeit", match_id="W1-2", player_id=opened_id(opened, "cid"))
-        await eventually(lambda: "W2-1 ann vs bob [ready]" in screen.body_text, what="final")
+        await eventually(lambda: "W2-1 ann vs bob [playing]" in screen.body_text, what="final")
         assert len(screen.live_race_ids) == 1 and "round 2" in screen.title_text
         await act(admin, tid, "forfeit", match_id="W2-1", player_id=opened_id(opened, "ann"))
         await eventually(lambda: "champion: bob" in screen.title_text, what="the champion")
