@@ -22,7 +22,7 @@ from solrace.server.protocol.messages import ReplayModel
 from solrace.server.protocol.replay import verify_replay
 from solrace.tasks import cancel_and_wait
 
-from .bots import Bot
+from .bots import MIN_SEATS, Bot, option_list, parse_noting_defaults
 from .connection import Connection, ConnectionFailedError
 from .defaults import DEFAULT_SERVER_URL
 from .embedded import EmbeddedServer, EmbeddedServerError
@@ -76,10 +76,17 @@ def build_play_parser() -> argparse.ArgumentParser:
     first_race = parser.add_mutually_exclusive_group()
     first_race.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
     parser.add_argument(
-        "--seats", type=positive, default=2, help="seats of a created race (default 2)"
+        "--seats",
+        type=positive,
+        default=2,
+        help=f"seats of the race --create makes, {MIN_SEATS} or more (default 2; the race "
+        "against the embedded bot has 2)",
     )
     parser.add_argument(
-        "--time-limit", type=positive, default=600, help="seconds per race (default 600)"
+        "--time-limit",
+        type=positive,
+        default=600,
+        help="seconds of the race created at the start (default 600)",
     )
     parser.add_argument(
         "--rated", action="store_true", help="the created race changes ratings (default casual)"
@@ -91,12 +98,30 @@ def build_play_parser() -> argparse.ArgumentParser:
         "the deal; default a number drawn by the server in secret)",
     )
     first_race.add_argument("--race", help="join this race id (not with --create)")
-    parser.add_argument("--invite", help="invite code of a private race")
     parser.add_argument(
-        "--bot", choices=(*STRATEGIES, "none"), default="greedy", help="embedded opponent"
+        "--invite",
+        help="invite code: of the private race --race joins, or makes the race --create makes "
+        "private (with --server)",
     )
-    parser.add_argument("--bot-delay", type=float, default=1.5, help="bot's seconds per move")
-    parser.add_argument("--data-dir", type=Path, help="embedded server's folder")
+    parser.add_argument(
+        "--bot",
+        choices=(*STRATEGIES, "none"),
+        default="greedy",
+        help="the embedded server's bot opponent, none for no opponent (default greedy; not "
+        "with --server)",
+    )
+    parser.add_argument(
+        "--bot-delay",
+        type=float,
+        default=1.5,
+        help="the bot opponent's seconds per move (default 1.5; not with --server)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="the embedded server's folder (default: 'embedded' in the user data folder, "
+        "$SOLRACE_DATA_DIR; not with --server)",
+    )
     parser.add_argument("--ascii", action="store_true", help="ASCII cards (TD, not T♦)")
     return parser
 
@@ -220,6 +245,22 @@ async def _play_session(
             mode.own(race_id)
             mode.say(f"race {race_id} created ({args.game}, you against a {args.bot} bot)")
             await opponents.seat(race_id)
+    elif args.create and args.invite:  # `create` of the line mode makes no private race
+        race_id = await session.create_race(
+            args.create,
+            args.seats,
+            args.time_limit,
+            rated=args.rated,
+            invite_code=args.invite,
+            game_number=args.game_number,
+        )
+        mode.own(race_id)
+        number = args.game_number
+        kind = "rated" if args.rated else "casual" if number is None else f"deal {number}"
+        mode.say(
+            f"race {race_id} created ({args.create}, {args.seats} seats, {args.time_limit}s, "
+            f"{kind}, private: invite code {args.invite})"
+        )
     elif args.create:
         await mode.create(
             [args.create, str(args.seats), str(args.time_limit)],
@@ -231,24 +272,65 @@ async def _play_session(
     return await mode.run(stdin_lines())
 
 
-def play_problems(args: argparse.Namespace) -> list[str]:
-    """What is wrong with `play`'s options, each said (not only the first found)."""
+#: `play`'s options whose default `play_problems` must tell from a value given.
+PLAY_DEFAULTED: Final = ("seats", "time_limit", "bot", "bot_delay")
+#: The race `play` creates at the start, which some options are for.
+CREATED_RACE: Final = (
+    "the race created at the start (--create GAME with --server, else the race against the "
+    "embedded bot; not with --race)"
+)
+
+
+def play_problems(args: argparse.Namespace, given: frozenset[str] = frozenset()) -> list[str]:
+    """What is wrong with `play`'s options, each said (not only the first found); an option
+    that would change nothing is one of them. `given`: which of `PLAY_DEFAULTED` were given."""
     problems = []
+    embedded = args.server is None
+    # Does a race get created at the start? With a server only by --create; the embedded
+    # server makes one against the bot unless --race goes back to a race.
+    creates = not args.race if embedded else bool(args.create)
     if args.name is not None and (problem := name_problem(args.name)) is not None:
         problems.append(problem)
-    if args.server is not None and args.game is not None:
+    if not embedded and args.game is not None:
         problems.append("--game is the embedded server's game; with --server, --create GAME")
-    if (args.rated or args.game_number) and args.server is not None and not args.create:
-        problems.append("--rated and --game-number go with --create GAME (or the embedded server)")
+    if embedded and args.create:
+        problems.append("--create goes with --server; the embedded server's game is --game GAME")
+    if (args.rated or args.game_number) and not creates:
+        problems.append(f"--rated and --game-number go with {CREATED_RACE}")
     if args.rated and args.game_number:
         problems.append("--game-number is for casual races: not with --rated")
+    if "seats" in given and (embedded or not args.create):
+        problems.append(
+            "--seats goes with --server and --create GAME (the race against the embedded bot "
+            "has 2 seats)"
+        )
+    elif "seats" in given and args.seats < MIN_SEATS:
+        problems.append(
+            f"--seats {args.seats}: a race has {MIN_SEATS} seats or more (the server refuses fewer)"
+        )
+    if "time_limit" in given and not creates:
+        problems.append(f"--time-limit goes with {CREATED_RACE}")
+    if args.invite is not None and not (args.race or (args.create and not embedded)):
+        problems.append(
+            "--invite goes with --race RACE (the private race's code) or with --server and "
+            "--create GAME (makes that race private)"
+        )
+    if not embedded:
+        unused = [f"--{dest.replace('_', '-')}" for dest in ("bot", "bot_delay") if dest in given]
+        unused += ["--data-dir"] if args.data_dir is not None else []
+        if unused:
+            problems.append(f"{option_list(unused)} with the embedded server: not with --server")
+    elif "bot_delay" in given and args.bot == "none":
+        problems.append("--bot-delay is the bot opponent's: not with --bot none")
     return problems
 
 
 def play_main(argv: Sequence[str] | None = None) -> int:
     """`solrace play ...`."""
-    args = build_play_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
-    problems = play_problems(args)
+    args, given = parse_noting_defaults(
+        build_play_parser(), sys.argv[1:] if argv is None else argv, PLAY_DEFAULTED
+    )
+    problems = play_problems(args, given)
     for problem in problems:
         print(f"solrace play: {problem}", file=sys.stderr)
     if problems:

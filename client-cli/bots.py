@@ -15,7 +15,7 @@ import secrets
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from solrace.cli import INTERRUPTED_STATUS
 from solrace.engine import GAME_IDS
@@ -64,6 +64,17 @@ from .wire_text import printable
 RESIGN_RETRY_S = 1.0
 #: How long a stopped bot waits for the answer to a create it sent (to leave that race).
 CREATE_ANSWER_S = 2.0
+#: The fewest seats a race may have: the server refuses a `create_race` with fewer
+#: (`invalid_settings`, "seats: 2..MAX"; MAX is the server's `max_seats` setting, 16 unless
+#: its operator changed it, so only the server can say whether a number is too high).
+MIN_SEATS: Final = 2
+#: Why a bot stops that the server may say first: a board the bot's own move left stuck, or
+#: won, puts the racer out at once (the server's state can come before the bot asks its
+#: strategy, or the race's end, if it was the last one in), as the strategy words it.
+OUT_BY_ITSELF: Final[dict[str, str]] = {
+    "stuck": "stuck",
+    "finished": "every card on the foundations",
+}
 
 
 class BotError(Exception):
@@ -422,6 +433,9 @@ class Bot:
         race = self.race
         me = self.state.player_id or ""
         racer = race.racers.get(me) if race else None
+        reason = self.reason
+        if not reason and racer is not None:
+            reason = OUT_BY_ITSELF.get(racer.state, "")
         return BotResult(
             name=self.name,
             race_id=self.race_id or "",
@@ -429,7 +443,7 @@ class Bot:
             on_foundations=racer.on_foundations if racer else 0,
             total=racer.total if racer else 0,
             moves=racer.moves if racer else 0,
-            reason=self.reason,
+            reason=reason,
         )
 
 
@@ -456,15 +470,36 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--server", default=DEFAULT_SERVER_URL, help=f"server URL (default {DEFAULT_SERVER_URL})"
     )
-    parser.add_argument("--strategy", choices=STRATEGIES, default="greedy")
+    parser.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="greedy",
+        help="how the bots pick moves: greedy (the move that gains most: cards out, cards "
+        "turned over) or random (any legal move) (default greedy)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--race", help="join this race id")
     where.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
-    parser.add_argument("--seats", type=int, default=2, help="seats of a created race")
-    parser.add_argument("--time-limit", type=int, default=600, help="seconds (created race)")
-    parser.add_argument("--game-number", help="deal of a created race (default: secret)")
+    parser.add_argument(
+        "--seats",
+        type=int,
+        default=2,
+        help=f"seats of the race --create makes: {MIN_SEATS} or more, up to the server's most "
+        "(default 2)",
+    )
+    parser.add_argument(
+        "--time-limit", type=int, default=600, help="seconds of the created race (default 600)"
+    )
+    parser.add_argument(
+        "--game-number", help="deal of the created race (default: drawn by the server in secret)"
+    )
     parser.add_argument("--invite", help="invite code (to create a private race or join one)")
-    parser.add_argument("--start", action="store_true", help="start once every bot has joined")
+    parser.add_argument(
+        "--start",
+        action="store_true",
+        help="start the race once every bot has joined (with --create: only a race's creator "
+        "may start it)",
+    )
     parser.add_argument("--count", type=int, default=1, help="how many bots (default 1)")
     parser.add_argument(
         "--name",
@@ -616,7 +651,7 @@ async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[str]) -
             await bot.join(race_id, args.invite)
         if not args.create:  # said once joined: a race that refuses them is not announced
             print(printable(f"race {race_id}"), flush=True)
-        if args.start and args.create:
+        if args.start:  # with --create (`bot_problems`): the first bot made the race
             await bots[0].start()
         results = await asyncio.gather(*(bot.play() for bot in bots))
     except (ConnectionFailedError, BotError) as exc:
@@ -634,20 +669,67 @@ async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[str]) -
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`solrace bot ...`."""
-    args = build_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
+def parse_noting_defaults(
+    parser: argparse.ArgumentParser, argv: Sequence[str], dests: Sequence[str]
+) -> tuple[argparse.Namespace, frozenset[str]]:
+    """`parser.parse_args(argv)`, and which of `dests` (options with a default) were given:
+    argparse leaves an attribute the namespace already has alone unless its option is given
+    (abbreviated, `--opt=value` or not), so each starts as None and gets its default after."""
+    args = parser.parse_args(list(argv), namespace=argparse.Namespace(**dict.fromkeys(dests)))
+    given = frozenset(dest for dest in dests if getattr(args, dest) is not None)
+    for dest in dests:
+        if dest not in given:
+            setattr(args, dest, parser.get_default(dest))
+    return args, given
+
+
+def option_list(options: Sequence[str]) -> str:
+    """`--a`, `--a and --b`, `--a, --b and --c`, with the verb that goes with them."""
+    if len(options) == 1:
+        return f"{options[0]} goes"
+    return f"{', '.join(options[:-1])} and {options[-1]} go"
+
+
+def bot_problems(args: argparse.Namespace, given: frozenset[str]) -> list[str]:
+    """What is wrong with `solrace bot`'s options (`given`: the options with a default that
+    were given), each said; an option that would change nothing is one of them."""
+    problems = []
     if args.count < 1:
-        print("solrace bot: --count must be at least 1", file=sys.stderr)
-        return 2
-    problem = None if args.name is None else name_problem(args.name)
-    if problem is None and args.create and args.count > args.seats:
-        problem = (
+        problems.append("--count must be at least 1")
+    if args.name is not None and (problem := name_problem(args.name)) is not None:
+        problems.append(problem)
+    if not args.create:
+        unused = ["--seats"] if "seats" in given else []
+        unused += ["--time-limit"] if "time_limit" in given else []
+        unused += ["--game-number"] if args.game_number is not None else []
+        if unused:
+            problems.append(f"{option_list(unused)} with --create GAME (the race the bots make)")
+        if args.start:
+            problems.append(
+                "--start needs --create GAME: only a race's creator may start it (the bots "
+                "start the race they create)"
+            )
+    elif args.seats < MIN_SEATS:
+        problems.append(
+            f"--seats {args.seats}: a race has {MIN_SEATS} seats or more (the server refuses fewer)"
+        )
+    elif args.count > args.seats:
+        problems.append(
             f"--count {args.count} is more than --seats {args.seats}: every bot needs a seat "
             f"of the race it creates (give --seats {args.count}, or fewer bots)"
         )
-    if problem is not None:
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`solrace bot ...`."""
+    args, given = parse_noting_defaults(
+        build_parser(), sys.argv[1:] if argv is None else argv, ("seats", "time_limit")
+    )
+    problems = bot_problems(args, given)
+    for problem in problems:
         print(f"solrace bot: {problem}", file=sys.stderr)
+    if problems:
         return 2
     try:
         return asyncio.run(run_bots(args))

@@ -68,7 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
-    if not args or args[0] in ("-h", "--help", "help"):
+    if not args:  # as argparse for a missing subcommand: the usage on stderr, status 2
+        print(f"solrace: a command is required\n\n{_usage()}", file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0
     if args[0] == "--version":

@@ -89,6 +89,15 @@ def test_main_in_process_returns_the_command_status(capsys: pytest.CaptureFixtur
     assert main(["no-such-command"]) == 2
 
 
+def test_no_command_prints_the_usage_as_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    # `solrace` alone printed the usage and exited 0, as if it had done something.
+    assert main([]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err.startswith("solrace: a command is required\n\nusage: solrace COMMAND")
+    assert "'solrace COMMAND --help' explains each command." in said.err
+
+
 #: `solrace ARGS` with Ctrl-C raising KeyboardInterrupt, as in a terminal: a job started in
 #: the background of a shell script (as a CI runner may be) has SIGINT ignored, and so would
 #: the command it starts.

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from solrace.client.bots import Bot, _leave_on_stop, first_open_race, numbered
+from solrace.client.bots import main as bot_main
 from solrace.client.identity import name_problem
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
@@ -222,3 +223,76 @@ async def test_a_bot_stopped_before_its_create_was_answered_leaves_that_race(
     finally:
         await bot.close()
         await lister.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "errors"),
+    [
+        # --start was ignored without --create: only a race's creator may start it.
+        (
+            ["--race", "r1a2b3c4d5", "--invite", "sesame", "--start"],
+            [
+                "--start needs --create GAME: only a race's creator may start it (the bots "
+                "start the race they create)"
+            ],
+        ),
+        (
+            ["--race", "r1a2b3c4d5", "--seats", "3", "--time-limit", "60"],
+            ["--seats and --time-limit go with --create GAME (the race the bots make)"],
+        ),
+        (
+            ["--game-number", "5"],
+            ["--game-number goes with --create GAME (the race the bots make)"],
+        ),
+        # The server refuses fewer than 2 seats: `--seats 1` was the advice for one bot.
+        (
+            ["--create", "klondike", "--seats", "0"],
+            ["--seats 0: a race has 2 seats or more (the server refuses fewer)"],
+        ),
+        (
+            ["--create", "klondike", "--seats", "1", "--count", "2"],
+            ["--seats 1: a race has 2 seats or more (the server refuses fewer)"],
+        ),
+        (
+            ["--count", "0", "--start"],
+            [
+                "--count must be at least 1",
+                "--start needs --create GAME: only a race's creator may start it (the bots "
+                "start the race they create)",
+            ],
+        ),
+    ],
+)
+def test_bot_options_that_change_nothing_or_cannot_be_are_refused(
+    capsys: pytest.CaptureFixture[str], argv: list[str], errors: list[str]
+) -> None:
+    # No server listens there: each is refused before connecting.
+    assert bot_main(["--server", "ws://127.0.0.1:9", *argv]) == 2
+    said = capsys.readouterr()
+    lines = said.err.strip().splitlines()
+    assert all(line.startswith("solrace bot: ") for line in lines), lines
+    assert [line.removeprefix("solrace bot: ") for line in lines] == errors
+    assert said.out == ""
+
+
+async def test_every_stuck_bot_says_so(server_url: str, tmp_path: Path) -> None:
+    """`NAME: stuck` came only from a bot that asked its strategy before the server's word
+    that its board was stuck (or, for the last bot in, the race's end) came: with a delay
+    between moves, the word comes first, and no bot said it."""
+    bots = await Child.start(
+        tmp_path,
+        *("bot", "--server", server_url, "--name", "jam", "--seed", "1", "--delay", "0.05"),
+        # A deal on which all three bots get stuck within a few moves.
+        *("--create", "klondike-book-1", "--game-number", "2", "--seats", "3", "--count", "3"),
+    )
+    try:
+        assert await bots.finish(90) == 0
+    finally:
+        await bots.kill()
+    ranks = [line for line in bots.lines if line[:2] in ("1.", "2.", "3.")]
+    assert [line.split()[2] for line in ranks] == ["stuck"] * 3, bots.output
+    assert sorted(line for line in bots.lines if line.endswith(": stuck")) == [
+        "jam-1: stuck",
+        "jam-2: stuck",
+        "jam-3: stuck",
+    ], bots.output
