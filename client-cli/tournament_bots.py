@@ -44,7 +44,7 @@ from .bots import Bot, BotError, BotRefusedError, numbered
 from .connection import Connection, ConnectionFailedError
 from .session import RequestError, Session, tournament_view_of
 from .strategy import make_strategy
-from .tournament_render import must_check_in, progress_lines, render_tournament
+from .tournament_render import must_check_in, plural, progress_lines, render_tournament
 from .wire_text import printable
 
 REFRESH_S = 10.0
@@ -178,7 +178,8 @@ class Progress:
             if view.phase in NOT_STARTED:
                 names = ", ".join(bot.name for bot in self.bots)
                 lines.append(
-                    f"{len(self.bots)} bots registered in {self.tournament_id} ({names}); "
+                    f"{plural(len(self.bots), 'bot')} registered in {self.tournament_id} "
+                    f"({names}); "
                     f"waiting for the start (solrace tournament start {self.tournament_id})"
                 )
         lines += progress_lines(self.latest, view)
