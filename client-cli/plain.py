@@ -1,15 +1,19 @@
 """`solrace play --plain`: a line mode for scripts, screen readers and dumb terminals.
 
 The board prints as ASCII text; each input line is one command or one move in the notation
-(`deal`, `w-t3`, `t2-t5:3`). Every command finishes before the next line is read (a move waits
-for its ack; a move, `board`, `moves` or `resign` typed before the start waits for the start),
-so a script is just lines. A command's outcome prints once the server has confirmed it (or
-`refused COMMAND: why (code)`). Events (players joining, the start, opponents' progress, the
-result) print as they arrive.
+(`deal`, `w-t3`, `t2-t5:3`). Commands run in the order typed, each to its end before the next
+(a move waits for its ack; a move, `moves`, `resign` or `wait` typed before the start waits for
+the start), so a script is just lines. The input is read all the while: when a command waits
+for the start of an open race (which only its creator's `start` or more players will start),
+`start`, `leave`, `board`, `list`, `help` and `quit` typed meanwhile act at once (`quit`
+unless the race is in its countdown after all); other lines wait their turn and say so. A
+command's outcome prints once the server has confirmed it (or `refused COMMAND: why (code)`).
+Events (players joining, the start, opponents' progress, the result) print as they arrive.
 
 A player already seated in a race (back after Ctrl-C or a crash: `welcome.active_races`) is put
-back in it: at the start the oldest such race becomes the current one (`sync`), and `join RACE`
-of a race one sits in resumes it. A link closed for good (4003: the same player connected
+back in it: at the start the oldest such race it is still in becomes the current one (`sync`
+first: a race it is out of, gone or resigned, says so and is not resumed), and `join RACE` of
+a race one sits in resumes it. A link closed for good (4003: the same player connected
 again elsewhere) ends the program with exit code 1.
 """
 
@@ -20,8 +24,10 @@ import contextlib
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import AsyncIterator
-from typing import Final, TextIO
+from dataclasses import dataclass
+from typing import Any, Final, TextIO
 
 from solrace.engine import GAME_IDS, EngineError, Move
 from solrace.server.protocol.closecodes import CloseCode
@@ -42,20 +48,22 @@ from .boards import rules_board
 from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import deal_line
 from .render import render_plain, result_line
-from .session import LinkClosedError, RequestError, Session
-from .state import RaceState
+from .session import LinkClosedError, Predicate, RequestError, Session
+from .state import NOT_SEATED, RaceState
 from .wire_text import printable
 
 HELP = """\
 commands:
   MOVE                a move: deal (or d), w-t3, t6-f0, t2-t5:3 (piles s w f0.. t0.. r0..)
-  board               print the board (waits for the start)
+  board               print the board (waits for the start; an open race: says so)
   moves               list the legal moves (waits for the start)
   list                list open and running races
   create GAME [SEATS [SECONDS]]   create a race (games: {games})
   join RACE [INVITE]  sit in a race (a race you already sit in: back into it)
   start               start the race you created
   resign              give up the current race (before the start: at the start)
+                      while a command waits for an open race's start, start, leave,
+                      board, list, help and quit typed meanwhile act at once
   wait                wait until the current race ends, then print the result
   leave               leave a race that has not started
   help                this text
@@ -63,6 +71,10 @@ commands:
                       are left; a live race is forfeited unless you come back"""
 
 CREATE_USAGE: Final = "create GAME [SEATS [SECONDS]]"
+QUIT_WORDS: Final = frozenset({"quit", "exit", "q"})
+#: Commands typed while another waits for an open race's start that run at once: what can
+#: start the race or end the wait, and what answers without it.
+TYPED_MEANWHILE: Final = frozenset({"start", "leave", "board", "list", "help"})
 NO_RACE: Final = "no current race: create or join one first ('list' shows the races)"
 #: Commands that act on the current race.
 RACE_COMMANDS: Final = frozenset({"board", "moves", "start", "resign", "leave", "wait"})
@@ -91,6 +103,15 @@ def on_stop_signals(stopped: asyncio.Event, got: list[int]) -> list[signal.Signa
             continue
         installed.append(signum)
     return installed
+
+
+@dataclass(slots=True, eq=False)
+class Typed:
+    """A command line read and not run yet."""
+
+    text: str
+    #: Said to wait for the start (typed while another command waited for it).
+    said: bool = False
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:
@@ -161,6 +182,12 @@ class PlainMode:
         self._late: set[tuple[str, int]] = set()
         #: The one `quit` (the end of the input and a stop signal may both ask for it).
         self._quitting: asyncio.Task[None] | None = None
+        #: Lines read and not run yet, oldest first (`_read_lines`), and news of one more.
+        self._typed: deque[Typed] = deque()
+        self._more = asyncio.Event()
+        self._input_ended = False
+        #: `quit` typed while a command waited for an open race's start: it ends `run`.
+        self._quit_asked = False
         session.listeners.append(self.on_event)
 
     def say(self, text: str) -> None:
@@ -306,25 +333,57 @@ class PlainMode:
         return reading.result()
 
     async def _read_commands(self, lines: AsyncIterator[str]) -> int:
+        """Run the commands in the order typed, each to its end; the input is read all the
+        while (`_read_lines`), so that a command waiting for the start of an open race can
+        take `start`, `leave`, `quit`... typed meanwhile (`_typed_meanwhile`)."""
         try:
             await self.take_back_seat()
         except LinkClosedError:
             return EXIT_CLOSED
-        async for raw in lines:
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            if line in ("quit", "exit", "q"):
-                break
-            try:
-                await self.command(line)
-            except LinkClosedError:
-                return EXIT_CLOSED
+        reader = asyncio.create_task(self._read_lines(lines), name="solrace-plain-input")
+        try:
+            while (line := await self._next_line()) is not None and line not in QUIT_WORDS:
+                try:
+                    await self.command(line)
+                except LinkClosedError:
+                    return EXIT_CLOSED
+                if self._quit_asked:
+                    self._say_not_run(line)
+                    break
+        finally:
+            await cancel_and_wait([reader])
         try:
             await self.quit()
         except LinkClosedError:
             return EXIT_CLOSED
         return 0
+
+    async def _read_lines(self, lines: AsyncIterator[str]) -> None:
+        """Every command line of the input, queued as it comes; then the end of the input."""
+        try:
+            async for raw in lines:
+                line = raw.strip()
+                if line and not line.startswith("#"):
+                    self._typed.append(Typed(line))
+                    self._more.set()
+        finally:
+            self._input_ended = True
+            self._more.set()
+
+    async def _next_line(self) -> str | None:
+        """The next command line in the order typed; None at the end of the input."""
+        while not self._typed:
+            if self._input_ended:
+                return None
+            self._more.clear()
+            await self._more.wait()
+        return self._typed.popleft().text
+
+    def _say_not_run(self, interrupted: str) -> None:
+        """`quit` came while `interrupted` waited for a start: what it leaves undone."""
+        undone = [interrupted, *(t.text for t in self._typed)]
+        self._typed.clear()
+        self.say(f"quit before the start: not run: {', '.join(undone)}")
 
     async def quit(self) -> None:
         """`quit` or the end of the input: the open races this player created are left (no
@@ -383,39 +442,63 @@ class PlainMode:
 
     async def take_back_seat(self) -> None:
         """Races this player already sits in (`welcome.active_races`): without a current race
-        the oldest is resumed and shown; the others are named. A current race set before
-        (`--race`: `join` resumed it and said so already) is not shown again."""
-        mine = self.session.state.races_to_play()
-        current = self.race_id
-        if current is None and mine:
+        the oldest it is still in is resumed and shown; the others are named. A current race
+        set before (`--race`: `join` resumed it and said so already) is not shown again.
+
+        Each is synced first: only its snapshot tells whether the player is still in it (a
+        race it is out of, gone or resigned, is said so and offered no more)."""
+        mine = [r for r in self.session.state.races_to_play() if r != self.race_id]
+        others = []
+        for race_id in mine:
             try:
-                await self.session.resume(mine[0])
+                await self.session.resume(race_id)
             except LinkClosedError:
                 raise
             except (RequestError, TimeoutError) as exc:
-                self.say(f"cannot resume race {mine[0]}: {exc}")
+                self.say(f"cannot resume race {race_id}: {exc}")
+                continue
+            if not self.still_in(race_id):
+                continue
+            if self.race_id is None:
+                self.race_id = race_id
+                self.say_back(race_id)
             else:
-                self.race_id = current = mine[0]
-                self.say_back(current)
-        others = [r for r in mine if r != current]
+                others.append(race_id)
         if others:
             self.say(f"your races in progress: {', '.join(others)} ('join RACE' resumes one)")
 
-    def say_back(self, race_id: str) -> None:
-        """The current race is one this player was already seated in: where it stands."""
+    def still_in(self, race_id: str) -> bool:
+        """After a resume (its snapshot is in): is this player still in the race (a finished
+        race's result says the rest)? If not, says so."""
+        race = self.session.state.races.get(race_id)
+        out = self.session.state.out_of(race_id)
+        if race is None or race.is_finished or out is None:
+            return True
+        if out == NOT_SEATED:
+            self.say(f"race {race_id}: you no longer sit in it (your seat was given up)")
+        else:
+            self.say(f"race {race_id}: you are out of it ({out}); it goes on without you")
+        return False
+
+    def say_back(self, race_id: str) -> bool:
+        """The current race is one this player was already seated in: where it stands. False
+        (said so) when the player is out of it: nothing to resume there."""
         race = self.session.state.races.get(race_id)
         if race is None:
-            return
+            return True
         if race.is_finished:
             self.say(f"race {race_id} is over")
             if race.results is not None:
                 self.print_result(race)
-            return
+            return True
+        if not self.still_in(race_id):
+            return False
         left = race.remaining_ms(self.session.conn.server_now_ms())
         clock = f", {left // 1000}s left" if race.status == "running" and left else ""
         self.say(f"back in race {race_id} ({race.status}{clock}): your seat was kept")
         if self.session.state.my_board(race_id) is not None:
             self.print_board()
+        return True
 
     # --- commands ------------------------------------------------------------------------
 
@@ -449,8 +532,12 @@ class PlainMode:
         elif word in RACE_COMMANDS and self.race_id is None:
             self.say(NO_RACE)
         elif word == "board":
+            race = self.race
             if self.session.state.my_board(self.race_id or "") is not None:
                 self.print_board()
+            elif race is not None and race.status == "open":
+                # Nothing may start it but a `start` (or players) to come: said at once.
+                self.say(f"no board yet: the race has not started ({self._open_text(race)})")
             else:
                 await self.wait_start()  # the board prints when it comes
         elif word == "moves":
@@ -530,8 +617,8 @@ class PlainMode:
         self.race_id = race_id
         if joined:
             self.say(f"joined race {race_id}")
-        else:
-            self.say_back(race_id)
+        elif not self.say_back(race_id):  # out of it: not the current race
+            self.race_id = previous
 
     async def start(self) -> None:
         """Confirmed by the countdown (printed as the race's update comes)."""
@@ -557,7 +644,8 @@ class PlainMode:
         await self.session.resign(self.race_id)  # confirmed: `on_event` said so
 
     async def wait_start(self) -> bool:
-        """Wait for the own board of the current race (the start); False if it cannot come."""
+        """Wait for the own board of the current race (the start); False if it cannot come
+        (the race is over, the player left it, or `quit` was typed meanwhile)."""
         race_id = self.race_id
         if race_id is None:
             self.say(NO_RACE)
@@ -565,20 +653,116 @@ class PlainMode:
         said = False
         while self.session.state.my_board(race_id) is None:
             race = self.session.state.races.get(race_id)
+            if self.race_id is None:
+                return False  # left (`leave` typed meanwhile said so)
             if race is not None and race.is_finished:
                 self.say(f"race {race_id} is over ({race.status})")
                 return False
+            if race is not None and race.info is not None and self.session.me not in race.racers:
+                self.say(f"race {race_id}: you no longer sit in it")
+                return False
             if not said:
-                self.say("waiting for the start…")
+                more = f" ({self._open_text(race)})" if race and race.status == "open" else ""
+                self.say(f"waiting for the start…{more}")
                 said = True
-            await self.session.wait_for(
+            news = await self._race_news(
+                race_id,
                 lambda m: (
                     getattr(m, "race_id", None) == race_id
                     and isinstance(m, Board | RaceFinished | RaceUpdate | RaceSnapshot)
                 ),
-                timeout_s=24 * 3600,
             )
+            if not news:
+                return False
         return True
+
+    def _open_text(self, race: RaceState) -> str:
+        """Where an open race stands, and what starts it."""
+        info = race.info
+        if info is None:
+            return "the race is open"
+        mine = info.creator == self.session.me
+        starts = "'start' starts it" if mine else "its creator starts it"
+        return (
+            f"race {race.race_id} is open, {len(info.racers)}/{info.seats} seated; {starts}, "
+            "'leave' leaves it, 'quit' quits"
+        )
+
+    async def _race_news(self, race_id: str, until: Predicate) -> bool:
+        """Wait for the next message about `race_id` that `until` accepts: True once it came.
+        While the race is open (nothing sure starts it), lines typed meanwhile are looked at
+        (`_typed_meanwhile`): False if one of them ends the wait (`quit`)."""
+        news = self.session.expect(until)
+        try:
+            while not news.done():
+                self._more.clear()  # before looking: a line typed meanwhile wakes the wait
+                race = self.session.state.races.get(race_id)
+                if race is not None and race.status == "open":
+                    if not await self._typed_meanwhile(race_id):
+                        return False
+                    if news.done():
+                        break
+                more = asyncio.ensure_future(self._more.wait())
+                either: set[asyncio.Future[Any]] = {news, more}
+                try:
+                    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    more.cancel()
+            news.result()  # a link closed for good raises here
+            return True
+        finally:
+            if not news.done():
+                news.cancel()
+            elif not news.cancelled():
+                news.exception()  # retrieved: a link closed meanwhile is not logged
+
+    async def _typed_meanwhile(self, race_id: str) -> bool:
+        """Lines typed while a command waits for the start of the open race `race_id`:
+        `start`, `leave`, `board`, `list` and `help` run now, `quit` ends the wait (False)
+        unless the start is on its way after all; any other line keeps its place, after the
+        start, and says so. Lines after a `create` or a `join` (of another race) keep their
+        place too. Returns once none is left to run now, or the race is no longer open."""
+        while True:
+            race = self.session.state.races.get(race_id)
+            if race is None or race.status != "open" or self.race_id != race_id:
+                return True
+            typed = self._first_to_run_now()
+            if typed is None:
+                return True
+            if typed.text in QUIT_WORDS:
+                if await self._start_on_its_way(race_id):
+                    return True  # a countdown after all: everything runs in order
+                self._typed.remove(typed)
+                self._quit_asked = True
+                return False
+            self._typed.remove(typed)
+            await self.command(typed.text)
+
+    def _first_to_run_now(self) -> Typed | None:
+        """The first line typed that runs at once while a command waits for an open race's
+        start (`_typed_meanwhile`); those before it that wait their turn say so, once."""
+        for typed in self._typed:
+            word = typed.text.split()[0].lower()
+            if typed.text in QUIT_WORDS or word in TYPED_MEANWHILE:
+                return typed
+            if not typed.said:
+                typed.said = True
+                self.say(f"waiting for the start… ('{typed.text}' runs then)")
+            if word in ("create", "join"):
+                return None
+        return None
+
+    async def _start_on_its_way(self, race_id: str) -> bool:
+        """Is the start of `race_id` on its way after all (a countdown)? Asked of the server
+        (its snapshot), so that a join it has already seen (the race filled: the countdown)
+        is known here before `quit` gives up waiting."""
+        try:
+            race = await self.session.resume(race_id)
+        except LinkClosedError:
+            raise
+        except (RequestError, TimeoutError):
+            return False
+        return race.status != "open"
 
     async def wait_end(self) -> None:
         race = self.race
@@ -586,12 +770,14 @@ class PlainMode:
             self.say(NO_RACE)
             return
         race_id = race.race_id
-        while not race.is_finished:
+        while not race.is_finished and self.race_id is not None:  # None: left meanwhile
             # Not an error: awaited, it would count as reported and `on_event` would not say it.
-            await self.session.wait_for(
+            news = await self._race_news(
+                race_id,
                 lambda m: getattr(m, "race_id", None) == race_id and not isinstance(m, Error),
-                timeout_s=24 * 3600,
             )
+            if not news:
+                return
 
     async def move(self, text: str) -> None:
         if text == "d":  # the full-screen board's key for a deal

@@ -53,6 +53,9 @@ DONE_STATES: frozenset[RacerStateName] = frozenset(s.value for s in records.DONE
 UNKNOWN: Final = "unknown"
 RaceStatusSeen = RaceStatusName | Literal["unknown"]
 """A race's status as the client knows it: the wire's, or `UNKNOWN`."""
+#: `ClientState.out_of` for a race whose known racers leave this player out (its seat was
+#: given up). Never a state on the wire.
+NOT_SEATED: Final = "not seated"
 
 
 @dataclass(slots=True)
@@ -406,10 +409,30 @@ class ClientState:
             return notice.tournament_id
         return tournament_of_race(race_id)
 
+    def out_of(self, race_id: str) -> str | None:
+        """Why this player has nothing left to play in `race_id`, as far as the client knows:
+        its own state once out (`gone`, `resigned`, `finished`, `stuck`, `timed_out`), or
+        `not seated` when the race's racers, once known, leave it out; else None.
+
+        Only the race's own news (a snapshot, a progress, an update) can tell: a race that
+        `welcome.active_races` names has no news yet, so this says None for it until a
+        `sync` has brought its snapshot. Resuming a race means syncing it, then asking."""
+        race = self.races.get(race_id)
+        me = self.player_id
+        if race is None or me is None:
+            return None
+        racer = race.racers.get(me)
+        if racer is None:
+            return None if race.info is None else NOT_SEATED
+        return racer.state if racer.is_done else None
+
     def races_to_play(self, tournament_id: str | None = None) -> list[str]:
         """Live races this player is seated in and not out of (from `welcome.active_races`,
         the `tournament_race` notices and the races it joined here), optionally only those of
-        one tournament, oldest first."""
+        one tournament, oldest first.
+
+        A race only named so far (by the welcome or a notice: no snapshot yet) counts until
+        its news says otherwise (`out_of`): whoever resumes one syncs it, then asks again."""
         found: list[str] = []
         me = self.player_id
         joined = [
@@ -423,8 +446,7 @@ class ClientState:
             race = self.races.get(race_id)
             if race is not None and race.status != UNKNOWN and not race.is_live:
                 continue
-            racer = race.racers.get(me) if race is not None and me is not None else None
-            if racer is not None and racer.is_done:  # out of it: nothing to play
+            if self.out_of(race_id) is not None:  # nothing to play there
                 continue
             found.append(race_id)
         return found
