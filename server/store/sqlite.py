@@ -97,13 +97,14 @@ CREATE TABLE IF NOT EXISTS moves (
 
 
 # The usual case in one statement (it runs on the event loop's thread: each Python call
-# counts): stored only if the race exists and `ply` is the player's next one; a seq already
-# stored fails the UNIQUE constraint. Nothing inserted: the checks one by one say why.
+# counts): stored only if `ply` is the player's next one; a race not stored fails the foreign
+# key (the writer enforces it) and a seq already stored the UNIQUE constraint. Nothing
+# inserted: the checks one by one say why. (The race was also looked up here, which the
+# foreign key already does: ~26 -> ~22 us a move, 20-move batches over 500 races.)
 _INSERT_NEXT_MOVE = """
 INSERT INTO moves (race_id, player_id, ply, seq, move, at_ms)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6
-WHERE EXISTS (SELECT 1 FROM races WHERE race_id = ?1)
-  AND (SELECT COALESCE(MAX(ply) + 1, 0) FROM moves WHERE race_id = ?1 AND player_id = ?2) = ?3
+WHERE (SELECT COALESCE(MAX(ply) + 1, 0) FROM moves WHERE race_id = ?1 AND player_id = ?2) = ?3
 """
 
 
