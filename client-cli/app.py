@@ -228,7 +228,7 @@ async def _play_session(
 
         app = PlayApp(session, opponents=opponents, game=args.game, args=args)
         return await run_app(app)
-    mode = PlainMode(session, sys.stdout)
+    mode = PlainMode(session, sys.stdout, interactive=sys.stdin.isatty())
     mode.say(f"connected to {url} as {session.state.name}")
     if opponents is not None and not args.race:
         try:

@@ -167,10 +167,15 @@ class PlainMode:
     #: still sent again until answered; the late answer is printed when it comes).
     MOVE_WAIT_S = 30.0
 
-    def __init__(self, session: Session, out: TextIO, *, width: int = 80) -> None:
+    def __init__(
+        self, session: Session, out: TextIO, *, width: int = 80, interactive: bool = False
+    ) -> None:
         self.session = session
         self.out = out
         self.width = width
+        #: The input is a person at a terminal, not a script (a pipe, a file): while a command
+        #: waits for an open race's start, what they type meanwhile may act at once.
+        self.interactive = interactive
         self.race_id: str | None = None
         #: Set when the link is closed for good: `run` ends.
         self.closed = asyncio.Event()
@@ -740,16 +745,20 @@ class PlainMode:
 
     def _first_to_run_now(self) -> Typed | None:
         """The first line typed that runs at once while a command waits for an open race's
-        start (`_typed_meanwhile`); those before it that wait their turn say so, once."""
+        start (`_typed_meanwhile`); at a terminal, those before it that wait their turn say
+        so, once. A script's lines keep their order, but for a `start` (which only its creator
+        may give: waiting for it would wait for good)."""
         for typed in self._typed:
             word = typed.text.split()[0].lower()
-            if typed.text in QUIT_WORDS or word in TYPED_MEANWHILE:
+            if word == "start" or (
+                self.interactive and (typed.text in QUIT_WORDS or word in TYPED_MEANWHILE)
+            ):
                 return typed
-            if not typed.said:
+            if self.interactive and not typed.said:
                 typed.said = True
                 self.say(f"waiting for the start… ('{typed.text}' runs then)")
             if word in ("create", "join"):
-                return None
+                return None  # what follows is about another race
         return None
 
     async def _start_on_its_way(self, race_id: str) -> bool:

@@ -49,10 +49,12 @@ tournament commands:
 class TournamentPlain:
     """The plain line mode of one tournament: `PlainMode` plus the tournament's notices."""
 
-    def __init__(self, session: Session, tournament_id: str, out: TextIO) -> None:
+    def __init__(
+        self, session: Session, tournament_id: str, out: TextIO, *, interactive: bool = False
+    ) -> None:
         self.session = session
         self.tournament_id = tournament_id
-        self.mode = PlainMode(session, out)
+        self.mode = PlainMode(session, out, interactive=interactive)
         self.finished = asyncio.Event()
         self._shown: tuple[str, int, bool] | None = None
         self._checked_in = False
@@ -319,7 +321,7 @@ async def _play_in(session: Session, args: argparse.Namespace) -> int:
             print(printable(f"solrace tournament: {problem}"), file=sys.stderr)
             return 1
     if args.plain:
-        plain = TournamentPlain(session, tid, sys.stdout)
+        plain = TournamentPlain(session, tid, sys.stdout, interactive=sys.stdin.isatty())
         plain.say(f"connected to {args.server} as {session.state.name}; tournament {tid}")
         return await plain.run(stdin_lines())
     from .app import run_app

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import pty
 import signal
 import sys
+import termios
 from pathlib import Path
 
 from .conftest import child_env
@@ -19,29 +22,54 @@ def _ctrl_c_as_in_a_terminal() -> None:
 
 
 class Child:
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, terminal: int | None = None) -> None:
         self.proc = proc
         self.lines: list[str] = []
+        #: With `start(..., terminal=True)`: our end of the terminal the child reads.
+        self.terminal = terminal
 
     @classmethod
-    async def start(cls, tmp_path: Path, *args: str) -> Child:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "solrace.cli",
-            *args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=child_env(tmp_path),
-            preexec_fn=_ctrl_c_as_in_a_terminal,
-        )
-        return cls(proc)
+    async def start(cls, tmp_path: Path, *args: str, terminal: bool = False) -> Child:
+        """`solrace ARGS` in a child; with `terminal`, its input is a terminal (a person
+        typing, `isatty()`: no echo), else a pipe (a script)."""
+        ours: int | None = None
+        stdin: int = asyncio.subprocess.PIPE
+        if terminal:
+            ours, stdin = pty.openpty()
+            attributes = termios.tcgetattr(stdin)
+            attributes[3] &= ~termios.ECHO  # what is typed is not written back
+            termios.tcsetattr(stdin, termios.TCSANOW, attributes)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "solrace.cli",
+                *args,
+                stdin=stdin,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                env=child_env(tmp_path),
+                preexec_fn=_ctrl_c_as_in_a_terminal,
+            )
+        finally:
+            if terminal:
+                os.close(stdin)  # the child's end: it holds its own
+        return cls(proc, ours)
 
     async def send(self, line: str) -> None:
+        if self.terminal is not None:
+            os.write(self.terminal, (line + "\n").encode())
+            return
         assert self.proc.stdin is not None
         self.proc.stdin.write((line + "\n").encode())
         await self.proc.stdin.drain()
+
+    def _end_input(self) -> None:
+        if self.terminal is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.terminal, b"\x04")  # Ctrl-D at a line's start: the end
+        elif self.proc.stdin is not None and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()
 
     async def expect(self, needle: str, timeout_s: float = 30.0) -> str:
         """Read lines until one contains `needle`; returns it."""
@@ -66,9 +94,8 @@ class Child:
             ) from None
 
     async def finish(self, timeout_s: float = 30.0) -> int:
-        """Close stdin, read the rest, and wait for the exit code."""
-        if self.proc.stdin is not None and not self.proc.stdin.is_closing():
-            self.proc.stdin.close()
+        """End the input, read the rest, and wait for the exit code."""
+        self._end_input()
         assert self.proc.stdout is not None
         rest = await asyncio.wait_for(self.proc.stdout.read(), timeout_s)
         self.lines += rest.decode().splitlines()
@@ -79,6 +106,9 @@ class Child:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
             await self.proc.wait()
+        if self.terminal is not None:
+            os.close(self.terminal)
+            self.terminal = None
 
     @property
     def output(self) -> str:

@@ -1,8 +1,10 @@
 """`solrace play --plain` waiting for a start, and back in a race it is out of.
 
 A command that waits for the start of an open race (which only a `start` or more players
-will start) no longer stops the input: `start`, `leave`, `board` and `quit` typed meanwhile
-act at once, other lines keep their place and run once the race has started. A racer back in
+will start) no longer stops the input: at a terminal, `start`, `leave`, `board` and `quit`
+typed meanwhile act at once, other lines keep their place and run once the race has started;
+a script (a pipe) keeps its lines in order but for a `start`, which would otherwise wait for
+good. A racer back in
 a race it is already out of (gone, resigned) is told so, not that its seat was kept."""
 
 from __future__ import annotations
@@ -27,8 +29,13 @@ from .process import Child
 AT_ONCE_S = 10.0
 
 
-async def start_plain(tmp_path: Path, url: str, name: str, *options: str) -> Child:
-    return await Child.start(tmp_path, "play", "--plain", "--server", url, "--name", name, *options)
+async def start_plain(
+    tmp_path: Path, url: str, name: str, *options: str, terminal: bool = False
+) -> Child:
+    """`solrace play --plain` as NAME; with `terminal`, typed at a terminal (not a script)."""
+    return await Child.start(
+        tmp_path, "play", "--plain", "--server", url, "--name", name, *options, terminal=terminal
+    )
 
 
 async def test_the_creator_waiting_in_an_open_race_can_still_start_it(
@@ -37,7 +44,7 @@ async def test_the_creator_waiting_in_an_open_race_can_still_start_it(
     """`board`, then `start`: `board` waited for a start only `start` could bring, and
     `start` was never read (only Ctrl-C got out)."""
     creating = ("--create", "klondike", "--seats", "3", "--time-limit", "30")
-    player = await start_plain(tmp_path, server_url, "gina", *creating)
+    player = await start_plain(tmp_path, server_url, "gina", *creating, terminal=True)
     try:
         race_id = (await player.expect("created")).split()[1]
         await player.send("board")
@@ -85,10 +92,45 @@ async def test_a_script_typed_before_the_start_runs_in_order(
     assert "refused" not in player.output
 
 
+async def test_a_script_ending_in_quit_waits_for_the_start_it_does_not_bring(
+    server_url: str, tmp_path: Path
+) -> None:
+    """A script (a pipe, not a terminal) runs its lines in order: its last `quit` came
+    before the start (another player's join) and gave up every move before it."""
+    creator = await start_plain(tmp_path, server_url, "kim", "--create", "klondike")
+    joiner: Child | None = None
+    try:
+        race_id = (await creator.expect("created")).split()[1]
+        assert creator.proc.stdin is not None
+        creator.proc.stdin.write(b"moves\nboard\nresign\nwait\nquit\n")
+        await creator.proc.stdin.drain()
+        await creator.expect("waiting for the start…", AT_ONCE_S)
+        joiner = await start_plain(tmp_path, server_url, "lou", "--race", race_id)
+        await joiner.expect(f"joined race {race_id}")
+        await creator.expect("resigned from race")
+        await joiner.send("resign")  # the race ends: the script's `wait` returns
+        assert await creator.finish() == 0, creator.output
+        await joiner.finish()
+    finally:
+        await creator.kill()
+        if joiner is not None:
+            await joiner.kill()
+    lines = creator.lines
+    assert "quit before the start" not in creator.output and "no board yet" not in creator.output
+
+    def first(start: str) -> int:
+        found = [i for i, line in enumerate(lines) if line.startswith(start)]
+        assert found, f"no line starts with {start!r}:\n{creator.output}"
+        return found[0]
+
+    assert first("race started") < first("legal moves:") < first("resigned from race")
+    assert first("resigned from race") < first("race finished")
+
+
 async def test_quit_typed_while_waiting_for_an_open_race_quits(
     server_url: str, tmp_path: Path
 ) -> None:
-    player = await start_plain(tmp_path, server_url, "ivan", "--create", "klondike")
+    player = await start_plain(tmp_path, server_url, "ivan", "--create", "klondike", terminal=True)
     try:
         race_id = (await player.expect("created")).split()[1]
         await player.send("deal")
@@ -106,7 +148,7 @@ async def test_quit_typed_while_waiting_for_an_open_race_quits(
 async def test_leave_typed_while_waiting_leaves_and_ends_the_wait(
     server_url: str, tmp_path: Path
 ) -> None:
-    player = await start_plain(tmp_path, server_url, "jo", "--create", "klondike")
+    player = await start_plain(tmp_path, server_url, "jo", "--create", "klondike", terminal=True)
     try:
         race_id = (await player.expect("created")).split()[1]
         await player.send("resign")  # before the start: waits for it
