@@ -243,7 +243,8 @@ async def _play_session(
             mode.say(f"cannot create a race: {exc.message} ({exc.code}); 'list' shows the races")
         else:
             mode.own(race_id)
-            mode.say(f"race {race_id} created ({args.game}, you against a {args.bot} bot)")
+            against = "no bot" if args.bot == "none" else f"you against a {args.bot} bot"
+            mode.say(f"race {race_id} created ({args.game}, {against})")
             await opponents.seat(race_id)
     elif args.create and args.invite:  # `create` of the line mode makes no private race
         race_id = await session.create_race(

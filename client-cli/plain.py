@@ -75,6 +75,8 @@ QUIT_WORDS: Final = frozenset({"quit", "exit", "q"})
 #: Commands typed while another waits for an open race's start that run at once: what can
 #: start the race or end the wait, and what answers without it.
 TYPED_MEANWHILE: Final = frozenset({"start", "leave", "board", "list", "help"})
+#: A live race's status as a sentence says it ("while it is counting down").
+STATUS_WORDS: Final = {"countdown": "counting down"}
 NO_RACE: Final = "no current race: create or join one first ('list' shows the races)"
 #: Commands that act on the current race.
 RACE_COMMANDS: Final = frozenset({"board", "moves", "start", "resign", "leave", "wait"})
@@ -440,8 +442,9 @@ class PlainMode:
                 f"leaving race {race.race_id} before its start: your seat is given up after "
                 f"the server's grace period ({DEFAULT_GRACE_S} s by default) unless you {back}"
             )
+        status = STATUS_WORDS.get(race.status, race.status)
         return (
-            f"leaving race {race.race_id} while it is {race.status}: you forfeit (gone) after "
+            f"leaving race {race.race_id} while it is {status}: you forfeit (gone) after "
             f"the server's grace period ({DEFAULT_GRACE_S} s by default) unless you {back}"
         )
 

@@ -288,7 +288,7 @@ async def test_the_embedded_race_is_left_on_quit_and_a_refused_one_still_gives_t
     folder = ["--data-dir", str(tmp_path / "embedded"), "--bot", "none", "--name", "solo"]
     player = await Child.start(tmp_path, "play", "--plain", *folder)
     try:
-        line = await player.expect("created (klondike, you against a none bot)")
+        line = await player.expect("created (klondike, no bot)")
         first = line.split()[1]
         await player.send("quit")
         await player.expect(f"left race {first}")
@@ -297,7 +297,7 @@ async def test_the_embedded_race_is_left_on_quit_and_a_refused_one_still_gives_t
         await player.kill()
     crashed = await Child.start(tmp_path, "play", "--plain", *folder)
     try:
-        await crashed.expect("you against a none bot")
+        await crashed.expect("created (klondike, no bot)")
         for _ in range(2):
             await crashed.send("create klondike")
             await crashed.expect("seats, 600s, casual)")
