@@ -5,8 +5,9 @@ The board prints as ASCII text; each input line is one command or one move in th
 (a move waits for its ack; a move, `moves`, `resign` or `wait` typed before the start waits for
 the start), so a script is just lines. The input is read all the while: when a command waits
 for the start of an open race (which only its creator's `start` or more players will start),
-`start`, `leave`, `board`, `list`, `help` and `quit` typed meanwhile act at once (`quit`
-unless the race is in its countdown after all); other lines wait their turn and say so. A
+a `start` read meanwhile runs at once; at a terminal (not a script), `leave`, `board`, `list`,
+`help` and `quit` typed meanwhile act at once too (`quit` unless the race is in its countdown
+after all), and other lines wait their turn and say so. A
 command's outcome prints once the server has confirmed it (or `refused COMMAND: why (code)`).
 Events (players joining, the start, opponents' progress, the result) print as they arrive.
 
@@ -62,8 +63,8 @@ commands:
   join RACE [INVITE]  sit in a race (a race you already sit in: back into it)
   start               start the race you created
   resign              give up the current race (before the start: at the start)
-                      while a command waits for an open race's start, start, leave,
-                      board, list, help and quit typed meanwhile act at once
+                      while a command waits for an open race's start, start runs at
+                      once, and at a terminal leave, board, list, help and quit too
   wait                wait until the current race ends, then print the result
   leave               leave a race that has not started
   help                this text
@@ -725,10 +726,11 @@ class PlainMode:
                 news.exception()  # retrieved: a link closed meanwhile is not logged
 
     async def _typed_meanwhile(self, race_id: str) -> bool:
-        """Lines typed while a command waits for the start of the open race `race_id`:
-        `start`, `leave`, `board`, `list` and `help` run now, `quit` ends the wait (False)
-        unless the start is on its way after all; any other line keeps its place, after the
-        start, and says so. Lines after a `create` or a `join` (of another race) keep their
+        """Lines typed while a command waits for the start of the open race `race_id`
+        (`_first_to_run_now`: at a terminal `start`, `leave`, `board`, `list` and `help` run
+        now, `quit` ends the wait (False) unless the start is on its way after all, and any
+        other line keeps its place, after the start, and says so; in a script only `start`
+        runs now). Lines after a `create` or a `join` (of another race) keep their
         place too. Returns once none is left to run now, or the race is no longer open."""
         while True:
             race = self.session.state.races.get(race_id)
