@@ -246,27 +246,12 @@ async def _play_session(
             against = "no bot" if args.bot == "none" else f"you against a {args.bot} bot"
             mode.say(f"race {race_id} created ({args.game}, {against})")
             await opponents.seat(race_id)
-    elif args.create and args.invite:  # `create` of the line mode makes no private race
-        race_id = await session.create_race(
-            args.create,
-            args.seats,
-            args.time_limit,
-            rated=args.rated,
-            invite_code=args.invite,
-            game_number=args.game_number,
-        )
-        mode.own(race_id)
-        number = args.game_number
-        kind = "rated" if args.rated else "casual" if number is None else f"deal {number}"
-        mode.say(
-            f"race {race_id} created ({args.create}, {args.seats} seats, {args.time_limit}s, "
-            f"{kind}, private: invite code {args.invite})"
-        )
     elif args.create:
         await mode.create(
             [args.create, str(args.seats), str(args.time_limit)],
             rated=args.rated,
             game_number=args.game_number,
+            invite_code=args.invite,
         )
     elif args.race:  # as `join RACE [INVITE]` (a seat already held is resumed)
         await mode.join([args.race] + ([args.invite] if args.invite else []))

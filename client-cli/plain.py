@@ -489,25 +489,22 @@ class PlainMode:
             self.say(f"race {race_id}: you are out of it ({out}); it goes on without you")
         return False
 
-    def say_back(self, race_id: str) -> bool:
-        """The current race is one this player was already seated in: where it stands. False
-        (said so) when the player is out of it: nothing to resume there."""
+    def say_back(self, race_id: str) -> None:
+        """The current race is one this player was already seated in (and still is:
+        `still_in`): where it stands."""
         race = self.session.state.races.get(race_id)
         if race is None:
-            return True
+            return
         if race.is_finished:
             self.say(f"race {race_id} is over")
             if race.results is not None:
                 self.print_result(race)
-            return True
-        if not self.still_in(race_id):
-            return False
+            return
         left = race.remaining_ms(self.session.conn.server_now_ms())
         clock = f", {left // 1000}s left" if race.status == "running" and left else ""
         self.say(f"back in race {race_id} ({race.status}{clock}): your seat was kept")
         if self.session.state.my_board(race_id) is not None:
             self.print_board()
-        return True
 
     # --- commands ------------------------------------------------------------------------
 
@@ -585,10 +582,16 @@ class PlainMode:
             )
 
     async def create(
-        self, args: list[str], *, rated: bool = False, game_number: str | None = None
+        self,
+        args: list[str],
+        *,
+        rated: bool = False,
+        game_number: str | None = None,
+        invite_code: str | None = None,
     ) -> None:
         """`create GAME [SEATS [SECONDS]]`; anything else is refused with the usage (a typo
-        must not become a race with other settings that others can join)."""
+        must not become a race with other settings that others can join). `invite_code`
+        (`--invite` at the start) makes the race private."""
         if not args or args[0] not in GAME_IDS or len(args) > 3:
             self.say(f"{CREATE_USAGE}; games: {', '.join(GAME_IDS)}")
             return
@@ -599,11 +602,12 @@ class PlainMode:
         seats = int(args[1]) if len(args) > 1 else 2
         limit = int(args[2]) if len(args) > 2 else 600
         race_id = await self.session.create_race(
-            args[0], seats, limit, rated=rated, game_number=game_number
+            args[0], seats, limit, rated=rated, game_number=game_number, invite_code=invite_code
         )
         self.own(race_id)
         kind = "rated" if rated else "casual" if game_number is None else f"deal {game_number}"
-        self.say(f"race {race_id} created ({args[0]}, {seats} seats, {limit}s, {kind})")
+        private = "" if invite_code is None else f", private: invite code {invite_code}"
+        self.say(f"race {race_id} created ({args[0]}, {seats} seats, {limit}s, {kind}{private})")
 
     def own(self, race_id: str) -> None:
         """`race_id` was created by this program (not with `create`): the current race, left
@@ -626,7 +630,9 @@ class PlainMode:
         self.race_id = race_id
         if joined:
             self.say(f"joined race {race_id}")
-        elif not self.say_back(race_id):  # out of it: not the current race
+        elif self.still_in(race_id):
+            self.say_back(race_id)
+        else:  # out of it: not the current race
             self.race_id = previous
 
     async def start(self) -> None:

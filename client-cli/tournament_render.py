@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.tournament_bracket import BRACKET_RESET, GRAND_FINAL
 from solrace.server.protocol.tournament_messages import (
     AuditModel,
     BracketMatchModel,
@@ -99,11 +100,6 @@ def _bracket_state(
     return state
 
 
-#: The second grand final of a double elimination, played only if the losers-bracket
-#: champion wins the first (`GF`).
-BRACKET_RESET = "GF2"
-
-
 def _reset_line(
     match: BracketMatchModel, view: TournamentModel, names: dict[str, str]
 ) -> str | None:
@@ -112,7 +108,7 @@ def _reset_line(
     bracket) wins GF]`; None once it is drawn (or for any other match)."""
     if match.match_id != BRACKET_RESET or match.state not in ("empty", "waiting"):
         return None
-    final = next((m for m in view.bracket if m.match_id == "GF"), None)
+    final = next((m for m in view.bracket if m.match_id == GRAND_FINAL), None)
     top, low = [*(final.players if final else []), None, None][:2]
     if match.state == "waiting":
         who = f"{names.get(low, low)} (losers' bracket)" if low else "the losers' bracket champion"
