@@ -64,55 +64,73 @@ class Klondike(Game):
         top = dst.cards[-1]
         return RANK[top] == RANK[card] + 1 and COLOR[top] != COLOR[card]
 
+    #: The card move `has_card_move` found last, as pile numbers (source, count, target):
+    #: after most moves it is still legal, and checking it is several times cheaper than the
+    #: search. Only a hint: it is checked by the rules each time, never trusted.
+    _card_move_hint: tuple[int, int, int] | None = None
+
     def has_card_move(self) -> bool:
         """Exactly ``Game.has_card_move`` (the same rules, read from the same card tables),
         without trying every source against every target: the server asks it after every
-        move (the stuck test). Property tests compare the two on random and odd positions."""
+        move (the stuck test). The move found last is tried first. Property tests compare
+        the two on random and odd positions, and along whole games."""
+        hint = self._card_move_hint
+        if hint is not None:
+            src, n, dst = self.piles[hint[0]], hint[1], self.piles[hint[2]]
+            if n <= len(src.cards) and self.can_pick(src, n) and self.accepts(dst, src, n):
+                return True
+        found = self._find_card_move()
+        self._card_move_hint = found
+        return found is not None
+
+    def _find_card_move(self) -> tuple[int, int, int] | None:
+        """A legal card move as pile numbers (source, count, target), or None."""
         # What each target takes, keyed by the card that fits: a foundation the next card
         # of its suit, a tableau column the card one rank lower of the other colour.
         takes: dict[tuple[int, int], list[Pile]] = {}
         for f in self.foundations:
             takes.setdefault((f.index, len(f.cards)), []).append(f)
         fits: dict[tuple[int, int], list[Pile]] = {}
-        space = False
+        spaces: list[Pile] = []
         for t in self.tableau:
             if t.cards:
                 top = t.cards[-1]
                 fits.setdefault((RANK[top] - 1, 1 - COLOR[top]), []).append(t)
             else:
-                space = True
+                spaces.append(t)
+        space = bool(spaces)
         any_to_space = space and self.kings_free_spaces and self._all_kings_at_bottom()
         whole_runs = self.whole_runs_only
 
-        def goes(src: Pile, n: int, card: int) -> bool:
-            """May the top `n` cards of `src` (`card` the lowest of them) go anywhere?"""
+        def goes(src: Pile, n: int, card: int) -> Pile | None:
+            """Where the top `n` cards of `src` (`card` the lowest of them) may go, if anywhere."""
             rank = RANK[card]
             if n == 1:
                 for dst in takes.get((SUIT[card], rank), ()):
                     if dst is not src:
-                        return True
+                        return dst
             if whole_runs and src.kind == TABLEAU and n != len(src.cards) - src.down:
-                return False  # onto the tableau only whole runs (the foundation came first)
+                return None  # onto the tableau only whole runs (the foundation came first)
             if space and (any_to_space or rank == KING):
-                return True  # an empty column is never the source (it has no card)
-            for dst in fits.get((rank, COLOR[card]), ()):  # noqa: SIM110 - no generator: hot
+                return spaces[0]  # an empty column is never the source (it has no card)
+            for dst in fits.get((rank, COLOR[card]), ()):
                 if dst is not src:
-                    return True
-            return False
+                    return dst
+            return None
 
         waste = self.waste.cards
-        if waste and goes(self.waste, 1, waste[-1]):
-            return True
+        if waste and (dst := goes(self.waste, 1, waste[-1])) is not None:
+            return self.waste.number, 1, dst.number
         if self.takeback:
             for f in self.foundations:
-                if f.cards and goes(f, 1, f.cards[-1]):
-                    return True
+                if f.cards and (dst := goes(f, 1, f.cards[-1])) is not None:
+                    return f.number, 1, dst.number
         for t in self.tableau:
             cards = t.cards
             for n in range(1, len(cards) - t.down + 1):
-                if goes(t, n, cards[-n]):
-                    return True
-        return False
+                if (dst := goes(t, n, cards[-n])) is not None:
+                    return t.number, n, dst.number
+        return None
 
     def _all_kings_at_bottom(self) -> bool:
         # Only face-up Kings count: legality must never depend on a hidden card.

@@ -308,6 +308,14 @@ def test_klondike_fast_card_move_test_agrees_with_the_generic_one(
     """Klondike answers `has_card_move` (the server's stuck test) without generating moves;
     it must agree with the generic search on every board, and on the player's view of it."""
     for game in playout(game_id, number, choices):
+        assert isinstance(game, Klondike)
+        assert game.has_card_move() == Game.has_card_move(game)
+        # The move it remembers to try first next time is one the generic search finds.
+        hint = game._card_move_hint
+        if hint is not None:
+            src, n, dst = (game.piles[hint[0]], hint[1], game.piles[hint[2]])
+            assert Move(src.short, dst.short, n) in game.card_moves()
+        game.is_stuck()  # clicks through the stock and takes the clicks back
         assert game.has_card_move() == Game.has_card_move(game)
         seen = view(game, "player")
         assert isinstance(seen, BoardView)
