@@ -67,12 +67,8 @@ from solrace.server.protocol.records import (
     RaceStatus,
 )
 from solrace.server.protocol.tokens import registered_player_id, sign_token, verify_token
-from solrace.server.race_sync import (
-    Change,
-    RaceKeeper,
-    connection_change,
-    own_board,
-)
+from solrace.server.race_changes import Change, connection_change, own_board
+from solrace.server.race_sync import RaceKeeper
 from solrace.server.replays import Replays
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session, holder_name, holder_of_session

@@ -23,7 +23,8 @@ from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import MakeMove, MoveRejected
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.protocol.views import touched_pile_fields
-from solrace.server.race_sync import RaceKeeper, board_progress, own_board
+from solrace.server.race_changes import board_progress, own_board
+from solrace.server.race_sync import RaceKeeper
 from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings

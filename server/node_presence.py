@@ -17,7 +17,8 @@ from solrace.server.outage import Outage
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.race import Racer
 from solrace.server.protocol.records import LIVE_STATUSES, RacerRecord
-from solrace.server.race_sync import RaceKeeper, connection_change
+from solrace.server.race_changes import connection_change
+from solrace.server.race_sync import RaceKeeper
 from solrace.server.session import Session, holder_name
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError

@@ -28,12 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from solrace.engine import Audience, deal
 from solrace.server.broker import Broker, BrokerError, Subscription
 from solrace.server.lobby import LobbyFeed
 from solrace.server.metrics import Metrics
@@ -42,12 +40,9 @@ from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
-    Board,
-    Progress,
     RaceEvent,
     RaceFinished,
     RaceSnapshot,
-    RaceStarted,
 )
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import (
@@ -57,8 +52,17 @@ from solrace.server.protocol.records import (
     RacerState,
     RaceStatus,
 )
-from solrace.server.protocol.views import board_for
-from solrace.server.runtime import RacerBoard, RaceRuntime
+from solrace.server.race_changes import (
+    Change,
+    board_progress,
+    is_progress_only,
+    mover_of,
+    new_epoch,
+    no_change,
+    opening_progress,
+    own_board,
+)
+from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
@@ -77,8 +81,6 @@ CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `una
 #: Seconds before a progress batch the store refused is folded again.
 FOLD_RETRY_S = 1.0
 
-Change = Callable[[Race], list[RaceEvent]]
-
 
 class RaceNotice(BaseModel):
     """What a node publishes on `race:<id>` after storing a change (a wake-up, not the
@@ -92,100 +94,8 @@ class RaceNotice(BaseModel):
     moves: list[MoveRecord] = []
 
 
-def _no_change(race: Race) -> list[RaceEvent]:
-    return []
-
-
 def race_channel(race_id: RaceId) -> str:
     return f"race:{race_id}"
-
-
-def is_progress_only(events: Sequence[RaceEvent]) -> bool:
-    """Events that only move racers' progress on (no state change): one node need not
-    store them, since replaying the moves recomputes them."""
-    return all(
-        isinstance(e, Progress) and e.progress.state == RacerState.PLAYING.value for e in events
-    )
-
-
-def mover_of(message: RaceEvent | RaceSnapshot) -> PlayerId | None:
-    """The racer whose own moves a progress event reports (None for any other message: a
-    change of state, the opening figures, a snapshot)."""
-    if not isinstance(message, Progress):
-        return None
-    entry = message.progress
-    return entry.player_id if entry.state == RacerState.PLAYING.value and entry.moves else None
-
-
-def opening_progress(race: Race, events: Sequence[RaceEvent]) -> list[RaceEvent]:
-    """If `events` started the race: every racer's progress on the fresh deal (one deal for
-    all: every racer gets the same one)."""
-    if not any(isinstance(e, RaceStarted) for e in events) or race.started_at_ms is None:
-        return []
-    game = deal(race.game, race.record.game_number)
-    on, total = game.progress()
-    won = game.is_won()
-    stuck = not won and game.is_stuck()
-    more: list[RaceEvent] = []
-    for player_id, racer in race.racers.items():
-        if racer.moves == 0:
-            more += race.record_board(
-                player_id,
-                on_foundations=on,
-                total=total,
-                moves=0,
-                won=won,
-                stuck=stuck,
-                now_ms=race.started_at_ms,
-            )
-    return more
-
-
-def board_progress(player_id: PlayerId, board: RacerBoard) -> Change:
-    """The change that reports a racer's board as it stands after its last stored move."""
-    game = board.game
-    on, total = game.progress()
-    won = game.is_won()
-    stuck = not won and game.is_stuck()
-    moves = game.ply
-    at_ms, reached_ms = board.move_times[-1], board.count_changed_at_ms
-
-    def change(race: Race) -> list[RaceEvent]:
-        return race.record_board(
-            player_id,
-            on_foundations=on,
-            total=total,
-            moves=moves,
-            won=won,
-            stuck=stuck,
-            now_ms=at_ms,
-            reached_ms=reached_ms,
-        )
-
-    return change
-
-
-def connection_change(player_id: PlayerId, connected: bool, now_ms: int, holder: str) -> Change:
-    """A racer's connection through `holder` came or went (`Race.set_connected`: a racer who
-    connected again elsewhere is not marked away by the old connection's node)."""
-    return lambda race: race.set_connected(player_id, connected, now_ms, holder)
-
-
-def new_epoch() -> str:
-    """A fresh name for a race's event numbering (`Race.new_epoch`)."""
-    return secrets.token_hex(4)
-
-
-def own_board(runtime: RaceRuntime, player_id: PlayerId) -> Board:
-    """A racer's own board as it stands, for that racer (no delay)."""
-    game = runtime.boards[player_id].game
-    return Board(
-        race_id=runtime.race_id,
-        player_id=player_id,
-        ply=game.ply,
-        delayed_ms=0,
-        board=board_for(game, Audience.PLAYER),
-    )
 
 
 class RaceBusyError(RaceError):
@@ -535,7 +445,7 @@ class RaceKeeper:
         refuses it, it is tried again after a pause."""
         # The moves are stored and acknowledged; their progress is tried again.
         try:
-            events = await self.apply_to_race(runtime, _no_change)  # the pending figures
+            events = await self.apply_to_race(runtime, no_change)  # the pending figures
         except RaceError as exc:
             if exc.code is ErrorCode.UNAVAILABLE and not isinstance(exc, RaceBusyError):
                 # The store is away: the node's outage.
@@ -561,7 +471,7 @@ class RaceKeeper:
         if any((r := racers.get(p)) is None or r.state is not playing for p in runtime.pending):
             return False  # a state to store (a racer out meanwhile): the usual change
         pending, _ = runtime.take_pending()
-        if self._folding(runtime, pending, _no_change)(runtime.race):
+        if self._folding(runtime, pending, no_change)(runtime.race):
             self._forward(runtime)
             self.storing_progress.worked()  # an outage of the stored kind is over too
         return True
@@ -910,13 +820,7 @@ class RaceKeeper:
 
 __all__ = [
     "FINISHED_KEPT",
-    "Change",
     "RaceKeeper",
     "RaceNotice",
-    "board_progress",
-    "connection_change",
-    "new_epoch",
-    "opening_progress",
-    "own_board",
     "race_channel",
 ]

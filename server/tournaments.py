@@ -80,7 +80,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.server.protocol.tournament_model import format_rules
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, largest_field
-from solrace.server.race_sync import connection_change
+from solrace.server.race_changes import connection_change
 from solrace.server.ratings import RatingService
 from solrace.server.session import Session
 from solrace.server.store.base import StoreError

@@ -1,0 +1,128 @@
+"""Changes to a race, as functions of it (`Race -> events`), and what its events say.
+
+`RaceKeeper.apply_to_race` applies a `Change` under the race's lock and stores the result;
+the functions here build the usual ones (a racer's board, a connection coming or going, the
+opening figures) and read events back (is a batch progress only, whose moves a progress
+event reports). None of them does I/O.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+
+from solrace.engine import Audience, deal
+from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.messages import Board, Progress, RaceEvent, RaceSnapshot, RaceStarted
+from solrace.server.protocol.race import Race
+from solrace.server.protocol.records import RacerState
+from solrace.server.protocol.views import board_for
+from solrace.server.runtime import RacerBoard, RaceRuntime
+
+Change = Callable[[Race], list[RaceEvent]]
+
+
+def no_change(race: Race) -> list[RaceEvent]:
+    """No change of its own: applied, it stores what a fold put in front of it."""
+    return []
+
+
+def is_progress_only(events: Sequence[RaceEvent]) -> bool:
+    """Events that only move racers' progress on (no state change): one node need not
+    store them, since replaying the moves recomputes them."""
+    return all(
+        isinstance(e, Progress) and e.progress.state == RacerState.PLAYING.value for e in events
+    )
+
+
+def mover_of(message: RaceEvent | RaceSnapshot) -> PlayerId | None:
+    """The racer whose own moves a progress event reports (None for any other message: a
+    change of state, the opening figures, a snapshot)."""
+    if not isinstance(message, Progress):
+        return None
+    entry = message.progress
+    return entry.player_id if entry.state == RacerState.PLAYING.value and entry.moves else None
+
+
+def opening_progress(race: Race, events: Sequence[RaceEvent]) -> list[RaceEvent]:
+    """If `events` started the race: every racer's progress on the fresh deal (one deal for
+    all: every racer gets the same one)."""
+    if not any(isinstance(e, RaceStarted) for e in events) or race.started_at_ms is None:
+        return []
+    game = deal(race.game, race.record.game_number)
+    on, total = game.progress()
+    won = game.is_won()
+    stuck = not won and game.is_stuck()
+    more: list[RaceEvent] = []
+    for player_id, racer in race.racers.items():
+        if racer.moves == 0:
+            more += race.record_board(
+                player_id,
+                on_foundations=on,
+                total=total,
+                moves=0,
+                won=won,
+                stuck=stuck,
+                now_ms=race.started_at_ms,
+            )
+    return more
+
+
+def board_progress(player_id: PlayerId, board: RacerBoard) -> Change:
+    """The change that reports a racer's board as it stands after its last stored move."""
+    game = board.game
+    on, total = game.progress()
+    won = game.is_won()
+    stuck = not won and game.is_stuck()
+    moves = game.ply
+    at_ms, reached_ms = board.move_times[-1], board.count_changed_at_ms
+
+    def change(race: Race) -> list[RaceEvent]:
+        return race.record_board(
+            player_id,
+            on_foundations=on,
+            total=total,
+            moves=moves,
+            won=won,
+            stuck=stuck,
+            now_ms=at_ms,
+            reached_ms=reached_ms,
+        )
+
+    return change
+
+
+def connection_change(player_id: PlayerId, connected: bool, now_ms: int, holder: str) -> Change:
+    """A racer's connection through `holder` came or went (`Race.set_connected`: a racer who
+    connected again elsewhere is not marked away by the old connection's node)."""
+    return lambda race: race.set_connected(player_id, connected, now_ms, holder)
+
+
+def new_epoch() -> str:
+    """A fresh name for a race's event numbering (`Race.new_epoch`)."""
+    return secrets.token_hex(4)
+
+
+def own_board(runtime: RaceRuntime, player_id: PlayerId) -> Board:
+    """A racer's own board as it stands, for that racer (no delay)."""
+    game = runtime.boards[player_id].game
+    return Board(
+        race_id=runtime.race_id,
+        player_id=player_id,
+        ply=game.ply,
+        delayed_ms=0,
+        board=board_for(game, Audience.PLAYER),
+    )
+
+
+__all__ = [
+    "Change",
+    "board_progress",
+    "connection_change",
+    "is_progress_only",
+    "mover_of",
+    "new_epoch",
+    "no_change",
+    "opening_progress",
+    "own_board",
+]

@@ -1,0 +1,90 @@
+"""The usual changes to a race (`server/race_changes.py`), on a `Race` in memory."""
+
+from __future__ import annotations
+
+from solrace.engine import deal
+from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.messages import Progress, RaceStarted
+from solrace.server.protocol.records import MoveRecord, RacerState
+from solrace.server.race_changes import (
+    board_progress,
+    connection_change,
+    is_progress_only,
+    mover_of,
+    no_change,
+    opening_progress,
+    own_board,
+)
+from solrace.server.runtime import RacerBoard, RaceRuntime
+from tests.server.protocol.test_race import make_race, running
+
+ANN, BOB = PlayerId("a"), PlayerId("p1")
+
+
+def test_the_opening_figures_come_only_with_the_start_one_per_racer() -> None:
+    race = make_race(seats=2)
+    race.join(BOB, "bob", None, 0)
+    started = race.tick(1000)
+    assert any(isinstance(e, RaceStarted) for e in started)
+    opening = opening_progress(race, started)
+    on, total = deal("klondike", "12345678901234567").progress()
+    assert [
+        (e.progress.player_id, e.progress.moves) for e in opening if isinstance(e, Progress)
+    ] == [
+        (ANN, 0),
+        (BOB, 0),
+    ]
+    assert all(
+        isinstance(e, Progress) and (e.progress.on_foundations, e.progress.total) == (on, total)
+        for e in opening
+    )
+    # Events that did not start the race bring no opening figures (again).
+    assert opening_progress(race, opening) == []
+    assert no_change(race) == []
+
+
+def test_progress_only_and_whose_moves_a_progress_event_reports() -> None:
+    race = running()
+    opening = list(race.history)
+    assert all(isinstance(e, Progress) for e in opening[-2:])
+    assert [mover_of(e) for e in opening[-2:]] == [None, None]  # the deal: nobody's moves yet
+    moved = race.record_board(
+        ANN, on_foundations=1, total=52, moves=3, won=False, stuck=False, now_ms=2000
+    )
+    assert is_progress_only(moved)
+    assert [mover_of(e) for e in moved] == [ANN]
+    stuck = race.record_board(
+        BOB, on_foundations=0, total=52, moves=5, won=False, stuck=True, now_ms=2500
+    )
+    assert not is_progress_only(stuck)  # a state changed: stored even on one node
+    assert all(mover_of(e) is None for e in stuck)
+    assert mover_of(race.snapshot(3000)) is None
+
+
+def test_a_boards_change_reports_its_figures_as_of_its_last_stored_move() -> None:
+    race = running()
+    runtime = RaceRuntime(race)
+    runtime.deal_boards()
+    board = runtime.boards[ANN]
+    assert isinstance(board, RacerBoard)
+    board.game.play("deal")  # a click: the count on the foundations does not move
+    board.record_stored(
+        MoveRecord(race_id=RaceId("r1"), player_id=ANN, ply=0, seq=1, move="deal", at_ms=1500)
+    )
+    events = board_progress(ANN, board)(race)
+    assert [(e.progress.moves, e.progress.state) for e in events if isinstance(e, Progress)] == [
+        (1, RacerState.PLAYING.value)
+    ]
+    assert race.racers[ANN].moves == 1
+    seen = own_board(runtime, ANN)
+    assert (seen.player_id, seen.ply, seen.delayed_ms) == (ANN, 1, 0)
+
+
+def test_a_connection_change_marks_the_racer_away_only_from_the_connection_it_holds() -> None:
+    race = running()
+    connection_change(BOB, True, 2000, "node-b/2")(race)
+    connection_change(BOB, False, 2100, "node-a/1")(race)  # an old connection went
+    assert race.racers[BOB].connected
+    connection_change(BOB, False, 2200, "node-b/2")(race)
+    assert not race.racers[BOB].connected
+    assert race.racers[BOB].disconnected_at_ms == 2200
