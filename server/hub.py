@@ -422,14 +422,17 @@ class Hub:
                 session.close(CloseCode.AUTH_FAILED, "bad token")
                 return None
             if message.name is not None and message.name != player.name:
-                self._error(session, ErrorCode.NAME_MISMATCH, "this token is not that name's")
+                self._error(
+                    session, ErrorCode.NAME_MISMATCH, "this token is not that name's", message
+                )
                 return None
             return player, message.token, False
         if message.name is None:
             return None, None, False
         player, created = await self._register(session, message.name, message.key, now)
         if player is None:
-            self._error(session, ErrorCode.NAME_TAKEN, f"{message.name!r} belongs to someone else")
+            taken = f"{message.name!r} belongs to someone else"
+            self._error(session, ErrorCode.NAME_TAKEN, taken, message)
             return None
         return player, sign_token(player.player_id, self.secret), created
 

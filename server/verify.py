@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = verify_replay(replay)
     if not args.quiet:
         race, game, number = (shorten(v) for v in (replay.race_id, replay.game, replay.game_number))
-        print(f"race {race}: {game} #{number}")
+        print(f"race {race}: {game} deal {number}")
         for line in report.lines:
             print(line)
     for problem in report.problems:

@@ -313,8 +313,9 @@ def _replay_racer(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport)
             report.problems.append(f"{who}: finish time is not the winning move's time")
         if state is RacerState.STUCK and not game.is_stuck():
             report.problems.append(f"{who}: state stuck but the board has a way forward")
+        count = len(racer.moves)
         report.lines.append(
-            f"{who}: {len(racer.moves)} moves, all legal, "
+            f"{who}: {count} move{'' if count == 1 else 's'}, all legal, "
             f"{result.on_foundations}/{result.total} on foundations, {state.value}"
         )
     else:

@@ -81,7 +81,13 @@ async def test_bad_input_while_a_race_goes_on(server: App, client: ClientFactory
         assert (error.code, error.request) == ("invalid_message", request)
     # A name another player's token owns: an error, not a welcome.
     await sloppy.send(Hello(protocol=1, name="alice"))
-    assert (await sloppy.expect(Error, lambda e: e.request is None)).code == "name_taken"
+    refusal = await sloppy.expect(Error, lambda e: e.code == "name_taken")
+    assert refusal.request == "hello"  # it answers the hello, as every refusal names its request
+    # Alice's own token with another name: refused, and the connection may say hello again.
+    assert alice.welcome is not None and alice.welcome.token is not None
+    await sloppy.send(Hello(protocol=1, name="bob", token=alice.welcome.token))
+    mismatch = await sloppy.expect(Error, lambda e: e.code == "name_mismatch")
+    assert mismatch.request == "hello"
 
     mallory = await client("mallory")
     # A move in a race mallory is not in, an unknown race, resigning someone else's race.

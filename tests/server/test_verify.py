@@ -365,5 +365,5 @@ def test_long_values_are_shortened_when_printed(
     assert main([str(path)]) == 1
     out = capsys.readouterr().out
     assert "9" * 100 not in out and "x" * 300 not in out
-    assert f"klondike #{'9' * 30}... (100000 characters)" in out
+    assert f"klondike deal {'9' * 30}... (100000 characters)" in out
     assert max(len(line) for line in out.splitlines()) < 500
