@@ -96,10 +96,10 @@ MAX_METHOD_BYTES = 32
 
 
 def _may_begin_request(start: bytes | bytearray) -> bool:
-    """Could `start`, the first bytes of a head with no line end yet, begin a request line?
-    Not once its method has a byte no token has, or is longer than any: what is not HTTP (a
-    TLS hello begins with 0x16 and may never send a line feed) is refused at once, not kept
-    for the handshake's whole time."""
+    """Could `start`, the first bytes of a head, begin a request line? Not once its method
+    has a byte no token has, or is longer than any: what is not HTTP (a TLS hello begins with
+    0x16 and may never send a line feed) is refused at once, not kept for the handshake's
+    whole time, and the same whether the line came whole or in pieces."""
     method, space, _ = bytes(start[: MAX_METHOD_BYTES + 1]).partition(b" ")
     if len(method) > MAX_METHOD_BYTES or (space and not method):
         return False
@@ -398,12 +398,12 @@ class WebSocketSession(Session, asyncio.Protocol):
         if head == b"\r":
             return b""  # perhaps an empty line's CR, its LF to come
         start = len(head) - len(data)
+        if not _may_begin_request(head):  # however many of its bytes came in this read
+            return self._not_http()
         line_end = head.find(b"\n")
         if line_end >= 0 and not _is_request_line(head[:line_end]):
             self.head = None
             return bytes(head)
-        if line_end < 0 and not _may_begin_request(head):
-            return self._not_http()
         end = head.find(b"\r\n\r\n", max(0, start - 3))
         if end < 0:
             if len(head) <= MAX_HEAD_BYTES:

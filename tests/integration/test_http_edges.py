@@ -252,6 +252,22 @@ async def test_a_start_no_request_line_has_is_refused_with_400_and_closed(
     assert not [r for r in caplog.records if r.name == "solrace.server.websocket"]
 
 
+@pytest.mark.parametrize("method", [b"G\x00T", b"X\x1b[31mY", b"A" * 40])
+async def test_a_method_no_token_has_gets_400_however_its_bytes_arrive(
+    app: App, method: bytes
+) -> None:
+    """The same answer whether the whole request came in one read or its first byte alone
+    (a whole line used to get 405, with the method's bytes, control bytes too, in its body)."""
+    head = method + b" /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    whole = await exchange(app.port, head)
+    cut = await exchange_in_two(
+        app, head[:1], head[1:], ready=lambda connection: connection.head == head[:1]
+    )
+    for raw in (whole, cut):
+        status, _, body = parse(raw)
+        assert (status, body) == (400, b"not an HTTP request\n")
+
+
 @pytest.mark.parametrize("first", [b"\r\n", b"\r\n\r\n", b"\r"])
 async def test_empty_lines_before_the_request_line_are_skipped(app: App, first: bytes) -> None:
     """RFC 9112 (2.2): a server should ignore empty lines before the request line, here in
