@@ -8,6 +8,7 @@ watchers on every change, so a client never merges deltas.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
@@ -28,10 +29,25 @@ def _printable(text: str) -> str:
     return text
 
 
+#: Letters and symbols by their Unicode category that are drawn as nothing (Hangul fillers,
+#: the blank Braille pattern, Khmer's inherent vowels): they show no more than a space.
+_BLANK_SHOWING = frozenset("\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+
+
+def _shows(c: str) -> bool:
+    """Is `c` drawn as something: a letter, number, punctuation or symbol, not one of the
+    blank ones? (Spaces, combining marks alone and format characters are not.)"""
+    return unicodedata.category(c)[0] in "LNPS" and c not in _BLANK_SHOWING
+
+
 def _not_blank(text: str) -> str:
-    """Refuse a name with nothing to show (empty, or only spaces): lists show it blank."""
-    if not text.strip():
-        raise ValueError("a tournament's name must not be empty or only spaces")
+    """Refuse a name with nothing to show (empty, only spaces, or only characters drawn as
+    nothing): lists would show it blank."""
+    if not any(_shows(c) for c in text):
+        raise ValueError(
+            "a tournament's name must not be empty or only spaces (or other characters drawn "
+            "as nothing)"
+        )
     return text
 
 

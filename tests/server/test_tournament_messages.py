@@ -52,12 +52,19 @@ def test_a_tournament_name_with_a_non_printable_character_is_refused(name: str) 
     assert refused.value.request_type == "create_tournament"
 
 
-@pytest.mark.parametrize("name", ["friday cup", "Coupe d'été 2026", "🂡 aces", "x" * 64, " x "])
+@pytest.mark.parametrize(
+    "name", ["friday cup", "Coupe d'été 2026", "🂡 aces", "x" * 64, " x ", "e\u0301te", "…"]
+)
 def test_printable_names_are_accepted(name: str) -> None:
     assert CreateTournament.model_validate(create(name)).name == name
 
 
-@pytest.mark.parametrize("name", ["", " ", "    "])
+@pytest.mark.parametrize(
+    "name",
+    # Spaces; then letters and symbols drawn as nothing (Braille blank, Hangul fillers), and
+    # combining marks with nothing to combine with.
+    ["", " ", "    ", "\u2800", "\u3164\u3164", "\uffa0", "\u115f\u1160", "\u0301", "\u034f"],
+)
 def test_a_tournament_name_with_nothing_to_show_is_refused(name: str) -> None:
     """A list would show it blank (the CLI refuses it too; a raw client must not get it in)."""
     with pytest.raises(ValidationError, match="must not be empty or only spaces"):
