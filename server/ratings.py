@@ -195,14 +195,15 @@ class RatingService:
     # --- requests ------------------------------------------------------------------------
 
     async def get_leaderboard(self, session: Session, message: GetLeaderboard) -> None:
+        if message.game not in GAME_IDS:
+            raise RaceError(ErrorCode.UNKNOWN_GAME, f"games: {', '.join(GAME_IDS)}")
         key = (message.game, message.include_provisional)
         now, rated = self.clock(), self._rated.get(message.game, 0)
         known = self._boards.get(key)
         if known is None or now - known[0] >= LEADERBOARD_FRESH_S or known[1] != rated:
             # A race rated while it is read makes it stale at once (it may not show).
             known = (now, rated, await self._leaderboard(*key))
-            if message.game in GAME_IDS:  # a game that does not exist has no rows to keep
-                self._boards[key] = known
+            self._boards[key] = known
         session.send(Leaderboard(game=message.game, entries=known[2][: message.limit]))
 
     async def _leaderboard(self, game: str, include_provisional: bool) -> list[LeaderboardRow]:
@@ -231,7 +232,7 @@ class RatingService:
     async def get_profile(self, session: Session, message: GetProfile) -> None:
         # A client names a player as plain text: it becomes a `PlayerId` here.
         requested = message.player_id
-        player_id = PlayerId(requested) if requested else session.player_id
+        player_id = session.player_id if requested is None else PlayerId(requested)
         player = None if player_id is None else await self.store.get_player(player_id)
         if player is None:
             raise RaceError(ErrorCode.UNKNOWN_PLAYER, "no such player (say which, or hello first)")

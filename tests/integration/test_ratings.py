@@ -15,9 +15,14 @@ import pytest
 
 from solrace.server.app import App
 from solrace.server.protocol.ids import RaceId
-from solrace.server.protocol.messages import Progress, RaceFinished, RaceUpdate, Resign
+from solrace.server.protocol.messages import Error, Progress, RaceFinished, RaceUpdate, Resign
 from solrace.server.protocol.records import RaceRecord
-from solrace.server.protocol.tournament_messages import GetLeaderboard, Leaderboard
+from solrace.server.protocol.tournament_messages import (
+    GetLeaderboard,
+    GetProfile,
+    Leaderboard,
+    Profile,
+)
 from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import play, start_race
 from tests.integration.solver import scoring_line
@@ -107,6 +112,22 @@ async def test_a_racer_gone_without_a_move_is_left_out_of_the_rating(app: App) -
     assert [(e.name, e.races) for e in board.entries] == [("ann", 1), ("bob", 1)]
     for player in (ann, bob):
         await player.close()
+
+
+async def test_a_leaderboard_of_no_game_and_a_profile_of_nobody_are_refused(app: App) -> None:
+    """As a race of an unknown game is (a board of nothing used to come back empty, and an
+    empty player id to be taken for the sender's own)."""
+    ann = await connect(app, "ann")
+    for game in ("nope", "", "\x00" * 64):
+        await ann.send(GetLeaderboard(game=game))
+        refusal = await ann.expect(Error)
+        assert (refusal.code, refusal.request) == ("unknown_game", "get_leaderboard")
+        assert "klondike" in refusal.message  # it says which games there are
+    await ann.send(GetProfile(player_id=""))
+    assert (await ann.expect(Error)).code == "unknown_player"
+    await ann.send(GetProfile())  # without an id: one's own
+    assert (await ann.expect(Profile)).name == "ann"
+    await ann.close()
 
 
 async def test_a_race_with_one_racer_who_took_part_is_not_rated(app: App) -> None:
