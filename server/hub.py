@@ -385,15 +385,22 @@ class Hub:
         self, session: Session, name: str, key: str | None, now: int
     ) -> tuple[PlayerRecord | None, bool]:
         """The player of a hello with `name` and no token, and whether it is new: None if the
-        name is someone else's. With the `key` that registered the name, its player again.
+        name is someone else's. With the `key` that registered the name, its player again;
+        with a key that registered another name, `RaceError(NAME_MISMATCH)`, and
         `RaceError(NOT_ALLOWED)` past the address's or the node's budget of new names."""
         if key is None:
             player_id = PlayerId("p" + secrets.token_hex(8))
         else:
             player_id = registered_player_id(key, self.secret)
             reclaimed = await self.store.get_player(player_id)
-            if reclaimed is not None and reclaimed.name.casefold() == name.casefold():
-                return reclaimed, False  # its own again: no new name
+            if reclaimed is not None:
+                if reclaimed.name.casefold() == name.casefold():
+                    return reclaimed, False  # its own again: no new name
+                # Not `name_taken`: the name asked for may well be free.
+                raise RaceError(
+                    ErrorCode.NAME_MISMATCH,
+                    f"this key registered {reclaimed.name!r}: a key registers one name",
+                )
         refusal = session.register()
         if refusal is not None:
             raise RaceError(
