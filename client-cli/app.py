@@ -18,6 +18,7 @@ from solrace.cli import INTERRUPTED_STATUS
 from solrace.engine import GAME_IDS
 from solrace.replay_file import load_replay
 from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import ReplayModel
 from solrace.server.protocol.replay import verify_replay
 from solrace.tasks import cancel_and_wait
@@ -97,7 +98,7 @@ def build_play_parser() -> argparse.ArgumentParser:
         help="deal N in the created race (casual only: its racers are told the creator chose "
         "the deal; default a number drawn by the server in secret)",
     )
-    first_race.add_argument("--race", help="join this race id (not with --create)")
+    first_race.add_argument("--race", type=RaceId, help="join this race id (not with --create)")
     parser.add_argument(
         "--invite",
         help="invite code: of the private race --race joins, or makes the race --create makes "
@@ -150,7 +151,7 @@ class Opponents:
         self.tasks: list[asyncio.Task[object]] = []
         self.bots: list[Bot] = []
 
-    async def seat(self, race_id: str) -> None:
+    async def seat(self, race_id: RaceId) -> None:
         if self.strategy == "none":
             return
         conn = await connect_player(self.url, self.identity_key, "solrace-bot")
@@ -342,7 +343,9 @@ def build_watch_parser() -> argparse.ArgumentParser:
         "in rated races), progress bars, and a follow mode (TV) that moves on to the next "
         "live race when one ends.",
     )
-    parser.add_argument("race", nargs="?", help="race id (default: pick from the live races)")
+    parser.add_argument(
+        "race", nargs="?", type=RaceId, help="race id (default: pick from the live races)"
+    )
     parser.add_argument("--server", default=DEFAULT_SERVER_URL, help="server URL")
     parser.add_argument("--follow", action="store_true", help="TV mode: go on to the next race")
     parser.add_argument("--ascii", action="store_true", help="ASCII cards")
@@ -382,7 +385,7 @@ async def _watch(args: argparse.Namespace) -> int:
 EXIT_NOT_WATCHABLE: Final = 2
 
 
-async def watch_problem(session: Session, race_id: str, server: str) -> str | None:
+async def watch_problem(session: Session, race_id: RaceId, server: str) -> str | None:
     """Watch `race_id`; None once it is watched, else why it cannot be (the server's error;
     a finished race, whose replay the server has, is pointed to `solrace replay`)."""
     try:
@@ -444,7 +447,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _fetch_replay(server: str, race_id: str) -> ReplayModel:
+async def _fetch_replay(server: str, race_id: RaceId) -> ReplayModel:
     conn = Connection(server, name=None)
     await conn.connect()
     try:
@@ -469,7 +472,7 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
         if is_file:
             replay = load_replay(path)
         else:
-            replay = asyncio.run(_fetch_replay(args.server, args.source))
+            replay = asyncio.run(_fetch_replay(args.server, RaceId(args.source)))
     except OSError as exc:
         what = f"cannot read {path}" if is_file else f"cannot fetch race {args.source}"
         print(f"solrace replay: {what}: {exc.strerror or exc}", file=sys.stderr)

@@ -20,6 +20,7 @@ from typing import Final, Literal
 from solrace.cli import INTERRUPTED_STATUS
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     ClientMessage,
     CreateRace,
@@ -92,7 +93,8 @@ class BotRefusedError(BotError):
 @dataclass(slots=True)
 class BotResult:
     name: str
-    race_id: str
+    #: The bot's race; empty if it had none.
+    race_id: RaceId
     #: The bot's state in its race; `UNKNOWN` if it holds no seat there.
     state: RacerStateName | Literal["unknown"]
     on_foundations: int
@@ -129,14 +131,14 @@ class Bot:
         # A key of its own: a reconnect before the welcome came gets the same player back.
         self.conn = connection or Connection(url, name=name, key=secrets.token_urlsafe(24))
         self.state = ClientState()
-        self.race_id: str | None = None
+        self.race_id: RaceId | None = None
         self.reason = ""
         self._pending: int | None = None
         #: What settles the last `create_race` sent (None: none sent, see `create_sent`).
         self._create_answer: Predicate | None = None
         #: The races this bot knew when its last create went out: none of them is its answer
         #: (a bot plays races back to back, and news of one it created before may come first).
-        self._known_at_create: frozenset[str] = frozenset()
+        self._known_at_create: frozenset[RaceId] = frozenset()
         self._resigned = False
         #: The link (`reconnects` then) this bot's resign went out on; None: none sent.
         self._resign_link: int | None = None
@@ -144,7 +146,7 @@ class Bot:
         self._resign_retry_at: float | None = None
         self._rejections = 0
         #: The race the strategy's bookkeeping is of (it starts over for each race).
-        self._strategy_race: str | None = None
+        self._strategy_race: RaceId | None = None
         #: How many times the link came back (a new session: subscriptions must be renewed).
         self.reconnects = 0
         #: Called with every server message once it is folded into the state (a progress
@@ -221,7 +223,7 @@ class Bot:
         """A `create_race` went out (its race is this bot's to leave when stopped)."""
         return self._create_answer is not None
 
-    async def create(self, game: str, seats: int, time_limit_s: int, **options: object) -> str:
+    async def create(self, game: str, seats: int, time_limit_s: int, **options: object) -> RaceId:
         """Create a race and sit in it; returns its id."""
         invite = options.get("invite_code")
         number = options.get("game_number")
@@ -251,7 +253,7 @@ class Bot:
             and info.race_id not in self._known_at_create
         )
 
-    async def created_race(self, within_s: float) -> str | None:
+    async def created_race(self, within_s: float) -> RaceId | None:
         """The open race this bot's `create` made: from what it has read, else from the
         server's answer if it comes within `within_s` (a bot stopped after sending its
         create, before reading the answer); None if it sent none, or no answer came."""
@@ -268,7 +270,7 @@ class Bot:
             return reply.race_id
         return None  # refused: no race was made
 
-    async def join(self, race_id: str, invite_code: str | None = None) -> None:
+    async def join(self, race_id: RaceId, invite_code: str | None = None) -> None:
         def seated(_: ServerMessage) -> bool:
             race = self.state.races.get(race_id)
             return race is not None and self.state.player_id in race.racers
@@ -276,7 +278,7 @@ class Bot:
         await self.request(JoinRace(race_id=race_id, invite_code=invite_code), seated)
         self.follow(race_id)
 
-    def follow(self, race_id: str) -> None:
+    def follow(self, race_id: RaceId) -> None:
         """Play `race_id` next: one it created or joined, or one the server seated this bot
         in (a tournament's). Nothing of the last race carries over."""
         self.race_id = race_id
@@ -287,7 +289,7 @@ class Bot:
         self._resign_retry_at = None
         self._rejections = 0
 
-    async def leave(self, race_id: str) -> bool:
+    async def leave(self, race_id: RaceId) -> bool:
         """Give up this bot's seat in `race_id` if that race has not started: True once the
         server took the bot out (or cancelled the race), False if there was no seat to leave
         (a join stopped before it was sent, or the race is under way). A join whose answer has
@@ -431,14 +433,14 @@ class Bot:
 
     def result(self) -> BotResult:
         race = self.race
-        me = self.state.player_id or ""
-        racer = race.racers.get(me) if race else None
+        me = self.state.player_id
+        racer = race.racers.get(me) if race and me is not None else None
         reason = self.reason
         if not reason and racer is not None:
             reason = OUT_BY_ITSELF.get(racer.state, "")
         return BotResult(
             name=self.name,
-            race_id=self.race_id or "",
+            race_id=self.race_id or RaceId(""),
             state=racer.state if racer else UNKNOWN,
             on_foundations=racer.on_foundations if racer else 0,
             total=racer.total if racer else 0,
@@ -447,7 +449,7 @@ class Bot:
         )
 
 
-async def first_open_race(bot: Bot, *, invite_code: str | None = None) -> str | None:
+async def first_open_race(bot: Bot, *, invite_code: str | None = None) -> RaceId | None:
     """The id of an open race with a free seat, asking the server for its list (a private
     race only with an invite code: it may be that race's)."""
     reply = await bot.request(ListRaces(), lambda m: isinstance(m, RaceList))
@@ -478,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
         "turned over) or random (any legal move) (default greedy)",
     )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--race", help="join this race id")
+    where.add_argument("--race", type=RaceId, help="join this race id")
     where.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
     parser.add_argument(
         "--seats",
@@ -543,7 +545,7 @@ async def run_bots(args: argparse.Namespace) -> int:
     stopped = asyncio.Event()
     got: list[int] = []
     signals = on_stop_signals(stopped, got)
-    race_of: list[str] = []  # the bots' race, once known
+    race_of: list[RaceId] = []  # the bots' race, once known
     racing = asyncio.create_task(_race(args, bots, race_of), name="solrace-bots")
     stopping = asyncio.create_task(stopped.wait(), name="solrace-bots-stopped")
     try:
@@ -564,7 +566,7 @@ async def run_bots(args: argparse.Namespace) -> int:
         await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
 
 
-async def _leave_on_stop(bots: list[Bot], race_id: str | None) -> None:
+async def _leave_on_stop(bots: list[Bot], race_id: RaceId | None) -> None:
     """Stopped: leave the bots' race if it is open, else say it goes on without them; one
     line. A race created but not yet answered is waited for a little (`CREATE_ANSWER_S`)."""
     if race_id is None and bots:
@@ -616,7 +618,7 @@ def _make_bots(args: argparse.Namespace) -> list[Bot]:
     ]
 
 
-async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[str]) -> int:
+async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[RaceId]) -> int:
     """Connect, create or find the race (its id goes into `race_of`), join, play."""
     asked = [bot.name for bot in bots]
     try:
@@ -640,7 +642,9 @@ async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[str]) -
             print(printable(f"race {race_id}"), flush=True)
             others = bots[1:]
         else:
-            found: str | None = args.race or await first_open_race(bots[0], invite_code=args.invite)
+            found: RaceId | None = args.race or await first_open_race(
+                bots[0], invite_code=args.invite
+            )
             if found is None:
                 print("solrace bot: no open race to join (use --create)", file=sys.stderr)
                 return 1

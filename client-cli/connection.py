@@ -35,6 +35,7 @@ from websockets.http11 import Response
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_server, encode
 from solrace.server.protocol.errors import ProtocolError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     Board,
@@ -156,7 +157,7 @@ async def _close_quietly(ws: ClientConnection) -> None:
 
 @dataclass(slots=True)
 class PendingMove:
-    race_id: str
+    race_id: RaceId
     seq: int
     move: str
     sent_at: float
@@ -231,12 +232,12 @@ class Connection:
         self.clock_offset_ms = 0
         self.pending: dict[int, PendingMove] = {}
         #: race id -> (epoch, last version seen), for `Sync` after a reconnect.
-        self.versions: dict[str, tuple[str, int]] = {}
-        self.followed: set[str] = set()
+        self.versions: dict[RaceId, tuple[str, int]] = {}
+        self.followed: set[RaceId] = set()
         #: Whether the last `list_races` asked to follow the lobby (asked again after a
         #: reconnect: the server forgets a closed session's lobby follow).
         self.follows_lobby = False
-        self._finished: set[str] = set()
+        self._finished: set[RaceId] = set()
         self._next_seq = _now_ms() * 1000
         self._queue: asyncio.Queue[Incoming] = asyncio.Queue()
         self._ws: ClientConnection | None = None
@@ -276,10 +277,11 @@ class Connection:
 
     async def send(self, message: ClientMessage) -> None:
         """Send now, or as soon as the link is back."""
+        # A message to the server carries its race id as plain text (`RaceIdText`).
         if isinstance(message, LeaveRace | Unwatch):
-            self.followed.discard(message.race_id)
+            self.followed.discard(RaceId(message.race_id))
         elif isinstance(message, Sync):
-            self.followed.add(message.race_id)
+            self.followed.add(RaceId(message.race_id))
         elif isinstance(message, ListRaces):
             self.follows_lobby = message.follow
         ws = self._ws
@@ -291,7 +293,7 @@ class Connection:
         except ConnectionClosed:
             self._outbox.append(message)
 
-    async def send_move(self, race_id: str, move: str) -> int:
+    async def send_move(self, race_id: RaceId, move: str) -> int:
         """Send a move on the own board of `race_id`; returns its sequence number."""
         seq = self._next_seq
         self._next_seq += 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.tournament_messages import TournamentModel
 
 from .session import RequestError, Session
@@ -24,10 +25,10 @@ def round_has_ended(view: TournamentModel, round_number: int) -> bool:
     return any(r.number == round_number and r.is_ended for r in view.rounds)
 
 
-def due_races(state: ClientState, tournament_id: str | None = None) -> list[str]:
+def due_races(state: ClientState, tournament_id: str | None = None) -> list[RaceId]:
     """The player's tournament races (from their `tournament_race` notices) whose deal is still
     held although the latest view of their tournament shows their round ended."""
-    due: list[str] = []
+    due: list[RaceId] = []
     for race_id, notice in state.tournament_races.items():
         if tournament_id is not None and notice.tournament_id != tournament_id:
             continue
@@ -48,7 +49,7 @@ def deal_line(race: RaceState) -> str:
     return f"deal {race.game} {race.game_number}: commitment {verdict}"
 
 
-def race_label(state: ClientState, race_id: str) -> str:
+def race_label(state: ClientState, race_id: RaceId) -> str:
     """`round 1, match W1-1, race 2 (RACE)`: which race of the tournament a check is of (from
     its `tournament_race` notice), or the race id alone."""
     notice = state.tournament_races.get(race_id)
@@ -61,7 +62,7 @@ def race_label(state: ClientState, race_id: str) -> str:
 class DealCheck:
     """A held deal's check: `ok` is None when the replay could not be fetched."""
 
-    race_id: str
+    race_id: RaceId
     ok: bool | None
     text: str
 
@@ -72,18 +73,18 @@ class HeldDeals:
 
     session: Session
     #: Races whose replay is being fetched.
-    checking: set[str] = field(default_factory=set)
+    checking: set[RaceId] = field(default_factory=set)
     #: Why the latest fetch of a race's replay failed (cleared by a check that succeeds).
-    failures: dict[str, str] = field(default_factory=dict)
+    failures: dict[RaceId, str] = field(default_factory=dict)
 
-    def claim(self, tournament_id: str | None = None) -> list[str]:
+    def claim(self, tournament_id: str | None = None) -> list[RaceId]:
         """The races due for a check that no check is fetching yet; they now are: the caller
         runs `check` on each (call this on every tournament view and race finish)."""
         fresh = [r for r in due_races(self.session.state, tournament_id) if r not in self.checking]
         self.checking.update(fresh)
         return fresh
 
-    async def check(self, race_id: str) -> DealCheck:
+    async def check(self, race_id: RaceId) -> DealCheck:
         """Fetch the race's replay (the state releases and checks its deal) and say the result."""
         try:
             await self.session.get_replay(race_id)

@@ -47,6 +47,7 @@ import platformdirs
 from pydantic import ValidationError
 
 from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
 
 from .connection import Connection, ConnectionFailedError
@@ -148,14 +149,14 @@ class Identity:
     token: str | None = None
 
     @property
-    def player_id(self) -> str | None:
+    def player_id(self) -> PlayerId | None:
         """The player id the token names (`v1.<player id>.<signature>`), if any."""
         return player_id_of(self.token) if self.token else None
 
 
-def player_id_of(token: str) -> str | None:
+def player_id_of(token: str) -> PlayerId | None:
     parts = token.split(".")
-    return parts[1] if len(parts) == 3 and parts[1] else None
+    return PlayerId(parts[1]) if len(parts) == 3 and parts[1] else None
 
 
 def config_dir() -> Path:
@@ -274,9 +275,9 @@ def load_identity(key: str, name: str | None = None) -> Identity | None:
     return Identity(name, tokens[name])
 
 
-def known_players(key: str) -> dict[str, str]:
+def known_players(key: str) -> dict[str, PlayerId]:
     """Name -> player id of every identity saved for server `key` (from their tokens)."""
-    found: dict[str, str] = {}
+    found: dict[str, PlayerId] = {}
     for name, token in _tokens(_entry(key)).items():
         player_id = player_id_of(token) if token else None
         if player_id is not None:

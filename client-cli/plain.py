@@ -32,6 +32,7 @@ from typing import Any, Final, TextIO
 
 from solrace.engine import GAME_IDS, EngineError, Move
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
     Error,
@@ -179,15 +180,15 @@ class PlainMode:
         #: The input is a person at a terminal, not a script (a pipe, a file): while a command
         #: waits for an open race's start, what they type meanwhile may act at once.
         self.interactive = interactive
-        self.race_id: str | None = None
+        self.race_id: RaceId | None = None
         #: Set when the link is closed for good: `run` ends.
         self.closed = asyncio.Event()
-        self._seen: dict[str, tuple[int, str]] = {}
+        self._seen: dict[PlayerId, tuple[int, str]] = {}
         #: Races this program created: those still open are left on `quit`.
-        self._created: set[str] = set()
-        self._status: dict[str, str] = {}
+        self._created: set[RaceId] = set()
+        self._status: dict[RaceId, str] = {}
         #: Moves answered after their wait ran out, by race and sequence number: said once.
-        self._late: set[tuple[str, int]] = set()
+        self._late: set[tuple[RaceId, int]] = set()
         #: The one `quit` (the end of the input and a stop signal may both ask for it).
         self._quitting: asyncio.Task[None] | None = None
         #: Lines read and not run yet, oldest first (`_read_lines`), and news of one more.
@@ -206,7 +207,7 @@ class PlainMode:
     def race(self) -> RaceState | None:
         return None if self.race_id is None else self.session.state.races.get(self.race_id)
 
-    def name_of(self, race: RaceState, player_id: str) -> str:
+    def name_of(self, race: RaceState, player_id: PlayerId) -> str:
         racer = race.racers.get(player_id)
         return racer.name if racer else player_id
 
@@ -476,7 +477,7 @@ class PlainMode:
         if others:
             self.say(f"your races in progress: {', '.join(others)} ('join RACE' resumes one)")
 
-    def still_in(self, race_id: str) -> bool:
+    def still_in(self, race_id: RaceId) -> bool:
         """After a resume (its snapshot is in): is this player still in the race (a finished
         race's result says the rest)? If not, says so."""
         race = self.session.state.races.get(race_id)
@@ -489,7 +490,7 @@ class PlainMode:
             self.say(f"race {race_id}: you are out of it ({out}); it goes on without you")
         return False
 
-    def say_back(self, race_id: str) -> None:
+    def say_back(self, race_id: RaceId) -> None:
         """The current race is one this player was already seated in (and still is:
         `still_in`): where it stands."""
         race = self.session.state.races.get(race_id)
@@ -539,7 +540,7 @@ class PlainMode:
             self.say(NO_RACE)
         elif word == "board":
             race = self.race
-            if self.session.state.my_board(self.race_id or "") is not None:
+            if self.race_id is not None and self.session.state.my_board(self.race_id) is not None:
                 self.print_board()
             elif race is not None and race.status == "open":
                 # Nothing may start it but a `start` (or players) to come: said at once.
@@ -609,7 +610,7 @@ class PlainMode:
         private = "" if invite_code is None else f", private: invite code {invite_code}"
         self.say(f"race {race_id} created ({args[0]}, {seats} seats, {limit}s, {kind}{private})")
 
-    def own(self, race_id: str) -> None:
+    def own(self, race_id: RaceId) -> None:
         """`race_id` was created by this program (not with `create`): the current race, left
         on `quit` while it is still open."""
         self._created.add(race_id)
@@ -619,7 +620,7 @@ class PlainMode:
         if not args:
             self.say("join RACE [INVITE]: the race id ('list' shows the races)")
             return
-        race_id = args[0]
+        race_id = RaceId(args[0])
         # No current race while joining: a resumed race's board prints once, by `say_back`.
         previous, self.race_id = self.race_id, None
         try:
@@ -703,7 +704,7 @@ class PlainMode:
             "'leave' leaves it, 'quit' quits"
         )
 
-    async def _race_news(self, race_id: str, until: Predicate) -> bool:
+    async def _race_news(self, race_id: RaceId, until: Predicate) -> bool:
         """Wait for the next message about `race_id` that `until` accepts: True once it came.
         While the race is open (nothing sure starts it), lines typed meanwhile are looked at
         (`_typed_meanwhile`): False if one of them ends the wait (`quit`)."""
@@ -731,7 +732,7 @@ class PlainMode:
             elif not news.cancelled():
                 news.exception()  # retrieved: a link closed meanwhile is not logged
 
-    async def _typed_meanwhile(self, race_id: str) -> bool:
+    async def _typed_meanwhile(self, race_id: RaceId) -> bool:
         """Lines typed while a command waits for the start of the open race `race_id`
         (`_first_to_run_now`: at a terminal `start`, `leave`, `board`, `list` and `help` run
         now, `quit` ends the wait (False) unless the start is on its way after all, and any
@@ -772,7 +773,7 @@ class PlainMode:
                 return None  # what follows is about another race
         return None
 
-    async def _start_on_its_way(self, race_id: str) -> bool:
+    async def _start_on_its_way(self, race_id: RaceId) -> bool:
         """Is the start of `race_id` on its way after all (a countdown)? Asked of the server
         (its snapshot), so that a join it has already seen (the race filled: the countdown)
         is known here before `quit` gives up waiting."""

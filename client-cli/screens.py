@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Select, Static
 
 from solrace.engine import GAME_IDS, Move, game_class
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.replay import result_time
 
 from .boards import check_move, rules_board
@@ -169,7 +170,7 @@ class LobbyScreen(Screen[None]):
             # Numbers out of range are the server's to refuse (it says its bounds).
             self.play.create_race(str(game), count, seconds, rated=rated, invite_code=invite)
         elif button == "join":
-            race_id = self.query_one("#join-id", Input).value.strip()
+            race_id = RaceId(self.query_one("#join-id", Input).value.strip())
             invite = self.query_one("#invite", Input).value.strip() or None
             if race_id:
                 self.play.join_race(race_id, invite)
@@ -187,7 +188,7 @@ class LobbyScreen(Screen[None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "join-id" and event.value.strip():
             invite = self.query_one("#invite", Input).value.strip() or None
-            self.play.join_race(event.value.strip(), invite)
+            self.play.join_race(RaceId(event.value.strip()), invite)
 
 
 def form_number(text: str, what: str, default: int) -> int:
@@ -213,7 +214,7 @@ class RaceScreen(Screen[None]):
         Binding("l", "leave_screen", "Back"),  # to the lobby, or to a race's tournament
     ]
 
-    def __init__(self, race_id: str, *, ascii: bool = False) -> None:
+    def __init__(self, race_id: RaceId, *, ascii: bool = False) -> None:
         super().__init__()
         self.race_id = race_id
         self.ascii = ascii
@@ -461,7 +462,7 @@ class ResultScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, race_id: str) -> None:
+    def __init__(self, race_id: RaceId) -> None:
         super().__init__()
         self.race_id = race_id
         self.tournament_id: str | None = None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from solrace.engine import EngineError, Move
 from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
     ClientMessage,
@@ -257,7 +258,7 @@ class Session:
     # --- requests ------------------------------------------------------------------------
 
     @property
-    def me(self) -> str | None:
+    def me(self) -> PlayerId | None:
         return self.state.player_id
 
     async def list_races(self, *, follow: bool = False) -> list[RaceInfo]:
@@ -276,7 +277,7 @@ class Session:
         rated: bool = False,
         invite_code: str | None = None,
         game_number: str | None = None,
-    ) -> str:
+    ) -> RaceId:
         me = self.me
 
         def created(m: ServerMessage) -> bool:
@@ -302,7 +303,7 @@ class Session:
         assert isinstance(reply, RaceUpdate)
         return reply.race_id
 
-    async def join_race(self, race_id: str, invite_code: str | None = None) -> bool:
+    async def join_race(self, race_id: RaceId, invite_code: str | None = None) -> bool:
         """Sit in a race: True. A race this player already sits in (back after a crash or
         Ctrl-C: the server answers `already_joined`) is resumed instead (`resume`): False."""
         me = self.me
@@ -322,7 +323,7 @@ class Session:
             return False
         return True
 
-    async def resume(self, race_id: str) -> RaceState:
+    async def resume(self, race_id: RaceId) -> RaceState:
         """Follow a race this player sits in again: `sync` answers with the race's snapshot
         and, once it runs, the own board (waited for here too, so that nothing of the
         answer is still to come when this returns)."""
@@ -345,7 +346,7 @@ class Session:
             board.cancel()
         return self.state.race(race_id)
 
-    async def leave_race(self, race_id: str) -> None:
+    async def leave_race(self, race_id: RaceId) -> None:
         """Give up a seat in an open race; returns once the server took this player out."""
         me = self.me
         await self.request(
@@ -357,7 +358,7 @@ class Session:
             ),
         )
 
-    async def start_race(self, race_id: str) -> None:
+    async def start_race(self, race_id: RaceId) -> None:
         await self.request(
             StartRace(race_id=race_id),
             lambda m: (
@@ -365,7 +366,7 @@ class Session:
             ),
         )
 
-    async def resign(self, race_id: str) -> None:
+    async def resign(self, race_id: RaceId) -> None:
         """Give up a running race; returns once the server says this racer resigned."""
         me = self.me
         await self.request(
@@ -378,7 +379,7 @@ class Session:
             ),
         )
 
-    async def watch(self, race_id: str) -> None:
+    async def watch(self, race_id: RaceId) -> None:
         """Spectate a race: returns once its first news (a snapshot) has come. A race the
         server does not hold live (unknown, or finished long ago) raises `RequestError`
         (`unknown_race`)."""
@@ -387,10 +388,10 @@ class Session:
             lambda m: getattr(m, "race_id", None) == race_id and not isinstance(m, Error),
         )
 
-    async def unwatch(self, race_id: str) -> None:
+    async def unwatch(self, race_id: RaceId) -> None:
         await self.conn.send(Unwatch(race_id=race_id))
 
-    async def get_replay(self, race_id: str) -> ReplayModel:
+    async def get_replay(self, race_id: RaceId) -> ReplayModel:
         reply = await self.request(
             GetReplay(race_id=race_id),
             lambda m: isinstance(m, Replay) and m.replay.race_id == race_id,
@@ -398,7 +399,7 @@ class Session:
         assert isinstance(reply, Replay)
         return reply.replay
 
-    def check(self, race_id: str, text: str) -> str | None:
+    def check(self, race_id: RaceId, text: str) -> str | None:
         """Why `text` cannot be played now on the own board, or None."""
         try:
             move = Move.parse(text)
@@ -411,7 +412,7 @@ class Session:
             return None  # the board is about to change; let the server judge
         return check_move(board, move)
 
-    async def move(self, race_id: str, text: str, timeout_s: float = 30.0) -> MoveOutcome:
+    async def move(self, race_id: RaceId, text: str, timeout_s: float = 30.0) -> MoveOutcome:
         """Check locally, send, and wait for the ack or the refusal."""
         reason = self.check(race_id, text)
         if reason is not None:
@@ -426,7 +427,7 @@ class Session:
         assert isinstance(reply, MoveRejected)
         return MoveOutcome(canonical, reason=reply.reason)
 
-    async def send_move(self, race_id: str, text: str) -> str | None:
+    async def send_move(self, race_id: RaceId, text: str) -> str | None:
         """Check locally and send without waiting (the app); the reason if refused here."""
         reason = self.check(race_id, text)
         if reason is not None:

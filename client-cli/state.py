@@ -14,6 +14,7 @@ from typing import Final, Literal
 from solrace.engine import BoardView, EngineError, Move
 from solrace.server.protocol import records
 from solrace.server.protocol.commitment import is_commitment_valid
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
     Error,
@@ -62,7 +63,7 @@ NOT_SEATED: Final = "not seated"
 class RacerStatus:
     """One seat as the client sees it: the lobby's facts plus the latest progress."""
 
-    player_id: str
+    player_id: PlayerId
     name: str
     state: RacerStateName = "joined"
     connected: bool = True
@@ -84,7 +85,7 @@ class RacerStatus:
 class RaceState:
     """One race the client plays or watches."""
 
-    race_id: str
+    race_id: RaceId
     epoch: str | None = None
     version: int = 0
     info: RaceInfo | None = None
@@ -92,7 +93,7 @@ class RaceState:
     started_at_ms: int | None = None
     ends_at_ms: int | None = None
     finished_at_ms: int | None = None
-    racers: dict[str, RacerStatus] = field(default_factory=dict)
+    racers: dict[PlayerId, RacerStatus] = field(default_factory=dict)
     results: list[ResultEntry] | None = None
     game_number: str | None = None
     #: The race ended but its deal stays secret until its tournament round ends.
@@ -100,9 +101,9 @@ class RaceState:
     salt: str | None = None
     #: None until the reveal; then whether sha256(game, number, salt) equals the commitment.
     commitment_ok: bool | None = None
-    boards: dict[str, BoardView] = field(default_factory=dict)
-    plies: dict[str, int] = field(default_factory=dict)
-    delays: dict[str, int] = field(default_factory=dict)
+    boards: dict[PlayerId, BoardView] = field(default_factory=dict)
+    plies: dict[PlayerId, int] = field(default_factory=dict)
+    delays: dict[PlayerId, int] = field(default_factory=dict)
     last_rejection: MoveRejected | None = None
     last_error: Error | None = None
 
@@ -279,7 +280,7 @@ class RaceState:
         elif isinstance(message, Error):
             self.last_error = message
 
-    def apply_ack(self, player_id: str, ack: MoveAck) -> bool:
+    def apply_ack(self, player_id: PlayerId, ack: MoveAck) -> bool:
         """Apply an ack to `player_id`'s board; False if the board already has that move."""
         board = self.boards.get(player_id)
         ply = self.plies.get(player_id, 0)
@@ -312,38 +313,38 @@ class RaceState:
 class ClientState:
     """Everything the client knows: identity, lobby and the races it follows."""
 
-    player_id: str | None = None
+    player_id: PlayerId | None = None
     name: str | None = None
     token: str | None = None
     ratings: dict[str, float] = field(default_factory=dict)
-    active_races: list[str] = field(default_factory=list)
-    lobby: dict[str, RaceInfo] = field(default_factory=dict)
+    active_races: list[RaceId] = field(default_factory=list)
+    lobby: dict[RaceId, RaceInfo] = field(default_factory=dict)
     #: Live races the server's last list left out (it holds at most 200, the open ones first).
     lobby_more: int = 0
-    races: dict[str, RaceState] = field(default_factory=dict)
-    replays: dict[str, ReplayModel] = field(default_factory=dict)
+    races: dict[RaceId, RaceState] = field(default_factory=dict)
+    replays: dict[RaceId, ReplayModel] = field(default_factory=dict)
     #: The latest view of each tournament watched (the server pushes it whole on every change).
     tournaments: dict[str, TournamentModel] = field(default_factory=dict)
     #: Race id -> the `tournament_race` notice that seated this player in it.
-    tournament_races: dict[str, TournamentRace] = field(default_factory=dict)
+    tournament_races: dict[RaceId, TournamentRace] = field(default_factory=dict)
     #: server clock minus local clock, in ms, from the latest welcome or pong.
     clock_offset_ms: int = 0
     last_error: Error | None = None
 
-    def race(self, race_id: str) -> RaceState:
+    def race(self, race_id: RaceId) -> RaceState:
         state = self.races.get(race_id)
         if state is None:
             state = RaceState(race_id)
             self.races[race_id] = state
         return state
 
-    def my_board(self, race_id: str) -> BoardView | None:
+    def my_board(self, race_id: RaceId) -> BoardView | None:
         race = self.races.get(race_id)
         if race is None or self.player_id is None:
             return None
         return race.boards.get(self.player_id)
 
-    def apply(self, message: ServerMessage, local_now_ms: int | None = None) -> str | None:
+    def apply(self, message: ServerMessage, local_now_ms: int | None = None) -> RaceId | None:
         """Fold one server message in; returns the race id it concerned, if any."""
         if isinstance(message, Welcome):
             self.player_id = message.player_id
@@ -401,7 +402,7 @@ class ClientState:
                 self.lobby.pop(info.race_id, None)
         return message.race_id
 
-    def tournament_of(self, race_id: str) -> str | None:
+    def tournament_of(self, race_id: RaceId) -> str | None:
         """The tournament a race belongs to: from its notice, else from its id (the server
         names a tournament's races `<tournament id>-<n>`), else None."""
         notice = self.tournament_races.get(race_id)
@@ -409,7 +410,7 @@ class ClientState:
             return notice.tournament_id
         return tournament_of_race(race_id)
 
-    def out_of(self, race_id: str) -> str | None:
+    def out_of(self, race_id: RaceId) -> str | None:
         """Why this player has nothing left to play in `race_id`, as far as the client knows:
         its own state once out (`gone`, `resigned`, `finished`, `stuck`, `timed_out`), or
         `not seated` when the race's racers, once known, leave it out; else None.
@@ -426,14 +427,14 @@ class ClientState:
             return None if race.info is None else NOT_SEATED
         return racer.state if racer.is_done else None
 
-    def races_to_play(self, tournament_id: str | None = None) -> list[str]:
+    def races_to_play(self, tournament_id: str | None = None) -> list[RaceId]:
         """Live races this player is seated in and not out of (from `welcome.active_races`,
         the `tournament_race` notices and the races it joined here), optionally only those of
         one tournament, oldest first.
 
         A race only named so far (by the welcome or a notice: no snapshot yet) counts until
         its news says otherwise (`out_of`): whoever resumes one syncs it, then asks again."""
-        found: list[str] = []
+        found: list[RaceId] = []
         me = self.player_id
         joined = [
             race_id for race_id, race in self.races.items() if me is not None and me in race.racers

@@ -29,6 +29,7 @@ from enum import Enum
 from typing import TextIO
 
 from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import Error, ServerMessage, Sync
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
@@ -86,7 +87,7 @@ async def open_problem(url: str, tournament_id: str) -> str | None:
     )
 
 
-def _race_to_play(bot: Bot, played: set[str]) -> str | None:
+def _race_to_play(bot: Bot, played: set[RaceId]) -> RaceId | None:
     me = bot.state.player_id
     for race_id, race in bot.state.races.items():
         if race_id in played or me is None or me not in race.racers or race.is_finished:
@@ -106,7 +107,7 @@ async def play_tournament(
         await bot.conn.send(Sync(race_id=active))
     me = bot.state.player_id
     checked_in = False
-    played: set[str] = set()
+    played: set[RaceId] = set()
     loop = asyncio.get_running_loop()
     reconnects = bot.reconnects
     last_view = loop.time()

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from solrace.cli import INTERRUPTED_STATUS
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import (
     ClientMessage,
     Error,
@@ -587,11 +588,11 @@ async def _print_answers(conn: Connection, args: argparse.Namespace) -> int:
         print(flush=True)
 
 
-async def _actor_names(conn: Connection, view: TournamentModel) -> dict[str, str]:
+async def _actor_names(conn: Connection, view: TournamentModel) -> dict[PlayerId, str]:
     """The names of the audit's actors who are not players of the tournament (its admin, as a
     rule), asked with `get_profile`; an actor the server has no profile for stays an id."""
     players = {p.player_id for p in view.players}
-    names: dict[str, str] = {}
+    names: dict[PlayerId, str] = {}
     for actor in dict.fromkeys(entry.actor for entry in view.audit):
         if actor in players or len(names) >= AUDIT_NAMES:
             continue
@@ -625,7 +626,7 @@ async def _profile(conn: Connection, args: argparse.Namespace) -> int:
     player_id = known_players(args.server).get(wanted)
     candidates = [player_id] if player_id else []
     if wanted != player_id and len(wanted) <= 64:
-        candidates.append(wanted)  # maybe an id already
+        candidates.append(PlayerId(wanted))  # maybe an id already
     for candidate in candidates:
         reply = await _ask(conn, GetProfile(player_id=candidate), Profile)
         if isinstance(reply, Profile):
@@ -644,7 +645,7 @@ async def _profile(conn: Connection, args: argparse.Namespace) -> int:
     )
 
 
-async def _find_player(conn: Connection, name: str) -> str | None:
+async def _find_player(conn: Connection, name: str) -> PlayerId | None:
     """The id of the player called `name` (names are unique on a server), from what the
     protocol lists with names: live races, leaderboards, tournaments' players."""
     races = await _ask(conn, ListRaces(), RaceList)
@@ -669,10 +670,10 @@ async def _find_player(conn: Connection, name: str) -> str | None:
     return None
 
 
-async def _player_ids(conn: Connection, tournament_id: str) -> dict[str, str]:
+async def _player_ids(conn: Connection, tournament_id: str) -> dict[str, PlayerId]:
     """The tournament's player names -> ids (an admin act may name players instead of ids)."""
     await conn.send(WatchTournament(tournament_id=tournament_id))
-    names: dict[str, str] = {}
+    names: dict[str, PlayerId] = {}
     while True:
         incoming = await asyncio.wait_for(conn.recv(), 30.0)
         if isinstance(incoming, TournamentView):

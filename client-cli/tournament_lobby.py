@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import ServerMessage
 from solrace.server.protocol.tournament_messages import (
     GetProfile,
@@ -42,7 +43,7 @@ class TournamentListScreen(Screen[None]):
         super().__init__()
         self.summaries: list[TournamentSummary] = []
         #: Player id -> name: a summary names its champion by id only.
-        self.names: dict[str, str] = {}
+        self.names: dict[PlayerId, str] = {}
 
     @property
     def play(self) -> PlayApp:
@@ -80,7 +81,7 @@ class TournamentListScreen(Screen[None]):
 
         self.run_worker(work(), exclusive=True)
 
-    def name_of(self, player_id: str) -> str:
+    def name_of(self, player_id: PlayerId) -> str:
         """A player's name: asked before (`find_champions`), else from a tournament's view
         this session has had, else the id."""
         if player_id in self.names:
@@ -100,7 +101,7 @@ class TournamentListScreen(Screen[None]):
         ]
         for player_id in list(dict.fromkeys(unknown))[: self.NAMES_PER_REFRESH]:
 
-            def answers(message: ServerMessage, wanted: str = player_id) -> bool:
+            def answers(message: ServerMessage, wanted: PlayerId = player_id) -> bool:
                 return isinstance(message, Profile) and message.player_id == wanted
 
             try:

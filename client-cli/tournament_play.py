@@ -19,6 +19,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable
 from typing import TextIO
 
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Board, RaceFinished, Sync
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
@@ -80,7 +81,7 @@ class TournamentPlain:
     def view(self) -> TournamentModel | None:
         return self.session.state.tournaments.get(self.tournament_id)
 
-    def name_of(self, player_id: str) -> str:
+    def name_of(self, player_id: PlayerId) -> str:
         view = self.view
         names = names_of(view) if view else {}
         return names.get(player_id, player_id)
@@ -148,7 +149,7 @@ class TournamentPlain:
         for race_id in self.deals.claim(self.tournament_id):
             self._checks.append(loop.create_task(self._check_deal(race_id)))
 
-    async def _check_deal(self, race_id: str) -> None:
+    async def _check_deal(self, race_id: RaceId) -> None:
         """The round ended: fetch the race's replay and check its deal (`held_deals.py`); the
         line names the race (round, match, race number: a best-of-N checks several)."""
         check = await self.deals.check(race_id)
@@ -156,7 +157,7 @@ class TournamentPlain:
 
     # --- commands ------------------------------------------------------------------------
 
-    def current(self) -> str | None:
+    def current(self) -> RaceId | None:
         """The oldest live race of this tournament the player is seated in."""
         waiting = self.session.state.races_to_play(self.tournament_id)
         return waiting[0] if waiting else None
@@ -274,7 +275,7 @@ async def not_a_player(session: Session, tournament_id: str) -> str | None:
             f"{tournament_id} --plain` registers and plays"
         )
     if view.phase == "finished":
-        champion = names_of(view).get(view.champion or "", "nobody")
+        champion = names_of(view).get(view.champion, "nobody") if view.champion else "nobody"
         return (
             f"{me} was not a player of {tournament_id}, which has finished (champion "
             f"{champion}): `solrace tournament show {tournament_id}` prints it"

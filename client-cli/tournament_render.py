@@ -31,7 +31,7 @@ ELIMINATION: tuple[FormatName, ...] = ("single_elimination", "double_elimination
 _WINNERS = re.compile(r"^W(\d+)-(\d+)$")
 
 
-def must_check_in(view: TournamentModel, me: str | None) -> bool:
+def must_check_in(view: TournamentModel, me: PlayerId | None) -> bool:
     """Check-in is open and `me` is registered but not checked in yet."""
     return (
         view.phase == "check_in"
@@ -40,7 +40,7 @@ def must_check_in(view: TournamentModel, me: str | None) -> bool:
     )
 
 
-def names_of(view: TournamentModel) -> dict[str, str]:
+def names_of(view: TournamentModel) -> dict[PlayerId, str]:
     """Player id -> name, for the tournament's registered players."""
     return {p.player_id: p.name for p in view.players}
 
@@ -54,13 +54,13 @@ def matches_of(view: TournamentModel) -> dict[str, MatchModel]:
     return {m.match_id: m for rnd in view.rounds for m in rnd.matches}
 
 
-def score(match: MatchModel, order: Sequence[str | None] | None = None) -> str:
+def score(match: MatchModel, order: Sequence[PlayerId | None] | None = None) -> str:
     """A head-to-head match's race wins as the server counts them (`2-1`), in the order of
     `order`'s players (a bracket's line names them in its own order), else the match's;
     empty for a heat (or from a server that does not send them)."""
     if not match.wins:
         return ""
-    wins: dict[str | None, int] = dict(zip(match.players, match.wins, strict=False))
+    wins: dict[PlayerId | None, int] = dict(zip(match.players, match.wins, strict=False))
     return "-".join(str(wins.get(p, 0)) for p in (match.players if order is None else order))
 
 
@@ -69,20 +69,20 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def by_seed(view: TournamentModel, players: Sequence[str | None]) -> list[str | None]:
+def by_seed(view: TournamentModel, players: Sequence[PlayerId | None]) -> list[PlayerId | None]:
     """A bracket match's players best seed first, an empty seat (None) last: the order of
     the server's own match (`MatchModel.players`), so a match reads the same in the bracket,
     the round and the live matches (the bracket sends its seats in the tree's order)."""
-    seed: dict[str, int] = {p: i for i, p in enumerate(view.seeds)}
+    seed: dict[PlayerId, int] = {p: i for i, p in enumerate(view.seeds)}
     return sorted(players, key=lambda p: (p is None, seed.get(p, len(seed)) if p else 0))
 
 
 def _bracket_state(
     match: BracketMatchModel,
     played: MatchModel | None,
-    order: Sequence[str | None],
+    order: Sequence[PlayerId | None],
     view: TournamentModel,
-    names: dict[str, str],
+    names: dict[PlayerId, str],
 ) -> str:
     """`forfeit: bob`; `playing` while one of the match's races is on (the view lists it as
     live); the race wins of a best-of match played or under way (`played 2-1`,
@@ -101,7 +101,7 @@ def _bracket_state(
 
 
 def _reset_line(
-    match: BracketMatchModel, view: TournamentModel, names: dict[str, str]
+    match: BracketMatchModel, view: TournamentModel, names: dict[PlayerId, str]
 ) -> str | None:
     """The bracket reset (`GF2`) when it is not a match to play (yet): `GF2 not needed: ann
     (winners' bracket) won GF`, `GF2 not played`, `GF2 [waiting: only if bob (losers'
@@ -121,7 +121,7 @@ def _reset_line(
 def _match_line(
     match: BracketMatchModel,
     view: TournamentModel,
-    names: dict[str, str],
+    names: dict[PlayerId, str],
     played: MatchModel | None,
 ) -> str:
     """`W2-1 ann vs bob [playing]`: the players best seed first (the winner marked *)."""
@@ -129,7 +129,7 @@ def _match_line(
     if reset is not None:
         return reset
 
-    def who(player: str | None) -> str:
+    def who(player: PlayerId | None) -> str:
         if player is None:
             return "bye" if match.state in ("walkover", "empty") else "?"
         name = names.get(player, player)
@@ -258,7 +258,7 @@ def render_title(view: TournamentModel) -> str:
     )
 
 
-def race_text(race: RaceResultModel, names: dict[str, str], heats: bool) -> str:
+def race_text(race: RaceResultModel, names: dict[PlayerId, str], heats: bool) -> str:
     """A head-to-head race by its winner (`tie` when the best place is shared); a heat's
     race by its finishing order (`ann, bob=cid, dee`: `=` for a tie)."""
     if heats:
@@ -388,7 +388,7 @@ def render_tournament(view: TournamentModel) -> str:
     return "\n".join(lines)
 
 
-def byes_of(view: TournamentModel, rnd: RoundModel) -> list[str]:
+def byes_of(view: TournamentModel, rnd: RoundModel) -> list[PlayerId]:
     """Who goes through round `rnd` without playing: its byes (Swiss, round robin) or, in an
     elimination, the walkovers of its schedule step (a bracket seat with no opponent, or one
     who dropped out). A round plays one step; the walkovers of steps it skipped (every match
@@ -475,7 +475,7 @@ def round_end(view: TournamentModel, rnd: RoundModel) -> str:
     return f"round {rnd.number} ended: through {listed}"
 
 
-def audit_line(entry: AuditModel, names: dict[str, str]) -> str:
+def audit_line(entry: AuditModel, names: dict[PlayerId, str]) -> str:
     """`2025-11-28 20:15:02 UTC  director  forfeit  bob in W1-1`: who did what, when (UTC).
     Player ids in the detail show as names; every value from the server is `one_line`."""
     when = datetime.fromtimestamp(entry.at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -487,7 +487,7 @@ def audit_line(entry: AuditModel, names: dict[str, str]) -> str:
     return "  ".join(parts)
 
 
-def render_audit(view: TournamentModel, names: dict[str, str] | None = None) -> str:
+def render_audit(view: TournamentModel, names: dict[PlayerId, str] | None = None) -> str:
     """The tournament's audit log (every admin act, oldest first), under `audit:`. `names`
     adds player id -> name to the tournament's players (its admin is often not one)."""
     known = {**(names or {}), **names_of(view)}

@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.tournament_messages import (
     LiveMatchModel,
     TournamentModel,
@@ -47,7 +48,7 @@ TOURNAMENT_CSS = """
 """
 
 
-def live_rows(view: TournamentModel) -> list[tuple[str, str, str, str, str]]:
+def live_rows(view: TournamentModel) -> list[tuple[str, str, str, str, RaceId]]:
     """The live matches as table rows: match, round, race number, players, race id."""
     names = names_of(view)
     return [
@@ -62,12 +63,12 @@ def live_rows(view: TournamentModel) -> list[tuple[str, str, str, str, str]]:
     ]
 
 
-def own_live(view: TournamentModel, me: str | None) -> LiveMatchModel | None:
+def own_live(view: TournamentModel, me: PlayerId | None) -> LiveMatchModel | None:
     """The player's live match, if one is on."""
     return next((live for live in view.live if me is not None and me in live.players), None)
 
 
-def player_line(view: TournamentModel, me: str | None) -> str:
+def player_line(view: TournamentModel, me: PlayerId | None) -> str:
     """Where the player stands: not in it, registered, checked in, playing a match, out."""
     if me is None or all(p.player_id != me for p in view.players):
         if view.phase in ("registration", "check_in"):
@@ -109,7 +110,7 @@ class TournamentScreen(Screen[None]):
         #: What the screen shows, as plain text (tests and logs read it).
         self.title_text = ""
         self.body_text = ""
-        self.live_race_ids: list[str] = []
+        self.live_race_ids: list[RaceId] = []
         #: Why the server refused to show the tournament (an unknown id), else None.
         self.refusal: str | None = None
 
@@ -140,7 +141,7 @@ class TournamentScreen(Screen[None]):
             return self.own_race_id() is not None
         return True
 
-    def own_race_id(self) -> str | None:
+    def own_race_id(self) -> RaceId | None:
         """The player's race on in this tournament (the one the title names), else None."""
         if not isinstance(self.app, PlayApp):
             return None
@@ -245,7 +246,7 @@ class TournamentScreen(Screen[None]):
         self._show(live_rows(view))
         self.refresh_bindings()  # Join and Check in follow the phase (`check_action`)
 
-    def _show(self, rows: list[tuple[str, str, str, str, str]]) -> None:
+    def _show(self, rows: list[tuple[str, str, str, str, RaceId]]) -> None:
         self.query_one("#t-head", Static).update(Text(self.title_text, style="bold"))
         self.query_one("#t-tree", Static).update(Text(self.body_text))
         count = len(rows)
@@ -272,13 +273,14 @@ class TournamentScreen(Screen[None]):
         if own in self.live_race_ids:
             self.query_one("#t-live", DataTable).move_cursor(row=self.live_race_ids.index(own))
 
-    def _selected_race_id(self) -> str | None:
-        return selected_key(self.query_one("#t-live", DataTable))
+    def _selected_race_id(self) -> RaceId | None:
+        key = selected_key(self.query_one("#t-live", DataTable))
+        return None if key is None else RaceId(key)  # a row's key is its race's id
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         race_id = event.row_key.value
-        if race_id:
-            self.host.watch_race(str(race_id))
+        if race_id:  # a row's key is its race's id
+            self.host.watch_race(RaceId(race_id))
 
 
 class TournamentApp(WatchApp):

@@ -30,6 +30,7 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     Board,
     Error,
@@ -192,7 +193,7 @@ class _SessionApp(_RoomCheck):
         watch = WatchTournament(tournament_id=tournament_id)
         self.background(self.session.request(watch, tournament_view_of(tournament_id)))
 
-    def watch_race(self, race_id: str) -> None:
+    def watch_race(self, race_id: RaceId) -> None:
         """Spectate a race on the watch screen (Esc comes back)."""
         self.background(self.session.watch(race_id))
         if isinstance(self.screen, WatchScreen):
@@ -251,9 +252,9 @@ class PlayApp(_SessionApp):
         #: The held deals of this player's tournament races, checked when their round ends.
         self.deals = HeldDeals(session)
         self.time_limit = args.time_limit if args else 600
-        self.race_id: str | None = None
+        self.race_id: RaceId | None = None
         self.auto_race = opponents is not None
-        self.start_race_id = args.race if args else None
+        self.start_race_id: RaceId | None = args.race if args else None
         self.invite = args.invite if args else None
         #: `--create GAME --seats N`: the race to create at the start (with a server).
         self.create_first: tuple[str, int] | None = None
@@ -348,7 +349,7 @@ class PlayApp(_SessionApp):
 
         self.background(work())
 
-    def join_race(self, race_id: str, invite_code: str | None = None) -> None:
+    def join_race(self, race_id: RaceId, invite_code: str | None = None) -> None:
         async def work() -> None:
             await self.session.join_race(race_id, invite_code)
             self.race_id = race_id
@@ -365,10 +366,10 @@ class PlayApp(_SessionApp):
             self.background(self.session.leave_race(self.race_id))
             self.race_id = None
 
-    def resign_current(self, race_id: str) -> None:
+    def resign_current(self, race_id: RaceId) -> None:
         self.background(self.session.resign(race_id))
 
-    def send_move(self, race_id: str, text: str, screen: RaceScreen) -> None:
+    def send_move(self, race_id: RaceId, text: str, screen: RaceScreen) -> None:
         async def work() -> None:
             reason = await self.session.send_move(race_id, text)
             if reason is not None:
@@ -376,7 +377,7 @@ class PlayApp(_SessionApp):
 
         self.background(work())
 
-    def rematch(self, race_id: str) -> None:
+    def rematch(self, race_id: RaceId) -> None:
         if self.session.state.tournament_of(race_id) is not None:
             self.notify("a tournament race has no rematch", severity="warning")
             return
@@ -397,7 +398,7 @@ class PlayApp(_SessionApp):
 
     # --- races the server seats the player in (tournaments) ------------------------------
 
-    def open_race(self, race_id: str) -> None:
+    def open_race(self, race_id: RaceId) -> None:
         """Show the race screen of a race this player is seated in (resync it first when its
         board is not here: a race from `welcome.active_races`, or one opened while away)."""
         if self.session.state.my_board(race_id) is None:
@@ -427,7 +428,7 @@ class PlayApp(_SessionApp):
         ):
             self.pop_screen()
 
-    def is_mine(self, race_id: str) -> bool:
+    def is_mine(self, race_id: RaceId) -> bool:
         state = self.session.state
         if race_id in state.races_to_play():
             return True
@@ -437,7 +438,7 @@ class PlayApp(_SessionApp):
             for live in view.live
         )
 
-    def watch_race(self, race_id: str) -> None:
+    def watch_race(self, race_id: RaceId) -> None:
         if self.is_mine(race_id):
             self.open_race(race_id)  # racers cannot watch their own race: play it
         else:
@@ -462,7 +463,7 @@ class PlayApp(_SessionApp):
             return
         self.push_screen(TournamentScreen(tournament_id))
 
-    def back_to_tournament(self, race_id: str) -> None:
+    def back_to_tournament(self, race_id: RaceId) -> None:
         """After a tournament race: its tournament's screen (under the race, or a new one)."""
         tournament_id = self.session.state.tournament_of(race_id)
         self._pop_races()
@@ -485,7 +486,7 @@ class PlayApp(_SessionApp):
         for race_id in self.deals.claim():
             self.run_worker(self._check_deal(race_id), exclusive=False)
 
-    async def _check_deal(self, race_id: str) -> None:
+    async def _check_deal(self, race_id: RaceId) -> None:
         check = await self.deals.check(race_id)
         if check.ok is None:
             self.notify(check.text, title="deal not checked", severity="warning")
@@ -560,7 +561,7 @@ class WatchApp(_SessionApp):
         self,
         session: Session,
         *,
-        race_id: str | None = None,
+        race_id: RaceId | None = None,
         follow: bool = False,
         ascii: bool = False,
         watching: bool = False,

@@ -14,6 +14,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
 
 from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import RaceList, ReplayModel
 from solrace.server.protocol.replay import shorten
 
@@ -76,9 +77,9 @@ class WatchPicker(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.finished: set[str] = set()
+        self.finished: set[RaceId] = set()
         #: The rows the table shows (race, game, status, players).
-        self._rows: list[tuple[str, str, str, str]] = []
+        self._rows: list[tuple[RaceId, str, str, str]] = []
 
     def compose(self) -> ComposeResult:
         yield Static(id="watch-head")
@@ -109,7 +110,7 @@ class WatchPicker(Screen[None]):
         head = f"live races — Enter watches, f toggles follow  {mode}"
         self.query_one("#watch-head", Static).update(Text(head, style="bold"))
         table = self.query_one("#races", DataTable)
-        rows: list[tuple[str, str, str, str]] = [
+        rows: list[tuple[RaceId, str, str, str]] = [
             (info.race_id, info.game, str(info.status), ", ".join(r.name for r in info.racers))
             for info in app.session.state.lobby.values()
         ]
@@ -135,8 +136,8 @@ class WatchPicker(Screen[None]):
             app.watch_race(choices[0].race_id)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value:
-            _watch_app(self).watch_race(event.row_key.value)
+        if event.row_key.value:  # a row's key is its race's id
+            _watch_app(self).watch_race(RaceId(event.row_key.value))
 
 
 class WatchScreen(Screen[None]):
@@ -148,7 +149,7 @@ class WatchScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, race_id: str, *, ascii: bool = False) -> None:
+    def __init__(self, race_id: RaceId, *, ascii: bool = False) -> None:
         super().__init__()
         self.race_id = race_id
         self.ascii = ascii

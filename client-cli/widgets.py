@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, CursorType, RowDoesNotExist
 
 from solrace.engine import BoardView
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.vocab import RacerStateName
 
 from .connection import LinkStatus
@@ -155,7 +156,7 @@ def name_cell(name: str, width: int) -> str:
 
 def racer_line(
     racer: RacerStatus,
-    me: str | None,
+    me: PlayerId | None,
     unicode: bool = True,
     bar_width: int = BAR_WIDTH,
     name_width: int = 14,
@@ -175,7 +176,7 @@ def racer_line(
 
 
 def racer_lines(
-    racers: list[RacerStatus], me: str | None, width: int, *, unicode: bool = True
+    racers: list[RacerStatus], me: PlayerId | None, width: int, *, unicode: bool = True
 ) -> list[Text]:
     """One line per racer within `width` (a wrapped line would push the next racers out of
     the panel): the bar gives way first, then the line's end."""
@@ -199,10 +200,10 @@ class RacersPanel(Widget):
     def __init__(self, *, id: str | None = None, ascii: bool = False) -> None:
         super().__init__(id=id)
         self.race: RaceState | None = None
-        self.me: str | None = None
+        self.me: PlayerId | None = None
         self.ascii = ascii
 
-    def show(self, race: RaceState | None, me: str | None) -> None:
+    def show(self, race: RaceState | None, me: PlayerId | None) -> None:
         self.race = race
         self.me = me
         self.refresh(layout=True)

@@ -19,20 +19,20 @@ from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import RaceStarted, Resign, Sync
 
 #: Makes one message about the bot's finished race `race_id` be on its way to the bot.
-LateMessage = Callable[[Bot, str], Awaitable[None]]
+LateMessage = Callable[[Bot, RaceId], Awaitable[None]]
 
 
-async def move_sent_as_the_race_ended(bot: Bot, race_id: str) -> None:
+async def move_sent_as_the_race_ended(bot: Bot, race_id: RaceId) -> None:
     # A move in flight when the race ended (by its clock, say): its refusal comes after the end.
     await bot.conn.send_move(race_id, "deal")
 
 
-async def resync(bot: Bot, race_id: str) -> None:
+async def resync(bot: Bot, race_id: RaceId) -> None:
     # A resync of the race (a link back after a drop): the answer is the race's snapshot.
     await bot.conn.send(Sync(race_id=race_id))
 
 
-async def resign_sent_again(bot: Bot, race_id: str) -> None:
+async def resign_sent_again(bot: Bot, race_id: RaceId) -> None:
     # A resign sent again (the first went out on a link that dropped): refused, the race is
     # over. An error, but not the create's: the create goes on.
     await bot.conn.send(Resign(race_id=race_id))
@@ -54,7 +54,7 @@ async def bot_and_rival(url: str, max_moves: int) -> AsyncIterator[tuple[Bot, Se
         await rival_conn.close()
 
 
-async def race_started_against(bot: Bot, rival: Session, **options: object) -> str:
+async def race_started_against(bot: Bot, rival: Session, **options: object) -> RaceId:
     """A 2-seat Klondike race the bot creates and the rival joins: started."""
     race_id = await bot.create("klondike", 2, 600, **options)
     started = rival.expect(partial(is_start_of, race_id))
@@ -63,7 +63,7 @@ async def race_started_against(bot: Bot, rival: Session, **options: object) -> s
     return race_id
 
 
-def is_start_of(race_id: str, message: object) -> bool:
+def is_start_of(race_id: RaceId, message: object) -> bool:
     return isinstance(message, RaceStarted) and message.race_id == race_id
 
 
@@ -86,7 +86,7 @@ async def test_a_bot_creating_its_next_race_ends_up_in_that_race(
 
         assert new != old
         assert bot.race_id == new
-        record = server_app.hub.races[RaceId(new)].race
+        record = server_app.hub.races[new].race
         assert record.creator == bot.state.player_id
         assert bot.state.player_id in record.racers
 

@@ -15,6 +15,7 @@ from solrace.client.connection import (
 from solrace.client.session import Session
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Board, MoveAck, Welcome
 from tests.waiting import eventually
 
@@ -63,7 +64,7 @@ async def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
 
 async def race_with_two(
     url: str, game: str = "klondike"
-) -> tuple[Session, Session, str, list[asyncio.Task[None]]]:
+) -> tuple[Session, Session, RaceId, list[asyncio.Task[None]]]:
     alice = await session_for(url, "alice")
     bob = await session_for(url, "bob")
     pumps = [asyncio.create_task(s.pump()) for s in (alice, bob)]
@@ -81,7 +82,7 @@ async def test_moves_are_acked_by_seq_and_refusals_change_nothing(server_url: st
     assert alice.state.my_board(race_id) == before
     outcome = await alice.move(race_id, "deal")
     assert outcome.ok and outcome.ack is not None
-    assert alice.state.races[race_id].plies[alice.me or ""] == 1
+    assert alice.state.races[race_id].plies[PlayerId(alice.me or "")] == 1
     assert not alice.conn.pending
     for task in pumps:
         task.cancel()
@@ -106,7 +107,7 @@ async def test_a_lost_link_reconnects_resyncs_and_resends_pending_moves(server_u
     await eventually(lambda: bool(boards), what="the board again after Sync")
     await eventually(lambda: seq not in alice.conn.pending, what="the pending move acked")
     await eventually(
-        lambda: alice.state.races[race_id].plies.get(alice.me or "") == 1, what="ply 1"
+        lambda: alice.state.races[race_id].plies.get(PlayerId(alice.me or "")) == 1, what="ply 1"
     )
     for task in pumps:
         task.cancel()
@@ -124,7 +125,7 @@ async def test_unacknowledged_moves_are_resent_with_the_same_seq(server_url: str
     alice.conn.pending[seq] = PendingMove(race_id, seq, "deal", sent_at=0.0)
     await eventually(lambda: len(acks) >= 2, what="the resend's ack")
     assert acks[1].seq == seq and acks[1].duplicate
-    assert alice.state.races[race_id].plies[alice.me or ""] == 1  # applied once
+    assert alice.state.races[race_id].plies[PlayerId(alice.me or "")] == 1  # applied once
     for task in pumps:
         task.cancel()
     await alice.conn.close()

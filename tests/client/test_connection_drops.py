@@ -31,7 +31,7 @@ from solrace.client.connection import (
 )
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import encode
-from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Welcome
 
 WELCOME = Welcome(
@@ -86,8 +86,8 @@ def is_status(status: LinkStatus) -> Callable[[Incoming], bool]:
 async def test_connect_fails_with_the_close_code_when_the_link_closes_after_the_welcome() -> None:
     async with welcoming_server(restart) as url:
         conn = Connection(url, name="ann")
-        conn.followed.add("r1")  # the resume sends a Sync: on a closing link
-        conn.versions["r1"] = ("e", 3)
+        conn.followed.add(RaceId("r1"))  # the resume sends a Sync: on a closing link
+        conn.versions[RaceId("r1")] = ("e", 3)
         with pytest.raises(ConnectionFailedError) as failed:
             await conn.connect()
         assert failed.value.close_code == CloseCode.SERVICE_RESTART
@@ -116,7 +116,7 @@ async def connected_then(
         conn = Connection(url, name="ann", backoff_s=(0.01, 0.02))
         await conn.connect()
         conn.take_welcome()
-        conn.followed.add("r1")
+        conn.followed.add(RaceId("r1"))
         try:
             yield conn, first
         finally:

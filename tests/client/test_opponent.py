@@ -14,7 +14,7 @@ from solrace.client import bots
 from solrace.client.bots import Bot, BotResult
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
-from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Resign
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
 from solrace.server.store import StoreError, StoreUnavailableError
@@ -40,7 +40,7 @@ async def strict_server(tmp_path: Path) -> AsyncIterator[str]:
         await app.stop()
 
 
-async def race_the_bot(person: Bot, bot: Bot) -> tuple[str, asyncio.Task[BotResult]]:
+async def race_the_bot(person: Bot, bot: Bot) -> tuple[RaceId, asyncio.Task[BotResult]]:
     """The person creates a 2-seat race on deal 1, the bot joins it (full: it starts after
     the countdown) and plays it in a task: the race id and the task."""
     await person.connect()
@@ -63,7 +63,7 @@ async def test_a_resign_the_server_refused_is_sent_again_after_the_reconnect(
     )
     try:
         race_id, task = await race_the_bot(person, bot)
-        me = bot.state.player_id or ""
+        me = PlayerId(bot.state.player_id or "")
         # One move, acknowledged; the next would wait a minute.
         await eventually(lambda: bot.race is not None and bot.race.plies.get(me) == 1, what="move")
         await person.conn.send(Resign(race_id=race_id))

@@ -14,6 +14,7 @@ from solrace.client.connection import lost_text
 from solrace.client.pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import RateBudgetInfo
 
 from .conftest import server_settings
@@ -126,7 +127,7 @@ async def test_plain_mode_says_too_fast_when_the_rate_limit_closes_it(tmp_path: 
     try:
         await player.expect("connected to")
         await player.send("create klondike 2 600")
-        race_id = (await player.expect("created")).split()[1]
+        race_id = RaceId((await player.expect("created")).split()[1])
         rival = await Opponent.open(url, "rival")
         await rival.session.join_race(race_id)
         for _ in range(30):

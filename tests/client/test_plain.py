@@ -87,7 +87,7 @@ async def test_a_resign_typed_in_an_open_race_waits_for_the_start(
     try:
         await player.expect("connected to")
         await player.send("create klondike 2 120")
-        race_id = (await player.expect("created")).split()[1]
+        race_id = RaceId((await player.expect("created")).split()[1])
         await player.send("resign")
         await player.expect("waiting for the start")
         opponent = await Opponent.open(server_url, "olga")
@@ -178,7 +178,7 @@ async def test_quit_says_what_becomes_of_every_race_held(server_url: str, tmp_pa
         await player.send(f"join {joined}")
         await player.expect(f"joined race {joined}")
         await player.send("create klondike 2 600")
-        created = (await player.expect("created")).split()[1]
+        created = RaceId((await player.expect("created")).split()[1])
         await rival.session.join_race(created)
         await player.send("start")
         await player.expect("race started")
@@ -422,7 +422,7 @@ async def test_a_racer_comes_back_into_its_race_after_ctrl_c(
     try:
         await first.expect("connected to")
         await first.send("create klondike 2 300")
-        race_id = (await first.expect("created")).split()[1]
+        race_id = RaceId((await first.expect("created")).split()[1])
         await rival.session.join_race(race_id)
         await first.send("deal")
         await first.expect("ok deal")
@@ -563,7 +563,7 @@ async def test_the_end_of_the_input_mid_race_says_the_forfeit(
     try:
         await player.expect("connected to")
         await player.send("create klondike 2 300")
-        race_id = (await player.expect("created")).split()[1]
+        race_id = RaceId((await player.expect("created")).split()[1])
         await rival.session.join_race(race_id)
         await player.send("deal")
         await player.expect("ok deal")

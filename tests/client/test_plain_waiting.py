@@ -20,6 +20,7 @@ from solrace.client.connection import Connection
 from solrace.client.plain import PlainMode
 from solrace.client.session import Session
 from solrace.server.app import App
+from solrace.server.protocol.ids import RaceId
 from tests.waiting import eventually
 
 from .conftest import Opened, server_settings
@@ -180,7 +181,7 @@ async def quick_grace(tmp_path: Path) -> AsyncIterator[Opened]:
         await app.stop()
 
 
-async def running_race(hank: Session, rival: Session) -> str:
+async def running_race(hank: Session, rival: Session) -> RaceId:
     """A race of hank's that rival joined (two seats: it starts), once hank has its board."""
     race_id = await hank.create_race("klondike", 2, 300)
     mode = PlainMode(hank, io.StringIO())
@@ -190,7 +191,7 @@ async def running_race(hank: Session, rival: Session) -> str:
     return race_id
 
 
-async def back_as(opened: Opened, hank: Session, active: list[str]) -> Session:
+async def back_as(opened: Opened, hank: Session, active: list[RaceId]) -> Session:
     """hank connects again (its token); its welcome is taken to list `active`, as a server
     listing the races one is out of did: the client must see for itself."""
     token = hank.state.token

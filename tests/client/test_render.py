@@ -181,13 +181,15 @@ def test_racer_lines_fit_the_panel_one_line_each() -> None:
     from solrace.client.widgets import BAR_WIDTH, racer_lines
 
     racers = [
-        RacerStatus(f"p{n}", f"racer-with-a-long-name-{n}", "playing", False, 12, 104, 1234)
+        RacerStatus(
+            PlayerId(f"p{n}"), f"racer-with-a-long-name-{n}", "playing", False, 12, 104, 1234
+        )
         for n in range(8)
     ]
     for width in (40, 60, 80, 120):
-        lines = racer_lines(racers, "p0", width)
+        lines = racer_lines(racers, PlayerId("p0"), width)
         assert len(lines) == 8
         assert all(len(line.plain) <= width and "\n" not in line.plain for line in lines)
-    wide = racer_lines(racers, "p0", 120)[0].plain
+    wide = racer_lines(racers, PlayerId("p0"), 120)[0].plain
     assert "█" * 2 in wide or "░" * BAR_WIDTH in wide  # the whole bar where there is room
     assert "1234 moves" in wide and "(away)" in wide

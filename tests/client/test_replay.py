@@ -17,6 +17,7 @@ from solrace.client.strategy import make_strategy
 from solrace.client.tui import ReplayApp
 from solrace.client.widgets import BoardWidget
 from solrace.replay_file import load_replay
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import ReplayModel
 from solrace.server.protocol.replay import ReplayFileError, entry_text, verify_replay
 from tests.server.test_verify import ILLEGAL, MOVES, sample, with_illegal_move
@@ -27,7 +28,7 @@ from .process import Child
 from .test_connection import session_for
 
 
-async def finished_race(url: str) -> str:
+async def finished_race(url: str) -> RaceId:
     bots = [Bot(url, n, make_strategy("greedy", seed=i), delay_s=0) for i, n in enumerate("jk")]
     for bot in bots:
         await bot.connect()
@@ -39,7 +40,7 @@ async def finished_race(url: str) -> str:
     return race_id
 
 
-async def fetch(url: str, race_id: str) -> ReplayModel:
+async def fetch(url: str, race_id: RaceId) -> ReplayModel:
     session: Session = await session_for(url)
     pump = asyncio.create_task(session.pump())
     try:

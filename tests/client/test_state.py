@@ -138,10 +138,10 @@ def test_versioned_events_apply_once_and_in_order() -> None:
     state.apply(progress(3, "pb", 5))
     state.apply(progress(3, "pb", 9))  # same version again: ignored
     state.apply(progress(2, "pb", 7))  # older: ignored
-    assert race.racers["pb"].on_foundations == 5
+    assert race.racers[PlayerId("pb")].on_foundations == 5
     state.apply(progress(4, "pb", 6))
-    assert race.racers["pb"].on_foundations == 6
-    assert race.racers["pb"].fraction == 6 / 52
+    assert race.racers[PlayerId("pb")].on_foundations == 6
+    assert race.racers[PlayerId("pb")].fraction == 6 / 52
 
 
 def test_a_new_epoch_starts_versions_over() -> None:
@@ -155,7 +155,7 @@ def test_a_new_epoch_starts_versions_over() -> None:
             progress=progress(1, "pb", 8).progress,
         )
     )
-    assert state.races[RACE].racers["pb"].on_foundations == 8
+    assert state.races[RACE].racers[PlayerId("pb")].on_foundations == 8
     assert state.races[RACE].epoch == "restarted"
 
 
@@ -166,7 +166,7 @@ def test_reveal_checks_the_commitment_received_at_the_start() -> None:
     race = good.races[RACE]
     assert race.commitment_ok is True
     assert race.is_finished and race.game_number == NUMBER
-    assert race.racers["pa"].state == "resigned"
+    assert race.racers[PlayerId("pa")].state == "resigned"
 
     forged = ClientState()
     started(forged, commitment="0" * 64)
@@ -191,9 +191,9 @@ def test_snapshot_replaces_what_was_missed() -> None:
     )
     state.apply(snapshot)
     race = state.races[RACE]
-    assert race.version == 30 and race.racers["pb"].on_foundations == 11
+    assert race.version == 30 and race.racers[PlayerId("pb")].on_foundations == 11
     state.apply(progress(12, "pb", 99))  # older than the snapshot
-    assert race.racers["pb"].on_foundations == 11
+    assert race.racers[PlayerId("pb")].on_foundations == 11
 
 
 def test_board_then_acks_follow_the_server_board() -> None:
@@ -232,9 +232,9 @@ def test_board_then_acks_follow_the_server_board() -> None:
     assert isinstance(expected, BoardView)
     assert mine is not None
     assert mine.piles == expected.piles
-    assert state.races[RACE].plies["pa"] == 3
+    assert state.races[RACE].plies[PlayerId("pa")] == 3
     # The acks are the racer's own progress (the server's batches leave it out).
-    me = state.races[RACE].racers["pa"]
+    me = state.races[RACE].racers[PlayerId("pa")]
     assert (me.moves, me.on_foundations, me.total) == (3, *game.progress())
     state.apply(MoveRejected(race_id=RACE, seq=7, move="t0-t0", code="illegal_move", reason="no"))
     assert state.races[RACE].last_rejection is not None

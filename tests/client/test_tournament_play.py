@@ -28,7 +28,7 @@ from solrace.client.tournament_screen import TournamentScreen
 from solrace.client.tui import PlayApp
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.tournament_messages import WatchTournament
 from tests.integration.solver import scoring_line
 from tests.waiting import eventually
@@ -67,16 +67,16 @@ def resigning_bot(app: App) -> Bot:
     return Bot(url_of(app), "rob", make_strategy("greedy", max_moves=0), delay_s=0.0)
 
 
-def played(session: Session, race_id: str) -> int:
-    return session.state.races[race_id].plies[session.me or ""]
+def played(session: Session, race_id: RaceId) -> int:
+    return session.state.races[race_id].plies[PlayerId(session.me or "")]
 
 
-def at_ply(session: Session, race_id: str, ply: int) -> Callable[[], bool]:
+def at_ply(session: Session, race_id: RaceId, ply: int) -> Callable[[], bool]:
     return lambda: played(session, race_id) == ply
 
 
-def deal_of(app: App, race_id: str) -> str:
-    return app.hub.races[RaceId(race_id)].race.record.game_number
+def deal_of(app: App, race_id: RaceId) -> str:
+    return app.hub.races[race_id].race.record.game_number
 
 
 async def join_on_screen(app: PlayApp, pilot: Pilot[None]) -> TournamentScreen:
@@ -89,7 +89,7 @@ async def join_on_screen(app: PlayApp, pilot: Pilot[None]) -> TournamentScreen:
     return screen
 
 
-async def seated_race(app: PlayApp, session: Session) -> str:
+async def seated_race(app: PlayApp, session: Session) -> RaceId:
     """The race screen the server's seating opened by itself, once its deal is here."""
     await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
     race = app.screen
@@ -100,7 +100,7 @@ async def seated_race(app: PlayApp, session: Session) -> str:
 
 
 async def play_scoring_line(
-    pilot: Pilot[None], server: App, session: Session, race_id: str
+    pilot: Pilot[None], server: App, session: Session, race_id: RaceId
 ) -> None:
     """Key in the moves that put a card on a foundation, each acknowledged before the next."""
     for move in scoring_line("klondike", deal_of(server, race_id)):
@@ -122,8 +122,8 @@ class PlainRace:
     run: asyncio.Task[object]
 
     @property
-    def race_id(self) -> str:
-        return self.line.split()[2].rstrip(":")
+    def race_id(self) -> RaceId:
+        return RaceId(self.line.split()[2].rstrip(":"))
 
 
 @contextlib.asynccontextmanager

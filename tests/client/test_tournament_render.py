@@ -78,12 +78,12 @@ def test_must_check_in_only_when_open_registered_and_not_yet_done() -> None:
     def view() -> TournamentModel:
         return build_view(t, version=1, name="cup", time_limit_s=60, names={}, race_ids={})
 
-    assert not must_check_in(view(), "p1")  # registration: not yet
+    assert not must_check_in(view(), PlayerId("p1"))  # registration: not yet
     t.open_check_in(admin, now=2)
-    assert must_check_in(view(), "p1") and must_check_in(view(), "p2")
-    assert not must_check_in(view(), "stranger") and not must_check_in(view(), None)
+    assert must_check_in(view(), PlayerId("p1")) and must_check_in(view(), PlayerId("p2"))
+    assert not must_check_in(view(), PlayerId("stranger")) and not must_check_in(view(), None)
     t.check_in(PlayerId("p1"), now=3)
-    assert not must_check_in(view(), "p1") and must_check_in(view(), "p2")
+    assert not must_check_in(view(), PlayerId("p1")) and must_check_in(view(), PlayerId("p2"))
 
 
 def test_the_text_says_who_checked_in_during_check_in() -> None:
@@ -124,7 +124,7 @@ def test_the_audit_shows_server_text_escaped_on_one_line() -> None:
         detail="p1\nforged line",
     )
     view = view.model_copy(update={"audit": [*view.audit, hostile]})
-    lines = render_audit(view, {"a": "boss"}).splitlines()
+    lines = render_audit(view, {PlayerId("a"): "boss"}).splitlines()
     assert lines == [
         "audit:",
         "  1970-01-01 00:00:00 UTC  boss  create  swiss of klondike",

@@ -22,6 +22,7 @@ from solrace.client.tui import PlayApp, WatchApp
 from solrace.client.watching import WatchScreen
 from solrace.client.widgets import BoardWidget, RacersPanel, link_text
 from solrace.server.app import App as ServerApp
+from solrace.server.protocol.ids import PlayerId, RaceId
 from tests.waiting import eventually
 
 from .conftest import open_session, server_settings, widget
@@ -45,10 +46,10 @@ async def test_lobby_create_join_and_race_to_the_end(server_url: str, alice: Ses
         assert isinstance(screen, RaceScreen)
         board = await widget(screen, "#board", BoardWidget)
         await eventually(lambda: "t0" in board.text, what="board drawn")
-        ply_before = alice.state.races[race_id].plies[alice.me or ""]
+        ply_before = alice.state.races[race_id].plies[PlayerId(alice.me or "")]
         await pilot.press("d")
         await eventually(
-            lambda: alice.state.races[race_id].plies[alice.me or ""] == ply_before + 1,
+            lambda: alice.state.races[race_id].plies[PlayerId(alice.me or "")] == ply_before + 1,
             what="deal acknowledged",
         )
         # A typed illegal move is explained and changes nothing.
@@ -107,7 +108,7 @@ async def test_mouse_picks_stock_then_card_and_target(server_url: str, alice: Se
         assert isinstance(screen, RaceScreen)
         board = await widget(screen, "#board", BoardWidget)
         await eventually(lambda: board.text.count("t6") == 1, what="board drawn")
-        me = alice.me or ""
+        me = PlayerId(alice.me or "")
         # The stock's label row: clicking the stock deals.
         lines = board.text.splitlines()
         row = next(i for i, line in enumerate(lines) if line.startswith("s "))
@@ -167,7 +168,7 @@ async def test_watch_mode_shows_every_board_until_the_reveal(server_url: str) ->
 
         await eventually(lambda: labelled("dan") and labelled("eve"), what="board labels")
         await asyncio.gather(*tasks)
-        race = spectator.state.races[bots[0].race_id or ""]
+        race = spectator.state.races[RaceId(bots[0].race_id or "")]
         await eventually(lambda: race.commitment_ok is True, what="the reveal")
         racers = screen.query_one("#racers", RacersPanel)
         await eventually(lambda: "dan" in racers.text and "eve" in racers.text, what="bars")
@@ -233,12 +234,13 @@ async def test_play_without_server_embeds_one_races_a_bot_and_rematches(
                     lambda: isinstance(app.screen, ResultScreen), within=60, what="result"
                 )
             except AssertionError as exc:  # say where the race stood
-                race = session.state.races.get(first or "")
+                race = session.state.races.get(RaceId(first or ""))
                 seen = None if race is None else {p: r.state for p, r in race.racers.items()}
                 bots = [bot.result() for bot in opponents.bots]
                 raise AssertionError(f"{exc}; racers: {seen}; bots: {bots}") from None
             await eventually(
-                lambda: session.state.races[first or ""].commitment_ok is True, what="reveal"
+                lambda: session.state.races[RaceId(first or "")].commitment_ok is True,
+                what="reveal",
             )
             await pilot.press("r")
             await eventually(
@@ -320,7 +322,7 @@ async def test_watch_names_each_board_while_the_spectator_delay_holds_it(tmp_pat
                 )
 
             await eventually(lambda: waiting_with("dan") and waiting_with("eve"), what="names")
-            assert spectator.state.races[bots[0].race_id or ""].status == "countdown"
+            assert spectator.state.races[RaceId(bots[0].race_id or "")].status == "countdown"
     finally:
         await server.stop()
 
@@ -336,7 +338,7 @@ async def test_play_with_create_makes_that_race_at_the_start(
     app = PlayApp(alice, args=args)
     async with app.run_test(size=(100, 30)):
         await eventually(lambda: app.race_id is not None, what="the race created")
-        race = alice.state.races[app.race_id or ""]
+        race = alice.state.races[RaceId(app.race_id or "")]
         await eventually(lambda: race.info is not None, what="its lobby entry")
         assert race.info is not None
         assert (race.info.game, race.info.seats, race.info.creator) == (
@@ -359,7 +361,7 @@ async def test_l_leaves_a_race_screen_for_the_lobby_and_ctrl_r_comes_back(
             await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
             app.create_race("klondike", 2, 600)
             await eventually(lambda: app.race_id is not None, what="race created")
-            race_id = app.race_id or ""
+            race_id = RaceId(app.race_id or "")
             await bot.join(race_id)
             await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
             await eventually(lambda: isinstance(app.focused, BoardWidget), what="the board")

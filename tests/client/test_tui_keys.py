@@ -17,10 +17,11 @@ from solrace.client.state import RacerStatus
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp
 from solrace.client.widgets import BoardWidget, racer_lines, selected_key
+from solrace.server.protocol.ids import PlayerId, RaceId
 from tests.waiting import eventually
 
 
-async def racing(app: PlayApp, alice: Session, bot: Bot) -> tuple[RaceScreen, str]:
+async def racing(app: PlayApp, alice: Session, bot: Bot) -> tuple[RaceScreen, RaceId]:
     """The app's player in a started race against `bot`: its race screen and race id."""
     await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
     app.create_race("klondike", 2, 600)
@@ -38,7 +39,7 @@ async def racing(app: PlayApp, alice: Session, bot: Bot) -> tuple[RaceScreen, st
 @contextlib.asynccontextmanager
 async def racing_app(
     server_url: str, alice: Session
-) -> AsyncIterator[tuple[PlayApp, Pilot[None], RaceScreen, str]]:
+) -> AsyncIterator[tuple[PlayApp, Pilot[None], RaceScreen, RaceId]]:
     """The play app of `alice`, running, in a race it started against a slow bot: the app,
     its pilot, the race screen and the race id."""
     app = PlayApp(alice)
@@ -56,7 +57,7 @@ async def test_a_resign_asked_once_is_cancelled_by_any_other_key(
     server_url: str, alice: Session
 ) -> None:
     async with racing_app(server_url, alice) as (_, pilot, screen, race_id):
-        me = alice.me or ""
+        me = PlayerId(alice.me or "")
         await pilot.press("x")
         assert screen.message.startswith("press x again to resign")
         await pilot.press("d")  # a deal in between: the resign asked for is off
@@ -108,7 +109,7 @@ async def test_a_refusal_before_the_start_goes_when_the_race_starts(
             await eventually(lambda: screen.message == "", what="the line of the wait gone")
             await pilot.press("x")  # asks again: the one before the start is off
             assert screen.message.startswith("press x again to resign")
-            assert alice.state.races[race_id].racers[alice.me or ""].state == "playing"
+            assert alice.state.races[race_id].racers[PlayerId(alice.me or "")].state == "playing"
     finally:
         await bot.close()
 
@@ -174,15 +175,15 @@ async def test_the_create_form_refuses_a_number_it_cannot_read(alice: Session) -
 
 def test_long_names_get_an_ellipsis_not_a_cut_that_makes_two_alike() -> None:
     def racer(name: str) -> RacerStatus:
-        return RacerStatus(player_id=name, name=name)
+        return RacerStatus(player_id=PlayerId(name), name=name)
 
     racers = [racer("weekend-warrior-01"), racer("weekend-warrior-02"), racer("ann")]
-    wide = [line.plain for line in racer_lines(racers, "ann", 120)]
+    wide = [line.plain for line in racer_lines(racers, PlayerId("ann"), 120)]
     assert wide[0].startswith("  weekend-warrior-01 ") and wide[1].startswith(
         "  weekend-warrior-02"
     )
     assert wide[2].startswith("▶ ann ")
-    ascii_lines = [line.plain for line in racer_lines(racers, "ann", 120, unicode=False)]
+    ascii_lines = [line.plain for line in racer_lines(racers, PlayerId("ann"), 120, unicode=False)]
     assert ascii_lines[2].startswith("> ann ")
     longest = [racer("x" * 24), racer("y" * 30)]  # 24 is the longest name; wider is cut
     assert racer_lines(longest, None, 120)[1].plain.startswith("  " + "y" * 23 + "… ")

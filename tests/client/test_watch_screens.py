@@ -18,6 +18,7 @@ from solrace.client.strategy import make_strategy
 from solrace.client.tui import WatchApp
 from solrace.client.watching import WatchPicker, WatchScreen, fit_line
 from solrace.client.widgets import BoardWidget, selected_key
+from solrace.server.protocol.ids import RaceId
 from tests.waiting import eventually
 
 from .conftest import open_session, widget
@@ -109,7 +110,7 @@ async def test_the_watch_head_keeps_status_verdict_winner_and_tv_within_80_colum
     monkeypatch.setattr(watching, "FOLLOW_PAUSE_S", 600.0)  # the finished race stays on
     names = ("dan-with-a-long-name-xyz", "eve-with-a-long-name-xyz")  # the longest names
     bots = await race_of_bots(server_url, "klondike", names, delay_s=0.0)
-    race_id = bots[0].race_id or ""
+    race_id = RaceId(bots[0].race_id or "")
     try:
         await spectator.watch(race_id)
         app = WatchApp(spectator, race_id=race_id, follow=True, watching=True)
