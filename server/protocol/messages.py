@@ -36,8 +36,8 @@ from solrace.server.protocol.wire import IdText, Message, ShortText
 PROTOCOL_VERSION = 1
 
 Name = Annotated[str, Field(min_length=1, max_length=24, pattern=r"^[A-Za-z0-9_.\-]+$")]
-#: A race id a client sends: plain text, which the hub wraps as a `RaceId` when it takes the
-#: request (clients keep race ids as plain strings). Ids the server sends are `RaceId`s.
+#: A race id a client sends: plain text (it comes from outside), which the hub wraps as a
+#: `RaceId` when it takes the request. Ids the server sends are `RaceId`s.
 RaceIdText = IdText
 Seq = Annotated[int, Field(ge=0, lt=2**53)]
 Version = Annotated[int, Field(ge=0, lt=2**53)]
