@@ -82,8 +82,6 @@ STATUS_WORDS: Final = {"countdown": "counting down"}
 NO_RACE: Final = "no current race: create or join one first ('list' shows the races)"
 #: Commands that act on the current race.
 RACE_COMMANDS: Final = frozenset({"board", "moves", "start", "resign", "leave", "wait"})
-#: The server's grace period for an away racer, unless configured otherwise.
-DEFAULT_GRACE_S: Final = 60
 #: Exit code when the link closed for good (4003, 4001...).
 EXIT_CLOSED: Final = 1
 
@@ -439,15 +437,16 @@ class PlainMode:
         if race.racers[me].state not in ("joined", "playing"):
             return None
         back = f"come back with 'join {race.race_id}' (or --race {race.race_id})"
+        grace = "its grace period" if race.info is None else f"{race.info.grace_ms / 1000:g} s"
         if race.status == "open":
             return (
                 f"leaving race {race.race_id} before its start: your seat is given up after "
-                f"the server's grace period ({DEFAULT_GRACE_S} s by default) unless you {back}"
+                f"{grace} away unless you {back}"
             )
         status = STATUS_WORDS.get(race.status, race.status)
         return (
             f"leaving race {race.race_id} while it is {status}: you forfeit (gone) after "
-            f"the server's grace period ({DEFAULT_GRACE_S} s by default) unless you {back}"
+            f"{grace} away unless you {back}"
         )
 
     async def take_back_seat(self) -> None:

@@ -102,6 +102,8 @@ class RaceInfo(Message):
     start_at_ms: int | None
     ends_at_ms: int | None
     spectator_delay_ms: int
+    #: How long a racer may be away before forfeiting (`gone`), or a seat is given up.
+    grace_ms: int
     #: The creator named the deal (casual races only): they may know it.
     deal_chosen: bool = False
 

@@ -213,6 +213,7 @@ class Race:
             start_at_ms=self.start_at_ms,
             ends_at_ms=self.ends_at_ms,
             spectator_delay_ms=self.record.spectator_delay_ms,
+            grace_ms=self.record.grace_ms,
             deal_chosen=self.record.deal_chosen,
         )
 

@@ -429,7 +429,7 @@ async def test_a_racer_comes_back_into_its_race_after_ctrl_c(
         first.proc.send_signal(signal.SIGINT)
         line = await first.expect("forfeit")
         assert line.startswith(f"leaving race {race_id} while it is running: you forfeit")
-        assert "grace period" in line and f"join {race_id}" in line
+        assert "after 60 s away" in line and f"join {race_id}" in line  # the server's grace
         assert await first.finish() == 130
 
         # Back with --race: the seat is kept (not `already_joined`), the board comes back.
@@ -619,6 +619,7 @@ async def hostile_handler(ws: ServerConnection) -> None:
                 start_at_ms=None,
                 ends_at_ms=None,
                 spectator_delay_ms=0,
+                grace_ms=60_000,
             )
             await ws.send(encode(RaceList(races=[race])))
         elif isinstance(message, CreateRace):

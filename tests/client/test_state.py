@@ -51,6 +51,7 @@ def info(status: RaceStatusName = "open") -> RaceInfo:
         start_at_ms=None,
         ends_at_ms=None,
         spectator_delay_ms=0,
+        grace_ms=60_000,
     )
 
 

@@ -194,6 +194,7 @@ def test_time_limit_times_out_everyone_still_playing() -> None:
 
 def test_grace_period_forfeit() -> None:
     race = running(2)
+    assert race.info().grace_ms == 5000  # every racer (and the lobby) may know it
     race.set_connected(PlayerId("a"), False, 2000)
     assert race.next_deadline() == 7000
     assert race.tick(6999) == []
