@@ -236,7 +236,10 @@ class PlainMode:
             self._on_update(race)
         elif isinstance(incoming, RaceStarted):
             limit = (incoming.ends_at_ms - incoming.started_at_ms) // 1000
-            self.say(f"race started ({limit}s); commitment {incoming.commitment}")
+            chosen = ""
+            if race.deal_chosen and race.info and race.info.creator != self.session.me:
+                chosen = ", the creator chose its deal"
+            self.say(f"race started ({limit}s{chosen}); commitment {incoming.commitment}")
         elif isinstance(incoming, Board) and incoming.player_id == self.session.me:
             self.print_board()
         elif isinstance(incoming, Progress) and incoming.progress.player_id == self.session.me:
@@ -629,7 +632,9 @@ class PlainMode:
             raise
         self.race_id = race_id
         if joined:
-            self.say(f"joined race {race_id}")
+            race = self.session.state.races.get(race_id)
+            chosen = " (the creator chose its deal)" if race and race.deal_chosen else ""
+            self.say(f"joined race {race_id}{chosen}")
         elif self.still_in(race_id):
             self.say_back(race_id)
         else:  # out of it: not the current race

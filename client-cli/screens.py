@@ -290,8 +290,10 @@ class RaceScreen(Screen[None]):
             clock = f"{'time' if self.ascii else '⏱'} {clock_text(remaining)} left"
         game = race.game or "?"
         title = game_class(game).title if game in GAME_IDS else game
+        # A casual race's creator may name the deal (`--game-number`), and so may know it.
+        chosen = "  deal chosen by its creator" if race.deal_chosen else ""
         commitment = f"  deal commitment {race.commitment[:12]}…" if race.commitment else ""
-        head = f"{link_text(app.session)}{title}  race {self.race_id}  {clock}{commitment}"
+        head = f"{link_text(app.session)}{title}  race {self.race_id}  {clock}{chosen}{commitment}"
         self.query_one("#race-head", Static).update(Text(head, style="bold"))
 
     # --- acting --------------------------------------------------------------------------

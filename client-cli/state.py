@@ -112,6 +112,11 @@ class RaceState:
         return self.info.game if self.info else None
 
     @property
+    def deal_chosen(self) -> bool:
+        """The creator named the deal (a casual race's `--game-number`): they may know it."""
+        return self.info is not None and self.info.deal_chosen
+
+    @property
     def status(self) -> RaceStatusSeen:
         if self.results is not None:
             return "finished"

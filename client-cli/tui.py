@@ -317,6 +317,8 @@ class PlayApp(_SessionApp):
         names = ", ".join(r.name for r in info.racers)
         text = f"your race {info.race_id} ({info.game}): {info.status}, "
         text += f"{len(info.racers)}/{info.seats} seats: {names}"
+        if info.deal_chosen:
+            text += " (the creator chose its deal)"
         if info.status == "open" and info.creator == self.session.state.player_id:
             text += "  — Start when ready (Ctrl+S)"
         return Text(text)

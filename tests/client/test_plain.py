@@ -193,6 +193,49 @@ async def test_quit_says_what_becomes_of_every_race_held(server_url: str, tmp_pa
     assert leaving[1].startswith(f"leaving race {created} while it is running: you forfeit")
 
 
+async def test_a_racer_joining_a_race_whose_deal_was_chosen_is_told_so(server_url: str) -> None:
+    """A casual race's creator may name the deal (`--game-number`), and its racers are told
+    so: only `list` said it (`chosen-deal`), never the join or the start."""
+    creator = await Opponent.open(server_url, "cara")
+    racer = await Opponent.open(server_url, "rex")
+    out = io.StringIO()
+    mode = PlainMode(racer.session, out)
+    try:
+        drawn = await creator.session.create_race("klondike", 3, 600)
+        await mode.join([drawn])
+        chosen = await creator.session.create_race("klondike", 2, 600, game_number="12345")
+        await mode.join([chosen])  # the race is full: it starts
+        await eventually(lambda: "race started" in out.getvalue(), what="the start")
+    finally:
+        await racer.close()
+        await creator.close()
+    lines = out.getvalue().splitlines()
+    assert f"joined race {drawn}" in lines, lines
+    assert f"joined race {chosen} (the creator chose its deal)" in lines, lines
+    started = next(line for line in lines if line.startswith("race started"))
+    assert started.startswith("race started (600s, the creator chose its deal); commitment ")
+
+
+async def test_the_creator_s_own_start_line_says_no_more(server_url: str) -> None:
+    """The creator named the deal: its own lines stay as they were."""
+    creator = await Opponent.open(server_url, "cara")
+    racer = await Opponent.open(server_url, "rex")
+    out = io.StringIO()
+    mode = PlainMode(creator.session, out)
+    try:
+        await mode.create(["klondike", "2"], game_number="12345")
+        assert mode.race_id is not None
+        await racer.session.join_race(mode.race_id)
+        await eventually(lambda: "race started" in out.getvalue(), what="the start")
+    finally:
+        await racer.close()
+        await creator.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"race {mode.race_id} created (klondike, 2 seats, 600s, deal 12345)"
+    started = next(line for line in lines if line.startswith("race started"))
+    assert started.startswith("race started (600s); commitment ")
+
+
 def test_race_and_create_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     # The race was created and --race ignored without a word.
     with pytest.raises(SystemExit) as stopped:

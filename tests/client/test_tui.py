@@ -10,7 +10,7 @@ from pathlib import Path
 from textual import events
 from textual.app import App
 from textual.message import Message
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from solrace.client.app import build_play_parser, run_app
 from solrace.client.bots import Bot
@@ -346,6 +346,34 @@ async def test_play_with_create_makes_that_race_at_the_start(
             3,
             alice.state.player_id,
         )
+
+
+async def test_a_race_whose_deal_was_chosen_says_so_in_the_lobby_and_on_its_screen(
+    server_url: str, alice: Session
+) -> None:
+    """A casual race's creator may name the deal, and its racers are told so: the lobby's
+    list said it (`chosen-deal`), the race screen did not."""
+    creator, pump = await open_session(server_url, "cara")
+    app = PlayApp(alice)
+    try:
+        race_id = await creator.create_race("klondike", 3, 600, game_number="12345")
+        async with app.run_test(size=(120, 30)):
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+            app.join_race(race_id)
+            await eventually(lambda: app.race_id == race_id, what="joined")
+            status = await widget(app.screen, "#lobby-status", Static)
+            await eventually(
+                lambda: "the creator chose its deal" in str(status.render()), what="status"
+            )
+            await creator.start_race(race_id)
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+            head = await widget(app.screen, "#race-head", Static)
+            await eventually(
+                lambda: "deal chosen by its creator" in str(head.render()), what="the head"
+            )
+    finally:
+        pump.cancel()
+        await creator.conn.close()
 
 
 async def test_l_leaves_a_race_screen_for_the_lobby_and_ctrl_r_comes_back(
