@@ -327,6 +327,15 @@ def render_round(view: TournamentModel) -> str:
     return "\n".join(lines)
 
 
+def checked_in_line(view: TournamentModel) -> str:
+    """`checked in: ann, bob`, in the order they registered (`view.players`; the wire's set
+    comes sorted by player id, an order that means nothing to a reader)."""
+    checked = [p.name for p in view.players if p.player_id in view.checked_in]
+    registered = {p.player_id for p in view.players}
+    checked += sorted(p for p in view.checked_in if p not in registered)  # none, normally
+    return f"checked in: {', '.join(checked) or 'nobody yet'}"
+
+
 def render_board(view: TournamentModel) -> str:
     """The bracket tree (elimination formats), the standings table (Swiss, round robin) or
     the heats table; while it runs, the current round match by match; before the seeding,
@@ -336,11 +345,9 @@ def render_board(view: TournamentModel) -> str:
         if view.phase == "running" and view.rounds:
             board += "\n\n" + render_round(view)
         return board
-    names = names_of(view)
     lines = [f"registered: {', '.join(p.name for p in view.players) or 'nobody yet'}"]
     if view.phase == "check_in":
-        checked = ", ".join(names.get(p, p) for p in view.checked_in)
-        lines.append(f"checked in: {checked or 'nobody yet'}")
+        lines.append(checked_in_line(view))
     return "\n".join(lines)
 
 
@@ -374,8 +381,7 @@ def render_tournament(view: TournamentModel) -> str:
     if view.champion is not None:
         lines.append(f"champion: {names.get(view.champion, view.champion)}")
     if view.phase == "check_in":
-        checked = ", ".join(names.get(p, p) for p in view.checked_in)
-        lines.append(f"checked in: {checked or 'nobody yet'}")
+        lines.append(checked_in_line(view))
     if view.seeds:
         lines.append("")
         lines.append(render_board(view))

@@ -8,6 +8,7 @@ from solrace.client.tournament_render import (
     must_check_in,
     progress_lines,
     render_audit,
+    render_board,
     render_list,
     render_profile,
     render_tournament,
@@ -105,11 +106,30 @@ def test_the_text_says_who_checked_in_during_check_in() -> None:
     assert "checked in: nobody yet" in text()
     t.check_in(PlayerId("p2"), now=3)
     t.check_in(PlayerId("p1"), now=4)
-    assert "checked in: ann, bob" in text()  # by player id
+    assert "checked in: ann, bob" in text()  # as they registered
     t.start(admin, now=5)
     view = build_view(t, version=2, name="cup", time_limit_s=60, names=names, race_ids={})
     assert "did not check in: cid" in render_tournament(view)
     assert (len(view.players), field_size(view)) == (3, 2)  # the field: who checked in
+
+
+def test_who_checked_in_is_listed_in_the_order_they_registered() -> None:
+    """`checked in:` (`show`, `check-in` and the tournament screen) followed the player ids'
+    order (random ids: a meaningless one); it follows registration, as `players:` does."""
+    settings = TournamentSettings(FormatRules(Format.SINGLE_ELIMINATION), check_in_required=True)
+    admin = PlayerId("a")
+    t = Tournament.create(
+        TournamentId("t1"), "klondike", settings, admin=admin, now=0, deal_source=lambda r, n: "7"
+    )
+    names = {"p3": "cid", "p1": "ann", "p2": "bob"}  # registered in this order
+    for p in names:
+        t.register(PlayerId(p), now=1)
+    t.open_check_in(admin, now=2)
+    for p in ("p1", "p2", "p3"):
+        t.check_in(PlayerId(p), now=3)
+    view = build_view(t, version=1, name="cup", time_limit_s=60, names=names, race_ids={})
+    assert "checked in: cid, ann, bob" in render_tournament(view).splitlines()
+    assert "checked in: cid, ann, bob" in render_board(view).splitlines()
 
 
 def test_the_audit_shows_server_text_escaped_on_one_line() -> None:
