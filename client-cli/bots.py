@@ -499,8 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--start",
         action="store_true",
-        help="start the race once every bot has joined (with --create: only a race's creator "
-        "may start it)",
+        help="start the race once every bot has joined (needs --create: only a race's "
+        "creator may start it)",
     )
     parser.add_argument("--count", type=int, default=1, help="how many bots (default 1)")
     parser.add_argument(

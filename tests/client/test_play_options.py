@@ -159,7 +159,7 @@ def test_bot_help_says_what_the_strategy_is_and_its_default() -> None:
     text = help_text(bots.build_parser())
     assert "--strategy {random,greedy} how the bots pick moves:" in text
     assert "or random (any legal move) (default greedy)" in text
-    assert "(with --create: only a race's creator may start it)" in text
+    assert "--start start the race once every bot has joined (needs --create:" in text
 
 
 async def test_play_creates_a_private_race_with_invite_in_line_mode(
