@@ -64,7 +64,11 @@ def build_play_parser() -> argparse.ArgumentParser:
         description="Play patience races in the terminal. Without --server an embedded server "
         "starts in this process and a bot opponent takes the second seat.",
     )
-    parser.add_argument("--server", help=f"server URL, e.g. {DEFAULT_SERVER_URL}")
+    parser.add_argument(
+        "--server",
+        help=f"server URL, e.g. {DEFAULT_SERVER_URL} (default: none: an embedded server "
+        "runs in this process, the --bot opponent in the second seat)",
+    )
     parser.add_argument("--name", help=f"your player name (kept with its token): {NAME_RULE}")
     parser.add_argument("--plain", action="store_true", help="line mode: text board, typed moves")
     parser.add_argument(
@@ -346,7 +350,9 @@ def build_watch_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "race", nargs="?", type=RaceId, help="race id (default: pick from the live races)"
     )
-    parser.add_argument("--server", default=DEFAULT_SERVER_URL, help="server URL")
+    parser.add_argument(
+        "--server", default=DEFAULT_SERVER_URL, help=f"server URL (default {DEFAULT_SERVER_URL})"
+    )
     parser.add_argument("--follow", action="store_true", help="TV mode: go on to the next race")
     parser.add_argument("--ascii", action="store_true", help="ASCII cards")
     return parser
@@ -434,7 +440,9 @@ def build_replay_parser() -> argparse.ArgumentParser:
         "or --save cannot write it.",
     )
     parser.add_argument("source", help="race id, or path of a replay .json file")
-    parser.add_argument("--server", default=DEFAULT_SERVER_URL, help="server URL")
+    parser.add_argument(
+        "--server", default=DEFAULT_SERVER_URL, help=f"server URL (default {DEFAULT_SERVER_URL})"
+    )
     parser.add_argument(
         "--plain",
         action="store_true",

@@ -95,7 +95,9 @@ AUDIT_NAMES = 10
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="solrace tournament", description=__doc__)
-    parser.add_argument("--server", default=DEFAULT_SERVER_URL, help="server URL")
+    parser.add_argument(
+        "--server", default=DEFAULT_SERVER_URL, help=f"server URL (default {DEFAULT_SERVER_URL})"
+    )
     parser.add_argument("--name", help=f"your player name (kept with its token): {NAME_RULE}")
     parser.add_argument(
         "--admin-token",

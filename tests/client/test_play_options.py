@@ -1,5 +1,6 @@
 """`solrace play` and `solrace bot` options: one that would change nothing in the combination
-given is refused before connecting (exit status 2, naming it), and `--help` says the defaults."""
+given is refused before connecting (exit status 2, naming it), and `--help` says the defaults
+(the server every command talks to without `--server` too)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,18 @@ from pathlib import Path
 import pytest
 
 from solrace.client import bots
-from solrace.client.app import PLAY_DEFAULTED, build_play_parser, play_main, play_problems
+from solrace.client.app import (
+    PLAY_DEFAULTED,
+    build_play_parser,
+    build_replay_parser,
+    build_watch_parser,
+    play_main,
+    play_problems,
+)
 from solrace.client.bots import parse_noting_defaults
+from solrace.client.defaults import DEFAULT_SERVER_URL
 from solrace.client.session import Session
+from solrace.client.tournament_cli import build_parser as build_tournament_parser
 
 from .conftest import open_session
 from .process import Child
@@ -160,6 +170,19 @@ def test_bot_help_says_what_the_strategy_is_and_its_default() -> None:
     assert "--strategy {random,greedy} how the bots pick moves:" in text
     assert "or random (any legal move) (default greedy)" in text
     assert "--start start the race once every bot has joined (needs --create:" in text
+
+
+def test_every_help_says_what_server_it_talks_to_without_server() -> None:
+    """`bot --help` said the default server; `watch`, `replay` and `tournament` did not, and
+    `play` gave an example, not what it does without one (an embedded server)."""
+    default = f"--server SERVER server URL (default {DEFAULT_SERVER_URL})"
+    assert default in help_text(bots.build_parser())
+    assert default in help_text(build_watch_parser())
+    assert default in help_text(build_replay_parser())
+    assert default in help_text(build_tournament_parser())
+    play = help_text(build_play_parser())
+    assert f"--server SERVER server URL, e.g. {DEFAULT_SERVER_URL} (default: none: an " in play
+    assert "embedded server runs in this process, the --bot opponent in the second seat)" in play
 
 
 async def test_play_creates_a_private_race_with_invite_in_line_mode(
