@@ -184,13 +184,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="double elimination: the grand final is one match, even when the winners-bracket "
         "champion loses it (by default a second, deciding match follows)",
     )
-    for name in ("join", "play", "check-in", "leave", "show", "watch"):
-        helps = {
-            "play": "play your races of a tournament you are in (stays connected)",
-            "show": "print a tournament once",
-            "watch": "print a tournament and every change, until it has finished (exit 0)",
-        }
-        one = sub.add_parser(name, help=helps.get(name, f"{name} a tournament"))
+    helps = {
+        "join": "register in a tournament (with --play, stay and play its races)",
+        "play": "play your races of a tournament you are in (stays connected)",
+        "check-in": "check in to a tournament you registered in, while its check-in is open",
+        "leave": "unregister from a tournament before its start; after it, drop out "
+        "(forfeiting your live match)",
+        "show": "print a tournament once",
+        "watch": "print a tournament and every change, until it has finished (exit 0)",
+    }
+    for name, text in helps.items():
+        one = sub.add_parser(name, help=text, description=described(text))
         one.add_argument("tournament", help=TOURNAMENT_HELP)
         if name in ("join", "play"):
             if name == "join":
@@ -211,11 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
                 help="a live screen: bracket or standings, live matches (Enter watches one)",
             )
             one.add_argument("--ascii", action="store_true", help="ASCII cards (with --tui)")
-    listing = sub.add_parser(
-        "list",
-        help="list tournaments: every one not finished, then the latest finished "
-        f"({TOURNAMENT_LIST_LIMIT} at most)",
+    text = (
+        "list tournaments: every one not finished, then the latest finished "
+        f"({TOURNAMENT_LIST_LIMIT} at most)"
     )
+    listing = sub.add_parser("list", help=text, description=described(text))
     listing.add_argument(
         "--skip-finished",
         type=int,
@@ -224,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="a later page: only the finished tournaments older than the N latest "
         "(the list before says which N to ask for)",
     )
-    admin = sub.add_parser("admin", help="an admin act (needs the admin token)")
+    text = "an admin act on a tournament (needs the admin token)"
+    admin = sub.add_parser("admin", help=text, description=described(text))
     admin.add_argument("tournament", help=TOURNAMENT_HELP)
     admin.add_argument("act", choices=ADMIN_ACTS, help="what to do: " + ", ".join(ADMIN_ACTS))
     admin.add_argument("--match", help="the match id (forfeit, correct), e.g. W1-1")
@@ -239,10 +244,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="cards on foundations per id or name (correct; players not given keep the race's)",
     )
     admin.add_argument("--reason", default="", help="why, kept in the tournament's audit")
-    for act in ("start", "pause", "resume"):
-        short = sub.add_parser(act, help=f"admin: {act} a tournament")
+    acts = {
+        "start": "admin: start a tournament (its field: who registered, or who checked in if "
+        "check-in is required)",
+        "pause": "admin: pause a tournament (no new race, round or forfeit until resume)",
+        "resume": "admin: resume a paused tournament",
+    }
+    for act, text in acts.items():
+        short = sub.add_parser(act, help=text, description=described(text))
         short.add_argument("tournament", help=TOURNAMENT_HELP)
-    bots = sub.add_parser("bots", help="bots join the tournament and play its races")
+    text = "bots join a tournament and play its races"
+    bots = sub.add_parser("bots", help=text, description=described(text))
     bots.add_argument("tournament", help=TOURNAMENT_HELP)
     bots.add_argument("--count", type=int, default=2, help="how many bots (default 2)")
     bots.add_argument(
@@ -255,7 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between a bot's moves (default 0.25); at any delay a bot keeps within "
         "the rate budget its server's welcome says",
     )
-    board = sub.add_parser("leaderboard", help="a game's rating leaderboard")
+    text = "print a game's rating leaderboard"
+    board = sub.add_parser("leaderboard", help=text, description=described(text))
     board.add_argument(
         "game",
         nargs="?",
@@ -264,13 +277,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="GAME",
         help="the game (default klondike): " + ", ".join(GAME_IDS),
     )
-    profile = sub.add_parser("profile", help="a player's ratings and recent results")
+    text = "print a player's ratings and recent results"
+    profile = sub.add_parser("profile", help=text, description=described(text))
     profile.add_argument(
         "player",
         nargs="?",
         help="a player's name or id (default: --name, else the name you used last)",
     )
     return parser
+
+
+def described(text: str) -> str:
+    """A subcommand's one-line help as the description its own `--help` shows."""
+    return text[0].upper() + text[1:] + "."
 
 
 def default_of(field_name: str) -> int:

@@ -7,6 +7,7 @@ option is."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import re
 
@@ -208,6 +209,20 @@ def help_of(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
         main([*argv, "--help"])
     assert done.value.code == 0
     return " ".join(capsys.readouterr().out.split())
+
+
+def test_every_subcommand_s_help_says_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """`solrace tournament join --help` (and check-in, play...) showed only the usage and the
+    arguments: each now opens with a line that says what the command does."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert len(commands.choices) == 15  # a new command needs a description too
+    for command, sub in commands.choices.items():
+        assert sub.description, command
+        text = help_of(capsys, command)
+        assert " ".join(sub.description.split()) in text, command
+    assert "Check in to a tournament you registered in" in help_of(capsys, "check-in")
+    assert "Register in a tournament" in help_of(capsys, "join")
 
 
 def test_the_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
