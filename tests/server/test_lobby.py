@@ -45,6 +45,7 @@ def info(race_id: str, status: str = "open") -> RaceInfo:
             "start_at_ms": None,
             "ends_at_ms": None,
             "spectator_delay_ms": 0,
+            "grace_ms": 60_000,
         }
     )
 
