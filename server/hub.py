@@ -78,6 +78,14 @@ from solrace.server.store import NameTakenError, Store, StoreError
 log = logging.getLogger("solrace.server.hub")
 
 
+def _key_of_another(player: PlayerRecord) -> RaceError:
+    """A hello's key registered `player`, whose name is another: not `name_taken`, since the
+    name asked for may well be free."""
+    return RaceError(
+        ErrorCode.NAME_MISMATCH, f"this key registered {player.name!r}: a key registers one name"
+    )
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -396,11 +404,7 @@ class Hub:
             if reclaimed is not None:
                 if reclaimed.name.casefold() == name.casefold():
                     return reclaimed, False  # its own again: no new name
-                # Not `name_taken`: the name asked for may well be free.
-                raise RaceError(
-                    ErrorCode.NAME_MISMATCH,
-                    f"this key registered {reclaimed.name!r}: a key registers one name",
-                )
+                raise _key_of_another(reclaimed)
         refusal = session.register()
         if refusal is not None:
             raise RaceError(
@@ -412,9 +416,14 @@ class Hub:
         except NameTakenError:
             if key is None:
                 return None, False
+        # The name is someone else's, or the key's player was made meanwhile (a hello with
+        # the same key at the same time): with this name, or with another one.
         player = await self.store.get_player(player_id)
-        same = player is not None and player.name.casefold() == name.casefold()
-        return (player, False) if same else (None, False)
+        if player is None:
+            return None, False
+        if player.name.casefold() != name.casefold():
+            raise _key_of_another(player)
+        return player, False
 
     async def _identify(
         self, session: Session, message: Hello, now: int

@@ -2,7 +2,7 @@
 (name, time limit, player names, the race id of every requested race), stored as one JSON
 document; the state-machine call behind each admin act; and the race change the service
 makes (stopping a decided match's race). A seated player is marked connected by
-`race_sync.connection_change`."""
+`race_changes.connection_change`."""
 
 from __future__ import annotations
 

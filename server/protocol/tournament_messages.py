@@ -29,14 +29,14 @@ def _printable(text: str) -> str:
     return text
 
 
-#: Letters and symbols by their Unicode category that are drawn as nothing (Hangul fillers,
-#: the blank Braille pattern, Khmer's inherent vowels): they show no more than a space.
-_BLANK_SHOWING = frozenset("\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+#: Letters and symbols, by their Unicode category, that are drawn as nothing (Hangul fillers,
+#: the blank Braille pattern, the musical null notehead): they show no more than a space.
+_BLANK_SHOWING = frozenset("\u115f\u1160\u2800\u3164\uffa0\U0001d159")
 
 
 def _shows(c: str) -> bool:
     """Is `c` drawn as something: a letter, number, punctuation or symbol, not one of the
-    blank ones? (Spaces, combining marks alone and format characters are not.)"""
+    blank ones? (Spaces, marks of any kind and format characters are not.)"""
     return unicodedata.category(c)[0] in "LNPS" and c not in _BLANK_SHOWING
 
 

@@ -4,6 +4,7 @@ player back, and nobody without the key can."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 
 from solrace.server.protocol.codec import encode_raw
@@ -65,6 +66,26 @@ async def test_without_the_key_the_name_stays_taken(client: ClientFactory) -> No
     case_changed = await client()
     answer = await registered(case_changed, "Alice", key)
     assert isinstance(answer, Welcome) and answer.name == "alice"
+
+
+async def test_one_key_with_two_names_at_once_registers_one_and_says_so_to_the_other(
+    client: ClientFactory,
+) -> None:
+    """Two hellos at the same time, one key, two free names: one is welcomed, the other is
+    told the key registered the first name (it was told that its free name 'belongs to
+    someone else' when its insert met the player the first had just made)."""
+    for _ in range(12):
+        key = secrets.token_urlsafe(24)
+        first, second = await client(), await client()
+        names = [f"x{secrets.token_hex(4)}", f"y{secrets.token_hex(4)}"]
+        answers = await asyncio.gather(
+            registered(first, names[0], key), registered(second, names[1], key)
+        )
+        welcomed = [a for a in answers if isinstance(a, Welcome)]
+        refused = [a for a in answers if isinstance(a, Error)]
+        assert len(welcomed) == 1 and len(refused) == 1, answers
+        assert refused[0].code == "name_mismatch"
+        assert repr(welcomed[0].name) in refused[0].message
 
 
 async def test_a_key_without_a_name_or_with_a_token_is_refused(client: ClientFactory) -> None:
