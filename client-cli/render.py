@@ -41,6 +41,9 @@ STYLE_STUCK: Final = "bold yellow"
 MAX_COLUMNS: Final = 10
 """More tableau piles than this lie as rows instead of standing as columns."""
 
+_ROW_LABEL_WIDTH: Final = 4
+"""A fanned row's label (`t12 `), before its cards."""
+
 
 def wants_color(environ: Mapping[str, str] | None = None) -> bool:
     """False when the user asked for no colour (https://no-color.org)."""
@@ -205,9 +208,33 @@ def render_board(
     title: str | None = None,
     show_header: bool = True,
 ) -> Rendered:
-    """Lay `board` out in at most `width` x `height` cells (80 x 24 always suffices)."""
+    """Lay `board` out in at most `width` x `height` cells (80 x 24 always suffices).
+
+    The top row's cells stand two spaces apart, one when that is what makes the board fit."""
     width = max(width, 20)
     height = max(height, 6)
+    args = (board, width, height, unicode, color, selected, title, show_header)
+    rendered, fits = _layout(*args, gap=2)
+    if rendered.height > height or not fits:
+        tight, tight_fits = _layout(*args, gap=1)
+        if (tight_fits, -tight.height) > (fits, -rendered.height):
+            return tight
+    return rendered
+
+
+def _layout(
+    board: BoardView,
+    width: int,
+    height: int,
+    unicode: bool,
+    color: bool,
+    selected: str | None,
+    title: str | None,
+    show_header: bool,
+    *,
+    gap: int,
+) -> tuple[Rendered, bool]:
+    """The board laid out, and whether its tableau found room (else a line says not)."""
     faces = _Faces(unicode)
     canvas = _Canvas(width, color, faces, selected)
     _, _, draw = _title_of(board.game_id)
@@ -230,7 +257,7 @@ def render_board(
             top.append(pile)
     top.sort(key=lambda p: ("stock", "waste", "foundation").index(_kind(p.name)))
 
-    y = _draw_top_row(canvas, top, y, max(draw, 1))
+    y = _draw_top_row(canvas, top, y, max(draw, 1), gap)
     for pile in reserves:
         _draw_fanned_row(canvas, pile, (0, y), width)
         y += 1
@@ -241,15 +268,16 @@ def render_board(
         if needed < rows_left:
             y += 1
             rows_left -= 1
+    fits = True
     if tableau:
         if len(tableau) <= MAX_COLUMNS and len(tableau) * 3 <= width:
             _draw_columns(canvas, tableau, y, rows_left)
         else:
-            _draw_rows(canvas, tableau, y, rows_left)
-    return canvas.finish()
+            fits = _draw_rows(canvas, tableau, y, rows_left)
+    return canvas.finish(), fits
 
 
-def _draw_top_row(canvas: _Canvas, piles: list[PileView], y: int, draw: int) -> int:
+def _draw_top_row(canvas: _Canvas, piles: list[PileView], y: int, draw: int, gap: int) -> int:
     """Stock, waste and foundations as `label cards` cells flowing left to right."""
     if not piles:
         return y
@@ -263,7 +291,7 @@ def _draw_top_row(canvas: _Canvas, piles: list[PileView], y: int, draw: int) -> 
         for i, (text, style, hit) in enumerate(cell):
             shown = _label_style(hit.pile if hit else "", canvas.selected) if i == 0 else style
             x = canvas.put(x, y, text, shown, hit)
-        x += 2
+        x += gap
     return y + 1
 
 
@@ -301,7 +329,7 @@ def _draw_fanned_row(canvas: _Canvas, pile: PileView, at: tuple[int, int], cell_
     faces = canvas.faces
     short = _short(pile.name)
     target = Hit(short, 0)
-    label_width = 4
+    label_width = _ROW_LABEL_WIDTH
     x0 = x
     canvas.put(x, y, short, _label_style(short, canvas.selected), target)
     x += label_width
@@ -369,15 +397,51 @@ def _column_items(
     return [*backs, ups[0], fold, *ups[-keep:]]
 
 
-def _draw_rows(canvas: _Canvas, piles: list[PileView], y: int, rows: int) -> None:
-    """Many tableau piles as fanned rows, in as many grid columns as the height needs."""
+def _draw_rows(canvas: _Canvas, piles: list[PileView], y: int, rows: int) -> bool:
+    """Many tableau piles as fanned rows, in as many grid columns as the height needs.
+
+    When a grid cell has no room for a label and a card (Colorado's 20 piles in a spectator's
+    small board), the piles' top cards line up instead: see `_draw_tops`."""
     rows = max(1, rows)
     grid_cols = max(1, math.ceil(len(piles) / rows))
     per_col = math.ceil(len(piles) / grid_cols)
     cell_width = canvas.width // grid_cols
+    if cell_width - 1 < _ROW_LABEL_WIDTH + 2:
+        return _draw_tops(canvas, piles, y, rows)
     for i, pile in enumerate(piles):
         col, row = divmod(i, per_col)
         _draw_fanned_row(canvas, pile, (col * cell_width, y + row), cell_width - 1)
+    return True
+
+
+def _draw_tops(canvas: _Canvas, piles: list[PileView], y: int, rows: int) -> bool:
+    """The piles' top cards in order, each line labelled with its first pile (`t7  5♠ 2♦ …`
+    holds t7, t8, …); a line saying so (False) when even that does not fit in `rows` lines."""
+    faces = canvas.faces
+    per_line = (canvas.width - _ROW_LABEL_WIDTH) // 3
+    lines = math.ceil(len(piles) / per_line) if per_line else rows + 1
+    if lines > rows:
+        canvas.put(0, y, f"{len(piles)} piles: no room, enlarge the view"[: canvas.width])
+        return False
+    per_line = math.ceil(len(piles) / lines)
+    for line in range(lines):
+        chunk = piles[line * per_line : (line + 1) * per_line]
+        if not chunk:
+            break
+        first = _short(chunk[0].name)
+        x = canvas.put(0, y + line, first, _label_style(first, canvas.selected), Hit(first, 0))
+        x = max(x + 1, _ROW_LABEL_WIDTH)
+        for pile in chunk:
+            short = _short(pile.name)
+            if pile.cards:
+                face, style = faces.card(pile.cards[-1])
+                canvas.put(x, y + line, face, style, Hit(short, 1))
+            elif pile.down:
+                canvas.put(x, y + line, faces.back, STYLE_BACK, Hit(short, 0))
+            else:
+                canvas.put(x, y + line, faces.empty, STYLE_EMPTY, Hit(short, 0))
+            x += 3
+    return True
 
 
 def render_plain(board: BoardView, width: int = 80, height: int = 200) -> str:

@@ -193,3 +193,32 @@ def test_racer_lines_fit_the_panel_one_line_each() -> None:
     wide = racer_lines(racers, PlayerId("p0"), 120)[0].plain
     assert "█" * 2 in wide or "░" * BAR_WIDTH in wide  # the whole bar where there is room
     assert "1234 moves" in wide and "(away)" in wide
+
+
+@pytest.mark.parametrize("game_id", ["colorado", "british-square"])
+def test_a_small_board_still_shows_every_tableau_top_card(game_id: str) -> None:
+    """A spectator's board at 60x20 with 3-4 racers (29x7, 29x8): Colorado's 20 piles used to
+    show their labels only (each card drawn under the next label). The top cards line up,
+    each line labelled with its first pile, and clicking one picks that pile's top card."""
+    for board in positions(game_id, 4):
+        for width, height in ((29, 7), (29, 8), (30, 9), (38, 7)):
+            rendered = render_board(board, width, height, unicode=False, color=False)
+            assert rendered.width <= width
+            assert rendered.height <= height, (width, height, rendered.plain)
+            for name, pile in board.piles.items():
+                if name.startswith("tableau") and pile.cards:
+                    top = pile.cards[-1]
+                    spots = [
+                        (x, y)
+                        for y, line in enumerate(rendered.lines)
+                        for x in range(len(line) - 1)
+                        if line[x : x + 2] == top
+                        and rendered.hit(x, y) == Hit(to_short_name(name), 1)
+                    ]
+                    assert spots, (name, width, height, rendered.plain)
+
+
+def test_a_board_with_no_room_for_its_tableau_says_so() -> None:
+    board = positions("colorado", 1)[0]
+    rendered = render_board(board, 20, 6, unicode=False, color=False)
+    assert "20 piles: no room" in rendered.plain
