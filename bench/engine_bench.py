@@ -1,10 +1,12 @@
-"""Engine speed: deals/s, validated moves/s, legal-move generation/s, 200-move replay time.
+"""Engine speed: deals/s, validated moves/s (alone, from text, with the stuck test), legal-move
+generation/s, 200-move replay time.
 
 Run: python bench/engine_bench.py [--seconds 1.0] [--json bench/results/engine.json]
 
 Moves come from seeded random playouts (foundation moves preferred half the time, like the
 conformance playouts), recorded first and then timed through ``Game.play`` (full legality check
-and automatic follow-ups), so the timing excludes the choosing.
+and automatic follow-ups), so the timing excludes the choosing. "stuck moves/s" plays each
+move from text and then asks `is_stuck()`, as the server does for every move it accepts.
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ def bench_game(game_id: str, seconds: float) -> dict[str, float]:
             deal(game_id, n)
         return len(NUMBERS)
 
-    def timed_plays(as_text: bool) -> float:
-        """Moves per second through ``play``; boards are dealt outside the timer."""
+    def timed_plays(as_text: bool, stuck_test: bool = False) -> float:
+        """Moves per second through ``play`` (and ``is_stuck`` after each, with
+        `stuck_test`); boards are dealt outside the timer."""
         done, spent = 0, 0.0
         while spent < seconds:
             boards = [
@@ -62,6 +65,8 @@ def bench_game(game_id: str, seconds: float) -> dict[str, float]:
             for game, moves in boards:
                 for m in moves:
                     game.play(m)
+                    if stuck_test:
+                        game.is_stuck()
                 done += len(moves)
             spent += time.perf_counter() - start
         return done / spent
@@ -90,6 +95,7 @@ def bench_game(game_id: str, seconds: float) -> dict[str, float]:
         "deals_per_s": rate(deals, seconds),
         "validated_moves_per_s": timed_plays(as_text=False),
         "validated_text_moves_per_s": timed_plays(as_text=True),
+        "stuck_tested_moves_per_s": timed_plays(as_text=True, stuck_test=True),
         "legal_generations_per_s": rate(legal_generation, seconds),
         "replay_moves": len(replay_moves),
         "replay_ms": 1000.0 / replay_rate,
@@ -104,8 +110,8 @@ def main() -> None:
     args = parser.parse_args()
     rows = {}
     header = (
-        f"{'game':<22} {'deals/s':>9} {'moves/s':>10} {'text moves/s':>13} {'legal/s':>9} "
-        f"{'replay':>14}"
+        f"{'game':<22} {'deals/s':>9} {'moves/s':>10} {'text moves/s':>13} "
+        f"{'stuck moves/s':>14} {'legal/s':>9} {'replay':>14}"
     )
     print(header)
     for game_id in args.games:
@@ -113,7 +119,8 @@ def main() -> None:
         rows[game_id] = r
         print(
             f"{game_id:<22} {r['deals_per_s']:>9,.0f} {r['validated_moves_per_s']:>10,.0f} "
-            f"{r['validated_text_moves_per_s']:>13,.0f} {r['legal_generations_per_s']:>9,.0f} "
+            f"{r['validated_text_moves_per_s']:>13,.0f} {r['stuck_tested_moves_per_s']:>14,.0f} "
+            f"{r['legal_generations_per_s']:>9,.0f} "
             f"{r['replay_ms']:>7.2f} ms/{r['replay_moves']:>3.0f}",
             flush=True,
         )

@@ -132,6 +132,57 @@ class Klondike(Game):
                     return t.number, n, dst.number
         return None
 
+    def is_stuck(self) -> bool:
+        """Exactly ``Game.is_stuck``, without clicking through the stock on the board: a click
+        moves cards only between the stock and the waste, so the one card it can make playable
+        is the waste's new top, checked against the foundations and tableau as they stand.
+        The clicks are followed on copies of the two piles' cards, as ``play`` makes them
+        (the automatic deal onto an emptied waste included). The generic way costs a board
+        step, an undo and a move search per click: ~0.5 ms a move for the rules-book games,
+        whose boards often have no card move (``bench/engine_bench.py``, "stuck moves/s")."""
+        if self.is_won():
+            return False
+        if self.max_rounds == 1:
+            return not self.can_deal() and not self.has_card_move()
+        if self.has_card_move():
+            return False
+        if any(t.down and t.down == len(t.cards) for t in self.tableau):
+            return super().is_stuck()  # a click would also turn a card up (no legal board)
+        foundation_wants = {(f.index, len(f.cards)) for f in self.foundations}
+        tableau_wants = {
+            (RANK[t.cards[-1]] - 1, 1 - COLOR[t.cards[-1]]) for t in self.tableau if t.cards
+        }
+        space = any(not t.cards for t in self.tableau)
+        any_to_space = space and self.kings_free_spaces and self._all_kings_at_bottom()
+        stock, waste, rounds = self.stock.cards[:], self.waste.cards[:], self.round
+        draw, max_rounds = self.draw, self.max_rounds
+
+        def click() -> None:
+            nonlocal stock, waste, rounds
+            if stock:
+                for _ in range(min(draw, len(stock))):
+                    waste.append(stock.pop())
+            else:  # turn the waste over
+                stock, waste, rounds = waste[::-1], [], rounds + 1
+
+        limit = 2 * (len(stock) + len(waste)) + 4
+        for _ in range(limit):
+            if not (stock or (waste and (max_rounds < 0 or rounds < max_rounds))):
+                break  # no click left: ``can_deal``
+            click()
+            if not waste and stock:  # ``auto_deal``: an emptied waste is refilled at once
+                click()
+            if waste:
+                card = waste[-1]
+                rank = RANK[card]
+                if (
+                    (SUIT[card], rank) in foundation_wants
+                    or (rank, COLOR[card]) in tableau_wants
+                    or (space and (any_to_space or rank == KING))
+                ):
+                    return False
+        return True
+
     def _all_kings_at_bottom(self) -> bool:
         # Only face-up Kings count: legality must never depend on a hidden card.
         return (
