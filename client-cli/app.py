@@ -232,7 +232,10 @@ async def _play_session(
         from .tui import PlayApp
 
         app = PlayApp(session, opponents=opponents, game=args.game, args=args)
-        return await run_app(app)
+        status = await run_app(app)
+        for line in app.farewell:  # the races quitting left, once the terminal is back
+            print(printable(f"solrace play: {line}"))
+        return status
     mode = PlainMode(session, sys.stdout, interactive=sys.stdin.isatty())
     mode.say(f"connected to {url} as {session.state.name}")
     if opponents is not None and not args.race:

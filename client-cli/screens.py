@@ -57,12 +57,14 @@ class LobbyScreen(Screen[None]):
         assert isinstance(self.app, PlayApp)
         return self.app
 
-    def action_quit(self) -> None:
-        """Esc leaves a field being typed in (back to the list); elsewhere it quits."""
-        if isinstance(self.focused, Input):
-            self.query_one("#races", DataTable).focus()
+    async def action_quit(self) -> None:
+        """Esc anywhere but the list (a field, a button, the checkbox) goes back to the list;
+        on the list it quits, leaving the open races this app created (`PlayApp.action_quit`)."""
+        races = self.query_one("#races", DataTable)
+        if self.focused is not None and self.focused is not races:
+            races.focus()
             return
-        self.app.exit()
+        await self.play.action_quit()
 
     def compose(self) -> ComposeResult:
         yield Static(id="lobby-head")
@@ -564,13 +566,13 @@ class ResultScreen(Screen[None]):
             return Text(f"{deal}: commitment {race.commitment}{ok} verified", style="green")
         return Text(f"{deal}: commitment does NOT match{bad}", style="bold red")
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
+    async def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "rematch":
             self.action_rematch()
         elif event.button.id == "lobby":
             self.action_lobby()
         elif event.button.id == "quit":
-            self.app.exit()
+            await self.play.action_quit()
 
     def action_rematch(self) -> None:
         self.play.rematch(self.race_id)

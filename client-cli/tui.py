@@ -55,7 +55,7 @@ from solrace.server.protocol.tournament_messages import (
 from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import HeldDeals
 from .screens import LobbyScreen, RaceScreen, ResultScreen
-from .session import RequestError, Session, tournament_view_of
+from .session import LinkClosedError, RequestError, Session, tournament_view_of
 from .tournament_render import must_check_in
 from .watching import ReplayScreen, WatchPicker, WatchScreen
 from .wire_text import one_line
@@ -253,6 +253,10 @@ class PlayApp(_SessionApp):
         self.deals = HeldDeals(session)
         self.time_limit = args.time_limit if args else 600
         self.race_id: RaceId | None = None
+        #: Races this app created: those still open are left when it quits.
+        self.created: set[RaceId] = set()
+        #: What quitting did (races left), printed once the terminal is restored.
+        self.farewell: list[str] = []
         self.auto_race = opponents is not None
         self.start_race_id: RaceId | None = args.race if args else None
         self.invite = args.invite if args else None
@@ -343,6 +347,7 @@ class PlayApp(_SessionApp):
                 game_number=game_number,
             )
             self.race_id = race_id
+            self.created.add(race_id)
             self.game = game
             self.time_limit = time_limit_s
             if self.opponents is not None:
@@ -350,6 +355,33 @@ class PlayApp(_SessionApp):
             self.redraw()
 
         self.background(work())
+
+    async def action_quit(self) -> None:
+        """Quit (Esc on the lobby's list, `q` on a result, Ctrl+Q): the open races this app
+        created are left first (no one should join a race nobody will play), as the line
+        mode's `quit` does; what was left is said once the terminal is restored."""
+        for line in await self.leave_created():
+            self.farewell.append(line)
+            self.notify(line)
+        self.exit()
+
+    async def leave_created(self) -> list[str]:
+        """Leave every race this app created that is still open with this player in it."""
+        said: list[str] = []
+        me = self.session.state.player_id
+        for race_id in sorted(self.created):
+            race = self.session.state.races.get(race_id)
+            if race is None or race.status != "open" or me not in race.racers:
+                continue
+            try:
+                await self.session.leave_race(race_id)
+            except (LinkClosedError, RequestError, TimeoutError) as exc:
+                said.append(f"cannot leave race {race_id}: {exc}")
+                continue
+            if self.race_id == race_id:
+                self.race_id = None
+            said.append(f"left race {race_id}: it had not started")
+        return said
 
     def join_race(self, race_id: RaceId, invite_code: str | None = None) -> None:
         async def work() -> None:

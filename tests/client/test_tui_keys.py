@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from textual.pilot import Pilot
-from textual.widgets import Button, DataTable, Input
+from textual.widgets import Button, Checkbox, DataTable, Input
 
 from solrace.client.bots import Bot
 from solrace.client.screens import LobbyScreen, RaceScreen
@@ -148,6 +148,48 @@ async def test_the_lobby_keeps_its_highlight_and_esc_leaves_a_field_not_the_app(
             await eventually(lambda: not app.is_running, what="quit")
     finally:
         await asyncio.gather(*(maker.close() for maker in makers))
+
+
+async def test_esc_on_a_button_goes_back_to_the_list_and_quitting_leaves_the_open_race(
+    alice: Session,
+) -> None:
+    """Esc on the Create button just clicked (or the rated checkbox) quit the app, and the
+    race created stayed open on the server (a bot joined it later: its creator ended `gone`).
+    Esc there goes back to the list; quitting from the list leaves the race, and says so."""
+    app = PlayApp(alice)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+        lobby = app.screen
+        table = lobby.query_one("#races", DataTable)
+        await pilot.click("#create")
+        await eventually(lambda: app.race_id is not None, what="race created")
+        race_id = app.race_id
+        assert race_id is not None
+        me = PlayerId(alice.me or "")
+        await eventually(
+            lambda: race_id in alice.state.races and me in alice.state.races[race_id].racers,
+            what="seated in the race",
+        )
+
+        def focused() -> object:
+            return app.focused
+
+        assert focused() is lobby.query_one("#create", Button)
+        await pilot.press("escape")
+        assert app.is_running and focused() is table
+        lobby.query_one("#rated", Checkbox).focus()
+        await pilot.press("escape")
+        assert app.is_running and focused() is table
+        await pilot.press("escape")
+        await eventually(lambda: not app.is_running, what="quit")
+    await eventually(
+        lambda: (
+            alice.state.races[race_id].status == "cancelled"
+            or me not in alice.state.races[race_id].racers
+        ),
+        what="the race left",
+    )
+    assert app.farewell == [f"left race {race_id}: it had not started"]
 
 
 async def test_the_create_form_refuses_a_number_it_cannot_read(alice: Session) -> None:
