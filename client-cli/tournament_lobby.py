@@ -23,12 +23,12 @@ from solrace.server.protocol.tournament_messages import (
 
 from .session import RequestError
 from .tui import PlayApp
-from .widgets import columned_table, selected_key
+from .widgets import columned_table, select_key, selected_key
 from .wire_text import as_text, one_line
 
 
 class TournamentListScreen(Screen[None]):
-    """Every tournament the server knows, newest state on F5."""
+    """Every tournament the server knows, asked again on F5 and each time the list is back."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j", "join", "Join"),
@@ -62,6 +62,10 @@ class TournamentListScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#tournaments", DataTable).focus()
+
+    def on_screen_resume(self) -> None:
+        """Asked anew each time the list is back on screen (first shown, or back from a
+        tournament joined there: its counts changed meanwhile)."""
         self.action_refresh()
 
     def action_refresh(self) -> None:
@@ -114,6 +118,7 @@ class TournamentListScreen(Screen[None]):
     def show(self, summaries: list[TournamentSummary]) -> None:
         self.summaries = list(summaries)
         table = self.query_one("#tournaments", DataTable)
+        chosen = selected_key(table)
         table.clear()
         for t in self.summaries:
             table.add_row(
@@ -127,6 +132,7 @@ class TournamentListScreen(Screen[None]):
                 as_text(self.name_of(t.champion) if t.champion else ""),
                 key=t.tournament_id,
             )
+        select_key(table, chosen)  # a refresh keeps the highlighted tournament highlighted
 
     def selected(self) -> str | None:
         return selected_key(self.query_one("#tournaments", DataTable))

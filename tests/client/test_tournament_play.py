@@ -364,6 +364,50 @@ async def test_the_tournament_list_names_the_champion(opened: Opened) -> None:
         )
 
 
+async def test_the_tournament_list_is_asked_again_when_back_and_f5_keeps_the_highlight(
+    opened: Opened,
+) -> None:
+    """The list was asked once, when first shown: back from a tournament joined there, its
+    count of players was stale. And F5 put the cursor back on the first row."""
+    from textual.widgets import DataTable
+
+    from solrace.client.screens import LobbyScreen
+    from solrace.client.tournament_lobby import TournamentListScreen
+
+    admin = await opened.open("director")
+    for _ in range(2):
+        await create(admin, "single_elimination")
+    app = PlayApp(await opened.open("pat"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+        await pilot.press("ctrl+t")
+        await eventually(lambda: isinstance(app.screen, TournamentListScreen), what="list")
+        listing = app.screen
+        assert isinstance(listing, TournamentListScreen)
+        table = listing.query_one("#tournaments", DataTable)
+        await eventually(lambda: table.row_count == 2, what="both tournaments listed")
+
+        def players(tid: str) -> str:
+            return str(table.get_row(tid)[5])
+
+        await pilot.press("down")
+        tid = listing.selected()
+        assert tid is not None and table.cursor_row == 1 and players(tid) == "0"
+        await pilot.press("j")  # joins it and opens its screen
+        await eventually(lambda: isinstance(app.screen, TournamentScreen), what="its screen")
+        await eventually(lambda: tid in app.session.state.tournaments, what="its view")
+        await eventually(
+            lambda: len(app.session.state.tournaments[tid].players) == 1, what="joined"
+        )
+        await pilot.press("escape")
+        await eventually(lambda: app.screen is listing, what="the list again")
+        await eventually(lambda: players(tid) == "1", what="the list asked again")
+        await register(opened, tid, ["bob"])
+        await pilot.press("f5")
+        await eventually(lambda: players(tid) == "2", what="F5 asked again")
+        assert listing.selected() == tid and table.cursor_row == 1
+
+
 async def four_tournament_bots(tmp_path: Path, server: App, tid: str) -> Child:
     """`solrace tournament bots TID --count 4` (quick moves) as a child process."""
     return await Child.start(
