@@ -393,9 +393,10 @@ class RaceScreen(Screen[None]):
             self.action_cancel()
             return
         legal = [m for m in rules_board(board).card_moves() if m.src == src and m.dst == pile]
-        chosen = next((m for m in legal if m.n == n), None) if n else None
-        if chosen is None and legal:
-            chosen = legal[0] if n is None else min(legal, key=lambda m: abs(m.n - n))
+        # A clicked card moves exactly the cards from it up (refused if that many cannot go,
+        # as a typed count is); a pile picked by name or label moves what can go.
+        exact = [m for m in legal if m.n == n] if n else legal[:1]
+        chosen = exact[0] if exact else None
         if chosen is None:
             reason = check_move(board, Move(src, pile, n or 1)) or "not a legal move"
             self.source = None

@@ -11,6 +11,7 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input
 
 from solrace.client.bots import Bot
+from solrace.client.render import Hit
 from solrace.client.screens import LobbyScreen, RaceScreen
 from solrace.client.session import Session
 from solrace.client.state import RacerStatus
@@ -190,6 +191,65 @@ async def test_esc_on_a_button_goes_back_to_the_list_and_quitting_leaves_the_ope
         what="the race left",
     )
     assert app.farewell == [f"left race {race_id}: it had not started"]
+
+
+#: Klondike deal 1 after these moves: t4 ends K♠ Q♥ (three backs under them), t0 is empty.
+RUN_MOVES = ("w-t2", "t6-f1", "deal", "t5-f2", "deal", "t4-t2", "deal", "t0-t4")
+
+
+async def test_a_clicked_card_moves_exactly_the_cards_from_it_up(
+    server_url: str, alice: Session
+) -> None:
+    """Clicking Q♥ (the top of K♠ Q♥) then the empty t0 sent `t4-t0:2`, the nearest count
+    that could go: a click picks the run from the clicked card, so Q♥ alone is refused."""
+    app = PlayApp(alice)
+    bot = Bot(server_url, "bob", make_strategy("greedy", seed=3), delay_s=60)
+    await bot.connect()
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+            app.create_race("klondike", 2, 600, game_number="1")
+            await eventually(lambda: app.race_id is not None, what="race created")
+            race_id = app.race_id
+            assert race_id is not None
+            await bot.join(race_id)
+            await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+            screen = app.screen
+            assert isinstance(screen, RaceScreen)
+            me = PlayerId(alice.me or "")
+
+            def plies() -> int:
+                return alice.state.races[race_id].plies[me]
+
+            for move in RUN_MOVES:
+                before = plies()
+                app.send_move(race_id, move, screen)
+                await eventually(lambda: plies() > before, what=move)  # noqa: B023
+            board = alice.state.my_board(race_id)
+            assert board is not None and board.piles["tableau[4]"].cards == ("KS", "QH")
+            widget = screen.query_one("#board", BoardWidget)
+
+            def cell(pile: str, depth: int) -> tuple[int, int]:
+                rendered = widget._rendered
+                assert rendered is not None
+                return next(xy for xy, hit in rendered.hits.items() if hit == Hit(pile, depth))
+
+            await eventually(lambda: widget._rendered is not None, what="board drawn")
+            await pilot.click(widget, offset=cell("t4", 1))  # Q♥
+            await eventually(lambda: screen.source == ("t4", 1), what="Q♥ picked")
+            await pilot.click(widget, offset=cell("t0", 0))
+            await eventually(lambda: screen.source is None, what="refused")
+            assert screen.message.startswith("refused t4-t0"), screen.message
+            assert plies() == len(RUN_MOVES)
+            await pilot.click(widget, offset=cell("t4", 2))  # K♠ and Q♥ on it
+            await eventually(lambda: screen.source == ("t4", 2), what="K♠ picked")
+            await pilot.click(widget, offset=cell("t0", 0))
+            await eventually(lambda: plies() == len(RUN_MOVES) + 1, what="the run moved")
+            board = alice.state.my_board(race_id)
+            assert board is not None and board.piles["tableau[0]"].cards == ("KS", "QH")
+    finally:
+        await bot.close()
 
 
 async def test_the_create_form_refuses_a_number_it_cannot_read(alice: Session) -> None:
