@@ -113,6 +113,8 @@ class TournamentScreen(Screen[None]):
         self.live_race_ids: list[RaceId] = []
         #: Why the server refused to show the tournament (an unknown id), else None.
         self.refusal: str | None = None
+        #: The offered actions (`check_action`) the footer last showed.
+        self.offered: tuple[bool | None, ...] | None = None
 
     @property
     def host(self) -> _SessionApp:
@@ -244,7 +246,18 @@ class TournamentScreen(Screen[None]):
         self.title_text = title
         self.body_text = render_board(view)
         self._show(live_rows(view))
-        self.refresh_bindings()  # Join and Check in follow the phase (`check_action`)
+        self._refresh_offered()
+
+    #: The actions whose offer changes with the tournament (`check_action`).
+    CHANGING: ClassVar[tuple[str, ...]] = ("join", "check_in", "own_race", "back")
+
+    def _refresh_offered(self) -> None:
+        """The footer again when what it offers changed (Join and Check in follow the phase,
+        Your race the player's race): redrawn on every view, it flickered during a race."""
+        offered = tuple(self.check_action(action, ()) for action in self.CHANGING)
+        if offered != self.offered:
+            self.offered = offered
+            self.refresh_bindings()
 
     def _show(self, rows: list[tuple[str, str, str, str, RaceId]]) -> None:
         self.query_one("#t-head", Static).update(Text(self.title_text, style="bold"))

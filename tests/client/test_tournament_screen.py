@@ -202,8 +202,21 @@ async def test_join_and_check_in_are_offered_only_while_they_can_do_something(
         await eventually(lambda: tid in joe.state.tournaments, what="the view")
         assert screen.check_action("join", ()) and not screen.check_action("check_in", ())
         await register(opened, tid, ["ann", "bob", "cid"])
+        # The footer is redrawn when what it offers changes, not on every view (it flickered
+        # while a race of the player's ran).
+        redrawn = 0
+
+        def count() -> None:
+            nonlocal redrawn
+            redrawn += 1
+
+        screen.refresh_bindings = count  # type: ignore[method-assign]
         app.play_tournament(tid)  # joe joins and plays here
         await eventually(lambda: screen.check_action("join", ()) is False, what="joined")
+        await eventually(lambda: redrawn == 1, what="the footer redrawn: Join is gone")
+        for _ in range(3):
+            screen.update_view()
+        assert redrawn == 1
         await act(admin, tid, "start")
         await eventually(lambda: joe.state.tournaments[tid].phase == "running", what="start")
         assert not screen.check_action("join", ()) and not screen.check_action("check_in", ())
