@@ -336,6 +336,11 @@ class Game:
         return [p for p in self.piles if p.kind in (FOUNDATION, TABLEAU)]
 
     def _card_moves(self) -> Iterator[Move]:
+        for src, n, dst in self._card_move_piles():
+            yield Move(src.short, dst.short, n)
+
+    def _card_move_piles(self) -> Iterator[tuple[Pile, int, Pile]]:
+        """Every legal card move as (source, count, target), by source and target order."""
         targets = self._targets
         for src in self.move_sources():
             if not src.cards:
@@ -345,7 +350,7 @@ class Game:
                     continue
                 for dst in targets:
                     if dst is not src and self.accepts(dst, src, n):
-                        yield Move(src.short, dst.short, n)
+                        yield src, n, dst
 
     def legal_moves(self) -> list[Move]:
         """Every legal action, the stock click first, then by source and target pile order."""
@@ -357,9 +362,34 @@ class Game:
         """Legal moves other than the stock click."""
         return list(self._card_moves())
 
+    #: The card move `has_card_move` found last, as pile numbers (source, count, target):
+    #: after most moves it is still legal, and checking it by the rules is a fraction of a
+    #: search (the stuck test asks after every move). A hint only: checked each time.
+    _card_move_hint: tuple[int, int, int] | None = None
+
     def has_card_move(self) -> bool:
-        """Is any move other than the stock click legal? (Stops at the first one found.)"""
-        return next(self._card_moves(), None) is not None
+        """Is any move other than the stock click legal? (The one found last is tried first,
+        then the moves in order until one is found.)"""
+        hint = self._card_move_hint
+        if hint is not None and self._card_move_holds(*hint):
+            return True
+        found = next(self._card_move_piles(), None)
+        self._card_move_hint = (
+            None if found is None else (found[0].number, found[1], found[2].number)
+        )
+        return found is not None
+
+    def _card_move_holds(self, source: int, n: int, target: int) -> bool:
+        """Is the card move of `_card_move_hint` still legal, by the rules `_card_move_piles`
+        applies (its target is one of the targets, and not its source: it was found so)?"""
+        src, dst = self.piles[source], self.piles[target]
+        return (
+            n <= len(src.cards)
+            and n in self.pickable_counts(src)
+            and self.can_pick(src, n)
+            and any(p is src for p in self.move_sources())
+            and self.accepts(dst, src, n)
+        )
 
     # -- outcome -----------------------------------------------------------------------------
 

@@ -64,16 +64,12 @@ class Klondike(Game):
         top = dst.cards[-1]
         return RANK[top] == RANK[card] + 1 and COLOR[top] != COLOR[card]
 
-    #: The card move `has_card_move` found last, as pile numbers (source, count, target):
-    #: after most moves it is still legal, and checking it is several times cheaper than the
-    #: search. Only a hint: it is checked by the rules each time, never trusted.
-    _card_move_hint: tuple[int, int, int] | None = None
-
     def has_card_move(self) -> bool:
         """Exactly ``Game.has_card_move`` (the same rules, read from the same card tables),
         without trying every source against every target: the server asks it after every
         move (the stuck test). The move found last is tried first. Property tests compare
-        the two on random and odd positions, and along whole games."""
+        the two on random and odd positions, and along whole games. (`_card_move_hint` as in
+        ``Game``; checked here by Klondike's own rules, which need no more.)"""
         hint = self._card_move_hint
         if hint is not None:
             src, n, dst = self.piles[hint[0]], hint[1], self.piles[hint[2]]
