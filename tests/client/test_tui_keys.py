@@ -235,7 +235,12 @@ async def test_a_clicked_card_moves_exactly_the_cards_from_it_up(
                 assert rendered is not None
                 return next(xy for xy, hit in rendered.hits.items() if hit == Hit(pile, depth))
 
-            await eventually(lambda: widget._rendered is not None, what="board drawn")
+            def drawn() -> bool:  # the board after the last move: K♠ Q♥ on t4, t0 empty
+                rendered = widget._rendered
+                hits = set(rendered.hits.values()) if rendered is not None else set()
+                return Hit("t4", 2) in hits and Hit("t0", 1) not in hits
+
+            await eventually(drawn, what="the last move drawn")
             await pilot.click(widget, offset=cell("t4", 1))  # Q♥
             await eventually(lambda: screen.source == ("t4", 1), what="Q♥ picked")
             await pilot.click(widget, offset=cell("t0", 0))
