@@ -415,7 +415,10 @@ class PlainMode:
                 await self.session.leave_race(race_id)
             except LinkClosedError:
                 raise
-            except (RequestError, TimeoutError) as exc:
+            except TimeoutError:
+                self.say(f"cannot leave race {race_id}: no answer from the server")
+                continue
+            except RequestError as exc:
                 self.say(f"cannot leave race {race_id}: {exc}")
                 continue
             if self.race_id == race_id:

@@ -329,7 +329,11 @@ async def _play_in(session: Session, args: argparse.Namespace) -> int:
     from .tui import PlayApp
 
     options = argparse.Namespace(ascii=args.ascii, time_limit=600, race=None, invite=None)
-    return await run_app(PlayApp(session, args=options, tournament_id=tid))
+    app = PlayApp(session, args=options, tournament_id=tid)
+    status = await run_app(app)
+    for line in app.farewell:  # the races quitting left, once the terminal is back
+        print(printable(f"solrace tournament: {line}"))
+    return status
 
 
 __all__ = ["TournamentPlain", "join", "run_play"]

@@ -18,6 +18,7 @@ fetches the race's replay and checks the deal against the commitment received at
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, ClassVar
@@ -62,6 +63,9 @@ from .wire_text import one_line
 
 if TYPE_CHECKING:
     from .app import Opponents
+
+#: How long quitting waits for the server to take back the open races the app created.
+QUIT_LEAVE_S = 3.0
 
 CSS = """
 .form { height: 1; margin: 0 0 1 0; }
@@ -366,22 +370,38 @@ class PlayApp(_SessionApp):
         self.exit()
 
     async def leave_created(self) -> list[str]:
-        """Leave every race this app created that is still open with this player in it."""
-        said: list[str] = []
+        """Leave every race this app created that is still open with this player in it: all
+        at once, within `QUIT_LEAVE_S` (quitting must not wait long on a slow server), and
+        none while the link is down (the server takes the seat back after its grace)."""
         me = self.session.state.player_id
-        for race_id in sorted(self.created):
-            race = self.session.state.races.get(race_id)
-            if race is None or race.status != "open" or me not in race.racers:
-                continue
-            try:
-                await self.session.leave_race(race_id)
-            except (LinkClosedError, RequestError, TimeoutError) as exc:
-                said.append(f"cannot leave race {race_id}: {exc}")
-                continue
-            if self.race_id == race_id:
-                self.race_id = None
-            said.append(f"left race {race_id}: it had not started")
-        return said
+        open_races = [
+            race_id
+            for race_id in sorted(self.created)
+            if (race := self.session.state.races.get(race_id)) is not None
+            and race.status == "open"
+            and me in race.racers
+        ]
+        if not open_races:
+            return []
+        if self.session.link is not LinkStatus.CONNECTED:
+            return [
+                f"cannot leave race {race_id}: the server is not reachable (it gives the seat "
+                "up after its grace period)"
+                for race_id in open_races
+            ]
+        outcomes = await asyncio.gather(*(self._leave_created(race_id) for race_id in open_races))
+        return list(outcomes)
+
+    async def _leave_created(self, race_id: RaceId) -> str:
+        try:
+            await asyncio.wait_for(self.session.leave_race(race_id), QUIT_LEAVE_S)
+        except TimeoutError:
+            return f"cannot leave race {race_id}: no answer from the server"
+        except (LinkClosedError, RequestError) as exc:
+            return f"cannot leave race {race_id}: {exc}"
+        if self.race_id == race_id:
+            self.race_id = None
+        return f"left race {race_id}: it had not started"
 
     def join_race(self, race_id: RaceId, invite_code: str | None = None) -> None:
         async def work() -> None:

@@ -11,6 +11,7 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input
 
 from solrace.client.bots import Bot
+from solrace.client.connection import LinkStatus
 from solrace.client.render import Hit
 from solrace.client.screens import LobbyScreen, RaceScreen
 from solrace.client.session import Session
@@ -18,6 +19,7 @@ from solrace.client.state import RacerStatus
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp
 from solrace.client.widgets import BoardWidget, racer_lines, selected_key
+from solrace.server.app import App
 from solrace.server.protocol.ids import PlayerId, RaceId
 from tests.waiting import eventually
 
@@ -191,6 +193,34 @@ async def test_esc_on_a_button_goes_back_to_the_list_and_quitting_leaves_the_ope
         what="the race left",
     )
     assert app.farewell == [f"left race {race_id}: it had not started"]
+
+
+async def test_quitting_with_the_server_gone_does_not_wait_for_it(
+    server_app: App, alice: Session
+) -> None:
+    """With the link down, quitting sent the leave anyway and waited for its answer (10 s,
+    the screen frozen), then said `cannot leave race R: ` with no reason. It now says why at
+    once and sends nothing."""
+    app = PlayApp(alice)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+        await pilot.click("#create")
+        await eventually(lambda: app.race_id is not None, what="race created")
+        race_id = app.race_id
+        me = PlayerId(alice.me or "")
+        await eventually(
+            lambda: race_id in alice.state.races and me in alice.state.races[race_id].racers,
+            what="seated in the race",
+        )
+        app.screen.query_one("#races", DataTable).focus()
+        await server_app.stop()
+        await eventually(lambda: alice.link is not LinkStatus.CONNECTED, what="link down")
+        await pilot.press("escape")
+        await eventually(lambda: not app.is_running, what="quit")
+    assert app.farewell == [
+        f"cannot leave race {race_id}: the server is not reachable (it gives the seat up "
+        "after its grace period)"
+    ]
 
 
 #: Klondike deal 1 after these moves: t4 ends K♠ Q♥ (three backs under them), t0 is empty.
