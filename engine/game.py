@@ -408,7 +408,12 @@ class Game:
             return not self.can_deal() and not self.has_card_move()
         if self.has_card_move():
             return False
-        # Click through the stock on a scratch board: does any click bring a playable card?
+        return not self.a_click_helps()
+
+    def a_click_helps(self) -> bool:
+        """With no card move now, does any run of stock clicks bring one? (The second half of
+        `is_stuck`, for boards that may be turned over again.) Here by clicking on the board
+        and taking the clicks back."""
         limit = 2 * (len(self.stock.cards) + len(self.waste.cards)) + 4
         clicks = 0
         try:
@@ -416,8 +421,8 @@ class Game:
                 self.play(DEAL)
                 clicks += 1
                 if self.has_card_move():
-                    return False
-            return True
+                    return True
+            return False
         finally:
             for _ in range(clicks):
                 self.undo()

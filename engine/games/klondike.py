@@ -128,22 +128,16 @@ class Klondike(Game):
                     return t.number, n, dst.number
         return None
 
-    def is_stuck(self) -> bool:
-        """Exactly ``Game.is_stuck``, without clicking through the stock on the board: a click
-        moves cards only between the stock and the waste, so the one card it can make playable
-        is the waste's new top, checked against the foundations and tableau as they stand.
-        The clicks are followed on copies of the two piles' cards, as ``play`` makes them
-        (the automatic deal onto an emptied waste included). The generic way costs a board
-        step, an undo and a move search per click: ~0.5 ms a move for the rules-book games,
-        whose boards often have no card move (``bench/engine_bench.py``, "stuck moves/s")."""
-        if self.is_won():
-            return False
-        if self.max_rounds == 1:
-            return not self.can_deal() and not self.has_card_move()
-        if self.has_card_move():
-            return False
+    def a_click_helps(self) -> bool:
+        """Exactly ``Game.a_click_helps``, without clicking on the board: a click moves cards
+        only between the stock and the waste, so the one card it can make playable is the
+        waste's new top, checked against the foundations and tableau as they stand. The clicks
+        are followed on copies of the two piles' cards, as ``play`` makes them (the automatic
+        deal onto an emptied waste included). The generic way costs a board step, an undo and
+        a move search per click: ~0.5 ms a move for the rules-book games, whose boards often
+        have no card move (``bench/engine_bench.py``, "stuck moves/s")."""
         if any(t.down and t.down == len(t.cards) for t in self.tableau):
-            return super().is_stuck()  # a click would also turn a card up (no legal board)
+            return super().a_click_helps()  # a click would also turn a card up (no legal board)
         foundation_wants = {(f.index, len(f.cards)) for f in self.foundations}
         tableau_wants = {
             (RANK[t.cards[-1]] - 1, 1 - COLOR[t.cards[-1]]) for t in self.tableau if t.cards
@@ -176,8 +170,8 @@ class Klondike(Game):
                     or (rank, COLOR[card]) in tableau_wants
                     or (space and (any_to_space or rank == KING))
                 ):
-                    return False
-        return True
+                    return True
+        return False
 
     def _all_kings_at_bottom(self) -> bool:
         # Only face-up Kings count: legality must never depend on a hidden card.

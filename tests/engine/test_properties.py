@@ -318,6 +318,16 @@ def test_the_card_move_test_agrees_with_move_generation_along_a_game(
 KLONDIKE_IDS = [g for g in GAME_IDS if issubclass(game_class(g), Klondike)]
 
 
+def generic_is_stuck(game: Game) -> bool:
+    """`Game.is_stuck` with the generic click-through (on the board, taken back), whatever
+    the game's own `a_click_helps`."""
+    if game.is_won():
+        return False
+    if game.max_rounds == 1:
+        return not game.can_deal() and not game.card_moves()
+    return not game.card_moves() and not Game.a_click_helps(game)
+
+
 @pytest.mark.parametrize("game_id", KLONDIKE_IDS)
 @PROPERTY_SETTINGS
 @given(number=GAME_NUMBERS, choices=CHOICES)
@@ -335,8 +345,8 @@ def test_klondike_fast_card_move_test_agrees_with_the_generic_one(
             src, n, dst = (game.piles[hint[0]], hint[1], game.piles[hint[2]])
             assert Move(src.short, dst.short, n) in game.card_moves()
         # Its stuck test follows the clicks on copies; the generic one clicks on the board
-        # and takes the clicks back.
-        assert game.is_stuck() == Game.is_stuck(game)
+        # and takes the clicks back (the board as it was after: checked by the next move).
+        assert game.is_stuck() == generic_is_stuck(game)
         assert game.has_card_move() == bool(game.card_moves())
         seen = view(game, "player")
         assert isinstance(seen, BoardView)
@@ -383,7 +393,7 @@ def test_klondike_fast_card_move_test_agrees_on_any_position(
         game.tableau[0].down = 0
     assert game.has_card_move() == bool(game.card_moves())
     game.round = rounds_done
-    assert game.is_stuck() == Game.is_stuck(game)
+    assert game.is_stuck() == generic_is_stuck(game)
 
 
 CARD_MOVE_EDGE_POSITIONS = [
@@ -404,7 +414,7 @@ def test_klondike_fast_card_move_test_agrees_on_edge_positions(
 ) -> None:
     game = game_class(game_id).from_piles(piles)
     assert game.has_card_move() == bool(game.card_moves())
-    assert game.is_stuck() == Game.is_stuck(game)
+    assert game.is_stuck() == generic_is_stuck(game)
 
 
 # -- move text -------------------------------------------------------------------------------
