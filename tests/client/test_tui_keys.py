@@ -24,10 +24,13 @@ from solrace.server.protocol.ids import PlayerId, RaceId
 from tests.waiting import eventually
 
 
-async def racing(app: PlayApp, alice: Session, bot: Bot) -> tuple[RaceScreen, RaceId]:
-    """The app's player in a started race against `bot`: its race screen and race id."""
+async def racing(
+    app: PlayApp, alice: Session, bot: Bot, game_number: str | None = None
+) -> tuple[RaceScreen, RaceId]:
+    """The app's player in a started race against `bot` (on deal `game_number`, if named):
+    its race screen and race id."""
     await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
-    app.create_race("klondike", 2, 600)
+    app.create_race("klondike", 2, 600, game_number=game_number)
     await eventually(lambda: app.race_id is not None, what="race created")
     race_id = app.race_id
     assert race_id is not None
@@ -237,16 +240,7 @@ async def test_a_clicked_card_moves_exactly_the_cards_from_it_up(
     await bot.connect()
     try:
         async with app.run_test(size=(100, 30)) as pilot:
-            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
-            app.create_race("klondike", 2, 600, game_number="1")
-            await eventually(lambda: app.race_id is not None, what="race created")
-            race_id = app.race_id
-            assert race_id is not None
-            await bot.join(race_id)
-            await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
-            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-            screen = app.screen
-            assert isinstance(screen, RaceScreen)
+            screen, race_id = await racing(app, alice, bot, game_number="1")
             me = PlayerId(alice.me or "")
 
             def plies() -> int:
