@@ -20,10 +20,11 @@ import pytest
 from textual.pilot import Pilot
 
 from solrace.client.bots import Bot
-from solrace.client.screens import RaceScreen, ResultScreen
+from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tournament_bots import play_tournament
+from solrace.client.tournament_lobby import TournamentListScreen
 from solrace.client.tournament_screen import TournamentScreen
 from solrace.client.tui import PlayApp
 from solrace.server.app import App
@@ -77,6 +78,16 @@ def at_ply(session: Session, race_id: RaceId, ply: int) -> Callable[[], bool]:
 
 def deal_of(app: App, race_id: RaceId) -> str:
     return app.hub.races[race_id].race.record.game_number
+
+
+async def tournament_list(app: PlayApp, pilot: Pilot[None]) -> TournamentListScreen:
+    """From the lobby, the tournament list (Ctrl+T) once it is on screen."""
+    await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+    await pilot.press("ctrl+t")
+    await eventually(lambda: isinstance(app.screen, TournamentListScreen), what="list")
+    listing = app.screen
+    assert isinstance(listing, TournamentListScreen)
+    return listing
 
 
 async def join_on_screen(app: PlayApp, pilot: Pilot[None]) -> TournamentScreen:
@@ -299,8 +310,6 @@ async def test_the_result_screen_checks_the_held_deal_once_the_round_ends(
 async def test_a_pushed_race_opens_from_the_lobby_and_ctrl_t_lists_tournaments(
     server: App, opened: Opened, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from solrace.client.screens import LobbyScreen
-    from solrace.client.tournament_lobby import TournamentListScreen
 
     monkeypatch.setattr(PlayApp, "RESULT_PAUSE_S", 0.2)
     admin = await opened.open("director")
@@ -313,11 +322,7 @@ async def test_a_pushed_race_opens_from_the_lobby_and_ctrl_t_lists_tournaments(
     app = PlayApp(pat)
     try:
         async with app.run_test(size=(100, 30)) as pilot:
-            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
-            await pilot.press("ctrl+t")
-            await eventually(lambda: isinstance(app.screen, TournamentListScreen), what="list")
-            listing = app.screen
-            assert isinstance(listing, TournamentListScreen)
+            listing = await tournament_list(app, pilot)
             await eventually(lambda: [t.tournament_id for t in listing.summaries] == [tid])
             await pilot.press("j")  # joins the highlighted tournament and opens its screen
             await eventually(lambda: isinstance(app.screen, TournamentScreen), what="screen")
@@ -341,9 +346,6 @@ async def test_a_pushed_race_opens_from_the_lobby_and_ctrl_t_lists_tournaments(
 
 async def test_the_tournament_list_names_the_champion(opened: Opened) -> None:
     from textual.widgets import DataTable
-
-    from solrace.client.screens import LobbyScreen
-    from solrace.client.tournament_lobby import TournamentListScreen
 
     from .test_tournament_screen import opened_id
 
@@ -371,19 +373,12 @@ async def test_the_tournament_list_is_asked_again_when_back_and_f5_keeps_the_hig
     count of players was stale. And F5 put the cursor back on the first row."""
     from textual.widgets import DataTable
 
-    from solrace.client.screens import LobbyScreen
-    from solrace.client.tournament_lobby import TournamentListScreen
-
     admin = await opened.open("director")
     for _ in range(2):
         await create(admin, "single_elimination")
     app = PlayApp(await opened.open("pat"))
     async with app.run_test(size=(100, 30)) as pilot:
-        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
-        await pilot.press("ctrl+t")
-        await eventually(lambda: isinstance(app.screen, TournamentListScreen), what="list")
-        listing = app.screen
-        assert isinstance(listing, TournamentListScreen)
+        listing = await tournament_list(app, pilot)
         table = listing.query_one("#tournaments", DataTable)
         await eventually(lambda: table.row_count == 2, what="both tournaments listed")
 
