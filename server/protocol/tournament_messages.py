@@ -17,11 +17,32 @@ from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.vocab import FormatName, MatchStateName, PhaseName
 from solrace.server.protocol.wire import IdText, Message, ShortText
 
+#: The zero-width non-joiner and joiner: Persian and other scripts write words with them, and
+#: emoji sequences (a family, a flag with a sign) are joined by the joiner.
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def _joins(text: str, at: int) -> bool:
+    """Is the joiner at `at` between two characters it can join: after a letter, number,
+    punctuation, symbol or mark (an emoji's variation selector is a mark) and before one that
+    is drawn? A joiner anywhere else (at an end, doubled, next to a space) only hides."""
+    before = text[at - 1] if at > 0 else " "
+    after = text[at + 1] if at + 1 < len(text) else " "
+    return unicodedata.category(before)[0] in "LNPSM" and _shows(after)
+
 
 def _printable(text: str) -> str:
     """Refuse control characters (escape sequences, new lines) and other non-printable ones
-    (bidirectional overrides, zero-width marks): such text is shown to others as it is."""
-    bad = next((c for c in text if not c.isprintable()), None)
+    (bidirectional overrides, zero-width marks), but a joiner where it joins: such text is
+    shown to others as it is."""
+    bad = next(
+        (
+            c
+            for at, c in enumerate(text)
+            if not c.isprintable() and not (c in _JOINERS and _joins(text, at))
+        ),
+        None,
+    )
     if bad is not None:
         raise ValueError(
             f"non-printable character U+{ord(bad):04X} (control characters and the like)"

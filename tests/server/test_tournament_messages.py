@@ -30,6 +30,12 @@ UNPRINTABLE = [
     "evil\u202ename",  # right-to-left override
     "zero\u200bwidth",
     "line\u2028separator",
+    # Joiners where they join nothing: at an end, doubled, beside a space.
+    "joiner\u200d",
+    "\u200cnon-joiner",
+    "a\u200d\u200db",
+    "a \u200cb",
+    "a\u200d b",
 ]
 
 
@@ -57,6 +63,22 @@ def test_a_tournament_name_with_a_non_printable_character_is_refused(name: str) 
 )
 def test_printable_names_are_accepted(name: str) -> None:
     assert CreateTournament.model_validate(create(name)).name == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian, with a non-joiner
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467 cup",  # an emoji family
+        "\u2764\ufe0f\u200d\U0001f525",  # a variation selector before the joiner
+    ],
+)
+def test_joiners_between_what_they_join_are_accepted(name: str) -> None:
+    """Persian words and emoji sequences need the (zero-width) joiner and non-joiner."""
+    assert CreateTournament.model_validate(create(name)).name == name
+    assert decode_client(msgpack.packb(create(name))) == CreateTournament.model_validate(
+        create(name)
+    )
 
 
 @pytest.mark.parametrize(
