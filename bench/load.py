@@ -206,8 +206,9 @@ async def run_phase(
     stats: Stats,
     server_pid: int | None = None,
 ) -> dict[str, float]:
-    """Run the clients; measure `seconds` after a warm-up. With `server_pid`, also the
-    server's CPU time per message in that window (all its threads: user + system)."""
+    """Run the clients; measure `seconds` after a warm-up, with this process's (the load
+    generator's) CPU time per message in that window; with `server_pid`, also the server's
+    (all its threads: user + system)."""
     tasks = [asyncio.create_task(t) for t in tasks_for]
     async with asyncio.timeout(120):
         while ready.n_waiting < ready.parties - 1:
@@ -223,8 +224,11 @@ async def run_phase(
     stats.latencies.clear()
     stats.count = 0
     cpu_before = cpu_seconds(server_pid)
+    own_before = cpu_seconds(os.getpid())
     await asyncio.sleep(seconds)
     result = summarize(stats, seconds)
+    if stats.count:
+        result["client_cpu_us"] = 1e6 * (cpu_seconds(os.getpid()) - own_before) / stats.count
     if server_pid is not None and stats.count:
         result["server_cpu_us"] = 1e6 * (cpu_seconds(server_pid) - cpu_before) / stats.count
     stop.set()
@@ -419,7 +423,8 @@ def main() -> None:
     print(
         f"{'players':>7} | {'echo msg/s':>10} {'p50':>7} {'p99':>7} | "
         f"{'solrace mv/s':>12} {'p50':>7} {'p99':>7} | {'thr ratio':>9} {'p99 ratio':>9} | "
-        f"{'server CPU/msg: echo':>20} {'solrace':>8}"
+        f"{'server CPU/msg: echo':>20} {'solrace':>8} | {'client CPU/msg: echo':>20} "
+        f"{'solrace':>8}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.players:
@@ -436,7 +441,9 @@ def main() -> None:
                 f"{s['moves_per_s']:>12,.0f} {s['p50_ms']:>6.1f}ms {s['p99_ms']:>6.1f}ms | "
                 f"{r['ratio']['throughput']:>8.0%} {r['ratio']['p99']:>8.1f}x | "
                 f"{e.get('server_cpu_us', float('nan')):>18.0f}us "
-                f"{s.get('server_cpu_us', float('nan')):>6.0f}us",
+                f"{s.get('server_cpu_us', float('nan')):>6.0f}us | "
+                f"{e.get('client_cpu_us', float('nan')):>18.0f}us "
+                f"{s.get('client_cpu_us', float('nan')):>6.0f}us",
                 flush=True,
             )
     if args.out:
