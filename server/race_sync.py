@@ -698,6 +698,8 @@ class RaceKeeper:
         is answered as it would have been without the restart."""
         runtime = self.races.get(race_id)
         if runtime is not None:
+            if runtime.race.record.deal_held and runtime.race.status is RaceStatus.FINISHED:
+                await self._take_release(runtime)
             return runtime
         if not self.is_cluster:
             return await self._load_recently_finished(race_id)
@@ -718,6 +720,20 @@ class RaceKeeper:
         runtime = self._install_loaded(record, moves)
         self._follow(runtime, subscription)
         return runtime
+
+    async def _take_release(self, runtime: RaceRuntime) -> None:
+        """A finished race whose deal this copy holds: the tournament service releases it in
+        the store when its round ends (on whichever node), which this copy does not follow;
+        the store is asked (a held deal stays held if it cannot answer)."""
+        try:
+            record = await self.store.get_race(runtime.race_id)
+        except StoreError as exc:
+            log.warning("race %s: release of its deal not checked: %s", runtime.race_id, exc)
+            return
+        if record is not None and not record.deal_held and runtime.race.record.deal_held:
+            runtime.race.release_deal()
+            if runtime.saved is not None:
+                runtime.saved = runtime.saved.model_copy(update={"deal_held": False})
 
     async def _load_recently_finished(self, race_id: RaceId) -> RaceRuntime | None:
         record = await self.store.get_race(race_id)

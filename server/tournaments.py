@@ -521,6 +521,8 @@ class TournamentService:
                 released = record.model_copy(update={"deal_held": False})
                 if await self.store.save_race_if(released, record):
                     break
+            else:
+                raise StoreError(f"race {race_id} kept changing while its deal was released")
 
     async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
         """Cancel the race of a match decided meanwhile (its result would not count)."""

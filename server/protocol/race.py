@@ -159,6 +159,11 @@ class Race:
             r.player_id: Racer.from_record(r) for r in record.racers
         }
 
+    def release_deal(self) -> None:
+        """A held deal (a tournament round's) may be known now: its round ended. No event:
+        the race's players learn the deal from the tournament; a snapshot shows it."""
+        self.record = self.record.model_copy(update={"deal_held": False})
+
     def new_epoch(self, epoch: str) -> None:
         """Number events afresh (clients resync with a snapshot): after a restart of a node
         that did not store every event."""
