@@ -16,9 +16,10 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import redis.asyncio as aioredis
+from pydantic import BaseModel, ConfigDict, ValidationError
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -45,6 +46,26 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 return redis.call('ZRANGE', KEYS[1], 0, -1)
 """
+
+
+class Notice(BaseModel):
+    """A message nodes send each other on a channel, as JSON. Fields a newer node adds are
+    ignored, so nodes of two versions understand each other during a rolling upgrade."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    def encode(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> Self | None:
+        """The notice `data` holds; None (logged) if it does not read: for the reader, a
+        gap (what it says may be lost)."""
+        try:
+            return cls.model_validate_json(data)
+        except ValidationError:
+            log.warning("a %s that does not read: %r", cls.__name__, data[:200])
+            return None
 
 
 class BrokerError(Exception):

@@ -19,9 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from solrace.server.broker import Broker, BrokerUnavailableError, ChannelListener
+from solrace.server.broker import Broker, BrokerUnavailableError, ChannelListener, Notice
 from solrace.server.outage import Outage
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.session import Session
@@ -31,26 +29,12 @@ log = logging.getLogger("solrace.server.hub")
 CHANNEL = "claims"
 
 
-class Claim(BaseModel):
-    """`session` of `node` speaks for `player_id` from now on. Fields a newer node adds are
-    ignored (nodes of two versions during a rolling upgrade)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
+class Claim(Notice):
+    """`session` of `node` speaks for `player_id` from now on."""
 
     player_id: PlayerId
     node: str
     session: int
-
-    def encode(self) -> bytes:
-        return self.model_dump_json().encode()
-
-    @classmethod
-    def decode(cls, data: bytes) -> Claim | None:
-        try:
-            return cls.model_validate_json(data)
-        except ValidationError:
-            log.warning("a claim that does not read: %r", data[:200])
-            return None
 
 
 class ClaimRelay:

@@ -30,9 +30,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
-from solrace.server.broker import Broker, BrokerError, Subscription
+from solrace.server.broker import Broker, BrokerError, Notice, Subscription
 from solrace.server.lobby import LobbyFeed
 from solrace.server.metrics import Metrics
 from solrace.server.outage import Outage
@@ -82,16 +82,13 @@ CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `una
 FOLD_RETRY_S = 1.0
 
 
-class RaceNotice(BaseModel):
+class RaceNotice(Notice):
     """What a node publishes on `race:<id>` after storing a change (a wake-up, not the
-    truth: the record in the store is). Fields a newer node adds are ignored, so nodes of
-    two versions follow each other's races during a rolling upgrade."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    truth: the record in the store is)."""
 
     epoch: str
     version: int
-    moves: list[MoveRecord] = []
+    moves: list[MoveRecord] = Field(default_factory=list)
 
 
 def race_channel(race_id: RaceId) -> str:
@@ -644,9 +641,7 @@ class RaceKeeper:
         race = runtime.race
         notice = RaceNotice(epoch=race.epoch, version=race.version, moves=list(moves))
         try:
-            await self.broker.publish(
-                race_channel(runtime.race_id), notice.model_dump_json().encode()
-            )
+            await self.broker.publish(race_channel(runtime.race_id), notice.encode())
         except BrokerError as exc:
             # Nodes whose link dropped get a gap when it is back and reload then.
             self.publishing.failed(f"race {runtime.race_id}: {exc}")

@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import Field
 
-from solrace.server.broker import Broker, BrokerUnavailableError, ChannelListener
+from solrace.server.broker import Broker, BrokerUnavailableError, ChannelListener, Notice
 from solrace.server.protocol.tournament_messages import TournamentRace
 
 log = logging.getLogger("solrace.server.tournaments")
@@ -25,27 +25,13 @@ log = logging.getLogger("solrace.server.tournaments")
 CHANNEL = "tournaments"
 
 
-class ChangeNotice(BaseModel):
-    """A tournament moved on (saved as `version` by `node`), maybe opening races. Fields a
-    newer node adds are ignored (nodes of two versions during a rolling upgrade)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
+class ChangeNotice(Notice):
+    """A tournament moved on (saved as `version` by `node`), maybe opening races."""
 
     tournament_id: str
     version: int
     node: str
-    races: list[TournamentRace] = []
-
-    def encode(self) -> bytes:
-        return self.model_dump_json().encode()
-
-    @classmethod
-    def decode(cls, data: bytes) -> ChangeNotice | None:
-        try:
-            return cls.model_validate_json(data)
-        except ValidationError:
-            log.warning("a tournament notice that does not read: %r", data[:200])
-            return None
+    races: list[TournamentRace] = Field(default_factory=list)
 
 
 Receiver = Callable[[ChangeNotice | None], Awaitable[None]]
@@ -76,8 +62,10 @@ class TournamentRelay:
             log.warning("tournament %s: change not announced: %s", tournament_id, exc)
 
     async def _handle(self, data: bytes | None) -> None:
+        """Another node's notice, or a gap (`None`: some may be lost, or one did not read);
+        this node's own are not handed on."""
         notice = None if data is None else ChangeNotice.decode(data)
-        if data is not None and (notice is None or notice.node == self.node_id):
+        if notice is not None and notice.node == self.node_id:
             return
         await self.receive(notice)
 

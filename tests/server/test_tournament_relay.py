@@ -1,14 +1,18 @@
 """The notice nodes exchange after a tournament change (server/tournament_relay.py): it
 reads back as written, ignores fields a newer node adds, and one that does not read is None
-(a gap for the reader) instead of an error."""
+(a gap for the reader) instead of an error; the relay hands on other nodes' notices and
+gaps."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Awaitable, Callable
 
+from solrace.server.broker import MemoryBroker
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.tournament_messages import TournamentRace
-from solrace.server.tournament_relay import ChangeNotice
+from solrace.server.tournament_relay import CHANNEL, ChangeNotice, TournamentRelay
 
 
 def race_notice() -> TournamentRace:
@@ -37,3 +41,37 @@ def test_a_field_a_newer_node_adds_is_ignored() -> None:
 def test_a_notice_that_does_not_read_is_none() -> None:
     for data in (b"not json", b"[]", b'{"tournament_id": "t1", "version": "seven", "node": 1}'):
         assert ChangeNotice.decode(data) is None
+
+
+async def test_another_node_s_notice_is_handed_on_and_a_bad_one_is_a_gap() -> None:
+    """Two nodes' relays on one broker: each hands on the other's notices, not its own; a
+    notice that does not read (a node of another version, a stray publisher) is a gap, so
+    the reader reloads what it shows instead of missing a change."""
+    broker = MemoryBroker()
+    heard: dict[str, asyncio.Queue[ChangeNotice | None]] = {}
+    relays = {}
+    for node in ("n1", "n2"):
+        queue: asyncio.Queue[ChangeNotice | None] = asyncio.Queue()
+        heard[node] = queue
+        relays[node] = TournamentRelay(broker, node, _put_into(queue))
+        await relays[node].start()
+    try:
+        await relays["n1"].publish("t1", 3, [race_notice()])
+        got = await asyncio.wait_for(heard["n2"].get(), 5.0)
+        assert got == ChangeNotice(tournament_id="t1", version=3, node="n1", races=[race_notice()])
+        await broker.publish(CHANNEL, b"not a notice")
+        for node in ("n1", "n2"):  # the gap reaches both; n1's own notice never reached n1
+            assert await asyncio.wait_for(heard[node].get(), 5.0) is None
+            assert heard[node].empty()
+    finally:
+        for relay in relays.values():
+            await relay.stop()
+
+
+def _put_into(
+    queue: asyncio.Queue[ChangeNotice | None],
+) -> Callable[[ChangeNotice | None], Awaitable[None]]:
+    async def put(notice: ChangeNotice | None) -> None:
+        queue.put_nowait(notice)
+
+    return put
