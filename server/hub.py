@@ -17,13 +17,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from solrace.engine import (
-    GAME_IDS,
-    InvalidGameNumberError,
-    deal,
-    parse_game_number,
-    random_ranked_number,
-)
 from solrace.server.broker import Broker
 from solrace.server.claims import Claim, ClaimRelay
 from solrace.server.hub_moves import MoveHandler
@@ -31,7 +24,6 @@ from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
 from solrace.server.node_presence import NodePresence
 from solrace.server.protocol.closecodes import CloseCode
-from solrace.server.protocol.commitment import commit
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
@@ -68,6 +60,12 @@ from solrace.server.protocol.records import (
 )
 from solrace.server.protocol.tokens import registered_player_id, sign_token, verify_token
 from solrace.server.race_changes import Change, connection_change, own_board
+from solrace.server.race_setup import (
+    check_create_race,
+    check_race_settings,
+    game_number_of,
+    new_race_record,
+)
 from solrace.server.race_sync import RaceKeeper
 from solrace.server.replays import Replays
 from solrace.server.runtime import RaceRuntime
@@ -542,29 +540,19 @@ class Hub:
         deal_held: bool = False,
         deal_chosen: bool = False,
     ) -> RaceRecord:
-        """An open race's record as this server sets races up: its countdown, grace and
-        spectator delay (rated or casual) from the settings, and a fresh salt for the
-        commitment to its game number (`deal_held`: a tournament round's deal;
-        `deal_chosen`: the creator named it)."""
-        settings = self.settings
-        salt = secrets.token_hex(16)
-        delay = settings.spectator_delay_rated_s if rated else settings.spectator_delay_casual_s
-        return RaceRecord(
-            race_id=race_id,
+        """`race_setup.new_race_record` with this hub's settings (kept for the tournament
+        service until it calls that function itself)."""
+        return new_race_record(
+            self.settings,
+            race_id,
             game=game,
+            game_number=game_number,
             seats=seats,
             time_limit_s=time_limit_s,
             rated=rated,
             invite_code=invite_code,
-            game_number=game_number,
-            salt=salt,
-            commitment=commit(game, game_number, salt),
             creator=creator,
-            status=RaceStatus.OPEN,
-            created_at_ms=now_ms,
-            countdown_ms=round(settings.countdown_s * 1000),
-            grace_ms=round(settings.grace_s * 1000),
-            spectator_delay_ms=round(delay * 1000),
+            now_ms=now_ms,
             deal_held=deal_held,
             deal_chosen=deal_chosen,
         )
@@ -592,12 +580,9 @@ class Hub:
         await self.keeper.store_new_race(record, seat)
 
     def check_race_settings(self, game: str, time_limit_s: int) -> None:
-        """Refuse a game this server does not run or a time limit outside its range."""
-        if game not in GAME_IDS:
-            raise RaceError(ErrorCode.UNKNOWN_GAME, f"games: {', '.join(GAME_IDS)}")
-        low, high = self.settings.min_time_limit_s, self.settings.max_time_limit_s
-        if not low <= time_limit_s <= high:
-            raise RaceError(ErrorCode.INVALID_SETTINGS, f"time limit: {low}..{high} s")
+        """`race_setup.check_race_settings` with this hub's settings (kept for the tournament
+        service until it calls that function itself)."""
+        check_race_settings(self.settings, game, time_limit_s)
 
     async def _runtime(self, requested: str) -> RaceRuntime:
         """The race a client's request names (its id as sent: it becomes a `RaceId` here)."""
@@ -691,11 +676,7 @@ class Hub:
 
     async def _create_race(self, session: Session, message: CreateRace) -> None:
         player_id, name = self.identity_of(session)
-        self.check_race_settings(message.game, message.time_limit_s)
-        if not 2 <= message.seats <= self.settings.max_seats:
-            raise RaceError(ErrorCode.INVALID_SETTINGS, f"seats: 2..{self.settings.max_seats}")
-        if message.rated and message.game_number is not None:
-            raise RaceError(ErrorCode.INVALID_SETTINGS, "a rated race's deal is always secret")
+        check_create_race(self.settings, message)
         self._check_room_for(player_id)
         self._creating[player_id] = self._creating.get(player_id, 0) + 1
         try:
@@ -708,18 +689,10 @@ class Hub:
     async def _create_checked_race(
         self, session: Session, message: CreateRace, player_id: PlayerId, name: str
     ) -> None:
-        number = message.game_number
-        if number is None:
-            number = random_ranked_number(self.rng)
-        else:
-            try:
-                # As one writes it (`-5` is deal 5, as in PySolFC): what everyone is shown.
-                deal(message.game, number)
-                number = parse_game_number(number).canonical
-            except InvalidGameNumberError as exc:
-                raise RaceError(ErrorCode.INVALID_GAME_NUMBER, str(exc)) from None
+        number = game_number_of(message, self.rng)
         now = self.clock()
-        record = self.new_race_record(
+        record = new_race_record(
+            self.settings,
             RaceId("r" + secrets.token_hex(5)),
             game=message.game,
             game_number=number,

@@ -1,12 +1,10 @@
-"""The hub (server/hub.py): the helpers the tournament service shares with it, a hello while
-the store is away, and how long a finished race stays in memory."""
+"""The hub (server/hub.py): a hello while the store is away, two connections of one player,
+how long a finished race stays in memory, the lobby's list and replays."""
 
 from __future__ import annotations
 
 import asyncio
 
-from solrace.server.hub import Hub
-from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import is_commitment_valid
 from solrace.server.protocol.competition_records import RatingRecord
@@ -29,8 +27,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.records import MoveRecord, RaceStatus
 from solrace.server.ratings import RatingService
 from solrace.server.replays import RecentFrames
-from solrace.server.settings import Settings
-from solrace.server.store import MemoryStore, StoreUnavailableError, open_store
+from solrace.server.store import MemoryStore, StoreUnavailableError
 from tests.server.sessions import (
     HeldSaves,
     RecordingSession,
@@ -41,56 +38,6 @@ from tests.server.sessions import (
 from tests.waiting import eventually
 
 NOW_MS = 1_700_000_000_000
-
-
-def make_hub() -> Hub:
-    settings = Settings(
-        store="memory:",
-        countdown_s=2.5,
-        grace_s=30.0,
-        spectator_delay_casual_s=1.0,
-        spectator_delay_rated_s=12.0,
-    )
-    return Hub(open_store("memory:"), settings, Metrics(), b"x" * 32)
-
-
-def test_a_new_race_record_is_open_with_the_server_s_settings_and_a_fresh_commitment() -> None:
-    hub = make_hub()
-    casual = hub.new_race_record(
-        RaceId("r1"),
-        game="klondike",
-        game_number="1002",
-        seats=3,
-        time_limit_s=600,
-        rated=False,
-        invite_code=None,
-        creator=PlayerId("p1"),
-        now_ms=NOW_MS,
-    )
-    assert casual.status is RaceStatus.OPEN and casual.racers == []
-    assert (casual.race_id, casual.game, casual.game_number) == ("r1", "klondike", "1002")
-    assert (casual.seats, casual.time_limit_s, casual.creator) == (3, 600, "p1")
-    assert casual.created_at_ms == NOW_MS
-    assert (casual.countdown_ms, casual.grace_ms, casual.spectator_delay_ms) == (2500, 30000, 1000)
-    assert not casual.rated and not casual.deal_held and casual.invite_code is None
-    assert is_commitment_valid(casual.commitment, "klondike", "1002", casual.salt)
-
-    held = hub.new_race_record(
-        RaceId("t1-1"),
-        game="klondike",
-        game_number="1002",
-        seats=2,
-        time_limit_s=600,
-        rated=True,
-        invite_code="seats",
-        creator=PlayerId("p1"),
-        now_ms=NOW_MS,
-        deal_held=True,
-    )
-    assert held.rated and held.deal_held and held.invite_code == "seats"
-    assert held.spectator_delay_ms == 12000
-    assert held.salt != casual.salt  # one deal, a different commitment per race
-    assert is_commitment_valid(held.commitment, "klondike", "1002", held.salt)
 
 
 async def test_a_finished_race_leaves_memory_after_finished_kept_s() -> None:
