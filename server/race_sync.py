@@ -26,7 +26,6 @@ node-presence watch change races only through it (`apply_to_race`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
@@ -131,7 +130,7 @@ class RaceKeeper:
         self.clock = clock
         self.races: dict[RaceId, RaceRuntime] = {}
         #: Finished or stuck boards the store could not take (the tick stores them later).
-        self.storing_boards = Outage(hub_log, "storing finished or stuck boards")
+        self.storing_boards = Outage(hub_log, "storing boards the store refused")
         #: Progress batches the store refused (each tried again after a pause).
         self.storing_progress = Outage(log, "storing progress batches")
         #: Notices to the other nodes that the broker refused (they reload on the gap).
@@ -217,14 +216,17 @@ class RaceKeeper:
 
     async def catch_up_progress(self, runtime: RaceRuntime) -> None:
         """Several nodes: a node that died between storing a move and its progress left the
-        record behind the moves; replaying them tells, and the progress is stored now."""
+        record behind the moves; replaying them tells, and the progress is stored now (or,
+        if the store refuses it, by the tick, as a board left unsettled)."""
         race = runtime.race
         behind = [p for p, b in runtime.boards.items() if b.game.ply > race.racers[p].moves]
         for player_id in behind:
             board = runtime.boards[player_id]
-            change = board_progress(player_id, board)
-            with contextlib.suppress(RaceError):
-                await self.apply_to_race(runtime, change)
+            try:
+                await self.apply_to_race(runtime, board_progress(player_id, board))
+            except RaceError as exc:
+                self.storing_boards.failed(f"race {runtime.race_id}: {exc} (retried)")
+                runtime.unsettled.setdefault(player_id, [])
 
     async def _settle_boards(self, runtime: RaceRuntime) -> None:
         """Store the finish or stuck board of racers whose move's change the store refused

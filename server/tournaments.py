@@ -223,6 +223,9 @@ class TournamentService:
             self.live[live.tournament_id] = live
             try:
                 await self._announce_races(live, await self._resume(live))
+            except (RaceError, StoreError) as exc:  # the store away: the tick tries again
+                log.warning("tournament %s: not resumed yet: %s", live.tournament_id, exc)
+                self._repairs[live.tournament_id] = live
             except Exception:
                 log.exception("tournament %s: could not resume", live.tournament_id)
         self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-tournaments")

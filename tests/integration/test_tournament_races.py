@@ -45,6 +45,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentRace,
     TournamentView,
     WatchTournament,
+    tournament_of_race,
 )
 from solrace.server.store import StoreUnavailableError
 from solrace.server.tournament_live import Live
@@ -583,3 +584,46 @@ async def test_a_document_stored_before_releases_were_noted_has_its_held_deals_r
         assert stored is not None and not stored.deal_held, race_id
     record = await again.store.get_tournament(tid)
     assert record is not None and not Live.may_hold_deals(record)
+
+
+async def test_a_restart_whose_store_fails_while_resuming_a_tournament_resumes_it_later(
+    start_server: ServerFactory, tmp_path: Path
+) -> None:
+    """The server died as round 1 ended, before opening round 2's race; at the restart the
+    store failed once as the tournament was resumed. It was logged and the race never opened
+    (until another restart): now the tick resumes the tournament once the store answers."""
+    first = await start_server(**FAST)
+    crashed = crash_as_a_round_ends(first)
+    admin, players, tid, notices = await first_round_of_four(first)
+    await tie_to_the_end(players, notices)
+    await asyncio.wait_for(crashed.wait(), 10.0)
+    for each in (admin, *players):
+        await each.close()
+    await first.stop()
+
+    again = App(make_settings(tmp_path, **FAST))
+    real_get_race = again.store.get_race
+    failed = 0
+
+    async def fails_once(race_id: RaceId) -> RaceRecord | None:
+        nonlocal failed
+        if tournament_of_race(race_id) == tid and failed == 0:
+            failed += 1
+            raise StoreUnavailableError("the store is away (injected)")
+        return await real_get_race(race_id)
+
+    again.store.get_race = fails_once  # type: ignore[method-assign]
+    await again.start()
+    try:
+        assert failed == 1, "the injected failure did not happen"
+
+        async def final_opened() -> bool:
+            record = await again.store.get_tournament(tid)
+            assert record is not None
+            live = Live.from_record(record, again.tournaments._deal)
+            finals = [rid for rid, link in live.links.items() if link.round_number == 2]
+            return bool(finals) and await real_get_race(finals[0]) is not None
+
+        await eventually_async(final_opened, what="round 2's race opened")
+    finally:
+        await again.stop()

@@ -210,9 +210,9 @@ async def test_a_board_the_tick_stores_after_an_outage_ends_that_outage_in_the_l
             assert not runtime.unsettled
         lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
         assert lines == [
-            f"storing finished or stuck boards failed: race {race_id}, {player}: the store is "
+            f"storing boards the store refused failed: race {race_id}, {player}: the store is "
             "away (said once until it works again)",
-            "storing finished or stuck boards works again after 1 failure(s)",
+            "storing boards the store refused works again after 1 failure(s)",
         ]
 
 

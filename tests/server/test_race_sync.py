@@ -312,3 +312,31 @@ async def test_one_node_folds_a_batch_in_place_unless_a_change_holds_the_race() 
             assert progress_seen() == [1]
             assert runtime.race.racers[alice.player_id or PlayerId("")].moves == 1
         await eventually(lambda: progress_seen() == [1, 2], what="the batch, once free")
+
+
+async def test_progress_left_behind_the_moves_is_stored_by_the_tick_if_refused_at_first() -> None:
+    """Several nodes: a node died after storing a move and before folding its progress in; a
+    node that takes the race over stores the progress (`catch_up_progress`). A store that
+    refused it then left the record behind until the racer moved again: now the tick stores
+    it once the store is back."""
+    store, broker = HeldSaves(), MemoryBroker()
+    async with opened(store), running_hub(store, broker=broker, progress_interval_s=600) as hub:
+        race_id, cat, _ = await start_race_of_two(hub, game_number="10")
+        player = cat.player_id or PlayerId("")
+        runtime = hub.races[race_id]
+        # The dead node's move: stored, never folded into the race.
+        await store.append_move(
+            MoveRecord(race_id=race_id, player_id=player, ply=0, seq=0, move="deal", at_ms=1)
+        )
+        await hub.keeper.refresh(runtime, reload_boards=True)
+        assert runtime.boards[player].game.ply == 1
+        store.failing = True
+        await hub.keeper.catch_up_progress(runtime)  # refused: not raised
+        stored = await store.get_race(race_id)
+        assert stored is not None
+        assert {r.player_id: r.moves for r in stored.racers}[player] == 0
+        store.failing = False
+        await hub.tick()
+        stored = await store.get_race(race_id)
+        assert stored is not None
+        assert {r.player_id: r.moves for r in stored.racers}[player] == 1
