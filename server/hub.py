@@ -56,10 +56,10 @@ from solrace.server.protocol.records import (
     MoveRecord,
     PlayerRecord,
     RaceRecord,
-    RaceStatus,
 )
 from solrace.server.protocol.tokens import registered_player_id, sign_token, verify_token
 from solrace.server.race_changes import Change, connection_change, own_board
+from solrace.server.race_quota import RaceQuota
 from solrace.server.race_setup import (
     check_create_race,
     check_race_settings,
@@ -120,8 +120,6 @@ class Hub:
         self._claims: dict[PlayerId, Session] = {}
         #: Finished races' replays as sent, the most recently asked (a replay never changes).
         self.replays = Replays(store)
-        #: Races being created (stored, not yet held), per player: counted as open.
-        self._creating: dict[PlayerId, int] = {}
         # Plugged in by the composition root (app.py): tournaments and ratings.
         self.extra_handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {}
         self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
@@ -146,6 +144,7 @@ class Hub:
             broker=broker,
         )
         self.moves = MoveHandler(self.keeper, store, settings, metrics, clock=self._now)
+        self.quota = RaceQuota(self.keeper, settings)
         #: Several nodes: this node's presence and its watch over the others'.
         self.presence = (
             None
@@ -617,74 +616,11 @@ class Hub:
         else:
             self.lobby.unfollow(session)
 
-    def _check_room_for(self, player_id: PlayerId) -> None:
-        """Refuse a new race past the live races the server may hold (`max_live_races`), the
-        live races the player may race in (`_check_races_of`), and the open races one
-        player, or the server, may have: the open races this node holds (several nodes: a
-        limit per node; a race is held by the node that created it), counted in memory, so
-        a flood of refused creates reads
-        nothing from the store, with the creates still being stored. The server's count
-        leaves out open races nobody is connected to (their creator went away: they are
-        dropped after the grace), so creating and leaving does not fill the lobby for others;
-        a player's counts the races they created, whoever sits in them now."""
-        creating = sum(self._creating.values())
-        # Several nodes: the races created through this node (a node that started again holds
-        # every live race it recovered, the other nodes' too); one node: every live race.
-        cluster = self.keeper.is_cluster
-        live = creating + sum(
-            1
-            for rt in self.races.values()
-            if rt.race.is_live and (rt.created_by is not None or not cluster)
-        )
-        if live >= self.settings.max_live_races:
-            raise RaceError(
-                ErrorCode.NOT_ALLOWED,
-                f"the server is full ({live} live races): try again later",
-            )
-        self._check_races_of(player_id)
-        open_races = [rt for rt in self.races.values() if rt.race.status is RaceStatus.OPEN]
-        held = sum(1 for rt in open_races if any(r.connected for r in rt.race.racers.values()))
-        held += creating
-        if held >= self.settings.max_open_races:
-            raise RaceError(
-                ErrorCode.NOT_ALLOWED,
-                f"the lobby is full ({held} open races): join one or try again later",
-            )
-        mine = self._creating.get(player_id, 0) + sum(
-            1 for rt in open_races if (rt.created_by or rt.race.creator) == player_id
-        )
-        if mine >= self.settings.max_open_races_per_player:
-            raise RaceError(
-                ErrorCode.NOT_ALLOWED,
-                f"you have {mine} open races already: start or leave one first",
-            )
-
-    def _check_races_of(self, player_id: PlayerId) -> None:
-        """Refuse a player one more race past the live races they may race in at once (a
-        casual race may be started by its creator alone: without this, one player could keep
-        thousands running). Counted among the races this node holds."""
-        mine = self._creating.get(player_id, 0)
-        for runtime in self.races.values():
-            racer = runtime.race.racers.get(player_id)
-            if racer is not None and runtime.race.is_live and not racer.is_done:
-                mine += 1
-        if mine >= self.settings.max_live_races_per_player:
-            raise RaceError(
-                ErrorCode.NOT_ALLOWED,
-                f"you are in {mine} live races already: finish or leave one first",
-            )
-
     async def _create_race(self, session: Session, message: CreateRace) -> None:
         player_id, name = self.identity_of(session)
         check_create_race(self.settings, message)
-        self._check_room_for(player_id)
-        self._creating[player_id] = self._creating.get(player_id, 0) + 1
-        try:
+        with self.quota.reserve(player_id):
             await self._create_checked_race(session, message, player_id, name)
-        finally:
-            self._creating[player_id] -= 1
-            if not self._creating[player_id]:
-                del self._creating[player_id]
 
     async def _create_checked_race(
         self, session: Session, message: CreateRace, player_id: PlayerId, name: str
@@ -717,7 +653,7 @@ class Hub:
         player_id, name = self.identity_of(session)
         runtime = await self._runtime(message.race_id)
         if player_id not in runtime.race.racers:  # a seat already held is resumed, not taken
-            self._check_races_of(player_id)
+            self.quota.check_races_of(player_id)
         now = self.clock()
         await self.apply_to_race(
             runtime,

@@ -1,6 +1,6 @@
 """In-process hub tests: a hub that is stopped however the test ends (`running_hub`), a
-session that records what the hub sends, a running race, and a store whose race saves a test
-can hold or fail (`HeldSaves`).
+session that records what the hub sends, a running race, two players on a hub with given
+settings (`ann_and_bob`), and a store whose race saves a test can hold or fail (`HeldSaves`).
 
 `RecordingSession` implements `send` only: a frame the hub hands to `send_frame` comes back
 through `Session`'s fallback, decoded, so `sent` holds what a client would read."""
@@ -123,3 +123,24 @@ async def start_race_of_two(
     await hub.tick()
     assert hub.races[race_id].boards, "the race did not start"
     return race_id, first, second
+
+
+@contextlib.asynccontextmanager
+async def ann_and_bob(
+    store: MemoryStore | None = None, **settings: Any
+) -> AsyncIterator[tuple[Hub, RecordingSession, RecordingSession]]:
+    """A hub on a memory store (opened and closed here) with these settings, and ann and bob
+    said hello."""
+    async with (
+        opened(store or MemoryStore()) as memory,
+        running_hub(memory, **{"countdown_s": 3.0, **settings}) as hub,
+    ):
+        ann, bob = RecordingSession(1), RecordingSession(2)
+        for session, name in ((ann, "ann"), (bob, "bob")):
+            await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
+        yield hub, ann, bob
+
+
+def create(seats: int = 2) -> CreateRace:
+    """A `create_race` of a casual klondike race with `seats` seats and a minute to play."""
+    return CreateRace(game="klondike", seats=seats, time_limit_s=60)
