@@ -19,10 +19,6 @@ class Outage:
         self.what = what
         self.failures = 0
 
-    @property
-    def is_on(self) -> bool:
-        return self.failures > 0
-
     def failed(self, reason: object) -> None:
         """One more failure: a warning for the first, DEBUG for the rest."""
         self.failures += 1

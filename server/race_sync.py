@@ -131,6 +131,7 @@ class RaceKeeper:
         self.races: dict[RaceId, RaceRuntime] = {}
         #: Finished or stuck boards the store could not take (the tick stores them later).
         self.storing_boards = Outage(hub_log, "storing boards the store refused")
+        self.timers = Outage(hub_log, "applying race timers (starts, time-outs, forfeits)")
         #: Progress batches the store refused (each tried again after a pause).
         self.storing_progress = Outage(log, "storing progress batches")
         #: Notices to the other nodes that the broker refused (they reload on the gap).
@@ -144,7 +145,6 @@ class RaceKeeper:
         #: When finished races were last looked for (`_forget_finished`); None: never.
         self._last_forget: int | None = None
         metrics.on_render.append(self._count_races)
-        self._store_down = False
 
     @property
     def is_cluster(self) -> bool:
@@ -269,11 +269,10 @@ class RaceKeeper:
                 self.push_spectator_boards(runtime, now)
         if push:
             self._last_spectator_push = now
-        if failure is not None and not self._store_down:
-            hub_log.warning("store unavailable (%s): timers wait until it is back", failure)
-        elif failure is None and self._store_down:
-            hub_log.info("store available again: timers run")
-        self._store_down = failure is not None
+        if failure is not None:
+            self.timers.failed(f"{failure} (they wait until the store is back)")
+        else:
+            self.timers.worked()
         if self._last_forget is None or now - self._last_forget >= FORGET_EVERY_MS:
             self._last_forget = now
             self._forget_finished(now)

@@ -340,3 +340,28 @@ async def test_progress_left_behind_the_moves_is_stored_by_the_tick_if_refused_a
         stored = await store.get_race(race_id)
         assert stored is not None
         assert {r.player_id: r.moves for r in stored.racers}[player] == 1
+
+
+async def test_timers_the_store_refuses_are_said_once_per_outage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A race's time-out while the store is away waits (nothing changes), said once however
+    many ticks try it, then once more when the time-out is stored."""
+    now = [1_700_000_000_000]
+    store = HeldSaves()
+    async with opened(store), running_hub(store, clock=lambda: now[0]) as hub:
+        race_id, _, _ = await start_race_of_two(hub, time_limit_s=60)
+        caplog.clear()
+        now[0] += 61_000
+        store.failing = True
+        for _ in range(3):
+            await hub.tick()
+        assert hub.races[race_id].race.is_live
+        store.failing = False
+        await hub.tick()
+        assert not hub.races[race_id].race.is_live
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [line.split(":")[0] for line in said] == [
+        "applying race timers (starts, time-outs, forfeits) failed",
+        "applying race timers (starts, time-outs, forfeits) works again after 3 failure(s)",
+    ], said
