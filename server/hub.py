@@ -20,6 +20,7 @@ from typing import Any
 from solrace.server.broker import Broker
 from solrace.server.claims import Claim, ClaimRelay
 from solrace.server.hub_moves import MoveHandler
+from solrace.server.identities import Identities, identity_of
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
 from solrace.server.node_presence import NodePresence
@@ -54,10 +55,8 @@ from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
     MoveRecord,
-    PlayerRecord,
     RaceRecord,
 )
-from solrace.server.protocol.tokens import registered_player_id, sign_token, verify_token
 from solrace.server.race_changes import Change, connection_change, own_board
 from solrace.server.race_quota import RaceQuota
 from solrace.server.race_setup import (
@@ -71,17 +70,9 @@ from solrace.server.replays import Replays
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session, holder_name, holder_of_session
 from solrace.server.settings import Settings
-from solrace.server.store import NameTakenError, Store, StoreError
+from solrace.server.store import Store, StoreError
 
 log = logging.getLogger("solrace.server.hub")
-
-
-def _key_of_another(player: PlayerRecord) -> RaceError:
-    """A hello's key registered `player`, whose name is another: not `name_taken`, since the
-    name asked for may well be free."""
-    return RaceError(
-        ErrorCode.NAME_MISMATCH, f"this key registered {player.name!r}: a key registers one name"
-    )
 
 
 def wall_clock_ms() -> int:
@@ -118,6 +109,8 @@ class Hub:
         #: The latest session of each player from the moment its hello is checked (a newer
         #: one closes it with 4003); `players` follows once that hello is through.
         self._claims: dict[PlayerId, Session] = {}
+        #: Who each hello is: a player by token or by name, or an anonymous spectator.
+        self.identities = Identities(store, secret)
         #: Finished races' replays as sent, the most recently asked (a replay never changes).
         self.replays = Replays(store)
         # Plugged in by the composition root (app.py): tournaments and ratings.
@@ -359,7 +352,7 @@ class Hub:
         if isinstance(message, Hello):
             try:
                 await self._hello(session, message)
-            except RaceError as exc:  # refused before anything changed (too many new names)
+            except RaceError as exc:  # refused before anything changed (`identify`)
                 self._error(session, exc.code, exc.message, message)
             except StoreError as exc:
                 log.warning("store unavailable for hello: %s", exc)
@@ -386,69 +379,6 @@ class Hub:
             race_id = getattr(message, "race_id", None)
             self._error(session, ErrorCode.UNAVAILABLE, "store unavailable", message, race_id)
 
-    async def _register(
-        self, session: Session, name: str, key: str | None, now: int
-    ) -> tuple[PlayerRecord | None, bool]:
-        """The player of a hello with `name` and no token, and whether it is new: None if the
-        name is someone else's. With the `key` that registered the name, its player again;
-        with a key that registered another name, `RaceError(NAME_MISMATCH)`, and
-        `RaceError(NOT_ALLOWED)` past the address's or the node's budget of new names."""
-        if key is None:
-            player_id = PlayerId("p" + secrets.token_hex(8))
-        else:
-            player_id = registered_player_id(key, self.secret)
-            reclaimed = await self.store.get_player(player_id)
-            if reclaimed is not None:
-                if reclaimed.name.casefold() == name.casefold():
-                    return reclaimed, False  # its own again: no new name
-                raise _key_of_another(reclaimed)
-        refusal = session.register()
-        if refusal is not None:
-            raise RaceError(
-                ErrorCode.NOT_ALLOWED,
-                f"{refusal}: try again later, or say hello with the token of a name you have",
-            )
-        try:
-            return await self.store.create_player(player_id, name, now), True
-        except NameTakenError:
-            if key is None:
-                return None, False
-        # The name is someone else's, or the key's player was made meanwhile (a hello with
-        # the same key at the same time): with this name, or with another one.
-        player = await self.store.get_player(player_id)
-        if player is None:
-            return None, False
-        if player.name.casefold() != name.casefold():
-            raise _key_of_another(player)
-        return player, False
-
-    async def _identify(
-        self, session: Session, message: Hello, now: int
-    ) -> tuple[PlayerRecord | None, str | None, bool] | None:
-        """Who a hello is: the player, the token for the welcome and whether the player is
-        new (no player for an anonymous spectator); None if refused (the session was told,
-        or closed for a bad token)."""
-        if message.token is not None:
-            player_id = verify_token(message.token, self.secret)
-            player = None if player_id is None else await self.store.get_player(player_id)
-            if player is None:
-                session.close(CloseCode.AUTH_FAILED, "bad token")
-                return None
-            if message.name is not None and message.name != player.name:
-                self._error(
-                    session, ErrorCode.NAME_MISMATCH, "this token is not that name's", message
-                )
-                return None
-            return player, message.token, False
-        if message.name is None:
-            return None, None, False
-        player, created = await self._register(session, message.name, message.key, now)
-        if player is None:
-            taken = f"{message.name!r} belongs to someone else"
-            self._error(session, ErrorCode.NAME_TAKEN, taken, message)
-            return None
-        return player, sign_token(player.player_id, self.secret), created
-
     async def _take_claim(self, player_id: PlayerId, session: Session) -> None:
         """`session` is now the player's connection: an earlier one here closes (4003), and
         other nodes hear of it (`ClaimRelay`)."""
@@ -473,16 +403,17 @@ class Hub:
             session.close(CloseCode.UNSUPPORTED_PROTOCOL, f"protocol {PROTOCOL_VERSION} only")
             return
         now = self.clock()
-        identified = await self._identify(session, message, now)
-        if identified is None:
+        identity = await self.identities.identify(session, message, now)
+        if identity is None:
+            session.close(CloseCode.AUTH_FAILED, "bad token")
             return
-        player, token, created = identified
+        player = identity.player
         # The reads that may still fail come before anything changes, and a player just
         # created has no races or ratings to read: a store outage here never leaves a name
         # whose token was not sent, nor a session half identified.
         runtimes: list[RaceRuntime] = []
         ratings: dict[str, float] = {}
-        if player is not None and not created:
+        if player is not None and not identity.is_new:
             runtimes = await self.keeper.load_live_races_of(player.player_id)
             if self.ratings_of is not None:
                 ratings = await self.ratings_of(player.player_id)
@@ -503,7 +434,7 @@ class Hub:
                 protocol=PROTOCOL_VERSION,
                 player_id=session.player_id,
                 name=session.name,
-                token=token,
+                token=identity.token,
                 ratings=ratings,
                 active_races=active,
                 server_time_ms=now,
@@ -592,10 +523,9 @@ class Hub:
         return runtime
 
     def identity_of(self, session: Session) -> tuple[PlayerId, str]:
-        """The player id and name `session` said hello with (`identity_required` if none)."""
-        if session.player_id is None or session.name is None:
-            raise RaceError(ErrorCode.IDENTITY_REQUIRED, "hello with a name or token first")
-        return session.player_id, session.name
+        """`identities.identity_of` (kept for the tournament service until it calls that
+        function itself)."""
+        return identity_of(session)
 
     # --- lobby -----------------------------------------------------------------------------
 
@@ -617,7 +547,7 @@ class Hub:
             self.lobby.unfollow(session)
 
     async def _create_race(self, session: Session, message: CreateRace) -> None:
-        player_id, name = self.identity_of(session)
+        player_id, name = identity_of(session)
         check_create_race(self.settings, message)
         with self.quota.reserve(player_id):
             await self._create_checked_race(session, message, player_id, name)
@@ -650,7 +580,7 @@ class Hub:
         log.info("%s created race %s (%s)", name, record.race_id, record.game)
 
     async def _join_race(self, session: Session, message: JoinRace) -> None:
-        player_id, name = self.identity_of(session)
+        player_id, name = identity_of(session)
         runtime = await self._runtime(message.race_id)
         if player_id not in runtime.race.racers:  # a seat already held is resumed, not taken
             self.quota.check_races_of(player_id)
@@ -666,7 +596,7 @@ class Hub:
         session.watching.discard(runtime.race_id)
 
     async def _leave_race(self, session: Session, message: LeaveRace) -> None:
-        player_id, _ = self.identity_of(session)
+        player_id, _ = identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
         events = await self.apply_to_race(runtime, lambda race: race.leave(player_id, now))
@@ -674,7 +604,7 @@ class Hub:
             session.send(event)  # no longer a racer, so not among the recipients
 
     async def _start_race(self, session: Session, message: StartRace) -> None:
-        player_id, _ = self.identity_of(session)
+        player_id, _ = identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
         await self.apply_to_race(runtime, lambda race: race.request_start(player_id, now))
@@ -682,7 +612,7 @@ class Hub:
     # --- racing (moves: MoveHandler) --------------------------------------------------------------
 
     async def _resign(self, session: Session, message: Resign) -> None:
-        player_id, _ = self.identity_of(session)
+        player_id, _ = identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
         await self.apply_to_race(runtime, lambda race: race.resign(player_id, now))
