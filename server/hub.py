@@ -71,6 +71,7 @@ from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session, holder_name, holder_of_session
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
+from solrace.server.watching import WatchCheck, Watching
 
 log = logging.getLogger("solrace.server.hub")
 
@@ -119,7 +120,7 @@ class Hub:
         #: Called with each session that closed (services drop what they keep for it).
         self.session_closed_hooks: list[Callable[[Session], None]] = []
         #: Asked before a session watches a race; each may refuse it (`RaceError`).
-        self.watch_checks: list[Callable[[Session, RaceRecord], Awaitable[None]]] = []
+        self.watch_checks: list[WatchCheck] = []
         self.ratings_of: Callable[[PlayerId], Awaitable[dict[str, float]]] | None = None
         self.lobby = LobbyFeed(
             self._race_list,
@@ -138,6 +139,7 @@ class Hub:
         )
         self.moves = MoveHandler(self.keeper, store, settings, metrics, clock=self._now)
         self.quota = RaceQuota(self.keeper, settings)
+        self.watching = Watching(self.keeper, self.watch_checks, clock=self._now)
         #: Several nodes: this node's presence and its watch over the others'.
         self.presence = (
             None
@@ -258,10 +260,7 @@ class Hub:
         self.lobby.unfollow(session)
         for hook in self.session_closed_hooks:
             hook(session)
-        for race_id in session.watching:
-            runtime = self.races.get(race_id)
-            if runtime is not None:
-                runtime.spectators.discard(session)
+        self.watching.closed(session)
         player_id = session.player_id
         if player_id is None or self._claims.get(player_id) is not session:
             return  # anonymous, or replaced by a newer connection
@@ -592,8 +591,7 @@ class Hub:
             ),
         )
         # A racer does not watch its own race: one that watched it first stops watching.
-        runtime.spectators.discard(session)
-        session.watching.discard(runtime.race_id)
+        self.watching.unwatch(session, runtime)
 
     async def _leave_race(self, session: Session, message: LeaveRace) -> None:
         player_id, _ = identity_of(session)
@@ -619,68 +617,27 @@ class Hub:
 
     # --- watching and resync ---------------------------------------------------------------
 
-    def _send_catch_up(
-        self,
-        session: Session,
-        runtime: RaceRuntime,
-        epoch: str | None,
-        since: int | None,
-        *,
-        answer: bool = False,
-    ) -> None:
-        """Send `session` the race's events after version `since` of `epoch` (a snapshot if
-        they are not all kept, or the epoch is another, or none is given). With `answer` (a
-        client asked), a snapshot also when none was missed: every `sync` gets an answer."""
-        race = runtime.race
-        missed = race.events_since(epoch, since)
-        mark = session.versions.get(race.race_id)
-        if missed and mark is not None and mark[0] == race.epoch and missed[0].version <= mark[1]:
-            missed = None  # live events reached it first: the missed ones would come too late
-        if missed is None or (answer and not missed):
-            session.send(race.snapshot(self.clock()))
-        else:
-            for event in missed:
-                session.send(event)
-        session.versions[race.race_id] = (race.epoch, race.version)
-
     def catch_up(self, session: Session, runtime: RaceRuntime) -> None:
-        """Send `session` the race's events it has not had (all of them for a session new to
-        the race), in order: a racer seated by another node learns of the start this way."""
-        race = runtime.race
-        mark = session.versions.get(race.race_id)
-        since = mark[1] if mark is not None and mark[0] == race.epoch else 0
-        self._send_catch_up(session, runtime, race.epoch, since)
+        """`Watching.catch_up` (kept for the tournament service until it calls `watching`)."""
+        self.watching.catch_up(session, runtime)
 
     async def _watch(self, session: Session, message: Watch) -> None:
         runtime = await self._runtime(message.race_id)
-        await self._start_watching(session, runtime, None, None)
-
-    async def _start_watching(
-        self, session: Session, runtime: RaceRuntime, epoch: str | None, since: int | None
-    ) -> None:
-        """`session` (not a racer of it) watches the race from version `since` of `epoch`
-        (a `watch`, or a spectator's `sync`), answered with the events or a snapshot."""
-        if session.player_id is not None and session.player_id in runtime.race.racers:
-            raise RaceError(ErrorCode.NOT_ALLOWED, "racers cannot watch their own race")
-        for check in self.watch_checks:
-            await check(session, runtime.race.record)
-        runtime.spectators.add(session)
-        session.watching.add(runtime.race_id)
-        self._send_catch_up(session, runtime, epoch, since, answer=True)
-        self.keeper.push_spectator_boards(runtime, self.clock(), only=session)
+        await self.watching.watch(session, runtime, None, None)
 
     async def _unwatch(self, session: Session, message: Unwatch) -> None:
         runtime = await self._runtime(message.race_id)
-        runtime.spectators.discard(session)
-        session.watching.discard(runtime.race_id)
+        self.watching.unwatch(session, runtime)
 
     async def _sync(self, session: Session, message: Sync) -> None:
         runtime = await self._runtime(message.race_id)
         player_id = session.player_id
         if player_id is None or player_id not in runtime.race.racers:
-            await self._start_watching(session, runtime, message.epoch, message.since_version)
+            await self.watching.watch(session, runtime, message.epoch, message.since_version)
             return
-        self._send_catch_up(session, runtime, message.epoch, message.since_version, answer=True)
+        self.watching.send_missed(
+            session, runtime, message.epoch, message.since_version, answer=True
+        )
         if player_id in runtime.boards:
             session.send(own_board(runtime, player_id))
         # A racer resyncing here is connected here, even if no hello announced it to this race
