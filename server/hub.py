@@ -2,14 +2,19 @@
 then fans events out. It never decides a move's legality (the engine does) nor a race's
 outcome (the race machine does); it moves data between them, the store and the sessions.
 
-The hub keeps the sessions (hello, identity), answers the lobby's commands and routes every
-message; it is also where a node's parts are wired together, each with one job: the races
-this node holds (`RaceKeeper`, race_sync.py), the moves (`MoveHandler`, hub_moves.py) and,
-on several nodes, the watch over which nodes are alive (`NodePresence`, node_presence.py).
+The hub keeps the sessions (their hello, which connection holds each player), answers the
+lobby's commands and routes every message; it is also where a node's parts are wired
+together, each with one job: the races this node holds (`RaceKeeper`, race_sync.py), the
+moves (`MoveHandler`, hub_moves.py), who a hello is (`Identities`, identities.py), how many
+races a player and the server may have (`RaceQuota`, race_quota.py), who watches which race
+and catching sessions up (`Watching`, watching.py) and, on several nodes, the watch over
+which nodes are alive (`NodePresence`, node_presence.py) and one connection per player
+(`ClaimRelay`, claims.py). A new race's checks and record are race_setup.py's.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import secrets
@@ -83,7 +88,9 @@ def wall_clock_ms() -> int:
 class Hub:
     """Every client message of one node. The races it holds, their changes, storage and
     delivery (one node, or several sharing Redis) are its `keeper`'s (`RaceKeeper`); moves
-    its `moves`' (`MoveHandler`); which nodes are alive its `presence`'s (`NodePresence`)."""
+    its `moves`' (`MoveHandler`); who says hello its `identities`' (`Identities`); race
+    quotas its `quota`'s (`RaceQuota`); spectators and catching up its `watching`'s
+    (`Watching`); which nodes are alive its `presence`'s (`NodePresence`)."""
 
     def __init__(
         self,
@@ -122,6 +129,9 @@ class Hub:
         #: Asked before a session watches a race; each may refuse it (`RaceError`).
         self.watch_checks: list[WatchCheck] = []
         self.ratings_of: Callable[[PlayerId], Awaitable[dict[str, float]]] | None = None
+        #: `race_setup.new_race_record` with this hub's settings (kept for the tournament
+        #: service until it calls that function itself, as the names at the end of this class).
+        self.new_race_record = functools.partial(new_race_record, settings)
         self.lobby = LobbyFeed(
             self._race_list,
             settings.lobby_push_s,
@@ -138,7 +148,9 @@ class Hub:
             broker=broker,
         )
         self.moves = MoveHandler(self.keeper, store, settings, metrics, clock=self._now)
+        #: The open and live races a player, and this node, may have.
         self.quota = RaceQuota(self.keeper, settings)
+        #: Who watches which race here, and catching a session up on a race's events.
         self.watching = Watching(self.keeper, self.watch_checks, clock=self._now)
         #: Several nodes: this node's presence and its watch over the others'.
         self.presence = (
@@ -178,35 +190,6 @@ class Hub:
         """The hub's clock as its parts read it: whatever `clock` is now (tests set it after
         construction, and every part follows)."""
         return self.clock()
-
-    @property
-    def broker(self) -> Broker | None:
-        """What links this node to the others (None: a node on its own)."""
-        return self.keeper.broker
-
-    @property
-    def races(self) -> dict[RaceId, RaceRuntime]:
-        """The races this node holds (`RaceKeeper.races`)."""
-        return self.keeper.races
-
-    @property
-    def is_cluster(self) -> bool:
-        """Several nodes may serve this node's races (a broker links them)."""
-        return self.keeper.is_cluster
-
-    async def load_race(self, race_id: RaceId) -> RaceRuntime | None:
-        """This node's copy of a race (`RaceKeeper.load_race`)."""
-        return await self.keeper.load_race(race_id)
-
-    async def apply_to_race(
-        self, runtime: RaceRuntime, change: Change, *, moves: Sequence[MoveRecord] = ()
-    ) -> list[RaceEvent]:
-        """Apply, store and deliver a change to a race (`RaceKeeper.apply_to_race`)."""
-        return await self.keeper.apply_to_race(runtime, change, moves=moves)
-
-    async def tick(self) -> None:
-        """Apply the races' due transitions now (`RaceKeeper.tick`)."""
-        await self.keeper.tick()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -248,31 +231,13 @@ class Hub:
             )
         )
 
-    # --- sessions --------------------------------------------------------------------------
-
-    def drained(self, session: Session) -> None:
-        """`session`'s writes no longer back up: what it was passed over for meanwhile (the
-        lobby list it follows) comes again, the newest."""
-        self.lobby.drained(session)
-
-    async def disconnected(self, session: Session) -> None:
-        session.closed = True
-        self.lobby.unfollow(session)
-        for hook in self.session_closed_hooks:
-            hook(session)
-        self.watching.closed(session)
-        player_id = session.player_id
-        if player_id is None or self._claims.get(player_id) is not session:
-            return  # anonymous, or replaced by a newer connection
-        del self._claims[player_id]
-        self.players.pop(player_id, None)
-        if self.claims is not None:
-            self.claims.forget(player_id)
-        now = self.clock()
-        away = connection_change(player_id, False, now, self.holder_of(session))
-        await self._change_each(
-            self.keeper.live_races_of(player_id), away, player_id, "marked away"
-        )
+    async def _runtime(self, requested: str) -> RaceRuntime:
+        """The race a client's request names (its id as sent: it becomes a `RaceId` here)."""
+        race_id = RaceId(requested)
+        runtime = await self.keeper.load_race(race_id)
+        if runtime is None:
+            raise RaceError(ErrorCode.UNKNOWN_RACE, f"no live race {race_id!r}")
+        return runtime
 
     async def _change_each(
         self, runtimes: Sequence[RaceRuntime], change: Change, player_id: PlayerId, what: str
@@ -283,65 +248,7 @@ class Hub:
         for runtime in runtimes:
             await self.keeper.apply_or_log(runtime, change, player_id, what)
 
-    async def _replaced_elsewhere(
-        self, player_id: PlayerId, session: Session, claim: Claim
-    ) -> None:
-        """A connection of the player on another node (`claim`'s) came after `session`
-        (`ClaimRelay`): `session` closes (4003) without marking the player away, and the
-        races it held are handed to the new one, so that its close marks the player away
-        (this node's hold of them may have been stored after the other node's)."""
-        del self._claims[player_id]
-        if self.players.get(player_id) is session:
-            del self.players[player_id]
-        session.close(CloseCode.REPLACED, "connected again elsewhere")
-        old, new = self.holder_of(session), holder_of_session(claim.node, claim.session)
-        await self._change_each(
-            self.keeper.live_races_of(player_id),
-            lambda race: race.hand_over(player_id, old, new),
-            player_id,
-            "handed over",
-        )
-
-    async def _hold_races(self, player_id: PlayerId, session: Session) -> None:
-        """`session` is the player's latest connection across the nodes (`ClaimRelay`): its
-        races name it as their holder, even if a hello on another node, applied after its
-        own, named that one."""
-        holder = self.holder_of(session)
-        elsewhere = [
-            runtime
-            for runtime in self.keeper.live_races_of(player_id)
-            if (racer := runtime.race.racers.get(player_id)) is not None
-            and not (racer.connected and racer.holder == holder)
-        ]
-        back = self._connected_here(player_id, self.clock())
-        await self._change_each(elsewhere, back, player_id, "marked back")
-
-    def _connected_here(self, player_id: PlayerId, now: int) -> Change:
-        """The change marking the player connected, through the connection holding the
-        player's claim on this node when it is applied; nothing if none holds it by then (it
-        closed, or a later connection on another node replaced it: that one's node marks the
-        player connected through it)."""
-
-        def change(race: Race) -> list[RaceEvent]:
-            claim = self._claims.get(player_id)
-            if claim is None:
-                return []
-            return race.set_connected(player_id, True, now, self.holder_of(claim))
-
-        return change
-
-    def _claimant_holder(self, session: Session) -> str:
-        """The holder to record for `session`'s player when a change is applied: the
-        connection that holds the player's claim by then (a newer hello may have replaced
-        `session` while its request waited for the race), else `session`'s own."""
-        player_id = session.player_id
-        claim = self._claims.get(player_id) if player_id is not None else None
-        return self.holder_of(session if claim is None else claim)
-
-    def holder_of(self, session: Session) -> str:
-        """The name of `session`'s connection in its races (`Racer.holder`): this node and
-        the session, so a racer who reconnected elsewhere is not marked away from here."""
-        return holder_name(self.node_id, session)
+    # --- routing ---------------------------------------------------------------------------
 
     async def handle(self, session: Session, message: ClientMessage) -> None:
         """Answer one client message (already decoded and schema-checked)."""
@@ -378,21 +285,7 @@ class Hub:
             race_id = getattr(message, "race_id", None)
             self._error(session, ErrorCode.UNAVAILABLE, "store unavailable", message, race_id)
 
-    async def _take_claim(self, player_id: PlayerId, session: Session) -> None:
-        """`session` is now the player's connection: an earlier one here closes (4003), and
-        other nodes hear of it (`ClaimRelay`)."""
-        # Claimed before any await: of two hellos with one token, the later replaces the
-        # earlier even while the earlier is still marking its races (`_claims`).
-        old = self._claims.get(player_id)
-        self._claims[player_id] = session
-        if old is not None and old is not session:
-            old.close(CloseCode.REPLACED, "connected again elsewhere")
-            if self.players.get(player_id) is old:
-                del self.players[player_id]
-        if self.claims is not None:
-            # Announced before the welcome: a hello the client sends elsewhere after reading
-            # it claims later, and replaces this connection.
-            await self.claims.claim(player_id, session)
+    # --- hello -----------------------------------------------------------------------------
 
     async def _hello(self, session: Session, message: Hello) -> None:
         if session.said_hello:
@@ -454,85 +347,115 @@ class Hub:
                 self.players[player_id] = session
         log.info("hello from %s", session.name or "an anonymous spectator")
 
-    def new_race_record(
-        self,
-        race_id: RaceId,
-        *,
-        game: str,
-        game_number: str,
-        seats: int,
-        time_limit_s: int,
-        rated: bool,
-        invite_code: str | None,
-        creator: PlayerId,
-        now_ms: int,
-        deal_held: bool = False,
-        deal_chosen: bool = False,
-    ) -> RaceRecord:
-        """`race_setup.new_race_record` with this hub's settings (kept for the tournament
-        service until it calls that function itself)."""
-        return new_race_record(
-            self.settings,
-            race_id,
-            game=game,
-            game_number=game_number,
-            seats=seats,
-            time_limit_s=time_limit_s,
-            rated=rated,
-            invite_code=invite_code,
-            creator=creator,
-            now_ms=now_ms,
-            deal_held=deal_held,
-            deal_chosen=deal_chosen,
+    # --- sessions and claims ---------------------------------------------------------------
+
+    async def _take_claim(self, player_id: PlayerId, session: Session) -> None:
+        """`session` is now the player's connection: an earlier one here closes (4003), and
+        other nodes hear of it (`ClaimRelay`)."""
+        # Claimed before any await: of two hellos with one token, the later replaces the
+        # earlier even while the earlier is still marking its races (`_claims`).
+        old = self._claims.get(player_id)
+        self._claims[player_id] = session
+        if old is not None and old is not session:
+            old.close(CloseCode.REPLACED, "connected again elsewhere")
+            if self.players.get(player_id) is old:
+                del self.players[player_id]
+        if self.claims is not None:
+            # Announced before the welcome: a hello the client sends elsewhere after reading
+            # it claims later, and replaces this connection.
+            await self.claims.claim(player_id, session)
+
+    def drained(self, session: Session) -> None:
+        """`session`'s writes no longer back up: what it was passed over for meanwhile (the
+        lobby list it follows) comes again, the newest."""
+        self.lobby.drained(session)
+
+    async def disconnected(self, session: Session) -> None:
+        session.closed = True
+        self.lobby.unfollow(session)
+        for hook in self.session_closed_hooks:
+            hook(session)
+        self.watching.closed(session)
+        player_id = session.player_id
+        if player_id is None or self._claims.get(player_id) is not session:
+            return  # anonymous, or replaced by a newer connection
+        del self._claims[player_id]
+        self.players.pop(player_id, None)
+        if self.claims is not None:
+            self.claims.forget(player_id)
+        now = self.clock()
+        away = connection_change(player_id, False, now, self.holder_of(session))
+        await self._change_each(
+            self.keeper.live_races_of(player_id), away, player_id, "marked away"
         )
 
-    async def open_seated_race(
-        self, record: RaceRecord, seated: Sequence[tuple[PlayerId, str]]
+    async def _replaced_elsewhere(
+        self, player_id: PlayerId, session: Session, claim: Claim
     ) -> None:
-        """Open a race whose seats the server fills (a tournament's): every (player id, name)
-        is seated with the record's invite code, so the countdown starts at once; the grace of
-        a seated player not connected here runs from now. An existing race id is left alone."""
-        if record.race_id in self.races or await self.store.get_race(record.race_id):
-            return
-        now = self.clock()
-        here = {p: self.holder_of(s) for p, s in self.players.items()}
+        """A connection of the player on another node (`claim`'s) came after `session`
+        (`ClaimRelay`): `session` closes (4003) without marking the player away, and the
+        races it held are handed to the new one, so that its close marks the player away
+        (this node's hold of them may have been stored after the other node's)."""
+        del self._claims[player_id]
+        if self.players.get(player_id) is session:
+            del self.players[player_id]
+        session.close(CloseCode.REPLACED, "connected again elsewhere")
+        old, new = self.holder_of(session), holder_of_session(claim.node, claim.session)
+        await self._change_each(
+            self.keeper.live_races_of(player_id),
+            lambda race: race.hand_over(player_id, old, new),
+            player_id,
+            "handed over",
+        )
 
-        def seat(race: Race) -> list[RaceEvent]:
-            events: list[RaceEvent] = []
-            for player_id, name in seated:
-                events += race.join(player_id, name, record.invite_code, now)
-            for player_id, _ in seated:
-                connected = player_id in here
-                events += race.set_connected(player_id, connected, now, here.get(player_id))
-            return events
+    async def _hold_races(self, player_id: PlayerId, session: Session) -> None:
+        """`session` is the player's latest connection across the nodes (`ClaimRelay`): its
+        races name it as their holder, even if a hello on another node, applied after its
+        own, named that one."""
+        holder = self.holder_of(session)
+        elsewhere = [
+            runtime
+            for runtime in self.keeper.live_races_of(player_id)
+            if (racer := runtime.race.racers.get(player_id)) is not None
+            and not (racer.connected and racer.holder == holder)
+        ]
+        back = self._connected_here(player_id, self.clock())
+        await self._change_each(elsewhere, back, player_id, "marked back")
 
-        await self.keeper.store_new_race(record, seat)
+    def _connected_here(self, player_id: PlayerId, now: int) -> Change:
+        """The change marking the player connected, through the connection holding the
+        player's claim on this node when it is applied; nothing if none holds it by then (it
+        closed, or a later connection on another node replaced it: that one's node marks the
+        player connected through it)."""
 
-    def check_race_settings(self, game: str, time_limit_s: int) -> None:
-        """`race_setup.check_race_settings` with this hub's settings (kept for the tournament
-        service until it calls that function itself)."""
-        check_race_settings(self.settings, game, time_limit_s)
+        def change(race: Race) -> list[RaceEvent]:
+            claim = self._claims.get(player_id)
+            if claim is None:
+                return []
+            return race.set_connected(player_id, True, now, self.holder_of(claim))
 
-    async def _runtime(self, requested: str) -> RaceRuntime:
-        """The race a client's request names (its id as sent: it becomes a `RaceId` here)."""
-        race_id = RaceId(requested)
-        runtime = await self.load_race(race_id)
-        if runtime is None:
-            raise RaceError(ErrorCode.UNKNOWN_RACE, f"no live race {race_id!r}")
-        return runtime
+        return change
 
-    def identity_of(self, session: Session) -> tuple[PlayerId, str]:
-        """`identities.identity_of` (kept for the tournament service until it calls that
-        function itself)."""
-        return identity_of(session)
+    def _claimant_holder(self, session: Session) -> str:
+        """The holder to record for `session`'s player when a change is applied: the
+        connection that holds the player's claim by then (a newer hello may have replaced
+        `session` while its request waited for the race), else `session`'s own."""
+        player_id = session.player_id
+        claim = self._claims.get(player_id) if player_id is not None else None
+        return self.holder_of(session if claim is None else claim)
+
+    def holder_of(self, session: Session) -> str:
+        """The name of `session`'s connection in its races (`Racer.holder`): this node and
+        the session, so a racer who reconnected elsewhere is not marked away from here."""
+        return holder_name(self.node_id, session)
 
     # --- lobby -----------------------------------------------------------------------------
 
     async def _live_race_infos(self) -> list[RaceInfo]:
-        if self.is_cluster:
+        if self.keeper.is_cluster:
             records = await self.store.list_races(LIVE_STATUSES)
             return [Race(r, "", 1).info() for r in records]
-        return [rt.race.info() for rt in self.races.values() if rt.race.is_live]
+        return [rt.race.info() for rt in self.keeper.races.values() if rt.race.is_live]
 
     async def _race_list(self) -> RaceList:
         return race_list(await self._live_race_infos())
@@ -584,7 +507,7 @@ class Hub:
         if player_id not in runtime.race.racers:  # a seat already held is resumed, not taken
             self.quota.check_races_of(player_id)
         now = self.clock()
-        await self.apply_to_race(
+        await self.keeper.apply_to_race(
             runtime,
             lambda race: race.join(
                 player_id, name, message.invite_code, now, self._claimant_holder(session)
@@ -597,7 +520,7 @@ class Hub:
         player_id, _ = identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
-        events = await self.apply_to_race(runtime, lambda race: race.leave(player_id, now))
+        events = await self.keeper.apply_to_race(runtime, lambda race: race.leave(player_id, now))
         for event in events:
             session.send(event)  # no longer a racer, so not among the recipients
 
@@ -605,21 +528,39 @@ class Hub:
         player_id, _ = identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
-        await self.apply_to_race(runtime, lambda race: race.request_start(player_id, now))
+        await self.keeper.apply_to_race(runtime, lambda race: race.request_start(player_id, now))
 
-    # --- racing (moves: MoveHandler) --------------------------------------------------------------
+    async def open_seated_race(
+        self, record: RaceRecord, seated: Sequence[tuple[PlayerId, str]]
+    ) -> None:
+        """Open a race whose seats the server fills (a tournament's): every (player id, name)
+        is seated with the record's invite code, so the countdown starts at once; the grace of
+        a seated player not connected here runs from now. An existing race id is left alone."""
+        if record.race_id in self.keeper.races or await self.store.get_race(record.race_id):
+            return
+        now = self.clock()
+        here = {p: self.holder_of(s) for p, s in self.players.items()}
+
+        def seat(race: Race) -> list[RaceEvent]:
+            events: list[RaceEvent] = []
+            for player_id, name in seated:
+                events += race.join(player_id, name, record.invite_code, now)
+            for player_id, _ in seated:
+                connected = player_id in here
+                events += race.set_connected(player_id, connected, now, here.get(player_id))
+            return events
+
+        await self.keeper.store_new_race(record, seat)
+
+    # --- racing (moves: MoveHandler) -------------------------------------------------------
 
     async def _resign(self, session: Session, message: Resign) -> None:
         player_id, _ = identity_of(session)
         runtime = await self._runtime(message.race_id)
         now = self.clock()
-        await self.apply_to_race(runtime, lambda race: race.resign(player_id, now))
+        await self.keeper.apply_to_race(runtime, lambda race: race.resign(player_id, now))
 
-    # --- watching and resync ---------------------------------------------------------------
-
-    def catch_up(self, session: Session, runtime: RaceRuntime) -> None:
-        """`Watching.catch_up` (kept for the tournament service until it calls `watching`)."""
-        self.watching.catch_up(session, runtime)
+    # --- watching, resync and replays (Watching) -------------------------------------------
 
     async def _watch(self, session: Session, message: Watch) -> None:
         runtime = await self._runtime(message.race_id)
@@ -647,6 +588,53 @@ class Hub:
 
     async def _get_replay(self, session: Session, message: GetReplay) -> None:
         session.send_frame(await self.replays.frame_of(RaceId(message.race_id)))
+
+    # --- other owners' names, kept for their callers ---------------------------------------
+    # The tournament service (tournaments.py), tests and bench/ call these on the hub; each is
+    # its owner's (`keeper`, `watching`, race_setup.py, identities.py), which new code calls.
+
+    @property
+    def broker(self) -> Broker | None:
+        """What links this node to the others (None: a node on its own)."""
+        return self.keeper.broker
+
+    @property
+    def races(self) -> dict[RaceId, RaceRuntime]:
+        """The races this node holds (`RaceKeeper.races`)."""
+        return self.keeper.races
+
+    @property
+    def is_cluster(self) -> bool:
+        """Several nodes may serve this node's races (a broker links them)."""
+        return self.keeper.is_cluster
+
+    async def load_race(self, race_id: RaceId) -> RaceRuntime | None:
+        """This node's copy of a race (`RaceKeeper.load_race`)."""
+        return await self.keeper.load_race(race_id)
+
+    async def apply_to_race(
+        self, runtime: RaceRuntime, change: Change, *, moves: Sequence[MoveRecord] = ()
+    ) -> list[RaceEvent]:
+        """Apply, store and deliver a change to a race (`RaceKeeper.apply_to_race`)."""
+        return await self.keeper.apply_to_race(runtime, change, moves=moves)
+
+    async def tick(self) -> None:
+        """Apply the races' due transitions now (`RaceKeeper.tick`)."""
+        await self.keeper.tick()
+
+    def check_race_settings(self, game: str, time_limit_s: int) -> None:
+        """`race_setup.check_race_settings` with this hub's settings (kept for the tournament
+        service until it calls that function itself)."""
+        check_race_settings(self.settings, game, time_limit_s)
+
+    def identity_of(self, session: Session) -> tuple[PlayerId, str]:
+        """`identities.identity_of` (kept for the tournament service until it calls that
+        function itself)."""
+        return identity_of(session)
+
+    def catch_up(self, session: Session, runtime: RaceRuntime) -> None:
+        """`Watching.catch_up` (kept for the tournament service until it calls `watching`)."""
+        self.watching.catch_up(session, runtime)
 
 
 __all__ = ["Hub", "wall_clock_ms"]
