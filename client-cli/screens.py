@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Select, Static
+from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 
 from solrace.engine import GAME_IDS, Move, game_class
 from solrace.server.protocol.ids import RaceId
@@ -25,6 +25,7 @@ from .boards import check_move, rules_board
 from .render import Hit
 from .widgets import (
     BoardWidget,
+    KeysFooter,
     RacersPanel,
     clock_text,
     columned_table,
@@ -45,7 +46,7 @@ class LobbyScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f5", "refresh", "Refresh"),
         Binding("ctrl+s", "start", "Start"),
-        Binding("ctrl+r", "resume", "Resume my race"),
+        Binding("ctrl+r", "resume", "Resume"),
         Binding("ctrl+t", "tournaments", "Tournaments"),
         Binding("escape", "quit", "Quit"),
     ]
@@ -92,7 +93,7 @@ class LobbyScreen(Screen[None]):
             yield Button("Resume", id="resume", compact=True)
             yield Button("Tournaments", id="tournaments", compact=True)
         yield Static(id="lobby-status")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.update_view()
@@ -210,7 +211,7 @@ class RaceScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "deal", "Deal"),
-        Binding("escape", "cancel", "Cancel pick"),
+        Binding("escape", "cancel", "Cancel"),
         Binding("colon", "type_move", "Type a move"),
         Binding("x", "resign", "Resign (twice)"),
         Binding("l", "leave_screen", "Back"),  # to the lobby, or to a race's tournament
@@ -245,7 +246,7 @@ class RaceScreen(Screen[None]):
             yield Input(
                 placeholder=": type a move (deal, w-t3, t2-t5:3) and Enter", id="move", compact=True
             )
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         board = self.query_one("#board", BoardWidget)
@@ -493,7 +494,7 @@ class ResultScreen(Screen[None]):
             yield Button("Rematch", id="rematch", compact=True)
             yield Button("Lobby", id="lobby", compact=True)
             yield Button("Quit", id="quit", compact=True)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.tournament_id = self.play.session.state.tournament_of(self.race_id)

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import ServerMessage
@@ -23,7 +23,7 @@ from solrace.server.protocol.tournament_messages import (
 
 from .session import RequestError
 from .tui import PlayApp
-from .widgets import columned_table, select_key, selected_key
+from .widgets import KeysFooter, columned_table, select_key, selected_key
 from .wire_text import as_text, one_line
 
 
@@ -58,7 +58,7 @@ class TournamentListScreen(Screen[None]):
             "tournaments",
             *("id", "name", "game", "format", "phase", "players", "round", "champion"),
         )
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#tournaments", DataTable).focus()

@@ -22,7 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId, RaceId
@@ -37,7 +37,7 @@ from .connection import LinkStatus
 from .session import RequestError, Session, tournament_view_of
 from .tournament_render import must_check_in, names_of, render_board, render_title
 from .tui import PlayApp, WatchApp, _SessionApp
-from .widgets import columned_table, selected_key
+from .widgets import KeysFooter, columned_table, selected_key
 from .wire_text import as_text, one_line
 
 TOURNAMENT_CSS = """
@@ -161,7 +161,7 @@ class TournamentScreen(Screen[None]):
             yield Static(id="t-tree")
         yield Static(id="t-live-head")
         yield columned_table("t-live", "match", "round", "race", "players", "race id")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#t-live", DataTable).focus()

@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import RaceId
@@ -22,6 +22,7 @@ from .connection import Incoming
 from .replay import ReplayCursor
 from .widgets import (
     BoardWidget,
+    KeysFooter,
     RacersPanel,
     clock_text,
     columned_table,
@@ -84,7 +85,7 @@ class WatchPicker(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="watch-head")
         yield columned_table("races", "race", "game", "status", "players")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.action_refresh()
@@ -159,7 +160,7 @@ class WatchScreen(Screen[None]):
         yield Static(id="watch-head")
         yield Grid(id="watch-boards")
         yield RacersPanel(id="racers", ascii=self.ascii)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.update_view()
@@ -268,15 +269,17 @@ class WatchScreen(Screen[None]):
 class ReplayScreen(Screen[None]):
     """A finished race, move by move, for each racer."""
 
+    # Short enough for 60 columns: ← and → share one key in the footer, as PgUp/PgDn
+    # (10 moves) share none.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("right", "step(1)", "Next"),
-        Binding("left", "step(-1)", "Back"),
+        Binding("right", "step(1)", "Step", key_display="←→"),
+        Binding("left", "step(-1)", "Back", show=False),
         Binding("pagedown", "step(10)", "+10", show=False),
         Binding("pageup", "step(-10)", "-10", show=False),
-        Binding("home", "seek(0)", "Start"),
-        Binding("end", "seek(-1)", "End"),
-        Binding("tab", "racer(1)", "Next player"),
-        Binding("space", "autoplay", "Play/pause"),
+        Binding("home", "seek(0)", "First"),
+        Binding("end", "seek(-1)", "Last"),
+        Binding("tab", "racer(1)", "Racer"),
+        Binding("space", "autoplay", "Play"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -290,7 +293,7 @@ class ReplayScreen(Screen[None]):
         yield Static(id="replay-head")
         yield BoardWidget(id="board", ascii=self.ascii)
         yield Static(id="replay-line")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.update_view()

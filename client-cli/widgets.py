@@ -3,14 +3,14 @@ clicked, and a panel of racers' progress bars."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events
 from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Footer
 from textual.widgets.data_table import CellDoesNotExist, CursorType, RowDoesNotExist
 
 from solrace.engine import BoardView
@@ -36,6 +36,22 @@ def link_text(session: Session) -> str:
 
 
 BAR_WIDTH = 16
+
+
+class KeysFooter(Footer):
+    """The screen's keys. Narrower than `WIDE` columns it is compact (one space between keys)
+    and leaves out the command palette's key (Ctrl+P still opens it): every screen's keys
+    then fit in 60 columns, where the palette's key, docked right, covered the last ones."""
+
+    WIDE: ClassVar[int] = 80
+
+    def on_resize(self, event: events.Resize) -> None:
+        narrow = event.size.width < self.WIDE
+        if self.compact == narrow and self.show_command_palette != narrow:
+            return
+        self.compact = narrow
+        self.show_command_palette = not narrow
+        self.call_after_refresh(self.recompose)  # the palette's key comes and goes
 
 
 def columned_table(table_id: str, *columns: str, cursor_type: CursorType = "row") -> DataTable[Any]:
