@@ -40,14 +40,12 @@ from solrace.server.protocol.messages import (
     Welcome,
 )
 from solrace.server.protocol.vocab import RacerStateName
-from solrace.tasks import cancel_and_wait
 
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
 from .defaults import DEFAULT_SERVER_URL
 from .held_deals import deal_line
 from .identity import NAME_LIMIT, NAME_RULE, name_problem
 from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
-from .plain import forget_stop_signals, on_stop_signals
 from .render import result_line
 from .session import (
     REQUEST_TIMEOUT_S,
@@ -58,6 +56,7 @@ from .session import (
     request_reading,
 )
 from .state import UNKNOWN, ClientState, RaceState
+from .stopping import Stopped, run_until_stopped
 from .strategy import STRATEGIES, Strategy, make_strategy
 from .wire_text import printable
 
@@ -538,32 +537,21 @@ def numbered(stem: str, number: int) -> str:
 
 async def run_bots(args: argparse.Namespace) -> int:
     """The bots of `solrace bot`, to the end of their race (0) or a failure (1). Stopped by
-    Ctrl-C (KeyboardInterrupt, from `asyncio.run`'s cancellation), SIGTERM or SIGHUP (128 +
-    the signal), they first leave their race if it has not started: nobody should join a
-    race of bots that are gone."""
+    Ctrl-C, SIGTERM or SIGHUP (`run_until_stopped`: 128 + the signal), they first leave
+    their race if it has not started: nobody should join a race of bots that are gone."""
     bots = _make_bots(args)
-    stopped = asyncio.Event()
-    got: list[int] = []
-    signals = on_stop_signals(stopped, got)
     race_of: list[RaceId] = []  # the bots' race, once known
-    racing = asyncio.create_task(_race(args, bots, race_of), name="solrace-bots")
-    stopping = asyncio.create_task(stopped.wait(), name="solrace-bots-stopped")
+
+    async def leave() -> None:
+        await _leave_on_stop(bots, race_of[0] if race_of else None)
+
     try:
-        try:
-            await asyncio.wait({racing, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # Ctrl-C
-            await cancel_and_wait((racing, stopping))
-            await _leave_on_stop(bots, race_of[0] if race_of else None)
-            raise
-        if not racing.done():
-            await cancel_and_wait((racing,))
-            await _leave_on_stop(bots, race_of[0] if race_of else None)
-            return 128 + got[0]
-        return racing.result()
+        outcome = await run_until_stopped(
+            _race(args, bots, race_of), on_stop=leave, name="solrace-bots"
+        )
     finally:
-        forget_stop_signals(signals)
-        await cancel_and_wait((racing, stopping))
         await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
+    return outcome.status if isinstance(outcome, Stopped) else outcome
 
 
 async def _leave_on_stop(bots: list[Bot], race_id: RaceId | None) -> None:

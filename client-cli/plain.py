@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import sys
 import threading
 from collections import deque
@@ -52,6 +51,7 @@ from .held_deals import deal_line
 from .render import render_plain, result_line
 from .session import LinkClosedError, Predicate, RequestError, Session
 from .state import NOT_SEATED, RaceState
+from .stopping import Stopped, run_until_stopped
 from .wire_text import printable
 
 HELP = """\
@@ -69,7 +69,7 @@ commands:
   wait                wait until the current race ends, then print the result
   leave               leave a race that has not started
   help                this text
-  quit                leave the program (also end of input): open races you created
+  quit                leave the program (also end of input, Ctrl-C): open races you created
                       are left; a live race is forfeited unless you come back"""
 
 CREATE_USAGE: Final = "create GAME [SEATS [SECONDS]]"
@@ -86,27 +86,6 @@ RACE_COMMANDS: Final = frozenset({"board", "moves", "start", "resign", "leave", 
 EXIT_CLOSED: Final = 1
 
 
-def on_stop_signals(stopped: asyncio.Event, got: list[int]) -> list[signal.Signals]:
-    """SIGTERM and SIGHUP set `stopped` (noting which in `got`) instead of killing the
-    program at once; the signals it could handle (the main thread only, not on Windows)."""
-    loop = asyncio.get_running_loop()
-
-    def stop(signum: int) -> None:
-        got.append(signum)
-        stopped.set()
-
-    installed = []
-    for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if signum is None:
-            continue
-        try:
-            loop.add_signal_handler(signum, stop, int(signum))
-        except (NotImplementedError, RuntimeError, ValueError):
-            continue
-        installed.append(signum)
-    return installed
-
-
 @dataclass(slots=True, eq=False)
 class Typed:
     """A command line read and not run yet."""
@@ -120,12 +99,6 @@ def _retrieve(task: asyncio.Task[None]) -> None:
     """Mark a task's failure as seen: its awaiters (if any are left) report it."""
     if not task.cancelled():
         task.exception()
-
-
-def forget_stop_signals(signals: list[signal.Signals]) -> None:
-    loop = asyncio.get_running_loop()
-    for signum in signals:
-        loop.remove_signal_handler(signum)
 
 
 async def stdin_lines() -> AsyncIterator[str]:
@@ -310,36 +283,37 @@ class PlainMode:
 
     async def run(self, lines: AsyncIterator[str]) -> int:
         """Read commands until `quit` or the end of the input (0), or until the link is
-        closed for good (`EXIT_CLOSED`). Cancelled (Ctrl-C) during a live race, it says
-        first what becomes of the race."""
+        closed for good (`EXIT_CLOSED`). Stopped by Ctrl-C, SIGTERM or SIGHUP (a service
+        stop, a closed terminal: `run_until_stopped`), it does what `quit` does, then
+        returns 128 + the signal's number."""
         if self.session.closed is not None:
             self.say(closed_text(self.session.closed))
             return EXIT_CLOSED
-        reading = asyncio.create_task(self._read_commands(lines), name="solrace-plain")
-        closing = asyncio.create_task(self.closed.wait(), name="solrace-plain-closed")
-        got: list[int] = []  # SIGTERM or SIGHUP (a service stop, a closed terminal)
-        stopped = asyncio.Event()
-        stopping = asyncio.create_task(stopped.wait(), name="solrace-plain-stopped")
-        signals = on_stop_signals(stopped, got)
-        try:
-            await asyncio.wait({reading, closing, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            interrupted = stopped.is_set()
-        except asyncio.CancelledError:
-            for line in self.leaving_lines():
-                self.say(line)
-            raise
-        finally:
-            forget_stop_signals(signals)
-            await cancel_and_wait((reading, closing, stopping))
+        outcome = await run_until_stopped(self._run(lines), on_stop=self.stop, name="solrace-plain")
         if self.closed.is_set() or self.session.closed is not None:
             return EXIT_CLOSED
-        if interrupted:
-            # Stopped by a signal: as on `quit`, its open races are left; then 128 + signal.
-            # The end of the input may have begun quitting already (a closed terminal ends
-            # the input as it sends SIGHUP): `quit` runs once, this waits for it.
-            with contextlib.suppress(LinkClosedError):
-                await self.quit()
-            return 128 + got[0]
+        if isinstance(outcome, Stopped):
+            return outcome.status
+        return outcome
+
+    async def stop(self) -> None:
+        """Stopped by a signal: as on `quit`, its open races are left and each live race
+        held says what becomes of it. The end of the input may have begun quitting already
+        (a closed terminal ends the input as it sends SIGHUP): `quit` runs once, this waits
+        for it."""
+        with contextlib.suppress(LinkClosedError):
+            await self.quit()
+
+    async def _run(self, lines: AsyncIterator[str]) -> int:
+        """The commands (`_read_commands`) until they end or the link closes for good."""
+        reading = asyncio.create_task(self._read_commands(lines), name="solrace-plain-reading")
+        closing = asyncio.create_task(self.closed.wait(), name="solrace-plain-closed")
+        try:
+            await asyncio.wait({reading, closing}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await cancel_and_wait((reading, closing))
+        if self.closed.is_set() or self.session.closed is not None:
+            return EXIT_CLOSED
         return reading.result()
 
     async def _read_commands(self, lines: AsyncIterator[str]) -> int:
@@ -396,10 +370,11 @@ class PlainMode:
         self.say(f"quit before the start: not run: {', '.join(undone)}")
 
     async def quit(self) -> None:
-        """`quit` or the end of the input: the open races this player created are left (no
-        one should join a race nobody will play); each live race still held says what becomes
-        of it, as Ctrl-C does. It runs once: a later call (a stop signal while the end of
-        the input quits) waits for the first, whose reader may be cancelled meanwhile."""
+        """`quit`, the end of the input or a stop signal (Ctrl-C, SIGTERM, SIGHUP): the open
+        races this player created are left (no one should join a race nobody will play);
+        each live race still held says what becomes of it. It runs once: a later call (a
+        stop signal while the end of the input quits) waits for the first, whose reader may
+        be cancelled meanwhile."""
         if self._quitting is None:
             self._quitting = asyncio.ensure_future(self._quit())
             self._quitting.add_done_callback(_retrieve)

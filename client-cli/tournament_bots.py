@@ -6,10 +6,10 @@ end-to-end tests.
 they wait for the start), each round's pairings, each match's result, each round's end, the
 champion, then the final view. Before any bot connects it asks for the tournament once
 (`open_problem`): an unknown tournament, or one that is no longer open (running, finished),
-is one line on stderr and exit status 1, no bot made. Stopped by Ctrl-C or SIGTERM (or
-refused) before the tournament has started, it withdraws (`leave_tournament`) the bots it
-registered, so a stopped run leaves no bots behind in the registration; once the tournament
-runs, stopping leaves their matches to the no-show rules.
+is one line on stderr and exit status 1, no bot made. Stopped by Ctrl-C, SIGTERM or SIGHUP
+(`stopping`; or refused) before the tournament has started, it withdraws (`leave_tournament`)
+the bots it registered, so a stopped run leaves no bots behind in the registration; once the
+tournament runs, stopping leaves their matches to the no-show rules.
 
 The bot reads the tournament's phase from its state (every pushed view is folded in, also the
 ones that arrive while it plays a race), watches the tournament again after every reconnect
@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
 import sys
 from collections.abc import Sequence
 from enum import Enum
@@ -44,6 +42,7 @@ from solrace.tasks import cancel_and_wait
 from .bots import Bot, BotError, BotRefusedError, numbered
 from .connection import Connection, ConnectionFailedError
 from .session import RequestError, Session, tournament_view_of
+from .stopping import Stopped, run_until_stopped
 from .strategy import make_strategy
 from .tournament_render import must_check_in, plural, progress_lines, render_tournament
 from .wire_text import printable
@@ -278,8 +277,8 @@ async def run_bots(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     Exit 0 with the final view once the tournament has finished; 1 when the tournament is
     unknown or not open (one line on stderr, no bot made), or a bot could not connect or
-    join; 130 after Ctrl-C (SIGINT), 143 after SIGTERM, the bots withdrawn if the
-    tournament had not started."""
+    join; 130 after Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP (a closed
+    terminal: `run_until_stopped`), the bots withdrawn if the tournament had not started."""
     problem = await open_problem(args.server, args.tournament)
     if problem is not None:
         print(printable(f"solrace tournament: {problem}"), file=sys.stderr, flush=True)
@@ -288,38 +287,24 @@ async def run_bots(args: argparse.Namespace, out: TextIO | None = None) -> int:
     progress = Progress(args.tournament, bots, out or sys.stdout)
     for bot in bots:
         bot.on_message = progress.seen
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    received: list[int] = []
 
-    def on_signal(number: int) -> None:
-        received.append(number)
-        stop.set()
-
-    handled: list[int] = []
-    for number in (int(signal.SIGINT), int(signal.SIGTERM)):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(number, on_signal, number)
-            handled.append(number)
-    work = asyncio.create_task(_play_all(bots, args.tournament))
-    stopping = asyncio.create_task(stop.wait())
-    try:
-        await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        if not work.done():
-            await cancel_and_wait([work])
-        elif not work.cancelled() and work.exception() is None:
-            progress.say(render_tournament(work.result()))
-            return 0
-        failure = None if work.cancelled() else work.exception()
-        expected = isinstance(failure, BotError | ConnectionFailedError)
-        if expected:
-            print(printable(f"solrace tournament: {failure}"), file=sys.stderr, flush=True)
+    async def stop() -> None:
         await withdraw(bots, progress)
-        if failure is not None and not expected:
-            raise failure
-        return 128 + received[0] if received else 1
+
+    try:
+        outcome = await run_until_stopped(
+            _play_all(bots, args.tournament), on_stop=stop, name="solrace-tournament-bots"
+        )
+    except (BotError, ConnectionFailedError) as exc:
+        print(printable(f"solrace tournament: {exc}"), file=sys.stderr, flush=True)
+        await withdraw(bots, progress)
+        return 1
+    except Exception:
+        await withdraw(bots, progress)
+        raise
     finally:
-        await cancel_and_wait([stopping])
-        for number in handled:
-            loop.remove_signal_handler(number)
         await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
+    if isinstance(outcome, Stopped):
+        return outcome.status
+    progress.say(render_tournament(outcome))
+    return 0

@@ -7,7 +7,9 @@ mode of `solrace play --plain` plays it: every `tournament_race` notice makes th
 current one (the board prints at the start), moves and commands are read line by line, and
 `next` waits for the next race (or the end). The program ends by itself once the tournament has
 finished (`tournament finished: champion NAME`, exit code 0), or on `quit`; at the end of the
-input it follows the tournament to its end without playing.
+input it follows the tournament to its end without playing. Ctrl-C, SIGTERM and SIGHUP stop the
+line mode as they stop `play --plain` (`PlainMode.stop`: each race held says what becomes of
+it), with exit code 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from .held_deals import HeldDeals, race_label
 from .identity import connect_player
 from .plain import EXIT_CLOSED, PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
+from .stopping import Stopped, run_until_stopped
 from .tournament_render import field_size, must_check_in, names_of, plural, render_tournament
 from .wire_text import printable
 
@@ -209,6 +212,24 @@ class TournamentPlain:
             self.mode.race_id = race_id
             self.say(f"your race {race_id} is on")
             await self.session.conn.send(Sync(race_id=race_id))
+        try:
+            # Ctrl-C, SIGTERM, SIGHUP: what `play --plain` does on them (`PlainMode.stop`).
+            outcome = await run_until_stopped(
+                self._follow(lines), on_stop=self.mode.stop, name="solrace-tournament-plain"
+            )
+        finally:
+            await cancel_and_wait(self._tasks)
+        if isinstance(outcome, Stopped):
+            return outcome.status
+        if self.mode.closed.is_set() and not self.finished.is_set():
+            return EXIT_CLOSED
+        if self.finished.is_set() and self.view is not None:
+            self.say(render_tournament(self.view))
+        return 0
+
+    async def _follow(self, lines: AsyncIterator[str]) -> None:
+        """The commands until `quit`, the tournament's end or the link's (for good); after
+        the end of the input, the tournament to its end or the link's."""
         reading = asyncio.create_task(self.commands(lines))
         ending = asyncio.create_task(self.finished.wait())
         closing = asyncio.create_task(self.mode.closed.wait())  # 4003, 4001: for good
@@ -218,17 +239,8 @@ class TournamentPlain:
             if reading in done and not reading.result():
                 # End of input: follow the tournament to its end (or the link's).
                 await asyncio.wait({ending, closing}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # Ctrl-C: what becomes of the race on, as `play` says
-            for line in self.mode.leaving_lines():
-                self.say(line)
-            raise
         finally:
-            await cancel_and_wait((*waits, *self._tasks))
-        if self.mode.closed.is_set() and not self.finished.is_set():
-            return EXIT_CLOSED
-        if self.finished.is_set() and self.view is not None:
-            self.say(render_tournament(self.view))
-        return 0
+            await cancel_and_wait(waits)
 
 
 async def join(session: Session, tournament_id: str) -> str | None:

@@ -21,6 +21,13 @@ def _ctrl_c_as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _as_under_nohup() -> None:
+    """In the child before it runs: as `_ctrl_c_as_in_a_terminal`, and SIGHUP ignored, as
+    `nohup` starts a program."""
+    _ctrl_c_as_in_a_terminal()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
 class Child:
     def __init__(self, proc: asyncio.subprocess.Process, terminal: int | None = None) -> None:
         self.proc = proc
@@ -29,9 +36,12 @@ class Child:
         self.terminal = terminal
 
     @classmethod
-    async def start(cls, tmp_path: Path, *args: str, terminal: bool = False) -> Child:
+    async def start(
+        cls, tmp_path: Path, *args: str, terminal: bool = False, nohup: bool = False
+    ) -> Child:
         """`solrace ARGS` in a child; with `terminal`, its input is a terminal (a person
-        typing, `isatty()`: no echo), else a pipe (a script)."""
+        typing, `isatty()`: no echo), else a pipe (a script); with `nohup`, it starts with
+        SIGHUP ignored."""
         ours: int | None = None
         stdin: int = asyncio.subprocess.PIPE
         if terminal:
@@ -49,7 +59,7 @@ class Child:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 env=child_env(tmp_path),
-                preexec_fn=_ctrl_c_as_in_a_terminal,
+                preexec_fn=_as_under_nohup if nohup else _ctrl_c_as_in_a_terminal,
             )
         finally:
             if terminal:

@@ -154,7 +154,9 @@ async def test_a_race_the_bots_cannot_join_is_not_announced(
     assert len(bots.lines) == 1 and "unknown_race" in bots.lines[0], bots.output
 
 
-@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
 async def test_a_stopped_bot_leaves_its_open_race(
     server_url: str, tmp_path: Path, signum: signal.Signals, status: int
 ) -> None:
@@ -178,6 +180,27 @@ async def test_a_stopped_bot_leaves_its_open_race(
     line = bots.lines[1]
     assert line.startswith(f"stopped: left race {race_id} (bot-"), bots.output
     assert line.count("bot-") == 2  # both bots, in one line
+
+
+async def test_a_bot_started_under_nohup_stays_when_its_terminal_closes(
+    server_url: str, tmp_path: Path
+) -> None:
+    """SIGHUP ignored at the start stays ignored (it stopped the bots, `nohup` or not); a
+    kill after it still stops them. The hangup is sent first: an ignored signal is dropped
+    as it is sent, a handled one would have been the stop (status 129)."""
+    bots = await Child.start(
+        tmp_path,
+        *("bot", "--server", server_url, "--create", "klondike", "--seats", "2"),
+        nohup=True,
+    )
+    try:
+        race_id = (await bots.expect("race r")).split()[1]
+        bots.proc.send_signal(signal.SIGHUP)
+        bots.proc.send_signal(signal.SIGTERM)
+        assert await bots.finish() == 143
+    finally:
+        await bots.kill()
+    assert bots.lines[-1].startswith(f"stopped: left race {race_id} (bot-"), bots.output
 
 
 async def test_a_bot_whose_name_is_taken_says_the_name_it_plays_as(

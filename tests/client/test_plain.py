@@ -102,18 +102,21 @@ async def test_a_resign_typed_in_an_open_race_waits_for_the_start(
             await opponent.close()
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 async def test_a_stop_signal_leaves_the_open_races_as_quit_does(
-    server_url: str, tmp_path: Path
+    server_url: str, tmp_path: Path, signum: signal.Signals
 ) -> None:
+    """Ctrl-C, a service stop, a closed terminal: each does what `quit` does (Ctrl-C left
+    the open race it created in the lobby, with a creator who was gone)."""
     player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "pat")
     lister: Opponent | None = None
     try:
         await player.expect("connected to")
         await player.send("create klondike 2 120")
         race_id = (await player.expect("created")).split()[1]
-        player.proc.send_signal(signal.SIGTERM)  # a service stop; SIGHUP: a closed terminal
+        player.proc.send_signal(signum)
         await player.expect(f"left race {race_id}")
-        assert await asyncio.wait_for(player.proc.wait(), 30) == 128 + signal.SIGTERM
+        assert await asyncio.wait_for(player.proc.wait(), 30) == 128 + signum
         lister = await Opponent.open(server_url)
         listed = await lister.session.list_races()
         assert race_id not in {info.race_id for info in listed}

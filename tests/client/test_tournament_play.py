@@ -192,19 +192,21 @@ async def test_a_person_plays_a_tournament_race_in_plain_mode(
         assert getattr(final, "champion", None) is not None
 
 
-async def test_ctrl_c_in_a_tournament_race_in_plain_mode_says_the_forfeit(
-    server: App, opened: Opened, tmp_path: Path
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+async def test_a_stop_in_a_tournament_race_in_plain_mode_says_the_forfeit(
+    server: App, opened: Opened, tmp_path: Path, signum: signal.Signals
 ) -> None:
-    """The tournament's line mode is `play --plain`'s: Ctrl-C during a race says what becomes
-    of it before the program ends (a player would forfeit the match without a word)."""
+    """The tournament's line mode is `play --plain`'s: Ctrl-C, a kill or a closed terminal
+    during a race says what becomes of it before the program ends (a player would forfeit
+    the match without a word; SIGTERM and SIGHUP ended it at once)."""
     async with plain_tournament_race(server, opened, tmp_path, "kit") as race:
         player = race.player
         await player.send("deal")
         await player.expect("ok deal")
-        player.proc.send_signal(signal.SIGINT)
+        player.proc.send_signal(signum)
         line = await player.expect("forfeit")
         assert line.startswith(f"leaving race {race.race_id} while it is running: you forfeit")
-        assert await player.finish() == 130
+        assert await player.finish() == 128 + signum
 
 
 async def test_a_person_plays_a_tournament_race_on_the_play_screen(
@@ -475,11 +477,15 @@ async def test_tournament_bots_say_what_goes_on(
         await bots.kill()
 
 
-@pytest.mark.parametrize(("signal_number", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("signal_number", "code"),
+    [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+)
 async def test_stopped_tournament_bots_withdraw_before_the_start(
     server: App, opened: Opened, tmp_path: Path, signal_number: int, code: int
 ) -> None:
-    """Ctrl-C or a kill before the start leaves no bot registered."""
+    """Ctrl-C, a kill or a closed terminal (SIGHUP: it ended the program at once, its bots
+    left registered) before the start leaves no bot registered."""
     admin = await opened.open("director")
     tid = await create(admin, "single_elimination")
     await watching(admin, tid)
@@ -496,6 +502,38 @@ async def test_stopped_tournament_bots_withdraw_before_the_start(
         assert await bots.finish(30) == code
         await eventually(lambda: registered(admin, tid) == 0, what="nobody registered")
         assert server.tournaments.live[tid].tournament.registered == []
+    finally:
+        await bots.kill()
+
+
+async def test_tournament_bots_under_nohup_stay_when_their_terminal_closes(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """SIGHUP ignored at the start (`nohup`) stays ignored; a kill after it still withdraws
+    the bots. The hangup is sent first: an ignored signal is dropped as it is sent, a
+    handled one would have been the stop (status 129)."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    bots = await Child.start(
+        tmp_path,
+        "tournament",
+        "--server",
+        url_of(server),
+        "bots",
+        tid,
+        "--count",
+        "2",
+        nohup=True,
+    )
+    try:
+        await bots.expect("2 bots registered")
+        bots.proc.send_signal(signal.SIGHUP)
+        bots.proc.send_signal(signal.SIGTERM)
+        assert (
+            await bots.expect("withdrew") == f"withdrew 2 of 2 bots from {tid} (it had not started)"
+        )
+        assert await bots.finish(30) == 143
     finally:
         await bots.kill()
 
