@@ -25,13 +25,12 @@ from .boards import check_move, rules_board
 from .render import Hit
 from .widgets import (
     BoardWidget,
+    FittedTable,
     KeysFooter,
     RacersPanel,
     clock_text,
     columned_table,
     link_text,
-    select_key,
-    selected_key,
 )
 from .wire_text import as_text
 
@@ -125,9 +124,8 @@ class LobbyScreen(Screen[None]):
         if state.lobby_more:
             head += f" — {state.lobby_more} more live races not listed"
         self.query_one("#lobby-head", Static).update(Text(head, style="bold"))
-        table = self.query_one("#races", DataTable)
-        chosen = selected_key(table)
-        table.clear()
+        rows: list[tuple[str | None, tuple[Text, ...]]] = []
+        stacked: list[tuple[str | None, tuple[Text, ...]]] = []
         for info in sorted(state.lobby.values(), key=lambda i: i.created_at_ms):
             names = ", ".join(r.name for r in info.racers)
             flags = " ".join(
@@ -139,16 +137,22 @@ class LobbyScreen(Screen[None]):
                 )
                 if on
             )
-            table.add_row(
+            cells = (
                 as_text(info.race_id),
                 as_text(info.game),
                 as_text(info.status),
                 as_text(f"{len(info.racers)}/{info.seats} {names}"),
-                f"{info.time_limit_s}s",
-                flags,
-                key=info.race_id,
+                Text(f"{info.time_limit_s}s"),
+                Text(flags),
             )
-        select_key(table, chosen)  # a pushed list must not move the player's choice
+            rows.append((info.race_id, cells))
+            # Where the six columns do not fit (60 columns): three, of two lines.
+            race, game, status, players, time, _ = cells
+            terms = Text(f"{time.plain} {flags}".strip())
+            stacked.append((info.race_id, (race + "\n" + game, status + "\n" + terms, players)))
+        # A pushed list must not move the player's choice: `fill` keeps the cursor's race.
+        table = self.query_one("#races", FittedTable)
+        table.fill(rows, stacked=(("race", "status", "players"), stacked))
         self.query_one("#lobby-status", Static).update(app.lobby_status())
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -486,7 +490,8 @@ class ResultScreen(Screen[None]):
         yield Static(id="result-head")
         yield columned_table(
             "ranking",
-            *("rank", "player", "result", "cards", "when (finished, or last card out)"),
+            # The time says what it is: `in 93.012s`, `last card out at 8.700s`.
+            *("rank", "player", "result", "cards", "time"),
             cursor_type="none",
         )
         yield Static(id="reveal")
@@ -533,16 +538,20 @@ class ResultScreen(Screen[None]):
         if self.tournament_id is not None:
             head += "\nthe tournament comes back in a moment (t: now)"
         self.query_one("#result-head", Static).update(Text(head, style="bold"))
-        table = self.query_one("#ranking", DataTable)
-        table.clear()
-        for entry in race.results or []:
-            table.add_row(
-                str(entry.rank),
-                as_text(entry.name + (" (you)" if entry.player_id == me else "")),
-                as_text(entry.state),
-                f"{entry.on_foundations}/{entry.total}",
-                result_time(entry),
+        rows = [
+            (
+                None,
+                (
+                    Text(str(entry.rank)),
+                    as_text(entry.name + (" (you)" if entry.player_id == me else "")),
+                    as_text(entry.state),
+                    Text(f"{entry.on_foundations}/{entry.total}"),
+                    Text(result_time(entry)),
+                ),
             )
+            for entry in race.results or []
+        ]
+        self.query_one("#ranking", FittedTable).fill(rows)
         reveal = self._reveal(race)
         self.reveal_text = reveal.plain
         self.query_one("#reveal", Static).update(reveal)

@@ -23,8 +23,18 @@ from solrace.server.protocol.tournament_messages import (
 
 from .session import RequestError
 from .tui import PlayApp
-from .widgets import KeysFooter, columned_table, select_key, selected_key
+from .widgets import FittedTable, KeysFooter, columned_table, selected_key
 from .wire_text import as_text, one_line
+
+
+def words(name: str) -> str:
+    """A format's or phase's name as words (`single elimination`): a narrow column wraps
+    it between them."""
+    return name.replace("_", " ")
+
+
+#: The tournament list's columns where its eight do not fit (`stacked_cells`).
+STACKED_HEADERS = ("tournament", "game", "phase")
 
 
 class TournamentListScreen(Screen[None]):
@@ -117,22 +127,37 @@ class TournamentListScreen(Screen[None]):
 
     def show(self, summaries: list[TournamentSummary]) -> None:
         self.summaries = list(summaries)
-        table = self.query_one("#tournaments", DataTable)
-        chosen = selected_key(table)
-        table.clear()
-        for t in self.summaries:
-            table.add_row(
-                as_text(t.tournament_id),
-                as_text(t.name),
-                as_text(t.game),
-                as_text(t.format),
-                as_text(t.phase),
-                str(t.players),
-                str(t.round),
-                as_text(self.name_of(t.champion) if t.champion else ""),
-                key=t.tournament_id,
+        rows = [
+            (
+                t.tournament_id,
+                (
+                    as_text(t.tournament_id),
+                    as_text(t.name),
+                    as_text(t.game),
+                    as_text(words(t.format)),
+                    as_text(words(t.phase)),
+                    Text(str(t.players)),
+                    Text(str(t.round)),
+                    as_text(self.name_of(t.champion) if t.champion else ""),
+                ),
             )
-        select_key(table, chosen)  # a refresh keeps the highlighted tournament highlighted
+            for t in self.summaries
+        ]
+        stacked = [(t.tournament_id, self.stacked_cells(t)) for t in self.summaries]
+        # A refresh keeps the highlighted tournament highlighted (`fill` keeps its row).
+        table = self.query_one("#tournaments", FittedTable)
+        table.fill(rows, stacked=(STACKED_HEADERS, stacked))
+
+    def stacked_cells(self, t: TournamentSummary) -> tuple[Text, ...]:
+        """A tournament in the three columns of two lines that fit 60 columns (the eight
+        columns do not fit 80): name and id, game and format, phase and the rest."""
+        rest = f"{t.players} players"
+        if t.round:
+            rest += f", round {t.round}"
+        if t.champion is not None:
+            rest += f", champion {self.name_of(t.champion)}"
+        lines = ((t.name, t.tournament_id), (t.game, words(t.format)), (words(t.phase), rest))
+        return tuple(Text("\n").join(as_text(line) for line in pair) for pair in lines)
 
     def selected(self) -> str | None:
         return selected_key(self.query_one("#tournaments", DataTable))

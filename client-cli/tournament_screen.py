@@ -37,7 +37,7 @@ from .connection import LinkStatus
 from .session import RequestError, Session, tournament_view_of
 from .tournament_render import must_check_in, names_of, render_board, render_title
 from .tui import PlayApp, WatchApp, _SessionApp
-from .widgets import KeysFooter, columned_table, selected_key
+from .widgets import FittedTable, KeysFooter, columned_table, selected_key
 from .wire_text import as_text, one_line
 
 TOURNAMENT_CSS = """
@@ -265,14 +265,12 @@ class TournamentScreen(Screen[None]):
         count = len(rows)
         head = f"live matches ({count}) — Enter watches a race" if count else "no live match"
         self.query_one("#t-live-head", Static).update(Text(head, style="dim" if not count else ""))
-        table = self.query_one("#t-live", DataTable)
+        table = self.query_one("#t-live", FittedTable)
         ids = [row[-1] for row in rows]
         if ids == self.live_race_ids and table.row_count == count:
             return  # the same races: keep the table (and its cursor) as it is
         selected = self._selected_race_id()
-        table.clear()
-        for row in rows:
-            table.add_row(*(as_text(cell) for cell in row), key=row[-1])
+        table.fill((row[-1], tuple(as_text(cell) for cell in row)) for row in rows)
         own = self.own_race_id()
         if own in ids and own not in self.live_race_ids:
             selected = own  # the player's race just started: Enter opens it

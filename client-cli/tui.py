@@ -74,7 +74,7 @@ CSS = """
 .form #seats, .form #time { width: 6; }
 .form Select { width: 22; }
 .form Button { width: auto; min-width: 6; }
-#races { height: 1fr; }
+DataTable#races, DataTable#tournaments { height: 1fr; }
 #ranking { height: auto; max-height: 12; }
 #race-head, #watch-head { height: 1; }
 #message { height: auto; max-height: 3; }

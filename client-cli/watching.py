@@ -22,13 +22,12 @@ from .connection import Incoming
 from .replay import ReplayCursor
 from .widgets import (
     BoardWidget,
+    FittedTable,
     KeysFooter,
     RacersPanel,
     clock_text,
     columned_table,
     link_text,
-    select_key,
-    selected_key,
 )
 from .wire_text import as_text
 
@@ -110,7 +109,7 @@ class WatchPicker(Screen[None]):
         mode = "follow mode (TV): the next live race comes on by itself" if app.follow else ""
         head = f"live races — Enter watches, f toggles follow  {mode}"
         self.query_one("#watch-head", Static).update(Text(head, style="bold"))
-        table = self.query_one("#races", DataTable)
+        table = self.query_one("#races", FittedTable)
         rows: list[tuple[RaceId, str, str, str]] = [
             (info.race_id, info.game, str(info.status), ", ".join(r.name for r in info.racers))
             for info in app.session.state.lobby.values()
@@ -118,12 +117,8 @@ class WatchPicker(Screen[None]):
         if rows == self._rows and table.row_count == len(rows):
             return  # the same list: the table (and its cursor) stays as it is
         # The list comes again every few seconds: the cursor stays on its race, not row 0.
-        selected = selected_key(table)
-        table.clear()
-        for row in rows:
-            table.add_row(*(as_text(cell) for cell in row), key=row[0])
+        table.fill((row[0], tuple(as_text(cell) for cell in row)) for row in rows)
         self._rows = rows
-        select_key(table, selected)
 
     def follow_next(self) -> None:
         app = _watch_app(self)

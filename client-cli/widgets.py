@@ -3,10 +3,13 @@ clicked, and a panel of racers' progress bars."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events
+from textual.css.scalar import Unit
 from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
@@ -20,6 +23,7 @@ from solrace.server.protocol.vocab import RacerStateName
 from .connection import LinkStatus
 from .render import Hit, Rendered, render_board, wants_color
 from .state import RacerStatus, RaceState
+from .wire_text import as_text
 
 if TYPE_CHECKING:
     from .session import Session
@@ -54,12 +58,159 @@ class KeysFooter(Footer):
         self.call_after_refresh(self.recompose)  # the palette's key comes and goes
 
 
-def columned_table(table_id: str, *columns: str, cursor_type: CursorType = "row") -> DataTable[Any]:
+def fitted_widths(widths: Sequence[int], least: Sequence[int], room: int) -> list[int] | None:
+    """Column widths whose sum is at most `room`, from each column's widest cell (`widths`):
+    None when they fit as they are, else the widest columns narrowed first, none below its
+    `least` (its header). Where even that does not fit, every column is at its least."""
+    if sum(widths) <= room:
+        return None
+    fitted = [max(width, low) for width, low in zip(widths, least, strict=True)]
+    while sum(fitted) > room:
+        wider = [i for i, width in enumerate(fitted) if width > least[i]]
+        if not wider:
+            break
+        widest = max(wider, key=lambda i: fitted[i])
+        fitted[widest] -= 1
+    return fitted
+
+
+#: A table's row: its key (None: no key) and its cells.
+Row = tuple[str | None, Sequence[str | Text]]
+#: A table's form: its headers and rows.
+Form = tuple[tuple[str, ...], list[tuple[str | None, tuple[Text, ...]]]]
+
+
+def _lines_of(cell: Text) -> list[str]:
+    return cell.plain.split("\n")
+
+
+def _texts(cells: Sequence[str | Text]) -> tuple[Text, ...]:
+    """A row's cells as `Text` (a `str` shown as it is: never read as markup)."""
+    return tuple(cell if isinstance(cell, Text) else as_text(cell) for cell in cells)
+
+
+def _height(cells: Sequence[Text]) -> int:
+    """The lines a row of these cells takes."""
+    return max((len(_lines_of(cell)) for cell in cells), default=1)
+
+
+class FittedTable(DataTable[Any]):
+    """A table that fits its width: each column as wide as its widest cell while they all
+    fit; when they do not, the widest columns give way and their cells wrap onto more lines
+    (the row grows), so that no cell is cut and no column hides past the right edge (a 60
+    column terminal). The headers stay whole. A table may also have a stacked form (fewer
+    columns, two lines a row) for when its own columns do not fit (`fill`)."""
+
+    def __init__(
+        self, *headers: str, id: str | None = None, cursor_type: CursorType = "row"
+    ) -> None:
+        super().__init__(id=id, cursor_type=cursor_type)
+        #: The headers of the columns shown (the stacked form's, when it is shown).
+        self.headers = headers
+        #: The columns' widths when they were narrowed to fit (None: as wide as their cells).
+        self.widths: list[int] | None = None
+        self._forms: list[Form] = [(headers, [])]
+        self._laid_out_for = (0, 0)
+        self.add_columns(*headers)
+
+    def fill(
+        self, rows: Iterable[Row], *, stacked: tuple[Sequence[str], Iterable[Row]] | None = None
+    ) -> None:
+        """Show `rows` (each its key and cells; a `str` is shown as it is, never as markup)
+        instead of those shown, the cursor staying on the row of the same key. `stacked`,
+        the same rows with other headers (fewer columns, cells of two lines), is shown
+        instead when the columns of `rows` do not fit side by side."""
+        forms = [(self._forms[0][0], rows)]
+        if stacked is not None:
+            forms.append((tuple(stacked[0]), stacked[1]))
+        self._forms = [
+            (headers, [(key, _texts(cells)) for key, cells in form_rows])
+            for headers, form_rows in forms
+        ]
+        self._lay_out()
+
+    def _capacity(self) -> int:
+        """How many lines the table shows without a vertical scrollbar."""
+        height = self.styles.height
+        if height is not None and not height.is_auto:
+            return self.size.height
+        most = self.styles.max_height
+        if most is not None and most.unit is Unit.CELLS:
+            return int(most.value)
+        parent = self.parent
+        return parent.size.height if isinstance(parent, Widget) else self.size.height
+
+    def _choose(self) -> tuple[Form, list[int], bool]:
+        """The form to show, its columns' widths, and whether they were narrowed: the first
+        form whose columns fit with every word whole (narrowed where a cell's words wrap
+        onto more lines), else the last one, its words folded where they must be."""
+        width = self.size.width
+        chosen: tuple[Form, list[int], bool] = (self._forms[0], [], False)
+        for reserve in (0, self.styles.scrollbar_size_vertical):
+            chosen = self._choose_form(width - reserve)
+            (_, rows), widths, _ = chosen
+            wrapped = (self._wrap_row(cells, widths) for _, cells in rows)
+            lines = self.header_height + sum(_height(cells) for cells in wrapped)
+            if not width or lines <= self._capacity():
+                break  # no vertical scrollbar: its columns are free
+        return chosen
+
+    def _choose_form(self, width: int) -> tuple[Form, list[int], bool]:
+        padding = 2 * self.cell_padding
+        for index, form in enumerate(self._forms):
+            headers, rows = form
+            natural = [cell_len(header) for header in headers]
+            words = [max(1, cell_len(header)) for header in headers]
+            for _, cells in rows:
+                for i, cell in enumerate(cells):
+                    natural[i] = max(natural[i], *(cell_len(t) for t in _lines_of(cell)))
+                    words[i] = max([words[i], *(cell_len(w) for w in cell.plain.split())])
+            room = width - padding * len(headers)
+            if not width or sum(natural) <= room:
+                return form, natural, False  # as wide as their cells (or no width yet)
+            if sum(words) <= room or index == len(self._forms) - 1:
+                least = words if sum(words) <= room else [max(1, cell_len(h)) for h in headers]
+                fitted = fitted_widths(natural, least, room)
+                return form, natural if fitted is None else fitted, True
+        raise AssertionError("a table has a form")
+
+    def _lay_out(self) -> None:
+        chosen = selected_key(self)
+        self._laid_out_for = (self.size.width, self._capacity())
+        (headers, rows), widths, narrowed = self._choose()
+        shown = widths if narrowed else None
+        if headers != self.headers or shown != self.widths:
+            self.headers, self.widths = headers, shown
+            self.clear(columns=True)
+            for header, width in zip(headers, widths, strict=True):
+                self.add_column(header, width=width if narrowed else None)
+        else:
+            self.clear()
+        for key, cells in rows:
+            wrapped = self._wrap_row(cells, widths)
+            self.add_row(*wrapped, key=key, height=_height(wrapped))
+        select_key(self, chosen)
+
+    def _wrap_row(self, cells: Sequence[Text], widths: Sequence[int]) -> list[Text]:
+        """Each cell in lines of at most its column's width (words whole where they fit)."""
+        wrapped: list[Text] = []
+        for cell, width in zip(cells, widths, strict=True):
+            if all(cell_len(line) <= width for line in _lines_of(cell)):
+                wrapped.append(cell)
+            else:
+                lines = cell.wrap(self.app.console, width, overflow="fold")
+                wrapped.append(Text("\n").join(lines))
+        return wrapped
+
+    def on_resize(self, event: events.Resize) -> None:
+        if (self.size.width, self._capacity()) != self._laid_out_for:
+            self._lay_out()
+
+
+def columned_table(table_id: str, *columns: str, cursor_type: CursorType = "row") -> FittedTable:
     """A table with its columns already there: a screen's `update_view` may add rows before
     the screen's `on_mount` runs (a server message handled while the screen mounts)."""
-    widget: DataTable[Any] = DataTable(id=table_id, cursor_type=cursor_type)
-    widget.add_columns(*columns)
-    return widget
+    return FittedTable(*columns, id=table_id, cursor_type=cursor_type)
 
 
 STATE_STYLES: dict[RacerStateName, str] = {

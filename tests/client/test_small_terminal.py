@@ -11,11 +11,21 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable
 
-from solrace.client.tui import ReplayApp
+from solrace.client.bots import Bot
+from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
+from solrace.client.session import Session
+from solrace.client.strategy import make_strategy
+from solrace.client.tournament_lobby import TournamentListScreen
+from solrace.client.tournament_screen import TournamentScreen
+from solrace.client.tui import PlayApp, ReplayApp
 from solrace.client.widgets import BoardWidget
+from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.replay import result_time
 from tests.server.test_verify import MOVES, sample
+from tests.waiting import eventually
 
-from .conftest import widget
+from .conftest import Opened, widget
+from .test_tournament_screen import act, create, register
 
 SMALL = (60, 20)
 
@@ -60,6 +70,92 @@ async def settled(pilot: Pilot[Any]) -> None:
     """Let the layout and the footer (recomposed after a resize) catch up."""
     for _ in range(3):
         await pilot.pause()
+
+
+async def test_the_result_screen_fits_60x20(server_url: str, alice: Session) -> None:
+    """The ranking's last column (`when (finished, or last card out)`) went past the right
+    edge: its header and times were cut."""
+    bob = Bot(server_url, "bob", make_strategy("greedy"), delay_s=0.0)
+    await bob.connect()
+    app = PlayApp(alice)
+    try:
+        async with app.run_test(size=SMALL) as pilot:
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="the lobby")
+            app.create_race("klondike", 2, 600)
+            await eventually(lambda: app.race_id is not None, what="race created")
+            race_id = app.race_id
+            assert race_id is not None
+            await bob.join(race_id)
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+            await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+            await pilot.press("x", "x")
+            await eventually(
+                lambda: alice.state.races[race_id].racers[PlayerId(alice.me or "")].is_done,
+                what="alice resigned",
+            )
+            await bob.play()
+            await eventually(lambda: isinstance(app.screen, ResultScreen), what="the result")
+            race = alice.state.races[race_id]
+            await eventually(lambda: race.commitment_ok is True, what="the reveal")
+            screen = app.screen
+            assert isinstance(screen, ResultScreen)
+            table = await widget(screen, "#ranking", DataTable)
+            await eventually(lambda: table.row_count == 2, what="the ranking")
+            await settled(pilot)
+            assert past_the_edges(screen) == []
+            assert not sideways(table)
+            text = "\n".join(shown(app))
+            assert race.results is not None
+            for entry in race.results:
+                assert entry.name in text
+                for word in result_time(entry).split():  # each on screen, however wrapped
+                    assert word in text.split()
+            for key in ("r Rematch", "l Lobby", "q Quit"):
+                assert key in footer(app)
+    finally:
+        await bob.close()
+
+
+async def test_the_tournament_list_and_screen_fit_60x20(opened: Opened) -> None:
+    """The list's eight columns hid the phase, the players, the round and the champion past
+    the right edge (at 80 columns too); the live matches hid their race ids."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    names = ["ann", "bob", "cid-with-a-longer-name", "dee-with-a-longer-name"]
+    await register(opened, tid, names)
+    app = PlayApp(await opened.open("ivy"))
+    async with app.run_test(size=SMALL) as pilot:
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="the lobby")
+        await pilot.press("ctrl+t")
+        await eventually(lambda: isinstance(app.screen, TournamentListScreen), what="the list")
+        listing = app.screen
+        table = await widget(listing, "#tournaments", DataTable)
+        await eventually(lambda: table.row_count == 1, what="the tournament listed")
+        await settled(pilot)
+        assert past_the_edges(listing) == [] and not sideways(table)
+        text = "\n".join(shown(app))
+        for shown_text in (tid, "single_elimination-cup", "klondike", "single elimination"):
+            assert shown_text in text
+        assert "registration" in text and "4 players" in text
+        for key in ("j Join", "f5 Refresh", "esc Lobby"):
+            assert key in footer(app)
+
+        await pilot.press("enter")
+        await eventually(lambda: isinstance(app.screen, TournamentScreen), what="its screen")
+        screen = app.screen
+        assert isinstance(screen, TournamentScreen)
+        await act(admin, tid, "start")
+        await eventually(lambda: len(screen.live_race_ids) == 2, what="two live matches")
+        await settled(pilot)
+        live = screen.query_one("#t-live", DataTable)
+        assert past_the_edges(screen) == [] and not sideways(live)
+        text = "\n".join(shown(app))
+        for race_id in screen.live_race_ids:
+            assert race_id in text
+        for name in names:
+            assert name in text
+        for key in ("f5 Refresh", "esc Back", "q Quit"):
+            assert key in footer(app)
 
 
 async def test_the_replay_s_keys_fit_60x20_and_80x24() -> None:
