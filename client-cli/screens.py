@@ -70,7 +70,7 @@ class LobbyScreen(Screen[None]):
         yield Static(id="lobby-head")
         yield columned_table("races", "race", "game", "status", "players", "time", "")
         # Each row's button first: it stays on screen however narrow the terminal.
-        with Horizontal(classes="form"):
+        with Horizontal(id="create-form", classes="form"):
             yield Button("Create", id="create", compact=True)
             yield Select(
                 [(g, g) for g in GAME_IDS],
@@ -83,7 +83,7 @@ class LobbyScreen(Screen[None]):
             yield Input("600", placeholder="seconds", id="time", type="integer", compact=True)
             yield Checkbox("rated", id="rated", compact=True)
             yield Input(placeholder="invite code", id="invite", compact=True)
-        with Horizontal(classes="form"):
+        with Horizontal(id="join-form", classes="form"):
             yield Button("Join", id="join", compact=True)
             yield Input(placeholder="race id to join", id="join-id", compact=True)
             yield Button("Start", id="start", compact=True)

@@ -71,8 +71,9 @@ CSS = """
 .form { height: 1; margin: 0 0 1 0; }
 .form > * { margin-right: 1; }
 .form Input { width: 14; }
-.form #seats, .form #time { width: 6; }
-.form Select { width: 22; }
+.form #join-id { width: 16; }
+.form #seats, .form #time { width: 8; }
+.form Select { width: 24; }
 .form Button { width: auto; min-width: 6; }
 DataTable#races, DataTable#tournaments { height: 1fr; }
 #ranking { height: auto; max-height: 12; }
@@ -81,6 +82,12 @@ DataTable#races, DataTable#tournaments { height: 1fr; }
 #move { height: 1; }
 #lobby-status, #reveal { height: auto; margin: 1 0; }
 #watch-boards { height: 1fr; grid-gutter: 1 2; }
+Screen.-narrow #create-form, Screen.-narrow #join-form {
+    layout: grid; grid-size: 4; grid-rows: 1; height: auto; grid-gutter: 0 1;
+}
+Screen.-narrow #create-form > *, Screen.-narrow #join-form > * { margin-right: 0; }
+Screen.-narrow #create-form { grid-columns: 10 24 8 8; }
+Screen.-narrow #join-form { grid-columns: 9 16 13 7; }
 """
 
 
@@ -110,6 +117,10 @@ def cramped(width: int, height: int) -> str | None:
 class _RoomCheck(App[None]):
     """An app that says (once, and again each time it becomes too small after being big
     enough) when the terminal is smaller than its screens need."""
+
+    #: Below 80 columns a screen has the class `-narrow` (the lobby's forms fold onto more
+    #: rows). Not a ClassVar: Textual's annotation of it is not one to mypy.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-wide")]  # noqa: RUF012
 
     #: The notice last given about the terminal's size (None while it is big enough).
     room_notice: str | None = None

@@ -9,7 +9,7 @@ from typing import Any
 from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Select
 
 from solrace.client.bots import Bot
 from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
@@ -70,6 +70,65 @@ async def settled(pilot: Pilot[Any]) -> None:
     """Let the layout and the footer (recomposed after a resize) catch up."""
     for _ in range(3):
         await pilot.pause()
+
+
+async def test_the_lobby_s_forms_table_and_keys_fit_60x20(server_url: str, alice: Session) -> None:
+    """At 60 columns the create form's invite field and the Tournaments button stood past
+    the right edge, the join field showed `race id to joi`, and the footer hid `esc Quit`
+    under the command palette's key."""
+    dan = Bot(server_url, "dan", make_strategy("greedy"), delay_s=0.0)
+    await dan.connect()
+    app = PlayApp(alice)
+    try:
+        async with app.run_test(size=SMALL) as pilot:
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="the lobby")
+            screen = app.screen
+            app.create_race("blondes-and-brunettes", 4, 600)  # the longest game's name
+            await eventually(lambda: app.race_id is not None, what="race created")
+            race_id = app.race_id
+            assert race_id is not None
+            await dan.join(race_id)
+            table = await widget(screen, "#races", DataTable)
+            await eventually(
+                lambda: "alice, dan" in " ".join(shown(app)), what="the race listed with dan"
+            )
+            await settled(pilot)
+            assert past_the_edges(screen) == []
+            controls = [*screen.query("#create-form > *"), *screen.query("#join-form > *")]
+            assert overlapping(controls) == []
+            text = "\n".join(shown(app))
+            for label in ("Create", "rated", "Join", "Start", "Leave", "Refresh", "Resume"):
+                assert label in text
+            assert "Tournaments" in text and "race id to join" in text
+            assert "invite code" in text  # the invite field's placeholder, whole
+            # The race's row: its id, its whole game, its players.
+            assert not sideways(table)
+            text = "\n".join(shown(app))
+            assert race_id in text and "blondes-and-brunettes" in text and "2/4" in text
+            for key in ("f5 Refresh", "^s Start", "^r Resume", "^t Tournaments", "esc Quit"):
+                assert key in footer(app)
+            # The game list, opened, shows the longest game's name whole.
+            games = screen.query_one("#game", Select)
+            games.value = "blondes-and-brunettes"
+            await pilot.click("#game")
+            await eventually(lambda: games.expanded, what="the game list")
+            await settled(pilot)
+            assert "blondes-and-brunettes " in "\n".join(shown(app))
+    finally:
+        await dan.close()
+
+
+async def test_the_lobby_keeps_its_one_row_forms_at_80x24(alice: Session) -> None:
+    app = PlayApp(alice)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="the lobby")
+        await settled(pilot)
+        screen = app.screen
+        assert past_the_edges(screen) == []
+        assert screen.query_one("#create-form").region.height == 1
+        assert screen.query_one("#join-form").region.height == 1
+        line = footer(app)
+        assert "esc Quit" in line and "^p palette" in line  # the palette's key has room here
 
 
 async def test_the_result_screen_fits_60x20(server_url: str, alice: Session) -> None:
