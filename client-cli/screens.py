@@ -31,6 +31,7 @@ from .widgets import (
     clock_text,
     columned_table,
     link_text,
+    wrap_parts,
 )
 from .wire_text import as_text
 
@@ -297,11 +298,17 @@ class RaceScreen(Screen[None]):
             clock = f"{'time' if self.ascii else '⏱'} {clock_text(remaining)} left"
         game = race.game or "?"
         title = game_class(game).title if game in GAME_IDS else game
-        # A casual race's creator may name the deal (`--game-number`), and so may know it.
-        chosen = "  deal chosen by its creator" if race.deal_chosen else ""
-        commitment = f"  deal commitment {race.commitment[:12]}…" if race.commitment else ""
-        head = f"{link_text(app.session)}{title}  race {self.race_id}  {clock}{chosen}{commitment}"
+        parts = [f"{link_text(app.session)}{title}", f"race {self.race_id}", clock]
+        if race.deal_chosen:  # a casual race's creator may name the deal, and so know it
+            parts.append("deal chosen by its creator")
+        if race.commitment:
+            parts.append(f"deal commitment {race.commitment[:12]}…")
+        # On two lines where one is too narrow (60 columns), broken between its parts.
+        head = wrap_parts(parts, self.size.width or self.app.size.width)
         self.query_one("#race-head", Static).update(Text(head, style="bold"))
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.update_clock()  # the head line folds or unfolds
 
     # --- acting --------------------------------------------------------------------------
 

@@ -77,7 +77,8 @@ CSS = """
 .form Button { width: auto; min-width: 6; }
 DataTable#races, DataTable#tournaments { height: 1fr; }
 #ranking { height: auto; max-height: 12; }
-#race-head, #watch-head { height: 1; }
+#race-head { height: auto; }
+#watch-head { height: 1; }
 #message { height: auto; max-height: 3; }
 #move { height: 1; }
 #lobby-status, #reveal { height: auto; margin: 1 0; }

@@ -39,6 +39,19 @@ def link_text(session: Session) -> str:
     return "reconnecting… — "
 
 
+def wrap_parts(parts: Sequence[str], width: int, sep: str = "  ") -> str:
+    """`parts` joined by `sep`, on as many lines as `width` needs: a head line on a narrow
+    terminal breaks between its parts, never inside one (a part wider than `width` starts
+    its own line, where it wraps)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and cell_len(lines[-1] + sep + part) <= width:
+            lines[-1] += sep + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
 BAR_WIDTH = 16
 
 

@@ -131,6 +131,38 @@ async def test_the_lobby_keeps_its_one_row_forms_at_80x24(alice: Session) -> Non
         assert "esc Quit" in line and "^p palette" in line  # the palette's key has room here
 
 
+async def test_the_race_screen_fits_60x20(server_url: str, alice: Session) -> None:
+    """The head line lost the deal's commitment past the right edge, the footer `l Back`,
+    and the board's header (Queen of Italy's) half of what to do first."""
+    bob = Bot(server_url, "bob", make_strategy("greedy"), delay_s=0.0)
+    await bob.connect()
+    app = PlayApp(alice)
+    try:
+        async with app.run_test(size=SMALL) as pilot:
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="the lobby")
+            app.create_race("queen-of-italy", 2, 600)
+            await eventually(lambda: app.race_id is not None, what="race created")
+            race_id = app.race_id
+            assert race_id is not None
+            await bob.join(race_id)
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+            screen = app.screen
+            board = await widget(screen, "#board", BoardWidget)
+            await eventually(lambda: "t0" in board.text, what="the board drawn")
+            race = alice.state.races[race_id]
+            assert race.commitment is not None
+            commitment = f"deal commitment {race.commitment[:12]}…"
+            await eventually(lambda: commitment in "\n".join(shown(app)), what="the commitment")
+            await settled(pilot)
+            assert past_the_edges(screen) == []
+            text = "\n".join(shown(app))
+            assert f"race {race_id}" in text
+            for key in ("d Deal", "esc Cancel", ": Type a move", "x Resign (twice)", "l Back"):
+                assert key in footer(app)
+    finally:
+        await bob.close()
+
+
 async def test_the_result_screen_fits_60x20(server_url: str, alice: Session) -> None:
     """The ranking's last column (`when (finished, or last card out)`) went past the right
     edge: its header and times were cut."""
