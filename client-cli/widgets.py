@@ -371,7 +371,13 @@ def racer_lines(
 
 
 class RacersPanel(Widget):
-    """Every racer: name, progress bar, cards on foundations, state, moves."""
+    """Every racer: name, progress bar, cards on foundations, state, moves. A race of more
+    racers than the screen has lines to spare shows the player's own line and the first
+    others, then how many more there are: 16 racers pushed the board off a screen of 20
+    lines, and most of it off one of 24."""
+
+    #: Lines of the screen the panel leaves to the rest (a board above all).
+    LEAVES: ClassVar[int] = 16
 
     DEFAULT_CSS = """
     RacersPanel { height: auto; min-height: 1; }
@@ -389,13 +395,20 @@ class RacersPanel(Widget):
         self.refresh(layout=True)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return max(1, len(self.race.racers) if self.race else 1)
+        racers = len(self.race.racers) if self.race else 1
+        return max(1, min(racers, max(2, viewport.height - self.LEAVES)))
 
     def render(self) -> Text:
         if self.race is None or not self.race.racers:
             return Text("no racers yet", style="dim")
         racers = list(self.race.racers.values())
         lines = racer_lines(racers, self.me, self.size.width or 80, unicode=not self.ascii)
+        room = self.size.height
+        if room and len(lines) > room:
+            shown = [i for i, racer in enumerate(racers) if racer.player_id == self.me][:1]
+            shown += [i for i in range(len(racers)) if i not in shown][: room - 1 - len(shown)]
+            more = Text(f"  … {len(racers) - len(shown)} more racers", style="dim")
+            lines = [lines[i] for i in sorted(shown)] + [more]
         return Text("\n").join(lines)
 
     @property

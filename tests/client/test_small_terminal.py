@@ -163,6 +163,36 @@ async def test_the_race_screen_fits_60x20(server_url: str, alice: Session) -> No
         await bob.close()
 
 
+async def test_a_race_of_ten_keeps_its_board_at_60x20(server_url: str, alice: Session) -> None:
+    """Ten racers' lines pushed the board's last lines (its tableau) off the screen: the
+    panel shows the player's line and the first others, and says how many more there are."""
+    bots = [Bot(server_url, f"bot{i}", make_strategy("greedy"), delay_s=0.0) for i in range(9)]
+    app = PlayApp(alice)
+    try:
+        for bot in bots:
+            await bot.connect()
+        async with app.run_test(size=SMALL) as pilot:
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="the lobby")
+            app.create_race("klondike", 10, 600)
+            await eventually(lambda: app.race_id is not None, what="race created")
+            race_id = app.race_id
+            assert race_id is not None
+            for bot in bots:
+                await bot.join(race_id)
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+            screen = app.screen
+            board = await widget(screen, "#board", BoardWidget)
+            await eventually(lambda: "t6" in board.text, what="the board drawn")
+            await settled(pilot)
+            assert past_the_edges(screen) == []
+            assert len(board.text.splitlines()) <= board.region.height  # nothing cut below
+            text = "\n".join(shown(app))
+            assert "▶ alice" in text and "… 7 more racers" in text
+    finally:
+        for bot in bots:
+            await bot.close()
+
+
 async def test_the_result_screen_fits_60x20(server_url: str, alice: Session) -> None:
     """The ranking's last column (`when (finished, or last card out)`) went past the right
     edge: its header and times were cut."""
