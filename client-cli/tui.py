@@ -77,8 +77,7 @@ CSS = """
 .form Button { width: auto; min-width: 6; }
 DataTable#races, DataTable#tournaments { height: 1fr; }
 #ranking { height: auto; max-height: 12; }
-#race-head { height: auto; }
-#watch-head { height: 1; }
+#race-head, #watch-head { height: auto; }
 #message { height: auto; max-height: 3; }
 #move { height: 1; }
 #lobby-status, #reveal { height: auto; margin: 1 0; }

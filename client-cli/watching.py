@@ -82,7 +82,7 @@ class WatchPicker(Screen[None]):
         self._rows: list[tuple[RaceId, str, str, str]] = []
 
     def compose(self) -> ComposeResult:
-        yield Static(id="watch-head")
+        yield Static(id="picker-head")
         yield columned_table("races", "race", "game", "status", "players")
         yield KeysFooter()
 
@@ -106,9 +106,10 @@ class WatchPicker(Screen[None]):
 
     def update_view(self) -> None:
         app = _watch_app(self)
-        mode = "follow mode (TV): the next live race comes on by itself" if app.follow else ""
-        head = f"live races — Enter watches, f toggles follow  {mode}"
-        self.query_one("#watch-head", Static).update(Text(head, style="bold"))
+        head = "live races — Enter watches, f toggles follow (TV)"
+        if app.follow:  # a line of its own: it went past the end of a line of 80 columns
+            head += "\nfollow mode (TV): the next live race comes on by itself"
+        self.query_one("#picker-head", Static).update(Text(head, style="bold"))
         table = self.query_one("#races", FittedTable)
         rows: list[tuple[RaceId, str, str, str]] = [
             (info.race_id, info.game, str(info.status), ", ".join(r.name for r in info.racers))

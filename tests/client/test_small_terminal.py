@@ -17,14 +17,15 @@ from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tournament_lobby import TournamentListScreen
 from solrace.client.tournament_screen import TournamentScreen
-from solrace.client.tui import PlayApp, ReplayApp
+from solrace.client.tui import PlayApp, ReplayApp, WatchApp
+from solrace.client.watching import WatchPicker, WatchScreen
 from solrace.client.widgets import BoardWidget
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.replay import result_time
 from tests.server.test_verify import MOVES, sample
 from tests.waiting import eventually
 
-from .conftest import Opened, widget
+from .conftest import Opened, open_session, widget
 from .test_tournament_screen import act, create, register
 
 SMALL = (60, 20)
@@ -277,6 +278,48 @@ async def test_the_tournament_list_and_screen_fit_60x20(opened: Opened) -> None:
             assert name in text
         for key in ("f5 Refresh", "esc Back", "q Quit"):
             assert key in footer(app)
+
+
+async def test_the_watch_picker_and_screen_fit_60x20(server_url: str) -> None:
+    """The picker's head line lost the follow mode's words past the right edge (at 80
+    columns too); a small board's header cut `pass 1/∞` to `pass 1`."""
+    spectator, pump = await open_session(server_url, None)
+    bots = [
+        Bot(server_url, name, make_strategy("greedy"), delay_s=0.0)
+        for name in ("ann", "bob-the-builder")
+    ]
+    try:
+        for bot in bots:
+            await bot.connect()
+        app = WatchApp(spectator)
+        async with app.run_test(size=SMALL) as pilot:
+            await eventually(lambda: isinstance(app.screen, WatchPicker), what="the picker")
+            await pilot.press("f")  # follow mode, no race on: the picker stays
+            await eventually(lambda: app.follow, what="follow mode")
+            await settled(pilot)
+            assert "follow mode (TV): the next live race comes on by itself" in shown(app)[1]
+            assert past_the_edges(app.screen) == []
+
+            race_id = await bots[0].create("klondike", 2, 300)
+            await bots[1].join(race_id)  # full: it starts, and follow mode watches it
+            await eventually(lambda: isinstance(app.screen, WatchScreen), what="watching")
+            screen = app.screen
+            await eventually(
+                lambda: (
+                    all(b.board is not None for b in screen.query(BoardWidget))
+                    and len(screen.query(BoardWidget)) == 2
+                ),
+                what="both boards",
+            )
+            await settled(pilot)
+            assert past_the_edges(screen) == []
+            for key in ("esc Back", "f Follow (TV)", "q Quit"):
+                assert key in footer(app)
+    finally:
+        pump.cancel()
+        await spectator.conn.close()
+        for bot in bots:
+            await bot.close()
 
 
 async def test_the_replay_s_keys_fit_60x20_and_80x24() -> None:
