@@ -174,6 +174,17 @@ def _title_of(game_id: str) -> tuple[str, int, int]:
 
 def header_line(board: BoardView, title: str | None = None, width: int = 80) -> str:
     """One line about the board: title, progress, round, base rank, outcome."""
+    return header_lines(board, title, width)[0]
+
+
+def header_lines(
+    board: BoardView, title: str | None = None, width: int = 80, rows: int = 1
+) -> list[str]:
+    """The board's title, progress, round, base rank, hint and outcome in at most `rows`
+    lines of `width`: one line when it fits, with shorter words when that fits (a given
+    title, a racer's name, stays); else broken between its parts onto up to `rows` lines;
+    else one line of the parts that fit whole (the title cut if it must): never a part cut
+    in its middle (`pass 1` for `pass 1/∞`, half of the hint)."""
     name, max_rounds, _ = _title_of(board.game_id)
     on, total = board.progress
     parts = [title or name, f"{on}/{total} on foundations"]
@@ -188,13 +199,42 @@ def header_line(board: BoardView, title: str | None = None, width: int = 80) -> 
         parts.append("WON")
     elif board.stuck:
         parts.append("STUCK")
-    line = "  ".join(parts)
-    if len(line) > width:  # shorter words first; a given title (a racer's name) stays
-        parts[1] = f"{on}/{total}"
-        if title is None and len(board.game_id) < len(name):
-            parts[0] = board.game_id
-        line = "  ".join(parts)
-    return line[:width]
+    short = [*parts]  # shorter words; a given title (a racer's name) stays
+    short[1] = f"{on}/{total}"
+    if title is None and len(board.game_id) < len(name):
+        short[0] = board.game_id
+    for form in (parts, short):
+        if len(_SEP.join(form)) <= width:
+            return [_SEP.join(form)]
+    for form in (parts, short):
+        lines = _broken(form, width)
+        if lines is not None and len(lines) <= rows:
+            return lines
+    line = short[0] if len(short[0]) <= width else short[0][: width - 1] + "…"
+    for part in short[1:]:
+        if len(line) + len(_SEP) + len(part) <= width:
+            line += _SEP + part
+    return [line]
+
+
+_SEP: Final = "  "
+
+
+def _broken(parts: list[str], width: int) -> list[str] | None:
+    """`parts` on as many lines of `width` as they need, each whole (None: one is wider)."""
+    lines: list[str] = []
+    for part in parts:
+        if len(part) > width:
+            return None
+        if lines and len(lines[-1]) + len(_SEP) + len(part) <= width:
+            lines[-1] += _SEP + part
+        else:
+            lines.append(part)
+    return lines
+
+
+#: Most lines a board's header takes (when the board keeps room for its piles).
+HEADER_ROWS: Final = 2
 
 
 def render_board(
@@ -210,16 +250,43 @@ def render_board(
 ) -> Rendered:
     """Lay `board` out in at most `width` x `height` cells (80 x 24 always suffices).
 
-    The top row's cells stand two spaces apart, one when that is what makes the board fit."""
+    The top row's cells stand two spaces apart, one when that is what makes the board fit.
+    A header too long for one line (`header_lines`) takes two where the board leaves a line
+    spare (the player's own board on 60 columns), else one line of the parts that fit (a
+    spectator's small board keeps its lines for the piles)."""
     width = max(width, 20)
     height = max(height, 6)
-    args = (board, width, height, unicode, color, selected, title, show_header)
+    args = (board, width, height, unicode, color, selected)
+    if not show_header:
+        return _fitted(*args, [])[0]
+    rendered, fits = _fitted(*args, header_lines(board, title, width))
+    if rendered.height < height and fits:
+        folded = header_lines(board, title, width, rows=HEADER_ROWS)
+        if len(folded) > 1:
+            taller, taller_fits = _fitted(*args, folded)
+            if taller.height <= height and taller_fits:
+                return taller
+    return rendered
+
+
+def _fitted(
+    board: BoardView,
+    width: int,
+    height: int,
+    unicode: bool,
+    color: bool,
+    selected: str | None,
+    header: list[str],
+) -> tuple[Rendered, bool]:
+    """The board laid out under `header`, its top row's cells two spaces apart, or one
+    when that fits better; and whether its tableau found room."""
+    args = (board, width, height, unicode, color, selected, header)
     rendered, fits = _layout(*args, gap=2)
     if rendered.height > height or not fits:
         tight, tight_fits = _layout(*args, gap=1)
         if (tight_fits, -tight.height) > (fits, -rendered.height):
-            return tight
-    return rendered
+            return tight, tight_fits
+    return rendered, fits
 
 
 def _layout(
@@ -229,20 +296,19 @@ def _layout(
     unicode: bool,
     color: bool,
     selected: str | None,
-    title: str | None,
-    show_header: bool,
+    header: list[str],
     *,
     gap: int,
 ) -> tuple[Rendered, bool]:
-    """The board laid out, and whether its tableau found room (else a line says not)."""
+    """The board laid out under its `header` lines, and whether its tableau found room (else
+    a line says not)."""
     faces = _Faces(unicode)
     canvas = _Canvas(width, color, faces, selected)
     _, _, draw = _title_of(board.game_id)
-    y = 0
-    if show_header:
-        style = STYLE_WON if board.won else STYLE_STUCK if board.stuck else STYLE_TITLE
-        canvas.put(0, 0, header_line(board, title, width), style)
-        y = 1
+    style = STYLE_WON if board.won else STYLE_STUCK if board.stuck else STYLE_TITLE
+    for y, line in enumerate(header):
+        canvas.put(0, y, line, style)
+    y = len(header)
 
     top: list[PileView] = []
     reserves: list[PileView] = []

@@ -11,6 +11,7 @@ from solrace.client.render import (
     STYLE_RED,
     Hit,
     header_line,
+    header_lines,
     render_board,
     render_plain,
     wants_color,
@@ -142,6 +143,40 @@ def test_a_narrow_header_keeps_the_racer_s_name_and_drops_words_first() -> None:
     line = header_line(board, "dora", width=26)
     assert line.startswith("dora  0/104") and "foundations" not in line
     assert header_line(board, width=26).startswith("Queen of Italy  0/104")  # the game
+
+
+def test_a_header_too_long_for_its_line_never_cuts_a_part() -> None:
+    """On 60 columns the hint of what to do first lost its end (`...play a t card to its`),
+    and a racer's board of 29 said `pass 1` for `pass 1/∞`."""
+    hint = "choose the base: play a t card to its foundation"
+    queen = positions("queen-of-italy", 1)[0]
+    assert header_lines(queen, width=60, rows=2) == ["Queen of Italy  0/104 on foundations", hint]
+    assert header_line(queen, width=60) == "Queen of Italy  0/104"  # one line: the parts that fit
+    klondike = positions("klondike", 1)[0]
+    assert header_line(klondike, "bob-the-builder", width=29) == "bob-the-builder  0/52"
+    assert header_line(klondike, "a-name-longer-than-the-line", width=20) == "a-name-longer-than-…"
+    for game_id in GAME_IDS:
+        board = positions(game_id, 1)[0]
+        whole = header_line(board, width=500).split("  ")
+        for width in (20, 29, 40, 60):
+            for rows in (1, 2):
+                lines = header_lines(board, width=width, rows=rows)
+                assert len(lines) <= rows and all(len(line) <= width for line in lines)
+                for part in "  ".join(lines).split("  ")[1:]:  # the title may be cut
+                    assert part in whole or part == f"{board.progress[0]}/{board.progress[1]}"
+
+
+def test_the_own_board_on_60_columns_has_its_whole_hint() -> None:
+    """The hint takes a second line where the board leaves one spare; a small board (a
+    spectator's) keeps its lines for the piles."""
+    queen = positions("queen-of-italy", 1)[0]
+    lines = render_board(queen, 60, 13, color=False).lines
+    assert lines[:2] == [
+        "Queen of Italy  0/104 on foundations",
+        "choose the base: play a t card to its foundation",
+    ]
+    small = render_board(queen, 29, 6, color=False, title="dora")
+    assert small.lines[0] == "dora  0/104" and small.height <= 6
 
 
 def test_result_lines_say_what_their_time_is() -> None:

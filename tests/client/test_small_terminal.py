@@ -4,8 +4,10 @@ Textual's pilot against a real server on loopback and read from what the screen 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from rich.cells import cell_len
 from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
@@ -158,6 +160,7 @@ async def test_the_race_screen_fits_60x20(server_url: str, alice: Session) -> No
             assert past_the_edges(screen) == []
             text = "\n".join(shown(app))
             assert f"race {race_id}" in text
+            assert "choose the base: play a t card to its foundation" in text
             for key in ("d Deal", "esc Cancel", ": Type a move", "x Resign (twice)", "l Back"):
                 assert key in footer(app)
     finally:
@@ -313,6 +316,12 @@ async def test_the_watch_picker_and_screen_fit_60x20(server_url: str) -> None:
             )
             await settled(pilot)
             assert past_the_edges(screen) == []
+            for board in screen.query(BoardWidget):
+                lines = board.text.splitlines()
+                assert max(cell_len(line) for line in lines) <= board.size.width
+                # The header's parts whole, however narrow: `pass 1/∞`, never `pass 1`.
+                assert board.title is not None and lines[0].startswith(board.title)
+                assert not re.search(r"pass \d+(?!/∞)", board.text), board.text
             for key in ("esc Back", "f Follow (TV)", "q Quit"):
                 assert key in footer(app)
     finally:
