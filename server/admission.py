@@ -175,6 +175,15 @@ class Admission:
             bucket.spend(now)
         return None
 
+    def unregister(self, key: str) -> None:
+        """The name `register` allowed for address `key` was not made (someone else's): its
+        credits go back, so refused hellos do not use up the budgets of names made."""
+        if self.node_registrations is not None:
+            self.node_registrations.give_back()
+        bucket = self.registrations.get(key) if self.per_address else None
+        if bucket is not None:
+            bucket.give_back()
+
     def hopeless(self, key: str) -> bool:
         """Far past a cap: not worth reading the request to answer it."""
         if self.total > hard_cap(self.max_connections):

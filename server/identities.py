@@ -100,6 +100,7 @@ class Identities:
         try:
             return await self.store.create_player(player_id, name, now), True
         except NameTakenError:
+            session.unregister()  # nothing was made
             if key is None:
                 return None, False
         # The name is someone else's, or the key's player was made meanwhile (a hello with

@@ -45,6 +45,10 @@ class Session(ABC):
         name)? Spends a credit of the registration budgets if so; otherwise says why not."""
         return None
 
+    def unregister(self) -> None:
+        """The name `register` allowed was not made: its credits go back (none spent here)."""
+        return None
+
     @abstractmethod
     def close(self, code: CloseCode, reason: str) -> None:
         """Close after the messages already queued."""

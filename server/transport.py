@@ -279,6 +279,9 @@ class WebSocketSession(Session, asyncio.Protocol):
     def register(self) -> str | None:
         return self.edge.admission.register(self.address, time.monotonic())
 
+    def unregister(self) -> None:
+        self.edge.admission.unregister(self.address)
+
     def connection_lost(self, exc: Exception | None) -> None:
         # Messages already read are still handled (a resign sent just before closing
         # counts); their answers go nowhere.

@@ -41,6 +41,10 @@ class CreditBucket:
         """Seconds from `now` until `cost` credits are there (0: now)."""
         return max(0.0, (cost - self.credits_at(now)) / self.refill_per_s)
 
+    def give_back(self, cost: float = 1.0) -> None:
+        """Return `cost` credits spent for something that did not happen (up to capacity)."""
+        self.credits = min(self.capacity, self.credits + cost)
+
     def spend(self, now: float, cost: float = 1.0) -> bool:
         """Spend `cost` credits at time `now`; False when the budget is exhausted."""
         elapsed = max(0.0, now - self.now)

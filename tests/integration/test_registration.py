@@ -142,3 +142,25 @@ async def test_new_names_have_a_budget_on_the_node_even_behind_a_proxy(
     assert (await third.hello(token=welcome.token)).player_id == welcome.player_id
     for each in (first, second, third):
         await each.close()
+
+
+async def test_hellos_refused_a_name_someone_has_do_not_use_up_the_budget_of_new_names(
+    start_server: ServerFactory,
+) -> None:
+    """A hello for a name someone else owns is refused and stores nothing: it spent a credit
+    of the node's budget of new names all the same, so a few of them locked every newcomer
+    out (a fuzzing audit: five refusals, then `too many new names on this server`)."""
+    server = await start_server(
+        max_connections_per_address=0, register_node_burst=2, register_node_per_s=0.001
+    )
+    url = f"ws://127.0.0.1:{server.port}"
+    owner = await Client.open(url)
+    assert isinstance(await registered(owner, "ann", None), Welcome)
+    others = [await Client.open(url) for _ in range(4)]
+    for other in others:
+        refusal = await registered(other, "ann", None)
+        assert isinstance(refusal, Error) and refusal.code == "name_taken", refusal
+    newcomer = await Client.open(url)
+    assert isinstance(await registered(newcomer, "bob", None), Welcome)
+    for each in (owner, *others, newcomer):
+        await each.close()

@@ -143,3 +143,11 @@ def test_new_names_have_a_budget_on_the_node_whatever_their_addresses() -> None:
 
 
 NODE_FULL = "too many new names on this server"
+
+
+def test_a_name_not_made_gives_its_credits_back() -> None:
+    admission = Admission(100, 64, 60, 10, register_node_burst=1, register_node_per_s=0.001)
+    assert admission.register("10.0.0.1", 0.0) is None
+    assert admission.register("10.0.0.2", 0.0) == "too many new names on this server"
+    admission.unregister("10.0.0.1")
+    assert admission.register("10.0.0.2", 0.0) is None
