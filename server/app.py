@@ -421,6 +421,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)
 
 
+#: Settings whose values are never echoed: the token secret and the admin token.
+HIDDEN_SETTINGS = frozenset({"secret", "admin_token"})
+
+
 def describe_settings_error(exc: ValidationError | SettingsError, args: argparse.Namespace) -> str:
     """What is wrong with the settings, one setting per line, named as the operator wrote it
     (`--port` when the flag was given, else `SOLRACE_PORT`)."""
@@ -439,7 +443,14 @@ def describe_settings_error(exc: ValidationError | SettingsError, args: argparse
             name = "SOLRACE_" + field.upper()
         if field == "origins":
             why += """ (a JSON list: SOLRACE_ORIGINS='["https://example.org"]')"""
-        lines.append(f"invalid {name} {error.get('input')!r}: {why}")
+        given = error.get("input")
+        if field in HIDDEN_SETTINGS:  # a typo of the real one would end up in the logs
+            shown = "(given, not shown)"
+        elif isinstance(given, str):
+            shown = repr(redact(given))
+        else:
+            shown = repr(given)
+        lines.append(f"invalid {name} {shown}: {why}")
     return "\n".join(lines)
 
 

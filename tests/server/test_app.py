@@ -605,3 +605,24 @@ def test_a_flag_it_cannot_read_is_one_line_not_the_usage(
         "solrace serve: error: argument --port: invalid int value: 'abc' (solrace serve --help "
         "lists the flags)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("SOLRACE_SECRET", "almost-the-real"), ("SOLRACE_SECRET", "short")],
+)
+def test_a_refused_secret_is_named_not_shown(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+) -> None:
+    """A typo of the real secret was echoed to stderr (and so to the service's journal)."""
+    monkeypatch.setenv(variable, value)
+    code, lines = serve(capsys, "--data-dir", str(tmp_path))
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith(f"solrace serve: error: invalid {variable} ")
+    assert value not in lines[0] and "(given, not shown)" in lines[0]
+    code, lines = serve(capsys, "--data-dir", str(tmp_path), "--secret", value)
+    assert code == 2 and len(lines) == 1 and value not in lines[0], lines
