@@ -269,7 +269,9 @@ async def join(session: Session, tournament_id: str) -> str | None:
 
 async def not_a_player(session: Session, tournament_id: str) -> str | None:
     """Why the connected player cannot play the tournament (it is unknown, or the player is
-    not one of its players: what they can do instead), or None."""
+    not one of its players: what they can do instead), or None. Once the tournament has
+    started, its players are its field (`seeds`): who registered but did not check in (when
+    check-in was required) is not one of them, and can only watch."""
     try:
         reply = await session.request(
             WatchTournament(tournament_id=tournament_id), tournament_view_of(tournament_id)
@@ -278,9 +280,17 @@ async def not_a_player(session: Session, tournament_id: str) -> str | None:
         return f"{exc.code}: {exc.message}"
     assert isinstance(reply, TournamentView)
     view = reply.tournament
-    if any(p.player_id == session.me for p in view.players):
+    registered = any(p.player_id == session.me for p in view.players)
+    # Once seeded, the field is the seeds: who registered and did not check in is not in it.
+    if registered and (not view.seeds or session.me in view.seeds):
         return None
     me = session.state.name or session.me
+    if registered and view.phase != "finished":
+        return (
+            f"{me} did not check in to {tournament_id}, which is {view.phase} without them: "
+            f"you can only watch it (`solrace tournament watch {tournament_id}`, or "
+            f"`show {tournament_id} --tui`)"
+        )
     if view.phase in ("registration", "check_in"):
         return (
             f"{me} is not registered in {tournament_id}: `solrace tournament join "

@@ -30,11 +30,16 @@ from solrace.client.tui import PlayApp
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.tournament_messages import WatchTournament
+from solrace.server.protocol.tournament_messages import (
+    CheckIn,
+    CreateTournament,
+    TournamentView,
+    WatchTournament,
+)
 from tests.integration.solver import scoring_line
 from tests.waiting import eventually
 
-from .conftest import Opened, url_of
+from .conftest import TOKEN, Opened, url_of
 from .process import Child
 from .test_plain import ends_when_connected_elsewhere
 from .test_tournament_screen import act, create, is_view, opened_id, register
@@ -592,3 +597,51 @@ async def test_playing_a_tournament_one_is_not_in_says_so(
         f"solrace tournament: hugh was not a player of {tid}, which has finished (champion "
         f"ann): `solrace tournament show {tid}` prints it"
     )
+
+
+async def test_playing_a_tournament_one_did_not_check_in_to_says_so(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """Registered but not checked in when the tournament started (check-in required): not in
+    its field, so `play ID --plain` says they can only watch it and exits 1 (it waited for a
+    race that never comes)."""
+    url = url_of(server)
+    admin = await opened.open("director")
+    reply = await admin.request(
+        CreateTournament(
+            admin_token=TOKEN,
+            name="cup",
+            game="klondike",
+            format="single_elimination",
+            check_in_required=True,
+            no_show_grace_s=None,
+            rated=False,
+        ),
+        is_view(),
+    )
+    assert isinstance(reply, TournamentView)
+    tid = reply.tournament.tournament_id
+    joining = await Child.start(
+        tmp_path, "tournament", "--server", url, "--name", "hugh", "join", tid
+    )
+    try:
+        assert await joining.finish(30) == 0, joining.output
+    finally:
+        await joining.kill()
+    ann, bob = await register(opened, tid, ["ann", "bob"])
+    await act(admin, tid, "open_check_in")
+    for player in (ann, bob):
+        await player.request(CheckIn(tournament_id=tid), is_view(tid))
+    view = await act(admin, tid, "start")
+    assert view.phase == "running" and len(view.players) == 3 and len(view.seeds) == 2
+    child = await Child.start(
+        tmp_path, "tournament", "--server", url, "--name", "hugh", "play", tid, "--plain"
+    )
+    try:
+        assert await child.finish(30) == 1, child.output
+    finally:
+        await child.kill()
+    assert child.lines == [
+        f"solrace tournament: hugh did not check in to {tid}, which is running without "
+        f"them: you can only watch it (`solrace tournament watch {tid}`, or `show {tid} --tui`)"
+    ]
