@@ -8,7 +8,9 @@ read again every `poll_s` and pushed when it differs from the last one sent.
 
 The list is built once and kept, encoded, until a change here (several nodes: also until it
 is `interval_s` old): at 1,000 live races it costs ~8 ms to build, and every `list_races`
-asks for it.
+asks for it. It is built again at most every `REBUILD_EVERY_S`: a request that finds it
+stale sooner waits for the next build, shared by every request waiting (a client that makes
+a change and lists, again and again from many connections, kept the node rebuilding).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ log = logging.getLogger("solrace.server.lobby")
 #: The most races one `race_list` holds (~270 bytes each with a few racers): a lobby of
 #: thousands of running races stays a frame every client reads.
 RACE_LIST_LIMIT = 200
+#: Seconds between two builds of the list at least (a change shows in the next one).
+REBUILD_EVERY_S = 0.05
 
 
 def race_list(infos: list[RaceInfo], limit: int = RACE_LIST_LIMIT) -> RaceList:
@@ -74,7 +78,8 @@ class LobbyFeed:
     async def current(self) -> tuple[RaceList, bytes]:
         """The list and its frame: the kept one, unless a change came since (several nodes:
         or it is `interval_s` old). `StoreError` if it must be read and cannot be."""
-        now, changes = asyncio.get_running_loop().time(), self._changes
+        loop = asyncio.get_running_loop()
+        now, changes = loop.time(), self._changes
         kept = self._current
         if (
             kept is not None
@@ -82,6 +87,12 @@ class LobbyFeed:
             and (self.poll_s is None or now - kept[2] < self.interval_s)
         ):
             return kept[0], kept[1]
+        if kept is not None and now - kept[2] < REBUILD_EVERY_S:
+            await asyncio.sleep(kept[2] + REBUILD_EVERY_S - now)
+            fresh = self._current
+            if fresh is not None and fresh is not kept and fresh[3] >= changes:
+                return fresh[0], fresh[1]  # built meanwhile, with every change before this
+            now, changes = loop.time(), self._changes
         races = await self.list_races()
         frame = encode(races)
         self._current = (races, frame, now, changes)
