@@ -26,10 +26,12 @@ def round_has_ended(view: TournamentModel, round_number: int) -> bool:
 
 
 def due_races(state: ClientState, tournament_id: str | None = None) -> list[RaceId]:
-    """The player's tournament races (from their `tournament_race` notices) whose deal is still
-    held although the latest view of their tournament shows their round ended."""
+    """The player's tournament races (from their `tournament_race` notices, or for a race
+    resumed from `welcome.active_races`, the view's live matches: `ClientState.tournament_race`)
+    whose deal is still held although the latest view of their tournament shows their round
+    ended."""
     due: list[RaceId] = []
-    for race_id, notice in state.tournament_races.items():
+    for race_id, notice in state.my_tournament_races().items():
         if tournament_id is not None and notice.tournament_id != tournament_id:
             continue
         if state.player_id not in notice.players:
@@ -51,8 +53,8 @@ def deal_line(race: RaceState) -> str:
 
 def race_label(state: ClientState, race_id: RaceId) -> str:
     """`round 1, match W1-1, race 2 (RACE)`: which race of the tournament a check is of (from
-    its `tournament_race` notice), or the race id alone."""
-    notice = state.tournament_races.get(race_id)
+    its `tournament_race` notice or the view's live match), or the race id alone."""
+    notice = state.tournament_race(race_id)
     if notice is None:
         return f"race {race_id}"
     return f"round {notice.round}, match {notice.match_id}, race {notice.race_number} ({race_id})"

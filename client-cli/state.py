@@ -332,6 +332,10 @@ class ClientState:
     tournaments: dict[str, TournamentModel] = field(default_factory=dict)
     #: Race id -> the `tournament_race` notice that seated this player in it.
     tournament_races: dict[RaceId, TournamentRace] = field(default_factory=dict)
+    #: Race id -> this player's race as a tournament view listed it live, in the shape of a
+    #: notice: what a client that connected after the race's `tournament_race` notice (a race
+    #: resumed from `welcome.active_races`) knows of its round (`tournament_race`).
+    tournament_races_seen: dict[RaceId, TournamentRace] = field(default_factory=dict)
     #: server clock minus local clock, in ms, from the latest welcome or pong.
     clock_offset_ms: int = 0
     last_error: Error | None = None
@@ -387,6 +391,7 @@ class ClientState:
             known = self.tournaments.get(view.tournament_id)
             if known is None or view.version >= known.version:
                 self.tournaments[view.tournament_id] = view
+            self._seen_live(view)
             return None
         if isinstance(message, TournamentRace):
             self.tournament_races[message.race_id] = message
@@ -406,6 +411,34 @@ class ClientState:
             else:
                 self.lobby.pop(info.race_id, None)
         return message.race_id
+
+    def _seen_live(self, view: TournamentModel) -> None:
+        """Remember this player's live races of a view (the view stops listing them once
+        they end, and their round is what a held deal's check waits for)."""
+        me = self.player_id
+        for live in view.live:
+            if me is None or me not in live.players or live.race_id in self.tournament_races:
+                continue
+            self.tournament_races_seen.setdefault(
+                live.race_id,
+                TournamentRace(
+                    tournament_id=view.tournament_id,
+                    match_id=live.match_id,
+                    round=live.round,
+                    race_number=live.race_number,
+                    race_id=live.race_id,
+                    players=list(live.players),
+                ),
+            )
+
+    def tournament_race(self, race_id: RaceId) -> TournamentRace | None:
+        """The tournament race this player is seated in: its `tournament_race` notice, else
+        what a view's live matches said of it (a race resumed from `welcome.active_races`)."""
+        return self.tournament_races.get(race_id) or self.tournament_races_seen.get(race_id)
+
+    def my_tournament_races(self) -> dict[RaceId, TournamentRace]:
+        """Every race `tournament_race` knows, by race id."""
+        return {**self.tournament_races_seen, **self.tournament_races}
 
     def tournament_of(self, race_id: RaceId) -> str | None:
         """The tournament a race belongs to: from its notice, else from its id (the server

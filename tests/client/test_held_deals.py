@@ -5,12 +5,13 @@ runs are in `test_tournament_play.py`."""
 
 from __future__ import annotations
 
-from solrace.client.held_deals import deal_line, due_races
+from solrace.client.held_deals import deal_line, due_races, race_label
 from solrace.client.state import ClientState
 from solrace.server.protocol.commitment import commit
-from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import RaceFinished, Replay, ReplayModel
 from solrace.server.protocol.tournament_messages import (
+    LiveMatchModel,
     RoundModel,
     TournamentModel,
     TournamentRace,
@@ -45,7 +46,7 @@ def held_finish(version: int) -> RaceFinished:
     return ending.model_copy(update={"version": version, "game_number": None, "salt": None})
 
 
-def view(version: int, *, ended: bool) -> TournamentView:
+def view(version: int, *, ended: bool, live: list[LiveMatchModel] | None = None) -> TournamentView:
     rounds = [
         RoundModel(
             number=1,
@@ -76,7 +77,7 @@ def view(version: int, *, ended: bool) -> TournamentView:
             rounds=rounds,
             standings=[],
             bracket=[],
-            live=[],
+            live=live or [],
             champion=None,
             audit=[],
         )
@@ -143,3 +144,24 @@ def test_a_race_someone_else_was_seated_in_is_not_checked() -> None:
     state.tournament_races[RACE] = notice.model_copy(update={"players": ["pb", "pc"]})
     state.apply(view(2, ended=True))
     assert due_races(state) == []
+
+
+def test_a_race_resumed_from_the_welcome_is_due_from_the_view_that_listed_it_live() -> None:
+    """No `tournament_race` notice (the client connected after the race had started): the
+    view's live match, while the race runs, says its round; the view that ends the round no
+    longer lists it."""
+    state = ClientState()
+    state.apply(welcome())
+    live = LiveMatchModel(
+        match_id="W1-1", round=1, race_number=1, race_id=RACE, players=[PlayerId("pa")]
+    )
+    others = live.model_copy(update={"race_id": RaceId("r9"), "players": [PlayerId("pb")]})
+    state.apply(view(1, ended=False, live=[live, others]))
+    started(state)
+    state.apply(held_finish(version=9))
+    assert state.races[RACE].deal_held and state.tournament_races == {}
+    assert due_races(state) == []
+    state.apply(view(2, ended=True))
+    assert due_races(state, TID) == [RACE]
+    assert race_label(state, RACE) == f"round 1, match W1-1, race 1 ({RACE})"
+    assert race_label(state, RaceId("r9")) == "race r9"  # someone else's race: not this player's

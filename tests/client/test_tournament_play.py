@@ -645,3 +645,57 @@ async def test_playing_a_tournament_one_did_not_check_in_to_says_so(
         f"solrace tournament: hugh did not check in to {tid}, which is running without "
         f"them: you can only watch it (`solrace tournament watch {tid}`, or `show {tid} --tui`)"
     ]
+
+
+async def test_a_race_resumed_from_the_welcome_has_its_held_deal_checked(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """`play ID --plain` connecting once its race has started (no `tournament_race` notice:
+    the race comes from `welcome.active_races`, its round from the view's live matches)
+    still checks the race's held deal when the round ends."""
+    url = url_of(server)
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    joining = await Child.start(
+        tmp_path, "tournament", "--server", url, "--name", "pat", "join", tid
+    )
+    try:
+        assert await joining.finish(30) == 0, joining.output
+    finally:
+        await joining.kill()
+    bot = resigning_bot(server)
+    run: asyncio.Task[object] | None = None
+    player: Child | None = None
+    try:
+        await bot.connect()
+        run = asyncio.create_task(play_tournament(bot, tid))
+        await eventually(lambda: registered(admin, tid) == 2, what="both registered")
+        await act(admin, tid, "start")
+
+        def live() -> list[RaceId]:
+            view = admin.state.tournaments.get(tid)
+            return [] if view is None else [m.race_id for m in view.live]
+
+        await eventually(lambda: bool(live()), what="the race on")
+        (race_id,) = live()
+        argv = ["--server", url, "--name", "pat", "play", tid, "--plain"]
+        player = await Child.start(tmp_path, "tournament", *argv)
+        await player.expect(f"your race {race_id} is on")
+        for move in scoring_line("klondike", deal_of(server, race_id)):
+            await player.send(move)
+            await player.expect(f"ok {move}")
+        await player.send("resign")
+        await player.expect("deal held until the tournament round ends")
+        await player.expect("tournament finished: champion pat")
+        assert (
+            f"round 1, match W1-1, race 1 ({race_id}): deal klondike "
+            f"{deal_of(server, race_id)}: commitment verified"
+        ) in player.lines, player.output
+        assert await player.finish() == 0
+    finally:
+        if player is not None:
+            await player.kill()
+        if run is not None:
+            run.cancel()
+        await bot.close()
