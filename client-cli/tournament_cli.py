@@ -152,9 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--no-check-in", action="store_true", help="registration is enough")
     create.add_argument(
         "--grace",
-        type=int,
+        type=grace_seconds,
         default=default_of("no_show_grace_s"),
-        help=f"no-show grace, seconds (default {default_of('no_show_grace_s')})",
+        metavar="SECONDS",
+        help=(
+            f"no-show grace, seconds (default {default_of('no_show_grace_s')}; null or never: "
+            "no one forfeits for not showing up)"
+        ),
     )
     create.add_argument("--casual", action="store_true", help="races do not change ratings")
     create.add_argument("--rounds", type=int, help="Swiss rounds, 1 to 64 (default: automatic)")
@@ -285,6 +289,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="a player's name or id (default: --name, else the name you used last)",
     )
     return parser
+
+
+#: `--grace` words for no no-show grace (the protocol's `no_show_grace_s: null`).
+NO_GRACE: Final = frozenset({"null", "never", "none"})
+
+
+def grace_seconds(text: str) -> int | None:
+    """`--grace`: seconds, or `null` (`never`) for no no-show forfeit."""
+    if text.strip().lower() in NO_GRACE:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither seconds nor null") from None
 
 
 def described(text: str) -> str:

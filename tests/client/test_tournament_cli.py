@@ -563,3 +563,27 @@ async def test_an_admin_act_without_what_it_needs_is_refused_before_asking(
         "",
         f"solrace tournament admin: {argv[0]} needs {needs} (missing {missing})\n",
     )
+
+
+async def test_create_grace_null_means_no_no_show_forfeit(
+    tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/tournaments.md: the no-show grace is `--grace`, `null` for never (argparse refused
+    'null': only an int was accepted)."""
+    parser = build_parser()
+    for word in ("null", "never"):
+        assert parser.parse_args(["create", "cup", "--grace", word]).grace is None
+    assert parser.parse_args(["create", "cup", "--grace", "30"]).grace == 30
+    assert parser.parse_args(["create", "cup"]).grace == 120
+    with pytest.raises(SystemExit) as refused:
+        parser.parse_args(["create", "cup", "--grace", "soon"])
+    assert refused.value.code == 2
+    assert "--grace: 'soon' is neither seconds nor null" in capsys.readouterr().err
+    assert "--grace SECONDS no-show grace, seconds (default 120; null or never: no" in (
+        help_of(capsys, "create")
+    )
+    url = url_of(tournament_server)
+    tid = await created(url, capsys, "--casual", "--grace", "null")
+    assert tournament_server.tournaments.live[tid].tournament.settings.no_show_grace is None
+    other = await created(url, capsys, "--casual", "--grace", "45")
+    assert tournament_server.tournaments.live[other].tournament.settings.no_show_grace == 45
