@@ -539,7 +539,7 @@ class ResultScreen(Screen[None]):
         head = f"race {self.race_id} finished"
         if mine is not None:
             head += f": you are #{mine.rank} of {len(race.results or [])}"
-        notice = self.play.session.state.tournament_races.get(self.race_id)
+        notice = self.play.session.state.tournament_race(self.race_id)
         if notice is not None:
             head += f"  (tournament {notice.tournament_id}, match {notice.match_id})"
         if self.tournament_id is not None:
