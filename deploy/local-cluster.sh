@@ -145,6 +145,12 @@ cmd_start() {
     # Every program is looked for before any starts: a missing one leaves nothing running.
     command -v redis-server >/dev/null || die "no redis-server (Debian: apt-get install redis-server)"
     command -v haproxy >/dev/null || die "no haproxy (Debian: apt-get install haproxy)"
+    # And every port the parts not running yet will take: one taken leaves nothing started.
+    running_pid redis "redis-server" >/dev/null || free_or_die "$redis_port" redis
+    for n in "${nodes[@]}"; do
+        running_pid "node$n" "solrace" >/dev/null || free_or_die "$(port_of "$n")" "node $n"
+    done
+    running_pid haproxy "haproxy" >/dev/null || free_or_die "$lb_port" haproxy
     if [ ! -f "$dir/secret" ]; then
         (umask 077 && "$python" -c 'import secrets; print(secrets.token_hex(32))' >"$dir/secret")
     fi

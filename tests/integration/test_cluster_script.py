@@ -118,26 +118,56 @@ class Healthy(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_a_port_another_program_holds_stops_the_start(redis_binary: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("holder", ["node 2", "haproxy"])
+def test_a_port_another_program_holds_stops_the_start(
+    redis_binary: str, tmp_path: Path, holder: str
+) -> None:
     """A node port held by another server that answers /healthz used to pass the health
-    check: `start` said the node was up while it had exited. It now says the port is taken,
-    and starts nothing more."""
+    check: `start` said the node was up while it had exited. It now says the port is taken;
+    and it looks at every port before starting anything (HAProxy's, looked at last, left
+    Redis and three nodes running)."""
     needs_haproxy()
     cluster = Cluster(tmp_path / "cluster")
-    port = int(cluster.env["SOLRACE_NODE_PORT"]) + 1  # node 2's
+    if holder == "haproxy":
+        port = int(cluster.env["SOLRACE_LB_PORT"])
+    else:
+        port = int(cluster.env["SOLRACE_NODE_PORT"]) + 1  # node 2's
     other = http.server.ThreadingHTTPServer(("127.0.0.1", port), Healthy)
     threading.Thread(target=other.serve_forever, daemon=True).start()
     try:
         started = cluster.run("start")
         assert started.returncode == 1
-        assert f"port {port} (node 2) is taken by another program" in started.stderr
-        assert not (cluster.folder / "run" / "node2.pid").exists()
+        assert f"port {port} ({holder}) is taken by another program" in started.stderr
+        assert list((cluster.folder / "run").glob("*.pid")) == []  # nothing started
     finally:
         other.shutdown()
         other.server_close()
         stopped = cluster.run("stop")
     assert stopped.returncode == 0, stopped.stderr
     assert list((cluster.folder / "run").iterdir()) == []
+
+
+def test_haproxy_cfg_checks_without_warnings() -> None:
+    """HAProxy warned at every start that the `tcp-request` rule, placed after an
+    `http-request` one, runs before it all the same."""
+    needs_haproxy()
+    haproxy = shutil.which("haproxy")
+    assert haproxy is not None
+    env = {
+        **os.environ,
+        "SOLRACE_LB_BIND": "127.0.0.1:1",
+        **{f"SOLRACE_NODE{n}": f"127.0.0.1:{n + 1}" for n in (1, 2, 3)},
+    }
+    checked = subprocess.run(
+        [haproxy, "-c", "-f", str(SCRIPT.parent / "haproxy.cfg")],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert "WARNING" not in checked.stdout + checked.stderr, checked.stdout + checked.stderr
 
 
 def test_a_node_that_exits_as_it_starts_stops_the_start(redis_binary: str, tmp_path: Path) -> None:
