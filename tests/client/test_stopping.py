@@ -18,6 +18,23 @@ import pytest
 from solrace.client.stopping import STOP_SIGNALS, Stopped, run_until_stopped
 
 
+@pytest.fixture(autouse=True)
+def stop_signals_as_in_a_terminal() -> Iterator[None]:
+    """The stop signals as a command run from a terminal finds them: a test run started in
+    the background (SIGINT ignored) or under nohup (SIGHUP ignored) would otherwise test the
+    ignored-signal rule instead (a second Ctrl-C never came: the test hung)."""
+    before = {
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, signal.SIG_DFL),
+        signal.SIGHUP: signal.signal(signal.SIGHUP, signal.SIG_DFL),
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
 @pytest.fixture
 def ignoring_usr2() -> Iterator[None]:
     before = signal.signal(signal.SIGUSR2, signal.SIG_IGN)
