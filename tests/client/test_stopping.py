@@ -44,6 +44,18 @@ def ignoring_usr2() -> Iterator[None]:
         signal.signal(signal.SIGUSR2, before)
 
 
+async def endless_work(started: asyncio.Event, steps: list[str] | None = None) -> int:
+    """A command's work: says it has started, then runs until cancelled (noted in `steps`)."""
+    started.set()
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        if steps is not None:
+            steps.append("work cancelled")
+        raise
+    return 0
+
+
 def test_the_stop_signals_are_ctrl_c_a_kill_and_a_hangup() -> None:
     assert STOP_SIGNALS == (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     assert [Stopped(s).status for s in STOP_SIGNALS] == [130, 143, 129]
@@ -77,20 +89,11 @@ async def test_a_signal_cancels_the_work_then_runs_on_stop() -> None:
     steps: list[str] = []
     started = asyncio.Event()
 
-    async def work() -> int:
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            steps.append("work cancelled")
-            raise
-        return 0
-
     async def on_stop() -> None:
         steps.append("on_stop")
 
     running = asyncio.create_task(
-        run_until_stopped(work(), on_stop=on_stop, signals=(signal.SIGUSR1,))
+        run_until_stopped(endless_work(started, steps), on_stop=on_stop, signals=(signal.SIGUSR1,))
     )
     await asyncio.wait_for(started.wait(), 10)
     os.kill(os.getpid(), signal.SIGUSR1)
@@ -104,13 +107,8 @@ async def test_a_signal_ignored_at_the_start_stays_ignored() -> None:
     """`nohup` (SIGHUP ignored): a closed terminal does not stop the command."""
     started = asyncio.Event()
 
-    async def work() -> int:
-        started.set()
-        await asyncio.Event().wait()
-        return 0
-
     running = asyncio.create_task(
-        run_until_stopped(work(), signals=(signal.SIGUSR2, signal.SIGUSR1))
+        run_until_stopped(endless_work(started), signals=(signal.SIGUSR2, signal.SIGUSR1))
     )
     await asyncio.wait_for(started.wait(), 10)
     os.kill(os.getpid(), signal.SIGUSR2)  # dropped by the kernel: nobody handles it
@@ -123,11 +121,6 @@ async def test_a_second_ctrl_c_gives_up_the_leaving() -> None:
     steps: list[str] = []
     started = asyncio.Event()
 
-    async def work() -> int:
-        started.set()
-        await asyncio.Event().wait()
-        return 0
-
     async def on_stop() -> None:
         steps.append("leaving")
         os.kill(os.getpid(), signal.SIGINT)  # handled here: run_until_stopped's handler
@@ -138,7 +131,7 @@ async def test_a_second_ctrl_c_gives_up_the_leaving() -> None:
             raise
 
     before = signal.getsignal(signal.SIGINT)
-    running = asyncio.create_task(run_until_stopped(work(), on_stop=on_stop))
+    running = asyncio.create_task(run_until_stopped(endless_work(started), on_stop=on_stop))
     await asyncio.wait_for(started.wait(), 10)
     os.kill(os.getpid(), signal.SIGTERM)
     assert await asyncio.wait_for(running, 10) == Stopped(signal.SIGTERM)
@@ -153,11 +146,6 @@ async def test_a_repeated_hangup_or_kill_does_not_cut_the_leaving_short() -> Non
     after_them = asyncio.Event()
     loop = asyncio.get_running_loop()
 
-    async def work() -> int:
-        started.set()
-        await asyncio.Event().wait()
-        return 0
-
     async def on_stop() -> None:
         steps.append("leaving")
         os.kill(os.getpid(), signal.SIGHUP)
@@ -168,7 +156,7 @@ async def test_a_repeated_hangup_or_kill_does_not_cut_the_leaving_short() -> Non
 
     loop.add_signal_handler(signal.SIGUSR1, after_them.set)
     try:
-        running = asyncio.create_task(run_until_stopped(work(), on_stop=on_stop))
+        running = asyncio.create_task(run_until_stopped(endless_work(started), on_stop=on_stop))
         await asyncio.wait_for(started.wait(), 10)
         os.kill(os.getpid(), signal.SIGHUP)
         assert await asyncio.wait_for(running, 10) == Stopped(signal.SIGHUP)
@@ -184,19 +172,12 @@ async def test_cancelled_instead_it_stops_the_same_way_and_passes_the_cancellati
     steps: list[str] = []
     started = asyncio.Event()
 
-    async def work() -> int:
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            steps.append("work cancelled")
-            raise
-        return 0
-
     async def on_stop() -> None:
         steps.append("on_stop")
 
-    running = asyncio.create_task(run_until_stopped(work(), on_stop=on_stop, signals=()))
+    running = asyncio.create_task(
+        run_until_stopped(endless_work(started, steps), on_stop=on_stop, signals=())
+    )
     await asyncio.wait_for(started.wait(), 10)
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
