@@ -14,7 +14,6 @@ which nodes are alive (`NodePresence`, node_presence.py) and one connection per 
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 import secrets
@@ -66,7 +65,6 @@ from solrace.server.race_changes import Change, connection_change, own_board
 from solrace.server.race_quota import RaceQuota
 from solrace.server.race_setup import (
     check_create_race,
-    check_race_settings,
     game_number_of,
     new_race_record,
 )
@@ -129,9 +127,6 @@ class Hub:
         #: Asked before a session watches a race; each may refuse it (`RaceError`).
         self.watch_checks: list[WatchCheck] = []
         self.ratings_of: Callable[[PlayerId], Awaitable[dict[str, float]]] | None = None
-        #: `race_setup.new_race_record` with this hub's settings (kept for the tournament
-        #: service until it calls that function itself, as the names at the end of this class).
-        self.new_race_record = functools.partial(new_race_record, settings)
         self.lobby = LobbyFeed(
             self._race_list,
             settings.lobby_push_s,
@@ -621,20 +616,6 @@ class Hub:
     async def tick(self) -> None:
         """Apply the races' due transitions now (`RaceKeeper.tick`)."""
         await self.keeper.tick()
-
-    def check_race_settings(self, game: str, time_limit_s: int) -> None:
-        """`race_setup.check_race_settings` with this hub's settings (kept for the tournament
-        service until it calls that function itself)."""
-        check_race_settings(self.settings, game, time_limit_s)
-
-    def identity_of(self, session: Session) -> tuple[PlayerId, str]:
-        """`identities.identity_of` (kept for the tournament service until it calls that
-        function itself)."""
-        return identity_of(session)
-
-    def catch_up(self, session: Session, runtime: RaceRuntime) -> None:
-        """`Watching.catch_up` (kept for the tournament service until it calls `watching`)."""
-        self.watching.catch_up(session, runtime)
 
 
 __all__ = ["Hub", "wall_clock_ms"]

@@ -41,6 +41,7 @@ from typing import Any
 
 from solrace.engine import random_ranked_number
 from solrace.server.hub import Hub
+from solrace.server.identities import identity_of
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
@@ -81,6 +82,7 @@ from solrace.server.protocol.tournament_model import format_rules
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, largest_field
 from solrace.server.race_changes import connection_change
+from solrace.server.race_setup import check_race_settings, new_race_record
 from solrace.server.ratings import RatingService
 from solrace.server.session import Session
 from solrace.server.store.base import StoreError
@@ -461,7 +463,7 @@ class TournamentService:
             if runtime is not None and runtime.race.is_live:
                 now = self.hub.clock()
                 for player, session in here:
-                    self.hub.catch_up(session, runtime)  # it may have started meanwhile
+                    self.hub.watching.catch_up(session, runtime)  # it may have started meanwhile
                     change = connection_change(player, True, now, self.hub.holder_of(session))
                     await self.hub.keeper.apply_or_log(runtime, change, player, "marked here")
         except (RaceError, StoreError) as exc:
@@ -558,7 +560,8 @@ class TournamentService:
         """Open a match's race; its notice went to the seated players connected here."""
         t = live.tournament
         rnd, match = t.find_match(match_id)
-        record = self.hub.new_race_record(
+        record = new_race_record(
+            self.hub.settings,
             race_id,
             game=t.game_id,
             game_number=rnd.game_numbers[race_number],
@@ -653,13 +656,13 @@ class TournamentService:
             raise RaceError(ErrorCode.NOT_ADMIN, "a valid admin token is needed for that")
 
     def _identity(self, session: Session) -> tuple[PlayerId, str]:
-        return self.hub.identity_of(session)
+        return identity_of(session)
 
     async def _create(self, session: Session, message: CreateTournament) -> None:
         self._check_admin(message.admin_token)
         admin, name = self._identity(session)
         settings = self.settings
-        self.hub.check_race_settings(message.game, message.time_limit_s)
+        check_race_settings(self.hub.settings, message.game, message.time_limit_s)
         try:
             rules = format_rules(message)
         except TournamentError as exc:
