@@ -19,6 +19,7 @@ from typing import Final, Literal
 
 from solrace.cli import INTERRUPTED_STATUS
 from solrace.engine import GAME_IDS
+from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
@@ -41,6 +42,7 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.vocab import RacerStateName
 
+from .bot_identities import HeldName, free_names, hold
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
 from .defaults import DEFAULT_SERVER_URL
 from .held_deals import deal_line
@@ -115,8 +117,12 @@ class Bot:
         connection: Connection | None = None,
         resign_when_alone: bool = False,
         budget: RateBudget | None = None,
+        held: HeldName | None = None,
     ) -> None:
         self.url = url
+        #: The bot name held for this program, with the identity kept for it (`bots.json`):
+        #: none, and the bot is a new player each run.
+        self.held = held
         #: Moves wait for a credit of this bucket (the server's rate budget, with a reserve:
         #: the defaults until the welcome says the server's own, unless one is given).
         self.budget = budget or RateBudget.for_server()
@@ -124,11 +130,20 @@ class Bot:
         #: Stop once every other racer is out (an opponent seated for one person: a bot racing
         #: on alone would only keep that person waiting for the result).
         self.resign_when_alone = resign_when_alone
-        self.name = name
         self.strategy = strategy
         self.delay_s = delay_s
-        # A key of its own: a reconnect before the welcome came gets the same player back.
-        self.conn = connection or Connection(url, name=name, key=secrets.token_urlsafe(24))
+        saved = held.saved() if held is not None and connection is None else None
+        #: The name the bot plays as (a kept identity's, or one with a suffix once taken).
+        self.name = saved.name if saved is not None else name
+        if connection is not None:
+            self.conn = connection
+        elif saved is not None and saved.token is not None:
+            self.conn = Connection(url, name=saved.name, token=saved.token)
+        else:
+            # A key of its own: a reconnect before the welcome came gets the same player back
+            # (and so does the next run, with a held name: the key is kept before it is sent).
+            key = saved.key if saved is not None else None
+            self.conn = Connection(url, name=self.name, key=key or self._new_key(self.name))
         self.state = ClientState()
         self.race_id: RaceId | None = None
         self.reason = ""
@@ -157,8 +172,14 @@ class Bot:
         if not self._budget_given:
             self.budget = RateBudget.for_server(welcome.rate)
 
+    def _new_key(self, name: str) -> str:
+        if self.held is None:
+            return secrets.token_urlsafe(24)
+        return self.held.registration_key(name)
+
     async def connect(self, attempts: int = 5) -> None:
-        """Say hello; a taken name gets a random suffix."""
+        """Say hello, with the kept token if there is one; a taken name gets a random suffix,
+        a refused token (the server forgot it) makes the bot ask for its name again."""
         if self.conn.welcome is not None:  # connected by the caller
             self._welcomed(self.conn.welcome)
             self.conn.take_welcome()
@@ -167,17 +188,33 @@ class Bot:
             try:
                 welcome = await self.conn.connect()
             except ConnectionFailedError as exc:
-                if "name_taken" not in str(exc) or attempt == attempts - 1:
+                if attempt == attempts - 1:
                     raise
-                self.name = f"{self.name[:18]}-{secrets.token_hex(2)}"
+                if self.conn.token is not None and exc.close_code == CloseCode.AUTH_FAILED:
+                    assert self.held is not None  # only a held name's kept token is sent
+                    self.name = self.held.asked
+                    self.held.forget()
+                elif exc.error_code == ErrorCode.NAME_TAKEN:
+                    self.name = f"{self.name[:18]}-{secrets.token_hex(2)}"
+                else:
+                    raise
+                self.conn.token = None
                 self.conn.name = self.name
+                self.conn.key = self._new_key(self.name)
                 continue
+            if self.held is not None and self.conn.token is not None:
+                self.held.save(self.name, self.conn.token)
             self._welcomed(welcome)
             self.conn.take_welcome()  # queued for readers too; it is applied
             return
 
     async def close(self) -> None:
-        await self.conn.close()
+        """Close the link and let other programs have the bot's name."""
+        try:
+            await self.conn.close()
+        finally:
+            if self.held is not None:
+                self.held.release()
 
     async def next_message(self, wait_s: float | None) -> ServerMessage | None:
         """The next server message, folded into the state; None after `wait_s` or on a link
@@ -505,9 +542,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--name",
         default=None,
-        help=f"bot name (numbered when --count > 1): {NAME_RULE}. Bots keep no token: a "
-        "name taken on the server (by anyone, a bot of an earlier run too) gets a random "
-        "suffix, and a line on stderr says the name the bot plays as",
+        help=f"bot name (numbered when --count > 1; default bot-1, bot-2, ...): {NAME_RULE}. "
+        "A bot's token is kept (bots.json in the config folder), so the next run is the same "
+        "player; a name someone else has on the server gets a random suffix (kept too), and "
+        "a line on stderr says the name the bot plays as",
     )
     parser.add_argument(
         "--delay",
@@ -522,11 +560,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _names(base: str | None, count: int) -> list[str]:
-    stem = base or f"bot-{secrets.token_hex(2)}"
-    if count == 1:
-        return [stem]
-    return [numbered(stem, i + 1) for i in range(count)]
+def held_names(server: str, base: str | None, count: int) -> list[tuple[str, HeldName | None]]:
+    """The bots' names, held for this program (`bot_identities`): `--name` (numbered when
+    `count` > 1), each held unless another program holds it; without a name, the first
+    `bot-N` names no other program holds."""
+    if base is None:
+        return [(held.asked, held) for held in free_names(server, default_bot_name, count)]
+    names = [base] if count == 1 else [numbered(base, i + 1) for i in range(count)]
+    return [(name, hold(server, name)) for name in names]
+
+
+def default_bot_name(number: int) -> str:
+    """The default name of the `solrace bot` numbered `number`."""
+    return numbered("bot", number)
 
 
 def numbered(stem: str, number: int) -> str:
@@ -601,8 +647,9 @@ def _make_bots(args: argparse.Namespace) -> list[Bot]:
                 max_moves=args.max_moves,
             ),
             delay_s=args.delay,
+            held=held,
         )
-        for i, name in enumerate(_names(args.name, args.count))
+        for i, (name, held) in enumerate(held_names(args.server, args.name, args.count))
     ]
 
 
@@ -612,7 +659,7 @@ async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[RaceId]
     try:
         await asyncio.gather(*(bot.connect() for bot in bots))
         for bot, name in zip(bots, asked, strict=True):
-            if bot.name != name:  # taken: `Bot.connect` added a suffix (bots keep no token)
+            if bot.name != name:  # taken: a suffix (`Bot.connect`, or kept from an earlier run)
                 taken = f"the name {name!r} is taken on {args.server}"
                 print(
                     printable(f"solrace bot: {taken}: this bot plays as {bot.name!r}"),

@@ -181,14 +181,15 @@ def warn(text: str) -> None:
 
 
 @contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    """Hold the identity file's lock: two programs saving at once must not lose a token."""
-    path = identity_file()
+def locked_json(path: Path | None = None) -> Iterator[None]:
+    """Hold the lock of the identity file (or of the JSON file `path` kept the same way): two
+    programs saving at once must not lose a token."""
+    path = path or identity_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     if fcntl is None:  # pragma: no cover
         yield
         return
-    fd = os.open(path.with_name(FILE_NAME + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -198,11 +199,11 @@ def _locked() -> Iterator[None]:
 
 def _move_aside(path: Path, why: str) -> None:
     """A file that cannot be read as identities: keep it for the user, start a new one."""
-    bad = path.with_name(FILE_NAME + ".bad")
+    bad = path.with_name(path.name + ".bad")
     number = 1
     while bad.exists():
         number += 1
-        bad = path.with_name(f"{FILE_NAME}.bad{number}")
+        bad = path.with_name(f"{path.name}.bad{number}")
     try:
         os.replace(path, bad)
     except OSError as exc:
@@ -211,9 +212,9 @@ def _move_aside(path: Path, why: str) -> None:
     warn(f"{path} {why}; moved it to {bad} (the tokens in it stay there); starting a new one")
 
 
-def _read() -> dict[str, dict[str, Any]]:
-    """Every server's entry (call with the lock held)."""
-    path = identity_file()
+def read_json(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Every server's entry of the identity file or `path` (call with its lock held)."""
+    path = path or identity_file()
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -229,9 +230,9 @@ def _read() -> dict[str, dict[str, Any]]:
     return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, dict)}
 
 
-def _write(entries: dict[str, dict[str, Any]]) -> None:
-    path = identity_file()
-    tmp = path.with_name(FILE_NAME + ".tmp")
+def write_json(entries: dict[str, dict[str, Any]], path: Path | None = None) -> None:
+    path = path or identity_file()
+    tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         json.dump(entries, handle, indent=2)
@@ -254,8 +255,8 @@ def _tokens(entry: dict[str, Any]) -> dict[str, str | None]:
 
 def _entry(key: str) -> dict[str, Any]:
     try:
-        with _locked():
-            return _read().get(key, {})
+        with locked_json():
+            return read_json().get(key, {})
     except OSError as exc:
         warn(f"cannot read {identity_file()}: {exc}")
         return {}
@@ -303,14 +304,14 @@ def registration_key(key: str, name: str) -> str:
     """The registration key to send with `name` to server `key`: the one kept from an earlier
     try whose token never came, else a new one, kept before it is returned."""
     try:
-        with _locked():
-            entries = _read()
+        with locked_json():
+            entries = read_json()
             entry = entries.setdefault(key, {})
             keys = _keys(entry)
             if name not in keys:
                 keys[name] = secrets.token_urlsafe(24)
                 entry["keys"] = keys
-                _write(entries)
+                write_json(entries)
             return keys[name]
     except OSError as exc:
         warn(f"cannot keep the registration key in {identity_file()}: {exc}")
@@ -320,8 +321,8 @@ def registration_key(key: str, name: str) -> str:
 def forget_registration_key(key: str, name: str) -> None:
     """Drop the registration key kept for `name` on server `key` (the name is another's)."""
     try:
-        with _locked():
-            entries = _read()
+        with locked_json():
+            entries = read_json()
             entry = entries.get(key, {})
             keys = _keys(entry)
             if keys.pop(name, None) is None:
@@ -330,7 +331,7 @@ def forget_registration_key(key: str, name: str) -> None:
                 entry["keys"] = keys
             else:
                 entry.pop("keys", None)
-            _write(entries)
+            write_json(entries)
     except OSError as exc:
         warn(f"cannot update {identity_file()}: {exc}")
 
@@ -339,8 +340,8 @@ def save_identity(key: str, identity: Identity, role: Role = "player") -> None:
     """Keep `identity`'s token for server `key`; a player becomes the default of the next
     run without `--name`, an admin the identity of the next `tournament create`."""
     try:
-        with _locked():
-            entries = _read()
+        with locked_json():
+            entries = read_json()
             old = entries.get(key, {})
             tokens = _tokens(old)
             if identity.token or identity.name not in tokens:
@@ -365,7 +366,7 @@ def save_identity(key: str, identity: Identity, role: Role = "player") -> None:
             if keys:
                 entry["keys"] = keys
             entries[key] = entry
-            _write(entries)
+            write_json(entries)
     except OSError as exc:
         warn(f"cannot save the token in {identity_file()}: {exc}")
 

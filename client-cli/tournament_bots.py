@@ -39,6 +39,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.tasks import cancel_and_wait
 
+from .bot_identities import hold
 from .bots import Bot, BotError, BotRefusedError, numbered
 from .connection import Connection, ConnectionFailedError
 from .session import RequestError, Session, tournament_view_of
@@ -263,9 +264,12 @@ async def withdraw(bots: Sequence[Bot], progress: Progress) -> None:
 
 
 def make_bots(args: argparse.Namespace) -> list[Bot]:
+    """The bots `tbot-1`, ... (or `--name` numbered), each name held so that its identity is
+    kept for the next run (`bot_identities`; none while another program holds it)."""
+    names = [numbered(args.name or "tbot", i + 1) for i in range(args.count)]
     bots = [
-        Bot(args.server, numbered(args.name or "tbot", i + 1), make_strategy(args.strategy, seed=i))
-        for i in range(args.count)
+        Bot(args.server, name, make_strategy(args.strategy, seed=i), held=hold(args.server, name))
+        for i, name in enumerate(names)
     ]
     for bot in bots:
         bot.delay_s = args.delay
