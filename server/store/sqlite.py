@@ -50,6 +50,10 @@ log = logging.getLogger("solrace.server.store")
 #: How long a write waits for another connection's write to finish (this store's other
 #: connection, or another process on the file) before it fails with `StoreUnavailableError`.
 BUSY_TIMEOUT_S = 5.0
+#: How long the moves' writer, on the event loop's thread, waits for a write lock before it
+#: hands its batch to the worker thread, which waits `busy_timeout_s`: a lock held outside the
+#: server (an operator's `sqlite3` session) must not stall every connection with the loop.
+LOOP_BUSY_TIMEOUT_S = 0.02
 CHECKPOINT_EVERY_S = 1.0
 #: A log longer than this (pages; ~256 MiB of 4 KiB pages) after a checkpoint is started over:
 #: under steady moves a checkpoint running beside the writer never copies the log to its end,
@@ -244,6 +248,27 @@ def _insert_moves(db: sqlite3.Connection, moves: list[MoveRecord]) -> list[Store
     return [None] * len(moves)
 
 
+def _is_busy(exc: sqlite3.Error) -> bool:
+    """Another connection holds the write lock (SQLite gave up waiting for it)."""
+    code: int | None = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _settle(
+    batch: list[tuple[MoveRecord, asyncio.Future[None]]],
+    outcomes: list[StoreError | None] | StoreError,
+) -> None:
+    """Answer each move of a batch: stored (None), refused, or the batch's one error."""
+    for i, (_, future) in enumerate(batch):
+        if future.done():  # the caller went away; the move is stored all the same
+            continue
+        outcome = outcomes if isinstance(outcomes, StoreError) else outcomes[i]
+        if outcome is None:
+            future.set_result(None)
+        else:
+            future.set_exception(outcome)
+
+
 class SqliteStore(SqliteCompetition):
     """Every call reports a failure as a `StoreError`: `StoreUnavailableError` when the
     database is busy (another writer held it past `busy_timeout_s`), locked, full or failing,
@@ -273,6 +298,8 @@ class SqliteStore(SqliteCompetition):
         self._flush_due: asyncio.Handle | None = None
         #: Set while a checkpoint copies the log to its end: moves wait in `_pending`.
         self._writer_held = False
+        #: A batch the writer found locked, written on the worker thread: moves wait too.
+        self._handed_over: asyncio.Task[None] | None = None
         self._checkpointer: asyncio.Task[None] | None = None
         self.log_restart_pages = LOG_RESTART_PAGES
         self.log_kept_bytes = LOG_KEPT_BYTES
@@ -351,7 +378,11 @@ class SqliteStore(SqliteCompetition):
             return db
 
         self._db = await asyncio.get_running_loop().run_in_executor(self._thread, connect)
-        writer = sqlite3.connect(self.path, isolation_level=None, timeout=self.busy_timeout_s)
+        writer = sqlite3.connect(
+            self.path,
+            isolation_level=None,
+            timeout=min(LOOP_BUSY_TIMEOUT_S, self.busy_timeout_s),
+        )
         try:
             writer.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
             writer.execute(f"PRAGMA journal_size_limit={self.log_kept_bytes}")
@@ -397,13 +428,14 @@ class SqliteStore(SqliteCompetition):
             await self._run(passive)  # the rest, with nothing written meanwhile
         finally:
             self._writer_held = False
-            if self._pending and self._flush_due is None:
-                self._flush_due = asyncio.get_running_loop().call_soon(self._flush_moves)
+            self._flush_soon()
 
     async def close(self) -> None:
         if self._checkpointer is not None:
             await cancel_and_wait([self._checkpointer])
             self._checkpointer = None
+        if self._handed_over is not None:  # its moves were accepted for storage
+            await asyncio.shield(self._handed_over)
         if self._pending:
             self._flush_moves()  # moves already accepted for storage are committed first
         if self._writer is not None:
@@ -511,19 +543,32 @@ class SqliteStore(SqliteCompetition):
         """
         if self._writer is None:
             raise StoreError("store is not open")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.append((move, future))
-        if self._flush_due is None and not self._writer_held:
-            # After the loop's current turn: the moves of every connection read meanwhile
-            # share the commit.
-            self._flush_due = loop.call_soon(self._flush_moves)
+        self._flush_soon()
         await future
+
+    @property
+    def moves_wait_for_lock(self) -> bool:
+        """A batch of moves the writer found locked waits for the lock off the loop."""
+        return self._handed_over is not None
+
+    def _flush_soon(self) -> None:
+        """Flush the waiting moves after the loop's current turn (the moves of every
+        connection read meanwhile share the commit), unless a flush is due already or the
+        writer is held (`checkpoint`, `_hand_over`: they call this once done)."""
+        if (
+            self._pending
+            and self._flush_due is None
+            and not self._writer_held
+            and self._handed_over is None
+        ):
+            self._flush_due = asyncio.get_running_loop().call_soon(self._flush_moves)
 
     def _flush_moves(self) -> None:
         self._flush_due = None
-        if self._writer_held:
-            return  # `checkpoint` flushes them once done
+        if self._writer_held or self._handed_over is not None:
+            return  # flushed once the writer is free
         batch, self._pending = self._pending, []
         if not batch:
             return
@@ -531,18 +576,26 @@ class SqliteStore(SqliteCompetition):
         try:
             outcomes = _insert_moves(self._writer, [move for move, _ in batch])
         except sqlite3.Error as exc:
-            error = store_error(exc, f"moves not stored in {self.path}")
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(error)
+            if _is_busy(exc):  # locked past `LOOP_BUSY_TIMEOUT_S`: wait off the loop
+                self._handed_over = asyncio.create_task(self._hand_over(batch))
+                return
+            _settle(batch, store_error(exc, f"moves not stored in {self.path}"))
             return
-        for (_, future), outcome in zip(batch, outcomes, strict=True):
-            if future.done():  # the caller went away; the move is stored all the same
-                continue
-            if outcome is None:
-                future.set_result(None)
-            else:
-                future.set_exception(outcome)
+        _settle(batch, outcomes)
+
+    async def _hand_over(self, batch: list[tuple[MoveRecord, asyncio.Future[None]]]) -> None:
+        """Write a batch the writer found locked on the worker thread, which waits up to
+        `busy_timeout_s` for the lock; the moves that come meanwhile wait, in order."""
+        moves = [move for move, _ in batch]
+        try:
+            outcomes = await self._run(lambda db: _insert_moves(db, moves))
+        except StoreError as exc:
+            _settle(batch, exc)
+        else:
+            _settle(batch, outcomes)
+        finally:
+            self._handed_over = None
+            self._flush_soon()
 
     async def get_moves(self, race_id: RaceId) -> list[MoveRecord]:
         def select(db: sqlite3.Connection) -> list[tuple[str, str, int, int, str, int]]:

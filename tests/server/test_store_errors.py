@@ -10,7 +10,9 @@ each refused call costs the test 50 ms.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from solrace.server.store import SqliteStore, StoreError, StoreUnavailableError
 from solrace.server.store.sqlite import store_error
 from tests.server.sessions import RecordingSession, running_hub
 from tests.server.test_store_contract import move, race
+from tests.waiting import eventually
 
 BUSY_TIMEOUT_S = 0.05
 
@@ -51,7 +54,10 @@ class Holder:
     """Another connection on the file that takes its write lock and lets it go again."""
 
     def __init__(self, database: Path) -> None:
-        self.db = sqlite3.connect(database, isolation_level=None, timeout=0)
+        # Any thread may let the lock go (`check_same_thread`).
+        self.db = sqlite3.connect(
+            database, isolation_level=None, timeout=0, check_same_thread=False
+        )
 
     def lock(self) -> None:
         # The file is in WAL mode: EXCLUSIVE shuts every other writer out; readers go on.
@@ -98,6 +104,40 @@ async def test_every_write_to_a_locked_database_is_unavailable_until_the_lock_go
     await store.append_move(move(1))
     assert await store.get_moves(RaceId("r1")) == [move(0), move(1)]
     assert await store.save_tournament(tournament(1), None)
+
+
+async def test_a_locked_database_holds_the_moves_not_the_event_loop(
+    database: Path, holder: Holder
+) -> None:
+    """The moves' writer runs on the event loop's thread: it waits `LOOP_BUSY_TIMEOUT_S` for a
+    lock, then hands its batch to the worker thread, which waits the store's busy timeout
+    (30 s here). The loop goes on meanwhile (it stood still for the whole busy timeout);
+    moves that come meanwhile wait behind the batch, and all are stored in order once the
+    lock goes. The lock is let go by another thread once the loop has turned, or after 10 s:
+    a loop that stood still would only turn after that."""
+    store = SqliteStore(database, busy_timeout_s=30)
+    await store.open()
+    try:
+        assert await store.save_race_if(race(), None)
+        holder.lock()
+        turned = threading.Event()
+
+        def release_once_the_loop_turns() -> bool:
+            seen = turned.wait(10)
+            holder.release()
+            return seen
+
+        first = asyncio.create_task(store.append_move(move(0)))
+        releasing = asyncio.get_running_loop().run_in_executor(None, release_once_the_loop_turns)
+        await eventually(lambda: store.moves_wait_for_lock, what="the batch handed over")
+        second = asyncio.create_task(store.append_move(move(1)))
+        turned.set()
+        assert await releasing, "the loop stood still while the lock was held"
+        await asyncio.wait_for(asyncio.gather(first, second), 30)
+        assert await store.get_moves(RaceId("r1")) == [move(0), move(1)]
+        assert not store.moves_wait_for_lock
+    finally:
+        await store.close()
 
 
 async def test_opening_a_locked_database_is_unavailable(database: Path, holder: Holder) -> None:
