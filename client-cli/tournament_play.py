@@ -47,7 +47,8 @@ tournament commands:
   next                wait for your next race (or the end of the tournament)
   show                print the tournament (standings or bracket, live matches)
   (every command of `solrace play --plain` works on the current race: moves, board, moves,
-   resign, wait...; `quit` leaves, your races then run on without you)"""
+   resign, wait...; `quit` leaves: it says what becomes of the race you are in, which
+   runs on without you)"""
 
 
 class TournamentPlain:
@@ -236,7 +237,10 @@ class TournamentPlain:
         waits = {reading, ending, closing}
         try:
             done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            if reading in done and not reading.result():
+            if reading in done and reading.result():
+                # `quit`: each race held says what becomes of it, as on a stop signal.
+                await self.mode.stop()
+            elif reading in done:
                 # End of input: follow the tournament to its end (or the link's).
                 await asyncio.wait({ending, closing}, return_when=asyncio.FIRST_COMPLETED)
         finally:

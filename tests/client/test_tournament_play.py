@@ -214,6 +214,18 @@ async def test_a_stop_in_a_tournament_race_in_plain_mode_says_the_forfeit(
         assert await player.finish() == 128 + signum
 
 
+async def test_quit_in_a_tournament_race_in_plain_mode_says_the_forfeit(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """`quit` says what a stop signal says (it ended the program without a word)."""
+    async with plain_tournament_race(server, opened, tmp_path, "quin") as race:
+        player = race.player
+        await player.send("quit")
+        line = await player.expect("forfeit")
+        assert line.startswith(f"leaving race {race.race_id} while it is running: you forfeit")
+        assert await player.finish() == 0
+
+
 async def test_a_person_plays_a_tournament_race_on_the_play_screen(
     server: App, opened: Opened, monkeypatch: pytest.MonkeyPatch
 ) -> None:
