@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.cells import cell_len
@@ -14,7 +15,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
 from solrace.server.protocol.errors import ErrorCode
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import RaceList, ReplayModel
 from solrace.server.protocol.replay import shorten
 
@@ -56,6 +57,47 @@ def fit_line(line: str, extras: list[tuple[str, int]], width: int) -> str:
             line += SEP + text[: room - 1] + "…"
         break
     return line
+
+
+#: The least a board is drawn in: narrower or shorter, `BoardWidget` draws it at this size
+#: anyway, cut at the widget's edges.
+BOARD_MIN_WIDTH, BOARD_MIN_HEIGHT = 20, 6
+#: The grid's gutters (`#watch-boards` in tui.py): columns between boards, lines between rows.
+GUTTER_COLUMNS, GUTTER_LINES = 2, 1
+#: The lines the one board shown (`WatchLayout.single`) keeps before the racers' lines go
+#: two to a line.
+SINGLE_MIN_HEIGHT = 9
+
+
+@dataclass(frozen=True, slots=True)
+class WatchLayout:
+    """How the watch screen shares its room between the boards and the racers' lines."""
+
+    #: The grid's columns of boards.
+    columns: int = 1
+    #: One board at a time, across the whole width (Tab shows the next racer's): the grid's
+    #: boards would be smaller than a board can be drawn.
+    single: bool = False
+    #: Racers side by side on a line of the racers panel (every racer has a line).
+    racer_columns: int = 1
+
+
+def watch_layout(boards: int, width: int, height: int) -> WatchLayout:
+    """The layout for `boards` boards (one a racer) in `width` x `height`: the room of the
+    boards and the racers panel together (the screen less its head line and footer). Each
+    racer has a line in the panel; the boards share the rest in a grid (two columns up to
+    four boards, then three) while each has at least `BOARD_MIN_WIDTH` x `BOARD_MIN_HEIGHT`,
+    else one board is shown at a time. Five boards at 60x20 had 18 columns each: cut."""
+    if boards <= 1:
+        return WatchLayout()
+    columns = 2 if boards <= 4 else 3
+    rows = -(-boards // columns)
+    each_width = (width - GUTTER_COLUMNS * (columns - 1)) // columns
+    each_height = (height - boards - GUTTER_LINES * (rows - 1)) // rows
+    if each_width >= BOARD_MIN_WIDTH and each_height >= BOARD_MIN_HEIGHT:
+        return WatchLayout(columns=columns)
+    racer_columns = 1 if height - boards >= SINGLE_MIN_HEIGHT else 2
+    return WatchLayout(single=True, racer_columns=racer_columns)
 
 
 def _watch_app(screen: Screen[None]) -> _SessionApp:
@@ -138,10 +180,14 @@ class WatchPicker(Screen[None]):
 
 
 class WatchScreen(Screen[None]):
-    """Every racer's board as the server sends it, progress bars and the clock."""
+    """Every racer's board as the server sends it, progress bars and the clock. Where the
+    boards do not fit side by side (`watch_layout`), one is shown at a time, its racer
+    marked ▶ among the racers' lines: Tab shows the next one, Shift+Tab the one before."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
+        Binding("tab", "board(1)", "Next board"),
+        Binding("shift+tab", "board(-1)", "Board", show=False),
         Binding("f", "toggle_follow", "Follow (TV)"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -151,15 +197,41 @@ class WatchScreen(Screen[None]):
         self.race_id = race_id
         self.ascii = ascii
         self._next: Timer | None = None
+        self.boards_layout = WatchLayout()
+        #: The racer whose board is shown when one is shown at a time (None: the first).
+        self.shown_racer: PlayerId | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="watch-head")
         yield Grid(id="watch-boards")
-        yield RacersPanel(id="racers", ascii=self.ascii)
+        yield RacersPanel(id="racers", ascii=self.ascii, every=True)
         yield KeysFooter()
 
     def on_mount(self) -> None:
         self.update_view()
+
+    def on_resize(self) -> None:
+        self.update_view()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "board":  # offered while one board is shown at a time
+            return self.boards_layout.single
+        return True
+
+    def action_board(self, delta: int) -> None:
+        players = self._players()
+        if not self.boards_layout.single or not players:
+            return
+        at = players.index(self.shown_racer) if self.shown_racer in players else 0
+        self.shown_racer = players[(at + delta) % len(players)]
+        self.update_view()
+
+    def _players(self) -> list[PlayerId]:
+        """The racers with a board, in the race's order."""
+        race = _watch_app(self).session.state.races.get(self.race_id)
+        if race is None:
+            return []
+        return list(race.racers) or list(race.boards)
 
     def action_back(self) -> None:
         app = _watch_app(self)
@@ -215,11 +287,15 @@ class WatchScreen(Screen[None]):
         app = _watch_app(self)
         race = app.session.state.races.get(self.race_id)
         self.update_head()
-        self.query_one("#racers", RacersPanel).show(race, None)
+        players = self._players()
+        self._lay_out(len(players))
+        if self.shown_racer not in players:
+            self.shown_racer = players[0] if players else None
+        marked = self.shown_racer if self.boards_layout.single else None
+        self.query_one("#racers", RacersPanel).show(race, marked)
         if race is None:
             return
         grid = self.query_one("#watch-boards", Grid)
-        players = list(race.racers) or list(race.boards)
         existing = {w.id: w for w in grid.query(BoardWidget)}
         wanted = {f"board-{player_id}" for player_id in players}
         for widget_id, gone in existing.items():
@@ -236,8 +312,20 @@ class WatchScreen(Screen[None]):
             if delay_s and race.is_live:
                 widget.placeholder = f"spectators see each board {delay_s:g} s late"
             widget.show(race.boards.get(player_id), title=racer.name if racer else player_id)
-        columns = 1 if len(players) <= 1 else 2 if len(players) <= 4 else 3
-        grid.styles.grid_size_columns = columns
+            widget.display = not self.boards_layout.single or player_id == self.shown_racer
+        grid.styles.grid_size_columns = self.boards_layout.columns
+
+    def _lay_out(self, boards: int) -> None:
+        """The layout for `boards` in the screen's room (`watch_layout`); the footer again
+        when Tab comes or goes."""
+        size = self.size if self.size.area else self.app.size
+        head = self.query_one("#watch-head", Static).size.height or 1
+        layout = watch_layout(boards, size.width, size.height - head - 1)
+        if layout == self.boards_layout:
+            return
+        self.boards_layout = layout
+        self.query_one("#racers", RacersPanel).columns = layout.racer_columns
+        self.refresh_bindings()
 
     def on_race_event(self, incoming: Incoming) -> None:
         if isinstance(incoming, RaceList):

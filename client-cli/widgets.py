@@ -370,11 +370,33 @@ def racer_lines(
     return lines
 
 
+#: Between two racers on one line of a panel in two columns (`RacersPanel.columns`).
+RACER_GAP = "  "
+
+
+def short_racer_line(racer: RacerStatus, me: PlayerId | None, width: int, unicode: bool) -> Text:
+    """A racer in `width` columns (half a line of a narrow panel): mark, name, cards on
+    foundations and state; no bar, no moves. The name gives way first (cut with "…")."""
+    mark = ("▶ " if unicode else "> ") if racer.player_id == me else "  "
+    total = racer.total or 0
+    cards = f" {racer.on_foundations}/{total} "
+    state = str(racer.state)
+    names = max(4, width - len(mark) - len(cards) - len(state))
+    line = Text(mark)
+    line.append(f"{name_cell(racer.name, names):<{names}}", style="bold" if mark.strip() else "")
+    line.append(cards)
+    line.append(state, style=STATE_STYLES.get(racer.state, ""))
+    line.no_wrap = True
+    line.truncate(width, overflow="ellipsis", pad=True)
+    return line
+
+
 class RacersPanel(Widget):
     """Every racer: name, progress bar, cards on foundations, state, moves. A race of more
     racers than the screen has lines to spare shows the player's own line and the first
     others, then how many more there are: 16 racers pushed the board off a screen of 20
-    lines, and most of it off one of 24."""
+    lines, and most of it off one of 24. A panel showing `every` racer (the watch screen's)
+    never leaves one out: in two `columns` it puts two racers on a line, each shorter."""
 
     #: Lines of the screen the panel leaves to the rest (a board above all).
     LEAVES: ClassVar[int] = 16
@@ -383,11 +405,15 @@ class RacersPanel(Widget):
     RacersPanel { height: auto; min-height: 1; }
     """
 
-    def __init__(self, *, id: str | None = None, ascii: bool = False) -> None:
+    def __init__(self, *, id: str | None = None, ascii: bool = False, every: bool = False) -> None:
         super().__init__(id=id)
         self.race: RaceState | None = None
         self.me: PlayerId | None = None
         self.ascii = ascii
+        #: Every racer's line, however many (the screen leaves them the room).
+        self.every = every
+        #: Racers side by side on a line (1 or 2; `every` panels only).
+        self.columns = 1
 
     def show(self, race: RaceState | None, me: PlayerId | None) -> None:
         self.race = race
@@ -396,12 +422,16 @@ class RacersPanel(Widget):
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         racers = len(self.race.racers) if self.race else 1
+        if self.every:
+            return max(1, -(-racers // self.columns))
         return max(1, min(racers, max(2, viewport.height - self.LEAVES)))
 
     def render(self) -> Text:
         if self.race is None or not self.race.racers:
             return Text("no racers yet", style="dim")
         racers = list(self.race.racers.values())
+        if self.every and self.columns > 1:
+            return self._in_columns(racers)
         lines = racer_lines(racers, self.me, self.size.width or 80, unicode=not self.ascii)
         room = self.size.height
         if room and len(lines) > room:
@@ -409,6 +439,15 @@ class RacersPanel(Widget):
             shown += [i for i in range(len(racers)) if i not in shown][: room - 1 - len(shown)]
             more = Text(f"  … {len(racers) - len(shown)} more racers", style="dim")
             lines = [lines[i] for i in sorted(shown)] + [more]
+        return Text("\n").join(lines)
+
+    def _in_columns(self, racers: list[RacerStatus]) -> Text:
+        """`racers` in `columns` side by side, down the first column first."""
+        width = self.size.width or 80
+        each = (width - len(RACER_GAP) * (self.columns - 1)) // self.columns
+        cells = [short_racer_line(r, self.me, each, not self.ascii) for r in racers]
+        rows = -(-len(cells) // self.columns)
+        lines = [Text(RACER_GAP).join(cells[row::rows]) for row in range(rows)]
         return Text("\n").join(lines)
 
     @property

@@ -230,6 +230,20 @@ def test_racer_lines_fit_the_panel_one_line_each() -> None:
     assert "1234 moves" in wide and "(away)" in wide
 
 
+def test_a_short_racer_line_keeps_cards_and_state_and_cuts_the_name() -> None:
+    """Half a line of a 60 column panel (the watch screen's two racers to a line)."""
+    from solrace.client.state import RacerStatus
+    from solrace.client.widgets import short_racer_line
+
+    racer = RacerStatus(PlayerId("p1"), "racer-with-a-long-name", "timed_out", True, 12, 104, 9)
+    line = short_racer_line(racer, PlayerId("p1"), 29, unicode=True).plain
+    assert line == "▶ racer-wit… 12/104 timed_out"
+    short = RacerStatus(PlayerId("p2"), "ann", "playing", True, 3, 52, 9)
+    assert short_racer_line(short, None, 29, unicode=False).plain == (
+        "  ann" + " " * 11 + " 3/52 playing"
+    )
+
+
 @pytest.mark.parametrize("game_id", ["colorado", "british-square"])
 def test_a_small_board_still_shows_every_tableau_top_card(game_id: str) -> None:
     """A spectator's board at 60x20 with 3-4 racers (29x7, 29x8): Colorado's 20 piles used to

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from rich.cells import cell_len
 from textual.app import App
 from textual.pilot import Pilot
@@ -319,6 +320,82 @@ async def test_the_watch_picker_and_screen_fit_60x20(server_url: str) -> None:
                 assert not re.search(r"pass \d+(?!/∞)", board.text), board.text
             for key in ("esc Back", "f Follow (TV)", "q Quit"):
                 assert key in footer(app)
+    finally:
+        pump.cancel()
+        await spectator.conn.close()
+        for bot in bots:
+            await bot.close()
+
+
+def displayed_boards(screen: Screen[Any]) -> list[BoardWidget]:
+    return [board for board in screen.query(BoardWidget) if board.display]
+
+
+def drawn_whole(board: BoardWidget) -> bool:
+    """The board's text is within its widget: no column cut at the right, no line below."""
+    lines = board.text.splitlines()
+    width, height = board.region.width, board.region.height
+    return len(lines) <= height and max(cell_len(line) for line in lines) <= width
+
+
+@pytest.mark.parametrize(
+    ("count", "size", "single"), [(5, SMALL, True), (12, SMALL, True), (5, (80, 24), False)]
+)
+async def test_a_race_of_five_or_more_is_watched_one_board_at_a_time_at_60x20(
+    server_url: str, count: int, size: tuple[int, int], single: bool
+) -> None:
+    """Five boards at 60x20 stood in three columns of 18: each was drawn 20 wide and cut at
+    its right edge and bottom, and the racers panel left two racers out (`… 2 more
+    racers`). Where the boards do not fit side by side, one is shown across the width, Tab
+    and Shift+Tab show the others, and every racer keeps a line (two to a line when there
+    are too many for one each); where they fit (80x24), they stay side by side."""
+    spectator, pump = await open_session(server_url, None)
+    names = [f"racer-{i:02d}" for i in range(count)]
+    bots = [Bot(server_url, name, make_strategy("greedy"), delay_s=0.0) for name in names]
+    try:
+        for bot in bots:
+            await bot.connect()
+        race_id = await bots[0].create("klondike", count, 300)
+        for bot in bots[1:]:
+            await bot.join(race_id)  # full: it starts
+        await spectator.watch(race_id)
+        app = WatchApp(spectator, race_id=race_id, watching=True)
+        async with app.run_test(size=size) as pilot:
+            await eventually(lambda: isinstance(app.screen, WatchScreen), what="watching")
+            screen = app.screen
+            boards = screen.query(BoardWidget)
+            await eventually(
+                lambda: len(boards.nodes) == count and all(b.board for b in boards.nodes),
+                what="every racer's board",
+            )
+            await settled(pilot)
+            assert past_the_edges(screen) == []
+            text = "\n".join(shown(app))
+            assert all(name in text for name in names) and "more racers" not in text
+            shown_boards = displayed_boards(screen)
+            assert all(drawn_whole(board) for board in shown_boards)
+            if not single:
+                assert len(shown_boards) == count and "Next board" not in footer(app)
+                return
+
+            def titles() -> list[str | None]:
+                return [board.title for board in displayed_boards(screen)]
+
+            assert titles() == [names[0]]
+            assert shown_boards[0].region.width == size[0]  # across the whole width
+            assert f"▶ {names[0]}" in text  # the shown board's racer, marked
+            assert "tab Next board" in footer(app)
+            for press, name in (
+                ("tab", names[1]),
+                ("shift+tab", names[0]),
+                ("shift+tab", names[-1]),
+            ):
+                await pilot.press(press)
+                await eventually(lambda: titles() == [name], what=f"{name}'s board")  # noqa: B023
+                await settled(pilot)
+                (board,) = displayed_boards(screen)
+                assert drawn_whole(board) and board.text.startswith(name)
+                assert f"▶ {name}" in "\n".join(shown(app))
     finally:
         pump.cancel()
         await spectator.conn.close()

@@ -16,7 +16,7 @@ from solrace.client.bots import Bot
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import WatchApp
-from solrace.client.watching import WatchPicker, WatchScreen, fit_line
+from solrace.client.watching import WatchLayout, WatchPicker, WatchScreen, fit_line, watch_layout
 from solrace.client.widgets import BoardWidget, selected_key
 from solrace.server.protocol.ids import RaceId
 from tests.waiting import eventually
@@ -152,3 +152,18 @@ def test_fit_line_cuts_only_what_may_be_cut_and_says_so() -> None:
     )
     # An extra that may not be cut and does not fit leaves out the rest too.
     assert fit_line("race r1  finished", [("klondike", 0), ("#1", 1)], 25) == "race r1  finished"
+
+
+def test_the_boards_stand_side_by_side_only_where_each_can_be_drawn_whole() -> None:
+    """The room is the screen's less its head line and footer (60x20: 60x18)."""
+    assert watch_layout(1, 60, 18) == WatchLayout()
+    assert watch_layout(2, 60, 18) == WatchLayout(columns=2)
+    assert watch_layout(4, 60, 18) == WatchLayout(columns=2)  # 29x6 each
+    # Five in three columns would be 18 wide: one at a time, each racer a line below it.
+    assert watch_layout(5, 60, 18) == WatchLayout(single=True)
+    assert watch_layout(5, 80, 22) == WatchLayout(columns=3)  # 25x8 each
+    assert watch_layout(7, 80, 22) == WatchLayout(single=True)  # three rows of 4 lines
+    # Ten racers' lines would leave the board 8 lines: two racers to a line.
+    assert watch_layout(10, 60, 18) == WatchLayout(single=True, racer_columns=2)
+    assert watch_layout(16, 60, 18) == WatchLayout(single=True, racer_columns=2)
+    assert watch_layout(16, 160, 60) == WatchLayout(columns=3)
