@@ -364,9 +364,12 @@ class RaceKeeper:
         """Send spectators each racer's board as it was `spectator_delay` ago (batched): to
         every spectator the boards that moved on since the last push (all, with `force`); to
         `only` (a new spectator) every board, which moves nobody else's on (the next push
-        does). None to a racer of the race (one who watched it before joining)."""
+        does). None to a racer of the race (one who watched it before joining), and none at
+        all while the race's deal is held: other matches of its tournament round race on the
+        same deal, and anyone may watch (a player's second, anonymous connection too); they
+        go out once it is released (`release_deal`)."""
         targets = runtime.spectators if only is None else {only}
-        if not targets or not runtime.boards:
+        if not targets or not runtime.boards or runtime.race.record.deal_held:
             return
         racers = runtime.race.racers
         for player_id, board in runtime.boards.items():
@@ -726,10 +729,20 @@ class RaceKeeper:
         except StoreError as exc:
             log.warning("race %s: release of its deal not checked: %s", runtime.race_id, exc)
             return
-        if record is not None and not record.deal_held and runtime.race.record.deal_held:
-            runtime.race.release_deal()
-            if runtime.saved is not None:
-                runtime.saved = runtime.saved.model_copy(update={"deal_held": False})
+        if record is not None and not record.deal_held:
+            self.release_deal(runtime.race_id)
+
+    def release_deal(self, race_id: RaceId) -> None:
+        """The race's deal was released in the store (its tournament round ended): this node's
+        copy, if it has one, knows it too, and the race's spectators get the boards held back
+        until now."""
+        runtime = self.races.get(race_id)
+        if runtime is None or not runtime.race.record.deal_held:
+            return
+        runtime.race.release_deal()
+        if runtime.saved is not None:
+            runtime.saved = runtime.saved.model_copy(update={"deal_held": False})
+        self.push_spectator_boards(runtime, self.clock(), force=True)
 
     async def _load_recently_finished(self, race_id: RaceId) -> RaceRuntime | None:
         record = await self.store.get_race(race_id)

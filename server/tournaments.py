@@ -525,6 +525,7 @@ class TournamentService:
                     break
                 released = record.model_copy(update={"deal_held": False})
                 if await self.store.save_race_if(released, record):
+                    self.hub.keeper.release_deal(race_id)
                     break
             else:
                 raise StoreError(f"race {race_id} kept changing while its deal was released")

@@ -399,7 +399,9 @@ async def test_a_tournament_s_players_cannot_watch_its_races_while_their_deal_is
     """A round's matches race on one deal: a board of one match, even delayed or final,
     shows cards the other match has yet to turn (the adversarial review's player of W1-1
     predicted 10 of its next 10 stock cards watching W1-2). The tournament's players are
-    refused; an audience still watches, boards included."""
+    refused; an audience watches the progress, but gets no board while the deal is held (a
+    player's second, anonymous connection is an audience too: it saw the other match's
+    stock cards): the boards, final by then, come once the round has ended."""
     app = await start_server(**FAST)
     admin, players, tid, notices = await first_round_of_four(app)
     audience = await connect(app)
@@ -413,15 +415,21 @@ async def test_a_tournament_s_players_cannot_watch_its_races_while_their_deal_is
     await audience.send(Watch(race_id=first))
     await audience.expect(RaceSnapshot, lambda m: m.race_id == first)
     await in_first[0].send(MakeMove(race_id=first, seq=1, move="deal"))
-    await audience.expect(Board, lambda m: m.race_id == first and m.ply == 1)
+    await audience.expect(Progress, lambda m: m.race_id == first and m.progress.moves == 1)
     await spy.send(Ping(nonce=3))
     await spy.expect(Pong)
     assert not [m for m in spy.inbox if isinstance(m, Board | Progress) and m.race_id == first]
 
-    # Once the round has ended (both matches decided), its races may be watched by anyone.
-    for player in in_first:  # the race finishes (a tie): it stays held, and watchable
+    for player in in_first:  # the race finishes (a tie): its deal stays held
         await player.send(Resign(race_id=first))
-    await in_first[0].expect(RaceFinished, lambda m: m.race_id == first)
+    await audience.expect(RaceFinished, lambda m: m.race_id == first)
+    # The final boards went out right after `race_finished`, when a deal was not held.
+    await audience.send(Ping(nonce=4))
+    await audience.expect(Pong)
+    assert not [m for m in audience.inbox if isinstance(m, Board) and m.race_id == first]
+
+    # Once the round has ended (both matches decided), its races may be watched by anyone,
+    # and the audience still watching gets the final boards.
     await spy.send(WatchTournament(tournament_id=tid))
     await spy.expect(TournamentView, lambda m: m.tournament.tournament_id == tid)
     for loser in (in_first[1], next(p for p in players if p not in in_first and p is not spy)):
@@ -430,8 +438,13 @@ async def test_a_tournament_s_players_cannot_watch_its_races_while_their_deal_is
     await spy.expect(
         TournamentView, lambda m: bool(m.tournament.rounds and m.tournament.rounds[0].is_ended)
     )
+    final = await audience.expect(
+        Board, lambda m: m.race_id == first and m.player_id == in_first[0].player_id
+    )
+    assert (final.ply, final.delayed_ms) == (1, 0)
     await spy.send(Watch(race_id=first))
     await spy.expect(RaceSnapshot, lambda m: m.race_id == first)
+    await spy.expect(Board, lambda m: m.race_id == first and m.ply == 1)
 
 
 async def test_a_released_deal_shows_in_the_snapshots_of_the_race_kept_in_memory(
