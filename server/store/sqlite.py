@@ -2,12 +2,15 @@
 
 Two connections. Moves, the hot path, are written on the event loop's own thread: the moves
 that arrive during one turn of the loop share one transaction and one commit (group commit),
-a few microseconds each and no thread hand-off. In WAL mode with synchronous=NORMAL a commit
-is a write to the log, not a disk flush; the log is copied into the database (checkpointed)
-by the other connection, off the loop. Every other call runs on that connection's worker
-thread, so a long read never holds the loop up. Each write commits before the call returns:
-an acknowledged move survives a kill -9 (WAL with synchronous=NORMAL is durable against
-process crashes; `durable=True` selects FULL, a flush per commit, for power loss too).
+a few microseconds each and no thread hand-off. Only a batch that finds the database locked
+for longer than `LOOP_BUSY_TIMEOUT_S` (another process writing) goes to a thread of the
+moves' own, which waits for the lock while the loop goes on; later moves wait behind it.
+In WAL mode with synchronous=NORMAL a commit is a write to the log, not a disk flush; the log
+is copied into the database (checkpointed) by the other connection, off the loop. Every other
+call runs on that connection's worker thread, so a long read never holds the loop up. Each
+write commits before the call returns: an acknowledged move survives a kill -9 (WAL with
+synchronous=NORMAL is durable against process crashes; `durable=True` selects FULL, a flush
+per commit, for power loss too).
 
 One server per file: `exclusive=True` (what `solrace serve` asks for) holds an exclusive
 `flock` on the lock file beside the database (`solrace.sqlite3` -> `solrace.sqlite3.lock`) while the
@@ -143,16 +146,22 @@ def store_error(exc: sqlite3.Error, context: str) -> StoreError:
     """The store's error for a `sqlite3` one (raise it `from exc`): `StoreUnavailableError`
     if the database is busy, locked, full or failing, else `StoreError`."""
     message = f"{context}: {exc}"
-    # An error Python's sqlite3 raises itself (a closed connection, ...) has no code.
-    code: int | None = getattr(exc, "sqlite_errorcode", None)
-    if code is not None and code & 0xFF in _UNAVAILABLE_CODES:
+    if _primary_code(exc) in _UNAVAILABLE_CODES:
         return StoreUnavailableError(message)
     return StoreError(message)
 
 
-def _worker() -> ThreadPoolExecutor:
-    """The thread every call but the moves' writes runs on."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="solrace-sqlite")
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of an error; None for one Python's sqlite3 raises
+    itself (a closed connection, ...)."""
+    code: int | None = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def _worker(name: str = "solrace-sqlite") -> ThreadPoolExecutor:
+    """The thread every call but the moves' writes runs on (or, named otherwise, the one the
+    moves' writer waits for a lock on)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
 
 
 def lock_path_for(database: Path) -> Path:
@@ -250,8 +259,7 @@ def _insert_moves(db: sqlite3.Connection, moves: list[MoveRecord]) -> list[Store
 
 def _is_busy(exc: sqlite3.Error) -> bool:
     """Another connection holds the write lock (SQLite gave up waiting for it)."""
-    code: int | None = getattr(exc, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return _primary_code(exc) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _settle(
@@ -298,8 +306,10 @@ class SqliteStore(SqliteCompetition):
         self._flush_due: asyncio.Handle | None = None
         #: Set while a checkpoint copies the log to its end: moves wait in `_pending`.
         self._writer_held = False
-        #: A batch the writer found locked, written on the worker thread: moves wait too.
+        #: A batch the writer found locked, written on `_locked_writes`: moves wait too.
         self._handed_over: asyncio.Task[None] | None = None
+        #: The thread the writer waits for a lock on (made at the first such batch).
+        self._locked_writes: ThreadPoolExecutor | None = None
         self._checkpointer: asyncio.Task[None] | None = None
         self.log_restart_pages = LOG_RESTART_PAGES
         self.log_kept_bytes = LOG_KEPT_BYTES
@@ -382,6 +392,7 @@ class SqliteStore(SqliteCompetition):
             self.path,
             isolation_level=None,
             timeout=min(LOOP_BUSY_TIMEOUT_S, self.busy_timeout_s),
+            check_same_thread=False,  # a locked batch is written on `_locked_writes`
         )
         try:
             writer.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
@@ -434,10 +445,15 @@ class SqliteStore(SqliteCompetition):
         if self._checkpointer is not None:
             await cancel_and_wait([self._checkpointer])
             self._checkpointer = None
-        if self._handed_over is not None:  # its moves were accepted for storage
-            await asyncio.shield(self._handed_over)
-        if self._pending:
-            self._flush_moves()  # moves already accepted for storage are committed first
+        # Moves already accepted for storage are committed first.
+        while self._handed_over is not None or self._pending:
+            if self._handed_over is not None:
+                await asyncio.shield(self._handed_over)
+            else:
+                self._flush_moves()
+        if self._locked_writes is not None:
+            self._locked_writes.shutdown(wait=True)
+            self._locked_writes = None
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -539,7 +555,8 @@ class SqliteStore(SqliteCompetition):
 
         The moves appended during one turn of the event loop share one transaction and its
         one commit, made right after that turn on the loop's thread (group commit): each gets
-        its own answer, and none returns before the commit that holds it.
+        its own answer, and none returns before the commit that holds it. A batch that finds
+        the database locked waits for it off the loop (`_hand_over`).
         """
         if self._writer is None:
             raise StoreError("store is not open")
@@ -584,11 +601,28 @@ class SqliteStore(SqliteCompetition):
         _settle(batch, outcomes)
 
     async def _hand_over(self, batch: list[tuple[MoveRecord, asyncio.Future[None]]]) -> None:
-        """Write a batch the writer found locked on the worker thread, which waits up to
-        `busy_timeout_s` for the lock; the moves that come meanwhile wait, in order."""
+        """Write a batch the writer found locked on a thread of its own (`_locked_writes`:
+        not the worker, where it would wait for every read and checkpoint queued there),
+        which waits up to `busy_timeout_s` for the lock; the moves that come meanwhile wait,
+        in order. The loop does not use the writer meanwhile."""
+        writer = self._writer
+        assert writer is not None
         moves = [move for move, _ in batch]
+        waits_ms = (round(self.busy_timeout_s * 1000), round(LOOP_BUSY_TIMEOUT_S * 1000))
+
+        def write() -> list[StoreError | None]:
+            writer.execute(f"PRAGMA busy_timeout={waits_ms[0]}")
+            try:
+                return _insert_moves(writer, moves)
+            except sqlite3.Error as exc:
+                raise store_error(exc, f"moves not stored in {self.path}") from exc
+            finally:
+                writer.execute(f"PRAGMA busy_timeout={min(waits_ms)}")
+
+        if self._locked_writes is None:
+            self._locked_writes = _worker("solrace-sqlite-moves")
         try:
-            outcomes = await self._run(lambda db: _insert_moves(db, moves))
+            outcomes = await asyncio.get_running_loop().run_in_executor(self._locked_writes, write)
         except StoreError as exc:
             _settle(batch, exc)
         else:

@@ -110,13 +110,15 @@ async def test_a_locked_database_holds_the_moves_not_the_event_loop(
     database: Path, holder: Holder
 ) -> None:
     """The moves' writer runs on the event loop's thread: it waits `LOOP_BUSY_TIMEOUT_S` for a
-    lock, then hands its batch to the worker thread, which waits the store's busy timeout
+    lock, then hands its batch to a thread of its own, which waits the store's busy timeout
     (30 s here). The loop goes on meanwhile (it stood still for the whole busy timeout);
     moves that come meanwhile wait behind the batch, and all are stored in order once the
     lock goes. The lock is let go by another thread once the loop has turned, or after 10 s:
-    a loop that stood still would only turn after that."""
+    a loop that stood still would only turn after that. The batch does not wait for the
+    worker thread either, busy here until the end (reads and checkpoints queue there)."""
     store = SqliteStore(database, busy_timeout_s=30)
     await store.open()
+    worker_free = threading.Event()
     try:
         assert await store.save_race_if(race(), None)
         holder.lock()
@@ -127,6 +129,7 @@ async def test_a_locked_database_holds_the_moves_not_the_event_loop(
             holder.release()
             return seen
 
+        busy_worker = asyncio.create_task(store._run(lambda _: worker_free.wait(30)))
         first = asyncio.create_task(store.append_move(move(0)))
         releasing = asyncio.get_running_loop().run_in_executor(None, release_once_the_loop_turns)
         await eventually(lambda: store.moves_wait_for_lock, what="the batch handed over")
@@ -134,9 +137,13 @@ async def test_a_locked_database_holds_the_moves_not_the_event_loop(
         turned.set()
         assert await releasing, "the loop stood still while the lock was held"
         await asyncio.wait_for(asyncio.gather(first, second), 30)
+        assert not busy_worker.done()
+        worker_free.set()
+        assert await busy_worker
         assert await store.get_moves(RaceId("r1")) == [move(0), move(1)]
         assert not store.moves_wait_for_lock
     finally:
+        worker_free.set()
         await store.close()
 
 
