@@ -472,13 +472,13 @@ class RaceKeeper:
         if any((r := racers.get(p)) is None or r.state is not playing for p in runtime.pending):
             return False  # a state to store (a racer out meanwhile): the usual change
         pending, _ = runtime.take_pending()
-        if self._folding(runtime, pending, no_change)(runtime.race):
+        if self._folding(runtime, pending)(runtime.race):
             self._forward(runtime)
             self.storing_progress.worked()  # an outage of the stored kind is over too
         return True
 
-    def _folding(self, runtime: RaceRuntime, pending: set[PlayerId], change: Change) -> Change:
-        """`change` preceded by the `pending` racers' figures: their boards' stored moves
+    def _folding(self, runtime: RaceRuntime, pending: set[PlayerId]) -> Change:
+        """The change that folds in the `pending` racers' figures: their boards' stored moves
         (`RacerBoard.record_stored`; a move being stored meanwhile is not counted), read once, the
         same however often a compare-and-set makes the change run again."""
         figures = [
@@ -487,7 +487,7 @@ class RaceKeeper:
             if (b := runtime.boards.get(p)) is not None
         ]
         if not figures:
-            return change
+            return no_change
         now = self.clock()
 
         def folded(race: Race) -> list[RaceEvent]:
@@ -507,7 +507,7 @@ class RaceKeeper:
                         now_ms=now,
                         reached_ms=changed_at,
                     )
-            return events + change(race)
+            return events
 
         return folded
 
@@ -552,15 +552,21 @@ class RaceKeeper:
         request may be sent again) or the race keeps changing under us."""
         async with runtime.lock:
             pending, folded_moves = runtime.take_pending()
-            try:
-                events = await self._apply_locked(
-                    runtime, self._folding(runtime, pending, change), [*folded_moves, *moves]
-                )
-            except RaceError:
-                if pending:  # not stored: the batch is tried again, after a pause
+            events: list[RaceEvent] = []
+            if pending:
+                # The batch first, as a change of its own, so that rankings use current
+                # figures and events keep their order; a refused change then leaves it be
+                # (folded into it, it changed the race in memory with nothing stored).
+                try:
+                    events = await self._apply_locked(
+                        runtime, self._folding(runtime, pending), folded_moves
+                    )
+                except RaceError:  # not stored: the batch is tried again, after a pause
                     runtime.put_back(pending, folded_moves)
                     self._arm_fold(runtime, FOLD_RETRY_S)
-                raise
+                    raise
+            if change is not no_change or moves:
+                events += await self._apply_locked(runtime, change, moves)
         if events:
             await self._changed(runtime, events)
         return events

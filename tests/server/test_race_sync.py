@@ -13,6 +13,10 @@ import pytest
 from solrace.server.broker import BrokerUnavailableError, MemoryBroker
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    Error,
+    Hello,
+    JoinRace,
     MakeMove,
     MoveAck,
     Progress,
@@ -21,7 +25,13 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
 from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
 from solrace.server.store.memory import MemoryStore
-from tests.server.sessions import HeldSaves, opened, running_hub, start_race_of_two
+from tests.server.sessions import (
+    HeldSaves,
+    RecordingSession,
+    opened,
+    running_hub,
+    start_race_of_two,
+)
 from tests.waiting import eventually
 
 
@@ -171,6 +181,35 @@ async def test_a_fold_counts_only_the_moves_already_stored() -> None:
         await third
         await hub.keeper.fold(runtime)
         assert runtime.race.racers[player].moves == 3
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+async def test_a_refused_request_folds_the_waiting_batch_once(nodes: int) -> None:
+    """A change folds in the waiting progress batch first. A refused one (a join to a
+    running race) took the batch along: the race kept its progress event in memory, never
+    stored nor sent, and the batch, put back, was folded again into a second event with the
+    same figures. Now the batch is a change of its own: one event, sent, whatever the
+    request's answer."""
+    store = MemoryStore()
+    broker = MemoryBroker() if nodes == 2 else None
+    async with opened(store), running_hub(store, broker=broker, progress_interval_s=600) as hub:
+        race_id, alice, bob = await start_race_of_two(hub)
+        runtime = hub.races[race_id]
+        player = alice.player_id or PlayerId("")
+        bob.sent.clear()
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
+        assert runtime.pending == {player}
+        carol = RecordingSession(3)
+        await hub.handle(carol, Hello(protocol=PROTOCOL_VERSION, name="carol"))
+        await hub.handle(carol, JoinRace(race_id=race_id))
+        (refusal,) = [m for m in carol.sent if isinstance(m, Error)]
+        assert refusal.code == "wrong_status"
+        assert not runtime.pending
+        await hub.keeper.fold(runtime)
+        told = [m for m in bob.sent if isinstance(m, Progress) and m.progress.player_id == player]
+        assert [m.progress.moves for m in told] == [1]
+        if nodes == 2:  # every change in memory is stored
+            assert runtime.race.to_record() == await store.get_race(race_id)
 
 
 async def test_a_node_keeps_following_a_race_after_a_notice_it_cannot_read() -> None:
