@@ -1,11 +1,17 @@
 """Tournaments and ratings as text (pure): the bracket as a tree for elimination formats, a
 standings table for Swiss and round robin, a table of each player's heats for heats, and the
 current round's matches race by race. The CLI prints these; a screen can show them.
+
+A screen gives the board its width (`render_board(view, width)`): a bracket line too long for
+it cuts its players' names (`ann-with-a-lo…`), as little as it must, rather than wrapping and
+breaking the tree; the standings cut the player column; a line that still does not fit (the
+current round's, a long state) breaks between words, its next lines indented under it.
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
@@ -118,6 +124,58 @@ def _reset_line(
     return f"{BRACKET_RESET} not played"
 
 
+#: The fewest characters a name is cut to (its "…" included) to fit a line.
+NAME_LEAST = 5
+
+
+def cut_name(name: str, width: int) -> str:
+    """`name` in at most `width` characters, ending with "…" when cut."""
+    return name if len(name) <= width else name[: max(1, width - 1)] + "…"
+
+
+def fitted(
+    line_of: Callable[[dict[PlayerId, str]], str], names: dict[PlayerId, str], room: int
+) -> str:
+    """`line_of(names)`, its names cut as little as they must be (all to one length, never
+    below `NAME_LEAST`) for it to fit `room` columns (0: no limit): the line as short as it
+    gets, when even that does not fit."""
+    line = line_of(names)
+    if room <= 0 or len(line) <= room:
+        return line
+    longest = max((len(name) for name in names.values()), default=0)
+    for width in range(longest - 1, NAME_LEAST - 1, -1):
+        line = line_of({p: cut_name(name, width) for p, name in names.items()})
+        if len(line) <= room:
+            break
+    return line
+
+
+#: What starts a bracket line: its tree (`│  ├─ `).
+_TREE = re.compile(r"^[ │├└─]*")
+
+
+def hang(line: str, width: int) -> list[str]:
+    """`line` in lines of at most `width` columns (0: no limit), broken between words, the
+    next lines indented 4 more than it (and under its branch of a tree)."""
+    if width <= 0 or len(line) <= width:
+        return [line]
+    lead = _TREE.match(line)
+    tree = lead[0] if lead else ""
+    under = tree.replace("├─", "│ ").replace("└─", "  ")
+    return textwrap.wrap(
+        line,
+        width,
+        subsequent_indent=under + "    ",
+        break_on_hyphens=False,
+        drop_whitespace=True,
+    ) or [line]
+
+
+def hung(text: str, width: int) -> str:
+    """Each line of `text` within `width` (`hang`)."""
+    return "\n".join(part for line in text.split("\n") for part in hang(line, width))
+
+
 def _match_line(
     match: BracketMatchModel,
     view: TournamentModel,
@@ -140,12 +198,13 @@ def _match_line(
     return f"{match.match_id} {who(order[0])} vs {who(order[1])} [{state}]"
 
 
-def render_bracket(view: TournamentModel) -> str:
+def render_bracket(view: TournamentModel, width: int = 0) -> str:
     """The winners bracket as a tree from the final down (winners marked *), then the other
     matches (losers bracket, grand final, third place) by schedule step. A match's state
     says a forfeit (`[forfeit: bob]`), a race of it on (`[playing]`) and the race wins of
     one played or under way (`[played 2-1]`, `[playing 1-0]`); an unused bracket reset says
-    so (`GF2 not needed: ann (winners' bracket) won GF`)."""
+    so (`GF2 not needed: ann (winners' bracket) won GF`). Within `width` columns (0: no
+    limit) a line cuts its names (`fitted`), then breaks (`hang`)."""
     names = names_of(view)
     played = matches_of(view)
     matches = {m.match_id: m for m in view.bracket}
@@ -161,8 +220,12 @@ def render_bracket(view: TournamentModel) -> str:
         if match_id is None:
             return
         branch = "" if top else ("└─ " if last else "├─ ")
-        line = _match_line(matches[match_id], view, names, played.get(match_id))
-        lines.append(prefix + branch + line)
+        match = matches[match_id]
+
+        def line_of(shown: dict[PlayerId, str]) -> str:
+            return _match_line(match, view, shown, played.get(match_id))
+
+        lines.append(prefix + branch + fitted(line_of, names, width - len(prefix + branch)))
         below = prefix if top else prefix + ("   " if last else "│  ")
         children = [(rnd - 1, 2 * number - 1), (rnd - 1, 2 * number)]
         present = [c for c in children if c in winners]
@@ -176,12 +239,16 @@ def render_bracket(view: TournamentModel) -> str:
         (m for m in view.bracket if m.match_id not in winners.values()),
         key=lambda m: (m.step, m.match_id),
     )
-    if others:
-        lines.append("")
-        lines += [
-            f"step {m.step}: {_match_line(m, view, names, played.get(m.match_id))}" for m in others
-        ]
-    return "\n".join(lines)
+    for index, match in enumerate(others):
+        if not index:
+            lines.append("")
+        step = f"step {match.step}: "
+
+        def other(shown: dict[PlayerId, str], match: BracketMatchModel = match) -> str:
+            return _match_line(match, view, shown, played.get(match.match_id))
+
+        lines.append(step + fitted(other, names, width - len(step)))
+    return hung("\n".join(lines), width)
 
 
 def ordinal(n: int) -> str:
@@ -211,39 +278,67 @@ def _heats_of(view: TournamentModel, player: PlayerId) -> str:
     return ", ".join(parts) or "-"
 
 
+#: What a standings row may end with.
+_FLAGS = (" (dropped)", " (out)", "")
+
+
 def _standings_table(
-    view: TournamentModel, columns: str, cells: Callable[[StandingModel], str]
+    view: TournamentModel,
+    columns: str,
+    cells: Callable[[StandingModel], str],
+    room: int = 0,
+    *,
+    long_cells: bool = False,
 ) -> str:
     """The standings as a table: rank, player (the column as wide as the longest name), then
-    `columns` headed and `cells` filled for each player, then whether the player is out."""
+    `columns` headed and `cells` filled for each player, then whether the player is out.
+    Within `room` columns (0: no limit) the player column narrows, its names cut with "…"
+    (never below its header's width), for the rows to fit (`long_cells`: for the headers,
+    the cells being lists that break onto more lines anyway); a row still too long breaks
+    (`hang`)."""
     names = names_of(view)
+
+    def flag(s: StandingModel) -> str:
+        return _FLAGS[0] if s.is_dropped else _FLAGS[1] if s.is_eliminated else _FLAGS[2]
+
     width = max(
         [len("player"), *(len(names.get(s.player_id, s.player_id)) for s in view.standings)]
     )
+    if room > 0:
+        if long_cells:
+            rest = len(columns) + len(_FLAGS[0])
+        else:
+            rest = max([len(columns), *(len(cells(s) + flag(s)) for s in view.standings)])
+        width = max(len("player"), min(width, room - len(f"{1:>3}    ") - rest))
     head = f"{'#':>3}  {'player':<{width}}  {columns}"
     lines = [head, "-" * len(head)]
     for s in view.standings:
-        name = names.get(s.player_id, s.player_id)
-        flag = " (dropped)" if s.is_dropped else " (out)" if s.is_eliminated else ""
-        lines.append(f"{s.rank:>3}  {name:<{width}}  {cells(s)}{flag}")
-    return "\n".join(lines)
+        name = cut_name(names.get(s.player_id, s.player_id), width)
+        lines.append(f"{s.rank:>3}  {name:<{width}}  {cells(s)}{flag(s)}")
+    return hung("\n".join(lines), room)
 
 
-def render_heats(view: TournamentModel) -> str:
+def render_heats(view: TournamentModel, width: int = 0) -> str:
     """Heats rank players by how far they got (points and wins mean nothing there): rank,
     player, cards on foundations, and each heat the player raced with the place it gave."""
     return _standings_table(
-        view, f"{'cards':>5}  heats", lambda s: f"{s.cards:>5}  {_heats_of(view, s.player_id)}"
+        view,
+        f"{'cards':>5}  heats",
+        lambda s: f"{s.cards:>5}  {_heats_of(view, s.player_id)}",
+        width,
+        long_cells=True,
     )
 
 
-def render_standings(view: TournamentModel) -> str:
+def render_standings(view: TournamentModel, width: int = 0) -> str:
+    """Within `width` columns (0: no limit), as `_standings_table` fits it."""
     if is_heats(view):
-        return render_heats(view)
+        return render_heats(view, width)
     return _standings_table(
         view,
         f"{'pts':>4}  {'tb':>5}  {'cards':>5}  W-D-L",
         lambda s: f"{s.points:>4g}  {s.tiebreak:>5g}  {s.cards:>5}  {s.wins}-{s.draws}-{s.losses}",
+        room=width,
     )
 
 
@@ -336,19 +431,23 @@ def checked_in_line(view: TournamentModel) -> str:
     return f"checked in: {', '.join(checked) or 'nobody yet'}"
 
 
-def render_board(view: TournamentModel) -> str:
+def render_board(view: TournamentModel, width: int = 0) -> str:
     """The bracket tree (elimination formats), the standings table (Swiss, round robin) or
     the heats table; while it runs, the current round match by match; before the seeding,
-    who registered and who checked in."""
+    who registered and who checked in. Every line within `width` columns (0: no limit): a
+    bracket's and a table's cut their names, the others break between words."""
     if view.seeds:
-        board = render_bracket(view) if view.format in ELIMINATION else render_standings(view)
+        if view.format in ELIMINATION:
+            board = render_bracket(view, width)
+        else:
+            board = render_standings(view, width)
         if view.phase == "running" and view.rounds:
-            board += "\n\n" + render_round(view)
+            board += "\n\n" + hung(render_round(view), width)
         return board
     lines = [f"registered: {', '.join(p.name for p in view.players) or 'nobody yet'}"]
     if view.phase == "check_in":
         lines.append(checked_in_line(view))
-    return "\n".join(lines)
+    return hung("\n".join(lines), width)
 
 
 def field_size(view: TournamentModel) -> int:

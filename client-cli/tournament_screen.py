@@ -244,9 +244,19 @@ class TournamentScreen(Screen[None]):
         if isinstance(app, PlayApp):
             title += "\n" + player_line(view, app.session.state.player_id)
         self.title_text = title
-        self.body_text = render_board(view)
+        self.body_text = render_board(view, self.body_width())
         self._show(live_rows(view))
         self._refresh_offered()
+
+    def body_width(self) -> int:
+        """The columns the bracket or table has: the screen's, less the scroll bar it may
+        need (a wrapped bracket line broke the tree at 60 columns)."""
+        width = self.size.width or self.app.size.width
+        scrollbar = self.query_one("#t-body", VerticalScroll).styles.scrollbar_size_vertical
+        return max(20, width - scrollbar)
+
+    def on_resize(self) -> None:
+        self.update_view()
 
     #: The actions whose offer changes with the tournament (`check_action`).
     CHANGING: ClassVar[tuple[str, ...]] = ("join", "check_in", "own_race", "back")

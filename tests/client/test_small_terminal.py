@@ -12,14 +12,14 @@ from rich.cells import cell_len
 from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets import DataTable, Select
+from textual.widgets import DataTable, Select, Static
 
 from solrace.client.bots import Bot
 from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tournament_lobby import TournamentListScreen
-from solrace.client.tournament_screen import TournamentScreen
+from solrace.client.tournament_screen import TournamentApp, TournamentScreen
 from solrace.client.tui import PlayApp, ReplayApp, WatchApp
 from solrace.client.watching import WatchPicker, WatchScreen
 from solrace.client.widgets import BoardWidget
@@ -325,6 +325,42 @@ async def test_the_watch_picker_and_screen_fit_60x20(server_url: str) -> None:
         await spectator.conn.close()
         for bot in bots:
             await bot.close()
+
+
+async def test_a_bracket_of_long_names_fits_60_columns(opened: Opened) -> None:
+    """A bracket line of two 24-letter names went past 60 columns and wrapped: `vs` ended
+    one line, the second name began the next, under the tree's lines. The names are cut
+    (`aaa-with-a-lo…`) and each match keeps its line."""
+    admin = await opened.open("director")
+    tid = await create(admin, "double_elimination")
+    names = [f"{letter * 3}-with-a-long-name-xyz" for letter in "abcdefgh"]  # 24 letters
+    await register(opened, tid, names)
+    app = TournamentApp(await opened.open(None), tid)
+    async with app.run_test(size=SMALL) as pilot:
+        await eventually(lambda: isinstance(app.screen, TournamentScreen), what="its screen")
+        screen = app.screen
+        assert isinstance(screen, TournamentScreen)
+        await act(admin, tid, "start")
+        await eventually(lambda: len(screen.live_race_ids) == 4, what="four live matches")
+        await settled(pilot)
+        # The tree is longer than its room, where it scrolls (PgUp/PgDn): it alone goes on
+        # below the screen's edge.
+        assert past_the_edges(screen) == ["Static(id='t-tree')"]
+        lines = screen.body_text.splitlines()
+        tree = screen.query_one("#t-tree", Static)
+        assert max(cell_len(line) for line in lines) <= tree.size.width
+        assert tree.size.height == len(lines)  # no line wrapped
+        bracket = lines[: lines.index("")]  # the winners' tree (then the other matches)
+        firsts = [line for line in bracket if re.match(r"^[│├└─ ]*W1-\d ", line)]
+        assert len(firsts) == 4
+        for line in firsts:  # each match whole on its line: both players and its state
+            left, right = line.split(" vs ")
+            assert right.endswith(" [playing]"), line
+            for name in (left.split(" ")[-1], right.split(" ")[0]):
+                cut = name.removesuffix("…")
+                assert len(cut) >= 10 and any(full.startswith(cut) for full in names), line
+        top = "\n".join(shown(app))
+        assert lines[2] in top and lines[3] in top  # on screen as they are, tree and all
 
 
 def displayed_boards(screen: Screen[Any]) -> list[BoardWidget]:

@@ -430,3 +430,44 @@ def test_counts_are_singular_for_one() -> None:
 def test_a_profile_without_results_says_so() -> None:
     empty = Profile(player_id=PlayerId("p1"), name="ann", ratings=[], recent=[])
     assert render_profile(empty) == "ann: no rated races yet"
+
+
+def long_names(count: int) -> dict[str, str]:
+    """p1... named with 24 letters each, told apart by their first three."""
+    return {f"p{i}": f"{chr(96 + i) * 3}-with-a-long-name-xyz" for i in range(1, count + 1)}
+
+
+def test_a_bracket_within_a_width_cuts_its_names_not_its_lines() -> None:
+    """At 60 columns a line of two long names wrapped and broke the tree."""
+    t, _ = started(FormatRules(Format.DOUBLE_ELIMINATION), 8)
+    names = long_names(8)
+    view = view_of(t, names)
+    whole = render_board(view).splitlines()
+    assert max(len(line) for line in whole) > 60
+    for width in (60, 50):
+        fitted = render_board(view, width).splitlines()
+        assert max(len(line) for line in fitted) <= width
+        tree = whole.index("")
+        for before, after in zip(whole[:tree], fitted[:tree], strict=True):
+            # The same tree, match and state: only the names are shorter.
+            assert after.split(" ")[:-4] == before.split(" ")[:-4]
+            assert after.endswith(before.rsplit(" ", 1)[1])
+            for word in after.split():
+                if word.endswith("…"):
+                    assert any(name.startswith(word[:-1]) for name in names.values())
+        # The round's lines keep their names and race ids whole, on more lines.
+        assert all(
+            name in render_board(view, width).replace("\n      ", " ") for name in names.values()
+        )
+    assert render_board(view, 0) == "\n".join(whole)
+
+
+def test_the_standings_within_a_width_cut_the_player_column() -> None:
+    t, _ = started(FormatRules(Format.SWISS), 4)
+    names = long_names(4)
+    text = render_board(view_of(t, names), 50)
+    table = text.split("\n\n")[0].splitlines()
+    assert max(len(line) for line in table) <= 50
+    assert table[0].split() == ["#", "player", "pts", "tb", "cards", "W-D-L"]
+    assert all(row.split()[1].endswith("…") for row in table[2:])
+    assert len({len(row) for row in table[2:]}) == 1  # the columns still line up
