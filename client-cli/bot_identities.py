@@ -149,6 +149,10 @@ def hold(server: str, asked: str) -> HeldName | None:
     except BlockingIOError:
         os.close(fd)
         return None
+    except OSError as exc:  # no locks there (some network file systems)
+        os.close(fd)
+        warn(f"cannot lock {path}: {exc}")
+        return HeldName(server, asked, None)
     return HeldName(server, asked, fd)
 
 

@@ -133,6 +133,8 @@ class Bot:
         self.strategy = strategy
         self.delay_s = delay_s
         saved = held.saved() if held is not None and connection is None else None
+        #: The name asked for (`--name`, numbered, or the default).
+        self.asked = name
         #: The name the bot plays as (a kept identity's, or one with a suffix once taken).
         self.name = saved.name if saved is not None else name
         if connection is not None:
@@ -192,7 +194,7 @@ class Bot:
                     raise
                 if self.conn.token is not None and exc.close_code == CloseCode.AUTH_FAILED:
                     assert self.held is not None  # only a held name's kept token is sent
-                    self.name = self.held.asked
+                    self.name = self.asked
                     self.held.forget()
                 elif exc.error_code == ErrorCode.NAME_TAKEN:
                     self.name = f"{self.name[:18]}-{secrets.token_hex(2)}"
@@ -655,12 +657,11 @@ def _make_bots(args: argparse.Namespace) -> list[Bot]:
 
 async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[RaceId]) -> int:
     """Connect, create or find the race (its id goes into `race_of`), join, play."""
-    asked = [bot.name for bot in bots]
     try:
         await asyncio.gather(*(bot.connect() for bot in bots))
-        for bot, name in zip(bots, asked, strict=True):
-            if bot.name != name:  # taken: a suffix (`Bot.connect`, or kept from an earlier run)
-                taken = f"the name {name!r} is taken on {args.server}"
+        for bot in bots:
+            if bot.name != bot.asked:  # taken: a suffix (`Bot.connect`, or kept from before)
+                taken = f"the name {bot.asked!r} is taken on {args.server}"
                 print(
                     printable(f"solrace bot: {taken}: this bot plays as {bot.name!r}"),
                     file=sys.stderr,

@@ -152,3 +152,28 @@ async def test_solrace_bot_plays_as_the_same_bot_each_run(server_url: str, tmp_p
         assert not any("taken" in line for line in bots.lines), bots.output
     kept = json.loads((tmp_path / "child-config" / "bots.json").read_text())
     assert sorted(kept[server_url]) == ["bot-1", "bot-2"]
+
+
+async def test_a_bot_back_under_its_kept_suffix_says_so(server_url: str, tmp_path: Path) -> None:
+    """The line on stderr names the name asked for and the one played as, on the run that
+    got the suffix and on every run after it that comes back under it."""
+    alice = Bot(server_url, "alice", make_strategy("greedy"))
+    await alice.connect()
+    said: list[str] = []
+    try:
+        for _ in range(2):
+            bots = await Child.start(
+                *(tmp_path, "bot", "--server", server_url, "--name", "alice"),
+                *("--create", "klondike", "--seats", "3"),
+            )
+            try:
+                said.append(await bots.expect("is taken"))
+                await bots.expect("race r")
+                bots.proc.send_signal(signal.SIGTERM)
+                assert await bots.finish() == 143
+            finally:
+                await bots.kill()
+    finally:
+        await alice.close()
+    prefix = f"solrace bot: the name 'alice' is taken on {server_url}: this bot plays as 'alice-"
+    assert said[0].startswith(prefix) and said[1] == said[0], said
