@@ -42,6 +42,7 @@ from typing import Any
 from solrace.engine import random_ranked_number
 from solrace.server.hub import Hub
 from solrace.server.identities import identity_of
+from solrace.server.keyed_locks import KeyedLocks
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
@@ -171,7 +172,7 @@ class TournamentService:
         self.ratings = ratings
         self.rng = rng or random.SystemRandom()
         self.live: dict[str, Live] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()
         self._started_at = 0.0
         self._ticker: asyncio.Task[None] | None = None
         #: Each watched tournament's watchers and the views that go to them and requesters.
@@ -349,9 +350,6 @@ class TournamentService:
 
     # --- the one way to change a tournament ------------------------------------------------
 
-    def _lock(self, tournament_id: str) -> asyncio.Lock:
-        return self._locks.setdefault(tournament_id, asyncio.Lock())
-
     async def _load(self, tournament_id: str) -> Live:
         record = await self.store.get_tournament(tournament_id)
         if record is None:
@@ -385,7 +383,7 @@ class TournamentService:
         their ids and save it, loading and applying again while another node saves first:
         what was saved and the events it produced, or the live tournament if nothing
         changed. A refusal changes nothing."""
-        async with self._lock(tournament_id):
+        async with self._locks.hold(tournament_id):
             for _ in range(SAVE_ATTEMPTS):
                 live = await self._load(tournament_id)
                 fresh = Live.from_record(live.to_record(), self._deal)  # a copy to change

@@ -375,6 +375,26 @@ async def test_a_watcher_that_closes_is_forgotten(start_server: ServerFactory) -
     await admin.close()
 
 
+async def test_requests_for_unknown_tournaments_leave_nothing_behind(
+    start_server: ServerFactory,
+) -> None:
+    """Each request naming a tournament made a lock for its id that was never dropped: one
+    address within its rate budget grew the node by ~250 bytes a request (fuzz audit)."""
+    app = await start_server(**FAST)
+    player = await connect(app, "prowler")
+    admin = await connect(app, "director")
+    tid = (await create(admin, "swiss")).tournament_id
+    for number in range(30):
+        await player.send(JoinTournament(tournament_id=f"t{number:06x}"))
+        refusal = await player.expect(Error, lambda m: m.request == "join_tournament")
+        assert refusal.code == "unknown_tournament"
+    await player.send(JoinTournament(tournament_id=tid))
+    await player.expect(TournamentView, lambda m: m.tournament.tournament_id == tid)
+    assert len(app.tournaments._locks) == 0  # held only while a change is made
+    for each in (player, admin):
+        await each.close()
+
+
 async def test_a_burst_of_changes_reaches_a_watcher_as_one_view(
     start_server: ServerFactory,
 ) -> None:
