@@ -681,10 +681,12 @@ class PlainMode:
             return "the race is open"
         mine = info.creator == self.session.me
         starts = "'start' starts it" if mine else "its creator starts it"
-        return (
-            f"race {race.race_id} is open, {len(info.racers)}/{info.seats} seated; {starts}, "
-            "'leave' leaves it, 'quit' quits"
-        )
+        where = f"race {race.race_id} is open, {len(info.racers)}/{info.seats} seated"
+        if self.interactive:
+            return f"{where}; {starts}, 'leave' leaves it, 'quit' quits"
+        # A script's lines keep their order (but for `start`): a `leave` or `quit` after this
+        # line runs only once the race has started.
+        return f"{where}; {starts}; the script's next lines run once it starts (Ctrl-C quits)"
 
     async def _race_news(self, race_id: RaceId, until: Predicate) -> bool:
         """Wait for the next message about `race_id` that `until` accepts: True once it came.

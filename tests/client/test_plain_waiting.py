@@ -105,7 +105,11 @@ async def test_a_script_ending_in_quit_waits_for_the_start_it_does_not_bring(
         assert creator.proc.stdin is not None
         creator.proc.stdin.write(b"moves\nboard\nresign\nwait\nquit\n")
         await creator.proc.stdin.drain()
-        await creator.expect("waiting for the start…", AT_ONCE_S)
+        waiting = await creator.expect("waiting for the start…", AT_ONCE_S)
+        # It says what a script's `quit` does here (it said "'quit' quits").
+        assert waiting.endswith(
+            "'start' starts it; the script's next lines run once it starts (Ctrl-C quits))"
+        ), waiting
         joiner = await start_plain(tmp_path, server_url, "lou", "--race", race_id)
         await joiner.expect(f"joined race {race_id}")
         await creator.expect("resigned from race")
