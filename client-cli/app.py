@@ -125,7 +125,7 @@ def build_play_parser() -> argparse.ArgumentParser:
         "--data-dir",
         type=Path,
         help="the embedded server's folder (default: 'embedded' in the user data folder, "
-        "$SOLRACE_DATA_DIR; not with --server)",
+        "$SOLRACE_USER_DATA_DIR; not with --server)",
     )
     parser.add_argument("--ascii", action="store_true", help="ASCII cards (TD, not T♦)")
     return parser

@@ -165,7 +165,7 @@ def config_dir() -> Path:
 
 
 def data_dir() -> Path:
-    override = os.environ.get("SOLRACE_DATA_DIR")
+    override = os.environ.get("SOLRACE_USER_DATA_DIR")
     return Path(override) if override else platformdirs.user_data_path("solrace")
 
 

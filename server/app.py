@@ -388,6 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
 OTHER_VARIABLES = frozenset(
     {
         "SOLRACE_CONFIG_DIR",
+        "SOLRACE_USER_DATA_DIR",
         "SOLRACE_REQUIRE_REDIS",
         "SOLRACE_CLUSTER_DIR",
         "SOLRACE_LB_BIND",

@@ -79,7 +79,7 @@ async def alice(server_url: str) -> AsyncIterator[Session]:
 def client_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Keep tokens and logs of every test in its own folder."""
     monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("SOLRACE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SOLRACE_USER_DATA_DIR", str(tmp_path / "data"))
     # The rate budget of `server_settings`, for the servers children embed too (`solrace play`
     # without --server reads the server's settings from the environment).
     monkeypatch.setenv("SOLRACE_RATE_CAPACITY", str(RATE_BUDGET))
@@ -97,7 +97,7 @@ async def widget(screen: Screen[Any], selector: str, kind: type[W]) -> W:
 def child_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["SOLRACE_CONFIG_DIR"] = str(tmp_path / "child-config")
-    env["SOLRACE_DATA_DIR"] = str(tmp_path / "child-data")
+    env["SOLRACE_USER_DATA_DIR"] = str(tmp_path / "child-data")
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("NO_COLOR", None)
     return env

@@ -15,6 +15,7 @@ from solrace.client.identity import (
     IdentityError,
     admin_name,
     connect_player,
+    data_dir,
     default_name,
     identity_file,
     known_players,
@@ -286,3 +287,15 @@ async def test_a_refused_embedded_token_names_the_data_folder(tmp_path: Path) ->
     text = str(refused.value)
     assert text.startswith(f"the embedded server of the data folder {folder.resolve()} refused")
     assert url not in text
+
+
+def test_the_user_data_folder_is_not_the_server_s(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`SOLRACE_DATA_DIR` is `solrace serve --data-dir`: a shell that exported it for the
+    client put the server's database and secret into the client's folder, and the reverse."""
+    monkeypatch.setenv("SOLRACE_DATA_DIR", str(tmp_path / "server"))
+    monkeypatch.setenv("SOLRACE_USER_DATA_DIR", str(tmp_path / "client"))
+    assert data_dir() == tmp_path / "client"
+    monkeypatch.delenv("SOLRACE_USER_DATA_DIR")
+    assert data_dir() != tmp_path / "server"

@@ -570,6 +570,7 @@ def test_a_variable_that_sets_nothing_is_named_with_the_setting_it_may_mean() ->
         "SOLRACE_MAX_CONNECTIONS_PER_ADRESS": "0",  # misspelt: the limit would stay on
         "SOLRACE_PORT": "9000",
         "SOLRACE_CONFIG_DIR": "/tmp/c",  # the client's
+        "SOLRACE_USER_DATA_DIR": "/tmp/d",  # the client's (not the server's SOLRACE_DATA_DIR)
         "SOLRACE_NODE2": "127.0.0.1:8772",  # the cluster script's
         "SOLRACE_WHATEVER": "1",
         "solrace_port": "9000",  # the settings read their variables in any case
