@@ -14,17 +14,19 @@ from pathlib import Path
 from .conftest import child_env
 
 
-def _ctrl_c_as_in_a_terminal() -> None:
-    """In the child before it runs: SIGINT handled as in a terminal. A test run started in
-    the background by a non-interactive shell (CI) ignores SIGINT, and a child would inherit
-    that, so a test sending it Ctrl-C would wait for nothing."""
+def _signals_as_in_a_terminal() -> None:
+    """In the child before it runs: SIGINT and SIGHUP handled as in a terminal. A test run
+    started in the background by a non-interactive shell (CI) ignores SIGINT, and one started
+    under `nohup` ignores SIGHUP; a child would inherit that, so a test sending it Ctrl-C or a
+    hangup would wait for nothing."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _as_under_nohup() -> None:
-    """In the child before it runs: as `_ctrl_c_as_in_a_terminal`, and SIGHUP ignored, as
+    """In the child before it runs: as `_signals_as_in_a_terminal`, then SIGHUP ignored, as
     `nohup` starts a program."""
-    _ctrl_c_as_in_a_terminal()
+    _signals_as_in_a_terminal()
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
@@ -59,7 +61,7 @@ class Child:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 env=child_env(tmp_path),
-                preexec_fn=_as_under_nohup if nohup else _ctrl_c_as_in_a_terminal,
+                preexec_fn=_as_under_nohup if nohup else _signals_as_in_a_terminal,
             )
         finally:
             if terminal:
