@@ -14,6 +14,7 @@ from pathlib import Path
 
 from solrace.replay_file import load_replay
 from solrace.server.protocol.replay import ReplayFileError, shorten, verify_replay
+from solrace.server.protocol.safe_text import printable
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,13 +41,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"solrace verify: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     report = verify_replay(replay)
+    # Every value from the file in these lines went through `shorten` (escaped, one line);
+    # `printable` is the net for any that did not.
     if not args.quiet:
         race, game, number = (shorten(v) for v in (replay.race_id, replay.game, replay.game_number))
-        print(f"race {race}: {game} deal {number}")
+        print(printable(f"race {race}: {game} deal {number}"))
         for line in report.lines:
-            print(line)
+            print(printable(line))
     for problem in report.problems:
-        print(f"PROBLEM: {problem}")
+        print(printable(f"PROBLEM: {problem}"))
     if not args.quiet:
         print(report.verdict)
     return 0 if report.is_valid else 1

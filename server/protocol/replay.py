@@ -23,6 +23,7 @@ from solrace.server.protocol.errors import DecodeError
 from solrace.server.protocol.messages import ReplayModel, ReplayMove, ReplayRacer, ResultEntry
 from solrace.server.protocol.race import Racer, rank_racers
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
+from solrace.server.protocol.safe_text import one_line
 
 
 def build_replay(record: RaceRecord, moves: list[MoveRecord]) -> ReplayModel:
@@ -175,11 +176,13 @@ def parse_replay(data: bytes) -> ReplayModel:
 
 
 def shorten(text: str, limit: int = 40) -> str:
-    """A value from a replay file as it is printed: whole up to `limit` characters, else its
-    start and its length (a forged file's 100,000-digit game number is not a screenful)."""
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 10]}... ({len(text)} characters)"
+    """A value from a replay file as it is printed: on one line, its control characters
+    escaped (`one_line`: a forged name must not write lines of its own, nor drive the
+    terminal), whole up to `limit` characters, else its start and its length (a forged
+    file's 100,000-digit game number is not a screenful)."""
+    if len(text) > limit:
+        text = f"{text[: limit - 10]}... ({len(text)} characters)"
+    return one_line(text)
 
 
 @dataclass(frozen=True, slots=True)

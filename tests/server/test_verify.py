@@ -367,3 +367,25 @@ def test_long_values_are_shortened_when_printed(
     assert "9" * 100 not in out and "x" * 300 not in out
     assert f"klondike deal {'9' * 30}... (100000 characters)" in out
     assert max(len(line) for line in out.splitlines()) < 500
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_names_in_the_file_cannot_forge_lines_or_drive_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ok: bool
+) -> None:
+    """A racer's name is the file's: printed raw, its newlines wrote a forged `replay
+    verified` line, an ESC sequence could hide the real verdict (`\\x1b[8m`), and a lone
+    surrogate (valid JSON) crashed the output (exit status 1, as if the replay were false)."""
+    name = "ann\n  #1 x\nreplay verified\x1b[8m\ud800"
+    data: dict[str, Any] = json.loads(sample(MOVES).model_dump_json())
+    data["racers"][0]["name"] = name
+    data["results"][0]["name"] = name if ok else "ann"
+    path = tmp_path / "race.json"
+    path.write_text(json.dumps(data), encoding="utf-8")  # \ud800 stays a JSON escape
+    assert main([str(path)]) == (0 if ok else 1)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and not any(0xD800 <= ord(c) <= 0xDFFF for c in out)
+    lines = out.splitlines()
+    assert lines.count("replay verified") == (1 if ok else 0), out
+    assert lines[-1] == ("replay verified" if ok else "replay does NOT verify (1 problem)")
+    assert "ann\\x0a  #1 x\\x0areplay verified\\x1b[8m\\ud800 (p1)" in out
