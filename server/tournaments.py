@@ -327,7 +327,7 @@ class TournamentService:
 
             try:
                 await self._mutate(tournament_id, command)
-            except (RaceError, TournamentError) as exc:
+            except (RaceError, StoreError) as exc:  # this one's trouble: the others go on
                 log.warning("tournament %s: tick refused: %s", tournament_id, exc)
 
     async def _is_present(self, player: PlayerId, race_id: RaceId | None) -> bool:

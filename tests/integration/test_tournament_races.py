@@ -17,6 +17,7 @@ import pytest
 from solrace.server.app import App
 from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.commitment import commit
+from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
@@ -193,6 +194,42 @@ async def test_after_a_restart_a_no_show_forfeits_on_the_stored_timer(
         for each in clients:
             await each.close()
         await again.stop()
+
+
+async def test_a_tournament_the_store_fails_does_not_hold_up_the_others_ticks(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tick goes through the running tournaments in turn: a store error loading one
+    escaped it, and every later one got no presence marks and no forfeits while it lasted."""
+    app = await start_server(**FAST)
+    admin, ann, bob, first = await two_player_final(app)
+    await admin.send(admin_act(first, "start"))
+    await ann.expect(TournamentRace)
+    load = app.store.get_tournament
+
+    async def first_unavailable(tournament_id: str) -> TournamentRecord | None:
+        if tournament_id == first:
+            raise StoreUnavailableError("the store is away for this one")
+        return await load(tournament_id)
+
+    monkeypatch.setattr(app.store, "get_tournament", first_unavailable)
+    cid, dee = await connect(app, "cid"), await connect(app, "dee")
+    admin.drop(TournamentView)  # the first one's: the next view is the new tournament's
+    second = (await create(admin, "single_elimination", time_limit_s=300)).tournament_id
+    for player in (cid, dee):
+        await player.send(JoinTournament(tournament_id=second))
+        await player.expect(TournamentView)
+    await admin.send(admin_act(second, "start"))
+    await cid.expect(TournamentRace)
+    assert list(app.tournaments.live) == [first, second]  # the tick sees the first one first
+
+    def both_present() -> bool:
+        matches = app.tournaments.live[second].tournament.live_matches()
+        return bool(matches) and set(matches[0].present) == {cid.player_id, dee.player_id}
+
+    await eventually(both_present, within=10.0, what="the second tournament's players present")
+    for each in (admin, ann, bob, cid, dee):
+        await each.close()
 
 
 async def test_players_who_never_come_forfeit_as_no_shows_before_the_timer_runs_out(
