@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Final
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -80,6 +80,11 @@ class WatchLayout:
     single: bool = False
     #: Racers side by side on a line of the racers panel (every racer has a line).
     racer_columns: int = 1
+
+
+#: A board of a tournament race whose deal is held (`RaceInfo.deal_held`): the server sends
+#: it once the round's other matches, on the same deal, have ended.
+HELD_DEAL_PLACEHOLDER: Final = "board shown once the tournament round ends (its deal is shared)"
 
 
 def watch_layout(boards: int, width: int, height: int) -> WatchLayout:
@@ -309,7 +314,9 @@ class WatchScreen(Screen[None]):
                 grid.mount(widget)
             racer = race.racers.get(player_id)
             delay_s = race.info.spectator_delay_ms / 1000 if race.info else 0
-            if delay_s and race.is_live:
+            if race.info is not None and race.info.deal_held:
+                widget.placeholder = HELD_DEAL_PLACEHOLDER
+            elif delay_s and race.is_live:
                 widget.placeholder = f"spectators see each board {delay_s:g} s late"
             widget.show(race.boards.get(player_id), title=racer.name if racer else player_id)
             widget.display = not self.boards_layout.single or player_id == self.shown_racer

@@ -106,6 +106,9 @@ class RaceInfo(Message):
     grace_ms: int
     #: The creator named the deal (casual races only): they may know it.
     deal_chosen: bool = False
+    #: A tournament round's deal, shared with the round's other matches: no spectator gets a
+    #: board (nor anyone the number) until the round ends.
+    deal_held: bool = False
 
 
 class ProgressEntry(Message):

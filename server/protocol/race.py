@@ -220,6 +220,7 @@ class Race:
             spectator_delay_ms=self.record.spectator_delay_ms,
             grace_ms=self.record.grace_ms,
             deal_chosen=self.record.deal_chosen,
+            deal_held=self.record.deal_held,
         )
 
     def progress_of(self, racer: Racer, now_ms: int) -> ProgressEntry:

@@ -13,7 +13,7 @@ import pytest
 from solrace.client.session import Session
 from solrace.client.tournament_screen import TournamentApp, TournamentScreen
 from solrace.client.tui import PlayApp
-from solrace.client.watching import WatchScreen
+from solrace.client.watching import HELD_DEAL_PLACEHOLDER, WatchScreen
 from solrace.client.widgets import BoardWidget
 from solrace.server.app import App
 from solrace.server.protocol.messages import ServerMessage
@@ -115,12 +115,18 @@ async def test_the_bracket_redraws_live_and_enter_watches_a_match(opened: Opened
             lambda: isinstance(app.screen, WatchScreen) and app.screen.race_id == watched,
             what="the watch screen",
         )
+        # The round's matches share its deal: no board until the round ends, and it says so.
         boards = app.screen.query(BoardWidget)
         await eventually(
-            lambda: len(boards.nodes) == 2 and all(b.board is not None for b in boards.nodes),
+            lambda: len(boards.nodes) == 2 and all(b.title for b in boards.nodes),
             what="both boards",
         )
         assert {b.title for b in boards.nodes} == {"bob", "cid"}
+        assert all(b.board is None for b in boards.nodes)
+        await eventually(
+            lambda: all(b.placeholder == HELD_DEAL_PLACEHOLDER for b in boards.nodes),
+            what="the held deal said",
+        )
         await pilot.press("escape")
         await eventually(lambda: app.screen is screen, what="back on the tournament")
 
