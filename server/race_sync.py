@@ -409,7 +409,7 @@ class RaceKeeper:
             self.push_spectator_boards(runtime, self.clock(), force=True)
             log.info("race %s finished", runtime.race_id)
         elif race.status is RaceStatus.CANCELLED:
-            self.races.pop(runtime.race_id, None)
+            self._drop(runtime)
 
     # --- progress batches ------------------------------------------------------------------
 
@@ -527,19 +527,22 @@ class RaceKeeper:
                 self._drop(runtime)
 
     def _drop(self, runtime: RaceRuntime) -> None:
-        """Forget a race held here: its armed fold, its following of other nodes' notices
-        and what this node's sessions keep of it."""
+        """Forget a race held here (finished long enough, or cancelled): its armed fold, its
+        following of other nodes' notices and what this node's sessions keep of it."""
         race_id = runtime.race_id
         for session in self._recipients(runtime):
             session.versions.pop(race_id, None)
             session.watching.discard(race_id)
-        del self.races[race_id]
+        if self.races.get(race_id) is runtime:
+            del self.races[race_id]
         if runtime.fold_due is not None:
             runtime.fold_due.cancel()
             runtime.fold_due = None
         follower, runtime.follower = runtime.follower, None
-        if follower is not None:
-            follower.cancel()  # it closes its subscription as it ends
+        # It closes its subscription as it ends; a follower dropping its own race (a notice
+        # that cancelled it) ends by itself, the race no longer live.
+        if follower is not None and follower is not asyncio.current_task():
+            follower.cancel()
 
     # --- changes ---------------------------------------------------------------------------
 

@@ -17,10 +17,13 @@ from solrace.server.protocol.messages import (
     Error,
     Hello,
     JoinRace,
+    LeaveRace,
     MakeMove,
     MoveAck,
     Progress,
     RaceSnapshot,
+    RaceUpdate,
+    Watch,
 )
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
 from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
@@ -28,6 +31,7 @@ from solrace.server.store.memory import MemoryStore
 from tests.server.sessions import (
     HeldSaves,
     RecordingSession,
+    create,
     opened,
     running_hub,
     start_race_of_two,
@@ -404,3 +408,21 @@ async def test_timers_the_store_refuses_are_said_once_per_outage(
         "applying race timers (starts, time-outs, forfeits) failed",
         "applying race timers (starts, time-outs, forfeits) works again after 3 failure(s)",
     ], said
+
+
+async def test_a_cancelled_race_leaves_nothing_behind_in_the_sessions() -> None:
+    """A cancelled race was only taken out of the node's races: its spectators' and racers'
+    sessions kept its version and their watching of it (for as long as they were open)."""
+    async with running_hub(countdown_s=3.0) as hub:
+        alice, bob = RecordingSession(1), RecordingSession(2)
+        await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+        await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+        await hub.handle(alice, create())
+        (race_id,) = hub.races
+        await hub.handle(bob, Watch(race_id=race_id))
+        assert race_id in bob.watching and race_id in alice.versions
+        await hub.handle(alice, LeaveRace(race_id=race_id))  # the creator alone: cancelled
+        assert any(isinstance(m, RaceUpdate) and m.race.status == "cancelled" for m in bob.sent)
+        assert race_id not in hub.races
+        for session in (alice, bob):
+            assert race_id not in session.versions and race_id not in session.watching
