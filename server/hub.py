@@ -518,7 +518,7 @@ class Hub:
         events = await self.keeper.apply_to_race(runtime, lambda race: race.leave(player_id, now))
         for event in events:
             session.send(event)  # no longer a racer, so not among the recipients
-        session.versions.pop(message.race_id, None)  # nor does it follow the race any more
+        session.versions.pop(runtime.race_id, None)  # nor does it follow the race any more
 
     async def _start_race(self, session: Session, message: StartRace) -> None:
         player_id, _ = identity_of(session)
