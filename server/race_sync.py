@@ -187,14 +187,16 @@ class RaceKeeper:
         for record in await self.store.list_races(LIVE_STATUSES):
             if record.race_id in self.races:
                 continue
-            subscription = await self._subscribe(record.race_id) if self.is_cluster else None
-            moves = await self.store.get_moves(record.race_id) if record.started_at_ms else []
-            runtime = self._install_loaded(record, moves)
-            race = runtime.race
-            if subscription is not None:
-                self._follow(runtime, subscription)
+            if self.is_cluster:
+                runtime = await self._load_followed(record.race_id, record)
+                if runtime is None:
+                    continue
+                race = runtime.race
                 await self.catch_up_progress(runtime)
             else:
+                moves = await self.store.get_moves(record.race_id) if record.started_at_ms else []
+                runtime = self._install_loaded(record, moves)
+                race = runtime.race
                 race.new_epoch(new_epoch())
                 for player_id in race.racers:
                     race.set_connected(player_id, False, now)
@@ -711,9 +713,20 @@ class RaceKeeper:
             return runtime
         if not self.is_cluster:
             return await self._load_recently_finished(race_id)
+        return await self._load_followed(race_id)
+
+    async def _load_followed(
+        self, race_id: RaceId, record: RaceRecord | None = None
+    ) -> RaceRuntime | None:
+        """Several nodes: follow the race's notices, then read it from the store (its record,
+        unless given, and its moves) and hold it here. None if the store has none (or it was
+        cancelled); the copy another request loaded meanwhile, if there is one. Subscribed
+        first, so that no change stored meanwhile is missed; unsubscribed again if anything
+        fails."""
         subscription = await self._subscribe(race_id)
         try:
-            record = await self.store.get_race(race_id)
+            if record is None:
+                record = await self.store.get_race(race_id)
             if record is None or record.status is RaceStatus.CANCELLED:
                 await subscription.close()
                 return None

@@ -11,7 +11,7 @@ import logging
 import pytest
 
 from solrace.server.broker import BrokerUnavailableError, MemoryBroker
-from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     Error,
@@ -27,6 +27,7 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
 from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
+from solrace.server.store import StoreUnavailableError
 from solrace.server.store.memory import MemoryStore
 from tests.server.sessions import (
     HeldSaves,
@@ -426,3 +427,33 @@ async def test_a_cancelled_race_leaves_nothing_behind_in_the_sessions() -> None:
         assert race_id not in hub.races
         for session in (alice, bob):
             assert race_id not in session.versions and race_id not in session.watching
+
+
+class MovesAway(MemoryStore):
+    """A memory store whose moves cannot be read while `away` is set."""
+
+    away = False
+
+    async def get_moves(self, race_id: RaceId) -> list[MoveRecord]:
+        if self.away:
+            raise StoreUnavailableError("the moves are away")
+        return await super().get_moves(race_id)
+
+
+async def test_a_race_that_cannot_be_recovered_leaves_no_subscription() -> None:
+    """Several nodes: recovering a race subscribes to its notices, then reads its moves; a
+    read that failed left the subscription open for good."""
+    store, broker = MovesAway(), MemoryBroker()
+    async with opened(store), running_hub(store, broker=broker, progress_interval_s=600) as first:
+        race_id, _, _ = await start_race_of_two(first)
+        channel = race_channel(race_id)
+        following = len(broker.subscriptions[channel])  # the first node's
+        async with running_hub(store, broker=broker, progress_interval_s=600) as second:
+            store.away = True
+            with pytest.raises(StoreUnavailableError):
+                await second.keeper.recover()
+            assert len(broker.subscriptions[channel]) == following
+            store.away = False
+            await second.keeper.recover()
+            assert race_id in second.races
+            assert len(broker.subscriptions[channel]) == following + 1
