@@ -58,7 +58,6 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
-    MoveRecord,
     RaceRecord,
 )
 from solrace.server.race_changes import Change, connection_change, own_board
@@ -585,34 +584,12 @@ class Hub:
     async def _get_replay(self, session: Session, message: GetReplay) -> None:
         session.send_frame(await self.replays.frame_of(RaceId(message.race_id)))
 
-    # --- other owners' names, kept for their callers ---------------------------------------
-    # The tournament service (tournaments.py), tests and bench/ call these on the hub; each is
-    # its owner's (`keeper`, `watching`, race_setup.py, identities.py), which new code calls.
-
-    @property
-    def broker(self) -> Broker | None:
-        """What links this node to the others (None: a node on its own)."""
-        return self.keeper.broker
+    # --- the keeper's, for tests and bench/ ---------------------------------------------------
 
     @property
     def races(self) -> dict[RaceId, RaceRuntime]:
         """The races this node holds (`RaceKeeper.races`)."""
         return self.keeper.races
-
-    @property
-    def is_cluster(self) -> bool:
-        """Several nodes may serve this node's races (a broker links them)."""
-        return self.keeper.is_cluster
-
-    async def load_race(self, race_id: RaceId) -> RaceRuntime | None:
-        """This node's copy of a race (`RaceKeeper.load_race`)."""
-        return await self.keeper.load_race(race_id)
-
-    async def apply_to_race(
-        self, runtime: RaceRuntime, change: Change, *, moves: Sequence[MoveRecord] = ()
-    ) -> list[RaceEvent]:
-        """Apply, store and deliver a change to a race (`RaceKeeper.apply_to_race`)."""
-        return await self.keeper.apply_to_race(runtime, change, moves=moves)
 
     async def tick(self) -> None:
         """Apply the races' due transitions now (`RaceKeeper.tick`)."""

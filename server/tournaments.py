@@ -209,8 +209,10 @@ class TournamentService:
         """Load the unfinished tournaments and bring their races in line (after the hub has
         recovered its races), then tick."""
         self._started_at = self._now()
-        if self.hub.broker is not None:  # several nodes: hear the others' changes
-            self.relay = TournamentRelay(self.hub.broker, self.hub.node_id, self._remote_change)
+        if self.hub.keeper.broker is not None:  # several nodes: hear the others' changes
+            self.relay = TournamentRelay(
+                self.hub.keeper.broker, self.hub.node_id, self._remote_change
+            )
             await self.relay.start()
         for record in await self.store.list_tournaments():
             if record.phase == Phase.FINISHED.value:
@@ -341,7 +343,7 @@ class TournamentService:
         if runtime is not None:
             racer = runtime.race.racers.get(player)
             return racer is not None and racer.connected and runtime.race.is_live
-        if not self.hub.is_cluster:
+        if not self.hub.keeper.is_cluster:
             return False
         record = await self.store.get_race(race_id)
         if record is None or record.status not in LIVE_STATUSES:
@@ -457,7 +459,7 @@ class TournamentService:
         if not here:
             return
         try:
-            runtime = await self.hub.load_race(notice.race_id)
+            runtime = await self.hub.keeper.load_race(notice.race_id)
             if runtime is not None and runtime.race.is_live:
                 now = self.hub.clock()
                 for player, session in here:
@@ -539,10 +541,10 @@ class TournamentService:
             return
         race_id = race_ids[-1]  # the newest race of that match and number
         try:
-            runtime = await self.hub.load_race(race_id)
+            runtime = await self.hub.keeper.load_race(race_id)
             if runtime is None or not runtime.race.is_live:
                 return
-            await self.hub.apply_to_race(runtime, cancel_race(self.hub.clock()))
+            await self.hub.keeper.apply_to_race(runtime, cancel_race(self.hub.clock()))
         except (RaceError, StoreError) as exc:  # the race runs on; its result is ignored
             log.warning("tournament %s: race %s not stopped: %s", live.tournament_id, race_id, exc)
             return
@@ -654,12 +656,9 @@ class TournamentService:
         if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
             raise RaceError(ErrorCode.NOT_ADMIN, "a valid admin token is needed for that")
 
-    def _identity(self, session: Session) -> tuple[PlayerId, str]:
-        return identity_of(session)
-
     async def _create(self, session: Session, message: CreateTournament) -> None:
         self._check_admin(message.admin_token)
-        admin, name = self._identity(session)
+        admin, name = identity_of(session)
         settings = self.settings
         check_race_settings(self.hub.settings, message.game, message.time_limit_s)
         try:
@@ -755,7 +754,7 @@ class TournamentService:
         self.views.unwatch(session, message.tournament_id)
 
     async def _join(self, session: Session, message: JoinTournament) -> None:
-        player, name = self._identity(session)
+        player, name = identity_of(session)
         now = self._now()
 
         def command(live: Live) -> list[TournamentEvent]:
@@ -771,7 +770,7 @@ class TournamentService:
         self.views.answer(session, await self._mutate(message.tournament_id, command))
 
     async def _check_in(self, session: Session, message: CheckIn) -> None:
-        player, _ = self._identity(session)
+        player, _ = identity_of(session)
         now = self._now()
         live = await self._mutate(
             message.tournament_id, lambda live: live.tournament.check_in(player, now=now)
@@ -779,7 +778,7 @@ class TournamentService:
         self.views.answer(session, live)
 
     async def _leave(self, session: Session, message: LeaveTournament) -> None:
-        player, _ = self._identity(session)
+        player, _ = identity_of(session)
         now = self._now()
         live = await self._mutate(
             message.tournament_id, lambda live: live.tournament.drop(player, actor=player, now=now)

@@ -227,7 +227,7 @@ async def test_a_node_keeps_following_a_race_after_a_notice_it_cannot_read() -> 
         running_hub(store, broker=broker, progress_interval_s=600) as node_b,
     ):
         race_id, alice, _ = await start_race_of_two(node_a)
-        copy = await node_b.load_race(race_id)
+        copy = await node_b.keeper.load_race(race_id)
         assert copy is not None and copy.follower is not None
         channel = race_channel(race_id)
         await broker.publish(channel, b"not a notice")
