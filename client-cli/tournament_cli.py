@@ -93,22 +93,49 @@ NAME_SEARCH_TOURNAMENTS = 20
 AUDIT_NAMES = 10
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="solrace tournament", description=__doc__)
+def _common_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """`--server`, `--name` and `--admin-token`, before the subcommand (`defaults`: with their
+    defaults) or after it (no default: one given there overrides one given before)."""
+
+    def default(value: object) -> object:
+        return value if defaults else argparse.SUPPRESS
+
     parser.add_argument(
-        "--server", default=DEFAULT_SERVER_URL, help=f"server URL (default {DEFAULT_SERVER_URL})"
+        "--server",
+        default=default(DEFAULT_SERVER_URL),
+        help=f"server URL (default {DEFAULT_SERVER_URL})",
     )
-    parser.add_argument("--name", help=f"your player name (kept with its token): {NAME_RULE}")
+    parser.add_argument(
+        "--name",
+        default=default(None),
+        help=f"your player name (kept with its token): {NAME_RULE}",
+    )
     parser.add_argument(
         "--admin-token",
-        default=os.environ.get("SOLRACE_ADMIN_TOKEN"),
+        default=default(os.environ.get("SOLRACE_ADMIN_TOKEN")),
         help="admin token (default: $SOLRACE_ADMIN_TOKEN)",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="solrace tournament", description=__doc__)
+    _common_options(parser, defaults=True)
+    # The same options after the subcommand (`solrace tournament list --server URL`).
+    after = argparse.ArgumentParser(add_help=False)
+    _common_options(after, defaults=False)
     sub = parser.add_subparsers(dest="command", required=True)
-    create = sub.add_parser(
+
+    def add_command(
+        name: str, text: str, description: str | None = None
+    ) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name, parents=[after], help=text, description=description or described(text)
+        )
+
+    create = add_command(
         "create",
-        help="create a tournament (needs the admin token)",
-        description="Create a tournament. Its creator is this config folder's separate admin "
+        "create a tournament (needs the admin token)",
+        "Create a tournament. Its creator is this config folder's separate admin "
         "identity on the server (`solrace tournament --name NAME create ...` picks it; "
         "default: <your name>-admin), so creating never takes over the connection of a "
         "player who is racing.",
@@ -198,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         "watch": "print a tournament and every change, until it has finished (exit 0)",
     }
     for name, text in helps.items():
-        one = sub.add_parser(name, help=text, description=described(text))
+        one = add_command(name, text)
         one.add_argument("tournament", help=TOURNAMENT_HELP)
         if name in ("join", "play"):
             if name == "join":
@@ -223,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         "list tournaments: every one not finished, then the latest finished "
         f"({TOURNAMENT_LIST_LIMIT} at most)"
     )
-    listing = sub.add_parser("list", help=text, description=described(text))
+    listing = add_command("list", text)
     listing.add_argument(
         "--skip-finished",
         type=int,
@@ -233,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(the list before says which N to ask for)",
     )
     text = "an admin act on a tournament (needs the admin token)"
-    admin = sub.add_parser("admin", help=text, description=described(text))
+    admin = add_command("admin", text)
     admin.add_argument("tournament", help=TOURNAMENT_HELP)
     admin.add_argument("act", choices=ADMIN_ACTS, help="what to do: " + ", ".join(ADMIN_ACTS))
     admin.add_argument("--match", help="the match id (forfeit, correct), e.g. W1-1")
@@ -255,10 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
         "resume": "admin: resume a paused tournament",
     }
     for act, text in acts.items():
-        short = sub.add_parser(act, help=text, description=described(text))
+        short = add_command(act, text)
         short.add_argument("tournament", help=TOURNAMENT_HELP)
     text = "bots join a tournament and play its races"
-    bots = sub.add_parser("bots", help=text, description=described(text))
+    bots = add_command("bots", text)
     bots.add_argument("tournament", help=TOURNAMENT_HELP)
     bots.add_argument("--count", type=int, default=2, help="how many bots (default 2)")
     bots.add_argument(
@@ -272,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the rate budget its server's welcome says",
     )
     text = "print a game's rating leaderboard"
-    board = sub.add_parser("leaderboard", help=text, description=described(text))
+    board = add_command("leaderboard", text)
     board.add_argument(
         "game",
         nargs="?",
@@ -282,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the game (default klondike): " + ", ".join(GAME_IDS),
     )
     text = "print a player's ratings and recent results"
-    profile = sub.add_parser("profile", help=text, description=described(text))
+    profile = add_command("profile", text)
     profile.add_argument(
         "player",
         nargs="?",

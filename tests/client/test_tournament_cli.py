@@ -587,3 +587,25 @@ async def test_create_grace_null_means_no_no_show_forfeit(
     assert tournament_server.tournaments.live[tid].tournament.settings.no_show_grace is None
     other = await created(url, capsys, "--casual", "--grace", "45")
     assert tournament_server.tournaments.live[other].tournament.settings.no_show_grace == 45
+
+
+def test_the_common_options_come_before_or_after_the_subcommand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`solrace tournament list --server URL` was refused (`unrecognized arguments`), though
+    `play` and `bot` take their options anywhere."""
+    monkeypatch.setenv("SOLRACE_ADMIN_TOKEN", "from-the-environment")
+    parse = build_parser().parse_args
+    after = parse(["list", "--server", "ws://h:1", "--name", "ann"])
+    assert (after.server, after.name) == ("ws://h:1", "ann")
+    before = parse(["--server", "ws://h:1", "--admin-token", "t", "create", "cup"])
+    assert (before.server, before.admin_token, before.title) == ("ws://h:1", "t", "cup")
+    both = parse(["--server", "ws://h:1", "show", "t1", "--server", "ws://h:2"])
+    assert both.server == "ws://h:2"  # the later one, as for any option given twice
+    neither = parse(["create", "cup", "--admin-token", "t"])
+    assert (neither.server, neither.name, neither.admin_token) == (
+        "ws://127.0.0.1:8765",
+        None,
+        "t",
+    )
+    assert parse(["leaderboard"]).admin_token == "from-the-environment"
