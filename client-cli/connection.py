@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -129,10 +130,18 @@ def lost_text(code: int | None) -> str:
     return f"link lost ({code})"
 
 
+#: A tag of an HTML page (`_refusal_text` keeps its words).
+_TAG: Final = re.compile(r"<[^>]*>")
+
+
 def _refusal_text(response: Response) -> str:
-    """The status and the server's one-line reason (its body) of a refused handshake."""
-    reason = response.body.decode("utf-8", "replace").strip().splitlines()
-    said = f": {reason[0][:200]}" if reason else ""
+    """The status and the reason of a refused handshake: the server's one-line body, or the
+    words of a proxy's HTML page (HAProxy's 503 with no node up), at most 200 characters."""
+    body = response.body.decode("utf-8", "replace")
+    if body.lstrip().startswith("<"):
+        body = _TAG.sub(" ", body)
+    reason = " ".join(body.split())
+    said = f": {reason[:200]}" if reason else ""
     return f"HTTP {response.status_code}{said}"
 
 
@@ -342,7 +351,12 @@ class Connection:
                 f"{self.url} refused the connection: {_refusal_text(exc.response)}",
                 retry_after_s=_retry_after_s(exc.response),
             ) from None
-        except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
+        except InvalidURI:
+            raise ConnectionFailedError(
+                f"{self.url!r} is not a WebSocket URL (ws://HOST:PORT or wss://HOST:PORT)",
+                fatal=True,
+            ) from None
+        except (OSError, InvalidHandshake, TimeoutError) as exc:
             raise ConnectionFailedError(f"cannot reach {self.url}: {exc}") from None
         try:
             welcome = await self._hello(ws)

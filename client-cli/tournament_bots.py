@@ -45,7 +45,13 @@ from .connection import Connection, ConnectionFailedError
 from .session import RequestError, Session, tournament_view_of
 from .stopping import Stopped, run_until_stopped
 from .strategy import make_strategy
-from .tournament_render import must_check_in, plural, progress_lines, render_tournament
+from .tournament_render import (
+    must_check_in,
+    phase_word,
+    plural,
+    progress_lines,
+    render_tournament,
+)
 from .wire_text import printable
 
 REFRESH_S = 10.0
@@ -82,7 +88,7 @@ async def open_problem(url: str, tournament_id: str) -> str | None:
     if phase in NOT_STARTED:
         return None
     return (
-        f"tournament {tournament_id} is {phase}: bots can only join one that is "
+        f"tournament {tournament_id} is {phase_word(phase)}: bots can only join one that is "
         "open (registration or check-in)"
     )
 
@@ -252,8 +258,8 @@ async def withdraw(bots: Sequence[Bot], progress: Progress) -> None:
     if view is not None and view.phase not in NOT_STARTED:
         if view.phase != "finished" and any(is_player(view, bot) for bot in bots):
             progress.say(
-                f"stopped while {tid} is {view.phase}: the bots' races go on without them "
-                "(they forfeit as no-shows)"
+                f"stopped while {tid} is {phase_word(view.phase)}: the bots' races go on "
+                "without them (they forfeit as no-shows)"
             )
         return
     outcomes = await asyncio.gather(*(_leave(bot, tid, LEAVE_TIMEOUT_S) for bot in bots))

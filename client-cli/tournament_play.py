@@ -39,7 +39,14 @@ from .identity import connect_player
 from .plain import EXIT_CLOSED, PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
 from .stopping import Stopped, run_until_stopped
-from .tournament_render import field_size, must_check_in, names_of, plural, render_tournament
+from .tournament_render import (
+    field_size,
+    must_check_in,
+    names_of,
+    phase_word,
+    plural,
+    render_tournament,
+)
 from .wire_text import printable
 
 TOURNAMENT_HELP = """\
@@ -139,7 +146,8 @@ class TournamentPlain:
             return
         paused = " (paused)" if view.paused else ""
         where = f", round {rounds}" if rounds else ""
-        self.say(f"tournament {view.phase}{where}{paused}: {plural(field_size(view), 'player')}")
+        players = plural(field_size(view), "player")
+        self.say(f"tournament {phase_word(view.phase)}{where}{paused}: {players}")
 
     async def _finish(self, champion: str) -> None:
         """Say the end once the last round's deals are checked."""
@@ -291,8 +299,8 @@ async def not_a_player(session: Session, tournament_id: str) -> str | None:
     me = session.state.name or session.me
     if registered and view.phase != "finished":
         return (
-            f"{me} did not check in to {tournament_id}, which is {view.phase} without them: "
-            f"you can only watch it (`solrace tournament watch {tournament_id}`, or "
+            f"{me} did not check in to {tournament_id}, which is {phase_word(view.phase)} "
+            f"without them: you can only watch it (`solrace tournament watch {tournament_id}`, or "
             f"`show {tournament_id} --tui`)"
         )
     if view.phase in ("registration", "check_in"):
@@ -307,7 +315,7 @@ async def not_a_player(session: Session, tournament_id: str) -> str | None:
             f"{champion}): `solrace tournament show {tournament_id}` prints it"
         )
     return (
-        f"{me} is not a player of {tournament_id}, which is {view.phase}: you can only "
+        f"{me} is not a player of {tournament_id}, which is {phase_word(view.phase)}: you can only "
         f"watch it (`solrace tournament watch {tournament_id}`, or `show {tournament_id} --tui`)"
     )
 

@@ -37,6 +37,11 @@ ELIMINATION: tuple[FormatName, ...] = ("single_elimination", "double_elimination
 _WINNERS = re.compile(r"^W(\d+)-(\d+)$")
 
 
+def phase_word(phase: str) -> str:
+    """A tournament's phase for people: `check-in`, not the wire's `check_in`."""
+    return phase.replace("_", "-")
+
+
 def must_check_in(view: TournamentModel, me: PlayerId | None) -> bool:
     """Check-in is open and `me` is registered but not checked in yet."""
     return (
@@ -605,7 +610,7 @@ def render_list(tournaments: list[TournamentSummary]) -> str:
     if not tournaments:
         return "no tournaments"
     return "\n".join(
-        f"{t.tournament_id}  {t.name}  {t.format} of {t.game}  {t.phase}  "
+        f"{t.tournament_id}  {t.name}  {t.format} of {t.game}  {phase_word(t.phase)}  "
         f"{plural(t.players, 'player')}  round {t.round}"
         for t in tournaments
     )

@@ -5,12 +5,17 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+from websockets.datastructures import Headers
+from websockets.http11 import Response
+
 from solrace.client.connection import (
     Connection,
     ConnectionFailedError,
     LinkStatus,
     PendingMove,
     StatusChange,
+    _refusal_text,
 )
 from solrace.client.session import Session
 from solrace.server.app import App
@@ -194,3 +199,25 @@ async def test_a_reconnect_the_server_refuses_waits_as_long_as_its_retry_after(
     finally:
         await conn.close()
         await app.stop()
+
+
+def test_a_proxy_s_html_refusal_is_said_in_its_words() -> None:
+    """HAProxy's 503 page with no node up was shown raw in the reconnect line."""
+    page = (
+        b"<html><body><h1>503 Service Unavailable</h1>\n"
+        b"No server is available to handle this request.\n</body></html>\n"
+    )
+    response = Response(503, "Service Unavailable", Headers(), page)
+    assert _refusal_text(response) == (
+        "HTTP 503: 503 Service Unavailable No server is available to handle this request."
+    )
+    plain = Response(429, "Too Many Requests", Headers(), b"connecting too often\n")
+    assert _refusal_text(plain) == "HTTP 429: connecting too often"
+
+
+async def test_a_url_that_is_no_websocket_url_is_said_so_at_once() -> None:
+    """`--server 127.0.0.1:8765` (no scheme) said `cannot reach`, as if it had been tried."""
+    for url in ("127.0.0.1:8765", "http://127.0.0.1:8765"):
+        with pytest.raises(ConnectionFailedError, match="is not a WebSocket URL") as refused:
+            await Connection(url).connect()
+        assert refused.value.fatal

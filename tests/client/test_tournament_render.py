@@ -419,6 +419,8 @@ def test_counts_are_singular_for_one() -> None:
     assert (
         render_list([summary(1)]) == "t1  cup  swiss of klondike  registration  1 player  round 0"
     )
+    in_check_in = summary(1).model_copy(update={"phase": "check_in"})
+    assert "  check-in  " in render_list([in_check_in])  # words, not the wire's check_in
     assert "  0 players  " in render_list([summary(0)])
     assert "  2 players  " in render_list([summary(2)])
     more = render(TournamentList(tournaments=[summary(2)], more=1))
