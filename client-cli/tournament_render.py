@@ -502,7 +502,8 @@ def byes_of(view: TournamentModel, rnd: RoundModel) -> list[PlayerId]:
     """Who goes through round `rnd` without playing: its byes (Swiss, round robin) or, in an
     elimination, the walkovers of its schedule step (a bracket seat with no opponent, or one
     who dropped out). A round plays one step; the walkovers of steps it skipped (every match
-    of them a walkover) count with it."""
+    of them a walkover) count with it, but for a player who plays a match of the round (a
+    walkover in a skipped step, then a match: no bye)."""
     if view.format not in ELIMINATION:
         return list(rnd.byes)
     step_of = {m.match_id: m.step for m in view.bracket}
@@ -512,10 +513,14 @@ def byes_of(view: TournamentModel, rnd: RoundModel) -> list[PlayerId]:
         return max((step_of.get(m.match_id, 0) for r in earlier for m in r.matches), default=0)
 
     low, high = step(rnd.number - 1), step(rnd.number)
+    playing = {p for match in rnd.matches for p in match.players}  # not through without play
     return [
         m.winner
         for m in view.bracket
-        if m.state == "walkover" and m.winner is not None and low < m.step <= high
+        if m.state == "walkover"
+        and m.winner is not None
+        and low < m.step <= high
+        and m.winner not in playing
     ]
 
 

@@ -211,6 +211,30 @@ def test_an_elimination_names_its_walkovers_as_byes_when_a_round_starts() -> Non
     assert "round 2 started: W2-1 n1 vs n4, W2-2 n2 vs n3" in log  # nobody sits out
 
 
+def test_a_walkover_in_a_skipped_step_is_no_bye_for_a_player_of_the_round() -> None:
+    """Double elimination of five, the best seed dropping out in round 2 (the fuzz audit's
+    bots): the loser who then had a walkover in a step round 4 skipped, and played L4-1 in
+    it, was said as `bye` beside the match they played."""
+    t, names = started(FormatRules(Format.DOUBLE_ELIMINATION), 5)
+    before: TournamentModel | None = None
+    starts: list[str] = []
+    for version in range(1, 100):
+        after = view_of(t, names, version)
+        starts += [line for line in progress_lines(before, after) if " started: " in line]
+        before = after
+        if not t.live_matches():
+            break
+        if len(t.rounds) == 2 and PlayerId("p1") not in t.dropped:
+            t.drop(PlayerId("p1"), actor=PlayerId("p1"), now=3)
+            continue
+        match = t.live_matches()[0]
+        order = sorted(match.racing, key=lambda p: int(p[1:]))
+        assert match.pending_race is not None
+        t.record_race(match.match_id, match.pending_race, RaceResult.from_order(order), now=3)
+    assert starts[3] == "round 4 started: L4-1 n3 vs n4"  # it said "; bye: n3"
+    assert starts[1] == "round 2 started: W2-1 n1 vs n4, W2-2 n2 vs n3; bye: n5"
+
+
 def test_heats_say_each_heat_s_order_who_goes_through_and_rank_by_heats() -> None:
     t, names = started(FormatRules(Format.HEATS, heat_size=4, advance_per_heat=2), 7)
     log = log_to_the_end(t, names)
