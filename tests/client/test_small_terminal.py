@@ -237,6 +237,20 @@ async def test_the_result_screen_fits_60x20(server_url: str, alice: Session) -> 
         await bob.close()
 
 
+async def started_on_screen(
+    app: App[Any], pilot: Pilot[Any], admin: Session, tid: str, matches: int
+) -> TournamentScreen:
+    """The tournament's screen, once shown, after the director started it and its first
+    round's `matches` are live on it."""
+    await eventually(lambda: isinstance(app.screen, TournamentScreen), what="its screen")
+    screen = app.screen
+    assert isinstance(screen, TournamentScreen)
+    await act(admin, tid, "start")
+    await eventually(lambda: len(screen.live_race_ids) == matches, what="the live matches")
+    await settled(pilot)
+    return screen
+
+
 async def test_the_tournament_list_and_screen_fit_60x20(opened: Opened) -> None:
     """The list's eight columns hid the phase, the players, the round and the champion past
     the right edge (at 80 columns too); the live matches hid their race ids."""
@@ -262,12 +276,7 @@ async def test_the_tournament_list_and_screen_fit_60x20(opened: Opened) -> None:
             assert key in footer(app)
 
         await pilot.press("enter")
-        await eventually(lambda: isinstance(app.screen, TournamentScreen), what="its screen")
-        screen = app.screen
-        assert isinstance(screen, TournamentScreen)
-        await act(admin, tid, "start")
-        await eventually(lambda: len(screen.live_race_ids) == 2, what="two live matches")
-        await settled(pilot)
+        screen = await started_on_screen(app, pilot, admin, tid, 2)
         live = screen.query_one("#t-live", DataTable)
         assert past_the_edges(screen) == [] and not sideways(live)
         text = "\n".join(shown(app))
@@ -337,12 +346,7 @@ async def test_a_bracket_of_long_names_fits_60_columns(opened: Opened) -> None:
     await register(opened, tid, names)
     app = TournamentApp(await opened.open(None), tid)
     async with app.run_test(size=SMALL) as pilot:
-        await eventually(lambda: isinstance(app.screen, TournamentScreen), what="its screen")
-        screen = app.screen
-        assert isinstance(screen, TournamentScreen)
-        await act(admin, tid, "start")
-        await eventually(lambda: len(screen.live_race_ids) == 4, what="four live matches")
-        await settled(pilot)
+        screen = await started_on_screen(app, pilot, admin, tid, 4)
         # The tree is longer than its room, where it scrolls (PgUp/PgDn): it alone goes on
         # below the screen's edge.
         assert past_the_edges(screen) == ["Static(id='t-tree')"]
