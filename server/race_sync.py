@@ -708,7 +708,11 @@ class RaceKeeper:
         is answered as it would have been without the restart."""
         runtime = self.races.get(race_id)
         if runtime is not None:
-            if runtime.race.record.deal_held and runtime.race.status is RaceStatus.FINISHED:
+            if (
+                self.is_cluster
+                and runtime.race.record.deal_held
+                and runtime.race.status is RaceStatus.FINISHED
+            ):
                 await self._take_release(runtime)
             return runtime
         if not self.is_cluster:
@@ -743,9 +747,10 @@ class RaceKeeper:
         return runtime
 
     async def _take_release(self, runtime: RaceRuntime) -> None:
-        """A finished race whose deal this copy holds: the tournament service releases it in
-        the store when its round ends (on whichever node), which this copy does not follow;
-        the store is asked (a held deal stays held if it cannot answer)."""
+        """Several nodes: a finished race whose deal this copy holds. The tournament service
+        releases it in the store when its round ends, on whichever node (on its own node it
+        also tells this keeper: `release_deal`), which this copy does not follow; the store is
+        asked (a held deal stays held if it cannot answer)."""
         try:
             record = await self.store.get_race(runtime.race_id)
         except StoreError as exc:

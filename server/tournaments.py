@@ -525,10 +525,10 @@ class TournamentService:
                     break
                 released = record.model_copy(update={"deal_held": False})
                 if await self.store.save_race_if(released, record):
-                    self.hub.keeper.release_deal(race_id)
                     break
             else:
                 raise StoreError(f"race {race_id} kept changing while its deal was released")
+            self.hub.keeper.release_deal(race_id)  # this node's copy, and its spectators
 
     async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
         """Cancel the race of a match decided meanwhile (its result would not count)."""
