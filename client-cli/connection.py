@@ -8,7 +8,10 @@ hides a flaky network from its user:
 - a lost connection is retried with exponential backoff and jitter (`Backoff`: it starts
   again from the lowest wait only after a link that lived); after the new hello, every
   followed race is resumed with `Sync` (the last version seen), so missed events arrive or a
-  snapshot replaces them, and a followed lobby (`list_races` with `follow`) is followed again;
+  snapshot replaces them, and a followed lobby (`list_races` with `follow`) and every watched
+  tournament are followed again (the server forgets what a closed session followed);
+- a message sent while the link is down waits in an outbox until it is back, unless its sender
+  gives up on it first (`withdraw`: a request whose answer timed out is not made later);
 - a ping every `ping_interval_s` keeps the socket warm and measures the server's clock.
 
 The user reads `await conn.recv()`: server messages, plus a `StatusChange` when the link goes
@@ -43,6 +46,7 @@ from solrace.server.protocol.messages import (
     ClientMessage,
     Error,
     Hello,
+    JoinRace,
     LeaveRace,
     ListRaces,
     MakeMove,
@@ -58,8 +62,10 @@ from solrace.server.protocol.messages import (
     ServerMessage,
     Sync,
     Unwatch,
+    Watch,
     Welcome,
 )
+from solrace.server.protocol.tournament_messages import UnwatchTournament, WatchTournament
 from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -243,6 +249,11 @@ class Connection:
         #: race id -> (epoch, last version seen), for `Sync` after a reconnect.
         self.versions: dict[RaceId, tuple[str, int]] = {}
         self.followed: set[RaceId] = set()
+        #: Races left or unwatched since: their events still in flight do not make them
+        #: followed again (a `Sync` after a reconnect would make the player their spectator).
+        self._left: set[RaceId] = set()
+        #: Tournaments watched (`watch_tournament`), watched again after a reconnect.
+        self.watched_tournaments: set[str] = set()
         #: Whether the last `list_races` asked to follow the lobby (asked again after a
         #: reconnect: the server forgets a closed session's lobby follow).
         self.follows_lobby = False
@@ -289,10 +300,18 @@ class Connection:
         # A message to the server carries its race id as plain text (`RaceIdText`).
         if isinstance(message, LeaveRace | Unwatch):
             self.followed.discard(RaceId(message.race_id))
+            self._left.add(RaceId(message.race_id))
         elif isinstance(message, Sync):
             self.followed.add(RaceId(message.race_id))
+            self._left.discard(RaceId(message.race_id))
+        elif isinstance(message, Watch | JoinRace):
+            self._left.discard(RaceId(message.race_id))
         elif isinstance(message, ListRaces):
             self.follows_lobby = message.follow
+        elif isinstance(message, WatchTournament):
+            self.watched_tournaments.add(message.tournament_id)
+        elif isinstance(message, UnwatchTournament):
+            self.watched_tournaments.discard(message.tournament_id)
         ws = self._ws
         if ws is None:
             self._outbox.append(message)
@@ -301,6 +320,16 @@ class Connection:
             await ws.send(encode(message))
         except ConnectionClosed:
             self._outbox.append(message)
+
+    def withdraw(self, message: ClientMessage) -> bool:
+        """Take `message` (this very object) out of the outbox if it has not been sent yet:
+        True if it was there. A request whose answer did not come in time is withdrawn, or it
+        would be made once the link is back, after its sender said it failed."""
+        for index, queued in enumerate(self._outbox):
+            if queued is message:
+                del self._outbox[index]
+                return True
+        return False
 
     async def send_move(self, race_id: RaceId, move: str) -> int:
         """Send a move on the own board of `race_id`; returns its sequence number."""
@@ -432,6 +461,8 @@ class Connection:
             await ws.send(encode(Sync(race_id=race_id, epoch=epoch, since_version=version)))
         if self.follows_lobby and not any(isinstance(m, ListRaces) for m in self._outbox):
             await ws.send(encode(ListRaces(follow=True)))
+        for tournament_id in sorted(self.watched_tournaments):
+            await ws.send(encode(WatchTournament(tournament_id=tournament_id)))
         resent: set[int] = set()
         while True:
             outbox, self._outbox = self._outbox, []
@@ -454,7 +485,8 @@ class Connection:
         """Keep what a reconnect needs: versions, followed races, pending moves."""
         if isinstance(message, RaceUpdate | RaceStarted | Progress | RaceFinished | RaceSnapshot):
             race_id = message.race_id
-            self.followed.add(race_id)
+            if race_id not in self._left:
+                self.followed.add(race_id)
             epoch, version = self.versions.get(race_id, ("", -1))
             if message.epoch != epoch or message.version > version:
                 self.versions[race_id] = (message.epoch, message.version)
@@ -463,7 +495,8 @@ class Connection:
             ):
                 self._finished.add(race_id)
         elif isinstance(message, Board):
-            self.followed.add(message.race_id)
+            if message.race_id not in self._left:
+                self.followed.add(message.race_id)
         elif isinstance(message, MoveAck | MoveRejected):
             self.pending.pop(message.seq, None)
         elif isinstance(message, Pong):

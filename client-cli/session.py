@@ -237,7 +237,12 @@ class Session:
         future: asyncio.Future[ServerMessage] = asyncio.get_running_loop().create_future()
         self._waiters.append((answer_to(message, until), future))
         await self.conn.send(message)
-        reply = await asyncio.wait_for(future, timeout_s)
+        try:
+            reply = await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            # Said failed: not made later either, once a link that is down comes back.
+            self.conn.withdraw(message)
+            raise
         if isinstance(reply, Error):
             raise RequestError(reply.code, reply.message)
         return reply

@@ -115,7 +115,6 @@ async def play_tournament(
     checked_in = False
     played: set[RaceId] = set()
     loop = asyncio.get_running_loop()
-    reconnects = bot.reconnects
     last_view = loop.time()
     seen_version = -1
     while True:
@@ -128,9 +127,6 @@ async def play_tournament(
                 await bot.conn.send(CheckIn(tournament_id=tournament_id))
         if view is not None and view.phase == "finished":
             return view
-        if bot.reconnects != reconnects:  # the link came back during a race: watch again
-            reconnects = bot.reconnects
-            await bot.conn.send(WatchTournament(tournament_id=tournament_id))
         race_id = _race_to_play(bot, played)
         if race_id is not None:
             played.add(race_id)

@@ -33,7 +33,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.tasks import cancel_and_wait
 
-from .connection import ConnectionFailedError, Incoming, LinkStatus, StatusChange
+from .connection import ConnectionFailedError, Incoming, StatusChange
 from .held_deals import HeldDeals, race_label
 from .identity import connect_player
 from .plain import EXIT_CLOSED, PlainMode, stdin_lines
@@ -100,11 +100,7 @@ class TournamentPlain:
     # --- events --------------------------------------------------------------------------
 
     def on_event(self, incoming: Incoming) -> None:
-        if isinstance(incoming, StatusChange):
-            if incoming.status is LinkStatus.CONNECTED:  # a new session: watch again
-                self._spawn(
-                    self.session.conn.send(WatchTournament(tournament_id=self.tournament_id))
-                )
+        if isinstance(incoming, StatusChange):  # the connection watches again after a reconnect
             return
         if isinstance(incoming, TournamentRace) and incoming.tournament_id == self.tournament_id:
             if self.session.me in incoming.players:

@@ -1,0 +1,90 @@
+"""What a `Connection` follows across a lost link (real server on loopback): watched
+tournaments are watched again, left races are not synced again, and a request whose answer
+timed out while the link was down is not made once it is back."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from solrace.client.connection import Connection, Incoming, LinkStatus
+from solrace.client.session import Session, tournament_view_of
+from solrace.server.app import App
+from solrace.server.protocol.messages import CreateRace, Ping, Pong, RaceUpdate
+from solrace.server.protocol.tournament_messages import (
+    JoinTournament,
+    TournamentView,
+    WatchTournament,
+)
+from tests.waiting import eventually
+
+from .conftest import Opened, url_of
+from .test_tournament_screen import create
+
+
+async def drop_link(session: Session) -> None:
+    """The link drops (as far as this client can tell); returns once it is reconnecting."""
+    ws = session.conn._ws
+    assert ws is not None
+    await ws.close(code=1011)
+    await eventually(lambda: session.conn.status is not LinkStatus.CONNECTED, what="link down")
+
+
+async def test_a_watched_tournament_is_watched_again_after_a_reconnect(opened: Opened) -> None:
+    """`tournament watch` went silent for good after a lost link: the server forgets what a
+    closed session watched, and nothing watched it again."""
+    admin = await opened.open("director")
+    tid = await create(admin, "swiss")
+    watcher = await opened.open(None)
+    views: list[TournamentView] = []
+    watcher.listeners.append(lambda m: views.append(m) if isinstance(m, TournamentView) else None)
+    await watcher.request(WatchTournament(tournament_id=tid), tournament_view_of(tid))
+    await drop_link(watcher)
+    await eventually(lambda: watcher.conn.status is LinkStatus.CONNECTED, what="reconnected")
+    ann = await opened.open("ann")
+    await ann.request(JoinTournament(tournament_id=tid), tournament_view_of(tid))
+    await eventually(
+        lambda: any(len(v.tournament.players) == 1 for v in views), what="ann's join pushed"
+    )
+
+
+async def test_a_request_that_timed_out_with_the_link_down_is_not_made_later(
+    tournament_server: App,
+) -> None:
+    """A create that timed out while the link was down was sent once it was back: the user
+    was told it failed, and the race was made all the same."""
+    conn = Connection(url_of(tournament_server), name="alice", backoff_s=(4.0, 4.0))
+    await conn.connect()
+    conn.recv_nowait()
+    alice = Session(conn)
+    pump = asyncio.create_task(alice.pump())
+    try:
+        await drop_link(alice)  # the next try comes 2-4 s later
+        create_race = CreateRace(game="klondike", seats=2, time_limit_s=60)
+        with pytest.raises(TimeoutError):
+            await alice.request(create_race, lambda m: isinstance(m, RaceUpdate), timeout_s=0.2)
+        await eventually(lambda: conn.status is LinkStatus.CONNECTED, within=15, what="back")
+        assert await alice.list_races() == []
+    finally:
+        pump.cancel()
+        await conn.close()
+
+
+async def test_a_race_left_is_not_followed_again_by_its_last_events(opened: Opened) -> None:
+    """The event that confirms a leave made the race followed again, so a reconnect synced
+    it, and the server made the player its spectator."""
+    alice, bob = await opened.open("alice"), await opened.open("bob")
+    race_id = await alice.create_race("klondike", seats=3)
+    await bob.join_race(race_id)
+    await bob.leave_race(race_id)
+    assert race_id not in bob.conn.followed
+    await drop_link(bob)
+    await eventually(lambda: bob.conn.status is LinkStatus.CONNECTED, what="reconnected")
+    heard: list[Incoming] = []
+    bob.listeners.append(lambda m: heard.append(m) if getattr(m, "race_id", None) else None)
+    carol = await opened.open("carol")
+    await carol.join_race(race_id)
+    # Bob's answer comes after anything the server sent him about carol's join.
+    await bob.request(Ping(nonce=7), lambda m: isinstance(m, Pong))
+    assert not [m for m in heard if getattr(m, "race_id", None) == race_id], heard
