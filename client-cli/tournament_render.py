@@ -349,7 +349,7 @@ def render_standings(view: TournamentModel, width: int = 0) -> str:
 
 def render_title(view: TournamentModel) -> str:
     """Two short lines: name and id; format, game, best of, rated, phase (and the round)."""
-    state = view.phase + (" (paused)" if view.paused else "")
+    state = phase_word(view.phase) + (" (paused)" if view.paused else "")
     if view.rounds and view.phase == "running":
         state += f", round {view.rounds[-1].number}"
     return (
@@ -476,7 +476,7 @@ def field_lines(view: TournamentModel) -> list[str]:
 
 def render_tournament(view: TournamentModel) -> str:
     names = names_of(view)
-    state = view.phase + (" (paused)" if view.paused else "")
+    state = phase_word(view.phase) + (" (paused)" if view.paused else "")
     lines = [
         f"{view.name} [{view.tournament_id}] {view.format} of {view.game}, best of "
         f"{view.best_of}, {'rated' if view.rated else 'casual'}: {state}",
