@@ -38,6 +38,7 @@ from solrace.server.protocol.messages import (
     Resign,
     ServerMessage,
     StartRace,
+    Sync,
     Welcome,
 )
 from solrace.server.protocol.vocab import RacerStateName
@@ -309,11 +310,19 @@ class Bot:
         return None  # refused: no race was made
 
     async def join(self, race_id: RaceId, invite_code: str | None = None) -> None:
+        """Sit in `race_id`, or take back the seat this bot still has there (an earlier run
+        of the same bot, killed before it could leave: `already_joined`)."""
+
         def seated(_: ServerMessage) -> bool:
             race = self.state.races.get(race_id)
             return race is not None and self.state.player_id in race.racers
 
-        await self.request(JoinRace(race_id=race_id, invite_code=invite_code), seated)
+        try:
+            await self.request(JoinRace(race_id=race_id, invite_code=invite_code), seated)
+        except BotRefusedError as exc:
+            if exc.code != ErrorCode.ALREADY_JOINED:
+                raise
+            await self.request(Sync(race_id=race_id), seated)
         self.follow(race_id)
 
     def follow(self, race_id: RaceId) -> None:

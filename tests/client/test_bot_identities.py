@@ -177,3 +177,27 @@ async def test_a_bot_back_under_its_kept_suffix_says_so(server_url: str, tmp_pat
         await alice.close()
     prefix = f"solrace bot: the name 'alice' is taken on {server_url}: this bot plays as 'alice-"
     assert said[0].startswith(prefix) and said[1] == said[0], said
+
+
+async def test_a_bot_killed_in_an_open_race_takes_its_seat_back_on_the_next_run(
+    server_url: str, tmp_path: Path
+) -> None:
+    """The same bot comes back (its kept identity): its seat, kept for the grace period
+    after a kill -9, was refused as `already_joined` and the run exited 1."""
+    first = await Child.start(
+        tmp_path, "bot", "--server", server_url, "--create", "klondike", "--seats", "3"
+    )
+    try:
+        race_id = (await first.expect("race r")).split()[1]
+        first.proc.send_signal(signal.SIGKILL)  # no leaving: the seat stays
+        assert await first.finish() == -signal.SIGKILL
+    finally:
+        await first.kill()
+    again = await Child.start(tmp_path, "bot", "--server", server_url)  # the first open race
+    try:
+        assert await again.expect("race r") == f"race {race_id}", again.output
+        again.proc.send_signal(signal.SIGTERM)
+        assert await again.finish() == 143
+    finally:
+        await again.kill()
+    assert again.lines[-1] == f"stopped: left race {race_id} (bot-1)", again.output
