@@ -331,6 +331,12 @@ class Connection:
                 return True
         return False
 
+    @property
+    def next_seq(self) -> int:
+        """The sequence number the next `send_move` gives its move (an answer to it can be
+        waited for before the move is sent: it may come while the send still drains)."""
+        return self._next_seq
+
     async def send_move(self, race_id: RaceId, move: str) -> int:
         """Send a move on the own board of `race_id`; returns its sequence number."""
         seq = self._next_seq

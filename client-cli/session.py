@@ -423,10 +423,15 @@ class Session:
         if reason is not None:
             return MoveOutcome(text, reason=reason)
         canonical = str(Move.parse(text))
-        seq = await self.conn.send_move(race_id, canonical)
-        reply = await self.wait_for(
-            lambda m: isinstance(m, MoveAck | MoveRejected) and m.seq == seq, timeout_s
-        )
+        # Waited for before it is sent: its answer may come while the send still drains.
+        seq = self.conn.next_seq
+        answer = self.expect(lambda m: isinstance(m, MoveAck | MoveRejected) and m.seq == seq)
+        try:
+            sent = await self.conn.send_move(race_id, canonical)
+            assert sent == seq, "the move got the sequence number announced"
+            reply = await asyncio.wait_for(answer, timeout_s)
+        finally:
+            answer.cancel()  # if it timed out or the send failed: no waiter left behind
         if isinstance(reply, MoveAck):
             return MoveOutcome(canonical, ack=reply)
         assert isinstance(reply, MoveRejected)

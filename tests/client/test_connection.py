@@ -95,6 +95,32 @@ async def test_moves_are_acked_by_seq_and_refusals_change_nothing(server_url: st
     await bob.conn.close()
 
 
+async def test_an_ack_that_comes_while_its_move_is_still_being_sent_is_not_missed(
+    server_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Session.move` waited for the ack only once the send returned; a send that drained (a
+    full socket buffer) while the ack came missed it, and the move waited 30 s for nothing."""
+    alice, bob, race_id, pumps = await race_with_two(server_url)
+    acked = asyncio.Event()
+    alice.listeners.append(lambda m: acked.set() if isinstance(m, MoveAck) else None)
+    send_move = alice.conn.send_move
+
+    async def draining(race: RaceId, move: str) -> int:
+        seq = await send_move(race, move)
+        await acked.wait()  # still draining when the ack is read
+        return seq
+
+    monkeypatch.setattr(alice.conn, "send_move", draining)
+    try:
+        outcome = await alice.move(race_id, "deal", timeout_s=10)
+        assert outcome.ok and outcome.ack is not None
+    finally:
+        for task in pumps:
+            task.cancel()
+        await alice.conn.close()
+        await bob.conn.close()
+
+
 async def test_a_lost_link_reconnects_resyncs_and_resends_pending_moves(server_url: str) -> None:
     alice, bob, race_id, pumps = await race_with_two(server_url)
     statuses: list[LinkStatus] = []
