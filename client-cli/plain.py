@@ -158,8 +158,10 @@ class PlainMode:
         #: Races this program created: those still open are left on `quit`.
         self._created: set[RaceId] = set()
         self._status: dict[RaceId, str] = {}
-        #: Moves answered after their wait ran out, by race and sequence number: said once.
-        self._late: set[tuple[RaceId, int]] = set()
+        #: Moves whose wait ran out (sequence numbers): their answer is said when it comes,
+        #: once. Any other answer not waited for is a second answer to a move sent again
+        #: (`duplicate`), already said.
+        self._late: set[int] = set()
         #: The one `quit` (the end of the input and a stop signal may both ask for it).
         self._quitting: asyncio.Task[None] | None = None
         #: Lines read and not run yet, oldest first (`_read_lines`), and news of one more.
@@ -241,9 +243,9 @@ class PlainMode:
             # The answer to a move whose wait ran out (the link was down: the move was sent
             # again once it was back): said now, so that nobody plays it twice; once, though
             # a move sent twice may be answered twice.
-            if (race_id, incoming.seq) in self._late:
+            if incoming.seq not in self._late:
                 return
-            self._late.add((race_id, incoming.seq))
+            self._late.discard(incoming.seq)
             if isinstance(incoming, MoveAck):
                 self.say(f"ok {incoming.move} (answered late)")
                 self.print_board()
@@ -795,9 +797,11 @@ class PlainMode:
         if not await self.wait_start():
             return
         assert self.race_id is not None
+        seq = self.session.conn.next_seq  # the move's (`Session.move`)
         try:
             outcome = await self.session.move(self.race_id, text, self.MOVE_WAIT_S)
         except TimeoutError:
+            self._late.add(seq)
             self.say(
                 f"no answer yet to {text}: it is sent again until the server answers, and the "
                 "answer is shown when it comes ('board' shows where the race stands)"

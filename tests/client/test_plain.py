@@ -29,6 +29,7 @@ from solrace.server.protocol.messages import (
     Error,
     Hello,
     ListRaces,
+    MoveAck,
     RaceInfo,
     RaceList,
     RacerInfo,
@@ -577,6 +578,33 @@ async def test_a_move_answered_after_its_wait_is_reported_when_the_answer_comes(
         await eventually(lambda: "ok deal (answered late)" in out.getvalue(), what="late ok")
     finally:
         stored.set()
+        await racer.close()
+        await rival.close()
+
+
+async def test_a_second_answer_to_a_move_resent_is_not_said_as_a_late_one(
+    server_url: str,
+) -> None:
+    """A move whose ack was slower than the resend (2.5 s) is answered twice (the second
+    `duplicate`); the first settled its wait, and the second was said as `ok deal (answered
+    late)`: a script read one move more than was played."""
+    racer = await Opponent.open(server_url, "gail")
+    rival = await Opponent.open(server_url, "hank")
+    out = io.StringIO()
+    mode = PlainMode(racer.session, out)
+    acks: list[MoveAck] = []
+    racer.session.listeners.append(lambda m: acks.append(m) if isinstance(m, MoveAck) else None)
+    try:
+        await mode.command("create klondike 2 60")
+        assert mode.race_id is not None
+        await rival.session.join_race(mode.race_id)
+        assert await mode.wait_start()
+        await mode.command("deal")
+        assert "ok deal" in out.getvalue()
+        (ack,) = acks
+        racer.session.dispatch(ack.model_copy(update={"duplicate": True}))  # the resend's
+        assert "answered late" not in out.getvalue()
+    finally:
         await racer.close()
         await rival.close()
 
