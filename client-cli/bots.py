@@ -429,7 +429,9 @@ class Bot:
         self._pending = await self.conn.send_move(self.race_id, str(choice.move))
 
     async def play(self) -> BotResult:
-        """Play the race to its end (or until this bot is out of it)."""
+        """Play the race to its end. A bot out of it early (stuck, resigned) still follows
+        it to the end: its resign may need sending again (`_resign_may_be_lost`), and the
+        result is the race's."""
         loop = asyncio.get_running_loop()
         next_at = 0.0
         while True:

@@ -15,7 +15,6 @@ with `request_reading`: the same answer (`answer_to`), the same timeout (`REQUES
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -154,10 +153,6 @@ class MoveOutcome:
         return self.ack is not None
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class Session:
     def __init__(self, conn: Connection, state: ClientState | None = None) -> None:
         self.conn = conn
@@ -210,8 +205,7 @@ class Session:
                         future.set_exception(LinkClosedError(self.closed))
                 self._waiters = []
         else:
-            self.state.apply(incoming, _now_ms())
-            self.state.clock_offset_ms = self.conn.clock_offset_ms
+            self.state.apply(incoming)
             for predicate, future in list(self._waiters):
                 if not future.done() and predicate(incoming):
                     future.set_result(incoming)

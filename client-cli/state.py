@@ -336,8 +336,6 @@ class ClientState:
     #: notice: what a client that connected after the race's `tournament_race` notice (a race
     #: resumed from `welcome.active_races`) knows of its round (`tournament_race`).
     tournament_races_seen: dict[RaceId, TournamentRace] = field(default_factory=dict)
-    #: server clock minus local clock, in ms, from the latest welcome or pong.
-    clock_offset_ms: int = 0
     last_error: Error | None = None
 
     def race(self, race_id: RaceId) -> RaceState:
@@ -353,8 +351,9 @@ class ClientState:
             return None
         return race.boards.get(self.player_id)
 
-    def apply(self, message: ServerMessage, local_now_ms: int | None = None) -> RaceId | None:
-        """Fold one server message in; returns the race id it concerned, if any."""
+    def apply(self, message: ServerMessage) -> RaceId | None:
+        """Fold one server message in; returns the race id it concerned, if any. (The
+        server's clock is the connection's: `Connection.server_now_ms`.)"""
         if isinstance(message, Welcome):
             self.player_id = message.player_id
             self.name = message.name
@@ -362,12 +361,8 @@ class ClientState:
                 self.token = message.token
             self.ratings = dict(message.ratings)
             self.active_races = list(message.active_races)
-            if local_now_ms is not None:
-                self.clock_offset_ms = message.server_time_ms - local_now_ms
             return None
         if isinstance(message, Pong):
-            if local_now_ms is not None:
-                self.clock_offset_ms = message.server_time_ms - local_now_ms
             return None
         if isinstance(message, RaceList):
             self.lobby = {info.race_id: info for info in message.races}
@@ -489,6 +484,3 @@ class ClientState:
                 continue
             found.append(race_id)
         return found
-
-    def server_now_ms(self, local_now_ms: int) -> int:
-        return local_now_ms + self.clock_offset_ms

@@ -121,12 +121,10 @@ def finished(commitment: str) -> RaceFinished:
     )
 
 
-def test_welcome_sets_identity_and_clock_offset() -> None:
+def test_welcome_sets_identity() -> None:
     state = ClientState()
-    state.apply(welcome(), local_now_ms=4_000)
+    state.apply(welcome())
     assert (state.player_id, state.name, state.token) == ("pa", "alice", "t")
-    assert state.clock_offset_ms == 1_000
-    assert state.server_now_ms(0) == 1_000
 
 
 def test_versioned_events_apply_once_and_in_order() -> None:
