@@ -17,4 +17,7 @@ def commit(game_id: str, game_number: str, salt: str) -> str:
 
 
 def is_commitment_valid(commitment: str, game_id: str, game_number: str, salt: str) -> bool:
-    return hmac.compare_digest(commitment, commit(game_id, game_number, salt))
+    """Does `commitment` commit to this deal? Any text is an answer (a replay file's is
+    anyone's): compared as UTF-8 bytes, since `compare_digest` refuses non-ASCII text."""
+    expected = commit(game_id, game_number, salt)
+    return hmac.compare_digest(commitment.encode("utf-8", "surrogatepass"), expected.encode())
