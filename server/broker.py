@@ -18,15 +18,13 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, Self
 
-import redis.asyncio as aioredis
 from pydantic import BaseModel, ConfigDict, ValidationError
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from solrace.server.outage import Outage
+from solrace.server.redis_client import redis_client
 from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.broker")
@@ -312,7 +310,7 @@ class RedisBroker(LocalFanout):
         reached, `BrokerError` if the URL is malformed or Redis refuses it. A broker that
         failed to open holds no connection and may be opened again."""
         try:
-            client: Any = aioredis.Redis.from_url(self.url, retry=Retry(NoBackoff(), 0))
+            client: Any = redis_client(self.url)
         except ValueError as exc:  # the URL does not parse (e.g. a port that is no number)
             raise BrokerError(f"invalid Redis URL: {exc}") from exc
         try:

@@ -30,9 +30,6 @@ import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -45,6 +42,7 @@ from solrace.server.protocol.records import (
     RaceRecord,
     RaceStatus,
 )
+from solrace.server.redis_client import redis_client
 from solrace.server.store.base import (
     NameTakenError,
     NotPlayingError,
@@ -214,13 +212,7 @@ class RedisStore(RedisCompetition):
         does not parse or Redis refuses it. A store that failed to open may be opened again."""
         try:
             # No client-side retries: every retry here is a decision (see `_call`).
-            self._redis = aioredis.Redis.from_url(
-                self.url,
-                retry=Retry(NoBackoff(), 0),
-                socket_timeout=self.timeout_s,
-                socket_connect_timeout=self.timeout_s,
-                decode_responses=True,
-            )
+            self._redis = redis_client(self.url, timeout_s=self.timeout_s, decode_responses=True)
         except ValueError as exc:  # e.g. a port that is no number
             raise StoreError(f"invalid Redis URL: {exc}") from exc
         self._scripts = {
