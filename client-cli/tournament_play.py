@@ -36,7 +36,7 @@ from solrace.tasks import cancel_and_wait
 from .connection import ConnectionFailedError, Incoming, StatusChange
 from .held_deals import HeldDeals, race_label
 from .identity import connect_player
-from .plain import EXIT_CLOSED, PlainMode, stdin_lines
+from .plain import EXIT_CLOSED, QUIT_WORDS, PlainMode, stdin_lines
 from .session import RequestError, Session, tournament_view_of
 from .stopping import Stopped, run_until_stopped
 from .tournament_render import (
@@ -186,29 +186,70 @@ class TournamentPlain:
         self.say("no next race: the tournament is over")
 
     async def commands(self, lines: AsyncIterator[str]) -> bool:
-        """Read commands until `quit` (True) or the end of the input (False)."""
-        async for raw in lines:
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            if line in ("quit", "exit", "q"):
-                return True
+        """Run the commands in the order typed until `quit` (True) or the end of the input
+        (False). The input is read all the while: a `quit` typed while `next` waits (for a
+        round to start, maybe hours) ends the wait; other lines wait their turn."""
+        typed: asyncio.Queue[str | None] = asyncio.Queue()  # None: the end of the input
+
+        async def read() -> None:
             try:
-                if line == "next":
-                    await self.next_race()
-                elif line == "show":
-                    view = self.view
-                    self.say(render_tournament(view) if view else "no view yet")
-                elif line == "help":
-                    await self.mode.command("help")
-                    self.say(TOURNAMENT_HELP)
-                else:
-                    await self.mode.command(line)
-            except RequestError as exc:
-                self.say(f"refused: {exc.message} ({exc.code})")
-            except TimeoutError:
-                self.say("no answer from the server")
-        return False
+                async for raw in lines:
+                    line = raw.strip()
+                    if line and not line.startswith("#"):
+                        typed.put_nowait(line)
+            finally:
+                typed.put_nowait(None)
+
+        reader = asyncio.create_task(read(), name="solrace-tournament-input")
+        held: list[str | None] = []  # lines read while `next` waited, in order
+        try:
+            while True:
+                line = held.pop(0) if held else await typed.get()
+                if line is None:
+                    return False
+                if line in QUIT_WORDS:
+                    return True
+                try:
+                    if line == "next":
+                        if await self._next_unless_quit(typed, held):
+                            return True
+                    elif line == "show":
+                        view = self.view
+                        self.say(render_tournament(view) if view else "no view yet")
+                    elif line == "help":
+                        await self.mode.command("help")
+                        self.say(TOURNAMENT_HELP)
+                    else:
+                        await self.mode.command(line)
+                except RequestError as exc:
+                    self.say(f"refused: {exc.message} ({exc.code})")
+                except TimeoutError:
+                    self.say("no answer from the server")
+        finally:
+            await cancel_and_wait([reader])
+
+    async def _next_unless_quit(
+        self, typed: asyncio.Queue[str | None], held: list[str | None]
+    ) -> bool:
+        """`next`, reading the lines typed meanwhile: True if one was `quit` (the wait is
+        given up), else False once the next race (or the end) came; the other lines are
+        kept in `held`, in order, for after it."""
+        waiting = asyncio.create_task(self.next_race(), name="solrace-tournament-next")
+        try:
+            while not waiting.done():
+                line = asyncio.ensure_future(typed.get())
+                await asyncio.wait({waiting, line}, return_when=asyncio.FIRST_COMPLETED)
+                if not line.done():
+                    line.cancel()  # nothing is lost: the queue keeps it
+                    continue
+                if line.result() in QUIT_WORDS:
+                    return True
+                held.append(line.result())
+            waiting.result()  # its failure, if any, is the command's
+            return False
+        finally:
+            if not waiting.done():
+                await cancel_and_wait([waiting])
 
     async def run(self, lines: AsyncIterator[str]) -> int:
         await self.session.conn.send(WatchTournament(tournament_id=self.tournament_id))

@@ -214,6 +214,26 @@ async def test_a_stop_in_a_tournament_race_in_plain_mode_says_the_forfeit(
         assert await player.finish() == 128 + signum
 
 
+async def test_quit_ends_a_next_that_waits_for_the_start(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """`next` before the start waits for the first round (hours, maybe): a `quit` typed
+    meanwhile was not read until it came (only Ctrl-C got out)."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    argv = ["--server", url_of(server), "--name", "nell", "join", tid, "--plain"]
+    player = await Child.start(tmp_path, "tournament", *argv)
+    try:
+        await player.expect("tournament registration")
+        await player.send("next")
+        await player.send("show")  # waits its turn, after `next`
+        await player.send("quit")
+        assert await player.finish() == 0, player.output
+        assert "registered: nell" not in player.output  # `show` never ran: quit came first
+    finally:
+        await player.kill()
+
+
 async def test_quit_in_a_tournament_race_in_plain_mode_says_the_forfeit(
     server: App, opened: Opened, tmp_path: Path
 ) -> None:
