@@ -65,7 +65,11 @@ from solrace.server.protocol.messages import (
     Watch,
     Welcome,
 )
-from solrace.server.protocol.tournament_messages import UnwatchTournament, WatchTournament
+from solrace.server.protocol.tournament_messages import (
+    TournamentView,
+    UnwatchTournament,
+    WatchTournament,
+)
 from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -251,9 +255,15 @@ class Connection:
         self.followed: set[RaceId] = set()
         #: Races left or unwatched since: their events still in flight do not make them
         #: followed again (a `Sync` after a reconnect would make the player their spectator).
+        #: A leave counts once the server took the player out (`_leaving` until then: one it
+        #: refuses, the race under way, leaves the race followed).
         self._left: set[RaceId] = set()
-        #: Tournaments watched (`watch_tournament`), watched again after a reconnect.
+        self._leaving: set[RaceId] = set()
+        #: Tournaments watched, once the server sent a view of one asked for
+        #: (`_watch_asked` until then: a refused watch is not asked again), watched again
+        #: after a reconnect.
         self.watched_tournaments: set[str] = set()
+        self._watch_asked: set[str] = set()
         #: Whether the last `list_races` asked to follow the lobby (asked again after a
         #: reconnect: the server forgets a closed session's lobby follow).
         self.follows_lobby = False
@@ -298,19 +308,22 @@ class Connection:
     async def send(self, message: ClientMessage) -> None:
         """Send now, or as soon as the link is back."""
         # A message to the server carries its race id as plain text (`RaceIdText`).
-        if isinstance(message, LeaveRace | Unwatch):
+        if isinstance(message, Unwatch):
             self.followed.discard(RaceId(message.race_id))
             self._left.add(RaceId(message.race_id))
-        elif isinstance(message, Sync):
-            self.followed.add(RaceId(message.race_id))
+        elif isinstance(message, LeaveRace):
+            self._leaving.add(RaceId(message.race_id))
+        elif isinstance(message, Sync | Watch | JoinRace):
+            if isinstance(message, Sync):
+                self.followed.add(RaceId(message.race_id))
             self._left.discard(RaceId(message.race_id))
-        elif isinstance(message, Watch | JoinRace):
-            self._left.discard(RaceId(message.race_id))
+            self._leaving.discard(RaceId(message.race_id))
         elif isinstance(message, ListRaces):
             self.follows_lobby = message.follow
         elif isinstance(message, WatchTournament):
-            self.watched_tournaments.add(message.tournament_id)
+            self._watch_asked.add(message.tournament_id)
         elif isinstance(message, UnwatchTournament):
+            self._watch_asked.discard(message.tournament_id)
             self.watched_tournaments.discard(message.tournament_id)
         ws = self._ws
         if ws is None:
@@ -328,6 +341,10 @@ class Connection:
         for index, queued in enumerate(self._outbox):
             if queued is message:
                 del self._outbox[index]
+                if isinstance(message, LeaveRace):  # what `send` noted of it is undone
+                    self._leaving.discard(RaceId(message.race_id))
+                elif isinstance(message, WatchTournament):
+                    self._watch_asked.discard(message.tournament_id)
                 return True
         return False
 
@@ -489,6 +506,19 @@ class Connection:
 
     def _observe(self, message: ServerMessage) -> None:
         """Keep what a reconnect needs: versions, followed races, pending moves."""
+        if isinstance(message, RaceUpdate) and message.race_id in self._leaving:
+            me = self.welcome.player_id if self.welcome is not None else None
+            if message.race.status == "cancelled" or all(
+                r.player_id != me for r in message.race.racers
+            ):  # the leave is through: what is still in flight does not follow it again
+                self._leaving.discard(message.race_id)
+                self._left.add(message.race_id)
+                self.followed.discard(message.race_id)
+        if isinstance(message, TournamentView):
+            tournament_id = message.tournament.tournament_id
+            if tournament_id in self._watch_asked:
+                self._watch_asked.discard(tournament_id)
+                self.watched_tournaments.add(tournament_id)
         if isinstance(message, RaceUpdate | RaceStarted | Progress | RaceFinished | RaceSnapshot):
             race_id = message.race_id
             if race_id not in self._left:

@@ -24,7 +24,6 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.tournament_messages import (
     LiveMatchModel,
@@ -180,16 +179,14 @@ class TournamentScreen(Screen[None]):
         a toast alone left the screen "waiting for the server…" for ever."""
         host = self.host
         tid = self.tournament_id
-        host.watched_tournaments.add(tid)
 
         async def work() -> None:
             watch = WatchTournament(tournament_id=tid)
             try:
                 await host.session.request(watch, tournament_view_of(tid))
             except RequestError as exc:
+                # Refused: not watched, so not asked again on a reconnect (`Connection`).
                 self.refusal = f"{exc.message} ({exc.code})"
-                if exc.code == ErrorCode.UNKNOWN_TOURNAMENT:
-                    host.watched_tournaments.discard(tid)  # not asked again on a reconnect
             else:
                 self.refusal = None
             if self.is_mounted:

@@ -145,8 +145,6 @@ class _SessionApp(_RoomCheck):
         self.session = session
         self.ascii = ascii
         self.follow = False
-        #: Tournaments subscribed to (again after a reconnect: a new session on the server).
-        self.watched_tournaments: set[str] = set()
         session.listeners.append(self._forward)
 
     def notify(
@@ -204,7 +202,6 @@ class _SessionApp(_RoomCheck):
 
     def subscribe_tournament(self, tournament_id: str) -> None:
         """Ask for a tournament's view and every change after it."""
-        self.watched_tournaments.add(tournament_id)
         watch = WatchTournament(tournament_id=tournament_id)
         self.background(self.session.request(watch, tournament_view_of(tournament_id)))
 
@@ -223,9 +220,7 @@ class _SessionApp(_RoomCheck):
                 self.sub_title = "reconnecting…"
             elif incoming.status is LinkStatus.CONNECTED:
                 self.sub_title = ""
-                self.notify("reconnected")
-                for tournament_id in sorted(self.watched_tournaments):
-                    self.subscribe_tournament(tournament_id)
+                self.notify("reconnected")  # the connection watched its tournaments again
             else:
                 self.sub_title = "disconnected"
                 self.notify(f"connection closed: {incoming.detail}", severity="error")

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from solrace.client.connection import Connection, Incoming, LinkStatus
-from solrace.client.session import Session, tournament_view_of
+from solrace.client.session import RequestError, Session, tournament_view_of
 from solrace.server.app import App
 from solrace.server.protocol.messages import CreateRace, Ping, Pong, RaceUpdate
 from solrace.server.protocol.tournament_messages import (
@@ -88,3 +88,23 @@ async def test_a_race_left_is_not_followed_again_by_its_last_events(opened: Open
     # Bob's answer comes after anything the server sent him about carol's join.
     await bob.request(Ping(nonce=7), lambda m: isinstance(m, Pong))
     assert not [m for m in heard if getattr(m, "race_id", None) == race_id], heard
+
+
+async def test_a_leave_the_server_refuses_keeps_the_race_followed(opened: Opened) -> None:
+    """A leave counts once the server took the player out: one refused (the race under way)
+    left the racer not following the race, so a reconnect did not resync it."""
+    alice, bob = await opened.open("alice"), await opened.open("bob")
+    race_id = await alice.create_race("klondike", seats=3)
+    await bob.join_race(race_id)
+    await alice.start_race(race_id)
+    await eventually(lambda: bob.state.my_board(race_id) is not None, what="bob's deal")
+    with pytest.raises(RequestError, match="wrong_status"):
+        await bob.leave_race(race_id)
+    assert race_id in bob.conn.followed
+
+
+async def test_a_refused_tournament_watch_is_not_asked_again(opened: Opened) -> None:
+    watcher = await opened.open(None)
+    with pytest.raises(RequestError):
+        await watcher.request(WatchTournament(tournament_id="tnope"), tournament_view_of("tnope"))
+    assert "tnope" not in watcher.conn.watched_tournaments

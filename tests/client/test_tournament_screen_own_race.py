@@ -79,4 +79,5 @@ async def test_an_unknown_tournament_says_the_refusal_on_the_screen(opened: Open
             "tournament tnope: refused by the server",
             "no tournament 'tnope' (unknown_tournament); F5 asks again",
         ]
-        assert "tnope" not in app.watched_tournaments  # not asked again after a reconnect
+        # Not asked again after a reconnect: the connection watches only what the server showed.
+        assert "tnope" not in app.session.conn.watched_tournaments
