@@ -99,6 +99,15 @@ class RaceBusyError(RaceError):
     may retry, as for an outage; but the store answered, so it is not the store's outage)."""
 
 
+def _then(first: Change, then: Change) -> Change:
+    """`first`, then `then`, as one change (one compare-and-set)."""
+
+    def both(race: Race) -> list[RaceEvent]:
+        return first(race) + then(race)
+
+    return both
+
+
 class RaceKeeper:
     """The races this node holds (`races`): it changes them, stores them and delivers their
     events to this node's sessions, folds racers' progress in, loads races from the store
@@ -557,21 +566,25 @@ class RaceKeeper:
         request may be sent again) or the race keeps changing under us."""
         async with runtime.lock:
             pending, folded_moves = runtime.take_pending()
+            fold = self._folding(runtime, pending)
             events: list[RaceEvent] = []
-            if pending:
-                # The batch first, as a change of its own, so that rankings use current
-                # figures and events keep their order; a refused change then leaves it be
-                # (folded into it, it changed the race in memory with nothing stored).
-                try:
-                    events = await self._apply_locked(
-                        runtime, self._folding(runtime, pending), folded_moves
-                    )
-                except RaceError:  # not stored: the batch is tried again, after a pause
+            try:
+                if fold is not no_change and not self.is_cluster:
+                    # One node: the batch (progress only, never stored) first, on its own,
+                    # so that a refused change leaves it be.
+                    events = await self._apply_locked(runtime, fold, folded_moves)
+                    fold, folded_moves = no_change, []
+                # Rankings use current figures and events keep their order: the batch goes
+                # first. Several nodes: with the change, in one compare-and-set.
+                if fold is not no_change or change is not no_change or moves:
+                    both = change if fold is no_change else _then(fold, change)
+                    events += await self._apply_locked(runtime, both, [*folded_moves, *moves])
+            except RaceError:
+                if fold is not no_change:  # not stored: the batch is tried again, after a pause
+                    self._roll_back(runtime)  # a refused change took the batch along
                     runtime.put_back(pending, folded_moves)
                     self._arm_fold(runtime, FOLD_RETRY_S)
-                    raise
-            if change is not no_change or moves:
-                events += await self._apply_locked(runtime, change, moves)
+                raise
         if events:
             await self._changed(runtime, events)
         return events
