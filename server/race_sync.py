@@ -525,10 +525,15 @@ class RaceKeeper:
     def _forget_finished(self, now_ms: int) -> None:
         """Drop finished races from memory once `finished_kept_s` old, and the oldest beyond
         `FINISHED_KEPT`. Until then a late resend, watcher or sync is answered from memory;
-        after, a finished race is its replay in the store."""
+        after, a finished race is its replay in the store. A race whose deal is held stays
+        until its round ends (its spectators get the final boards then: `release_deal`)."""
         cutoff = now_ms - int(self.settings.finished_kept_s * 1000)
         done = sorted(
-            (rt for rt in self.races.values() if not rt.race.is_live),
+            (
+                rt
+                for rt in self.races.values()
+                if not rt.race.is_live and not rt.race.record.deal_held
+            ),
             key=lambda rt: rt.race.finished_at_ms or 0,
         )
         excess = len(done) - FINISHED_KEPT

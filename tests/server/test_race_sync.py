@@ -11,6 +11,7 @@ import logging
 import pytest
 
 from solrace.server.broker import BrokerUnavailableError, MemoryBroker
+from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
@@ -492,3 +493,21 @@ async def test_several_nodes_store_a_change_with_the_batch_before_it_in_one_save
         assert stored is not None
         player = alice.player_id or PlayerId("")
         assert [r.moves for r in stored.racers if r.player_id == player] == [1]
+
+
+async def test_a_finished_race_whose_deal_is_held_stays_until_it_is_released() -> None:
+    """Its spectators get the final boards when its round ends: a match that ended more than
+    `finished_kept_s` before its round's last one was dropped first, boards never shown."""
+    async with running_hub(progress_interval_s=600) as hub:
+        race_id, alice, bob = await start_race_of_two(hub)
+        runtime = hub.races[race_id]
+        runtime.race.record = runtime.race.record.model_copy(update={"deal_held": True})
+        for racer in (alice, bob):
+            await hub.handle(racer, Resign(race_id=race_id))
+        assert not runtime.race.is_live
+        much_later = wall_clock_ms() + 10 * int(hub.settings.finished_kept_s * 1000)
+        hub.keeper._forget_finished(much_later)
+        assert race_id in hub.races
+        hub.keeper.release_deal(race_id)
+        hub.keeper._forget_finished(much_later)
+        assert race_id not in hub.races
