@@ -526,13 +526,14 @@ class RaceKeeper:
         """Drop finished races from memory once `finished_kept_s` old, and the oldest beyond
         `FINISHED_KEPT`. Until then a late resend, watcher or sync is answered from memory;
         after, a finished race is its replay in the store. A race whose deal is held stays
-        until its round ends (its spectators get the final boards then: `release_deal`)."""
+        while spectators watch it here, until its round ends (they get the final boards then:
+        `release_deal`); one watched by nobody goes as any other (a later watcher loads it)."""
         cutoff = now_ms - int(self.settings.finished_kept_s * 1000)
         done = sorted(
             (
                 rt
                 for rt in self.races.values()
-                if not rt.race.is_live and not rt.race.record.deal_held
+                if not rt.race.is_live and not (rt.race.record.deal_held and rt.spectators)
             ),
             key=lambda rt: rt.race.finished_at_ms or 0,
         )
@@ -584,15 +585,32 @@ class RaceKeeper:
                 if fold is not no_change or change is not no_change or moves:
                     both = change if fold is no_change else _then(fold, change)
                     events += await self._apply_locked(runtime, both, [*folded_moves, *moves])
-            except RaceError:
-                if fold is not no_change:  # not stored: the batch is tried again, after a pause
+            except RaceError as exc:
+                if fold is not no_change:
                     self._roll_back(runtime)  # a refused change took the batch along
-                    runtime.put_back(pending, folded_moves)
-                    self._arm_fold(runtime, FOLD_RETRY_S)
+                    # The change's own refusal: the batch goes in on its own at once (one put
+                    # back at every refusal, a request refused every second, held it back for
+                    # good). The store away: it is tried again, after a pause.
+                    if exc.code is ErrorCode.UNAVAILABLE or not await self._fold_alone(
+                        runtime, fold, folded_moves
+                    ):
+                        runtime.put_back(pending, folded_moves)
+                        self._arm_fold(runtime, FOLD_RETRY_S)
                 raise
         if events:
             await self._changed(runtime, events)
         return events
+
+    async def _fold_alone(
+        self, runtime: RaceRuntime, fold: Change, moves: Sequence[MoveRecord]
+    ) -> bool:
+        """Store and deliver a progress batch on its own (the race's lock held): False if
+        the store refused it."""
+        try:
+            await self._apply_locked(runtime, fold, moves)
+        except RaceError:
+            return False
+        return True
 
     async def apply_or_log(
         self, runtime: RaceRuntime, change: Change, player_id: PlayerId, what: str
