@@ -263,7 +263,7 @@ class Connection:
         #: (`_watch_asked` until then: a refused watch is not asked again), watched again
         #: after a reconnect.
         self.watched_tournaments: set[str] = set()
-        self._watch_asked: set[str] = set()
+        self._watch_asked: list[str] = []  # in the order asked (answered in that order)
         #: Whether the last `list_races` asked to follow the lobby (asked again after a
         #: reconnect: the server forgets a closed session's lobby follow).
         self.follows_lobby = False
@@ -321,9 +321,9 @@ class Connection:
         elif isinstance(message, ListRaces):
             self.follows_lobby = message.follow
         elif isinstance(message, WatchTournament):
-            self._watch_asked.add(message.tournament_id)
+            self._watch_asked.append(message.tournament_id)
         elif isinstance(message, UnwatchTournament):
-            self._watch_asked.discard(message.tournament_id)
+            self._forget_watch_asked(message.tournament_id)
             self.watched_tournaments.discard(message.tournament_id)
         ws = self._ws
         if ws is None:
@@ -344,7 +344,7 @@ class Connection:
                 if isinstance(message, LeaveRace):  # what `send` noted of it is undone
                     self._leaving.discard(RaceId(message.race_id))
                 elif isinstance(message, WatchTournament):
-                    self._watch_asked.discard(message.tournament_id)
+                    self._forget_watch_asked(message.tournament_id)
                 return True
         return False
 
@@ -484,7 +484,9 @@ class Connection:
             await ws.send(encode(Sync(race_id=race_id, epoch=epoch, since_version=version)))
         if self.follows_lobby and not any(isinstance(m, ListRaces) for m in self._outbox):
             await ws.send(encode(ListRaces(follow=True)))
-        for tournament_id in sorted(self.watched_tournaments):
+        # Asked again, watched again once the server shows it (a refusal now drops it).
+        for tournament_id in sorted(self.watched_tournaments - set(self._watch_asked)):
+            self._watch_asked.append(tournament_id)
             await ws.send(encode(WatchTournament(tournament_id=tournament_id)))
         resent: set[int] = set()
         while True:
@@ -504,9 +506,12 @@ class Connection:
         pending.sent_at = time.monotonic()
         await ws.send(encode(MakeMove(race_id=pending.race_id, seq=pending.seq, move=pending.move)))
 
+    def _forget_watch_asked(self, tournament_id: str) -> None:
+        self._watch_asked = [t for t in self._watch_asked if t != tournament_id]
+
     def _observe(self, message: ServerMessage) -> None:
         """Keep what a reconnect needs: versions, followed races, pending moves."""
-        if isinstance(message, RaceUpdate) and message.race_id in self._leaving:
+        if isinstance(message, RaceUpdate | RaceSnapshot) and message.race_id in self._leaving:
             me = self.welcome.player_id if self.welcome is not None else None
             if message.race.status == "cancelled" or all(
                 r.player_id != me for r in message.race.racers
@@ -514,11 +519,20 @@ class Connection:
                 self._leaving.discard(message.race_id)
                 self._left.add(message.race_id)
                 self.followed.discard(message.race_id)
-        if isinstance(message, TournamentView):
+        elif isinstance(message, TournamentView):
             tournament_id = message.tournament.tournament_id
             if tournament_id in self._watch_asked:
-                self._watch_asked.discard(tournament_id)
+                self._forget_watch_asked(tournament_id)
                 self.watched_tournaments.add(tournament_id)
+        elif isinstance(message, Error) and message.request == "leave_race":
+            if message.race_id is not None:  # refused: the player is still in the race
+                self._leaving.discard(message.race_id)
+        elif (
+            isinstance(message, Error)
+            and message.request == "watch_tournament"
+            and self._watch_asked
+        ):  # refused: the oldest watch asked (they are answered in order)
+            self.watched_tournaments.discard(self._watch_asked.pop(0))
         if isinstance(message, RaceUpdate | RaceStarted | Progress | RaceFinished | RaceSnapshot):
             race_id = message.race_id
             if race_id not in self._left:

@@ -101,6 +101,7 @@ async def test_a_leave_the_server_refuses_keeps_the_race_followed(opened: Opened
     with pytest.raises(RequestError, match="wrong_status"):
         await bob.leave_race(race_id)
     assert race_id in bob.conn.followed
+    assert race_id not in bob.conn._leaving  # refused: no leave left to count later
 
 
 async def test_a_refused_tournament_watch_is_not_asked_again(opened: Opened) -> None:
@@ -108,3 +109,4 @@ async def test_a_refused_tournament_watch_is_not_asked_again(opened: Opened) -> 
     with pytest.raises(RequestError):
         await watcher.request(WatchTournament(tournament_id="tnope"), tournament_view_of("tnope"))
     assert "tnope" not in watcher.conn.watched_tournaments
+    assert watcher.conn._watch_asked == []  # refused: no watch left that a view could count
