@@ -339,7 +339,7 @@ class TournamentService:
             return True
         if race_id is None:
             return False
-        runtime = self.hub.races.get(race_id)
+        runtime = self.hub.keeper.races.get(race_id)
         if runtime is not None:
             racer = runtime.race.racers.get(player)
             return racer is not None and racer.connected and runtime.race.is_live
