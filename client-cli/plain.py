@@ -49,7 +49,7 @@ from .boards import rules_board
 from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import deal_line
 from .render import render_plain, result_line
-from .session import LinkClosedError, Predicate, RequestError, Session
+from .session import LinkClosedError, MoveTimeoutError, Predicate, RequestError, Session
 from .state import NOT_SEATED, RaceState
 from .stopping import Stopped, run_until_stopped
 from .wire_text import printable
@@ -797,11 +797,10 @@ class PlainMode:
         if not await self.wait_start():
             return
         assert self.race_id is not None
-        seq = self.session.conn.next_seq  # the move's (`Session.move`)
         try:
             outcome = await self.session.move(self.race_id, text, self.MOVE_WAIT_S)
-        except TimeoutError:
-            self._late.add(seq)
+        except MoveTimeoutError as exc:
+            self._late.add(exc.seq)
             self.say(
                 f"no answer yet to {text}: it is sent again until the server answers, and the "
                 "answer is shown when it comes ('board' shows where the race stands)"

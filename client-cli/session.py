@@ -76,6 +76,15 @@ def tournament_view_of(tournament_id: str) -> Predicate:
     return check
 
 
+class MoveTimeoutError(TimeoutError):
+    """No answer to the move numbered `seq` in time (it stays pending: it is sent again until
+    the server answers, and that answer comes later)."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(f"no answer yet to move {seq}")
+        self.seq = seq
+
+
 class RequestError(Exception):
     """The server refused a request (`code` from the protocol's error table)."""
 
@@ -424,6 +433,8 @@ class Session:
             sent = await self.conn.send_move(race_id, canonical)
             assert sent == seq, "the move got the sequence number announced"
             reply = await asyncio.wait_for(answer, timeout_s)
+        except TimeoutError:
+            raise MoveTimeoutError(seq) from None
         finally:
             answer.cancel()  # if it timed out or the send failed: no waiter left behind
         if isinstance(reply, MoveAck):

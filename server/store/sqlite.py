@@ -54,7 +54,7 @@ log = logging.getLogger("solrace.server.store")
 #: connection, or another process on the file) before it fails with `StoreUnavailableError`.
 BUSY_TIMEOUT_S = 5.0
 #: How long the moves' writer, on the event loop's thread, waits for a write lock before it
-#: hands its batch to the worker thread, which waits `busy_timeout_s`: a lock held outside the
+#: hands its batch to a thread of its own, which waits `busy_timeout_s`: a lock held outside the
 #: server (an operator's `sqlite3` session) must not stall every connection with the loop.
 LOOP_BUSY_TIMEOUT_S = 0.02
 CHECKPOINT_EVERY_S = 1.0
@@ -391,7 +391,7 @@ class SqliteStore(SqliteCompetition):
         writer = sqlite3.connect(
             self.path,
             isolation_level=None,
-            timeout=min(LOOP_BUSY_TIMEOUT_S, self.busy_timeout_s),
+            timeout=self._loop_wait_s,
             check_same_thread=False,  # a locked batch is written on `_locked_writes`
         )
         try:
@@ -566,6 +566,11 @@ class SqliteStore(SqliteCompetition):
         await future
 
     @property
+    def _loop_wait_s(self) -> float:
+        """How long the writer waits for a lock on the loop's thread."""
+        return min(LOOP_BUSY_TIMEOUT_S, self.busy_timeout_s)
+
+    @property
     def moves_wait_for_lock(self) -> bool:
         """A batch of moves the writer found locked waits for the lock off the loop."""
         return self._handed_over is not None
@@ -608,16 +613,15 @@ class SqliteStore(SqliteCompetition):
         writer = self._writer
         assert writer is not None
         moves = [move for move, _ in batch]
-        waits_ms = (round(self.busy_timeout_s * 1000), round(LOOP_BUSY_TIMEOUT_S * 1000))
 
         def write() -> list[StoreError | None]:
-            writer.execute(f"PRAGMA busy_timeout={waits_ms[0]}")
+            writer.execute(f"PRAGMA busy_timeout={round(self.busy_timeout_s * 1000)}")
             try:
                 return _insert_moves(writer, moves)
             except sqlite3.Error as exc:
                 raise store_error(exc, f"moves not stored in {self.path}") from exc
-            finally:
-                writer.execute(f"PRAGMA busy_timeout={min(waits_ms)}")
+            finally:  # back to the loop's wait (as the writer was opened)
+                writer.execute(f"PRAGMA busy_timeout={round(self._loop_wait_s * 1000)}")
 
         if self._locked_writes is None:
             self._locked_writes = _worker("solrace-sqlite-moves")
