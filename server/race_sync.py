@@ -8,18 +8,18 @@ else already applied yields no event: each happens once.
 
 The stored record carries the event numbering (epoch and version) and the recent events, so
 any node can serve a resync. After storing a change a node publishes a small notice on the
-race's channel (`race:<id>`: the new version and the moves behind it, if any); each node that
-follows the race (it has sessions in it, or recovered it) reloads the record when the notice
-is newer than its copy and forwards the events its own sessions have not had, in version
-order, or a snapshot when they are gone. A gap in the channel (the broker says messages may
-be lost) reloads the record and every board from the store.
+race's channel; each node that follows the race (it has sessions in it, or recovered it)
+reloads the record when the notice is newer than its copy (`RaceKeeper.refresh`) and forwards
+the events its own sessions have not had, in version order, or a snapshot when they are gone.
+The channels, the notices and the following are race_relay.py's (`RaceRelay`, which the
+keeper owns); the reloading and the forwarding are the keeper's.
 
 Moves that only move their racer on are not a change each: their figures are folded into the
 race once per progress batch, or ahead of the next other change (`RaceKeeper.note_progress`).
 One node (no broker) keeps SQLite fast: a change that only moves a racer's progress on is not
 stored (a restart recomputes progress by replaying the moves) and nothing is published.
 
-`RaceKeeper` holds a node's races and does all of this; the hub, the move handler and the
+`RaceKeeper` holds a node's races and does the rest; the hub, the move handler and the
 node-presence watch change races only through it (`apply_to_race`).
 """
 
@@ -29,9 +29,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from pydantic import Field
-
-from solrace.server.broker import Broker, BrokerError, Notice, Subscription
+from solrace.server.broker import Broker, Subscription
 from solrace.server.lobby import LobbyFeed
 from solrace.server.metrics import Metrics
 from solrace.server.outage import Outage
@@ -61,6 +59,7 @@ from solrace.server.race_changes import (
     opening_progress,
     own_board,
 )
+from solrace.server.race_relay import RaceRelay
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
@@ -81,19 +80,6 @@ CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `una
 FOLD_RETRY_S = 1.0
 
 
-class RaceNotice(Notice):
-    """What a node publishes on `race:<id>` after storing a change (a wake-up, not the
-    truth: the record in the store is)."""
-
-    epoch: str
-    version: int
-    moves: list[MoveRecord] = Field(default_factory=list)
-
-
-def race_channel(race_id: RaceId) -> str:
-    return f"race:{race_id}"
-
-
 class RaceBusyError(RaceError):
     """Other nodes kept changing the race first: every compare-and-set lost (the requester
     may retry, as for an outage; but the store answered, so it is not the store's outage)."""
@@ -111,7 +97,8 @@ def _then(first: Change, then: Change) -> Change:
 class RaceKeeper:
     """The races this node holds (`races`): it changes them, stores them and delivers their
     events to this node's sessions, folds racers' progress in, loads races from the store
-    and follows other nodes' changes to them, and runs their timers (`tick`).
+    and (several nodes) follows other nodes' changes to them through its `relay`, and runs
+    their timers (`tick`).
 
     It reads the sessions of this node's players (`players`, kept by the hub) to deliver
     events, tells the lobby feed when a race's listing may have changed, and calls the
@@ -143,8 +130,9 @@ class RaceKeeper:
         self.timers = Outage(hub_log, "applying race timers (starts, time-outs, forfeits)")
         #: Progress batches the store refused (each tried again after a pause).
         self.storing_progress = Outage(log, "storing progress batches")
-        #: Notices to the other nodes that the broker refused (they reload on the gap).
-        self.publishing = Outage(log, "publishing race notices")
+        #: Several nodes: the races' channels (notices of the changes stored here, and the
+        #: following of the races held here); None on one node.
+        self.relay = None if broker is None else RaceRelay(broker, self.refresh)
         #: Progress batches being folded in (see `note_progress`).
         self._folds: set[asyncio.Task[None]] = set()
         #: The node has stopped: no fold is armed any more.
@@ -182,8 +170,9 @@ class RaceKeeper:
                 await self.fold(runtime)
         if self._folds:
             await asyncio.wait(list(self._folds))
-        for runtime in list(self.races.values()):
-            await self._unfollow(runtime)
+        if self.relay is not None:
+            for runtime in list(self.races.values()):
+                await self.relay.unfollow(runtime)
 
     async def recover(self) -> None:
         """Reload every live race from the store; boards are rebuilt by replaying moves.
@@ -555,11 +544,8 @@ class RaceKeeper:
         if runtime.fold_due is not None:
             runtime.fold_due.cancel()
             runtime.fold_due = None
-        follower, runtime.follower = runtime.follower, None
-        # It closes its subscription as it ends; a follower dropping its own race (a notice
-        # that cancelled it) ends by itself, the race no longer live.
-        if follower is not None and follower is not asyncio.current_task():
-            follower.cancel()
+        if self.relay is not None:
+            self.relay.drop(runtime)
 
     # --- changes ---------------------------------------------------------------------------
 
@@ -654,7 +640,8 @@ class RaceKeeper:
             if stored:
                 runtime.saved = record
                 self._forward(runtime)
-                await self._notify(runtime, moves)
+                if self.relay is not None:
+                    await self.relay.publish(runtime, moves)
                 return events
             # Another node changed the race first: take its record and apply ours again.
             try:
@@ -686,19 +673,6 @@ class RaceKeeper:
             if race.version < version:
                 race.new_epoch(new_epoch())
 
-    async def _notify(self, runtime: RaceRuntime, moves: Sequence[MoveRecord]) -> None:
-        if self.broker is None:
-            return
-        race = runtime.race
-        notice = RaceNotice(epoch=race.epoch, version=race.version, moves=list(moves))
-        try:
-            await self.broker.publish(race_channel(runtime.race_id), notice.encode())
-        except BrokerError as exc:
-            # Nodes whose link dropped get a gap when it is back and reload then.
-            self.publishing.failed(f"race {runtime.race_id}: {exc}")
-        else:
-            self.publishing.worked()
-
     # --- new races -------------------------------------------------------------------------
 
     async def store_new_race(
@@ -709,7 +683,8 @@ class RaceKeeper:
         another node right after is not missed."""
         runtime = RaceRuntime(Race(record, new_epoch(), self.settings.history_size))
         runtime.created_by = created_by
-        subscription = await self._subscribe(record.race_id) if self.is_cluster else None
+        relay = self.relay
+        subscription = None if relay is None else await relay.subscribe(record.race_id)
         try:
             await self.apply_to_race(runtime, first)
         except BaseException:
@@ -730,7 +705,8 @@ class RaceKeeper:
                 await subscription.close()
             return
         if subscription is not None:
-            self._follow(runtime, subscription)
+            assert self.relay is not None  # it subscribed
+            self.relay.follow(runtime, subscription)
 
     # --- several nodes: loading and following races ------------------------------------------
 
@@ -763,7 +739,8 @@ class RaceKeeper:
         cancelled); the copy another request loaded meanwhile, if there is one. Subscribed
         first, so that no change stored meanwhile is missed; unsubscribed again if anything
         fails."""
-        subscription = await self._subscribe(race_id)
+        assert self.relay is not None  # several nodes only
+        subscription = await self.relay.subscribe(race_id)
         try:
             if record is None:
                 record = await self.store.get_race(race_id)
@@ -779,7 +756,7 @@ class RaceKeeper:
             await subscription.close()
             return runtime
         runtime = self._install_loaded(record, moves)
-        self._follow(runtime, subscription)
+        self.relay.follow(runtime, subscription)
         return runtime
 
     async def _take_release(self, runtime: RaceRuntime) -> None:
@@ -830,61 +807,11 @@ class RaceKeeper:
         self.races[record.race_id] = runtime
         return runtime
 
-    async def _subscribe(self, race_id: RaceId) -> Subscription:
-        assert self.broker is not None
-        return await self.broker.subscribe(race_channel(race_id))
-
-    def _follow(self, runtime: RaceRuntime, subscription: Subscription) -> None:
-        runtime.follower = asyncio.create_task(
-            self._read_notices(runtime, subscription), name=f"solrace-follow-{runtime.race_id}"
-        )
-
-    async def _unfollow(self, runtime: RaceRuntime) -> None:
-        task, runtime.follower = runtime.follower, None
-        if task is not None and task is not asyncio.current_task():
-            await cancel_and_wait([task])
-
-    async def _read_notices(self, runtime: RaceRuntime, subscription: Subscription) -> None:
-        """Follow the race's notices until it ends. A notice that cannot be read or acted on
-        is treated as a gap (the record and boards are reloaded from the store, which holds
-        the truth): one bad notice never stops the following."""
-        try:
-            async for item in subscription:
-                try:
-                    if item is None:  # messages may be lost: reload everything
-                        await self.refresh(runtime, reload_boards=True)
-                    else:
-                        await self._on_notice(runtime, RaceNotice.model_validate_json(item))
-                except Exception:
-                    log.exception("race %s: notice not applied; reloading", runtime.race_id)
-                    await self.refresh(runtime, reload_boards=True)
-                if not runtime.race.is_live:
-                    break  # nothing follows a race's end
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("race %s: following failed", runtime.race_id)
-        finally:
-            await subscription.close()
-            if runtime.follower is asyncio.current_task():
-                runtime.follower = None
-
-    async def _on_notice(self, runtime: RaceRuntime, notice: RaceNotice) -> None:
-        behind = False
-        for move in notice.moves:
-            board = runtime.boards.get(move.player_id)
-            if board is not None and board.lock.locked():
-                continue  # a move of that racer is being stored here: the store decides
-            if not runtime.apply_stored_move(move):
-                behind = True
-        race = runtime.race
-        if behind or notice.epoch != race.epoch or notice.version > race.version:
-            await self.refresh(runtime, reload_boards=behind)
-
     async def refresh(self, runtime: RaceRuntime, *, reload_boards: bool = False) -> None:
         """Take the stored record (and, if asked, every board from the stored moves) and
-        forward what this node's sessions missed. A store outage leaves the copy as it is:
-        the next notice, gap or tick tries again."""
+        forward what this node's sessions missed (the `relay` asks for it on a notice or a
+        gap). A store outage leaves the copy as it is (`stale`): the next notice, gap or tick
+        tries again."""
         try:
             if reload_boards and runtime.race.started_at_ms is not None:
                 moves = await self.store.get_moves(runtime.race_id)
@@ -909,6 +836,4 @@ class RaceKeeper:
 __all__ = [
     "FINISHED_KEPT",
     "RaceKeeper",
-    "RaceNotice",
-    "race_channel",
 ]

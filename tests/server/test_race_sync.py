@@ -29,7 +29,8 @@ from solrace.server.protocol.messages import (
     Watch,
 )
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
-from solrace.server.race_sync import FOLD_RETRY_S, RaceNotice, race_channel
+from solrace.server.race_relay import RaceNotice, race_channel
+from solrace.server.race_sync import FOLD_RETRY_S
 from solrace.server.store import StoreUnavailableError
 from solrace.server.store.memory import MemoryStore
 from tests.server.sessions import (
