@@ -4,23 +4,84 @@ redis-py's asyncio pool refuses a request past its 100th connection at once ("To
 connections", a `ConnectionError`): a burst of hellos or reconnects on one node (the fuzz
 audit's 200 at once) reached it, the node took it for Redis being down (`unavailable`
 answers, presence announcements missed, healthy nodes declared gone). Here requests past
-`MAX_CONNECTIONS` wait for a connection instead (`BlockingConnectionPool`), up to the
-client's own timeout; no request is retried by the library (each retry is the caller's
-decision).
+`MAX_CONNECTIONS` wait for a connection instead, up to the client's own timeout; no request
+is retried by the library (each retry is the caller's decision).
+
+The wait is a semaphore in front of redis-py's plain pool (`WaitingPool`), not the library's
+`BlockingConnectionPool`: that one takes a condition's lock, a timeout scope and its
+observability hooks on every request, whether or not anything waits, and cost a third of a
+node's throughput on Redis at 100 racers (`bench/README.md`, "Several nodes on Redis"). The
+semaphore costs one counter while connections are free.
 """
 
 from __future__ import annotations
 
-from typing import Final
+import asyncio
+from typing import Any, Final
 
 import redis.asyncio as aioredis
+from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 #: Connections one client keeps to Redis at most (a node has two clients: store, broker).
 MAX_CONNECTIONS: Final = 256
 #: How long a request waits for a free connection when all are busy, unless told.
 POOL_WAIT_S: Final = 10.0
+
+
+class WaitingPool(aioredis.ConnectionPool):
+    """redis-py's plain pool, but a request finding all `max_connections` in use waits up
+    to `wait_s` for one to come back (then `ConnectionError`, as when Redis cannot be
+    reached) instead of being refused at once.
+
+    Every connection handed out holds one unit of `_room` until `release` gives both back;
+    taking a connection from the pool is synchronous, so no other task sees the pool half
+    changed (the library's own pools rely on the same)."""
+
+    def __init__(self, *, wait_s: float = POOL_WAIT_S, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.wait_s = wait_s
+        self._room = asyncio.Semaphore(self.max_connections)
+
+    @property
+    def full(self) -> bool:
+        """Whether every connection is in use (the next request waits)."""
+        return self._room.locked()
+
+    async def get_connection(self, command_name: Any = None, *keys: Any, **options: Any) -> Any:
+        await self._wait_for_room()
+        try:
+            connection = self.get_available_connection()  # type: ignore[no-untyped-call]
+        except BaseException:
+            self._room.release()
+            raise
+        try:
+            await self.ensure_connection(connection)
+        except BaseException:
+            await self.release(connection)
+            raise
+        return connection
+
+    async def _wait_for_room(self) -> None:
+        if not self._room.locked():
+            await self._room.acquire()  # returns at once: no scope, no wait
+            return
+        try:
+            async with asyncio.timeout(self.wait_s):
+                await self._room.acquire()
+        except TimeoutError:
+            raise RedisConnectionError(
+                f"no Redis connection came free in {self.wait_s:g} s "
+                f"({self.max_connections} in use)"
+            ) from None
+
+    async def release(self, connection: AbstractConnection) -> None:
+        try:
+            await super().release(connection)
+        finally:
+            self._room.release()
 
 
 def redis_client(
@@ -33,10 +94,10 @@ def redis_client(
     """A client of `url` on a bounded pool that waits when full (`ValueError` if the URL does
     not parse). `timeout_s`: for connecting, each reply, and a free connection (None: the
     socket waits as long as it takes, a free connection `POOL_WAIT_S`)."""
-    pool = aioredis.BlockingConnectionPool.from_url(
+    pool = WaitingPool.from_url(
         url,
         max_connections=max_connections,
-        timeout=POOL_WAIT_S if timeout_s is None else timeout_s,
+        wait_s=POOL_WAIT_S if timeout_s is None else timeout_s,
         retry=Retry(NoBackoff(), 0),
         socket_timeout=timeout_s,
         socket_connect_timeout=timeout_s,
@@ -45,4 +106,4 @@ def redis_client(
     return aioredis.Redis.from_pool(pool)
 
 
-__all__ = ["MAX_CONNECTIONS", "redis_client"]
+__all__ = ["MAX_CONNECTIONS", "WaitingPool", "redis_client"]

@@ -11,8 +11,10 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from solrace.server.protocol.ids import PlayerId
-from solrace.server.redis_client import redis_client
+from solrace.server.redis_client import WaitingPool, redis_client
 from solrace.server.store.redis import RedisStore
+from tests.redis_server import free_port
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.redis
 
@@ -39,6 +41,43 @@ async def test_requests_past_the_pool_wait_for_a_connection(redis_url: str) -> N
         assert any(isinstance(o, RedisConnectionError) for o in outcomes)
     finally:
         await plain.aclose()
+
+
+async def test_a_request_that_finds_no_connection_in_time_fails_as_redis_away(
+    redis_url: str,
+) -> None:
+    """Past the pool's wait a request fails with `ConnectionError` (what the store and the
+    broker treat as Redis away), and the pool is whole again afterwards."""
+    pool = WaitingPool.from_url(redis_url, max_connections=1, wait_s=0.05)
+    client = aioredis.Redis.from_pool(pool)
+    try:
+
+        async def hold() -> object:
+            return await client.blpop(["nothing"], timeout=2)
+
+        holder = asyncio.create_task(hold())
+        await eventually(lambda: pool.full, what="the holder to take the connection")
+        with pytest.raises(RedisConnectionError, match="no Redis connection came free"):
+            await client.get("key")
+        assert await holder is None
+        assert await client.set("key", "v")  # the room came back with the connection
+    finally:
+        await client.aclose()
+
+
+async def test_failed_connects_give_their_room_back() -> None:
+    """Requests to a Redis that is not there fail, each at once, however many: a failed
+    connect does not keep its place in the pool."""
+    pool = WaitingPool.from_url(f"redis://127.0.0.1:{free_port()}/0", max_connections=2, wait_s=5)
+    client = aioredis.Redis.from_pool(pool)
+    try:
+        for _ in range(5):
+            with pytest.raises(RedisConnectionError) as failure:
+                await client.get("key")
+            assert "came free" not in str(failure.value)
+        assert not pool.full
+    finally:
+        await client.aclose()
 
 
 async def test_the_store_takes_a_burst_larger_than_the_library_s_default_pool(
