@@ -221,15 +221,10 @@ class Bot:
 
     async def next_message(self, wait_s: float | None) -> ServerMessage | None:
         """The next server message, folded into the state; None after `wait_s` or on a link
-        change (a reconnect is counted, a closed link raises `BotError`).
-
-        Not `wait_for`: on Python 3.11 a `wait_for` cancelled just as the message came
-        returns it and drops the cancellation, so a bot stopped then (Ctrl-C) read on, and took
-        the answer to its own leave. A cancelled `timeout` leaves the message in the queue."""
-        try:
-            async with asyncio.timeout(wait_s):
-                incoming = await self.conn.recv()
-        except TimeoutError:
+        change (a reconnect is counted, a closed link raises `BotError`). A bot stopped while
+        it waits leaves the message in the queue (`Connection.recv_within`)."""
+        incoming = await self.conn.recv_within(wait_s)
+        if incoming is None:
             return None
         if isinstance(incoming, StatusChange):
             if incoming.status is LinkStatus.CLOSED:

@@ -291,6 +291,18 @@ class Connection:
     async def recv(self) -> Incoming:
         return await self._queue.get()
 
+    async def recv_within(self, wait_s: float | None) -> Incoming | None:
+        """`recv`, or None if nothing came within `wait_s` (None: as long as it takes).
+
+        Not `wait_for`: on Python 3.11 a `wait_for` cancelled just as the message came
+        returns it and drops the cancellation, so a bot stopped then (Ctrl-C) read on, and took
+        the answer to its own leave. A cancelled `timeout` leaves the message in the queue."""
+        try:
+            async with asyncio.timeout(wait_s):
+                return await self.recv()
+        except TimeoutError:
+            return None
+
     def recv_nowait(self) -> Incoming | None:
         try:
             return self._queue.get_nowait()

@@ -8,8 +8,9 @@ plain mode and tests read as a sequence of steps. Once the link is closed for go
 player connected again elsewhere; 4001...), every request and wait fails at once with
 `LinkClosedError`, a `RequestError`.
 
-A reader with no pump (a bot reads its connection itself, between its moves) makes its requests
-with `request_reading`: the same answer (`answer_to`), the same timeout (`REQUEST_TIMEOUT_S`).
+A reader with no pump (a bot reads its connection itself, between its moves; a one-shot
+`solrace tournament` command reads its own with `reader_of`) makes its requests with
+`request_reading`: the same answer (`answer_to`), the same timeout (`REQUEST_TIMEOUT_S`).
 """
 
 from __future__ import annotations
@@ -56,9 +57,10 @@ from .state import ClientState, RaceState
 
 Listener = Callable[[Incoming], None]
 Predicate = Callable[[ServerMessage], bool]
-#: Reads the next message for `request_reading`, waiting at most the seconds it is given, and
-#: handles it (a bot folds it into its state); None if nothing came (or the link changed).
-Reader = Callable[[float], Awaitable[ServerMessage | None]]
+#: Reads the next message for `request_reading`, waiting at most the seconds it is given (None:
+#: as long as it takes), and handles it (a bot folds it into its state); None if nothing came
+#: (or the link changed).
+Reader = Callable[[float | None], Awaitable[ServerMessage | None]]
 
 #: Seconds a request waits for its answer (unless its caller has a reason to wait less).
 REQUEST_TIMEOUT_S = 10.0
@@ -109,18 +111,20 @@ def answer_to(message: ClientMessage, until: Predicate) -> Predicate:
 
 
 async def read_until(
-    read: Reader, settles: Predicate, timeout_s: float = REQUEST_TIMEOUT_S
+    read: Reader, settles: Predicate, timeout_s: float | None = REQUEST_TIMEOUT_S
 ) -> ServerMessage:
     """Read with `read` until a message `settles` accepts (asked once `read` has handled it);
-    `TimeoutError` if none came within `timeout_s`. What else comes meanwhile is handled by
-    `read` as ever."""
+    `TimeoutError` if none came within `timeout_s` (None: no limit). What else comes meanwhile
+    is handled by `read` as ever."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while (left := deadline - loop.time()) > 0:
+    deadline = None if timeout_s is None else loop.time() + timeout_s
+    while True:
+        left = None if deadline is None else deadline - loop.time()
+        if left is not None and left <= 0:
+            raise TimeoutError
         message = await read(left)
         if message is not None and settles(message):
             return message
-    raise TimeoutError
 
 
 async def request_reading(
@@ -147,6 +151,22 @@ class LinkClosedError(RequestError):
     def __init__(self, detail: str) -> None:
         super().__init__("connection_closed", f"the connection is closed for good: {detail}")
         self.detail = detail
+
+
+def reader_of(conn: Connection) -> Reader:
+    """A `Reader` of `conn` for a program that keeps no state of what it reads (a one-shot
+    command): a change of the link is nothing to read (a reconnect asks again for what was
+    followed), and a link closed for good raises `LinkClosedError` (no answer can come)."""
+
+    async def read(wait_s: float | None) -> ServerMessage | None:
+        incoming = await conn.recv_within(wait_s)
+        if incoming is None or not isinstance(incoming, StatusChange):
+            return incoming
+        if incoming.status is LinkStatus.CLOSED:
+            raise LinkClosedError(incoming.detail or "closed")
+        return None
+
+    return read
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, TypeVar
 
 from pydantic import ValidationError
 
@@ -53,7 +53,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.server.protocol.tournament_model import format_rules
 
-from .connection import Connection, ConnectionFailedError, StatusChange
+from .connection import Connection, ConnectionFailedError
 from .defaults import DEFAULT_SERVER_URL
 from .identity import (
     NAME_RULE,
@@ -62,6 +62,14 @@ from .identity import (
     load_identity,
     name_problem,
     player_id_of,
+)
+from .session import (
+    LinkClosedError,
+    RequestError,
+    answer_to,
+    read_until,
+    reader_of,
+    request_reading,
 )
 from .strategy import STRATEGIES
 from .tournament_bots import run_bots
@@ -76,6 +84,8 @@ from .tournament_render import (
 from .wire_text import printable
 
 NAMES_PING = 4_242_424
+#: Seconds a command waits for the answer to each request ("no answer from the server").
+ANSWER_TIMEOUT_S: Final = 30.0
 TOURNAMENT_HELP = "the tournament's id (t...; 'solrace tournament list' shows them)"
 ADMIN_ACTS = ("open-check-in", "start", "pause", "resume", "forfeit", "correct", "drop")
 FORMATS = ("single_elimination", "double_elimination", "swiss", "round_robin", "heats")
@@ -91,6 +101,8 @@ REGISTERED_COMMANDS = frozenset({"check-in", "leave", "play"})
 NAME_SEARCH_TOURNAMENTS = 20
 #: Most audit actors whose names `show` asks for (one request each).
 AUDIT_NAMES = 10
+
+AnswerT = TypeVar("AnswerT")
 
 
 def _common_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -525,6 +537,15 @@ def render(message: ServerMessage, skip_finished: int = 0) -> str | None:
     return None
 
 
+#: What `render` prints: the answers a command waits for.
+RENDERED: Final = (TournamentView, TournamentList, Leaderboard, Profile)
+
+
+def is_rendered(message: ServerMessage) -> bool:
+    """Is `message` one that `render` prints (an answer a command waits for)?"""
+    return isinstance(message, RENDERED)
+
+
 def is_over(message: ServerMessage) -> bool:
     """A view of a finished tournament: `watch` has printed its last one (nothing changes
     after that), and exits as `play --plain` does."""
@@ -556,14 +577,14 @@ def no_identity_problem(args: argparse.Namespace) -> str | None:
     return f"no saved identity for this server ({args.server}): join first, or pass --name"
 
 
-def error_text(incoming: Error, conn: Connection) -> str:
+def error_text(code: str, message: str, conn: Connection) -> str:
     """The server's refusal in one line; a player id it names that is the connection's own
     shows as the player's name (the id in brackets)."""
-    text = incoming.message
+    text = message
     me = player_id_of(conn.token) if conn.token else None
     if me is not None and conn.name and repr(me) in text:
         text = text.replace(repr(me), conn.name) + f" (player id {me})"
-    return f"{incoming.code}: {text}"
+    return f"{code}: {text}"
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -601,8 +622,7 @@ async def _run(args: argparse.Namespace) -> int:
         except ValidationError as exc:
             return fail(f"{args.command}: {validation_text(exc)}")
         assert request is not None
-        await conn.send(request)
-        return await _print_answers(conn, args)
+        return await _print_answers(conn, args, request)
     finally:
         await conn.close()
 
@@ -623,35 +643,44 @@ async def _admin_names_to_ids(conn: Connection, args: argparse.Namespace) -> Non
         args.cards = ",".join(f"{names.get(p, p)}={n}" for p, n in counts.items())
 
 
-async def _print_answers(conn: Connection, args: argparse.Namespace) -> int:
-    """Print the answer to the request sent (`watch`: every view until the tournament is
-    over): 0, or 1 after printing the server's refusal."""
+async def _print_answers(conn: Connection, args: argparse.Namespace, request: ClientMessage) -> int:
+    """Send `request` and print its answer (`watch`: then every view, for as long as the
+    tournament runs, until it is over): 0, or 1 after printing the server's refusal."""
+    read = reader_of(conn)
+    try:
+        answer = await request_reading(conn, read, request, is_rendered, ANSWER_TIMEOUT_S)
+    except LinkClosedError:
+        raise
+    except RequestError as exc:
+        return print_refusal(exc.code, exc.message, conn)
     while True:
-        incoming = await asyncio.wait_for(conn.recv(), 30.0)
-        if isinstance(incoming, StatusChange):
-            continue
-        if isinstance(incoming, Error):
-            hint = ""
-            if incoming.code == ErrorCode.NOT_ADMIN:
-                hint = (
-                    " (check --admin-token or $SOLRACE_ADMIN_TOKEN; a server started "
-                    "without --admin-token has tournament administration turned off)"
-                )
-            print(
-                printable(f"solrace tournament: {error_text(incoming, conn)}{hint}"),
-                file=sys.stderr,
-            )
-            return 1
-        text = render(incoming, getattr(args, "skip_finished", 0))
-        if text is None:
-            continue
-        if args.command == "show" and isinstance(incoming, TournamentView):
-            view = incoming.tournament
+        text = render(answer, getattr(args, "skip_finished", 0))
+        assert text is not None
+        if args.command == "show" and isinstance(answer, TournamentView):
+            view = answer.tournament
             text += "\n\n" + render_audit(view, await _actor_names(conn, view))
         print(printable(text), flush=True)
-        if args.command != "watch" or is_over(incoming):
+        if args.command != "watch" or is_over(answer):
             return 0
         print(flush=True)
+        # No time limit: a view comes when something changes (a reconnect watches again).
+        answer = await read_until(read, answer_to(request, is_rendered), None)
+        if isinstance(answer, Error):  # watching again after a reconnect was refused
+            return print_refusal(answer.code, answer.message, conn)
+
+
+def print_refusal(code: str, message: str, conn: Connection) -> int:
+    """Print the server's refusal of the command's request (`error_text`; for `not_admin`,
+    where the token may be missing): 1."""
+    hint = ""
+    if code == ErrorCode.NOT_ADMIN:
+        hint = (
+            " (check --admin-token or $SOLRACE_ADMIN_TOKEN; a server started "
+            "without --admin-token has tournament administration turned off)"
+        )
+    text = f"solrace tournament: {error_text(code, message, conn)}{hint}"
+    print(printable(text), file=sys.stderr)
+    return 1
 
 
 async def _actor_names(conn: Connection, view: TournamentModel) -> dict[PlayerId, str]:
@@ -662,21 +691,25 @@ async def _actor_names(conn: Connection, view: TournamentModel) -> dict[PlayerId
     for actor in dict.fromkeys(entry.actor for entry in view.audit):
         if actor in players or len(names) >= AUDIT_NAMES:
             continue
-        reply = await _ask(conn, GetProfile(player_id=actor), Profile)
-        if isinstance(reply, Profile):
-            names[actor] = reply.name
+        profile = await _ask(conn, GetProfile(player_id=actor), Profile)
+        if profile is not None:
+            names[actor] = profile.name
     return names
 
 
-async def _ask(conn: Connection, message: ClientMessage, kind: type[ServerMessage]) -> object:
-    """Send `message` and read until its answer of type `kind` (returned) or its error."""
-    await conn.send(message)
-    while True:
-        incoming = await asyncio.wait_for(conn.recv(), 30.0)
-        if isinstance(incoming, Error) and incoming.request == message.type:
-            return incoming
-        if isinstance(incoming, kind):
-            return incoming
+async def _ask(conn: Connection, message: ClientMessage, kind: type[AnswerT]) -> AnswerT | None:
+    """Send `message`: its answer of type `kind`, or None if the server refused it (a link
+    closed for good raises `LinkClosedError`, no answer in time `TimeoutError`)."""
+    try:
+        reply = await request_reading(
+            conn, reader_of(conn), message, lambda m: isinstance(m, kind), ANSWER_TIMEOUT_S
+        )
+    except LinkClosedError:
+        raise
+    except RequestError:
+        return None
+    assert isinstance(reply, kind)
+    return reply
 
 
 async def _profile(conn: Connection, args: argparse.Namespace) -> int:
@@ -694,15 +727,15 @@ async def _profile(conn: Connection, args: argparse.Namespace) -> int:
     if wanted != player_id and len(wanted) <= 64:
         candidates.append(PlayerId(wanted))  # maybe an id already
     for candidate in candidates:
-        reply = await _ask(conn, GetProfile(player_id=candidate), Profile)
-        if isinstance(reply, Profile):
-            print(printable(render(reply) or ""), flush=True)
+        profile = await _ask(conn, GetProfile(player_id=candidate), Profile)
+        if profile is not None:
+            print(printable(render(profile) or ""), flush=True)
             return 0
     player_id = await _find_player(conn, wanted)
     if player_id is not None:
-        reply = await _ask(conn, GetProfile(player_id=player_id), Profile)
-        if isinstance(reply, Profile):
-            print(printable(render(reply) or ""), flush=True)
+        profile = await _ask(conn, GetProfile(player_id=player_id), Profile)
+        if profile is not None:
+            print(printable(render(profile) or ""), flush=True)
             return 0
     return fail(
         f"unknown_player: no player named {wanted!r} (or with that id) on {args.server} "
@@ -715,19 +748,19 @@ async def _find_player(conn: Connection, name: str) -> PlayerId | None:
     """The id of the player called `name` (names are unique on a server), from what the
     protocol lists with names: live races, leaderboards, tournaments' players."""
     races = await _ask(conn, ListRaces(), RaceList)
-    if isinstance(races, RaceList):
+    if races is not None:
         for info in races.races:
             for racer in info.racers:
                 if racer.name == name:
                     return racer.player_id
     for game in GAME_IDS:
         board = await _ask(conn, GetLeaderboard(game=game, limit=100), Leaderboard)
-        if isinstance(board, Leaderboard):
+        if board is not None:
             for row in board.entries:
                 if row.name == name:
                     return row.player_id
     listed = await _ask(conn, ListTournaments(), TournamentList)
-    if not isinstance(listed, TournamentList):
+    if listed is None:
         return None
     for summary in listed.tournaments[:NAME_SEARCH_TOURNAMENTS]:
         names = await _player_ids(conn, summary.tournament_id)
@@ -737,22 +770,22 @@ async def _find_player(conn: Connection, name: str) -> PlayerId | None:
 
 
 async def _player_ids(conn: Connection, tournament_id: str) -> dict[str, PlayerId]:
-    """The tournament's player names -> ids (an admin act may name players instead of ids)."""
-    await conn.send(WatchTournament(tournament_id=tournament_id))
-    names: dict[str, PlayerId] = {}
-    while True:
-        incoming = await asyncio.wait_for(conn.recv(), 30.0)
-        if isinstance(incoming, TournamentView):
-            names = {p.name: p.player_id for p in incoming.tournament.players}
-            break
-        if isinstance(incoming, Error):
-            return {}  # the act itself will say what is wrong
+    """The tournament's player names -> ids (an admin act may name players instead of ids);
+    none if the server refuses to show it (the act itself will say what is wrong)."""
+    shown = await _ask(conn, WatchTournament(tournament_id=tournament_id), TournamentView)
+    if shown is None:
+        return {}
     await conn.send(UnwatchTournament(tournament_id=tournament_id))
-    await conn.send(Ping(nonce=NAMES_PING))
-    while True:  # views pushed before the unwatch came first: skip them
-        incoming = await asyncio.wait_for(conn.recv(), 30.0)
-        if isinstance(incoming, Pong) and incoming.nonce == NAMES_PING:
-            return names
+    # Views pushed before the unwatch come before the answer to a ping sent after it: read
+    # past them, so that none is taken for the answer to the act.
+    await request_reading(
+        conn,
+        reader_of(conn),
+        Ping(nonce=NAMES_PING),
+        lambda m: isinstance(m, Pong) and m.nonce == NAMES_PING,
+        ANSWER_TIMEOUT_S,
+    )
+    return {p.name: p.player_id for p in shown.tournament.players}
 
 
 async def _run_tui(args: argparse.Namespace) -> int:
@@ -795,7 +828,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _without_a_terminal(args)
     try:
         return asyncio.run(_run(args))
-    except TimeoutError:
+    except (TimeoutError, LinkClosedError):  # closed for good: no answer can come either
         print("solrace tournament: no answer from the server", file=sys.stderr)
         return 1
     except ConnectionFailedError as exc:

@@ -26,6 +26,7 @@ from solrace.client.session import (
     Session,
     answer_to,
     read_until,
+    reader_of,
     request_reading,
 )
 from solrace.server.protocol.errors import ErrorCode
@@ -137,14 +138,11 @@ class Reader:
         self.read: list[ServerMessage] = []
         self.waits: list[float] = []
 
-    async def __call__(self, wait_s: float) -> ServerMessage | None:
+    async def __call__(self, wait_s: float | None) -> ServerMessage | None:
+        assert wait_s is not None, "these tests read with a time limit"
         self.waits.append(wait_s)
-        try:
-            async with asyncio.timeout(wait_s):
-                incoming = await self.conn.recv()
-        except TimeoutError:
-            return None
-        if isinstance(incoming, StatusChange):
+        incoming = await self.conn.recv_within(wait_s)
+        if incoming is None or isinstance(incoming, StatusChange):
             return None
         self.read.append(incoming)
         return incoming
@@ -511,3 +509,27 @@ async def test_read_until_gives_up_after_its_timeout_giving_the_reader_the_time_
         with pytest.raises(TimeoutError):
             await request_reading(alice.conn, reader, ListRaces(), never, 0.2)
         assert isinstance(reader.read[-1], RaceList)  # handled by the reader, no answer
+
+
+async def test_reader_of_reads_past_a_lost_link_and_raises_once_it_is_closed_for_good(
+    server_url: str,
+) -> None:
+    """A one-shot command's reader: a link lost and back is nothing to read (`read_until`
+    with no time limit waits past it for its message); a link closed for good ends the wait
+    with `LinkClosedError`, as the session's requests end."""
+    async with connected(server_url, "alice") as alice:
+        read = reader_of(alice.conn)
+        ws = alice.conn._ws
+        assert ws is not None
+        await ws.close(code=1011)  # the link drops, as far as this client can tell
+        nonce = next(NONCES)
+        await alice.conn.send(Ping(nonce=nonce))  # sent once the link is back
+        async with asyncio.timeout(10):
+            pong = await read_until(read, pong_of(nonce), None)
+        assert isinstance(pong, Pong) and pong.nonce == nonce
+        # The same player connects again elsewhere: the server closes this link (4003).
+        async with Connection(server_url, token=alice.conn.token):
+            with pytest.raises(LinkClosedError, match="4003") as closed:
+                async with asyncio.timeout(10):
+                    await read_until(read, never, None)
+            assert closed.value.code == "connection_closed"
