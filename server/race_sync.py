@@ -772,6 +772,19 @@ class RaceKeeper:
         if record is not None and not record.deal_held:
             self.release_deal(runtime.race_id)
 
+    async def take_releases(self) -> None:
+        """Several nodes: another node changed a tournament (maybe ending a round). The
+        finished races held here whose deal is held and which someone here watches ask the
+        store whether it was released, so that their spectators get the final boards now
+        (the node ending the round releases only its own copies)."""
+        for runtime in list(self.races.values()):
+            if (
+                runtime.spectators
+                and runtime.race.record.deal_held
+                and runtime.race.status is RaceStatus.FINISHED
+            ):
+                await self._take_release(runtime)
+
     def release_deal(self, race_id: RaceId) -> None:
         """The race's deal was released in the store (its tournament round ended): this node's
         copy, if it has one, knows it too, and the race's spectators get the boards held back

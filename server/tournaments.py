@@ -432,6 +432,7 @@ class TournamentService:
 
     async def _remote_change(self, notice: ChangeNotice | None) -> None:
         """Another node changed a tournament (None: changes may have been missed)."""
+        await self.hub.keeper.take_releases()  # it may have ended a round
         if notice is None:
             wanted = self.views.watched()
         else:

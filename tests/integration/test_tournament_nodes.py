@@ -1,7 +1,8 @@
 """A tournament served by two nodes sharing a real Redis: the admin and ann on node A, bob and
 a spectator on node B. Views pushed after every change reach the watcher on B, bob gets his
 `tournament_race` on B (and the race's events), and he counts as present though only B has
-him: no no-show forfeit."""
+him: no no-show forfeit. The spectator watching the race on B gets no board while the round's
+deal is held, and the final boards once node A has ended the round."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from solrace.server.app import App
-from solrace.server.protocol.messages import RaceFinished, RaceStarted, Resign
+from solrace.server.protocol.messages import Board, RaceFinished, RaceStarted, Resign, Watch
 from solrace.server.protocol.tournament_messages import (
     JoinTournament,
     TournamentRace,
@@ -88,6 +89,7 @@ async def test_views_race_notices_and_presence_reach_every_node(
         await player.expect(RaceStarted, lambda m: m.race_id == race_id)
     running = await watcher.expect(TournamentView, lambda m: m.tournament.phase == "running")
     assert [live.race_id for live in running.tournament.live] == [race_id]
+    await watcher.send(Watch(race_id=race_id))
 
     def both_present() -> bool:
         live = node_a.tournaments.live.get(tid)
@@ -100,8 +102,15 @@ async def test_views_race_notices_and_presence_reach_every_node(
     deal_number = node_a.hub.races[race_id].race.record.game_number
     await bob.send(Resign(race_id=race_id))
     await play(ann, race_id, scoring_line("klondike", deal_number))
+    assert not [m for m in watcher.inbox if isinstance(m, Board)]  # the deal is held
     await ann.send(Resign(race_id=race_id))
     await bob.expect(RaceFinished, lambda m: m.race_id == race_id)
     final = await watcher.expect(TournamentView, lambda m: m.tournament.phase == "finished")
     assert final.tournament.champion == ann.player_id
     assert final.tournament.rounds[0].matches[0].forfeited == []  # bob was never a no-show
+    # Node A ended the round and released the deal; B hears of the change and shows the
+    # spectator the final boards (it had to watch again for them).
+    for racer in (ann, bob):
+        await watcher.expect(
+            Board, lambda m, p=racer.player_id: m.race_id == race_id and m.player_id == p
+        )

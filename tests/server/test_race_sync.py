@@ -520,6 +520,38 @@ async def test_a_finished_race_whose_deal_is_held_stays_until_it_is_released() -
         assert race_id not in hub.races
 
 
+async def test_spectators_get_the_final_boards_when_another_node_released_the_deal() -> None:
+    """Several nodes: the node that ends a tournament round releases the deals in the store
+    and its own copies; this node hears that a tournament changed (`take_releases`) and its
+    spectators get the final boards then (they got them only by watching again)."""
+    store = MemoryStore()
+    async with opened(store), running_hub(store, broker=MemoryBroker()) as hub:
+        race_id, alice, bob = await start_race_of_two(hub)
+        runtime = hub.races[race_id]
+        held = runtime.race.record.model_copy(update={"deal_held": True})
+        runtime.race.record = held
+        assert await store.save_race_if(held, runtime.saved)
+        runtime.saved = held
+        fan = RecordingSession(3)
+        await hub.handle(fan, Hello(protocol=PROTOCOL_VERSION))
+        await hub.handle(fan, Watch(race_id=race_id))
+        for racer in (alice, bob):
+            await hub.handle(racer, Resign(race_id=race_id))
+        assert not runtime.race.is_live
+
+        def boards() -> list[Board]:
+            return [m for m in fan.sent if isinstance(m, Board) and m.race_id == race_id]
+
+        await hub.keeper.take_releases()
+        assert boards() == []  # still held in the store
+        stored = await store.get_race(race_id)
+        assert stored is not None
+        assert await store.save_race_if(stored.model_copy(update={"deal_held": False}), stored)
+        await hub.keeper.take_releases()
+        assert {b.player_id for b in boards()} == {alice.player_id, bob.player_id}
+        assert not runtime.race.record.deal_held
+
+
 async def test_a_finished_race_whose_deal_is_held_and_nobody_watches_goes_as_any_other() -> None:
     """Kept for good otherwise, on a node that never hears of the release (several nodes)
     or with a round that never ends."""
