@@ -28,10 +28,11 @@ from .connection import Connection, ConnectionFailedError
 from .defaults import DEFAULT_SERVER_URL
 from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import NAME_RULE, connect_player, data_dir, embedded_key, name_problem
-from .plain import PlainMode, stdin_lines
+from .plain import PlainMode
 from .replay import replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
+from .typed_lines import stdin_lines
 from .wire_text import printable
 
 if TYPE_CHECKING:

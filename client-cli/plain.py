@@ -22,12 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
-import threading
-from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any, Final, TextIO
+from typing import Final, TextIO
 
 from solrace.engine import GAME_IDS, EngineError, Move
 from solrace.server.protocol.closecodes import CloseCode
@@ -52,6 +48,7 @@ from .render import render_plain, result_line
 from .session import LinkClosedError, MoveTimeoutError, Predicate, RequestError, Session
 from .state import NOT_SEATED, RaceState
 from .stopping import Stopped, run_until_stopped
+from .typed_lines import Typed, TypedLines
 from .wire_text import printable
 
 HELP = """\
@@ -86,45 +83,10 @@ RACE_COMMANDS: Final = frozenset({"board", "moves", "start", "resign", "leave", 
 EXIT_CLOSED: Final = 1
 
 
-@dataclass(slots=True, eq=False)
-class Typed:
-    """A command line read and not run yet."""
-
-    text: str
-    #: Said to wait for the start (typed while another command waited for it).
-    said: bool = False
-
-
 def _retrieve(task: asyncio.Task[None]) -> None:
     """Mark a task's failure as seen: its awaiters (if any are left) report it."""
     if not task.cancelled():
         task.exception()
-
-
-async def stdin_lines() -> AsyncIterator[str]:
-    """Lines of standard input without blocking the event loop.
-
-    A daemon thread reads them: a program that ends on its own (a tournament that finishes)
-    must not wait for one more line of input before it can exit."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[str | None] = asyncio.Queue()
-
-    def read() -> None:
-        while True:
-            line = sys.stdin.readline()
-            try:
-                loop.call_soon_threadsafe(queue.put_nowait, line or None)
-            except RuntimeError:  # the loop is closed: the program is ending
-                return
-            if not line:
-                return
-
-    threading.Thread(target=read, name="solrace-stdin", daemon=True).start()
-    while True:
-        got = await queue.get()
-        if got is None:
-            return
-        yield got
 
 
 def closed_text(detail: str) -> str:
@@ -164,10 +126,8 @@ class PlainMode:
         self._late: set[int] = set()
         #: The one `quit` (the end of the input and a stop signal may both ask for it).
         self._quitting: asyncio.Task[None] | None = None
-        #: Lines read and not run yet, oldest first (`_read_lines`), and news of one more.
-        self._typed: deque[Typed] = deque()
-        self._more = asyncio.Event()
-        self._input_ended = False
+        #: The command lines read and not run yet (read all the while `run` runs).
+        self._input = TypedLines()
         #: `quit` typed while a command waited for an open race's start: it ends `run`.
         self._quit_asked = False
         session.listeners.append(self.on_event)
@@ -320,15 +280,14 @@ class PlainMode:
 
     async def _read_commands(self, lines: AsyncIterator[str]) -> int:
         """Run the commands in the order typed, each to its end; the input is read all the
-        while (`_read_lines`), so that a command waiting for the start of an open race can
-        take `start`, `leave`, `quit`... typed meanwhile (`_typed_meanwhile`)."""
+        while (`TypedLines.reading`), so that a command waiting for the start of an open race
+        can take `start`, `leave`, `quit`... typed meanwhile (`_typed_meanwhile`)."""
         try:
             await self.take_back_seat()
         except LinkClosedError:
             return EXIT_CLOSED
-        reader = asyncio.create_task(self._read_lines(lines), name="solrace-plain-input")
-        try:
-            while (line := await self._next_line()) is not None and line not in QUIT_WORDS:
+        async with self._input.reading(lines, name="solrace-plain-input"):
+            while (line := await self._input.next_line()) is not None and line not in QUIT_WORDS:
                 try:
                     await self.command(line)
                 except LinkClosedError:
@@ -336,39 +295,16 @@ class PlainMode:
                 if self._quit_asked:
                     self._say_not_run(line)
                     break
-        finally:
-            await cancel_and_wait([reader])
         try:
             await self.quit()
         except LinkClosedError:
             return EXIT_CLOSED
         return 0
 
-    async def _read_lines(self, lines: AsyncIterator[str]) -> None:
-        """Every command line of the input, queued as it comes; then the end of the input."""
-        try:
-            async for raw in lines:
-                line = raw.strip()
-                if line and not line.startswith("#"):
-                    self._typed.append(Typed(line))
-                    self._more.set()
-        finally:
-            self._input_ended = True
-            self._more.set()
-
-    async def _next_line(self) -> str | None:
-        """The next command line in the order typed; None at the end of the input."""
-        while not self._typed:
-            if self._input_ended:
-                return None
-            self._more.clear()
-            await self._more.wait()
-        return self._typed.popleft().text
-
     def _say_not_run(self, interrupted: str) -> None:
         """`quit` came while `interrupted` waited for a start: what it leaves undone."""
-        undone = [interrupted, *(t.text for t in self._typed)]
-        self._typed.clear()
+        undone = [interrupted, *(t.text for t in self._input.waiting)]
+        self._input.waiting.clear()
         self.say(f"quit before the start: not run: {', '.join(undone)}")
 
     async def quit(self) -> None:
@@ -697,19 +633,14 @@ class PlainMode:
         news = self.session.expect(until)
         try:
             while not news.done():
-                self._more.clear()  # before looking: a line typed meanwhile wakes the wait
+                self._input.more.clear()  # before looking: a line typed meanwhile wakes the wait
                 race = self.session.state.races.get(race_id)
                 if race is not None and race.status == "open":
                     if not await self._typed_meanwhile(race_id):
                         return False
                     if news.done():
                         break
-                more = asyncio.ensure_future(self._more.wait())
-                either: set[asyncio.Future[Any]] = {news, more}
-                try:
-                    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    more.cancel()
+                await self._input.wait_more(news)
             news.result()  # a link closed for good raises here
             return True
         finally:
@@ -735,10 +666,10 @@ class PlainMode:
             if typed.text in QUIT_WORDS:
                 if await self._start_on_its_way(race_id):
                     return True  # a countdown after all: everything runs in order
-                self._typed.remove(typed)
+                self._input.waiting.remove(typed)
                 self._quit_asked = True
                 return False
-            self._typed.remove(typed)
+            self._input.waiting.remove(typed)
             await self.command(typed.text)
 
     def _first_to_run_now(self) -> Typed | None:
@@ -746,7 +677,7 @@ class PlainMode:
         start (`_typed_meanwhile`); at a terminal, those before it that wait their turn say
         so, once. A script's lines keep their order, but for a `start` (which only its creator
         may give: waiting for it would wait for good)."""
-        for typed in self._typed:
+        for typed in self._input.waiting:
             word = typed.text.split()[0].lower()
             if word == "start" or (
                 self.interactive and (typed.text in QUIT_WORDS or word in TYPED_MEANWHILE)

@@ -36,7 +36,7 @@ from solrace.tasks import cancel_and_wait
 from .connection import ConnectionFailedError, Incoming, StatusChange
 from .held_deals import HeldDeals, race_label
 from .identity import connect_player
-from .plain import EXIT_CLOSED, QUIT_WORDS, PlainMode, stdin_lines
+from .plain import EXIT_CLOSED, QUIT_WORDS, PlainMode
 from .session import RequestError, Session, tournament_view_of
 from .stopping import Stopped, run_until_stopped
 from .tournament_render import (
@@ -47,6 +47,7 @@ from .tournament_render import (
     plural,
     render_tournament,
 )
+from .typed_lines import TypedLines, stdin_lines
 from .wire_text import printable
 
 TOURNAMENT_HELP = """\
@@ -189,29 +190,14 @@ class TournamentPlain:
         """Run the commands in the order typed until `quit` (True) or the end of the input
         (False). The input is read all the while: a `quit` typed while `next` waits (for a
         round to start, maybe hours) ends the wait; other lines wait their turn."""
-        typed: asyncio.Queue[str | None] = asyncio.Queue()  # None: the end of the input
-
-        async def read() -> None:
-            try:
-                async for raw in lines:
-                    line = raw.strip()
-                    if line and not line.startswith("#"):
-                        typed.put_nowait(line)
-            finally:
-                typed.put_nowait(None)
-
-        reader = asyncio.create_task(read(), name="solrace-tournament-input")
-        held: list[str | None] = []  # lines read while `next` waited, in order
-        try:
-            while True:
-                line = held.pop(0) if held else await typed.get()
-                if line is None:
-                    return False
+        typed = TypedLines()
+        async with typed.reading(lines, name="solrace-tournament-input"):
+            while (line := await typed.next_line()) is not None:
                 if line in QUIT_WORDS:
                     return True
                 try:
                     if line == "next":
-                        if await self._next_unless_quit(typed, held):
+                        if await self._next_unless_quit(typed):
                             return True
                     elif line == "show":
                         view = self.view
@@ -225,28 +211,22 @@ class TournamentPlain:
                     self.say(f"refused: {exc.message} ({exc.code})")
                 except TimeoutError:
                     self.say("no answer from the server")
-        finally:
-            await cancel_and_wait([reader])
+        return False
 
-    async def _next_unless_quit(
-        self, typed: asyncio.Queue[str | None], held: list[str | None]
-    ) -> bool:
-        """`next`, reading the lines typed meanwhile: True if one was `quit` (the wait is
-        given up), else False once the next race (or the end) came; the other lines are
-        kept in `held`, in order, for after it."""
+    async def _next_unless_quit(self, typed: TypedLines) -> bool:
+        """`next`, looking at the lines typed meanwhile: True if one is `quit` (the wait is
+        given up), else False once the next race (or the end) came; the other lines keep
+        their place, for after it."""
         waiting = asyncio.create_task(self.next_race(), name="solrace-tournament-next")
         try:
-            while not waiting.done():
-                line = asyncio.ensure_future(typed.get())
-                await asyncio.wait({waiting, line}, return_when=asyncio.FIRST_COMPLETED)
-                if not line.done():
-                    line.cancel()  # nothing is lost: the queue keeps it
-                    continue
-                if line.result() in QUIT_WORDS:
+            while True:
+                await typed.wait_more(waiting)
+                if waiting.done():
+                    waiting.result()  # its failure, if any, is the command's
+                    return False
+                typed.more.clear()  # before looking: a line typed later wakes the wait again
+                if any(line.text in QUIT_WORDS for line in typed.waiting):
                     return True
-                held.append(line.result())
-            waiting.result()  # its failure, if any, is the command's
-            return False
         finally:
             if not waiting.done():
                 await cancel_and_wait([waiting])
