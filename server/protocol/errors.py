@@ -61,7 +61,10 @@ class SchemaError(ProtocolError):
 
 
 class RaceError(ProtocolError):
-    """A request the race state machine refuses; nothing changed."""
+    """A request the server refuses, answered by an `error` reply with `code`; nothing
+    changed. Named for where it began (the race state machine), it is every service's
+    refusal: races, identities, tournaments, ratings, and a store too far away to answer
+    (`UNAVAILABLE`: the request may be sent again)."""
 
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
