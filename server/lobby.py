@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.messages import RaceInfo, RaceList
@@ -47,6 +48,18 @@ def race_list(infos: list[RaceInfo], limit: int = RACE_LIST_LIMIT) -> RaceList:
     return RaceList(races=[i for i in infos if id(i) in kept], more=len(infos) - limit)
 
 
+@dataclass(frozen=True, slots=True)
+class _Built:
+    """The list as built once, kept until a change makes it stale."""
+
+    races: RaceList
+    frame: bytes
+    #: When its reading began (loop time), and the changes counted then: a change since
+    #: (during the reading too) makes it stale.
+    at: float
+    changes: int
+
+
 class LobbyFeed:
     def __init__(
         self,
@@ -59,9 +72,8 @@ class LobbyFeed:
         self.poll_s = poll_s
         #: Each follower and the list it was last sent.
         self.followers: dict[Session, RaceList] = {}
-        #: The list as last built, its frame, when its reading began (loop time) and the
-        #: changes counted then: a change since (during the reading too) makes it stale.
-        self._current: tuple[RaceList, bytes, float, int] | None = None
+        #: The list as last built.
+        self._current: _Built | None = None
         #: One more at each change (`changed`).
         self._changes = 0
         self._due: asyncio.TimerHandle | None = None
@@ -83,19 +95,19 @@ class LobbyFeed:
         kept = self._current
         if (
             kept is not None
-            and kept[3] == changes
-            and (self.poll_s is None or now - kept[2] < self.interval_s)
+            and kept.changes == changes
+            and (self.poll_s is None or now - kept.at < self.interval_s)
         ):
-            return kept[0], kept[1]
-        if kept is not None and now - kept[2] < REBUILD_EVERY_S:
-            await asyncio.sleep(kept[2] + REBUILD_EVERY_S - now)
+            return kept.races, kept.frame
+        if kept is not None and now - kept.at < REBUILD_EVERY_S:
+            await asyncio.sleep(kept.at + REBUILD_EVERY_S - now)
             fresh = self._current
-            if fresh is not None and fresh is not kept and fresh[3] >= changes:
-                return fresh[0], fresh[1]  # built meanwhile, with every change before this
+            if fresh is not None and fresh is not kept and fresh.changes >= changes:
+                return fresh.races, fresh.frame  # built meanwhile, with every change before this
             now, changes = loop.time(), self._changes
         races = await self.list_races()
         frame = encode(races)
-        self._current = (races, frame, now, changes)
+        self._current = _Built(races, frame, now, changes)
         return races, frame
 
     def changed(self) -> None:
