@@ -19,7 +19,7 @@ from solrace.server.protocol.race import Racer
 from solrace.server.protocol.records import LIVE_STATUSES, RacerRecord
 from solrace.server.race_changes import connection_change
 from solrace.server.race_sync import RaceKeeper
-from solrace.server.session import Session, holder_name
+from solrace.server.session import Session, holder_name, node_of_holder
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
 from solrace.server.timers import run_every
@@ -33,7 +33,7 @@ def _gone_holder(racer: Racer | RacerRecord, alive: set[str]) -> str | None:
     """The holder (`<node>:<session>`, `holder_name`) of a racer still connected through a
     node that is not alive, else None."""
     holder = racer.holder
-    if racer.connected and holder is not None and holder.partition(":")[0] not in alive:
+    if racer.connected and holder is not None and node_of_holder(holder) not in alive:
         return holder
     return None
 

@@ -69,3 +69,8 @@ def holder_name(node_id: str, session: Session) -> str:
 def holder_of_session(node_id: str, session_id: int) -> str:
     """`holder_name` of the session numbered `session_id` on node `node_id`."""
     return f"{node_id}:{session_id}"
+
+
+def node_of_holder(holder: str) -> str:
+    """The node of a `holder_name` (`<node>:<session>`)."""
+    return holder.partition(":")[0]
