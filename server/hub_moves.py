@@ -23,7 +23,7 @@ from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import MakeMove, MoveRejected
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.protocol.views import touched_pile_fields
-from solrace.server.race_changes import board_progress, own_board
+from solrace.server.race_changes import own_board
 from solrace.server.race_sync import RaceKeeper
 from solrace.server.runtime import RacerBoard, RaceRuntime
 from solrace.server.session import Session
@@ -149,7 +149,10 @@ class MoveHandler:
         if not (won or stuck) and self.settings.progress_interval_s > 0:
             self.keeper.note_progress(runtime, record)
         else:
-            await self._record_board(runtime, record)
+            # At once: a finish, a stuck board, or every move when progress is not batched.
+            # The move is stored and acknowledged; if its board is refused, the tick stores
+            # it (and its progress) once the store answers again.
+            await self.keeper.store_board(runtime, player_id, [record])
 
     def _answer_again(
         self,
@@ -196,17 +199,15 @@ class MoveHandler:
         taken back from the board and the racer told why (a bug, no `StoreError`, is raised
         to the connection, which logs it and closes with 1011)."""
         game = runtime.boards[record.player_id].game
-        runtime.in_flight += 1
-        try:
-            await self.store.append_move(record)
-        except Exception as exc:
-            game.undo()  # the board as the store has it
-            if not isinstance(exc, StoreError):
-                raise
-            await self._not_stored(session, message, runtime, record, exc)
-            return False
-        finally:
-            runtime.in_flight -= 1
+        with runtime.storing_move():
+            try:
+                await self.store.append_move(record)
+            except Exception as exc:
+                game.undo()  # the board as the store has it
+                if not isinstance(exc, StoreError):
+                    raise
+                await self._not_stored(session, message, runtime, record, exc)
+                return False
         self.storing.worked()  # one integer checked, but for the move after an outage
         return True
 
@@ -236,22 +237,6 @@ class MoveHandler:
             self.storing.failed(f"move {record.ply} of {record.player_id}: {exc}")
             self._reject(session, message, ErrorCode.UNAVAILABLE, "not stored; send it again")
 
-    async def _record_board(self, runtime: RaceRuntime, record: MoveRecord) -> None:
-        """Store the racer's board at once (a finish, a stuck board, or every move when
-        progress is not batched)."""
-        player_id = record.player_id
-        try:
-            await self.keeper.apply_to_race(
-                runtime, board_progress(player_id, runtime.boards[player_id]), moves=[record]
-            )
-        except RaceError as exc:
-            # The move is stored and acknowledged; the tick stores its finish or stuck board
-            # (and its progress) once the store answers again.
-            runtime.unsettled.setdefault(player_id, []).append(record)
-            self.keeper.storing_boards.failed(f"race {runtime.race_id}, {player_id}: {exc}")
-        else:
-            self.keeper.storing_boards.worked()
-
     async def _settle_conflict(
         self, session: Session, runtime: RaceRuntime, player_id: PlayerId, message: MakeMove
     ) -> None:
@@ -273,7 +258,7 @@ class MoveHandler:
             # move, so the racer's progress, and the results, count it.
             self.keeper.note_progress(runtime, move)
         if unseen and board.is_over:
-            runtime.unsettled.setdefault(player_id, [])  # the tick stores the finish
+            runtime.settle_later(player_id)  # the tick stores the finish
         if message.seq in board.seq_to_ply:
             self._answer_duplicate(session, runtime, player_id, message)
             return

@@ -212,21 +212,31 @@ class RaceKeeper:
             if racer is None or racer.state is not RacerState.PLAYING or not board.move_times:
                 continue
             if board.is_over:
-                runtime.unsettled.setdefault(player_id, [])
+                runtime.settle_later(player_id)
 
     async def catch_up_progress(self, runtime: RaceRuntime) -> None:
         """Several nodes: a node that died between storing a move and its progress left the
         record behind the moves; replaying them tells, and the progress is stored now (or,
-        if the store refuses it, by the tick, as a board left unsettled)."""
+        if the store refuses it, by the tick: `store_board`)."""
         race = runtime.race
         behind = [p for p, b in runtime.boards.items() if b.game.ply > race.racers[p].moves]
         for player_id in behind:
-            board = runtime.boards[player_id]
-            try:
-                await self.apply_to_race(runtime, board_progress(player_id, board))
-            except RaceError as exc:
-                self.storing_boards.failed(f"race {runtime.race_id}: {exc} (retried)")
-                runtime.unsettled.setdefault(player_id, [])
+            await self.store_board(runtime, player_id)
+
+    async def store_board(
+        self, runtime: RaceRuntime, player_id: PlayerId, moves: Sequence[MoveRecord] = ()
+    ) -> None:
+        """Store the racer's board in the race now: its figures, and its finish or stuck
+        state (several nodes: `moves` published with it). If the store refuses it, the tick
+        stores it once the store answers again (`_settle_boards`); it is not raised."""
+        change = board_progress(player_id, runtime.boards[player_id])
+        try:
+            await self.apply_to_race(runtime, change, moves=moves)
+        except RaceError as exc:
+            runtime.settle_later(player_id, moves)
+            self.storing_boards.failed(f"race {runtime.race_id}, {player_id}: {exc}")
+        else:
+            self.storing_boards.worked()
 
     async def _settle_boards(self, runtime: RaceRuntime) -> None:
         """Store the finish or stuck board of racers whose move's change the store refused
@@ -286,7 +296,7 @@ class RaceKeeper:
             await self._settle_boards(runtime)
         race = runtime.race
         due = race.next_deadline()
-        if not race.is_live or runtime.in_flight or due is None or due > now:
+        if not race.is_live or runtime.is_storing_move or due is None or due > now:
             return
 
         def change(race: Race) -> list[RaceEvent]:

@@ -11,6 +11,8 @@ import asyncio
 import bisect
 from array import array
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from solrace.engine import Audience, EngineError, Game, Move, deal
@@ -99,7 +101,8 @@ class RaceRuntime:
         self.race_id: RaceId = race.race_id
         self.boards: dict[PlayerId, RacerBoard] = {}
         self.spectators: set[Session] = set()
-        self.in_flight = 0
+        #: Moves of the race being stored now (`storing_move`).
+        self._moves_storing = 0
         #: Who created the race here (the race's `creator` passes on when they leave; the
         #: open races a player may have count the ones they created). None: loaded.
         self.created_by: PlayerId | None = None
@@ -122,13 +125,34 @@ class RaceRuntime:
         self.pending: set[PlayerId] = set()
         self.pending_moves: list[MoveRecord] = []
         #: Racers whose won or stuck board's change could not be stored, with the moves it
-        #: was to publish (several nodes): the tick applies it.
+        #: was to publish (several nodes): the tick applies it (`settle_later`).
         self.unsettled: dict[PlayerId, list[MoveRecord]] = {}
         #: The last fold was refused for this race's own reason (not an outage of the
         #: store): said once until a fold goes through.
         self.fold_refused = False
         #: The timer that folds `pending` in (None: nothing is pending).
         self.fold_due: asyncio.TimerHandle | None = None
+
+    @contextmanager
+    def storing_move(self) -> Iterator[None]:
+        """Around the storing of a move: meanwhile the race's due transitions wait
+        (`is_storing_move`), so that a time-out does not end the race under a move that was
+        checked before it and is acknowledged after."""
+        self._moves_storing += 1
+        try:
+            yield
+        finally:
+            self._moves_storing -= 1
+
+    @property
+    def is_storing_move(self) -> bool:
+        """A move of the race is being stored (`storing_move`)."""
+        return self._moves_storing > 0
+
+    def settle_later(self, player_id: PlayerId, moves: Iterable[MoveRecord] = ()) -> None:
+        """The racer's won or stuck board (or progress behind its moves) could not be stored
+        now: the tick stores it, publishing `moves` with it (several nodes)."""
+        self.unsettled.setdefault(player_id, []).extend(moves)
 
     def note_move(self, move: MoveRecord) -> None:
         """`move` (stored, its board moved on) goes into the next fold."""

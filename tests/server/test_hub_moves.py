@@ -6,6 +6,7 @@ back through the session's fallback (decoding it): what a client would read.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 
@@ -22,7 +23,7 @@ from solrace.server.protocol.messages import (
     Resign,
 )
 from solrace.server.protocol.race import Race
-from solrace.server.protocol.records import MoveRecord, RacerState
+from solrace.server.protocol.records import MoveRecord, RacerState, RaceStatus
 from solrace.server.protocol.views import board_for, touched_pile_models
 from solrace.server.runtime import ACKS_KEPT, UNDO_KEPT
 from solrace.server.store import MemoryStore, StoreUnavailableError
@@ -204,7 +205,7 @@ async def test_a_board_the_tick_stores_after_an_outage_ends_that_outage_in_the_l
         with caplog.at_level(logging.INFO, logger="solrace.server.hub"):
             with monkeypatch.context() as patched:
                 patched.setattr(hub.keeper, "apply_to_race", away)
-                await hub.moves._record_board(runtime, record)
+                await hub.keeper.store_board(runtime, player, [record])
             assert runtime.unsettled
             await hub.keeper.tick()  # the store is back: the tick stores the board
             assert not runtime.unsettled
@@ -214,6 +215,40 @@ async def test_a_board_the_tick_stores_after_an_outage_ends_that_outage_in_the_l
             "away (said once until it works again)",
             "storing boards the store refused works again after 1 failure(s)",
         ]
+
+
+class HeldAppends(MemoryStore):
+    """A store whose appends wait for `go` (a slow disk); `started` says one is waiting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def append_move(self, move: MoveRecord) -> None:
+        self.started.set()
+        await self.go.wait()
+        await super().append_move(move)
+
+
+async def test_a_time_out_due_while_a_move_is_being_stored_waits_for_it() -> None:
+    """A move checked before the race's time limit is stored and acknowledged even if the
+    limit passes while it is being stored: the tick holds the time-out back until then."""
+    store, now = HeldAppends(), [NOW_MS]
+    async with opened(store), running_hub(store, clock=lambda: now[0]) as hub:
+        race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER, time_limit_s=60)
+        race = hub.races[race_id].race
+        move = MakeMove(race_id=race_id, seq=1, move="deal")
+        moving = asyncio.create_task(hub.handle(alice, move))
+        await asyncio.wait_for(store.started.wait(), 10)
+        now[0] += 61_000  # past the time limit
+        await hub.tick()
+        assert race.is_live
+        store.go.set()
+        await asyncio.wait_for(moving, 10)
+        assert [m.seq for m in alice.sent if isinstance(m, MoveAck)] == [1]
+        await hub.tick()
+        assert race.status is RaceStatus.FINISHED
 
 
 @pytest.mark.redis

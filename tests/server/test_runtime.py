@@ -1,10 +1,12 @@
 """A race in memory (server/runtime.py): a racer's progress comes back from its board alone,
 the same whether the board was played live, rebuilt from the stored moves or followed from
-another node's notices."""
+another node's notices; the moves being stored are counted however their storing ends."""
 
 from __future__ import annotations
 
 import random
+
+import pytest
 
 from solrace.engine import deal
 from solrace.server.protocol.ids import PlayerId
@@ -70,3 +72,18 @@ async def test_progress_from_the_board_matches_a_replay_of_the_moves() -> None:
             assert runtime.apply_stored_move(record)
         runtime.restore_progress(player)
         assert runtime.race.racers[player].reached_at_ms == expected
+
+
+async def test_a_move_being_stored_counts_until_its_storing_ends_however_it_ends() -> None:
+    async with running_hub() as hub:
+        race_id, _, _ = await start_race_of_two(hub)
+        runtime = hub.races[race_id]
+        assert not runtime.is_storing_move
+        with runtime.storing_move():
+            with runtime.storing_move():
+                assert runtime.is_storing_move
+            assert runtime.is_storing_move  # the other one is still being stored
+        assert not runtime.is_storing_move
+        with pytest.raises(OSError), runtime.storing_move():
+            raise OSError("the disk is full")
+        assert not runtime.is_storing_move
