@@ -16,7 +16,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -26,6 +26,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from solrace.server.outage import Outage
 from solrace.server.redis_client import redis_client
 from solrace.tasks import cancel_and_wait
+
+T = TypeVar("T")
 
 log = logging.getLogger("solrace.server.broker")
 
@@ -67,7 +69,8 @@ class Notice(BaseModel):
 
 
 class BrokerError(Exception):
-    """Base of the broker's errors (`open`: a URL Redis refuses, e.g. a database it lacks)."""
+    """Base of the broker's errors; itself, Redis refused: a URL (`open`: e.g. a database it
+    lacks) or a command (a replica's READONLY after a failover, a user's NOPERM)."""
 
 
 class BrokerUnavailableError(BrokerError):
@@ -185,7 +188,8 @@ class Broker(Protocol):
 
     async def publish(self, channel: str, data: bytes) -> None:
         """Hand `data` to every current subscriber of `channel` on every node (at most once);
-        `BrokerUnavailableError` if it could not be sent."""
+        `BrokerError` if it was not sent (`BrokerUnavailableError` when Redis cannot be
+        reached, a plain `BrokerError` when it refuses, e.g. a replica after a failover)."""
         ...
 
     async def subscribe(self, channel: str) -> Subscription:
@@ -196,7 +200,7 @@ class Broker(Protocol):
     async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
         """Say `node_id` is alive for `ttl_ms` more; the nodes alive now (itself included): a
         node that stops announcing (killed, cut off) drops out once its time is up.
-        `BrokerUnavailableError` if it could not be said."""
+        `BrokerError` if it could not be said (`BrokerUnavailableError`: Redis unreachable)."""
         ...
 
     async def withdraw(self, node_id: str) -> None:
@@ -278,6 +282,27 @@ class MemoryBroker(LocalFanout):
         return subscription
 
 
+async def _ask_redis(
+    refused: str, command: Callable[[], Awaitable[T]], *, pooled: bool = True
+) -> T:
+    """What `command()` (one Redis command) returns, its failures in the broker's own errors:
+    `BrokerUnavailableError` if Redis cannot be reached (after a second try if the connection
+    is `pooled`: it may be stale after a Redis restart), `BrokerError` ("`refused`: why") if
+    Redis answers with an error, such as a replica's READONLY after a failover or a user's
+    NOPERM. Callers catch `BrokerError`: never redis-py's errors."""
+    try:
+        try:
+            return await command()
+        except OUTAGE_ERRORS:
+            if not pooled:
+                raise
+            return await command()
+    except OUTAGE_ERRORS as exc:
+        raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
+    except RedisError as exc:
+        raise BrokerError(f"{refused}: {exc}") from exc
+
+
 class RedisBroker(LocalFanout):
     """`redis://`: one pub/sub connection per node, read by one task that fans messages out
     to local subscriptions; after a dropped link it subscribes again and sends every local
@@ -314,13 +339,9 @@ class RedisBroker(LocalFanout):
         except ValueError as exc:  # the URL does not parse (e.g. a port that is no number)
             raise BrokerError(f"invalid Redis URL: {exc}") from exc
         try:
-            await client.ping()
-        except BaseException as exc:
+            await _ask_redis("Redis refused the broker", client.ping, pooled=False)
+        except BaseException:
             await client.aclose()
-            if isinstance(exc, OUTAGE_ERRORS):
-                raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
-            if isinstance(exc, RedisError):
-                raise BrokerError(f"Redis refused the broker: {exc}") from exc
             raise
         self._client = client
         self._reader = asyncio.create_task(self._read_forever(), name="solrace-broker-reader")
@@ -336,34 +357,21 @@ class RedisBroker(LocalFanout):
             self._client = None
 
     async def publish(self, channel: str, data: bytes) -> None:
-        for attempt in range(2):  # a pooled connection may be stale after a Redis restart
-            try:
-                await self._client.publish(self._wire(channel), data)
-                return
-            except OUTAGE_ERRORS as exc:
-                if attempt == 1:
-                    raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
+        wire = self._wire(channel)
+        refused = f"message on {channel} not published"
+        await _ask_redis(refused, lambda: self._client.publish(wire, data))
 
     async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
         key = self.prefix + "nodes"
-        try:
-            try:
-                nodes = await self._client.eval(ANNOUNCE, 1, key, node_id, ttl_ms)
-            except OUTAGE_ERRORS:  # a pooled connection may be stale after a Redis restart
-                nodes = await self._client.eval(ANNOUNCE, 1, key, node_id, ttl_ms)
-        except OUTAGE_ERRORS as exc:
-            raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
-        except RedisError as exc:
-            raise BrokerError(f"node presence not announced: {exc}") from exc
+        nodes = await _ask_redis(
+            "node presence not announced",
+            lambda: self._client.eval(ANNOUNCE, 1, key, node_id, ttl_ms),
+        )
         return {n.decode() if isinstance(n, bytes) else str(n) for n in nodes}
 
     async def withdraw(self, node_id: str) -> None:
-        try:
-            await self._client.zrem(self.prefix + "nodes", node_id)
-        except OUTAGE_ERRORS as exc:
-            raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
-        except RedisError as exc:
-            raise BrokerError(f"node presence not withdrawn: {exc}") from exc
+        key = self.prefix + "nodes"
+        await _ask_redis("node presence not withdrawn", lambda: self._client.zrem(key, node_id))
 
     async def subscribe(self, channel: str) -> Subscription:
         subscription, first = self._add(channel)

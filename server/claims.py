@@ -9,8 +9,8 @@ claim comes after that connection's own: it must have seen its own claim come ba
 the other claim comes first, the other connection is the earlier one and its own node closes
 it.
 
-The broker delivers at most once: a claim it loses (Redis down) leaves both connections
-open, as before there were claims; the race's holder (the connection last marked
+The broker delivers at most once: a claim it loses (Redis down, or refusing it) leaves both
+connections open, as before there were claims; the race's holder (the connection last marked
 connected) still decides whose close marks the racer away.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from solrace.server.broker import Broker, BrokerUnavailableError, ChannelListener, Notice
+from solrace.server.broker import Broker, BrokerError, ChannelListener, Notice
 from solrace.server.outage import Outage
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.session import Session
@@ -74,7 +74,7 @@ class ClaimRelay:
         claim = Claim(player_id=player_id, node=self.node_id, session=session.session_id)
         try:
             await self.broker.publish(CHANNEL, claim.encode())
-        except BrokerUnavailableError as exc:
+        except BrokerError as exc:
             self.announcing.failed(f"{player_id}'s connection not announced: {exc}")
         else:
             self.announcing.worked()

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import Field
 
-from solrace.server.broker import Broker, BrokerUnavailableError, ChannelListener, Notice
+from solrace.server.broker import Broker, BrokerError, ChannelListener, Notice
 from solrace.server.protocol.tournament_messages import TournamentRace
 
 log = logging.getLogger("solrace.server.tournaments")
@@ -58,7 +58,7 @@ class TournamentRelay:
         )
         try:
             await self.broker.publish(CHANNEL, notice.encode())
-        except BrokerUnavailableError as exc:  # other nodes catch up on their next change
+        except BrokerError as exc:  # other nodes catch up on their next change
             log.warning("tournament %s: change not announced: %s", tournament_id, exc)
 
     async def _handle(self, data: bytes | None) -> None:

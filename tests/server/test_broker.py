@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -17,6 +17,7 @@ from solrace.server.broker import (
     open_broker,
 )
 from tests.redis_server import RedisServer
+from tests.server.refusing_redis import refusing_broker
 
 WAIT_S = 10.0
 
@@ -206,3 +207,20 @@ async def test_a_node_that_withdraws_is_gone_at_once(nodes: tuple[Broker, Broker
     await node_a.withdraw("a")  # stopping on purpose: no need to wait for its minute
     assert "a" not in await node_b.announce("b", 60_000)
     await node_a.withdraw("a")  # twice is harmless
+
+
+@pytest.mark.redis
+async def test_a_command_redis_refuses_is_a_broker_error_not_redis_s(redis_url: str) -> None:
+    """Redis answering with an error (a user's NOPERM here, a replica's READONLY after a
+    failover) is a `BrokerError` from every command, which callers catch (`publish` let
+    redis-py's own error out, and a hello's connection closed 1011)."""
+    async with refusing_broker(redis_url) as broker:
+        calls: list[tuple[Callable[[], Awaitable[object]], str]] = [
+            (lambda: broker.publish("claims", b"hi"), "message on claims not published: .*publish"),
+            (lambda: broker.announce("a", 60_000), "node presence not announced: .*eval"),
+            (lambda: broker.withdraw("a"), "node presence not withdrawn: .*zrem"),
+        ]
+        for call, reason in calls:
+            with pytest.raises(BrokerError, match=reason) as refused:
+                await call()
+            assert not isinstance(refused.value, BrokerUnavailableError)  # Redis is there

@@ -4,13 +4,17 @@ connection of a player is replaced only by a claim read after its own."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
-from solrace.server.broker import MemoryBroker
+import pytest
+
+from solrace.server.broker import Broker, MemoryBroker
 from solrace.server.claims import Claim, ClaimRelay
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
 from solrace.server.session import Session
 from solrace.server.store import MemoryStore
+from tests.server.refusing_redis import refusing_broker
 from tests.server.sessions import RecordingSession, opened, running_hub, start_race_of_two
 from tests.waiting import eventually, eventually_async
 
@@ -18,13 +22,13 @@ from tests.waiting import eventually, eventually_async
 class Node:
     """One node's relay over its player sessions, recording what the relay decided."""
 
-    def __init__(self, node_id: str) -> None:
+    def __init__(self, node_id: str, broker: Broker | None = None) -> None:
         self.node_id = node_id
         self.sessions: dict[str, Session] = {}
         self.replaced: list[tuple[str, int]] = []
         self.confirmed: list[tuple[str, int]] = []
         self.relay = ClaimRelay(
-            MemoryBroker(), node_id, self.sessions.get, self._replace, self._confirm
+            broker or MemoryBroker(), node_id, self.sessions.get, self._replace, self._confirm
         )
 
     async def _replace(self, player_id: PlayerId, session: Session, claim: Claim) -> None:
@@ -79,6 +83,21 @@ async def test_a_claim_that_does_not_read_is_ignored() -> None:
     assert Claim.decode(b'{"player_id": "p1"}') is None
     claim = Claim(player_id=PlayerId("p1"), node="a", session=1)
     assert Claim.decode(claim.encode()) == claim
+
+
+@pytest.mark.redis
+async def test_a_claim_redis_refuses_is_logged_and_the_hello_goes_on(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis refusing the claim (NOPERM here, a replica's READONLY after a failover) leaves
+    the connection open, as a lost claim does (the error escaped and closed it 1011)."""
+    async with refusing_broker(redis_url) as broker:
+        node = Node("a", broker)
+        node.connect("p1", 1)
+        with caplog.at_level(logging.WARNING, logger="solrace.server.hub"):
+            await node.relay.claim(PlayerId("p1"), node.sessions["p1"])
+    assert node.relay.announcing.failures == 1
+    assert "p1's connection not announced: message on claims not published" in caplog.text
 
 
 async def test_a_replaced_connection_hands_its_races_to_the_later_one() -> None:

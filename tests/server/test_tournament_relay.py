@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable
+
+import pytest
 
 from solrace.server.broker import MemoryBroker
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.tournament_messages import TournamentRace
 from solrace.server.tournament_relay import CHANNEL, ChangeNotice, TournamentRelay
+from tests.server.refusing_redis import refusing_broker
 
 
 def race_notice() -> TournamentRace:
@@ -66,6 +70,22 @@ async def test_another_node_s_notice_is_handed_on_and_a_bad_one_is_a_gap() -> No
     finally:
         for relay in relays.values():
             await relay.stop()
+
+
+@pytest.mark.redis
+async def test_a_notice_redis_refuses_is_logged_not_raised(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The change is saved before its notice: Redis refusing the notice (NOPERM here, a
+    replica's READONLY after a failover) is a warning, as when it is away, not an error for
+    whoever made the change."""
+    async with refusing_broker(redis_url) as broker:
+        relay = TournamentRelay(broker, "n1", _put_into(asyncio.Queue()))
+        with caplog.at_level(logging.WARNING, logger="solrace.server.tournaments"):
+            await relay.publish("t1", 3, [race_notice()])
+    assert "tournament t1: change not announced: message on tournaments not published" in (
+        caplog.text
+    )
 
 
 def _put_into(
