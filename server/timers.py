@@ -1,20 +1,14 @@
-"""The node's periodic work: one loop for every timer (ticks, the node watch, the lobby poll).
-
-`run_every` runs a step every so often until its task is cancelled. A step that fails is
-logged and the loop goes on. A cancellation ends the loop even when a library inside the step
-swallowed it (a Redis client may turn it into an error, or drop it): the task still says it is
-being cancelled, and the loop looks after each step. Without that, a node's shutdown waited
-forever on a tick loop that had lost its cancellation (seen in the tests, on Redis).
-"""
+"""The node's timers (ticks, the node watch, the lobby poll, the rating sweep): the periodic
+loop of `periodic.run_every`, with an outage of the store or of Redis said once until a step
+works again, not a traceback a step."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from solrace.server import periodic
 from solrace.server.broker import BrokerUnavailableError
-from solrace.server.outage import Outage
 from solrace.server.store import StoreUnavailableError
 
 #: Failures that are an outage of the store or of Redis: said once, not with a traceback.
@@ -27,17 +21,4 @@ async def run_every(
     """Await `step()` every `every_s` seconds (after each pause) until cancelled; a failure
     is logged as `what failed` and the next step comes as usual (an outage of the store or of
     Redis once until a step works again, with no traceback)."""
-    task = asyncio.current_task()
-    outage = Outage(log, what)
-    while True:
-        await asyncio.sleep(every_s)  # the node's timer, not a wait in a test
-        try:
-            await step()
-        except OUTAGES as exc:
-            outage.failed(exc)
-        except Exception:
-            log.exception("%s failed", what)
-        else:
-            outage.worked()
-        if task is not None and task.cancelling():
-            raise asyncio.CancelledError  # asked to stop during the step, which lost it
+    await periodic.run_every(every_s, step, log, what, outages=OUTAGES)

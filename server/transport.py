@@ -47,6 +47,7 @@ from websockets.typing import Origin
 from solrace.server.admission import Admission, Refusal, client_key
 from solrace.server.hub import Hub
 from solrace.server.metrics import CONTENT_TYPE, Metrics
+from solrace.server.periodic import run_every
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_client, encode
 from solrace.server.protocol.errors import DecodeError, ErrorCode, SchemaError
@@ -54,6 +55,7 @@ from solrace.server.protocol.messages import Error
 from solrace.server.protocol.ratelimit import CreditBucket
 from solrace.server.session import Session
 from solrace.server.settings import Settings
+from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.transport")
 ws_log = logging.getLogger("solrace.server.websocket")
@@ -685,25 +687,32 @@ class Transport:
         self._watch = asyncio.create_task(self._watchdog(), name="solrace-watchdog")
 
     async def _watchdog(self) -> None:
-        """One timer for every socket (cheaper than one per socket): idle timeout, pings."""
+        """One timer for every socket (cheaper than one per socket): idle timeout, pings. A
+        round that fails is logged and the next comes (`run_every`): one exception ended the
+        idle timeouts and keepalive of every connection on the node."""
+        settings = self.settings
+        timeouts = (settings.idle_timeout_s, settings.ping_interval_s, settings.ping_timeout_s)
+        every_s = min(1.0, *(x / 4 for x in timeouts if x is not None))
+        await run_every(every_s, self._watch_round, log, "watching the connections")
+
+    async def _watch_round(self) -> None:
         settings = self.settings
         idle = settings.idle_timeout_s
         interval, timeout = settings.ping_interval_s, settings.ping_timeout_s
-        step = min(1.0, idle / 4, *(x / 4 for x in (interval, timeout) if x is not None))
-        while True:
-            await asyncio.sleep(step)
-            now = time.monotonic()
-            for session in list(self.sessions):
-                if now - session.last_frame_at > idle and not session.closing:
-                    session.close(CloseCode.IDLE_TIMEOUT, "idle")
-                elif interval is not None:
-                    session.keepalive(now, interval, timeout)
-            self.admission.forget_refilled(now)
+        now = time.monotonic()
+        for session in list(self.sessions):
+            if now - session.last_frame_at > idle and not session.closing:
+                session.close(CloseCode.IDLE_TIMEOUT, "idle")
+            elif interval is not None:
+                session.keepalive(now, interval, timeout)
+        self.admission.forget_refilled(now)
 
     async def stop(self, code: CloseCode = CloseCode.SERVICE_RESTART) -> None:
-        """Stop accepting, close every connection with `code`, wait for the goodbyes."""
+        """Stop accepting and the watchdog (waiting until it has ended), close every
+        connection with `code`, wait for the goodbyes."""
         if self._watch is not None:
-            self._watch.cancel()
+            await cancel_and_wait([self._watch])
+            self._watch = None
         if self.server is None:
             return
         self.server.close()

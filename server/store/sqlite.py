@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from solrace.server.outage import Outage
+from solrace.server.periodic import run_every
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
 from solrace.server.store.base import (
@@ -403,18 +403,17 @@ class SqliteStore(SqliteCompetition):
             writer.close()
             raise
         self._writer = writer
-        self._checkpointer = asyncio.create_task(self._checkpoint_regularly())
-
-    async def _checkpoint_regularly(self) -> None:
-        outage = Outage(log, "checkpointing the SQLite log")
-        while True:
-            await asyncio.sleep(CHECKPOINT_EVERY_S)
-            try:
-                await self.checkpoint()
-            except StoreError as exc:
-                outage.failed(exc)
-            else:
-                outage.worked()
+        # A failure of one checkpoint is logged and the next comes (a store error once per
+        # outage): an error other than a store error ended the checkpoints, and the log grew.
+        self._checkpointer = asyncio.create_task(
+            run_every(
+                CHECKPOINT_EVERY_S,
+                self.checkpoint,
+                log,
+                "checkpointing the SQLite log",
+                outages=(StoreError,),
+            )
+        )
 
     async def checkpoint(self) -> None:
         """Copy the log into the database, on the worker thread (PASSIVE: it never waits for

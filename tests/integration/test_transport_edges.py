@@ -289,6 +289,40 @@ async def test_a_client_that_answers_pings_stays_open_across_ping_intervals(
         await client.close()
 
 
+async def test_a_failing_watchdog_round_is_logged_and_the_pings_go_on(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One exception in the watchdog (here a session's keepalive, made to fail once: nothing
+    real fails on demand) is logged and the next rounds come: it ended the idle timeouts and
+    the keepalive of every connection on the node."""
+    app = await start_server(ping_interval_s=0.2, ping_timeout_s=0.5)
+    client = await Client.open(url_of(app))
+    try:
+        await client.hello("watched")
+        session = only_session(app)
+        keepalive = session.keepalive
+        failed = False
+
+        def fails_once(now: float, interval: float, timeout: float | None) -> None:
+            nonlocal failed
+            if not failed:
+                failed = True
+                raise RuntimeError("a bug in one round")
+            keepalive(now, interval, timeout)
+
+        monkeypatch.setattr(session, "keepalive", fails_once)
+        pinged = session.last_ping_at
+        with caplog.at_level(logging.ERROR, logger="solrace.server.transport"):
+            await eventually(lambda: failed, within=WAIT_S, what="the failing round")
+            await eventually(
+                lambda: session.last_ping_at > pinged, within=WAIT_S, what="a ping after it"
+            )
+        assert [r.getMessage() for r in caplog.records] == ["watching the connections failed"]
+        await ping_pong(client, 1)
+    finally:
+        await client.close()
+
+
 # --- handshake timeouts --------------------------------------------------------------------
 
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from pathlib import Path
 
+import pytest
+
 from solrace.server.protocol.ids import RaceId
-from solrace.server.store import SqliteStore
+from solrace.server.store import SqliteStore, sqlite
 from tests.server.test_store_contract import move, race
 from tests.waiting import eventually
 
@@ -54,6 +57,36 @@ async def test_a_long_log_starts_over_while_moves_keep_coming(tmp_path: Path) ->
     moves = await store.get_moves(RaceId("r1"))
     assert [m.ply for m in moves] == list(range(stored))  # nothing lost while held
     await store.close()
+
+
+async def test_a_checkpoint_that_fails_is_logged_and_the_next_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Any failure of one checkpoint (made to fail here: nothing real fails on demand but a
+    store error) is logged and the checkpoints go on: one that was not a store error ended
+    them, and the log grew for ever."""
+    monkeypatch.setattr(sqlite, "CHECKPOINT_EVERY_S", 0.01)
+    store = SqliteStore(tmp_path / "moves.sqlite3")
+    checkpoint = store.checkpoint
+    calls = 0
+    again = asyncio.Event()
+
+    async def fails_once() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("a bug in one checkpoint")
+        await checkpoint()
+        again.set()
+
+    monkeypatch.setattr(store, "checkpoint", fails_once)
+    await store.open()
+    try:
+        with caplog.at_level(logging.ERROR, logger="solrace.server.store"):
+            await asyncio.wait_for(again.wait(), 10)
+    finally:
+        await store.close()
+    assert [r.getMessage() for r in caplog.records] == ["checkpointing the SQLite log failed"]
 
 
 def restarts(database: Path) -> int:
