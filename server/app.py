@@ -143,12 +143,17 @@ class App:
         self.hub = Hub(self.store, settings, self.metrics, secret, broker=self.broker)
         self.ratings = RatingService(self.store)
         self.tournaments = TournamentService(self.hub, self.ratings)
-        self.hub.ratings_of = self.ratings.display_ratings
-        self.hub.race_finished_hooks += [self.ratings.race_finished, self.tournaments.race_finished]
-        self.hub.session_closed_hooks.append(self.tournaments.views.session_closed)
-        self.hub.watch_checks.append(self.tournaments.check_watch)
-        self.hub.extra_handlers.update(self.ratings.handlers)
-        self.hub.extra_handlers.update(self.tournaments.handlers)
+        self.hub.plug_in(
+            handlers=self.ratings.handlers,
+            race_finished=self.ratings.race_finished,
+            ratings_of=self.ratings.display_ratings,
+        )
+        self.hub.plug_in(
+            handlers=self.tournaments.handlers,
+            race_finished=self.tournaments.race_finished,
+            watch_check=self.tournaments.check_watch,
+            session_closed=self.tournaments.views.session_closed,
+        )
         self.transport = Transport(self.hub, settings, self.metrics)
 
     @property

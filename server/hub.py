@@ -18,7 +18,7 @@ import logging
 import random
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from solrace.server.broker import Broker
@@ -67,8 +67,9 @@ from solrace.server.race_setup import (
     game_number_of,
     new_race_record,
 )
-from solrace.server.race_sync import RaceKeeper
+from solrace.server.race_sync import RaceFinishedHook, RaceKeeper
 from solrace.server.replays import Replays
+from solrace.server.routing import Handler, Routes
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session, holder_name, holder_of_session
 from solrace.server.settings import Settings
@@ -76,6 +77,9 @@ from solrace.server.store import Store, StoreError
 from solrace.server.watching import WatchCheck, Watching
 
 log = logging.getLogger("solrace.server.hub")
+
+#: A player's ratings as a welcome shows them (the ratings service's), by game.
+RatingsOf = Callable[[PlayerId], Awaitable[dict[str, float]]]
 
 
 def wall_clock_ms() -> int:
@@ -118,14 +122,11 @@ class Hub:
         self.identities = Identities(store, secret)
         #: Finished races' replays as sent, the most recently asked (a replay never changes).
         self.replays = Replays(store)
-        # Plugged in by the composition root (app.py): tournaments and ratings.
-        self.extra_handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {}
-        self.race_finished_hooks: list[Callable[[RaceRecord], Awaitable[None]]] = []
-        #: Called with each session that closed (services drop what they keep for it).
-        self.session_closed_hooks: list[Callable[[Session], None]] = []
-        #: Asked before a session watches a race; each may refuse it (`RaceError`).
-        self.watch_checks: list[WatchCheck] = []
-        self.ratings_of: Callable[[PlayerId], Awaitable[dict[str, float]]] | None = None
+        # Services plugged in by the composition root (app.py: tournaments and ratings),
+        # through `plug_in`: the hooks called with each session that closed, and a player's
+        # ratings for the welcome (None: no ratings shown).
+        self._session_closed_hooks: list[Callable[[Session], None]] = []
+        self._ratings_of: RatingsOf | None = None
         self.lobby = LobbyFeed(
             self._race_list,
             settings.lobby_push_s,
@@ -137,7 +138,6 @@ class Hub:
             metrics,
             self.lobby,
             self.players,
-            self.race_finished_hooks,
             clock=self._now,
             broker=broker,
         )
@@ -145,7 +145,7 @@ class Hub:
         #: The open and live races a player, and this node, may have.
         self.quota = RaceQuota(self.keeper, settings)
         #: Who watches which race here, and catching a session up on a race's events.
-        self.watching = Watching(self.keeper, self.watch_checks, clock=self._now)
+        self.watching = Watching(self.keeper, clock=self._now)
         #: Several nodes: this node's presence and its watch over the others'.
         self.presence = (
             None
@@ -166,19 +166,50 @@ class Hub:
                 self._hold_races,
             )
         )
-        self._handlers: dict[type[Any], Callable[[Session, Any], Awaitable[None]]] = {
-            ListRaces: self._list_races,
-            CreateRace: self._create_race,
-            JoinRace: self._join_race,
-            LeaveRace: self._leave_race,
-            StartRace: self._start_race,
-            MakeMove: self.moves.handle,
-            Resign: self._resign,
-            Sync: self._sync,
-            Watch: self._watch,
-            Unwatch: self._unwatch,
-            GetReplay: self._get_replay,
-        }
+        #: The handler of each client message type: the hub's own, and services'.
+        self._routes = Routes()
+        self._routes.add(
+            {
+                ListRaces: self._list_races,
+                CreateRace: self._create_race,
+                JoinRace: self._join_race,
+                LeaveRace: self._leave_race,
+                StartRace: self._start_race,
+                MakeMove: self.moves.handle,
+                Resign: self._resign,
+                Sync: self._sync,
+                Watch: self._watch,
+                Unwatch: self._unwatch,
+                GetReplay: self._get_replay,
+            }
+        )
+
+    def plug_in(
+        self,
+        *,
+        handlers: Mapping[type[Any], Handler] | None = None,
+        race_finished: RaceFinishedHook | None = None,
+        watch_check: WatchCheck | None = None,
+        session_closed: Callable[[Session], None] | None = None,
+        ratings_of: RatingsOf | None = None,
+    ) -> None:
+        """Plug a service (tournaments, ratings) in, in one call: the message types it
+        answers; what it does once this node finishes a race (the hooks run in the order
+        plugged in); a check that may refuse a session a race to watch (`RaceError`); what it
+        drops when a session closes; a player's ratings for the welcome. `ValueError`, and
+        nothing plugged in, if a message type has a handler already (the hub's or another
+        service's) or another service gives the ratings."""
+        if ratings_of is not None and self._ratings_of is not None:
+            raise ValueError("a service gives the ratings already")
+        self._routes.add(handlers or {})
+        if race_finished is not None:
+            self.keeper.add_finish_hook(race_finished)
+        if watch_check is not None:
+            self.watching.add_check(watch_check)
+        if session_closed is not None:
+            self._session_closed_hooks.append(session_closed)
+        if ratings_of is not None:
+            self._ratings_of = ratings_of
 
     def _now(self) -> int:
         """The hub's clock as its parts read it: whatever `clock` is now (tests set it after
@@ -261,16 +292,12 @@ class Hub:
         if not session.said_hello:
             self._error(session, ErrorCode.HELLO_REQUIRED, "say hello first", message)
             return
-        handler = self._handlers.get(type(message))
-        extra = self.extra_handlers.get(type(message))
-        if handler is None and extra is None:
+        handler = self._routes.handler_of(message)
+        if handler is None:
             self._error(session, ErrorCode.INVALID_MESSAGE, "not served here", message)
             return
         try:
-            if handler is not None:
-                await handler(session, message)
-            elif extra is not None:
-                await extra(session, message)
+            await handler(session, message)
         except RaceError as exc:
             race_id = getattr(message, "race_id", None)
             self._error(session, exc.code, exc.message, message, race_id)
@@ -301,8 +328,8 @@ class Hub:
         ratings: dict[str, float] = {}
         if player is not None and not identity.is_new:
             runtimes = await self.keeper.load_live_races_of(player.player_id)
-            if self.ratings_of is not None:
-                ratings = await self.ratings_of(player.player_id)
+            if self._ratings_of is not None:
+                ratings = await self._ratings_of(player.player_id)
         session.said_hello = True
         # The races it still races in: one it is out of (gone, resigned, finished, stuck)
         # goes on without it, and taking it back would only be refused.
@@ -367,7 +394,7 @@ class Hub:
     async def disconnected(self, session: Session) -> None:
         session.closed = True
         self.lobby.unfollow(session)
-        for hook in self.session_closed_hooks:
+        for hook in self._session_closed_hooks:
             hook(session)
         self.watching.closed(session)
         player_id = session.player_id

@@ -80,6 +80,10 @@ CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `una
 FOLD_RETRY_S = 1.0
 
 
+#: What a service does once this node finished a race (ratings, tournaments), given its record.
+RaceFinishedHook = Callable[[RaceRecord], Awaitable[None]]
+
+
 class RaceBusyError(RaceError):
     """Other nodes kept changing the race first: every compare-and-set lost (the requester
     may retry, as for an outage; but the store answered, so it is not the store's outage)."""
@@ -101,8 +105,8 @@ class RaceKeeper:
     their timers (`tick`).
 
     It reads the sessions of this node's players (`players`, kept by the hub) to deliver
-    events, tells the lobby feed when a race's listing may have changed, and calls the
-    `race_finished_hooks` once for each race this node finished."""
+    events, tells the lobby feed when a race's listing may have changed, and calls the finish
+    hooks (`add_finish_hook`) once for each race this node finished."""
 
     def __init__(
         self,
@@ -111,7 +115,6 @@ class RaceKeeper:
         metrics: Metrics,
         lobby: LobbyFeed,
         players: Mapping[PlayerId, Session],
-        race_finished_hooks: Sequence[Callable[[RaceRecord], Awaitable[None]]],
         *,
         clock: Callable[[], int],
         broker: Broker | None = None,
@@ -122,7 +125,8 @@ class RaceKeeper:
         self.metrics = metrics
         self.lobby = lobby
         self.players = players
-        self.race_finished_hooks = race_finished_hooks
+        #: Called, in this order, with each race this node finished (`add_finish_hook`).
+        self.race_finished_hooks: list[RaceFinishedHook] = []
         self.clock = clock
         self.races: dict[RaceId, RaceRuntime] = {}
         #: Finished or stuck boards the store could not take (the tick stores them later).
@@ -142,6 +146,11 @@ class RaceKeeper:
         #: When finished races were last looked for (`_forget_finished`); None: never.
         self._last_forget: int | None = None
         metrics.on_render.append(self._count_races)
+
+    def add_finish_hook(self, hook: RaceFinishedHook) -> None:
+        """Call `hook` with each race this node finishes, after the hooks added before it (a
+        hook that fails is logged; the next ones still run)."""
+        self.race_finished_hooks.append(hook)
 
     @property
     def is_cluster(self) -> bool:
@@ -858,5 +867,6 @@ class RaceKeeper:
 
 __all__ = [
     "FINISHED_KEPT",
+    "RaceFinishedHook",
     "RaceKeeper",
 ]

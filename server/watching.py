@@ -5,7 +5,7 @@ another node)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.records import RaceRecord
@@ -19,14 +19,17 @@ WatchCheck = Callable[[Session, RaceRecord], Awaitable[None]]
 
 class Watching:
     """The spectators of the races `keeper` holds, and catching sessions up on those races;
-    `checks` may refuse a session a race (the hub's `watch_checks`, filled by services)."""
+    its `checks` may refuse a session a race (services', through `Hub.plug_in`)."""
 
-    def __init__(
-        self, keeper: RaceKeeper, checks: Sequence[WatchCheck], *, clock: Callable[[], int]
-    ) -> None:
+    def __init__(self, keeper: RaceKeeper, *, clock: Callable[[], int]) -> None:
         self.keeper = keeper
-        self.checks = checks
         self.clock = clock
+        #: Asked, in this order, before a session watches a race (`add_check`).
+        self.checks: list[WatchCheck] = []
+
+    def add_check(self, check: WatchCheck) -> None:
+        """Ask `check` too before a session watches a race; it may refuse it (`RaceError`)."""
+        self.checks.append(check)
 
     def send_missed(
         self,

@@ -55,7 +55,7 @@ def finishes(app: App) -> asyncio.Queue[RaceRecord]:
     async def hook(record: RaceRecord) -> None:
         await queue.put(record)
 
-    app.hub.race_finished_hooks.append(hook)
+    app.hub.plug_in(race_finished=hook)
     return queue
 
 
@@ -193,7 +193,7 @@ async def test_a_race_finished_just_before_a_crash_is_rated_at_the_next_start(
     taken out, which leaves the store as such a crash does). It used to stay unrated for good;
     the next start on the same data rates it, once."""
     app = known_deals(await start_server())
-    app.hub.race_finished_hooks.remove(app.ratings.race_finished)
+    app.hub.keeper.race_finished_hooks.remove(app.ratings.race_finished)
     finished = finishes(app)
     ann, bob = await connect(app, "ann"), await connect(app, "bob")
     race_id = await start_race(ann, [bob], rated=True, game_number=None)

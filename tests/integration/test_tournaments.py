@@ -284,7 +284,7 @@ async def test_ratings_change_after_a_rated_race_and_show_in_a_later_welcome(
     async def after_the_ratings(record: RaceRecord) -> None:
         rated.set()
 
-    app.hub.race_finished_hooks.append(after_the_ratings)
+    app.hub.plug_in(race_finished=after_the_ratings)
     race_id = await start_race(ann, [bob], rated=True, game_number=None)
     deal_number = app.hub.races[race_id].race.record.game_number
     await play(ann, race_id, scoring_line("klondike", deal_number))

@@ -1,9 +1,12 @@
 """The hub (server/hub.py): a hello while the store is away, two connections of one player,
-how long a finished race stays in memory, the lobby's list and replays."""
+how long a finished race stays in memory, the lobby's list, replays and plugging services in."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+import pytest
 
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.commitment import is_commitment_valid
@@ -24,9 +27,10 @@ from solrace.server.protocol.messages import (
     Sync,
     Welcome,
 )
-from solrace.server.protocol.records import MoveRecord, RaceStatus
+from solrace.server.protocol.records import MoveRecord, RaceRecord, RaceStatus
 from solrace.server.ratings import RatingService
 from solrace.server.replays import RecentFrames
+from solrace.server.session import Session
 from solrace.server.store import MemoryStore, StoreUnavailableError
 from tests.server.sessions import (
     HeldSaves,
@@ -79,7 +83,7 @@ class RatingsAway(MemoryStore):
 async def test_a_store_outage_in_hello_neither_loses_the_name_nor_half_identifies() -> None:
     store = RatingsAway()
     async with opened(store), running_hub(store, countdown_s=3.0) as hub:
-        hub.ratings_of = RatingService(store).display_ratings
+        hub.plug_in(ratings_of=RatingService(store).display_ratings)
         store.failing = True
 
         # A new name needs no store read after its creation: the token always reaches it.
@@ -228,3 +232,29 @@ async def test_a_named_deal_is_kept_as_one_writes_it() -> None:
         record = hub.races[race_id].race.record
         assert record.game_number == "5"
         assert is_commitment_valid(record.commitment, record.game, "5", record.salt)
+
+
+async def test_a_service_that_answers_a_type_answered_already_is_not_plugged_in_at_all() -> None:
+    """Two handlers for one message type: the hub's own used to win silently, and the
+    service's never ran. Plugging such a service in fails, and none of it is plugged in."""
+    heard: list[str] = []
+
+    async def list_races(session: Session, message: Any) -> None:
+        heard.append("list_races")
+
+    async def finished(record: RaceRecord) -> None:
+        heard.append(record.race_id)
+
+    async with running_hub() as hub:
+        with pytest.raises(ValueError, match="answered already: ListRaces"):
+            hub.plug_in(handlers={ListRaces: list_races}, race_finished=finished)
+        with pytest.raises(ValueError, match="gives the ratings"):
+            hub.plug_in(ratings_of=RatingService(hub.store).display_ratings)
+            hub.plug_in(ratings_of=RatingService(hub.store).display_ratings)
+        race_id, alice, bob = await start_race_of_two(hub)
+        await hub.handle(alice, ListRaces())
+        assert isinstance(alice.sent[-1], RaceList)  # the hub's answer
+        for session in (alice, bob):
+            await hub.handle(session, Resign(race_id=race_id))
+        assert hub.races[race_id].race.status is RaceStatus.FINISHED
+        assert heard == []

@@ -74,7 +74,7 @@ async def test_a_board_read_while_this_node_rates_a_race_is_not_kept(
     miss it: it is not kept, so the next request reads the race's ratings."""
     async with running_hub(store) as hub:
         service = RatingService(store, clock=Clock())
-        hub.race_finished_hooks.append(service.race_finished)
+        hub.plug_in(race_finished=service.race_finished)
         ann, bob = RecordingSession(11), RecordingSession(12)
         for session, name in ((ann, "ann"), (bob, "bob")):
             await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
