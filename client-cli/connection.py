@@ -259,6 +259,9 @@ class Connection:
         #: refuses, the race under way, leaves the race followed).
         self._left: set[RaceId] = set()
         self._leaving: set[RaceId] = set()
+        #: Races still `_leaving` that a reconnect synced: the server answers the sync of
+        #: someone not racing by making them a spectator, unwatched once the leave shows.
+        self._synced_leaving: set[RaceId] = set()
         #: Tournaments watched, once the server sent a view of one asked for
         #: (`_watch_asked` until then: a refused watch is not asked again), watched again
         #: after a reconnect.
@@ -329,7 +332,7 @@ class Connection:
             if isinstance(message, Sync):
                 self.followed.add(RaceId(message.race_id))
             self._left.discard(RaceId(message.race_id))
-            self._leaving.discard(RaceId(message.race_id))
+            self._stop_leaving(RaceId(message.race_id))
         elif isinstance(message, ListRaces):
             self.follows_lobby = message.follow
         elif isinstance(message, WatchTournament):
@@ -354,7 +357,7 @@ class Connection:
             if queued is message:
                 del self._outbox[index]
                 if isinstance(message, LeaveRace):  # what `send` noted of it is undone
-                    self._leaving.discard(RaceId(message.race_id))
+                    self._stop_leaving(RaceId(message.race_id))
                 elif isinstance(message, WatchTournament):
                     self._forget_watch_asked(message.tournament_id)
                 return True
@@ -493,6 +496,8 @@ class Connection:
         nothing is left."""
         for race_id in sorted(self.followed - self._finished):
             epoch, version = self.versions.get(race_id, (None, None))
+            if race_id in self._leaving:
+                self._synced_leaving.add(race_id)
             await ws.send(encode(Sync(race_id=race_id, epoch=epoch, since_version=version)))
         if self.follows_lobby and not any(isinstance(m, ListRaces) for m in self._outbox):
             await ws.send(encode(ListRaces(follow=True)))
@@ -518,17 +523,27 @@ class Connection:
         pending.sent_at = time.monotonic()
         await ws.send(encode(MakeMove(race_id=pending.race_id, seq=pending.seq, move=pending.move)))
 
+    def _stop_leaving(self, race_id: RaceId) -> None:
+        self._leaving.discard(race_id)
+        self._synced_leaving.discard(race_id)
+
     def _forget_watch_asked(self, tournament_id: str) -> None:
         self._watch_asked = [t for t in self._watch_asked if t != tournament_id]
 
-    def _observe(self, message: ServerMessage) -> None:
-        """Keep what a reconnect needs: versions, followed races, pending moves."""
+    def _observe(self, message: ServerMessage) -> ClientMessage | None:
+        """Keep what a reconnect needs: versions, followed races, pending moves. Returns what
+        to answer at once, if anything: the `unwatch` of a race whose leave a reconnect's
+        `sync` confirmed (the leave's own answer lost with the link), since the server
+        answers the sync of someone not racing by making them a spectator."""
+        reply: ClientMessage | None = None
         if isinstance(message, RaceUpdate | RaceSnapshot) and message.race_id in self._leaving:
             me = self.welcome.player_id if self.welcome is not None else None
             if message.race.status == "cancelled" or all(
                 r.player_id != me for r in message.race.racers
             ):  # the leave is through: what is still in flight does not follow it again
-                self._leaving.discard(message.race_id)
+                if message.race_id in self._synced_leaving:
+                    reply = Unwatch(race_id=message.race_id)
+                self._stop_leaving(message.race_id)
                 self._left.add(message.race_id)
                 self.followed.discard(message.race_id)
         elif isinstance(message, TournamentView):
@@ -538,7 +553,7 @@ class Connection:
                 self.watched_tournaments.add(tournament_id)
         elif isinstance(message, Error) and message.request == "leave_race":
             if message.race_id is not None:  # refused: the player is still in the race
-                self._leaving.discard(message.race_id)
+                self._stop_leaving(message.race_id)
         elif (
             isinstance(message, Error)
             and message.request == "watch_tournament"
@@ -566,6 +581,7 @@ class Connection:
             if sent is not None:
                 received = _now_ms()
                 self.clock_offset_ms = message.server_time_ms - (sent + received) // 2
+        return reply
 
     async def _on_link(
         self, work: Callable[[ClientConnection], Awaitable[None]], ws: ClientConnection
@@ -585,7 +601,9 @@ class Connection:
                 message = decode_server(data)
             except ProtocolError:
                 continue
-            self._observe(message)
+            reply = self._observe(message)
+            if reply is not None:
+                await ws.send(encode(reply))
             await self._queue.put(message)
 
     async def _ping(self, ws: ClientConnection) -> None:

@@ -11,12 +11,19 @@ import pytest
 from solrace.client.connection import Connection, Incoming, LinkStatus
 from solrace.client.session import RequestError, Session, tournament_view_of
 from solrace.server.app import App
-from solrace.server.protocol.messages import CreateRace, Ping, Pong, RaceUpdate
+from solrace.server.protocol.messages import (
+    CreateRace,
+    LeaveRace,
+    Ping,
+    Pong,
+    RaceUpdate,
+)
 from solrace.server.protocol.tournament_messages import (
     JoinTournament,
     TournamentView,
     WatchTournament,
 )
+from tests.server.sessions import RecordingSession
 from tests.waiting import eventually
 
 from .conftest import Opened, url_of
@@ -88,6 +95,36 @@ async def test_a_race_left_is_not_followed_again_by_its_last_events(opened: Open
     # Bob's answer comes after anything the server sent him about carol's join.
     await bob.request(Ping(nonce=7), lambda m: isinstance(m, Pong))
     assert not [m for m in heard if getattr(m, "race_id", None) == race_id], heard
+
+
+async def test_a_leave_confirmed_after_a_reconnect_stops_the_watch_its_sync_made(
+    opened: Opened, tournament_server: App
+) -> None:
+    """A leave the server took whose answer was lost with the link: the reconnect's `sync`
+    of the race, from someone no longer racing, is answered by watching it. The client
+    took what came as the leave's confirmation and stayed the race's spectator on the
+    server until it closed, sent every event of the race."""
+    alice, bob = await opened.open("alice"), await opened.open("bob")
+    race_id = await alice.create_race("klondike", seats=3)
+    await bob.join_race(race_id)
+    # Bob's leave goes through on the server, its answer lost (as with the link dropping
+    # just after): here taken by the hub from another session of his.
+    bob.conn._leaving.add(race_id)
+    assert bob.conn.welcome is not None
+    elsewhere = RecordingSession(10**9)
+    elsewhere.said_hello, elsewhere.name = True, "bob"
+    elsewhere.player_id = bob.conn.welcome.player_id
+    await tournament_server.hub.handle(elsewhere, LeaveRace(race_id=race_id))
+    assert [type(m) for m in elsewhere.sent] == [RaceUpdate], elsewhere.sent
+    await drop_link(bob)
+    await eventually(lambda: race_id in bob.conn._left, what="the leave confirmed")
+    await bob.request(Ping(nonce=8), lambda m: isinstance(m, Pong))  # after its unwatch
+    heard: list[Incoming] = []
+    bob.listeners.append(lambda m: heard.append(m) if getattr(m, "race_id", None) else None)
+    carol = await opened.open("carol")
+    await carol.join_race(race_id)
+    await bob.request(Ping(nonce=9), lambda m: isinstance(m, Pong))
+    assert not heard, heard
 
 
 async def test_a_leave_the_server_refuses_keeps_the_race_followed(opened: Opened) -> None:
