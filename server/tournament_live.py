@@ -31,7 +31,8 @@ from solrace.server.protocol.tournament_errors import (
 )
 from solrace.server.protocol.tournament_events import TournamentEvent
 from solrace.server.protocol.tournament_messages import TournamentAdmin
-from solrace.server.protocol.tournament_view import RaceKey
+from solrace.server.protocol.tournament_state import Match
+from solrace.server.protocol.tournament_view import pending_race_id
 
 DOCUMENT_SCHEMA = 1
 
@@ -82,16 +83,21 @@ class Live:
     def tournament_id(self) -> str:
         return self.tournament.tournament_id
 
-    def race_ids(self) -> dict[RaceKey, RaceId]:
-        """(match, race number) -> race id, for the current round (the newest race wins)."""
-        current = self.tournament.current_round
-        if current is None:
-            return {}
-        return {
-            (link.match_id, link.race_number): race_id
-            for race_id, link in self.links.items()
-            if link.round_number == current.number
-        }
+    def race_id_of(self, match_id: MatchId, race_number: int) -> RaceId | None:
+        """The race requested for a match's race number, None if none was. A race number may
+        be requested again (a correction reopens a decided match): the newest race counts.
+        Match ids are unique within a tournament, so any round's match may be asked about (a
+        change that cancels a race may also have started the next round)."""
+        # Newest first: a pending race is of the current round, whose links are the last.
+        for race_id, link in reversed(self.links.items()):
+            if link.match_id == match_id and link.race_number == race_number:
+                return race_id
+        return None
+
+    def pending_race_id(self, match: Match) -> RaceId | None:
+        """The race of `match`'s pending race: None when it waits for no race, or none was
+        requested for it yet."""
+        return pending_race_id(match, self.race_id_of)
 
     def document(self) -> str:
         return json.dumps(

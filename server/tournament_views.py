@@ -61,7 +61,7 @@ def view_of(live: Live) -> TournamentView:
             name=live.name,
             time_limit_s=live.time_limit_s,
             names=live.names,
-            race_ids=live.race_ids(),
+            race_id_of=live.race_id_of,
         )
     )
 

@@ -248,12 +248,9 @@ class TournamentService:
         """Open the pending races not stored yet, count the finished ones not counted yet and
         release the deals of ended rounds still held; the notices of the races opened."""
         notices = []
-        ids = live.race_ids()
         for match in live.tournament.live_matches():
-            if match.pending_race is None:
-                continue
-            race_id = ids.get((match.match_id, match.pending_race))
-            if race_id is None:
+            race_id = live.pending_race_id(match)
+            if race_id is None or match.pending_race is None:
                 continue
             stored = await self.store.get_race(race_id)
             if stored is None:
@@ -302,11 +299,9 @@ class TournamentService:
             # restart, players also get the race's reconnect grace to come back.
             grace = live.tournament.settings.no_show_grace or 0.0
             may_forfeit = now - self._started_at >= min(grace, self.settings.grace_s)
-            race_ids = live.race_ids()
             absent: dict[PlayerId, RaceId | None] = {}  # player -> the race of their match
             for match in live.tournament.live_matches():
-                pending = match.pending_race
-                race_id = None if pending is None else race_ids.get((match.match_id, pending))
+                race_id = live.pending_race_id(match)
                 for player in match.racing:
                     if player not in match.present:
                         absent[player] = race_id
@@ -533,14 +528,9 @@ class TournamentService:
 
     async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
         """Cancel the race of a match decided meanwhile (its result would not count)."""
-        race_ids = [
-            race_id
-            for race_id, link in live.links.items()
-            if (link.match_id, link.race_number) == (event.match_id, event.race_number)
-        ]
-        if not race_ids:
+        race_id = live.race_id_of(event.match_id, event.race_number)
+        if race_id is None:
             return
-        race_id = race_ids[-1]  # the newest race of that match and number
         try:
             runtime = await self.hub.keeper.load_race(race_id)
             if runtime is None or not runtime.race.is_live:

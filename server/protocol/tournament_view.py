@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from .ids import RaceId
 from .pairing import (
@@ -39,8 +39,22 @@ from .tournament_messages import (
 )
 from .tournament_state import Match, Phase
 
-RaceKey = tuple[MatchId, int]
-"""(match id, race number) of the current round."""
+RaceIdOf = Callable[[MatchId, int], RaceId | None]
+"""The race id of a match's race number, None if no race was requested for it
+(`Live.race_id_of`)."""
+
+
+def no_race_ids(match_id: MatchId, race_number: int) -> RaceId | None:
+    """No match has a race id: the view of a tournament no server runs (tests, tools)."""
+    return None
+
+
+def pending_race_id(match: Match, race_id_of: RaceIdOf) -> RaceId | None:
+    """The race id of `match`'s pending race: None when it waits for no race, or none was
+    requested for it yet."""
+    pending = match.pending_race
+    return None if pending is None else race_id_of(match.match_id, pending)
+
 
 VIEW_BUDGET_BYTES = 640 * 1024
 """What a tournament's encoded view may grow to by its end (clients take 1 MiB frames; the
@@ -104,7 +118,7 @@ def build_view(
     name: str,
     time_limit_s: int,
     names: Mapping[str, str],
-    race_ids: Mapping[RaceKey, RaceId],
+    race_id_of: RaceIdOf = no_race_ids,
 ) -> TournamentModel:
     t = tournament
     rules = t.settings.rules
@@ -114,7 +128,6 @@ def build_view(
         for match in rnd.matches.values():
             # An ended match's result shows at once, before the rest of its round ends.
             outcome = t.outcome_of(match) if match.is_ended else None
-            pending = match.pending_race
             matches.append(
                 MatchModel(
                     match_id=match.match_id,
@@ -126,8 +139,8 @@ def build_view(
                         )
                         for r in match.races
                     ],
-                    pending_race=pending,
-                    race_id=None if pending is None else race_ids.get((match.match_id, pending)),
+                    pending_race=match.pending_race,
+                    race_id=pending_race_id(match, race_id_of),
                     forfeited=sorted(match.forfeited),
                     is_ended=match.is_ended,
                     winner=None if outcome is None else outcome.winner,
@@ -150,7 +163,7 @@ def build_view(
     current = t.current_round
     for match in t.live_matches():
         pending = match.pending_race
-        race_id = None if pending is None else race_ids.get((match.match_id, pending))
+        race_id = pending_race_id(match, race_id_of)
         if current is not None and pending is not None and race_id is not None:
             live.append(
                 LiveMatchModel(

@@ -44,7 +44,7 @@ def played(fmt: Format, count: int) -> str:
         order = sorted(match.racing, key=lambda p: int(p[1:]))
         assert match.pending_race is not None
         t.record_race(match.match_id, match.pending_race, RaceResult.from_order(order), now=3)
-    view = build_view(t, version=1, name="cup", time_limit_s=60, names=names, race_ids={})
+    view = build_view(t, version=1, name="cup", time_limit_s=60, names=names)
     return render_tournament(view)
 
 
@@ -77,7 +77,7 @@ def test_must_check_in_only_when_open_registered_and_not_yet_done() -> None:
         t.register(PlayerId(p), now=1)
 
     def view() -> TournamentModel:
-        return build_view(t, version=1, name="cup", time_limit_s=60, names={}, race_ids={})
+        return build_view(t, version=1, name="cup", time_limit_s=60, names={})
 
     assert not must_check_in(view(), PlayerId("p1"))  # registration: not yet
     t.open_check_in(admin, now=2)
@@ -98,7 +98,7 @@ def test_the_text_says_who_checked_in_during_check_in() -> None:
         t.register(PlayerId(p), now=1)
 
     def text() -> list[str]:
-        view = build_view(t, version=1, name="cup", time_limit_s=60, names=names, race_ids={})
+        view = build_view(t, version=1, name="cup", time_limit_s=60, names=names)
         return render_tournament(view).splitlines()
 
     assert not any(line.startswith("checked in:") for line in text())  # registration
@@ -108,7 +108,7 @@ def test_the_text_says_who_checked_in_during_check_in() -> None:
     t.check_in(PlayerId("p1"), now=4)
     assert "checked in: ann, bob" in text()  # as they registered
     t.start(admin, now=5)
-    view = build_view(t, version=2, name="cup", time_limit_s=60, names=names, race_ids={})
+    view = build_view(t, version=2, name="cup", time_limit_s=60, names=names)
     assert "did not check in: cid" in render_tournament(view)
     assert (len(view.players), field_size(view)) == (3, 2)  # the field: who checked in
 
@@ -127,7 +127,7 @@ def test_who_checked_in_is_listed_in_the_order_they_registered() -> None:
     t.open_check_in(admin, now=2)
     for p in ("p1", "p2", "p3"):
         t.check_in(PlayerId(p), now=3)
-    view = build_view(t, version=1, name="cup", time_limit_s=60, names=names, race_ids={})
+    view = build_view(t, version=1, name="cup", time_limit_s=60, names=names)
     assert "checked in: cid, ann, bob" in render_tournament(view).splitlines()
     assert "checked in: cid, ann, bob" in render_board(view).splitlines()
 
@@ -136,7 +136,7 @@ def test_the_audit_shows_server_text_escaped_on_one_line() -> None:
     """A detail, actor or act from the server cannot drive the terminal nor start a line."""
     settings = TournamentSettings(FormatRules(Format.SWISS), check_in_required=False)
     t = Tournament.create(TournamentId("t1"), "klondike", settings, admin=PlayerId("a"), now=0)
-    view = build_view(t, version=1, name="cup", time_limit_s=60, names={}, race_ids={})
+    view = build_view(t, version=1, name="cup", time_limit_s=60, names={})
     hostile = AuditModel(
         at_ms=86_400_000,
         actor=PlayerId("a\x1b]0;x\x07"),
@@ -167,7 +167,7 @@ def started(rules: FormatRules, count: int) -> tuple[Tournament, dict[str, str]]
 
 
 def view_of(t: Tournament, names: dict[str, str], version: int = 1) -> TournamentModel:
-    return build_view(t, version=version, name="cup", time_limit_s=60, names=names, race_ids={})
+    return build_view(t, version=version, name="cup", time_limit_s=60, names=names)
 
 
 def log_to_the_end(t: Tournament, names: dict[str, str]) -> list[str]:
@@ -356,7 +356,14 @@ def upset_final(best_of: int = 1) -> tuple[Tournament, dict[str, str], Tournamen
             t.record_race(match.match_id, match.pending_race, RaceResult.from_order(order), now=3)
     (final,) = t.live_matches()
     race_ids = {(final.match_id, 1): RaceId("RACE-F")}
-    view = build_view(t, version=2, name="cup", time_limit_s=60, names=names, race_ids=race_ids)
+    view = build_view(
+        t,
+        version=2,
+        name="cup",
+        time_limit_s=60,
+        names=names,
+        race_id_of=lambda match_id, number: race_ids.get((match_id, number)),
+    )
     return t, names, view
 
 
@@ -385,7 +392,14 @@ def test_a_match_whose_race_is_on_shows_playing() -> None:
     (final,) = t.live_matches()
     t.record_race(final.match_id, 1, RaceResult.from_order([PlayerId("p4"), PlayerId("p2")]), now=4)
     race_ids = {(final.match_id, 2): RaceId("RACE-F2")}
-    on = build_view(t, version=3, name="cup", time_limit_s=60, names=names, race_ids=race_ids)
+    on = build_view(
+        t,
+        version=3,
+        name="cup",
+        time_limit_s=60,
+        names=names,
+        race_id_of=lambda match_id, number: race_ids.get((match_id, number)),
+    )
     assert "W2-1 n2 vs n4 [playing 0-1]" in render_tournament(on)
     assert "W2-1 n2 vs n4 [ready 0-1]" in render_tournament(view_of(t, names, 3))
 

@@ -130,7 +130,7 @@ def of_type(events: Sequence[TournamentEvent], kind: type[E]) -> list[E]:
 
 def view_of(t: Tournament) -> TournamentModel:
     """What clients are sent (`build_view`, the path the server really uses)."""
-    return build_view(t, version=1, name="cup", time_limit_s=60, names={}, race_ids={})
+    return build_view(t, version=1, name="cup", time_limit_s=60, names={})
 
 
 # --- full tournaments -------------------------------------------------------------------------

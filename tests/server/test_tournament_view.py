@@ -52,7 +52,7 @@ def final_view_bytes(rules: FormatRules, count: int, *, ties: bool) -> int:
             result = RaceResult.from_groups(groups, cards)
             t.record_race(match.match_id, match.pending_race, result, now=1.0)
     names: dict[str, str] = {p: f"name-{i:019d}" for i, p in enumerate(players)}  # 24 chars
-    view = build_view(t, version=1, name="n" * 64, time_limit_s=600, names=names, race_ids={})
+    view = build_view(t, version=1, name="n" * 64, time_limit_s=600, names=names)
     return len(encode(TournamentView(tournament=view)))
 
 
