@@ -34,7 +34,7 @@ import socket
 import time
 from collections import deque
 from http import HTTPStatus
-from typing import Any, cast
+from typing import Any, assert_never, cast
 
 from pydantic import BaseModel
 from websockets.exceptions import PayloadTooBig
@@ -45,6 +45,17 @@ from websockets.server import ServerProtocol
 from websockets.typing import Origin
 
 from solrace.server.admission import Admission, Refusal, client_key
+from solrace.server.http_head import (
+    PROBE_PATHS,
+    HandshakeBody,
+    HeadReader,
+    Incomplete,
+    NotAllowed,
+    NotHttp,
+    PassOn,
+    WholeHead,
+    allowed_methods,
+)
 from solrace.server.hub import Hub
 from solrace.server.metrics import CONTENT_TYPE, Metrics
 from solrace.server.periodic import run_every
@@ -75,49 +86,6 @@ probe_log = _ProbeLog(ws_log)
 #: Frames read ahead of the hub per connection; past it the socket is not read (back-pressure).
 INBOX_LIMIT = 16
 
-#: A request head is kept until it is whole, up to this: a longer one is handed to the
-#: protocol as it is (which answers 431 for a line or a header count over its limits).
-MAX_HEAD_BYTES = 64 * 1024
-#: Header lines that may announce a request body (names are case-insensitive).
-BODY_HEADERS = (b"content-length:", b"transfer-encoding:")
-
-
-def _is_request_line(line: bytes | bytearray) -> bool:
-    """`METHOD TARGET HTTP/1.x` and its CR (the LF cut off): a request the head is kept for
-    (anything else goes to the protocol at once, which refuses it)."""
-    parts = line.split(b" ")
-    return len(parts) == 3 and parts[2] in (b"HTTP/1.1\r", b"HTTP/1.0\r")
-
-
-#: The bytes an HTTP method (a token) is made of.
-_TOKEN_BYTES = frozenset(
-    b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-)
-#: No method is longer (the longest registered one has 17 letters).
-MAX_METHOD_BYTES = 32
-
-
-def _may_begin_request(start: bytes | bytearray) -> bool:
-    """Could `start`, the first bytes of a head, begin a request line? Not once its method
-    has a byte no token has, or is longer than any: what is not HTTP (a TLS hello begins with
-    0x16 and may never send a line feed) is refused at once, not kept for the handshake's
-    whole time, and the same whether the line came whole or in pieces."""
-    method, space, _ = bytes(start[: MAX_METHOD_BYTES + 1]).partition(b" ")
-    if len(method) > MAX_METHOD_BYTES or (space and not method):
-        return False
-    return all(byte in _TOKEN_BYTES for byte in method)
-
-
-def _announces_body(lines: list[bytes]) -> bool:
-    """Does the head (its lines) say a body follows: a `Transfer-Encoding`, or a
-    `Content-Length` other than 0 (which the protocol takes as no body)?"""
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        name = name.lower()
-        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
-            return True
-    return False
-
 
 def server_frame(payload: bytes) -> bytes:
     """`payload` as one binary frame from the server: final, unmasked, no extension (the node
@@ -134,10 +102,6 @@ def server_frame(payload: bytes) -> bytes:
 
 #: Fragments one message may come in; one more closes the connection with 1009.
 MAX_FRAGMENTS = 64
-
-#: Plain HTTP paths, which answer GET and HEAD; the WebSocket opens on any other with a GET.
-PROBE_PATHS = ("/healthz", "/metrics")
-
 
 _PING = Opcode.PING
 
@@ -197,7 +161,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.max_outgoing = settings.max_outgoing
         self.max_outgoing_bytes = settings.max_outgoing_bytes
         #: The request head read so far, until it is whole (None after: frames follow).
-        self.head: bytearray | None = bytearray()
+        self.head: HeadReader | None = HeadReader()
         #: Over budget while messages read before were waiting: the close once they are handled.
         self.closing_after: tuple[CloseCode, str] | None = None
         self.fragments: list[bytes] = []
@@ -386,62 +350,39 @@ class WebSocketSession(Session, asyncio.Protocol):
     # --- reading -----------------------------------------------------------------------------
 
     def _take_head(self, data: bytes) -> bytes:
-        """Until the request head is whole, it is kept here, and the protocol gets it alone:
-        what follows it (a body, a second request, frames sent before our 101) is handed
-        over only once the request is answered, so that it cannot fail the stream before the
-        answer is written. Empty lines before the request line are skipped (RFC 9112). A
-        request line that is not HTTP/1.x goes to the protocol at once (it refuses it); bytes
-        no request line begins with are answered 400 at once (`_not_http`). The protocol
-        would fail a GET or HEAD with a body unanswered: a probe (`/healthz`, `/metrics`) is
-        answered as one without (its body discarded), a handshake with 400. Returns the bytes
-        after the head (none while it is incomplete)."""
-        head = self.head
-        assert head is not None
-        head += data
-        while head.startswith(b"\r\n"):  # empty lines before the request line are ignored
-            del head[:2]
-        if head == b"\r":
-            return b""  # perhaps an empty line's CR, its LF to come
-        start = len(head) - len(data)
-        if not _may_begin_request(head):  # however many of its bytes came in this read
-            return self._not_http()
-        line_end = head.find(b"\n")
-        if line_end >= 0 and not _is_request_line(head[:line_end]):
-            self.head = None
-            return bytes(head)
-        end = head.find(b"\r\n\r\n", max(0, start - 3))
-        if end < 0:
-            if len(head) <= MAX_HEAD_BYTES:
-                return b""
-            self.head = None
-            return bytes(head)  # the protocol refuses a head this large
+        """Until the request head is whole it is kept (`http_head.HeadReader`, which says
+        why); then this does what the reader's verdict says. Returns the bytes for the
+        protocol after the head: none while it is incomplete, or once it is answered here."""
+        reader = self.head
+        assert reader is not None
+        verdict = reader.feed(data)
+        if isinstance(verdict, Incomplete):
+            return b""
         self.head = None
-        rest = bytes(head[end + 4 :])
-        lines = bytes(head[:end]).split(b"\r\n")
-        method, path, _ = (part.decode("ascii", "replace") for part in lines[0].split(b" "))
-        ws = self.ws
-        if not ws.eof_sent:
-            if method not in ("GET", "HEAD"):
-                # Before the protocol reads the head: a body it cannot parse would fail it.
+        match verdict:
+            case PassOn(data=unread):
+                return unread  # the protocol refuses it
+            case NotHttp():
+                return self._not_http()
+            case NotAllowed(method=method, path=path):
                 return self._refuse(self._not_allowed(method, path))
-            if _announces_body(lines):
-                if path.split("?", 1)[0] not in PROBE_PATHS:
-                    text = "a WebSocket handshake has no body\n"
-                    return self._refuse(ws.reject(HTTPStatus.BAD_REQUEST, text))
-                lines = [line for line in lines if not line.lower().startswith(BODY_HEADERS)]
-                rest = b""  # the probe's body: discarded
-        ws.receive_data(b"\r\n".join(lines) + b"\r\n\r\n")
-        for event in ws.events_received():
-            if isinstance(event, Request):
-                self._request(event)
-        self._flush()
-        return rest
+            case HandshakeBody():
+                text = "a WebSocket handshake has no body\n"
+                return self._refuse(self.ws.reject(HTTPStatus.BAD_REQUEST, text))
+            case WholeHead(head=head, rest=rest):
+                ws = self.ws
+                ws.receive_data(head)
+                for event in ws.events_received():
+                    if isinstance(event, Request):
+                        self._request(event)
+                self._flush()
+                return rest
+        assert_never(verdict)
 
     def _not_http(self) -> bytes:
         """Answer 400 to bytes no request begins with and close once it is written: such a
         peer (a TLS hello, a scanner) reads no answer and may never close; logged at DEBUG,
         like a probe, so that a flood of them does not flood the log."""
-        self.head = None
         self.ws.logger = probe_log
         rest = self._refuse(self.ws.reject(HTTPStatus.BAD_REQUEST, "not an HTTP request\n"))
         if self.transport is not None:
@@ -455,7 +396,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         return b""
 
     def _not_allowed(self, method: str, path: str) -> Response:
-        allowed = "GET, HEAD" if path.split("?", 1)[0] in PROBE_PATHS else "GET"
+        allowed = allowed_methods(path)
         response = self.ws.reject(
             HTTPStatus.METHOD_NOT_ALLOWED, f"{method[:16]} is not allowed: {allowed}\n"
         )

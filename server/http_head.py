@@ -1,0 +1,183 @@
+"""The head of a connection's first request, read before websockets' protocol sees it (sans-I/O).
+
+Until the request head is whole it is kept here, and the protocol then gets it alone: what
+follows it (a body, a second request, frames sent before our 101) is handed over only once the
+request is answered, so that it cannot fail the stream before the answer is written. The
+protocol would also fail, unanswered, what a plain HTTP server answers: another method than
+GET or HEAD, or a GET or HEAD with a body. `HeadReader` takes the bytes as they come and says
+what to do with them (a verdict); the transport does it. Bytes in, verdicts out: no socket,
+no clock, so the cases are tested without a server (tests/server/test_http_head.py).
+
+- Empty lines before the request line are skipped (RFC 9112, 2.2).
+- Bytes no request line begins with (a method byte no token has, or a method longer than
+  any: a TLS hello begins with 0x16 and may never send a line feed) are `NotHttp` at once,
+  whether the line came whole or in pieces, not kept for the handshake's whole time.
+- A first line that is not `METHOD TARGET HTTP/1.x`, or a head over `MAX_HEAD_BYTES`, goes
+  to the protocol as it is (`PassOn`), which refuses it (431 for a head over its limits).
+- Another method than GET or HEAD is `NotAllowed` (405) before the protocol reads the head:
+  a body it cannot parse would fail it.
+- A body announced on a probe (`/healthz`, `/metrics`) is discarded, the probe answered as one
+  without; on a handshake it is `HandshakeBody` (400).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: A request head is kept until it is whole, up to this: a longer one is handed to the
+#: protocol as it is (which answers 431 for a line or a header count over its limits).
+MAX_HEAD_BYTES = 64 * 1024
+#: Header lines that may announce a request body (names are case-insensitive).
+BODY_HEADERS = (b"content-length:", b"transfer-encoding:")
+#: Plain HTTP paths, which answer GET and HEAD; the WebSocket opens on any other with a GET.
+PROBE_PATHS = ("/healthz", "/metrics")
+
+#: The bytes an HTTP method (a token) is made of.
+_TOKEN_BYTES = frozenset(
+    b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
+#: No method is longer (the longest registered one has 17 letters).
+MAX_METHOD_BYTES = 32
+
+
+def is_probe(path: str) -> bool:
+    """Is `path` (a request target, its query included) one of the plain HTTP paths?"""
+    return path.split("?", 1)[0] in PROBE_PATHS
+
+
+def allowed_methods(path: str) -> str:
+    """The methods `path` answers, as an `Allow` header says them."""
+    return "GET, HEAD" if is_probe(path) else "GET"
+
+
+@dataclass(frozen=True)
+class Incomplete:
+    """The head is not whole yet: nothing to do until more bytes come."""
+
+
+@dataclass(frozen=True)
+class NotHttp:
+    """No request line begins with these bytes: answer 400 and close."""
+
+
+@dataclass(frozen=True)
+class PassOn:
+    """Not a head this reader vets (a first line that is not HTTP/1.x, a head too long):
+    `data` goes to the protocol as it is, which refuses it."""
+
+    data: bytes
+
+
+@dataclass(frozen=True)
+class NotAllowed:
+    """A method other than GET and HEAD: answer 405; what follows is discarded."""
+
+    method: str
+    path: str
+
+
+@dataclass(frozen=True)
+class HandshakeBody:
+    """A handshake (not a probe) that announces a body: answer 400; what follows is
+    discarded."""
+
+
+@dataclass(frozen=True)
+class WholeHead:
+    """A whole head for the protocol (a probe's body headers taken out), then `rest`, what
+    followed it (none for a probe with a body: discarded), once it is answered."""
+
+    head: bytes
+    rest: bytes
+
+
+Verdict = Incomplete | NotHttp | PassOn | NotAllowed | HandshakeBody | WholeHead
+
+INCOMPLETE = Incomplete()
+
+
+def _is_request_line(line: bytes | bytearray) -> bool:
+    """`METHOD TARGET HTTP/1.x` and its CR (the LF cut off): a request the head is kept for
+    (anything else goes to the protocol at once, which refuses it)."""
+    parts = line.split(b" ")
+    return len(parts) == 3 and parts[2] in (b"HTTP/1.1\r", b"HTTP/1.0\r")
+
+
+def _may_begin_request(start: bytes | bytearray) -> bool:
+    """Could `start`, the first bytes of a head, begin a request line? Not once its method
+    has a byte no token has, or is longer than any."""
+    method, space, _ = bytes(start[: MAX_METHOD_BYTES + 1]).partition(b" ")
+    if len(method) > MAX_METHOD_BYTES or (space and not method):
+        return False
+    return all(byte in _TOKEN_BYTES for byte in method)
+
+
+def _announces_body(lines: list[bytes]) -> bool:
+    """Does the head (its lines) say a body follows: a `Transfer-Encoding`, or a
+    `Content-Length` other than 0 (which the protocol takes as no body)?"""
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        name = name.lower()
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
+            return True
+    return False
+
+
+class HeadReader:
+    """One connection's request head, kept until it is whole. Every verdict but
+    `Incomplete` is the last: the reader is done with the connection then."""
+
+    def __init__(self) -> None:
+        self._head = bytearray()
+
+    @property
+    def held(self) -> bytes:
+        """The bytes kept so far (empty lines before the request line skipped)."""
+        return bytes(self._head)
+
+    def feed(self, data: bytes) -> Verdict:
+        """What to do now that `data`, the next bytes of the connection, came."""
+        head = self._head
+        head += data
+        while head.startswith(b"\r\n"):  # empty lines before the request line are ignored
+            del head[:2]
+        if head == b"\r":
+            return INCOMPLETE  # perhaps an empty line's CR, its LF to come
+        start = len(head) - len(data)
+        if not _may_begin_request(head):  # however many of its bytes came in this read
+            return NotHttp()
+        line_end = head.find(b"\n")
+        if line_end >= 0 and not _is_request_line(head[:line_end]):
+            return PassOn(bytes(head))
+        end = head.find(b"\r\n\r\n", max(0, start - 3))
+        if end < 0:
+            if len(head) <= MAX_HEAD_BYTES:
+                return INCOMPLETE
+            return PassOn(bytes(head))
+        rest = bytes(head[end + 4 :])
+        lines = bytes(head[:end]).split(b"\r\n")
+        method, path, _ = (part.decode("ascii", "replace") for part in lines[0].split(b" "))
+        if method not in ("GET", "HEAD"):
+            return NotAllowed(method, path)
+        if _announces_body(lines):
+            if not is_probe(path):
+                return HandshakeBody()
+            lines = [line for line in lines if not line.lower().startswith(BODY_HEADERS)]
+            rest = b""  # the probe's body: discarded
+        return WholeHead(b"\r\n".join(lines) + b"\r\n\r\n", rest)
+
+
+__all__ = [
+    "MAX_HEAD_BYTES",
+    "PROBE_PATHS",
+    "HandshakeBody",
+    "HeadReader",
+    "Incomplete",
+    "NotAllowed",
+    "NotHttp",
+    "PassOn",
+    "Verdict",
+    "WholeHead",
+    "allowed_methods",
+    "is_probe",
+]

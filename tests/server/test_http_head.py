@@ -1,0 +1,137 @@
+"""The request head read before the protocol sees it (server/http_head.py), without a socket:
+what each kind of first bytes gets, and the same verdict however the bytes are cut into reads
+(the transport's answers to them: tests/integration/test_http_edges.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solrace.server.http_head import (
+    MAX_HEAD_BYTES,
+    HandshakeBody,
+    HeadReader,
+    Incomplete,
+    NotAllowed,
+    NotHttp,
+    PassOn,
+    Verdict,
+    WholeHead,
+    allowed_methods,
+)
+
+PROBE = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+UPGRADE = (
+    b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+)
+#: The start of a TLS ClientHello (a client speaking wss:// to a plain port): no line feed.
+TLS_HELLO = bytes.fromhex("160301020001000001fc0303") + bytes(range(0x20, 0x40))
+
+
+def read(*pieces: bytes) -> list[Verdict]:
+    """The verdict after each piece, read in turn by one reader, up to the first final one."""
+    reader = HeadReader()
+    verdicts: list[Verdict] = []
+    for piece in pieces:
+        verdicts.append(reader.feed(piece))
+        if not isinstance(verdicts[-1], Incomplete):
+            break
+    return verdicts
+
+
+def test_a_whole_head_is_handed_over_with_what_follows_it() -> None:
+    assert read(PROBE) == [WholeHead(PROBE, b"")]
+    after = b"GET /metrics HTTP/1.1\r\n\r\n\xff\xff"
+    assert read(PROBE + after) == [WholeHead(PROBE, after)]  # answered first, then this
+
+
+def test_a_head_is_kept_until_it_is_whole() -> None:
+    reader = HeadReader()
+    assert reader.feed(PROBE[:20]) == Incomplete()
+    assert reader.held == PROBE[:20]
+    assert reader.feed(PROBE[20:-2]) == Incomplete()  # its end split between the two CRLFs
+    assert reader.feed(PROBE[-2:] + b"rest") == WholeHead(PROBE, b"rest")
+
+
+def outcome(*pieces: bytes) -> Verdict:
+    """The final verdict on `pieces` read in turn, the reads after a whole head added to what
+    follows it (as the transport hands them on)."""
+    verdicts = read(*pieces)
+    final = verdicts[-1]
+    if isinstance(final, WholeHead):
+        return WholeHead(final.head, final.rest + b"".join(pieces[len(verdicts) :]))
+    return final
+
+
+@given(st.lists(st.integers(1, len(UPGRADE) + 10), max_size=6))
+def test_the_verdict_does_not_depend_on_how_the_bytes_are_cut(cuts: list[int]) -> None:
+    raw = UPGRADE + b"\r\n" + b"frames"
+    for whole in (raw, b"\r\n" + raw, b"\x16" + raw, b"POST" + raw[3:]):
+        edges = [0, *sorted(set(cuts)), len(whole)]
+        pieces = [whole[a:b] for a, b in itertools.pairwise(edges) if whole[a:b]]
+        assert outcome(*pieces) == outcome(whole)
+
+
+@pytest.mark.parametrize("first", [b"\r\n", b"\r\n\r\n", b"\r"])
+def test_empty_lines_before_the_request_line_are_skipped(first: bytes) -> None:
+    rest = b"\n" + PROBE if first == b"\r" else PROBE
+    assert read(first, rest) == [Incomplete(), WholeHead(PROBE, b"")]
+    assert read(first + rest) == [WholeHead(PROBE, b"")]
+
+
+@pytest.mark.parametrize(
+    "start", [TLS_HELLO, b"GET\x00", b" GET / HTTP/1.1", b"A" * 40, b"G\x00T /healthz HTTP/1.1"]
+)
+def test_bytes_no_request_line_begins_with_are_not_http_at_once(start: bytes) -> None:
+    assert read(start) == [NotHttp()]
+    # Byte by byte: known as soon as the byte that no method has comes (no line feed needed).
+    verdicts = read(*(start[i : i + 1] for i in range(len(start))))
+    assert verdicts[-1] == NotHttp() and len(verdicts) <= 33
+
+
+def test_a_method_cut_short_by_a_read_is_not_taken_for_what_no_request_begins() -> None:
+    assert read(b"GE", b"T", PROBE[3:]) == [Incomplete(), Incomplete(), WholeHead(PROBE, b"")]
+
+
+@pytest.mark.parametrize("line", [b"HELLO /\r\n", b"GET / HTTP/1.1\nHost: x\n\n", b"GET /\r\n"])
+def test_a_first_line_that_is_not_http_1_goes_to_the_protocol_as_it_is(line: bytes) -> None:
+    assert read(line) == [PassOn(line)]
+
+
+def test_a_head_too_long_goes_to_the_protocol_as_it_is() -> None:
+    start = b"GET / HTTP/1.1\r\n"
+    long_header = b"X-Long: " + b"a" * MAX_HEAD_BYTES
+    assert read(start, long_header) == [Incomplete(), PassOn(start + long_header)]
+
+
+@pytest.mark.parametrize("path", ["/", "/healthz", "/metrics?x=1"])
+def test_other_methods_than_get_and_head_are_not_allowed(path: str) -> None:
+    head = f"POST {path} HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc".encode()
+    assert read(head) == [NotAllowed("POST", path)]
+    assert allowed_methods(path) == ("GET" if path == "/" else "GET, HEAD")
+
+
+@pytest.mark.parametrize(
+    "body_head",
+    [
+        b"Content-Length: 5\r\n\r\nhello",
+        b"content-length: 5\r\n\r\nhel",
+        b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    ],
+)
+@pytest.mark.parametrize("method", [b"GET", b"HEAD"])
+def test_a_probe_s_body_is_discarded_with_the_headers_that_announce_it(
+    method: bytes, body_head: bytes
+) -> None:
+    start = method + b" /healthz HTTP/1.1\r\nHost: x\r\n"
+    assert read(start + body_head) == [WholeHead(start + b"\r\n", b"")]
+
+
+def test_a_handshake_with_a_body_is_refused_and_an_empty_one_is_no_body() -> None:
+    assert read(UPGRADE + b"Content-Length: 5\r\n\r\nhello") == [HandshakeBody()]
+    head = UPGRADE + b"Content-Length: 0\r\n\r\n"
+    assert read(head + b"frame") == [WholeHead(head, b"frame")]  # the frames sent with it
