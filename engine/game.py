@@ -7,6 +7,7 @@ everything the families share: the undo journal, the move loop, state text and t
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -54,18 +55,18 @@ class Game:
         self._saved.clear()
 
     def _setup(self) -> None:
-        self.piles: list[Pile] = []
-        self.stock = self._add(STOCK, 0)
-        self.waste = self._add(WASTE, 0)
-        self.foundations = [self._add(FOUNDATION, i) for i in range(self.n_foundations)]
-        self.tableau = [self._add(TABLEAU, i) for i in range(self.n_tableau)]
-        self.reserves = [self._add(RESERVE, i) for i in range(self.n_reserves)]
-        self.piles.sort(key=lambda p: (self.pile_order.index(p.kind), p.index))
-        for i, p in enumerate(self.piles):
-            p.number = i
-        self._by_short = {p.short: p for p in self.piles}
-        self._by_name = {p.name: p for p in self.piles}
-        self._targets = tuple(self.move_targets())
+        counts = (
+            (STOCK, 1),
+            (WASTE, 1),
+            (FOUNDATION, self.n_foundations),
+            (TABLEAU, self.n_tableau),
+            (RESERVE, self.n_reserves),
+        )
+        piles = [Pile(kind, i, 0) for kind, count in counts for i in range(count)]
+        piles.sort(key=lambda p: (self.pile_order.index(p.kind), p.index))
+        for number, p in enumerate(piles):
+            p.number = number
+        self._index_piles(piles)
         self.round = 1
         self.history: list[Move] = []
         self._journal: list[tuple[_Saved, tuple[Any, ...]]] = []
@@ -116,10 +117,22 @@ class Game:
         }
         return cls.from_piles(texts, round_)
 
-    def _add(self, kind: int, index: int) -> Pile:
-        pile = Pile(kind, index, len(self.piles))
-        self.piles.append(pile)
-        return pile
+    def _index_piles(self, piles: list[Pile]) -> None:
+        """Make `piles` (numbered in board order) this board's: the piles of each kind, the
+        lookups by short and long name and the move targets all point at them. A new board
+        and a copy (which has piles of its own) both come through here."""
+        self.piles = piles
+        of_kind: defaultdict[int, list[Pile]] = defaultdict(list)
+        for p in piles:
+            of_kind[p.kind].append(p)
+        (self.stock,) = of_kind[STOCK]
+        (self.waste,) = of_kind[WASTE]
+        self.foundations = of_kind[FOUNDATION]
+        self.tableau = of_kind[TABLEAU]
+        self.reserves = of_kind[RESERVE]
+        self._by_short = {p.short: p for p in piles}
+        self._by_name = {p.name: p for p in piles}
+        self._targets = tuple(self.move_targets())
 
     # -- what subclasses provide -------------------------------------------------------------
 
@@ -446,20 +459,7 @@ class Game:
         """An independent board in the same position (history included)."""
         other = type(self).__new__(type(self))
         other.__dict__.update(self.__dict__)
-        other.piles = []
-        for p in self.piles:
-            q = Pile(p.kind, p.index, p.number)
-            q.cards = p.cards[:]
-            q.down = p.down
-            other.piles.append(q)
-        other.stock = other.piles[self.stock.number]
-        other.waste = other.piles[self.waste.number]
-        other.foundations = [other.piles[p.number] for p in self.foundations]
-        other.tableau = [other.piles[p.number] for p in self.tableau]
-        other.reserves = [other.piles[p.number] for p in self.reserves]
-        other._by_short = {p.short: p for p in other.piles}
-        other._by_name = {p.name: p for p in other.piles}
-        other._targets = tuple(other.move_targets())
+        other._index_piles([p.copy() for p in self.piles])
         other.history = self.history[:]
         other._journal = [
             ({k: (v[0][:], v[1]) for k, v in s.items()}, sc) for s, sc in self._journal

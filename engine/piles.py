@@ -37,6 +37,13 @@ class Pile:
         self.cards: list[int] = []
         self.down = 0
 
+    def copy(self) -> Pile:
+        """An independent pile with the same cards, face-down count and place on the board."""
+        pile = Pile(self.kind, self.index, self.number)
+        pile.cards = self.cards[:]
+        pile.down = self.down
+        return pile
+
     def face_down_count(self) -> int:
         return len(self.cards) if self.kind == STOCK else self.down
 
