@@ -71,6 +71,8 @@ class Live:
     time_limit_s: int
     created_at_ms: int
     names: dict[str, str] = field(default_factory=dict)
+    #: Every race requested, by id, in the order they were requested (`race_id_of` takes the
+    #: last of a match's race number as its race).
     links: dict[RaceId, RaceLink] = field(default_factory=dict)
     next_race: int = 1
     #: Ended rounds whose races' deals may still be held (`_release_deals` not yet known to
@@ -142,7 +144,7 @@ class Live:
             names={str(k): str(v) for k, v in data["names"].items()},
             links={
                 RaceId(rid): RaceLink(MatchId(m), int(r), int(n))
-                for rid, (m, r, n) in data["links"].items()
+                for rid, (m, r, n) in sorted(data["links"].items(), key=_in_request_order)
             },
             next_race=int(data["next_race"]),
             held_deals={int(r): int(v) for r, v in held.items()},
@@ -154,6 +156,14 @@ class Live:
         held (read from the document alone, without loading the tournament)."""
         data: dict[str, object] = json.loads(record.document)
         return data.get("held_deals") != {}
+
+
+def _in_request_order(item: tuple[str, object]) -> tuple[int, str]:
+    """Sorts a document's links in the order their races were requested, by race id: the
+    ids are `<tournament id>-<n>`, one prefix, so by length, then as text, is by n. (The
+    document holds them sorted as text alone, "t-10" before "t-9".)"""
+    race_id = item[0]
+    return len(race_id), race_id
 
 
 def admin_command(message: TournamentAdmin, ratings: dict[PlayerId, float], now: float) -> Command:

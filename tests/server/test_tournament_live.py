@@ -9,6 +9,7 @@ import json
 import pytest
 
 from solrace.server.protocol.competition_records import TournamentRecord
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
@@ -20,7 +21,8 @@ from solrace.server.protocol.tournament_errors import (
 from solrace.server.protocol.tournament_events import RaceRequested
 from solrace.server.protocol.tournament_messages import TournamentAdmin
 from solrace.server.protocol.tournament_state import TournamentSettings
-from solrace.server.tournament_live import Live, admin_command
+from solrace.server.tournament_live import Live, RaceLink, admin_command
+from solrace.server.tournament_views import view_of
 
 ADMIN = PlayerId("admin")
 ANN, BOB = PlayerId("ann"), PlayerId("bob")
@@ -46,7 +48,8 @@ def final_of_three(game: str = "klondike") -> tuple[Live, MatchId]:
 
 
 def correct(live: Live, match_id: MatchId, **fields: object) -> RaceResult:
-    """Apply an admin correction of race 1 to `live`: the race's result after it."""
+    """Apply an admin correction (of race 1 unless `race_number` is given) to `live`: race
+    1's result after it."""
     message = TournamentAdmin.model_validate(
         {
             "tournament_id": "t1",
@@ -139,3 +142,25 @@ def test_a_refusal_names_the_players_as_the_tournament_knows_them() -> None:
     assert str(refused.value).endswith("missing ['Bob'], not in the match ['adm-9']")
     with pytest.raises(InvalidResultError, match="'Ann': 99; a klondike game has 0 to 52"):
         correct(live, match_id, placings=[[BOB], [ANN]], cards={ANN: 99})
+
+
+def test_a_race_number_requested_again_is_the_newer_race_s_after_a_reload() -> None:
+    """Two corrections void race 3 and reopen the match, so race 3 is requested again (as the
+    tournament's tenth race; its ninth was the voided one). Loaded from the store, the
+    tournament still knows the tenth as the match's race, though the document sorts race ids
+    as text, "t1-10" before "t1-9"."""
+    live, match_id = final_of_three()
+    t = live.tournament
+    t.record_race(match_id, 2, RaceResult.from_order([BOB, ANN]), now=3.0)
+    t.record_race(match_id, 3, RaceResult.from_order([ANN, BOB]), now=3.0)  # Ann's, 2-1
+    correct(live, match_id, race_number=2, placings=[[ANN], [BOB]])  # 2-0: race 3 voided
+    correct(live, match_id, race_number=2, placings=[[BOB], [ANN]])  # 1-1: race 3 again
+    (match,) = t.live_matches()
+    assert match.pending_race == 3
+    for number, race_number in ((7, 1), (8, 2), (9, 3), (10, 3)):
+        live.links[RaceId(f"t1-{number}")] = RaceLink(match_id, 1, race_number)
+    live.next_race = 11
+
+    loaded = Live.from_record(live.to_record(), deals)
+    assert loaded.pending_race_id(match) == "t1-10"
+    assert [m.race_id for m in view_of(loaded).tournament.live] == ["t1-10"]
