@@ -5,8 +5,8 @@ Run: python bench/echo_server.py PORT  (same websockets settings as solrace: no 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import sys
 
 from websockets.asyncio.server import ServerConnection, serve
 
@@ -23,4 +23,6 @@ async def main(port: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1])))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("port", type=int, help="the loopback port to listen on")
+    asyncio.run(main(parser.parse_args().port))

@@ -103,7 +103,7 @@ def bench_game(game_id: str, seconds: float) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--games", nargs="*", default=list(GAME_IDS))

@@ -399,7 +399,7 @@ async def measure_solrace(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--players", type=int, nargs="+", default=[1, 10, 100, 1000])
     parser.add_argument("--seconds", type=float, default=8.0, help="measured window per run")
     parser.add_argument("--out", type=Path, help="write OUT.json and OUT.svg")
