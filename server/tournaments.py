@@ -3,9 +3,10 @@
 The rules are pure (`protocol/tournament.py`); this service loads a tournament's document
 from the store, applies one command to it, saves it with a compare-and-set on its version
 (so of two nodes moving one tournament on, one wins and the other reloads and tries again),
-and only then acts on the events: it opens each requested race through the hub
-(`Hub.open_seated_race`: the match's players seated, the round's secret deal), tells the
-seated players (`tournament_race`) and pushes the new view to the tournament's watchers.
+and only then acts on the events: it opens each requested race through its race host (the
+hub's races, `tournament_host.py`; `Hub.open_seated_race`: the match's players seated, the
+round's secret deal), tells the seated players (`tournament_race`) and pushes the new view to
+the tournament's watchers.
 
 The hub calls `race_finished` when a race ends; the finishing order (ties share a place) and
 cards on foundations become the match's result, except for racers who ended it gone without a
@@ -82,12 +83,12 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.server.protocol.tournament_model import format_rules
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, largest_field
-from solrace.server.race_changes import connection_change
 from solrace.server.race_setup import check_race_settings, new_race_record
 from solrace.server.ratings import RatingService
 from solrace.server.session import Session
 from solrace.server.store.base import StoreError
 from solrace.server.timers import run_every
+from solrace.server.tournament_host import HubRaceHost, RaceHost
 from solrace.server.tournament_live import (
     Command,
     Live,
@@ -165,10 +166,16 @@ def tournament_list(
 
 
 class TournamentService:
-    def __init__(self, hub: Hub, ratings: RatingService, rng: random.Random | None = None) -> None:
-        self.hub = hub
-        self.store = hub.store
-        self.settings = hub.settings
+    """Tournaments at run time (the module's docstring); the races they request are
+    `host`'s: what the service asks of them is all in `RaceHost`."""
+
+    def __init__(
+        self, host: RaceHost | Hub, ratings: RatingService, rng: random.Random | None = None
+    ) -> None:
+        # A hub is taken as its race host (`HubRaceHost`) while the composition root passes one.
+        self.host: RaceHost = HubRaceHost(host) if isinstance(host, Hub) else host
+        self.store = self.host.store
+        self.settings = self.host.settings
         self.ratings = ratings
         self.rng = rng or random.SystemRandom()
         self.live: dict[str, Live] = {}
@@ -201,7 +208,7 @@ class TournamentService:
         return random_ranked_number(self.rng)
 
     def _now(self) -> float:
-        return self.hub.clock() / 1000
+        return self.host.clock() / 1000
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -209,10 +216,9 @@ class TournamentService:
         """Load the unfinished tournaments and bring their races in line (after the hub has
         recovered its races), then tick."""
         self._started_at = self._now()
-        if self.hub.keeper.broker is not None:  # several nodes: hear the others' changes
-            self.relay = TournamentRelay(
-                self.hub.keeper.broker, self.hub.node_id, self._remote_change
-            )
+        broker = self.host.broker
+        if broker is not None:  # several nodes: hear the others' changes
+            self.relay = TournamentRelay(broker, self.host.node_id, self._remote_change)
             await self.relay.start()
         for record in await self.store.list_tournaments():
             if record.phase == Phase.FINISHED.value:
@@ -330,15 +336,15 @@ class TournamentService:
     async def _is_present(self, player: PlayerId, race_id: RaceId | None) -> bool:
         """Connected here, or connected in their match's live race (on several nodes the
         stored race says so for a player connected to another node)."""
-        if player in self.hub.players:
+        if self.host.session_of(player) is not None:
             return True
         if race_id is None:
             return False
-        runtime = self.hub.keeper.races.get(race_id)
+        runtime = self.host.held_race(race_id)
         if runtime is not None:
             racer = runtime.race.racers.get(player)
             return racer is not None and racer.connected and runtime.race.is_live
-        if not self.hub.keeper.is_cluster:
+        if self.host.broker is None:  # one node: no other node's racers to ask the store about
             return False
         record = await self.store.get_race(race_id)
         if record is None or record.status not in LIVE_STATUSES:
@@ -427,7 +433,7 @@ class TournamentService:
 
     async def _remote_change(self, notice: ChangeNotice | None) -> None:
         """Another node changed a tournament (None: changes may have been missed)."""
-        await self.hub.keeper.take_releases()  # it may have ended a round
+        await self.host.take_releases()  # it may have ended a round
         if notice is None:
             wanted = self.views.watched()
         else:
@@ -451,17 +457,13 @@ class TournamentService:
     async def _seat_here(self, notice: TournamentRace) -> None:
         """A race another node opened: its seated players connected here are marked
         connected in it (held by this node, as a hello would) and get the notice."""
-        here = [(p, self.hub.players[p]) for p in notice.players if p in self.hub.players]
+        here = [(p, s) for p in notice.players if (s := self.host.session_of(p)) is not None]
         if not here:
             return
         try:
-            runtime = await self.hub.keeper.load_race(notice.race_id)
+            runtime = await self.host.load_race(notice.race_id)
             if runtime is not None and runtime.race.is_live:
-                now = self.hub.clock()
-                for player, session in here:
-                    self.hub.watching.catch_up(session, runtime)  # it may have started meanwhile
-                    change = connection_change(player, True, now, self.hub.holder_of(session))
-                    await self.hub.keeper.apply_or_log(runtime, change, player, "marked here")
+                await self.host.mark_connected_here(runtime, here)
         except (RaceError, StoreError) as exc:
             log.warning("race %s: seated players not marked here: %s", notice.race_id, exc)
         for _, session in here:
@@ -524,7 +526,7 @@ class TournamentService:
                     break
             else:
                 raise StoreError(f"race {race_id} kept changing while its deal was released")
-            self.hub.keeper.release_deal(race_id)  # this node's copy, and its spectators
+            self.host.release_deal(race_id)  # this node's copy, and its spectators
 
     async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
         """Cancel the race of a match decided meanwhile (its result would not count)."""
@@ -532,10 +534,10 @@ class TournamentService:
         if race_id is None:
             return
         try:
-            runtime = await self.hub.keeper.load_race(race_id)
+            runtime = await self.host.load_race(race_id)
             if runtime is None or not runtime.race.is_live:
                 return
-            await self.hub.keeper.apply_to_race(runtime, cancel_race(self.hub.clock()))
+            await self.host.apply_to_race(runtime, cancel_race(self.host.clock()))
         except (RaceError, StoreError) as exc:  # the race runs on; its result is ignored
             log.warning("tournament %s: race %s not stopped: %s", live.tournament_id, race_id, exc)
             return
@@ -553,7 +555,7 @@ class TournamentService:
         t = live.tournament
         rnd, match = t.find_match(match_id)
         record = new_race_record(
-            self.hub.settings,
+            self.settings,
             race_id,
             game=t.game_id,
             game_number=rnd.game_numbers[race_number],
@@ -562,12 +564,12 @@ class TournamentService:
             rated=t.settings.rated,
             invite_code=secrets.token_hex(8),  # seats are the server's to fill
             creator=match.racing[0],
-            now_ms=self.hub.clock(),
+            now_ms=self.host.clock(),
             deal_held=True,  # other matches of the round race on this deal
         )
         seated = [(p, live.names.get(p, p)) for p in match.racing]
         try:
-            await self.hub.open_seated_race(record, seated)
+            await self.host.open_seated_race(record, seated)
         except (RaceError, StoreError) as exc:
             log.warning("tournament %s: race %s not opened yet: %s", t.tournament_id, race_id, exc)
             self._repairs[t.tournament_id] = live
@@ -581,7 +583,7 @@ class TournamentService:
             players=list(match.racing),
         )
         for player in match.racing:
-            session = self.hub.players.get(player)
+            session = self.host.session_of(player)
             if session is not None:
                 session.send(notice)
         log.info("tournament %s: race %s for %s", t.tournament_id, race_id, match_id)
@@ -651,7 +653,7 @@ class TournamentService:
         self._check_admin(message.admin_token)
         admin, name = identity_of(session)
         settings = self.settings
-        check_race_settings(self.hub.settings, message.game, message.time_limit_s)
+        check_race_settings(settings, message.game, message.time_limit_s)
         try:
             rules = format_rules(message)
         except TournamentError as exc:
@@ -696,7 +698,7 @@ class TournamentService:
             version=1,
             name=message.name,
             time_limit_s=message.time_limit_s,
-            created_at_ms=self.hub.clock(),
+            created_at_ms=self.host.clock(),
             names={admin: name},
         )
         if not await self.store.save_tournament(live.to_record(), None):
