@@ -16,7 +16,7 @@ from solrace.client.tournament_render import (
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
-from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
+from solrace.server.protocol.tournament_errors import MatchId, PlayerId, TournamentId
 from solrace.server.protocol.tournament_messages import (
     AuditModel,
     Profile,
@@ -166,8 +166,22 @@ def started(rules: FormatRules, count: int) -> tuple[Tournament, dict[str, str]]
     return t, names
 
 
-def view_of(t: Tournament, names: dict[str, str], version: int = 1) -> TournamentModel:
-    return build_view(t, version=version, name="cup", time_limit_s=60, names=names)
+def view_of(
+    t: Tournament,
+    names: dict[str, str],
+    version: int = 1,
+    race_ids: dict[tuple[MatchId, int], RaceId] | None = None,
+) -> TournamentModel:
+    """The view sent to clients, with the race ids of (match, race number) in `race_ids`."""
+    ids = race_ids or {}
+    return build_view(
+        t,
+        version=version,
+        name="cup",
+        time_limit_s=60,
+        names=names,
+        race_id_of=lambda match_id, number: ids.get((match_id, number)),
+    )
 
 
 def log_to_the_end(t: Tournament, names: dict[str, str]) -> list[str]:
@@ -355,16 +369,7 @@ def upset_final(best_of: int = 1) -> tuple[Tournament, dict[str, str], Tournamen
             order = [PlayerId(winner), PlayerId(loser)]
             t.record_race(match.match_id, match.pending_race, RaceResult.from_order(order), now=3)
     (final,) = t.live_matches()
-    race_ids = {(final.match_id, 1): RaceId("RACE-F")}
-    view = build_view(
-        t,
-        version=2,
-        name="cup",
-        time_limit_s=60,
-        names=names,
-        race_id_of=lambda match_id, number: race_ids.get((match_id, number)),
-    )
-    return t, names, view
+    return t, names, view_of(t, names, 2, {(final.match_id, 1): RaceId("RACE-F")})
 
 
 def test_a_match_names_its_players_in_one_order_everywhere() -> None:
@@ -391,15 +396,7 @@ def test_a_match_whose_race_is_on_shows_playing() -> None:
     t, names, view = upset_final(best_of=3)
     (final,) = t.live_matches()
     t.record_race(final.match_id, 1, RaceResult.from_order([PlayerId("p4"), PlayerId("p2")]), now=4)
-    race_ids = {(final.match_id, 2): RaceId("RACE-F2")}
-    on = build_view(
-        t,
-        version=3,
-        name="cup",
-        time_limit_s=60,
-        names=names,
-        race_id_of=lambda match_id, number: race_ids.get((match_id, number)),
-    )
+    on = view_of(t, names, 3, {(final.match_id, 2): RaceId("RACE-F2")})
     assert "W2-1 n2 vs n4 [playing 0-1]" in render_tournament(on)
     assert "W2-1 n2 vs n4 [ready 0-1]" in render_tournament(view_of(t, names, 3))
 
