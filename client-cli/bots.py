@@ -13,7 +13,8 @@ import argparse
 import asyncio
 import secrets
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -55,6 +56,7 @@ from .session import (
     Predicate,
     RequestError,
     answer_to,
+    join_or_resume,
     read_until,
     request_reading,
 )
@@ -245,12 +247,26 @@ class Bot:
         does. The server's refusal of the request is a `BotRefusedError`; no answer within
         `timeout_s` (a reconnect meanwhile does not end the wait), or a link closed for good,
         a `BotError`."""
+        with self._refusals_named():
+            return await self._request(message, until, timeout_s)
+
+    async def _request(
+        self, message: ClientMessage, until: Predicate, timeout_s: float = REQUEST_TIMEOUT_S
+    ) -> ServerMessage:
+        """`request`, its refusal still a `RequestError` (for `join_or_resume` to read)."""
         try:
             return await request_reading(self.conn, self.next_message, message, until, timeout_s)
-        except RequestError as exc:
-            raise BotRefusedError(self.name, exc.code, exc.message) from None
         except TimeoutError:
             raise BotError(f"{self.name}: no answer to {message.type}") from None
+
+    @contextmanager
+    def _refusals_named(self) -> Iterator[None]:
+        """The server's refusal of a request in the block (`RequestError`) raised as this
+        bot's `BotRefusedError`."""
+        try:
+            yield
+        except RequestError as exc:
+            raise BotRefusedError(self.name, exc.code, exc.message) from None
 
     @property
     def create_sent(self) -> bool:
@@ -306,18 +322,17 @@ class Bot:
 
     async def join(self, race_id: RaceId, invite_code: str | None = None) -> None:
         """Sit in `race_id`, or take back the seat this bot still has there (an earlier run
-        of the same bot, killed before it could leave: `already_joined`)."""
+        of the same bot, killed before it could leave: `already_joined`, `join_or_resume`)."""
 
         def seated(_: ServerMessage) -> bool:
             race = self.state.races.get(race_id)
             return race is not None and self.state.player_id in race.racers
 
-        try:
-            await self.request(JoinRace(race_id=race_id, invite_code=invite_code), seated)
-        except BotRefusedError as exc:
-            if exc.code != ErrorCode.ALREADY_JOINED:
-                raise
-            await self.request(Sync(race_id=race_id), seated)
+        with self._refusals_named():
+            await join_or_resume(
+                lambda: self._request(JoinRace(race_id=race_id, invite_code=invite_code), seated),
+                lambda: self._request(Sync(race_id=race_id), seated),
+            )
         self.follow(race_id)
 
     def follow(self, race_id: RaceId) -> None:

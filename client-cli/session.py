@@ -10,7 +10,8 @@ player connected again elsewhere; 4001...), every request and wait fails at once
 
 A reader with no pump (a bot reads its connection itself, between its moves; a one-shot
 `solrace tournament` command reads its own with `reader_of`) makes its requests with
-`request_reading`: the same answer (`answer_to`), the same timeout (`REQUEST_TIMEOUT_S`).
+`request_reading`: the same answer (`answer_to`), the same timeout (`REQUEST_TIMEOUT_S`), and
+a seat taken back the same way when a join is refused as `already_joined` (`join_or_resume`).
 """
 
 from __future__ import annotations
@@ -143,6 +144,27 @@ async def request_reading(
     if isinstance(reply, Error):
         raise RequestError(reply.code, reply.message)
     return reply
+
+
+async def join_or_resume(
+    join: Callable[[], Awaitable[object]], resume: Callable[[], Awaitable[object]]
+) -> bool:
+    """Sit in a race with `join` (a `join_race` request, waited for): True. The server's
+    `already_joined` means the seat is this player's already: one it kept for an earlier link
+    or run (back after a crash, Ctrl-C or a kill, within the race's grace), so the seat is
+    taken back with `resume` (a `sync` of the race, waited for) instead of failing: False.
+    Any other refusal is raised as it came (`RequestError`).
+
+    Both ways of reading use it: `Session.join_race` (the pump) and `Bot.join` (a bot reads
+    its own connection), each with its own requests and waits."""
+    try:
+        await join()
+    except RequestError as exc:
+        if exc.code != ErrorCode.ALREADY_JOINED:
+            raise
+        await resume()
+        return False
+    return True
 
 
 class LinkClosedError(RequestError):
@@ -333,23 +355,21 @@ class Session:
 
     async def join_race(self, race_id: RaceId, invite_code: str | None = None) -> bool:
         """Sit in a race: True. A race this player already sits in (back after a crash or
-        Ctrl-C: the server answers `already_joined`) is resumed instead (`resume`): False."""
+        Ctrl-C: the server answers `already_joined`) is resumed instead (`resume`): False
+        (`join_or_resume`)."""
         me = self.me
-        try:
-            await self.request(
-                JoinRace(race_id=race_id, invite_code=invite_code),
-                lambda m: (
-                    isinstance(m, RaceUpdate)
-                    and m.race_id == race_id
-                    and any(r.player_id == me for r in m.race.racers)
-                ),
+
+        def seated(m: ServerMessage) -> bool:
+            return (
+                isinstance(m, RaceUpdate)
+                and m.race_id == race_id
+                and any(r.player_id == me for r in m.race.racers)
             )
-        except RequestError as exc:
-            if exc.code != ErrorCode.ALREADY_JOINED:
-                raise
-            await self.resume(race_id)
-            return False
-        return True
+
+        return await join_or_resume(
+            lambda: self.request(JoinRace(race_id=race_id, invite_code=invite_code), seated),
+            lambda: self.resume(race_id),
+        )
 
     async def resume(self, race_id: RaceId) -> RaceState:
         """Follow a race this player sits in again: `sync` answers with the race's snapshot

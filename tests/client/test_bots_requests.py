@@ -15,8 +15,9 @@ from solrace.client.connection import Connection
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import RaceId
-from solrace.server.protocol.messages import RaceStarted, Resign, Sync
+from solrace.server.protocol.messages import Error, RaceStarted, Resign, ServerMessage, Sync
 
 #: Makes one message about the bot's finished race `race_id` be on its way to the bot.
 LateMessage = Callable[[Bot, RaceId], Awaitable[None]]
@@ -107,6 +108,39 @@ async def test_a_bots_refused_requests_say_the_code(server_url: str) -> None:
         assert await bot.leave(race_id) is False
         assert await first_open_race(bot) == race_id
         assert await bot.created_race(0.5) is None  # another's race is not this bot's
+    finally:
+        await bot.close()
+        await other.close()
+
+
+async def test_a_bot_joining_a_race_it_sits_in_takes_its_seat_back(
+    server_app: App, server_url: str
+) -> None:
+    """A join the server refuses as `already_joined` (the seat of an earlier run, say) is a
+    resume: the bot syncs the race and follows it. Any other refusal still raises."""
+    bot = Bot(server_url, "joiner", make_strategy("greedy"))
+    other = Bot(server_url, "other", make_strategy("greedy"))
+    await bot.connect()
+    await other.connect()
+    errors: list[str] = []
+
+    def note(message: ServerMessage) -> None:
+        if isinstance(message, Error):
+            errors.append(message.code)
+
+    bot.on_message = note
+    try:
+        race_id = await other.create("klondike", 3, 600)
+        await bot.join(race_id)
+        bot.race_id = None  # as a new run of the bot, which follows no race yet
+        await bot.join(race_id)  # already seated: taken back, not refused
+        assert errors == [ErrorCode.ALREADY_JOINED.value]
+        assert bot.race_id == race_id
+        assert bot.race is not None and bot.state.player_id in bot.race.racers
+        assert len(server_app.hub.races[race_id].race.racers) == 2
+        with pytest.raises(BotRefusedError, match=r"^joiner: unknown_race: ") as refused:
+            await bot.join(RaceId("rgone"))
+        assert refused.value.code == ErrorCode.UNKNOWN_RACE
     finally:
         await bot.close()
         await other.close()
