@@ -44,11 +44,11 @@ class Klondike(Game):
         return False
 
     def pickable_counts(self, src: Pile) -> range:
+        """Every face-up count of a tableau column, one card elsewhere. The whole-runs games
+        try the same counts: the top card alone may go to a foundation, the whole run to the
+        tableau, and `accepts` refuses the counts between."""
         if src.kind == TABLEAU:
-            up = len(src.cards) - src.down
-            if self.whole_runs_only:
-                return range(1, up + 1)  # the foundation still takes the top card alone
-            return range(1, up + 1)
+            return range(1, len(src.cards) - src.down + 1)
         return range(1, 2)
 
     def accepts(self, dst: Pile, src: Pile, n: int) -> bool:
