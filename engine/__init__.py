@@ -17,6 +17,7 @@ from .errors import (
     InvalidCardError,
     InvalidGameNumberError,
     InvalidMoveError,
+    InvalidPositionError,
     NothingToUndoError,
     UnknownGameError,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "InvalidCardError",
     "InvalidGameNumberError",
     "InvalidMoveError",
+    "InvalidPositionError",
     "Move",
     "NothingToUndoError",
     "PileView",

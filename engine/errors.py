@@ -19,6 +19,11 @@ class InvalidCardError(EngineError):
     """A card text does not parse (expected rank then suit, e.g. ``TD``)."""
 
 
+class InvalidPositionError(EngineError):
+    """A position given as pile texts (``Game.from_piles``) is not a board of its game: a pile
+    the game does not have, or face-down cards lying over face-up ones."""
+
+
 class InvalidMoveError(EngineError):
     """A move text does not parse; nothing about the position is implied."""
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .cards import TEXT, Card
-from .errors import IllegalMoveError, InvalidCardError, NothingToUndoError
+from .errors import IllegalMoveError, InvalidPositionError, NothingToUndoError
 from .moves import DEAL, Move
 from .piles import FOUNDATION, RESERVE, STOCK, TABLEAU, UNKNOWN, WASTE, Pile
 from .seeds import GameNumber, parse_game_number, shuffled_deck
@@ -78,7 +78,9 @@ class Game:
         """A board set up from pile texts in RULES.md form (``{"tableau[0]": "#TH 9S"}``).
 
         Piles not named are empty. The position is taken as given (no deal): the way to pin a
-        rule down in a test, like a FEN in chess. Unknown cards may be written ``#??``.
+        rule down in a test, like a FEN in chess. Unknown cards may be written ``#??``. A card
+        that does not parse raises `InvalidCardError`; a pile the game does not have, or
+        face-down cards over face-up ones, `InvalidPositionError`.
         """
         game = cls.__new__(cls)
         game.number_info = None
@@ -87,7 +89,7 @@ class Game:
         for name, text in piles.items():
             pile = game._by_name.get(name)
             if pile is None:
-                raise InvalidCardError(f"{cls.game_id} has no pile {name!r}")
+                raise InvalidPositionError(f"{cls.game_id} has no pile {name!r}")
             cards, down = [], 0
             for token in text.split():
                 hidden = token.startswith("#")
@@ -95,7 +97,7 @@ class Game:
                 cards.append(UNKNOWN if face == "??" else int(Card.parse(face)))
                 if hidden:
                     if len(cards) - 1 != down and pile.kind != STOCK:
-                        raise InvalidCardError(
+                        raise InvalidPositionError(
                             f"{name}: face-down cards must lie under face-up ones"
                         )
                     down += 1

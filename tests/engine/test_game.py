@@ -10,6 +10,7 @@ from solrace.engine import (
     IllegalMoveError,
     InvalidCardError,
     InvalidMoveError,
+    InvalidPositionError,
     Move,
     NothingToUndoError,
     deal,
@@ -216,11 +217,11 @@ def test_copy_is_independent() -> None:
 
 
 def test_from_piles_refuses_unknown_piles_and_cards() -> None:
-    with pytest.raises(InvalidCardError, match="klondike has no pile 'reserve\\[0\\]'"):
+    with pytest.raises(InvalidPositionError, match="klondike has no pile 'reserve\\[0\\]'"):
         position("klondike", {"reserve[0]": "AC"})
     with pytest.raises(InvalidCardError, match="not a card: 'XX'"):
         position("klondike", {"tableau[0]": "XX"})
-    with pytest.raises(InvalidCardError, match="face-down cards must lie under face-up ones"):
+    with pytest.raises(InvalidPositionError, match="face-down cards must lie under face-up ones"):
         position("klondike", {"tableau[0]": "AC #2C"})
 
 
