@@ -12,8 +12,11 @@ no clock, so the cases are tested without a server (tests/server/test_http_head.
 - Bytes no request line begins with (a method byte no token has, or a method longer than
   any: a TLS hello begins with 0x16 and may never send a line feed) are `NotHttp` at once,
   whether the line came whole or in pieces, not kept for the handshake's whole time.
-- A first line that is not `METHOD TARGET HTTP/1.x`, or a head over `MAX_HEAD_BYTES`, goes
-  to the protocol as it is (`PassOn`), which refuses it (431 for a head over its limits).
+- A first line that is not `METHOD TARGET HTTP/1.x` (HTTP/2 or 0.9, lines ending in a bare
+  LF), or a header line that is not `Name: value` (no colon, whitespace before it, a line
+  folded onto the one before), is `NotHttp` too, with its reason: websockets' protocol would
+  close such a request unanswered.
+- A head over `MAX_HEAD_BYTES` goes to the protocol as it is (`PassOn`), which answers 431.
 - Another method than GET or HEAD is `NotAllowed` (405) before the protocol reads the head:
   a body it cannot parse would fail it.
 - A body announced on a probe (`/healthz`, `/metrics`) is discarded, the probe answered as one
@@ -57,13 +60,16 @@ class Incomplete:
 
 @dataclass(frozen=True)
 class NotHttp:
-    """No request line begins with these bytes: answer 400 and close."""
+    """Not a request this server reads (no request line begins with these bytes, or the
+    head is malformed): answer 400, saying `reason`, and close."""
+
+    reason: str = "not an HTTP request"
 
 
 @dataclass(frozen=True)
 class PassOn:
-    """Not a head this reader vets (a first line that is not HTTP/1.x, a head too long):
-    `data` goes to the protocol as it is, which refuses it."""
+    """A head too long to keep: `data` goes to the protocol as it is, which refuses it
+    (431)."""
 
     data: bytes
 
@@ -101,6 +107,23 @@ def _is_request_line(line: bytes | bytearray) -> bool:
     (anything else goes to the protocol at once, which refuses it)."""
     parts = line.split(b" ")
     return len(parts) == 3 and parts[2] in (b"HTTP/1.1\r", b"HTTP/1.0\r")
+
+
+def _not_request_line(line: bytes | bytearray) -> NotHttp:
+    """Why `line` (its LF cut off), a whole first line, is not a request line."""
+    if not line.endswith(b"\r"):
+        return NotHttp("lines of a request end with CR LF")
+    return NotHttp("a request line is METHOD TARGET HTTP/1.1")
+
+
+def _well_formed(header_lines: list[bytes]) -> bool:
+    """Is every header line `Name: value`, its name a token right before the colon (no
+    whitespace there, no line folded onto the one before)?"""
+    for line in header_lines:
+        name, colon, _ = line.partition(b":")
+        if not colon or not name or not all(byte in _TOKEN_BYTES for byte in name):
+            return False
+    return True
 
 
 def _may_begin_request(start: bytes | bytearray) -> bool:
@@ -148,7 +171,7 @@ class HeadReader:
             return NotHttp()
         line_end = head.find(b"\n")
         if line_end >= 0 and not _is_request_line(head[:line_end]):
-            return PassOn(bytes(head))
+            return _not_request_line(head[:line_end])
         end = head.find(b"\r\n\r\n", max(0, start - 3))
         if end < 0:
             if len(head) <= MAX_HEAD_BYTES:
@@ -156,6 +179,8 @@ class HeadReader:
             return PassOn(bytes(head))
         rest = bytes(head[end + 4 :])
         lines = bytes(head[:end]).split(b"\r\n")
+        if not _well_formed(lines[1:]):
+            return NotHttp("a header line is Name: value")
         method, path, _ = (part.decode("ascii", "replace") for part in lines[0].split(b" "))
         if method not in ("GET", "HEAD"):
             return NotAllowed(method, path)

@@ -362,8 +362,8 @@ class WebSocketSession(Session, asyncio.Protocol):
         match verdict:
             case PassOn(data=unread):
                 return unread  # the protocol refuses it
-            case NotHttp():
-                return self._not_http()
+            case NotHttp(reason=reason):
+                return self._not_http(reason)
             case NotAllowed(method=method, path=path):
                 return self._refuse(self._not_allowed(method, path))
             case HandshakeBody():
@@ -379,12 +379,13 @@ class WebSocketSession(Session, asyncio.Protocol):
                 return rest
         assert_never(verdict)
 
-    def _not_http(self) -> bytes:
-        """Answer 400 to bytes no request begins with and close once it is written: such a
-        peer (a TLS hello, a scanner) reads no answer and may never close; logged at DEBUG,
-        like a probe, so that a flood of them does not flood the log."""
+    def _not_http(self, reason: str) -> bytes:
+        """Answer 400 to bytes no request begins with, or a malformed head, and close once it
+        is written: such a peer (a TLS hello, a scanner) reads no answer and may never
+        close; logged at DEBUG, like a probe, so that a flood of them does not flood the
+        log."""
         self.ws.logger = probe_log
-        rest = self._refuse(self.ws.reject(HTTPStatus.BAD_REQUEST, "not an HTTP request\n"))
+        rest = self._refuse(self.ws.reject(HTTPStatus.BAD_REQUEST, reason + "\n"))
         if self.transport is not None:
             self.transport.close()  # after what is buffered
         return rest

@@ -213,6 +213,23 @@ async def test_a_handshake_with_a_body_is_refused_with_400(app: App) -> None:
     assert not app.transport.sessions
 
 
+@pytest.mark.parametrize(
+    ("request_", "reason"),
+    [
+        (b"GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n", b"a header line is Name: value\n"),
+        (b"GET /healthz HTTP/1.1\r\nHost x\r\n\r\n", b"a header line is Name: value\n"),
+        (b"GET /healthz HTTP/1.1\nHost: x\n\n", b"lines of a request end with CR LF\n"),
+        (b"GET / HTTP/2.0\r\n\r\n", b"a request line is METHOD TARGET HTTP/1.1\n"),
+    ],
+)
+async def test_a_malformed_head_is_answered_400_with_its_reason(
+    app: App, request_: bytes, reason: bytes
+) -> None:
+    """The protocol closed these without a word (the fuzz audit)."""
+    status, _, body = parse(await exchange(app.port, request_))
+    assert (status, body) == (400, reason)
+
+
 async def test_a_probe_s_body_in_a_later_read_is_discarded(app: App) -> None:
     head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
     status, _, body = parse(await exchange_in_two(app, head, b"hello"))

@@ -97,9 +97,31 @@ def test_a_method_cut_short_by_a_read_is_not_taken_for_what_no_request_begins() 
     assert read(b"GE", b"T", PROBE[3:]) == [Incomplete(), Incomplete(), WholeHead(PROBE, b"")]
 
 
-@pytest.mark.parametrize("line", [b"HELLO /\r\n", b"GET / HTTP/1.1\nHost: x\n\n", b"GET /\r\n"])
-def test_a_first_line_that_is_not_http_1_goes_to_the_protocol_as_it_is(line: bytes) -> None:
-    assert read(line) == [PassOn(line)]
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b"HELLO /\r\n", "a request line is METHOD TARGET HTTP/1.1"),
+        (b"GET / HTTP/2.0\r\n", "a request line is METHOD TARGET HTTP/1.1"),
+        (b"GET /\r\n", "a request line is METHOD TARGET HTTP/1.1"),
+        (b"GET / HTTP/1.1\nHost: x\n\n", "lines of a request end with CR LF"),
+    ],
+)
+def test_a_first_line_that_is_not_http_1_is_refused_with_its_reason(
+    line: bytes, reason: str
+) -> None:
+    """websockets' protocol closed these unanswered."""
+    assert read(line) == [NotHttp(reason)]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"Host x", b"Host : x", b" folded onto Host", b"\tfolded", b": no name", b"Ho\x00st: x"],
+)
+def test_a_header_line_that_is_not_name_colon_value_is_refused(header: bytes) -> None:
+    """No colon, whitespace before it (RFC 9112: a server must answer 400), a line folded
+    onto the one before: websockets' protocol closed these unanswered."""
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n"
+    assert read(head) == [NotHttp("a header line is Name: value")]
 
 
 def test_a_head_too_long_goes_to_the_protocol_as_it_is() -> None:
