@@ -206,20 +206,25 @@ class ListRaces(Message):
     follow: bool = False
 
 
+#: A race's invite code: some text that is not all blanks (an empty code made a race
+#: "private" that anyone joined by sending the empty code).
+InviteCode = Annotated[str, Field(max_length=64, pattern=r"\S")]
+
+
 class CreateRace(Message):
     type: Literal["create_race"] = "create_race"
     game: ShortText
     seats: int
     time_limit_s: int
     rated: bool = False
-    invite_code: ShortText | None = None
+    invite_code: InviteCode | None = None
     game_number: ShortText | None = None
 
 
 class JoinRace(Message):
     type: Literal["join_race"] = "join_race"
     race_id: RaceIdText
-    invite_code: ShortText | None = None
+    invite_code: InviteCode | None = None
 
 
 class LeaveRace(Message):

@@ -112,6 +112,13 @@ def test_frames_that_are_not_one_map_raise_decode_error(frame: bytes) -> None:
         ({"type": "move", "race_id": "r", "seq": 1.5, "move": "deal"}, "move"),
         ({"type": "move", "race_id": "r", "seq": 1, "move": "x" * 100}, "move"),
         ({"type": "hello", "protocol": 1, "name": "bad name!"}, "hello"),
+        # A blank invite code made a "private" race anyone joined with the blank code.
+        (
+            {"type": "create_race", "game": "klondike", "seats": 2, "time_limit_s": 60}
+            | {"invite_code": ""},
+            "create_race",
+        ),
+        ({"type": "join_race", "race_id": "r1", "invite_code": " \t"}, "join_race"),
     ],
 )
 def test_invalid_messages_raise_schema_error(
