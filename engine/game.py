@@ -461,7 +461,9 @@ class Game:
         return "\n".join(f"{name}: {text}" for name, text in self.pile_texts().items())
 
     def copy(self) -> Game:
-        """An independent board in the same position (history included)."""
+        """An independent board in the same position (history included). The piles, history
+        and undo journal are copied; every other attribute is shared with this board, so a
+        family keeps its own state in immutable values (as `scalar_state` returns them)."""
         other = type(self).__new__(type(self))
         other.__dict__.update(self.__dict__)
         other._index_piles([p.copy() for p in self.piles])
@@ -470,8 +472,4 @@ class Game:
             ({k: (v[0][:], v[1]) for k, v in s.items()}, sc) for s, sc in self._journal
         ]
         other._saved = {}
-        other.copy_extra_from(self)
         return other
-
-    def copy_extra_from(self, other: Game) -> None:
-        """Copy subclass state that is not immutable (hook for subclasses)."""
