@@ -79,6 +79,11 @@ STATUS_WORDS: Final = {"countdown": "counting down"}
 NO_RACE: Final = "no current race: create or join one first ('list' shows the races)"
 #: Commands that act on the current race.
 RACE_COMMANDS: Final = frozenset({"board", "moves", "start", "resign", "leave", "wait"})
+#: Commands that act on the current race once it has started (before, they wait for it), as
+#: a move does.
+AFTER_START: Final = frozenset({"board", "moves", "resign", "wait"})
+#: The command words that are no move (any other line is read as one).
+COMMAND_WORDS: Final = RACE_COMMANDS | {"help", "list", "create", "join"}
 #: Exit code when the link closed for good (4003, 4001...).
 EXIT_CLOSED: Final = 1
 
@@ -87,6 +92,27 @@ def _retrieve(task: asyncio.Task[None]) -> None:
     """Mark a task's failure as seen: its awaiters (if any are left) report it."""
     if not task.cancelled():
         task.exception()
+
+
+def move_text(line: str) -> str:
+    """The move a line types: `d` (the full-screen board's key for a deal) is `deal`."""
+    return "deal" if line == "d" else line
+
+
+def acts_after_start(line: str) -> bool:
+    """Does `line` act on the current race once it has started (a move, `board`, `moves`,
+    `resign`, `wait`), so that typed before the start it waits for it? A line that cannot be
+    read as a move does not: it is said at once."""
+    word = line.split(maxsplit=1)[0].lower()
+    if word in AFTER_START:
+        return True
+    if word in COMMAND_WORDS:
+        return False
+    try:
+        Move.parse(move_text(line))
+    except EngineError:
+        return False
+    return True
 
 
 def closed_text(detail: str) -> str:
@@ -105,11 +131,20 @@ class PlainMode:
     MOVE_WAIT_S = 30.0
 
     def __init__(
-        self, session: Session, out: TextIO, *, width: int = 80, interactive: bool = False
+        self,
+        session: Session,
+        out: TextIO,
+        *,
+        width: int = 80,
+        interactive: bool = False,
+        no_race: str = NO_RACE,
     ) -> None:
         self.session = session
         self.out = out
         self.width = width
+        #: What a command on the current race says when there is none (a tournament's line
+        #: mode has races that come, not races to create or join).
+        self.no_race = no_race
         #: The input is a person at a terminal, not a script (a pipe, a file): while a command
         #: waits for an open race's start, what they type meanwhile may act at once.
         self.interactive = interactive
@@ -455,7 +490,7 @@ class PlainMode:
         elif word == "join":
             await self.join(args)
         elif word in RACE_COMMANDS and self.race_id is None:
-            self.say(NO_RACE)
+            self.say(self.no_race)
         elif word == "board":
             race = self.race
             if self.race_id is not None and self.session.state.my_board(self.race_id) is not None:
@@ -584,7 +619,7 @@ class PlainMode:
         (the race is over, the player left it, or `quit` was typed meanwhile)."""
         race_id = self.race_id
         if race_id is None:
-            self.say(NO_RACE)
+            self.say(self.no_race)
             return False
         said = False
         while self.session.state.my_board(race_id) is None:
@@ -705,7 +740,7 @@ class PlainMode:
     async def wait_end(self) -> None:
         race = self.race
         if race is None:
-            self.say(NO_RACE)
+            self.say(self.no_race)
             return
         race_id = race.race_id
         while not race.is_finished and self.race_id is not None:  # None: left meanwhile
@@ -718,8 +753,7 @@ class PlainMode:
                 return
 
     async def move(self, text: str) -> None:
-        if text == "d":  # the full-screen board's key for a deal
-            text = "deal"
+        text = move_text(text)
         try:
             Move.parse(text)
         except EngineError as exc:

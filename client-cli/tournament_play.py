@@ -5,11 +5,14 @@ Both stay connected until the tournament is over. The Textual app (`PlayApp` on 
 tournament's screen) opens each race the server seats the player in; with `--plain` the line
 mode of `solrace play --plain` plays it: every `tournament_race` notice makes that race the
 current one (the board prints at the start), moves and commands are read line by line, and
-`next` waits for the next race (or the end). The program ends by itself once the tournament has
-finished (`tournament finished: champion NAME`, exit code 0), or on `quit`; at the end of the
-input it follows the tournament to its end without playing. Ctrl-C, SIGTERM and SIGHUP stop the
-line mode as they stop `play --plain` (`PlainMode.stop`: each race held says what becomes of
-it), with exit code 128 + the signal's number.
+`next` waits for the next race (or the end). A move (or `board`, `moves`, `resign`, `wait`)
+typed while no race has come yet waits for it, as one typed before a start waits for the
+start: in a tournament nobody creates or joins a race, it comes. The program ends by itself
+once the tournament has finished (`tournament finished: champion NAME`, exit code 0), or on
+`quit`; at the end of the input it runs the lines read, then follows the tournament to its end
+without playing. Ctrl-C, SIGTERM and SIGHUP stop the line mode as they stop `play --plain`
+(`PlainMode.stop`: each race held says what becomes of it), with exit code 128 + the signal's
+number.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import argparse
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Awaitable
-from typing import TextIO
+from collections.abc import AsyncIterator, Awaitable, Coroutine
+from typing import Any, Final, TextIO
 
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Board, RaceFinished, Sync
@@ -36,7 +39,7 @@ from solrace.tasks import cancel_and_wait
 from .connection import ConnectionFailedError, Incoming, StatusChange
 from .held_deals import HeldDeals, race_label
 from .identity import connect_player
-from .plain import EXIT_CLOSED, QUIT_WORDS, PlainMode
+from .plain import EXIT_CLOSED, QUIT_WORDS, PlainMode, acts_after_start
 from .session import RequestError, Session, tournament_view_of
 from .stopping import Stopped, run_until_stopped
 from .tournament_render import (
@@ -56,7 +59,10 @@ tournament commands:
   show                print the tournament (standings or bracket, live matches)
   (every command of `solrace play --plain` works on the current race: moves, board, moves,
    resign, wait...; `quit` leaves: it says what becomes of the race you are in, which
-   runs on without you)"""
+   runs on without you; while no race has come yet, a move, board, moves, resign or wait
+   waits for it)"""
+#: `start` or `leave` without a race: a tournament's races start by themselves.
+NO_TOURNAMENT_RACE: Final = "no tournament race yet: 'next' waits for it"
 
 
 class TournamentPlain:
@@ -67,7 +73,7 @@ class TournamentPlain:
     ) -> None:
         self.session = session
         self.tournament_id = tournament_id
-        self.mode = PlainMode(session, out, interactive=interactive)
+        self.mode = PlainMode(session, out, interactive=interactive, no_race=NO_TOURNAMENT_RACE)
         self.finished = asyncio.Event()
         self._shown: tuple[str, int, bool] | None = None
         self._checked_in = False
@@ -171,20 +177,36 @@ class TournamentPlain:
         waiting = self.session.state.races_to_play(self.tournament_id)
         return waiting[0] if waiting else None
 
-    async def next_race(self) -> None:
+    async def race_comes(self) -> RaceId | None:
+        """Wait for a live race of this tournament the player is seated in and make it the
+        current one (synced, unless its notice made it current already); None if the
+        tournament is over first."""
         while not self.finished.is_set():
             race_id = self.current()
             if race_id is not None:
                 if race_id != self.mode.race_id:
                     self.mode.race_id = race_id
                     await self.session.conn.send(Sync(race_id=race_id))
-                self.say(f"next race {race_id}")
-                return
+                return race_id
             await self.session.wait_for(
                 lambda m: isinstance(m, TournamentRace | TournamentView | Board),
                 timeout_s=24 * 3600,
             )
-        self.say("no next race: the tournament is over")
+        return None
+
+    async def next_race(self) -> None:
+        """`next`: wait for the player's next race (or the tournament's end)."""
+        race_id = await self.race_comes()
+        self.say(f"next race {race_id}" if race_id else "no next race: the tournament is over")
+
+    async def race_for(self, line: str) -> None:
+        """`line` acts on a race (`acts_after_start`) and none is current yet: wait for the
+        player's race, as plain mode waits for a start, then run it there."""
+        self.say(f"waiting for your tournament race… ('{line}' runs then)")
+        if await self.race_comes() is None:
+            self.say(f"the tournament is over: '{line}' not run")
+            return
+        await self.mode.command(line)
 
     async def commands(self, lines: AsyncIterator[str]) -> bool:
         """Run the commands in the order typed until `quit` (True) or the end of the input
@@ -197,7 +219,11 @@ class TournamentPlain:
                     return True
                 try:
                     if line == "next":
-                        if await self._next_unless_quit(typed):
+                        if await self._unless_quit(typed, self.next_race()):
+                            return True
+                    elif self.mode.race_id is None and acts_after_start(line):
+                        # The race comes by itself: what acts on it waits for it.
+                        if await self._unless_quit(typed, self.race_for(line)):
                             return True
                     elif line == "show":
                         view = self.view
@@ -213,11 +239,11 @@ class TournamentPlain:
                     self.say("no answer from the server")
         return False
 
-    async def _next_unless_quit(self, typed: TypedLines) -> bool:
-        """`next`, looking at the lines typed meanwhile: True if one is `quit` (the wait is
-        given up), else False once the next race (or the end) came; the other lines keep
-        their place, for after it."""
-        waiting = asyncio.create_task(self.next_race(), name="solrace-tournament-next")
+    async def _unless_quit(self, typed: TypedLines, command: Coroutine[Any, Any, None]) -> bool:
+        """A command that waits for a race (`next`, a move before the first race), looking at
+        the lines typed meanwhile: True if one is `quit` (the wait is given up), else False
+        once the command has run; the other lines keep their place, for after it."""
+        waiting = asyncio.create_task(command, name="solrace-tournament-waiting")
         try:
             while True:
                 await typed.wait_more(waiting)

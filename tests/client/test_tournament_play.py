@@ -144,11 +144,11 @@ class PlainRace:
 
 @contextlib.asynccontextmanager
 async def plain_tournament_race(
-    server: App, opened: Opened, tmp_path: Path, name: str
+    server: App, opened: Opened, tmp_path: Path, name: str, typed_first: tuple[str, ...] = ()
 ) -> AsyncIterator[PlainRace]:
     """`name` joins a single elimination with `tournament join ID --plain`, a bot joins, the
     director starts it: yields once the line mode has said the race (everything stopped at
-    the end)."""
+    the end). `typed_first`: lines piped before the start, then the end of the input."""
     admin = await opened.open("director")
     tid = await create(admin, "single_elimination")
     await watching(admin, tid)
@@ -159,6 +159,11 @@ async def plain_tournament_race(
     try:
         # Only `name` has registered yet (the bot joins below): one player, singular.
         assert await player.expect("tournament registration") == "tournament registration: 1 player"
+        if typed_first:
+            for line in typed_first:
+                await player.send(line)
+            assert player.proc.stdin is not None
+            player.proc.stdin.close()
         await bot.connect()
         run = asyncio.create_task(play_tournament(bot, tid))
         await eventually(lambda: registered(admin, tid) == 2, what="both registered")
@@ -195,6 +200,23 @@ async def test_a_person_plays_a_tournament_race_in_plain_mode(
         assert "W1-1 pat* vs rob [played]" in player.output
         final = await asyncio.wait_for(race.run, 30)
         assert getattr(final, "champion", None) is not None
+
+
+async def test_moves_piped_before_the_tournament_race_wait_for_it(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """`printf 'start\\ndeal\\nmoves\\n' | solrace tournament join T --plain`: moves read
+    before the race is seated wait for it, as plain mode's wait for a start (each was answered
+    `no current race: create or join one` and dropped, and the race ran on without the
+    player); `start`, which nobody gives in a tournament, says what to do instead."""
+    typed_first = ("start", "deal", "moves")
+    async with plain_tournament_race(server, opened, tmp_path, "pia", typed_first) as race:
+        player = race.player
+        await player.expect("ok deal")
+        await player.expect("legal moves: ")
+        assert "no tournament race yet: 'next' waits for it" in player.output
+        assert "waiting for your tournament race… ('deal' runs then)" in player.output
+        assert "no current race" not in player.output, player.output
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
