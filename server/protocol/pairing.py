@@ -38,6 +38,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .ranking import competition_ranks
 from .tournament_bracket import elimination_standings, plan_elimination_round
 from .tournament_errors import MatchId, PairingError, PlayerId
 from .tournament_model import (
@@ -444,17 +445,14 @@ def _heat_standings(
         return (0 if survivor else 1, -rounds, place if finished or not survivor else 0, seed_of[p])
 
     order = sorted(seeds, key=key)
-    lines: list[Standing] = []
-    for i, player in enumerate(order):
-        same = lines and key(order[i - 1])[:3] == key(player)[:3]
-        rank = lines[-1].rank if same else i + 1
-        lines.append(
-            Standing(
-                rank,
-                player,
-                cards=cards[player],
-                is_eliminated=player not in alive or player in dropped,
-                is_dropped=player in dropped,
-            )
+    ranks = competition_ranks([key(p)[:3] for p in order])  # the seed orders ties, breaks none
+    return [
+        Standing(
+            rank,
+            player,
+            cards=cards[player],
+            is_eliminated=player not in alive or player in dropped,
+            is_dropped=player in dropped,
         )
-    return lines
+        for player, rank in zip(order, ranks, strict=True)
+    ]

@@ -26,6 +26,7 @@ from solrace.server.protocol.messages import (
     RaceUpdate,
     ResultEntry,
 )
+from solrace.server.protocol.ranking import competition_ranks
 from solrace.server.protocol.records import (
     DONE_STATES,
     LIVE_STATUSES,
@@ -82,23 +83,19 @@ def rank_racers(racers: list[Racer], started_at_ms: int) -> list[ResultEntry]:
         return (1, -racer.on_foundations, racer.reached_at_ms)
 
     ordered = sorted(racers, key=key)
-    results: list[ResultEntry] = []
-    for index, racer in enumerate(ordered):
-        rank = index + 1
-        if index and key(ordered[index - 1]) == key(racer):
-            rank = results[-1].rank
-        results.append(
-            ResultEntry(
-                rank=rank,
-                player_id=racer.player_id,
-                name=racer.name,
-                state=racer.state.value,
-                on_foundations=racer.on_foundations,
-                total=racer.total,
-                elapsed_ms=key(racer)[2],
-            )
+    keys = [key(racer) for racer in ordered]
+    return [
+        ResultEntry(
+            rank=rank,
+            player_id=racer.player_id,
+            name=racer.name,
+            state=racer.state.value,
+            on_foundations=racer.on_foundations,
+            total=racer.total,
+            elapsed_ms=racer_key[2],
         )
-    return results
+        for racer, racer_key, rank in zip(ordered, keys, competition_ranks(keys), strict=True)
+    ]
 
 
 def placings_of(record: RaceRecord) -> list[list[PlayerId]]:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from .ranking import competition_ranks
 from .tournament_errors import MatchId, PlayerId
 from .tournament_model import (
     Format,
@@ -323,19 +324,17 @@ def elimination_standings(
         return (0, 0.0) if p in alive else (1, -exit_at[p])
 
     order = sorted(seeds, key=lambda p: (*key(p), seed_of[p]))
-    lines: list[Standing] = []
-    for i, player in enumerate(order):
-        rank = lines[-1].rank if lines and key(order[i - 1]) == key(player) else i + 1
-        lines.append(
-            Standing(
-                rank,
-                player,
-                points=float(wins[player]),
-                cards=cards[player],
-                wins=wins[player],
-                losses=losses[player],
-                is_eliminated=player not in alive,
-                is_dropped=player in dropped,
-            )
+    ranks = competition_ranks([key(p) for p in order])  # the seed orders ties, breaks none
+    return [
+        Standing(
+            rank,
+            player,
+            points=float(wins[player]),
+            cards=cards[player],
+            wins=wins[player],
+            losses=losses[player],
+            is_eliminated=player not in alive,
+            is_dropped=player in dropped,
         )
-    return lines
+        for player, rank in zip(order, ranks, strict=True)
+    ]
