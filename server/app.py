@@ -32,6 +32,7 @@ from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.ratings import RatingService
 from solrace.server.settings import LOG_LEVELS, SECRET_MIN_CHARS, Settings
 from solrace.server.store import StoreError, StoreLockedError, StoreUnavailableError, open_store
+from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournaments import TournamentService
 from solrace.server.transport import Transport
 
@@ -142,7 +143,7 @@ class App:
             raise StartupError(f"cannot use the data dir {data_dir}: {reason}") from exc
         self.hub = Hub(self.store, settings, self.metrics, secret, broker=self.broker)
         self.ratings = RatingService(self.store)
-        self.tournaments = TournamentService(self.hub, self.ratings)
+        self.tournaments = TournamentService(HubRaceHost(self.hub), self.ratings)
         self.hub.plug_in(
             handlers=self.ratings.handlers,
             race_finished=self.ratings.race_finished,

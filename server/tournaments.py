@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from solrace.engine import random_ranked_number
-from solrace.server.hub import Hub
 from solrace.server.identities import identity_of
 from solrace.server.keyed_locks import KeyedLocks
 from solrace.server.protocol.errors import ErrorCode, RaceError
@@ -88,7 +87,7 @@ from solrace.server.ratings import RatingService
 from solrace.server.session import Session
 from solrace.server.store.base import StoreError
 from solrace.server.timers import run_every
-from solrace.server.tournament_host import HubRaceHost, RaceHost
+from solrace.server.tournament_host import RaceHost
 from solrace.server.tournament_live import (
     Command,
     Live,
@@ -170,10 +169,9 @@ class TournamentService:
     `host`'s: what the service asks of them is all in `RaceHost`."""
 
     def __init__(
-        self, host: RaceHost | Hub, ratings: RatingService, rng: random.Random | None = None
+        self, host: RaceHost, ratings: RatingService, rng: random.Random | None = None
     ) -> None:
-        # A hub is taken as its race host (`HubRaceHost`) while the composition root passes one.
-        self.host: RaceHost = HubRaceHost(host) if isinstance(host, Hub) else host
+        self.host = host
         self.store = self.host.store
         self.settings = self.host.settings
         self.ratings = ratings
