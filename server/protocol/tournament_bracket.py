@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .ranking import competition_ranks
@@ -88,26 +88,62 @@ def bracket_order(size: int) -> list[int]:
     return order
 
 
+@dataclass
+class _Graph:
+    """The matches built so far, each after the matches that feed it (the order `_resolve`
+    walks them in), and each one's schedule step."""
+
+    nodes: list[_Node] = field(default_factory=list)
+    steps: dict[MatchId, int] = field(default_factory=dict)
+
+    def add(self, match_id: str, a: _Source, b: _Source) -> MatchId:
+        """A match between `a` and `b`, one step after the later of the matches feeding it."""
+        mid = MatchId(match_id)
+        step = 1 + max(self.steps.get(src.match, 0) for src in (a, b))
+        self.steps[mid] = step
+        self.nodes.append(_Node(mid, (a, b), step))
+        return mid
+
+
 def _build(rules: FormatRules, count: int) -> list[_Node]:
+    """Every match of the bracket for `count` seeds: the winners' bracket, then the third-place
+    match (single elimination) or the losers' bracket and the grand final (double)."""
     if count < 1:
         return []  # not seeded yet
     depth = max(1, math.ceil(math.log2(count)))
-    size = 2**depth
-    nodes: list[_Node] = []
-    step: dict[MatchId, int] = {}
+    graph = _Graph()
+    winners = _winners_bracket(graph, depth)
+    final = winners[-1][0]
 
-    def add(match_id: str, a: _Source, b: _Source) -> MatchId:
-        mid = MatchId(match_id)
-        s = 1 + max(step.get(src.match, 0) for src in (a, b))
-        step[mid] = s
-        nodes.append(_Node(mid, (a, b), s))
-        return mid
+    if rules.format is Format.SINGLE_ELIMINATION:
+        if rules.third_place_match and depth >= 2:
+            semis = winners[-2]
+            graph.add(
+                THIRD_PLACE, _Source("loser", match=semis[0]), _Source("loser", match=semis[1])
+            )
+        return graph.nodes
 
-    seats = bracket_order(size)
+    if depth == 1:
+        lb_champion = _Source("loser", match=final)  # two players: no losers' bracket
+    else:
+        lb_champion = _Source("winner", match=_losers_bracket(graph, winners))
+    graph.add(GRAND_FINAL, _Source("winner", match=final), lb_champion)
+    if rules.bracket_reset:
+        graph.add(
+            BRACKET_RESET, _Source("winner", match=GRAND_FINAL), _Source("loser", match=GRAND_FINAL)
+        )
+    return graph.nodes
+
+
+def _winners_bracket(graph: _Graph, depth: int) -> list[list[MatchId]]:
+    """The `depth` rounds of the winners' bracket of ``2**depth`` seats, each round's matches
+    top to bottom (``W<round>-<i>``): round 1 seats the seeds in `bracket_order`, and every
+    later match takes the winners of two neighbouring matches of the round before."""
+    seats = bracket_order(2**depth)
     winners: list[list[MatchId]] = []
     for r in range(1, depth + 1):
         this: list[MatchId] = []
-        for i in range(size // 2**r):
+        for i in range(2**depth // 2**r):
             if r == 1:
                 a, b = _Source("seed", seats[2 * i]), _Source("seed", seats[2 * i + 1])
             else:
@@ -116,59 +152,57 @@ def _build(rules: FormatRules, count: int) -> list[_Node]:
                     _Source("winner", match=prev[2 * i]),
                     _Source("winner", match=prev[2 * i + 1]),
                 )
-            this.append(add(f"W{r}-{i + 1}", a, b))
+            this.append(graph.add(f"W{r}-{i + 1}", a, b))
         winners.append(this)
-    final = winners[-1][0]
+    return winners
 
-    if rules.format is Format.SINGLE_ELIMINATION:
-        if rules.third_place_match and depth >= 2:
-            semis = winners[-2]
-            add(THIRD_PLACE, _Source("loser", match=semis[0]), _Source("loser", match=semis[1]))
-        return nodes
 
-    if depth == 1:
-        lb_champion = _Source("loser", match=final)
-    else:
-        first = winners[0]
+def _losers_bracket(graph: _Graph, winners: Sequence[Sequence[MatchId]]) -> MatchId:
+    """The losers' bracket of a double elimination (two winners' rounds or more); returns its
+    final, whose winner plays the grand final.
+
+    Its round 1 pairs the losers of winners' round 1. Then, for each later winners' round, a
+    round where that round's losers drop in, one against each survivor, followed (until the
+    winners' final's loser has dropped in) by a round pairing the survivors. The losers of
+    every other winners' round drop in mirrored, bottom match first, to delay rematches: a
+    player dropping in then meets someone from the other half of the bracket, not from the
+    part it came through. Unmirrored, the loser of W2-i would meet at once the winner of L1-i,
+    who lost in winners' round 1 to one of the two players of W2-i: half the time, a rematch."""
+    first = winners[0]
+    level = [
+        graph.add(
+            f"L1-{i + 1}",
+            _Source("loser", match=first[2 * i]),
+            _Source("loser", match=first[2 * i + 1]),
+        )
+        for i in range(len(first) // 2)
+    ]
+    m = 1
+    depth = len(winners)
+    for j in range(1, depth):
+        dropping = winners[j]
+        if j % 2:
+            dropping = dropping[::-1]
+        m += 1
         level = [
-            add(
-                f"L1-{i + 1}",
-                _Source("loser", match=first[2 * i]),
-                _Source("loser", match=first[2 * i + 1]),
+            graph.add(
+                f"L{m}-{i + 1}",
+                _Source("winner", match=level[i]),
+                _Source("loser", match=dropping[i]),
             )
-            for i in range(len(first) // 2)
+            for i in range(len(level))
         ]
-        m = 1
-        for j in range(1, depth):
-            dropping = winners[j]
-            if j % 2:
-                dropping = dropping[::-1]  # mirror the drop-in order to delay rematches
+        if j < depth - 1:
             m += 1
             level = [
-                add(
+                graph.add(
                     f"L{m}-{i + 1}",
-                    _Source("winner", match=level[i]),
-                    _Source("loser", match=dropping[i]),
+                    _Source("winner", match=level[2 * i]),
+                    _Source("winner", match=level[2 * i + 1]),
                 )
-                for i in range(len(level))
+                for i in range(len(level) // 2)
             ]
-            if j < depth - 1:
-                m += 1
-                level = [
-                    add(
-                        f"L{m}-{i + 1}",
-                        _Source("winner", match=level[2 * i]),
-                        _Source("winner", match=level[2 * i + 1]),
-                    )
-                    for i in range(len(level) // 2)
-                ]
-        lb_champion = _Source("winner", match=level[0])
-    add(GRAND_FINAL, _Source("winner", match=final), lb_champion)
-    if rules.bracket_reset:
-        add(
-            BRACKET_RESET, _Source("winner", match=GRAND_FINAL), _Source("loser", match=GRAND_FINAL)
-        )
-    return nodes
+    return level[0]
 
 
 @dataclass(frozen=True)
