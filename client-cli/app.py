@@ -440,8 +440,8 @@ def build_replay_parser() -> argparse.ArgumentParser:
         "is a race id on a server or a replay file (the server's replay JSON). The replay is "
         "checked as `solrace verify` does; a forged one stops at its first illegal move. Exit "
         "status as verify's: 0 the replay verifies (or was shown), 1 it does not (--plain), 2 "
-        "there is no replay to check (unreadable file, not a replay, server or race not found) "
-        "or --save cannot write it.",
+        "there is no replay to check (unreadable file, not a replay, server or race not found, "
+        "race not finished or cancelled) or --save cannot write it.",
     )
     parser.add_argument("source", help="race id, or path of a replay .json file")
     parser.add_argument(

@@ -3,7 +3,9 @@
 A replay of a long race is thousands of moves (~18 ms to build for 3,000); a client asking
 for it again, or many spectators asking at the end of a race, get the frame built the first
 time. A finished race's replay never changes, so nothing makes a kept one stale; a race whose
-deal its tournament still holds has no replay yet, and none is kept for it.
+deal its tournament still holds has no replay yet, and none is kept for it; a cancelled race
+(its tournament match decided without it, or left by all its players before the start) never
+has one, and is refused as such, not as one that has yet to finish.
 """
 
 from __future__ import annotations
@@ -58,14 +60,21 @@ class Replays:
         self.kept = RecentFrames(max_bytes)
 
     async def frame_of(self, race_id: RaceId) -> bytes:
-        """The encoded `replay` of race `race_id`. `RaceError` if it has none (unknown, not
-        finished, or its deal still held by its tournament); `StoreError` from the store."""
+        """The encoded `replay` of race `race_id`. `RaceError` if it has none: unknown
+        (`UNKNOWN_RACE`), cancelled (`WRONG_STATUS`: it never will), not finished or its deal
+        still held by its tournament (`NOT_FINISHED`: later); `StoreError` from the store."""
         frame = self.kept.get(race_id)
         if frame is not None:
             return frame
         record = await self.store.get_race(race_id)
         if record is None:
             raise RaceError(ErrorCode.UNKNOWN_RACE, f"no race {race_id!r}")
+        if record.status is RaceStatus.CANCELLED:
+            raise RaceError(
+                ErrorCode.WRONG_STATUS,
+                f"race {race_id} was cancelled (its tournament match was decided without it, or "
+                "all its players left it before the start): a cancelled race has no replay",
+            )
         if record.status is not RaceStatus.FINISHED:
             raise RaceError(ErrorCode.NOT_FINISHED, "replays exist once a race has finished")
         if record.deal_held:

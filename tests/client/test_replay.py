@@ -108,6 +108,22 @@ async def test_replay_command_prints_a_file_and_fetches_from_a_server(
     assert unknown.lines == ["solrace replay: no race 'r-none' (unknown_race)"], unknown.output
 
 
+async def test_replay_of_a_cancelled_race_says_it_was_cancelled(
+    alice: Session, server_url: str, tmp_path: Path
+) -> None:
+    """A cancelled race never has a replay: `solrace replay` says it was cancelled (it said
+    `replays exist once a race has finished (not_finished)`, as if to come)."""
+    race_id = await alice.create_race("klondike", 2, 120)
+    await alice.leave_race(race_id)  # its only racer left before the start: cancelled
+    child = await Child.start(tmp_path, "replay", race_id, "--server", server_url, "--plain")
+    assert await child.finish() == 2
+    assert child.lines == [
+        f"solrace replay: race {race_id} was cancelled (its tournament match was decided "
+        "without it, or all its players left it before the start): a cancelled race has no "
+        "replay (wrong_status)"
+    ], child.output
+
+
 BOARD_HEAD = "Klondike  "  # the first line of every rendered klondike board
 
 

@@ -110,6 +110,10 @@ async def test_a_forfeit_stops_the_running_race_of_the_decided_match(
     assert notice.race_id not in app.hub.races
     stored = await app.store.get_race(notice.race_id)
     assert stored is not None and stored.status is RaceStatus.CANCELLED and stored.results is None
+    # Its replay will never exist: said so, not `not_finished` as if it were yet to come.
+    await ann.send(GetReplay(race_id=notice.race_id))
+    refusal = await ann.expect(Error)
+    assert refusal.code == "wrong_status" and f"{notice.race_id} was cancelled" in refusal.message
 
     await ann.send(MakeMove(race_id=notice.race_id, seq=1, move="deal"))
     assert (await ann.expect(MoveRejected)).code == "unknown_race"
