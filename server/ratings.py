@@ -1,10 +1,10 @@
 """Ratings at run time: rate each finished rated race once, answer leaderboards and profiles.
 
-The maths is pure (`protocol/ratings.py`); this module reads the racers' ratings, computes the
-update from the race's full finishing order (tied ranks share a place) and hands it to the
-store, which applies it at most once per race and only over the ratings it was computed from.
-A `STALE` answer (a racer's rating moved meanwhile, e.g. another node rated another race) is
-read again and recomputed.
+The maths is pure (`protocol/ratings.py`); this module reads the racers' ratings, has the
+update built from the race's full finishing order (`build_rating_update`; tied ranks share a
+place) and hands it to the store, which applies it at most once per race and only over the
+ratings it was computed from. A `STALE` answer (a racer's rating moved meanwhile, e.g. another
+node rated another race) is read again and recomputed.
 
 Absent racers (`protocol.race.absent_racers`: away when the race ended, without a single move)
 took no part in it: they are left out of its rating, and a race with fewer than two racers
@@ -25,17 +25,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from solrace.engine import GAME_IDS
-from solrace.server.protocol.competition_records import (
-    RatingChangeRecord,
-    RatingOutcome,
-    RatingRecord,
-    RatingUpdate,
-    RecentResult,
-)
+from solrace.server.protocol.competition_records import RatingOutcome
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.race import absent_racers, placings_of
-from solrace.server.protocol.ratings import DEFAULT_CONFIG, Rating, RatingConfig, leaderboard
-from solrace.server.protocol.ratings import rate_race as rate_placings
+from solrace.server.protocol.ratings import (
+    DEFAULT_CONFIG,
+    Rating,
+    RatingConfig,
+    build_rating_update,
+    leaderboard,
+    to_rating,
+)
 from solrace.server.protocol.records import RaceRecord, RaceStatus
 from solrace.server.protocol.tournament_errors import PlayerId
 from solrace.server.protocol.tournament_messages import (
@@ -65,10 +65,6 @@ RECENT_SHOWN = 10
 LEADERBOARD_FRESH_S = 2.0
 
 Handler = Callable[[Session, Any], Awaitable[None]]
-
-
-def to_rating(record: RatingRecord) -> Rating:
-    return Rating(record.mu, record.sigma, record.races, record.wins)
 
 
 class RatingService:
@@ -104,12 +100,12 @@ class RatingService:
     async def race_finished(self, record: RaceRecord) -> None:
         """Rate a finished rated race among the racers who took part (a repeat, here or on
         another node, changes nothing); fewer than two of them: not rated."""
+        if not record.rated or record.status is not RaceStatus.FINISHED:
+            return
         absent = absent_racers(record)
         taking_part = ([p for p in group if p not in absent] for group in placings_of(record))
         placings = [group for group in taking_part if group]
         players = [p for group in placings for p in group]
-        if not record.rated or record.status is not RaceStatus.FINISHED:
-            return
         if len(players) < 2:
             if absent:
                 log.info("race %s not rated: %d racer(s) absent", record.race_id, len(absent))
@@ -122,36 +118,8 @@ class RatingService:
                 for rating in await self.store.get_ratings(player_id):
                     if rating.game == record.game:
                         stored[player_id] = rating
-            table = {p: to_rating(r) for p, r in stored.items()}
-            changes = rate_placings(table, placings)
-            update = RatingUpdate(
-                race_id=record.race_id,
-                game=record.game,
-                changes=[
-                    RatingChangeRecord(
-                        player_id=change.player,
-                        before=stored.get(change.player),
-                        after=RatingRecord(
-                            player_id=change.player,
-                            game=record.game,
-                            mu=change.after.mu,
-                            sigma=change.after.sigma,
-                            races=change.after.races,
-                            wins=change.after.wins,
-                            updated_at_ms=at_ms,
-                        ),
-                        result=RecentResult(
-                            race_id=record.race_id,
-                            game=record.game,
-                            rank=change.place,
-                            racers=len(players),
-                            rating_before=change.before.display(self.config),
-                            rating_after=change.after.display(self.config),
-                            at_ms=at_ms,
-                        ),
-                    )
-                    for change in changes
-                ],
+            update = build_rating_update(
+                record.race_id, record.game, placings, stored, at_ms, self.config
             )
             outcome = await self.store.apply_rating_update(update)
             if outcome is RatingOutcome.APPLIED:

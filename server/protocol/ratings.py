@@ -24,6 +24,8 @@ from typing import Any
 
 from openskill.models import PlackettLuce
 
+from .competition_records import RatingChangeRecord, RatingRecord, RatingUpdate, RecentResult
+from .ids import RaceId
 from .tournament_errors import PlayerId, RatingError
 
 __all__ = [
@@ -32,9 +34,11 @@ __all__ = [
     "Rating",
     "RatingChange",
     "RatingConfig",
+    "build_rating_update",
     "leaderboard",
     "rate_order",
     "rate_race",
+    "to_rating",
 ]
 
 
@@ -142,6 +146,56 @@ def rate_order(
 ) -> list[RatingChange]:
     """`rate_race` for an order without ties (best first)."""
     return rate_race(ratings, [[p] for p in order], config)
+
+
+def to_rating(record: RatingRecord) -> Rating:
+    """A stored rating as the model's `Rating`."""
+    return Rating(record.mu, record.sigma, record.races, record.wins)
+
+
+def build_rating_update(
+    race_id: RaceId,
+    game: str,
+    placings: Sequence[Sequence[PlayerId]],
+    stored: Mapping[PlayerId, RatingRecord],
+    at_ms: int,
+    config: RatingConfig = DEFAULT_CONFIG,
+) -> RatingUpdate:
+    """What the store applies for a rated race of `game`: each racer's rating after it (from
+    `rate_race` over `placings`, starting from `stored`, the racers' ratings for `game` as
+    read; a racer missing there is new), the rating it replaces and the racer's line among
+    their recent results, all stamped `at_ms` (when the race finished). Pure: the caller reads
+    `stored` and, if the store answers that a rating moved meanwhile, reads and builds again."""
+    changes = rate_race({p: to_rating(r) for p, r in stored.items()}, placings, config)
+    return RatingUpdate(
+        race_id=race_id,
+        game=game,
+        changes=[
+            RatingChangeRecord(
+                player_id=change.player,
+                before=stored.get(change.player),
+                after=RatingRecord(
+                    player_id=change.player,
+                    game=game,
+                    mu=change.after.mu,
+                    sigma=change.after.sigma,
+                    races=change.after.races,
+                    wins=change.after.wins,
+                    updated_at_ms=at_ms,
+                ),
+                result=RecentResult(
+                    race_id=race_id,
+                    game=game,
+                    rank=change.place,
+                    racers=len(changes),
+                    rating_before=change.before.display(config),
+                    rating_after=change.after.display(config),
+                    at_ms=at_ms,
+                ),
+            )
+            for change in changes
+        ],
+    )
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from solrace.server.protocol.competition_records import RatingRecord
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.ratings import (
     DEFAULT_CONFIG,
     Rating,
     RatingConfig,
+    build_rating_update,
     leaderboard,
     rate_order,
     rate_race,
+    to_rating,
 )
 from solrace.server.protocol.tournament_errors import PlayerId, RatingError
 
@@ -88,6 +92,43 @@ def test_bad_orders_are_refused() -> None:
         rate_order({}, [a])
     with pytest.raises(RatingError, match="empty group"):
         rate_race({}, [[a], [], [b]])
+
+
+def test_a_rating_update_holds_each_racers_before_after_and_recent_result() -> None:
+    a, b, c = ids(3)
+    stored = {b: RatingRecord(player_id=b, game="klondike", mu=30.0, sigma=4.0, races=12, wins=8)}
+    placings = [[a, b], [c]]
+    update = build_rating_update(RaceId("r7"), "klondike", placings, stored, at_ms=5_000)
+    expected = rate_race({b: to_rating(stored[b])}, placings)
+    assert (update.race_id, update.game) == ("r7", "klondike")
+    assert [ch.player_id for ch in update.changes] == [a, b, c]  # finishing order
+    for change, rated in zip(update.changes, expected, strict=True):
+        assert change.before == stored.get(change.player_id)  # None: a new racer
+        assert to_rating(change.after) == rated.after
+        assert (change.after.game, change.after.updated_at_ms) == ("klondike", 5_000)
+        result = change.result
+        assert (result.race_id, result.game, result.at_ms, result.racers) == (
+            "r7",
+            "klondike",
+            5_000,
+            3,
+        )
+        assert result.rank == rated.place
+        assert result.rating_before == rated.before.display()
+        assert result.rating_after == rated.after.display()
+    assert [ch.result.rank for ch in update.changes] == [1, 1, 3]
+    assert build_rating_update(RaceId("r7"), "klondike", placings, stored, 5_000) == update
+
+
+def test_a_rating_update_rates_and_shows_with_one_config() -> None:
+    """New racers start from the service's config, not openskill's defaults, and are shown by
+    it: the model and the display never disagree about where a rating starts."""
+    config = RatingConfig(mu=40.0, sigma=5.0, display_offset=0.0)
+    a, b = ids(2)
+    update = build_rating_update(RaceId("r8"), "klondike", [[a], [b]], {}, 1, config)
+    fresh = config.new_rating()
+    assert all(ch.result.rating_before == fresh.display(config) for ch in update.changes)
+    assert update.changes[0].after.mu > fresh.mu > update.changes[1].after.mu
 
 
 def test_leaderboard_puts_provisional_players_last_and_breaks_ties() -> None:
