@@ -1,20 +1,17 @@
-"""`solrace tournament ...`: create, join, check in, show, list, administer tournaments, run bots
-in one, and read leaderboards and profiles. Each command connects, asks, prints and exits.
+"""Running `solrace tournament ...`: each command connects, sends the request its arguments
+make (`tournament_args` parses them and builds it), prints the answer and exits; `bots`, `play`
+and `--tui` hand over to their own modules.
 
-Only what acts as the player (join, check-in, leave, play) connects with its saved identity:
-the server keeps one connection per player and closes the older one (4003), so a read-only
-command or an admin act run in another terminal must not take over a racing player's
-connection. Reads (show, watch, list, leaderboard, profile) and admin acts (authorized by the
-admin token) connect anonymously; `create`, whose creator is named in the audit, uses the
-server's separate admin identity (`identity.py`)."""
+Only what acts as the player connects with the saved identity (`_connect`; the help says so too,
+`tournament_args.DESCRIPTION`): the server keeps one connection per player and closes the older
+one (4003), so a read or an admin act must not take over a racing player's connection."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Final, TypeVar
 
 from pydantic import ValidationError
@@ -32,31 +29,21 @@ from solrace.server.protocol.messages import (
     RaceList,
     ServerMessage,
 )
-from solrace.server.protocol.tournament_errors import InvalidSettingsError
 from solrace.server.protocol.tournament_messages import (
-    TOURNAMENT_LIST_LIMIT,
-    CheckIn,
-    CreateTournament,
     GetLeaderboard,
     GetProfile,
-    JoinTournament,
     Leaderboard,
-    LeaveTournament,
     ListTournaments,
     Profile,
-    TournamentAdmin,
     TournamentList,
     TournamentModel,
     TournamentView,
     UnwatchTournament,
     WatchTournament,
 )
-from solrace.server.protocol.tournament_model import format_rules
 
 from .connection import Connection, ConnectionFailedError
-from .defaults import DEFAULT_SERVER_URL
 from .identity import (
-    NAME_RULE,
     connect_player,
     known_players,
     load_identity,
@@ -71,7 +58,15 @@ from .session import (
     reader_of,
     request_reading,
 )
-from .strategy import STRATEGIES
+from .tournament_args import (
+    admin_problem,
+    build_parser,
+    create_problem,
+    parse_card_counts,
+    parse_placings,
+    request_of,
+    validation_text,
+)
 from .tournament_bots import run_bots
 from .tournament_render import (
     plural,
@@ -83,12 +78,13 @@ from .tournament_render import (
 )
 from .wire_text import printable
 
+# `build_parser` and `parse_placings` are `tournament_args`'; named here too, for what asks the
+# command's module for them.
+__all__ = ["build_parser", "fail", "main", "no_identity_problem", "parse_placings", "render"]
+
 NAMES_PING = 4_242_424
 #: Seconds a command waits for the answer to each request ("no answer from the server").
 ANSWER_TIMEOUT_S: Final = 30.0
-TOURNAMENT_HELP = "the tournament's id (t...; 'solrace tournament list' shows them)"
-ADMIN_ACTS = ("open-check-in", "start", "pause", "resume", "forfeit", "correct", "drop")
-FORMATS = ("single_elimination", "double_elimination", "swiss", "round_robin", "heats")
 #: Commands that only read: an anonymous connection (no player's connection is taken over).
 READ_ONLY = frozenset({"show", "watch", "list", "leaderboard", "profile"})
 #: Admin acts: the admin token authorizes them, no identity is needed.
@@ -103,417 +99,6 @@ NAME_SEARCH_TOURNAMENTS = 20
 AUDIT_NAMES = 10
 
 AnswerT = TypeVar("AnswerT")
-
-
-def _common_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
-    """`--server`, `--name` and `--admin-token`, before the subcommand (`defaults`: with their
-    defaults) or after it (no default: one given there overrides one given before)."""
-
-    def default(value: object) -> object:
-        return value if defaults else argparse.SUPPRESS
-
-    parser.add_argument(
-        "--server",
-        default=default(DEFAULT_SERVER_URL),
-        help=f"server URL (default {DEFAULT_SERVER_URL})",
-    )
-    parser.add_argument(
-        "--name",
-        default=default(None),
-        help=f"your player name (kept with its token): {NAME_RULE}",
-    )
-    parser.add_argument(
-        "--admin-token",
-        default=default(os.environ.get("SOLRACE_ADMIN_TOKEN")),
-        help="admin token (default: $SOLRACE_ADMIN_TOKEN)",
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="solrace tournament", description=__doc__)
-    _common_options(parser, defaults=True)
-    # The same options after the subcommand (`solrace tournament list --server URL`).
-    after = argparse.ArgumentParser(add_help=False)
-    _common_options(after, defaults=False)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    def add_command(
-        name: str, text: str, description: str | None = None
-    ) -> argparse.ArgumentParser:
-        return sub.add_parser(
-            name, parents=[after], help=text, description=description or described(text)
-        )
-
-    create = add_command(
-        "create",
-        "create a tournament (needs the admin token)",
-        "Create a tournament. Its creator is this config folder's separate admin "
-        "identity on the server (`solrace tournament --name NAME create ...` picks it; "
-        "default: <your name>-admin), so creating never takes over the connection of a "
-        "player who is racing.",
-    )
-    create.add_argument("title", help="the tournament's name (1 to 64 characters)")
-    create.add_argument(
-        "--game",
-        choices=GAME_IDS,
-        default="klondike",
-        metavar="GAME",
-        help="the game every race deals (default klondike): " + ", ".join(GAME_IDS),
-    )
-    create.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="single_elimination",
-        help="how players meet (default single_elimination; docs/tournaments.md)",
-    )
-    create.add_argument(
-        "--best-of",
-        type=int,
-        default=default_of("best_of"),
-        metavar="N",
-        help=f"races per match, 1 to 9 (default {default_of('best_of')}); odd for head-to-head "
-        "formats (first to ceil(N/2) wins); heats play exactly N races",
-    )
-    create.add_argument(
-        "--time-limit",
-        type=int,
-        default=default_of("time_limit_s"),
-        help=f"seconds per race (default {default_of('time_limit_s')}; the server says its "
-        "shortest, 10 s unless set otherwise)",
-    )
-    create.add_argument(
-        "--max-players",
-        type=int,
-        metavar="N",
-        help="registration closes at N players, at least 2 (default: the server's largest "
-        "field for the format, at most its max_tournament_players, 256 unless set otherwise)",
-    )
-    create.add_argument("--no-check-in", action="store_true", help="registration is enough")
-    create.add_argument(
-        "--grace",
-        type=grace_seconds,
-        default=default_of("no_show_grace_s"),
-        metavar="SECONDS",
-        help=(
-            f"no-show grace, seconds (default {default_of('no_show_grace_s')}; null or never: "
-            "no one forfeits for not showing up)"
-        ),
-    )
-    create.add_argument("--casual", action="store_true", help="races do not change ratings")
-    create.add_argument("--rounds", type=int, help="Swiss rounds, 1 to 64 (default: automatic)")
-    create.add_argument(
-        "--heat-size",
-        type=int,
-        default=default_of("heat_size"),
-        metavar="N",
-        help=f"heats: players per heat race, 2 to 16 (default {default_of('heat_size')}; "
-        "at most the server's seats per race)",
-    )
-    create.add_argument(
-        "--advance",
-        type=int,
-        default=default_of("advance_per_heat"),
-        help="heats: how many of each heat go through, 1 to 15 "
-        f"(default {default_of('advance_per_heat')})",
-    )
-    create.add_argument(
-        "--third-place",
-        action="store_true",
-        help="single elimination: the semi-final losers play for third place",
-    )
-    create.add_argument(
-        "--no-bracket-reset",
-        action="store_true",
-        help="double elimination: the grand final is one match, even when the winners-bracket "
-        "champion loses it (by default a second, deciding match follows)",
-    )
-    helps = {
-        "join": "register in a tournament (with --play, stay and play its races)",
-        "play": "play your races of a tournament you are in (stays connected)",
-        "check-in": "check in to a tournament you registered in, while its check-in is open",
-        "leave": "unregister from a tournament before its start; after it, drop out "
-        "(forfeiting your live match)",
-        "show": "print a tournament once",
-        "watch": "print a tournament and every change, until it has finished (exit 0)",
-    }
-    for name, text in helps.items():
-        one = add_command(name, text)
-        one.add_argument("tournament", help=TOURNAMENT_HELP)
-        if name in ("join", "play"):
-            if name == "join":
-                one.add_argument(
-                    "--play",
-                    action="store_true",
-                    help="stay connected and play your races (the play screen) until the end",
-                )
-                plain_help = "play in line mode (implies --play)"
-            else:
-                plain_help = "play in line mode instead of the play screen"
-            one.add_argument("--plain", action="store_true", help=plain_help)
-            one.add_argument("--ascii", action="store_true", help="ASCII cards")
-        if name in ("show", "watch"):
-            one.add_argument(
-                "--tui",
-                action="store_true",
-                help="a live screen: bracket or standings, live matches (Enter watches one)",
-            )
-            one.add_argument("--ascii", action="store_true", help="ASCII cards (with --tui)")
-    text = (
-        "list tournaments: every one not finished, then the latest finished "
-        f"({TOURNAMENT_LIST_LIMIT} at most)"
-    )
-    listing = add_command("list", text)
-    listing.add_argument(
-        "--skip-finished",
-        type=int,
-        default=0,
-        metavar="N",
-        help="a later page: only the finished tournaments older than the N latest "
-        "(the list before says which N to ask for)",
-    )
-    text = "an admin act on a tournament (needs the admin token)"
-    admin = add_command("admin", text)
-    admin.add_argument("tournament", help=TOURNAMENT_HELP)
-    admin.add_argument("act", choices=ADMIN_ACTS, help="what to do: " + ", ".join(ADMIN_ACTS))
-    admin.add_argument("--match", help="the match id (forfeit, correct), e.g. W1-1")
-    admin.add_argument("--player", help="player id or name (forfeit, drop)")
-    admin.add_argument("--race", type=int, help="the race number within the match (correct)")
-    admin.add_argument(
-        "--placings", help="ids or names best first, ',' between places, '=' ties (correct)"
-    )
-    admin.add_argument(
-        "--cards",
-        metavar="NAME=N,...",
-        help="cards on foundations per id or name (correct; players not given keep the race's)",
-    )
-    admin.add_argument("--reason", default="", help="why, kept in the tournament's audit")
-    acts = {
-        "start": "admin: start a tournament (its field: who registered, or who checked in if "
-        "check-in is required)",
-        "pause": "admin: pause a tournament (no new race, round or forfeit until resume)",
-        "resume": "admin: resume a paused tournament",
-    }
-    for act, text in acts.items():
-        short = add_command(act, text)
-        short.add_argument("tournament", help=TOURNAMENT_HELP)
-    text = "bots join a tournament and play its races"
-    bots = add_command("bots", text)
-    bots.add_argument("tournament", help=TOURNAMENT_HELP)
-    bots.add_argument("--count", type=int, default=2, help="how many bots (default 2)")
-    bots.add_argument(
-        "--strategy", choices=STRATEGIES, default="greedy", help="how they play (default greedy)"
-    )
-    bots.add_argument(
-        "--delay",
-        type=float,
-        default=0.25,
-        help="seconds between a bot's moves (default 0.25); at any delay a bot keeps within "
-        "the rate budget its server's welcome says",
-    )
-    text = "print a game's rating leaderboard"
-    board = add_command("leaderboard", text)
-    board.add_argument(
-        "game",
-        nargs="?",
-        default="klondike",
-        choices=GAME_IDS,
-        metavar="GAME",
-        help="the game (default klondike): " + ", ".join(GAME_IDS),
-    )
-    text = "print a player's ratings and recent results"
-    profile = add_command("profile", text)
-    profile.add_argument(
-        "player",
-        nargs="?",
-        help="a player's name or id (default: --name, else the name you used last)",
-    )
-    return parser
-
-
-#: `--grace` words for no no-show grace (the protocol's `no_show_grace_s: null`).
-NO_GRACE: Final = frozenset({"null", "never", "none"})
-
-
-def grace_seconds(text: str) -> int | None:
-    """`--grace`: seconds, or `null` (`never`) for no no-show forfeit."""
-    if text.strip().lower() in NO_GRACE:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither seconds nor null") from None
-
-
-def described(text: str) -> str:
-    """A subcommand's one-line help as the description its own `--help` shows."""
-    return text[0].upper() + text[1:] + "."
-
-
-def default_of(field_name: str) -> int:
-    """The protocol's default for a `create_tournament` field (the option's default)."""
-    default = CreateTournament.model_fields[field_name].default
-    assert isinstance(default, int)
-    return default
-
-
-#: `create`'s options by the request field each sets (a refusal names the option).
-CREATE_OPTIONS: Final = {
-    "name": "TITLE",
-    "best_of": "--best-of",
-    "time_limit_s": "--time-limit",
-    "max_players": "--max-players",
-    "no_show_grace_s": "--grace",
-    "swiss_rounds": "--rounds",
-    "heat_size": "--heat-size",
-    "advance_per_heat": "--advance",
-}
-
-
-def create_problem(args: argparse.Namespace) -> str | None:
-    """Why `create`'s options cannot make a tournament, or None: the request's own bounds and
-    the format rules the server holds it to (`format_rules`), checked before connecting. The
-    server's own settings (its shortest time limit, its largest field) are its to say."""
-    try:
-        request = _request(args)
-        assert isinstance(request, CreateTournament)
-        format_rules(request)
-    except ValidationError as exc:
-        return validation_text(exc, CREATE_OPTIONS)
-    except InvalidSettingsError as exc:  # "best_of 2: ..." names the field first
-        field_name, _, rest = str(exc).partition(" ")
-        option = CREATE_OPTIONS.get(field_name)
-        return str(exc) if option is None else f"{option} {rest}"
-    return None
-
-
-def validation_text(exc: ValidationError, options: Mapping[str, str] | None = None) -> str:
-    """A pydantic refusal of a request's fields as one line; a field set by an option named
-    as the option (`options`), with the value given."""
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"])
-        context = error.get("ctx") or {}
-        kind = error["type"]
-        if kind == "less_than_equal":
-            why = f"at most {context['le']}"
-        elif kind == "greater_than_equal":
-            why = f"at least {context['ge']}"
-        elif kind == "string_too_long":
-            why = f"at most {context['max_length']} characters"
-        else:
-            why = error["msg"].removeprefix("Value error, ")
-        option = (options or {}).get(where)
-        if option is None:
-            parts.append(f"{where}: {why}")
-        elif option.startswith("-"):
-            parts.append(f"{option} {error['input']}: {why}")
-        else:
-            parts.append(f"{option}: {why}")
-    return "; ".join(parts)
-
-
-def parse_placings(text: str) -> list[list[str]]:
-    """`a,b=c,d` -> [[a], [b, c], [d]] (b and c tie)."""
-    return [[p for p in place.split("=") if p] for place in text.split(",") if place]
-
-
-def parse_card_counts(text: str) -> dict[str, int]:
-    """`a=7,b=12` -> {a: 7, b: 12}; ValueError saying what is wrong."""
-    counts: dict[str, int] = {}
-    for item in (part.strip() for part in text.split(",")):
-        player, equals, count = item.rpartition("=")
-        if not equals or not player or not count.isdigit():
-            raise ValueError(f"{item!r} is not NAME=N (N cards, 0 or more)")
-        if player in counts:
-            raise ValueError(f"{player!r} is given twice")
-        counts[player] = int(count)
-    return counts
-
-
-#: What each admin act needs besides the tournament (the server refuses it without), as the
-#: option names it, by the option's `args` field.
-ADMIN_NEEDS: Final[dict[str, dict[str, str]]] = {
-    "forfeit": {"match": "--match MATCH", "player": "--player NAME"},
-    "drop": {"player": "--player NAME"},
-    "correct": {"match": "--match MATCH", "race": "--race N", "placings": "--placings NAMES"},
-}
-
-
-def admin_problem(args: argparse.Namespace) -> str | None:
-    """Why an admin act's options cannot make a request, or None (checked before
-    connecting): an option the act needs is missing (`forfeit needs --player NAME`), or
-    `--cards` is not NAME=N,..."""
-    needs = ADMIN_NEEDS.get(args.act, {})
-    missing = [
-        option
-        for field_name, option in needs.items()
-        if getattr(args, field_name) is None
-        or (field_name == "placings" and not parse_placings(args.placings))
-        or (field_name in ("match", "player") and not getattr(args, field_name).strip())
-    ]
-    if missing:
-        wants = " and ".join(needs.values())
-        return f"{args.act} needs {wants} (missing {', '.join(o.split()[0] for o in missing)})"
-    if args.cards is not None:
-        try:
-            parse_card_counts(args.cards)
-        except ValueError as exc:
-            return f"--cards {args.cards}: {exc}"
-    return None
-
-
-def _request(args: argparse.Namespace) -> ClientMessage | None:
-    token = args.admin_token or ""
-    command = args.command
-    if command == "create":
-        return CreateTournament(
-            admin_token=token,
-            name=args.title.strip(),
-            game=args.game,
-            format=args.format,
-            best_of=args.best_of,
-            time_limit_s=args.time_limit,
-            max_players=args.max_players,
-            check_in_required=not args.no_check_in,
-            no_show_grace_s=args.grace,
-            rated=not args.casual,
-            swiss_rounds=args.rounds,
-            heat_size=args.heat_size,
-            advance_per_heat=args.advance,
-            third_place_match=args.third_place,
-            bracket_reset=not args.no_bracket_reset,
-        )
-    tid = getattr(args, "tournament", None)
-    simple: dict[str, ClientMessage] = {}
-    if tid is not None:
-        simple = {
-            "join": JoinTournament(tournament_id=tid),
-            "check-in": CheckIn(tournament_id=tid),
-            "leave": LeaveTournament(tournament_id=tid),
-            "show": WatchTournament(tournament_id=tid),
-            "watch": WatchTournament(tournament_id=tid),
-        }
-    if command in simple:
-        return simple[command]
-    if command == "list":
-        return ListTournaments(skip_finished=args.skip_finished)
-    if command == "leaderboard":
-        return GetLeaderboard(game=args.game)
-    if command in ("start", "pause", "resume", "admin"):
-        act = args.act if command == "admin" else command
-        act = {"open-check-in": "open_check_in", "correct": "correct_result"}.get(act, act)
-        return TournamentAdmin(
-            tournament_id=str(tid),
-            admin_token=token,
-            act=act,
-            match_id=getattr(args, "match", None),
-            player_id=getattr(args, "player", None),
-            race_number=getattr(args, "race", None),
-            placings=parse_placings(args.placings) if getattr(args, "placings", None) else None,
-            cards=parse_card_counts(args.cards) if getattr(args, "cards", None) else None,
-            reason=getattr(args, "reason", ""),
-        )
-    return None
 
 
 def render(message: ServerMessage, skip_finished: int = 0) -> str | None:
@@ -618,7 +203,7 @@ async def _run(args: argparse.Namespace) -> int:
         if args.command == "admin":
             await _admin_names_to_ids(conn, args)
         try:
-            request = _request(args)
+            request = request_of(args)
         except ValidationError as exc:
             return fail(f"{args.command}: {validation_text(exc)}")
         assert request is not None

@@ -1,0 +1,84 @@
+"""`solrace tournament`'s command line without a server: the request each command's arguments
+make, and the options refused before connecting (the commands themselves, run against a real
+server, are in test_tournament_cli.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from solrace.client.tournament_args import (
+    admin_problem,
+    build_parser,
+    create_problem,
+    parse_card_counts,
+    request_of,
+)
+from solrace.server.protocol.messages import ClientMessage
+from solrace.server.protocol.tournament_messages import (
+    CheckIn,
+    GetLeaderboard,
+    JoinTournament,
+    LeaveTournament,
+    ListTournaments,
+    TournamentAdmin,
+    WatchTournament,
+)
+
+
+def request(*argv: str) -> ClientMessage | None:
+    return request_of(build_parser().parse_args(["--admin-token", "tok", *argv]))
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["join", "t1"], JoinTournament(tournament_id="t1")),
+        (["check-in", "t1"], CheckIn(tournament_id="t1")),
+        (["leave", "t1"], LeaveTournament(tournament_id="t1")),
+        (["show", "t1"], WatchTournament(tournament_id="t1")),
+        (["watch", "t1"], WatchTournament(tournament_id="t1")),
+        (["list", "--skip-finished", "3"], ListTournaments(skip_finished=3)),
+        (["leaderboard", "colorado"], GetLeaderboard(game="colorado")),
+        (["pause", "t1"], TournamentAdmin(tournament_id="t1", admin_token="tok", act="pause")),
+        (
+            ["admin", "t1", "open-check-in"],
+            TournamentAdmin(tournament_id="t1", admin_token="tok", act="open_check_in"),
+        ),
+        (["profile", "ann"], None),
+        (["bots", "t1"], None),
+        (["play", "t1"], None),
+    ],
+)
+def test_each_command_makes_its_request(argv: list[str], expected: ClientMessage | None) -> None:
+    assert request(*argv) == expected
+
+
+def test_a_correction_s_placings_and_cards_become_the_request_s_fields() -> None:
+    argv = ["admin", "t1", "correct", "--match", "W1-1", "--race", "2"]
+    made = request(*argv, "--placings", "a,b=c", "--cards", "a=7,b=3", "--reason", "typo")
+    assert made == TournamentAdmin(
+        tournament_id="t1",
+        admin_token="tok",
+        act="correct_result",
+        match_id="W1-1",
+        race_number=2,
+        placings=[["a"], ["b", "c"]],
+        cards={"a": 7, "b": 3},
+        reason="typo",
+    )
+
+
+def test_create_s_options_are_checked_before_connecting() -> None:
+    parse = build_parser().parse_args
+    assert create_problem(parse(["create", "cup", "--no-check-in"])) is None
+    problem = create_problem(parse(["create", "cup", "--best-of", "2"]))
+    assert problem is not None and problem.startswith("--best-of 2: ")
+    assert create_problem(parse(["create", "x" * 65])) == "TITLE: at most 64 characters"
+
+
+def test_an_admin_act_s_cards_must_be_name_equals_count() -> None:
+    argv = ["admin", "t1", "correct", "--match", "W1-1", "--race", "1", "--placings", "a,b"]
+    args = build_parser().parse_args([*argv, "--cards", "a=x"])
+    assert admin_problem(args) == "--cards a=x: 'a=x' is not NAME=N (N cards, 0 or more)"
+    with pytest.raises(ValueError, match="'a' is given twice"):
+        parse_card_counts("a=1,a=2")
