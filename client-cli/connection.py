@@ -127,17 +127,45 @@ def _closed_error(exc: ConnectionClosed) -> ConnectionFailedError:
     code = exc.rcvd.code if exc.rcvd else None
     reason = exc.rcvd.reason if exc.rcvd else ""
     return ConnectionFailedError(
-        f"the server closed the connection ({code}: {reason})",
+        f"the server closed the connection: {close_text(code, reason)}",
         fatal=code in FATAL_CLOSE_CODES,
         close_code=code,
     )
 
 
-def lost_text(code: int | None) -> str:
-    """Why the link was lost, for the user: a 1008 means this client sent too fast."""
-    if code == CloseCode.POLICY_VIOLATION:
-        return f"too fast: the server's rate limit closed the link ({code})"
-    return f"link lost ({code})"
+#: A link that dropped without a close frame (websockets' code for it; never on the wire).
+ABNORMAL_CLOSURE: Final = 1006
+
+#: What a close code means to the user of this client, for every code of the server's table
+#: (`closecodes.CLOSE_REASONS` says why the server sends each) and a dropped link.
+CLOSE_MEANINGS: Final[dict[int, str]] = {
+    CloseCode.NORMAL: "the server ended the connection",
+    CloseCode.GOING_AWAY: "going away: a proxy between (or the server) closed the link",
+    CloseCode.PROTOCOL_ERROR: "the server refused a frame WebSocket does not allow",
+    CloseCode.UNSUPPORTED_DATA: "the server refused a text frame: it takes binary frames only",
+    ABNORMAL_CLOSURE: "the link dropped",
+    CloseCode.INVALID_PAYLOAD: "the server could not read a frame",
+    CloseCode.POLICY_VIOLATION: "too fast: the server's rate limit closed the link",
+    CloseCode.MESSAGE_TOO_BIG: "a message too big for the server",
+    CloseCode.INTERNAL_ERROR: "a server error (or the link stopped answering its keepalive)",
+    CloseCode.SERVICE_RESTART: "the server is restarting",
+    CloseCode.UNSUPPORTED_PROTOCOL: "the server does not speak this client's protocol version",
+    CloseCode.AUTH_FAILED: "the server refused this player's token",
+    CloseCode.REPLACED: "this player connected again elsewhere",
+    CloseCode.IDLE_TIMEOUT: "idle too long: the server heard nothing from this client",
+    CloseCode.TOO_SLOW: "this client read too slowly: the server's queue for it overflowed",
+}
+
+
+def close_text(code: int | None, reason: str = "") -> str:
+    """What a close means, for the user, its code (and the server's reason, if given) in
+    brackets: `the server is restarting (1012)`, `this player connected again elsewhere (4003:
+    connected again elsewhere)`; a code this client does not know is `link lost (CODE)`.
+    Every line of the client that names a close says it with this."""
+    if code is None:
+        return "link lost"
+    meaning = CLOSE_MEANINGS.get(code, "link lost")
+    return f"{meaning} ({code}: {reason})" if reason else f"{meaning} ({code})"
 
 
 #: A tag of an HTML page (`_refusal_text` keeps its words).
@@ -657,11 +685,12 @@ class Connection:
             code = ws.close_code
             if code in FATAL_CLOSE_CODES or code == CloseCode.NORMAL:
                 self.status = LinkStatus.CLOSED
-                reason = ws.close_reason or (CloseCode(code).name.lower() if code else "")
-                await self._queue.put(StatusChange(LinkStatus.CLOSED, f"{code}: {reason}"))
+                detail = close_text(code, ws.close_reason or "")
+                await self._queue.put(StatusChange(LinkStatus.CLOSED, detail))
                 return
             self.status = LinkStatus.RECONNECTING
-            await self._queue.put(StatusChange(LinkStatus.RECONNECTING, lost_text(code)))
+            # What it means is enough: the link is coming back.
+            await self._queue.put(StatusChange(LinkStatus.RECONNECTING, close_text(code)))
             if self._backoff is None:
                 low, high = self.backoff_s
                 self._backoff = Backoff(low, high, self.stable_after_s)

@@ -116,11 +116,11 @@ def acts_after_start(line: str) -> bool:
 
 
 def closed_text(detail: str) -> str:
-    """The line for a link closed for good (`detail`: `CODE: reason` or the hello's failure)."""
-    if detail.startswith(f"{CloseCode.REPLACED.value}") or "connected again elsewhere" in detail:
+    """The line for a link closed for good (`detail`: the close as `connection.close_text`
+    says it, maybe within the hello's failure)."""
+    if f"({CloseCode.REPLACED.value}" in detail:
         return (
-            f"connection closed: this player connected again elsewhere ({detail}); "
-            "another program uses the same identity, this one stops"
+            f"connection closed: {detail}; another program uses the same identity, this one stops"
         )
     return f"connection closed: {detail}; this program stops"
 

@@ -133,9 +133,9 @@ async def test_a_reconnect_whose_link_closes_during_the_resume_keeps_trying() ->
     async with connected_then(two_restarts_then_up) as (conn, first):
         await (await asyncio.wait_for(first, 10)).close(CloseCode.SERVICE_RESTART, "restart")
         items = await received_until(conn, is_status(LinkStatus.CONNECTED))
-        failed = "the server closed the connection (1012: restart)"
+        failed = "the server closed the connection: the server is restarting (1012: restart)"
         assert items == [
-            StatusChange(LinkStatus.RECONNECTING, "link lost (1012)"),
+            StatusChange(LinkStatus.RECONNECTING, "the server is restarting (1012)"),
             StatusChange(LinkStatus.RECONNECTING, failed),
             StatusChange(LinkStatus.RECONNECTING, failed),
             WELCOME,
@@ -154,10 +154,11 @@ async def test_a_reconnect_refused_for_good_during_the_resume_ends_closed() -> N
         await (await asyncio.wait_for(first, 10)).close(CloseCode.SERVICE_RESTART, "restart")
         items = await received_until(conn, is_status(LinkStatus.CLOSED))
         assert items == [
-            StatusChange(LinkStatus.RECONNECTING, "link lost (1012)"),
+            StatusChange(LinkStatus.RECONNECTING, "the server is restarting (1012)"),
             StatusChange(
                 LinkStatus.CLOSED,
-                "the server closed the connection (4003: connected again elsewhere)",
+                "the server closed the connection: this player connected again elsewhere "
+                "(4003: connected again elsewhere)",
             ),
         ]
         assert conn.status is LinkStatus.CLOSED
@@ -174,7 +175,7 @@ async def test_an_unexpected_error_while_reconnecting_ends_closed_and_is_logged(
         with caplog.at_level(logging.ERROR, logger="solrace.client.connection"):
             await (await asyncio.wait_for(first, 10)).close(CloseCode.SERVICE_RESTART, "restart")
             items = await received_until(conn, is_status(LinkStatus.CLOSED))
-        assert items[0] == StatusChange(LinkStatus.RECONNECTING, "link lost (1012)")
+        assert items[0] == StatusChange(LinkStatus.RECONNECTING, "the server is restarting (1012)")
         closed = items[-1]
         assert isinstance(closed, StatusChange) and "a bug in the client" in closed.detail
         assert conn.status is LinkStatus.CLOSED

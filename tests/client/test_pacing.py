@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from solrace.client.bots import Bot
-from solrace.client.connection import lost_text
+from solrace.client.connection import close_text
 from solrace.client.pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
@@ -115,8 +115,7 @@ async def test_bots_without_delay_are_never_closed_for_flooding(
 
 
 def test_a_1008_is_said_as_too_fast() -> None:
-    assert lost_text(1008) == "too fast: the server's rate limit closed the link (1008)"
-    assert lost_text(1011) == "link lost (1011)"
+    assert close_text(1008) == "too fast: the server's rate limit closed the link (1008)"
 
 
 async def test_plain_mode_says_too_fast_when_the_rate_limit_closes_it(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.records import MoveRecord
 from tests.waiting import eventually
 
+from .conftest import server_settings
 from .process import Child
 
 
@@ -436,12 +437,40 @@ async def ends_when_connected_elsewhere(player: Child, url: str, tmp_path: Path)
     other = await Opponent.open(url, token=saved_token(tmp_path, url))
     try:
         line = await player.expect("connection closed:")
-        assert "this player connected again elsewhere (4003" in line
+        assert line == (
+            "connection closed: this player connected again elsewhere (4003: connected again "
+            "elsewhere); another program uses the same identity, this one stops"
+        )
         assert await asyncio.wait_for(player.proc.wait(), 10) == 1
         assert await player.finish() == 1
         assert "Traceback" not in player.output
     finally:
         await other.close()
+
+
+async def test_a_server_restart_is_said_as_one(tmp_path: Path) -> None:
+    """The server restarts (it closes every link with 1012): the line says so, not `link lost
+    (1012)`, and the client comes back (same store and secret: the same player)."""
+    data = tmp_path / "node"
+    settings = server_settings(data, store=f"sqlite:{data / 'db.sqlite3'}")
+    app = App(settings)
+    await app.start()
+    port = app.port
+    player = await Child.start(
+        tmp_path, "play", "--plain", "--server", f"ws://127.0.0.1:{port}", "--name", "pat"
+    )
+    try:
+        await player.expect("connected to")
+        await app.stop()
+        app = App(settings.model_copy(update={"port": port}))
+        await app.start()
+        line = await player.expect("reconnecting…")
+        assert line == "reconnecting… (the server is restarting (1012))"
+        await player.expect("reconnected")
+        assert await player.finish() == 0
+    finally:
+        await player.kill()
+        await app.stop()
 
 
 @pytest.mark.parametrize("busy", [False, True], ids=["idle", "waiting"])

@@ -395,7 +395,7 @@ async def test_a_link_closed_for_good_fails_every_waiter_and_every_later_request
                 assert closed.value.code == "connection_closed"
             assert seen.statuses() == [LinkStatus.CLOSED]
             assert alice.link is LinkStatus.CLOSED
-            assert alice.closed is not None and alice.closed.startswith("4003")
+            assert alice.closed is not None and "(4003" in alice.closed
             await eventually(pump.done, what="the pump's end")
             assert not pump.cancelled()  # it returned on its own
 
