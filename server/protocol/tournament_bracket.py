@@ -140,21 +140,29 @@ def _winners_bracket(graph: _Graph, depth: int) -> list[list[MatchId]]:
     top to bottom (``W<round>-<i>``): round 1 seats the seeds in `bracket_order`, and every
     later match takes the winners of two neighbouring matches of the round before."""
     seats = bracket_order(2**depth)
-    winners: list[list[MatchId]] = []
-    for r in range(1, depth + 1):
-        this: list[MatchId] = []
-        for i in range(2**depth // 2**r):
-            if r == 1:
-                a, b = _Source("seed", seats[2 * i]), _Source("seed", seats[2 * i + 1])
-            else:
-                prev = winners[-1]
-                a, b = (
-                    _Source("winner", match=prev[2 * i]),
-                    _Source("winner", match=prev[2 * i + 1]),
-                )
-            this.append(graph.add(f"W{r}-{i + 1}", a, b))
-        winners.append(this)
+    first = [
+        graph.add(f"W1-{i + 1}", _Source("seed", seats[2 * i]), _Source("seed", seats[2 * i + 1]))
+        for i in range(2 ** (depth - 1))
+    ]
+    winners = [first]
+    for r in range(2, depth + 1):
+        winners.append(_pair_neighbours(graph, f"W{r}", "winner", winners[-1]))
     return winners
+
+
+def _pair_neighbours(
+    graph: _Graph, round_name: str, kind: str, feeders: Sequence[MatchId]
+) -> list[MatchId]:
+    """A round (``<round_name>-<i>``) whose every match takes the `kind` ("winner" or "loser")
+    of two neighbouring `feeders`, top to bottom."""
+    return [
+        graph.add(
+            f"{round_name}-{i + 1}",
+            _Source(kind, match=feeders[2 * i]),
+            _Source(kind, match=feeders[2 * i + 1]),
+        )
+        for i in range(len(feeders) // 2)
+    ]
 
 
 def _losers_bracket(graph: _Graph, winners: Sequence[Sequence[MatchId]]) -> MatchId:
@@ -168,15 +176,7 @@ def _losers_bracket(graph: _Graph, winners: Sequence[Sequence[MatchId]]) -> Matc
     player dropping in then meets someone from the other half of the bracket, not from the
     part it came through. Unmirrored, the loser of W2-i would meet at once the winner of L1-i,
     who lost in winners' round 1 to one of the two players of W2-i: half the time, a rematch."""
-    first = winners[0]
-    level = [
-        graph.add(
-            f"L1-{i + 1}",
-            _Source("loser", match=first[2 * i]),
-            _Source("loser", match=first[2 * i + 1]),
-        )
-        for i in range(len(first) // 2)
-    ]
+    level = _pair_neighbours(graph, "L1", "loser", winners[0])
     m = 1
     depth = len(winners)
     for j in range(1, depth):
@@ -194,14 +194,7 @@ def _losers_bracket(graph: _Graph, winners: Sequence[Sequence[MatchId]]) -> Matc
         ]
         if j < depth - 1:
             m += 1
-            level = [
-                graph.add(
-                    f"L{m}-{i + 1}",
-                    _Source("winner", match=level[2 * i]),
-                    _Source("winner", match=level[2 * i + 1]),
-                )
-                for i in range(len(level) // 2)
-            ]
+            level = _pair_neighbours(graph, f"L{m}", "winner", level)
     return level[0]
 
 
