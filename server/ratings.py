@@ -99,15 +99,20 @@ class RatingService:
 
     async def race_finished(self, record: RaceRecord) -> None:
         """Rate a finished rated race among the racers who took part (a repeat, here or on
-        another node, changes nothing); fewer than two of them: not rated."""
+        another node, changes nothing); fewer than two of them, or all of them tied: not
+        rated. A race nobody won against anybody says nothing of who plays better, and two
+        players resigning at once, again and again, would each gain a win and a surer, so
+        higher, displayed rating every time."""
         if not record.rated or record.status is not RaceStatus.FINISHED:
             return
         absent = absent_racers(record)
         taking_part = ([p for p in group if p not in absent] for group in placings_of(record))
         placings = [group for group in taking_part if group]
         players = [p for group in placings for p in group]
-        if len(players) < 2:
-            if absent:
+        if len(placings) < 2:
+            if len(players) >= 2:
+                log.info("race %s not rated: every racer tied", record.race_id)
+            elif absent:
                 log.info("race %s not rated: %d racer(s) absent", record.race_id, len(absent))
             await self.store.rating_settled(record.race_id)
             return

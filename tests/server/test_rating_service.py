@@ -5,17 +5,26 @@ for cut from it."""
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from solrace.server.protocol.ids import PlayerId
-from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace, Resign
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    CreateRace,
+    Hello,
+    JoinRace,
+    MakeMove,
+    Resign,
+)
 from solrace.server.protocol.ratings import Rating
 from solrace.server.protocol.tournament_messages import GetLeaderboard, Leaderboard
 from solrace.server.ratings import LEADERBOARD_FRESH_S, RatingService
 from solrace.server.store.sqlite import SqliteStore
+from tests.integration.solver import scoring_line
 from tests.server.sessions import RecordingSession, running_hub
 from tests.server.test_store_contract import rated_race, rating
 
@@ -73,6 +82,7 @@ async def test_a_board_read_while_this_node_rates_a_race_is_not_kept(
     """The board read before a race of its game is rated here, and answered after, may
     miss it: it is not kept, so the next request reads the race's ratings."""
     async with running_hub(store) as hub:
+        hub.rng = random.Random(0)  # a known deal, which has a line scoring a card
         service = RatingService(store, clock=Clock())
         hub.plug_in(race_finished=service.race_finished)
         ann, bob = RecordingSession(11), RecordingSession(12)
@@ -82,6 +92,10 @@ async def test_a_board_read_while_this_node_rates_a_race_is_not_kept(
         (race_id,) = hub.races
         await hub.handle(bob, JoinRace(race_id=race_id))
         await hub.tick()
+        # Ann puts a card out (a race every racer tied is not rated).
+        number = hub.races[race_id].race.record.game_number
+        for seq, move in enumerate(scoring_line("klondike", number)):
+            await hub.handle(ann, MakeMove(race_id=race_id, seq=seq, move=move))
         read, answer = asyncio.Event(), asyncio.Event()
         ratings_of = service.game_ratings
 
