@@ -293,10 +293,31 @@ class TournamentService:
 
     async def tick(self) -> None:
         """Finish what a store outage interrupted; mark connected players present; forfeit
-        no-shows once the grace has passed."""
+        no-shows once the grace has passed.
+
+        A tournament is loaded from the store (and a copy changed and compared) only when the
+        one held here says something is due: a player to mark present, or a no-show whose
+        grace has passed (`Tournament.has_no_shows_due`). A 256-player Swiss's document is
+        ~0.5 MB: loading it for nothing took 0.1-0.2 s of the event loop every tick
+        (`bench/tournament_tick.py`). On one node, every change is saved here, so what it
+        holds is what is stored; on several, another node's notice may be lost, so the
+        stored versions are read first (one small read a tick) and a tournament saved since
+        is loaded before it is looked at."""
         await self._repair()
         now = self._now()
-        for tournament_id, live in list(self.live.items()):
+        try:
+            stored = await self._versions_elsewhere()
+        except StoreError as exc:
+            log.warning("tournament tick skipped: versions unknown: %s", exc)
+            return
+        for tournament_id, held in list(self.live.items()):
+            live = held
+            if stored.get(tournament_id, held.version) != held.version:
+                try:
+                    live = await self._load(tournament_id)
+                except (RaceError, StoreError) as exc:
+                    log.warning("tournament %s: not reloaded: %s", tournament_id, exc)
+                    continue
             if live.tournament.phase is not Phase.RUNNING:
                 continue
             # The no-show timer runs from the stored request time (`tick` below); after a
@@ -305,15 +326,17 @@ class TournamentService:
             may_forfeit = now - self._started_at >= min(grace, self.settings.grace_s)
             absent: dict[PlayerId, RaceId | None] = {}  # player -> the race of their match
             for match in live.tournament.live_matches():
-                race_id = live.pending_race_id(match)
-                for player in match.racing:
-                    if player not in match.present:
-                        absent[player] = race_id
+                missing = [p for p in match.racing if p not in match.present]
+                if missing:  # the race is looked up among every race the tournament asked for
+                    race_id = live.pending_race_id(match)
+                    absent.update(dict.fromkeys(missing, race_id))
             try:
                 present = {p for p, rid in absent.items() if await self._is_present(p, rid)}
             except StoreError as exc:
                 log.warning("tournament %s: presence unknown: %s", tournament_id, exc)
                 continue
+            if not present and not (may_forfeit and live.tournament.has_no_shows_due(now=now)):
+                continue  # nothing to change: the store is not read
 
             def command(
                 live: Live, may_forfeit: bool = may_forfeit, present: set[PlayerId] = present
@@ -330,6 +353,13 @@ class TournamentService:
                 await self._mutate(tournament_id, command)
             except (RaceError, StoreError) as exc:  # this one's trouble: the others go on
                 log.warning("tournament %s: tick refused: %s", tournament_id, exc)
+
+    async def _versions_elsewhere(self) -> dict[str, int]:
+        """Several nodes: each tournament's stored version (another node may have saved one
+        this node has not heard of). One node: none, since every change is saved here."""
+        if self.host.broker is None or not self.live:
+            return {}
+        return dict(await self.store.tournament_versions())
 
     async def _is_present(self, player: PlayerId, race_id: RaceId | None) -> bool:
         """Connected here, or connected in their match's live race (on several nodes the

@@ -19,7 +19,8 @@ Typical server loop::
     # on each race result: events = t.record_race(match_id, race_number, result, now=now,
     #                                             absent=...)   (racers who never played it)
     # when a player joins their race: t.report_present(player, now=now)
-    # every few seconds: events = t.tick(now=now)   (no-show forfeits)
+    # every few seconds: events = t.tick(now=now)   (no-show forfeits; it changes nothing
+    #                    unless t.has_no_shows_due(now=now))
     store(t.to_dict()); act on events in order
 """
 
@@ -376,6 +377,22 @@ class Tournament(Stored):
                 if player not in match.present:
                     events += self._forfeit(match, player, "no_show")
         return events + self._settle(now)
+
+    def has_no_shows_due(self, *, now: float) -> bool:
+        """Whether `tick(now=now)` would change anything: a live match whose grace period
+        has passed still has a racer who is not present. Otherwise it changes nothing: the
+        `_settle` it ends with reads no clock, and every command that changes what `_settle`
+        reads settles before it returns, so time alone leaves it nothing to do. The server
+        asks this of the tournament it holds before loading the stored one to tick it."""
+        grace = self.settings.no_show_grace
+        if self.phase is not Phase.RUNNING or not self._forfeits_no_shows or grace is None:
+            return False
+        return any(
+            match.requested_at is not None
+            and now - match.requested_at >= grace
+            and any(player not in match.present for player in match.racing)
+            for match in self.live_matches()
+        )
 
     def drop(self, player: PlayerId, *, actor: PlayerId, now: float) -> list[TournamentEvent]:
         """A player leaves (themselves, or removed by the admin): forfeits their live match."""

@@ -384,6 +384,78 @@ def test_no_show_forfeits_after_the_grace_period_only() -> None:
     assert of_type(later, MatchEnded)[0].winner == two.players[0]
 
 
+def test_no_shows_are_due_once_the_grace_has_passed_with_a_racer_not_present() -> None:
+    """A heat of four: the admin forfeits p1 (who never came), the others come but p8; a
+    no-show is due from the end of the grace period on (not while paused), and only while p8
+    is not present (p1, forfeited, races no more)."""
+    t, _ = started(FormatRules(Format.HEATS, heat_size=4), 8, grace=60.0)
+    heat = t.live_matches()[0]
+    assert heat.players == ("p1", "p4", "p5", "p8") and heat.requested_at == 5.0
+    t.forfeit(ADMIN, heat.match_id, PlayerId("p1"), now=6.0)
+    for player in ("p4", "p5"):
+        t.report_present(PlayerId(player), now=7.0)
+    t.report_present(PlayerId("p2"), now=7.0)  # the other heat: all but p2 stay away
+    assert not t.has_no_shows_due(now=64.9)
+    assert t.has_no_shows_due(now=65.0)
+    t.pause(ADMIN, now=8.0)
+    assert not t.has_no_shows_due(now=65.0)  # nobody forfeits while paused
+    t.resume(ADMIN, now=10.0)  # the grace starts again
+    assert not t.has_no_shows_due(now=69.9)
+    assert t.has_no_shows_due(now=70.0)
+    other = t.live_matches()[1]
+    for player in (*other.racing, "p8"):
+        t.report_present(PlayerId(player), now=11.0)
+    assert not t.has_no_shows_due(now=70.0)
+    assert t.tick(now=70.0) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    fmt=st.sampled_from([Format.SINGLE_ELIMINATION, Format.SWISS, Format.HEATS]),
+    count=st.integers(2, 9),
+    steps=st.lists(st.integers(0, 10_000), min_size=1, max_size=40),
+)
+def test_a_tick_changes_something_exactly_when_no_shows_are_due(
+    fmt: Format, count: int, steps: list[int]
+) -> None:
+    """The server asks `has_no_shows_due` of the tournament it holds before loading the
+    stored one to tick it: at every step of random tournaments (results, players showing up,
+    pauses, forfeits, ticks), a tick at a later time forfeits someone if it says so, and otherwise
+    changes nothing at all."""
+    t, _ = started(FormatRules(fmt, heat_size=4), count, grace=60.0)
+    now = 10.0
+    for step in steps:
+        if t.phase is not Phase.RUNNING:
+            break
+        asked = [m.requested_at for m in t.live_matches() if m.requested_at is not None]
+        for later in [now + step % 150, *(a + d for a in asked for d in (59.5, 60.0))]:
+            copy = roundtrip(t)
+            events = copy.tick(now=later)
+            if t.has_no_shows_due(now=later):
+                assert of_type(events, PlayerForfeited)
+            else:
+                assert events == [] and copy.to_dict() == t.to_dict()
+        now += 1.0 + step % 40
+        matches = t.live_matches()
+        match = matches[step % len(matches)] if matches else None
+        action = step % 6
+        if action == 0:
+            if t.is_paused:
+                t.resume(ADMIN, now=now)
+            else:
+                t.pause(ADMIN, now=now)
+        elif action == 1 and match is not None:  # some of the match's racers show up
+            for player in match.racing[: step % (len(match.racing) + 1)]:
+                t.report_present(player, now=now)
+        elif action == 2:
+            t.tick(now=now)
+        elif action == 3 and match is not None and not t.is_paused:
+            t.forfeit(ADMIN, match.match_id, match.racing[step % len(match.racing)], now=now)
+        elif match is not None and match.pending_race is not None:
+            order = sorted(match.racing, key=lambda p: zlib.crc32(f"{p}{step}".encode()))
+            t.record_race(match.match_id, match.pending_race, result_for(order), now=now)
+
+
 def test_a_double_no_show_advances_nobody() -> None:
     t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4, grace=10.0)
     one, _two = of_type(events, RaceRequested)
