@@ -232,16 +232,18 @@ def corrected_cards(
 ) -> dict[PlayerId, int]:
     """The cards on foundations of a corrected race: the recorded ones of the players its
     placings name, with those `given` instead (a correction of the order alone keeps them:
-    they feed tie-breaks). `InvalidResultError` for a count outside 0 to the game's cards;
-    `correct_result` refuses cards of a player not in the match."""
+    they feed tie-breaks). The race is looked up first, so a correction of one that does not
+    exist is refused as such (`Tournament.find_correctable_race`) whatever its cards; then
+    `InvalidResultError` for a count outside 0 to the game's cards; `correct_result` refuses
+    cards of a player not in the match."""
+    _, match = t.find_correctable_race(t.admin, match_id, race_number)
     most = len(CARDS) * game_class(t.game_id).decks
     for player, count in given.items():
         if not 0 <= count <= most:
             raise InvalidResultError(
                 f"cards on foundations of {player!r}: {count}; a {t.game_id} game has 0 to {most}"
             )
-    _, match = t.find_match(match_id)
-    recorded = match.races[race_number - 1].cards if 1 <= race_number <= len(match.races) else {}
+    recorded = match.races[race_number - 1].cards
     named = {p for group in groups for p in group}
     return {**{p: n for p, n in recorded.items() if p in named}, **given}
 

@@ -467,17 +467,7 @@ class Tournament(Stored):
 
         Refused once a later round has started, since its pairings rest on the old result.
         """
-        self._require_admin(actor, "correct a result")
-        self._require(Phase.RUNNING, Phase.FINISHED, doing="correct a result")
-        rnd, match = self.find_match(match_id)
-        if rnd is not self.current_round:
-            raise CorrectionRefusedError(
-                f"match {match_id} belongs to round {rnd.number}, and round {len(self.rounds)}"
-                " has already started from its results; corrections are possible until the"
-                " next round starts (pause the tournament to keep that window open)"
-            )
-        if not 1 <= race_number <= len(match.races):
-            raise UnknownMatchError(f"match {match_id} has no recorded race {race_number}")
+        rnd, match = self.find_correctable_race(actor, match_id, race_number)
         result.validate(match.races[race_number - 1].players)
         races = [*match.races[: race_number - 1], result, *match.races[race_number:]]
         was_decided = self.outcome_of(match) is not None
@@ -506,6 +496,26 @@ class Tournament(Stored):
         if self.phase is Phase.FINISHED:
             self.phase = Phase.RUNNING  # re-derive: finish again, or play what is now needed
         return events + self._settle(now)
+
+    def find_correctable_race(
+        self, actor: PlayerId, match_id: MatchId, race_number: int
+    ) -> tuple[Round, Match]:
+        """The round and match of the recorded race `actor` asks `correct_result` to
+        replace, or the refusal it gets (not the admin, not running, no such match or race,
+        or a round already followed by another). Checked before anything about the new
+        result, so a correction of a race that does not exist is refused as that."""
+        self._require_admin(actor, "correct a result")
+        self._require(Phase.RUNNING, Phase.FINISHED, doing="correct a result")
+        rnd, match = self.find_match(match_id)
+        if rnd is not self.current_round:
+            raise CorrectionRefusedError(
+                f"match {match_id} belongs to round {rnd.number}, and round {len(self.rounds)}"
+                " has already started from its results; corrections are possible until the"
+                " next round starts (pause the tournament to keep that window open)"
+            )
+        if not 1 <= race_number <= len(match.races):
+            raise UnknownMatchError(f"match {match_id} has no recorded race {race_number}")
+        return rnd, match
 
     # --- internals ----------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from solrace.server.protocol.tournament_errors import (
     MatchId,
     PlayerId,
     TournamentId,
+    UnknownMatchError,
 )
 from solrace.server.protocol.tournament_events import RaceRequested
 from solrace.server.protocol.tournament_messages import TournamentAdmin
@@ -97,6 +98,27 @@ def test_cards_out_of_the_game_or_of_another_player_are_refused(
     with pytest.raises(InvalidResultError, match=complaint):
         correct(live, match_id, placings=[[BOB], [ANN]], cards=cards)
     assert live.document() == before  # refused before anything changed
+
+
+@pytest.mark.parametrize("count", [7, 53, -1, 2**63])
+@pytest.mark.parametrize(
+    ("other_match", "race_number", "complaint"),
+    [("W9-9", 1, "no match 'W9-9'"), (None, 2, "has no recorded race 2")],
+)
+def test_a_correction_of_a_race_that_does_not_exist_is_refused_as_such_whatever_its_cards(
+    count: int, other_match: str | None, race_number: int, complaint: str
+) -> None:
+    """The race is looked up before the cards are checked: the refusal names the problem
+    (`unknown_match`), not cards that would be out of range for any race."""
+    live, match_id = final_of_three()
+    with pytest.raises(UnknownMatchError, match=complaint):
+        correct(
+            live,
+            MatchId(other_match or match_id),
+            race_number=race_number,
+            placings=[[BOB], [ANN]],
+            cards={ANN: count},
+        )
 
 
 def test_a_two_deck_game_counts_its_104_cards() -> None:
