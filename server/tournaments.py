@@ -16,8 +16,9 @@ forfeit, a drop-out, an admin correction: `RaceCancelled`) is stopped: cancelled
 hub like any race change, so its racers and spectators see it end, and it neither counts nor
 changes ratings. `tick` reports players connected during their match as present and forfeits
 no-shows once the grace period has passed since the race was requested (that time is stored
-with the tournament, so a restart continues the timer; after a restart players still get the
-race's reconnect grace, `grace_s`, to come back before anyone is forfeited).
+with the tournament, so a restart continues the timer; after a restart nobody is forfeited
+until `min(no_show_grace, grace_s)` has passed since it: players get the race's reconnect
+grace to come back, but no longer than their own no-show grace).
 After a restart, `start` reopens requested races that were never stored, feeds results of
 races that finished while the tournament was not told, and releases the deals of ended rounds
 still held (finished tournaments too: the document notes which rounds may be, `held_deals`).
