@@ -36,14 +36,17 @@ class WaitingPool(aioredis.ConnectionPool):
     to `wait_s` for one to come back (then `ConnectionError`, as when Redis cannot be
     reached) instead of being refused at once.
 
-    Every connection handed out holds one unit of `_room` until `release` gives both back;
-    taking a connection from the pool is synchronous, so no other task sees the pool half
-    changed (the library's own pools rely on the same)."""
+    Every connection handed out holds one unit of `_room` (`_holding` says which) until
+    `release` gives both back, each once: a connection released twice, or a release that
+    fails, gives back no second unit (one more than `max_connections` would let the plain
+    pool refuse a request again). Taking a connection from the pool is synchronous, so no
+    other task sees the pool half changed (the library's own pools rely on the same)."""
 
     def __init__(self, *, wait_s: float = POOL_WAIT_S, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.wait_s = wait_s
         self._room = asyncio.Semaphore(self.max_connections)
+        self._holding: set[AbstractConnection] = set()
 
     @property
     def full(self) -> bool:
@@ -57,6 +60,7 @@ class WaitingPool(aioredis.ConnectionPool):
         except BaseException:
             self._room.release()
             raise
+        self._holding.add(connection)
         try:
             await self.ensure_connection(connection)
         except BaseException:
@@ -78,10 +82,18 @@ class WaitingPool(aioredis.ConnectionPool):
             ) from None
 
     async def release(self, connection: AbstractConnection) -> None:
+        held = connection in self._holding
+        self._holding.discard(connection)  # before any await: a second release finds none
+        # Shielded: a release cancelled while it waits for the pool's lock would leave the
+        # connection in use for good, its unit given back.
+        await asyncio.shield(self._give_back(connection, held=held))
+
+    async def _give_back(self, connection: AbstractConnection, *, held: bool) -> None:
         try:
             await super().release(connection)
         finally:
-            self._room.release()
+            if held:  # once the pool has it again, so the next one finds it free
+                self._room.release()
 
 
 def redis_client(

@@ -80,6 +80,41 @@ async def test_failed_connects_give_their_room_back() -> None:
         await client.aclose()
 
 
+async def test_a_connection_released_twice_gives_back_one_place(redis_url: str) -> None:
+    """A second release of one connection (refused by the plain pool) gave back a second
+    place: a third request at once then found the plain pool full and was refused."""
+    pool = WaitingPool.from_url(redis_url, max_connections=2, wait_s=5)
+    client = aioredis.Redis.from_pool(pool)
+    try:
+        connection = await pool.get_connection()
+        await pool.release(connection)
+        with pytest.raises(KeyError):
+            await pool.release(connection)
+        outcomes = await blocked_reads(client, 3)
+        assert outcomes == [None] * 3
+    finally:
+        await client.aclose()
+
+
+async def test_a_release_cancelled_midway_still_returns_its_connection(redis_url: str) -> None:
+    """Cancelled while waiting for the pool's lock, a release left its connection in use for
+    good (and its place given back): the pool ended up refusing requests."""
+    pool = WaitingPool.from_url(redis_url, max_connections=1, wait_s=5)
+    client = aioredis.Redis.from_pool(pool)
+    try:
+        connection = await pool.get_connection()
+        async with pool._lock:  # the release waits for it
+            releasing = asyncio.create_task(pool.release(connection))
+            await asyncio.sleep(0)
+            releasing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await releasing
+        await eventually(lambda: not pool.full, what="the connection back in the pool")
+        assert await blocked_reads(client, 2) == [None, None]
+    finally:
+        await client.aclose()
+
+
 async def test_the_store_takes_a_burst_larger_than_the_library_s_default_pool(
     redis_url: str,
 ) -> None:
