@@ -12,11 +12,13 @@ no clock, so the cases are tested without a server (tests/server/test_http_head.
 - Bytes no request line begins with (a method byte no token has, or a method longer than
   any: a TLS hello begins with 0x16 and may never send a line feed) are `NotHttp` at once,
   whether the line came whole or in pieces, not kept for the handshake's whole time.
-- A first line that is not `METHOD TARGET HTTP/1.x` (HTTP/2 or 0.9, lines ending in a bare
-  LF), or a header line that is not `Name: value` (no colon, whitespace before it, a line
-  folded onto the one before), is `NotHttp` too, with its reason: websockets' protocol would
-  close such a request unanswered.
-- A head over `MAX_HEAD_BYTES` goes to the protocol as it is (`PassOn`), which answers 431.
+- A first line that is not `METHOD TARGET HTTP/1.x` (HTTP/2 or 0.9), a line ending in a bare
+  LF (anywhere in the head: as soon as it comes, not after the handshake's time), a target
+  that is not printable ASCII, a header line that is not `Name: value` (no colon, whitespace
+  before it, a line folded onto the one before) or a value with a control character is
+  `NotHttp` too, with its reason: websockets' protocol would close such a request unanswered.
+- A head over `MAX_HEAD_BYTES` is `TooLarge` (431). websockets answers 431 itself to a line
+  over 8 KiB or more than 128 headers.
 - Another method than GET or HEAD is `NotAllowed` (405) before the protocol reads the head:
   a body it cannot parse would fail it.
 - A body announced on a probe (`/healthz`, `/metrics`) is discarded, the probe answered as one
@@ -25,10 +27,10 @@ no clock, so the cases are tested without a server (tests/server/test_http_head.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-#: A request head is kept until it is whole, up to this: a longer one is handed to the
-#: protocol as it is (which answers 431 for a line or a header count over its limits).
+#: A request head is kept until it is whole, up to this: a longer one is refused (431).
 MAX_HEAD_BYTES = 64 * 1024
 #: Header lines that may announce a request body (names are case-insensitive).
 BODY_HEADERS = (b"content-length:", b"transfer-encoding:")
@@ -41,6 +43,10 @@ _TOKEN_BYTES = frozenset(
 )
 #: No method is longer (the longest registered one has 17 letters).
 MAX_METHOD_BYTES = 32
+#: A request target websockets takes (printable ASCII), and a header value (RFC 9110: no
+#: control character but the tab).
+_TARGET = re.compile(rb"[\x21-\x7e]+")
+_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 
 
 def is_probe(path: str) -> bool:
@@ -67,11 +73,8 @@ class NotHttp:
 
 
 @dataclass(frozen=True)
-class PassOn:
-    """A head too long to keep: `data` goes to the protocol as it is, which refuses it
-    (431)."""
-
-    data: bytes
+class TooLarge:
+    """A head longer than `MAX_HEAD_BYTES`: answer 431 and close."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ class WholeHead:
     rest: bytes
 
 
-Verdict = Incomplete | NotHttp | PassOn | NotAllowed | HandshakeBody | WholeHead
+Verdict = Incomplete | NotHttp | TooLarge | NotAllowed | HandshakeBody | WholeHead
 
 INCOMPLETE = Incomplete()
 
@@ -116,12 +119,26 @@ def _not_request_line(line: bytes | bytearray) -> NotHttp:
     return NotHttp("a request line is METHOD TARGET HTTP/1.1")
 
 
+def _has_bare_lf(head: bytearray, start: int) -> bool:
+    """Is there a line feed without its CR from `start` on (this read's bytes: each byte is
+    looked at once, however the head is cut into reads)?"""
+    at = head.find(b"\n", start)
+    while at >= 0:
+        if at == 0 or head[at - 1] != 0x0D:
+            return True
+        at = head.find(b"\n", at + 1)
+    return False
+
+
 def _well_formed(header_lines: list[bytes]) -> bool:
     """Is every header line `Name: value`, its name a token right before the colon (no
-    whitespace there, no line folded onto the one before)?"""
+    whitespace there, no line folded onto the one before), its value free of control
+    characters (a lone CR too)?"""
     for line in header_lines:
-        name, colon, _ = line.partition(b":")
+        name, colon, value = line.partition(b":")
         if not colon or not name or not all(byte in _TOKEN_BYTES for byte in name):
+            return False
+        if not _VALUE.fullmatch(value):
             return False
     return True
 
@@ -172,15 +189,20 @@ class HeadReader:
         line_end = head.find(b"\n")
         if line_end >= 0 and not _is_request_line(head[:line_end]):
             return _not_request_line(head[:line_end])
+        if _has_bare_lf(head, max(0, start)):
+            return NotHttp("lines of a request end with CR LF")
         end = head.find(b"\r\n\r\n", max(0, start - 3))
         if end < 0:
-            if len(head) <= MAX_HEAD_BYTES:
-                return INCOMPLETE
-            return PassOn(bytes(head))
+            return INCOMPLETE if len(head) <= MAX_HEAD_BYTES else TooLarge()
+        if end + 4 > MAX_HEAD_BYTES:  # whole at once (in one read), but past the limit
+            return TooLarge()
         rest = bytes(head[end + 4 :])
         lines = bytes(head[:end]).split(b"\r\n")
         if not _well_formed(lines[1:]):
             return NotHttp("a header line is Name: value")
+        target = lines[0].split(b" ")[1]
+        if not _TARGET.fullmatch(target):
+            return NotHttp("a request target is printable ASCII")
         method, path, _ = (part.decode("ascii", "replace") for part in lines[0].split(b" "))
         if method not in ("GET", "HEAD"):
             return NotAllowed(method, path)
@@ -200,7 +222,7 @@ __all__ = [
     "Incomplete",
     "NotAllowed",
     "NotHttp",
-    "PassOn",
+    "TooLarge",
     "Verdict",
     "WholeHead",
     "allowed_methods",

@@ -46,13 +46,14 @@ from websockets.typing import Origin
 
 from solrace.server.admission import Admission, Refusal, client_key
 from solrace.server.http_head import (
+    MAX_HEAD_BYTES,
     PROBE_PATHS,
     HandshakeBody,
     HeadReader,
     Incomplete,
     NotAllowed,
     NotHttp,
-    PassOn,
+    TooLarge,
     WholeHead,
     allowed_methods,
 )
@@ -360,8 +361,11 @@ class WebSocketSession(Session, asyncio.Protocol):
             return b""
         self.head = None
         match verdict:
-            case PassOn(data=unread):
-                return unread  # the protocol refuses it
+            case TooLarge():
+                return self._not_http(
+                    f"a request head is at most {MAX_HEAD_BYTES // 1024} KiB",
+                    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                )
             case NotHttp(reason=reason):
                 return self._not_http(reason)
             case NotAllowed(method=method, path=path):
@@ -379,13 +383,13 @@ class WebSocketSession(Session, asyncio.Protocol):
                 return rest
         assert_never(verdict)
 
-    def _not_http(self, reason: str) -> bytes:
-        """Answer 400 to bytes no request begins with, or a malformed head, and close once it
-        is written: such a peer (a TLS hello, a scanner) reads no answer and may never
-        close; logged at DEBUG, like a probe, so that a flood of them does not flood the
-        log."""
+    def _not_http(self, reason: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST) -> bytes:
+        """Answer 400 (or `status`) to bytes no request begins with, a malformed head or one
+        too large, and close once it is written: such a peer (a TLS hello, a scanner) reads
+        no answer and may never close; logged at DEBUG, like a probe, so that a flood of
+        them does not flood the log."""
         self.ws.logger = probe_log
-        rest = self._refuse(self.ws.reject(HTTPStatus.BAD_REQUEST, reason + "\n"))
+        rest = self._refuse(self.ws.reject(status, reason + "\n"))
         if self.transport is not None:
             self.transport.close()  # after what is buffered
         return rest

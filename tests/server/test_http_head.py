@@ -17,7 +17,7 @@ from solrace.server.http_head import (
     Incomplete,
     NotAllowed,
     NotHttp,
-    PassOn,
+    TooLarge,
     Verdict,
     WholeHead,
     allowed_methods,
@@ -124,10 +124,47 @@ def test_a_header_line_that_is_not_name_colon_value_is_refused(header: bytes) ->
     assert read(head) == [NotHttp("a header line is Name: value")]
 
 
+@pytest.mark.parametrize("value", [b"a\x00b", b"a\rb", b"\x1b[31m"])
+def test_a_header_value_with_a_control_character_is_refused(value: bytes) -> None:
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: " + value + b"\r\n\r\n"
+    assert read(head) == [NotHttp("a header line is Name: value")]
+
+
+def test_a_target_that_is_not_printable_ascii_is_refused() -> None:
+    assert read("GET /é HTTP/1.1\r\nHost: x\r\n\r\n".encode()) == [
+        NotHttp("a request target is printable ASCII")
+    ]
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        (b"GET /healthz HTTP/1.1\r\nHost: x\nX-A: b\r\n\r\n",),
+        # All bare: never a CR LF CR LF to end the head (it was held the handshake's time).
+        (b"GET /healthz HTTP/1.1\r\nHost: x\nAccept: */*\n\n",),
+        (b"GET /healthz HTTP/1.1\r\nHost: x", b"\n"),
+    ],
+)
+def test_a_bare_line_feed_in_the_headers_is_refused_as_it_comes(pieces: tuple[bytes, ...]) -> None:
+    assert read(*pieces)[-1] == NotHttp("lines of a request end with CR LF")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"X-E:", b"Host:x", b"X-1_2-b: c", b"X-T:\tv", "X-U: caf\u00e9".encode(), b"Cookie: a=b; c=d"],
+)
+def test_valid_header_lines_pass(header: bytes) -> None:
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n"
+    assert read(head) == [WholeHead(head, b"")]
+
+
 def test_a_head_too_long_goes_to_the_protocol_as_it_is() -> None:
     start = b"GET / HTTP/1.1\r\n"
     long_header = b"X-Long: " + b"a" * MAX_HEAD_BYTES
-    assert read(start, long_header) == [Incomplete(), PassOn(start + long_header)]
+    assert read(start, long_header) == [Incomplete(), TooLarge()]
+    # Whole in one read, each line well under websockets' own limit: too large all the same.
+    many = b"".join(b"X-%d: %s\r\n" % (i, b"a" * 1000) for i in range(100))
+    assert read(start + many + b"\r\n") == [TooLarge()]
 
 
 @pytest.mark.parametrize("path", ["/", "/healthz", "/metrics?x=1"])
