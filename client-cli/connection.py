@@ -287,8 +287,10 @@ class Connection:
         #: refuses, the race under way, leaves the race followed).
         self._left: set[RaceId] = set()
         self._leaving: set[RaceId] = set()
-        #: Races still `_leaving` that a reconnect synced: the server answers the sync of
-        #: someone not racing by making them a spectator, unwatched once the leave shows.
+        #: Races still `_leaving` that a reconnect synced after their leave was sent: the
+        #: server answers the sync of someone not racing by making them a spectator,
+        #: unwatched once the leave shows. (A leave still in the outbox goes after the sync,
+        #: which a racer sends: no watch is made, and its race may be gone by then.)
         self._synced_leaving: set[RaceId] = set()
         #: Tournaments watched, once the server sent a view of one asked for
         #: (`_watch_asked` until then: a refused watch is not asked again), watched again
@@ -524,7 +526,9 @@ class Connection:
         nothing is left."""
         for race_id in sorted(self.followed - self._finished):
             epoch, version = self.versions.get(race_id, (None, None))
-            if race_id in self._leaving:
+            if race_id in self._leaving and not any(
+                isinstance(m, LeaveRace) and m.race_id == race_id for m in self._outbox
+            ):
                 self._synced_leaving.add(race_id)
             await ws.send(encode(Sync(race_id=race_id, epoch=epoch, since_version=version)))
         if self.follows_lobby and not any(isinstance(m, ListRaces) for m in self._outbox):
@@ -630,9 +634,9 @@ class Connection:
             except ProtocolError:
                 continue
             reply = self._observe(message)
+            await self._queue.put(message)  # first: a send failing now must not lose it
             if reply is not None:
-                await ws.send(encode(reply))
-            await self._queue.put(message)
+                await self.send(reply)  # or from the outbox, once the link is back
 
     async def _ping(self, ws: ClientConnection) -> None:
         while True:

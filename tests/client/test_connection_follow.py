@@ -13,6 +13,7 @@ from solrace.client.session import RequestError, Session, tournament_view_of
 from solrace.server.app import App
 from solrace.server.protocol.messages import (
     CreateRace,
+    Error,
     LeaveRace,
     Ping,
     Pong,
@@ -124,6 +125,25 @@ async def test_a_leave_confirmed_after_a_reconnect_stops_the_watch_its_sync_made
     carol = await opened.open("carol")
     await carol.join_race(race_id)
     await bob.request(Ping(nonce=9), lambda m: isinstance(m, Pong))
+    assert not heard, heard
+
+
+async def test_a_leave_sent_after_a_reconnect_s_sync_is_not_followed_by_an_unwatch(
+    opened: Opened,
+) -> None:
+    """A leave made while the link was down goes after the reconnect's sync, which a racer
+    sends: no watch is made, and the race (its creator alone) is gone once left. An unwatch
+    after it was refused (`unknown_race`), an error nobody waited for."""
+    alice = await opened.open("alice")
+    race_id = await alice.create_race("klondike", seats=2)
+    heard: list[Incoming] = []
+    alice.listeners.append(lambda m: heard.append(m) if isinstance(m, Error) else None)
+    alice.conn.backoff_s = (2.0, 2.0)  # back 1-2 s later: the leave is made meanwhile
+    await drop_link(alice)
+    assert alice.conn._ws is None  # down: the leave waits in the outbox
+    await alice.conn.send(LeaveRace(race_id=race_id))
+    await eventually(lambda: race_id in alice.conn._left, what="the leave confirmed")
+    await alice.request(Ping(nonce=10), lambda m: isinstance(m, Pong))
     assert not heard, heard
 
 
