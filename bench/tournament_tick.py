@@ -168,12 +168,14 @@ async def run(players: int, away: int, ticks: int, profile: bool, seed: int) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--players", type=int, nargs="+", default=[256, 64])
-    parser.add_argument("--ticks", type=int, default=50)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--players", type=int, nargs="+", default=[256, 64], help="tournament sizes to time"
+    )
+    parser.add_argument("--ticks", type=int, default=50, help="ticks timed per case")
     parser.add_argument("--away", type=int, default=8, help="players gone (the away case)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the results fed in")
+    parser.add_argument("--profile", action="store_true", help="also print a cProfile of the ticks")
     args = parser.parse_args()
     for players in args.players:
         for away in (0, args.away):
