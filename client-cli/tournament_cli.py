@@ -50,6 +50,7 @@ from .identity import (
     name_problem,
     player_id_of,
 )
+from .plain import closed_text
 from .session import (
     LinkClosedError,
     RequestError,
@@ -413,7 +414,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _without_a_terminal(args)
     try:
         return asyncio.run(_run(args))
-    except (TimeoutError, LinkClosedError):  # closed for good: no answer can come either
+    except LinkClosedError as exc:  # closed for good (4003...): said as `play --plain` says it
+        print(printable(f"solrace tournament: {closed_text(exc.detail)}"), file=sys.stderr)
+        return 1
+    except TimeoutError:
         print("solrace tournament: no answer from the server", file=sys.stderr)
         return 1
     except ConnectionFailedError as exc:

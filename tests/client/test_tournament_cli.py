@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,8 @@ from solrace.server.tournament_live import Live
 from tests.waiting import eventually, eventually_async
 
 from .conftest import TOKEN, Opened, url_of
+from .process import Child
+from .test_plain import Opponent, saved_token
 from .test_tournament_screen import act, create, is_view, opened_id, register
 
 
@@ -609,3 +612,37 @@ def test_the_common_options_come_before_or_after_the_subcommand(
         "t",
     )
     assert parse(["leaderboard"]).admin_token == "from-the-environment"
+
+
+async def test_a_link_closed_for_good_is_said_as_what_closed_it(
+    tournament_server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """`solrace tournament check-in` whose player connects again elsewhere while it waits for
+    the answer: the close is said as `play --plain` says it (it was `no answer from the
+    server`, the close's meaning thrown away)."""
+    url = url_of(tournament_server)
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    joining = await Child.start(
+        tmp_path, "tournament", "--server", url, "--name", "pat", "join", tid
+    )
+    try:
+        assert await joining.finish(30) == 0, joining.output
+    finally:
+        await joining.kill()
+    locks = tournament_server.tournaments._locks
+    async with locks.hold(tid):  # the check-in waits for it: no answer until the close
+        child = await Child.start(tmp_path, "tournament", "--server", url, "check-in", tid)
+        try:
+            await eventually(lambda: locks._locks[tid][1] == 2, what="the check-in waiting")
+            elsewhere = await Opponent.open(url, token=saved_token(tmp_path, url))
+            try:
+                assert await child.finish(30) == 1, child.output
+            finally:
+                await elsewhere.close()
+        finally:
+            await child.kill()
+    assert child.lines == [
+        "solrace tournament: connection closed: this player connected again elsewhere (4003: "
+        "connected again elsewhere); another program uses the same identity, this one stops"
+    ]
