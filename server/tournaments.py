@@ -476,7 +476,10 @@ class TournamentService:
                 # not have had it yet (`push` does nothing if they have).
                 self.views.push(known)
                 return
-            wanted = [tid] if self.views.is_watched(tid) or known is not None else []
+            # Held here from now on even if nobody here watches it, as every unfinished one is
+            # from a node's start: this node's tick then marks presence and forfeits no-shows
+            # in it too, also once the node that made it is gone.
+            wanted = [tid]
         for tournament_id in wanted:
             try:
                 self.views.push(await self._load(tournament_id))

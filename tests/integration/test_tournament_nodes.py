@@ -114,3 +114,18 @@ async def test_views_race_notices_and_presence_reach_every_node(
         await watcher.expect(
             Board, lambda m, p=racer.player_id: m.race_id == race_id and m.player_id == p
         )
+
+
+async def test_a_node_holds_a_tournament_made_elsewhere_that_nobody_watches_here(
+    nodes: list[App], clients: Opener
+) -> None:
+    """Each node loads the unfinished tournaments as it starts, then held one made later on
+    another node only if someone watched it here: with that node gone, nobody marked
+    presence or forfeited no-shows in it until a restart."""
+    node_a, node_b = nodes
+    admin, ann = await clients(node_a, "director"), await clients(node_a, "ann")
+    view = await create(admin, "single_elimination", time_limit_s=300)
+    tid = view.tournament_id
+    await ann.send(JoinTournament(tournament_id=tid))
+    await ann.expect(TournamentView)
+    await eventually(lambda: tid in node_b.tournaments.live, what="node B holding it")
