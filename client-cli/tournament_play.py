@@ -9,10 +9,11 @@ current one (the board prints at the start), moves and commands are read line by
 typed while no race has come yet waits for it, as one typed before a start waits for the
 start: in a tournament nobody creates or joins a race, it comes. The program ends by itself
 once the tournament has finished (`tournament finished: champion NAME`, exit code 0), or on
-`quit`; at the end of the input it runs the lines read, then follows the tournament to its end
-without playing. Ctrl-C, SIGTERM and SIGHUP stop the line mode as they stop `play --plain`
-(`PlainMode.stop`: each race held says what becomes of it), with exit code 128 + the signal's
-number.
+`quit` (at a terminal, one typed while a line waits for a race ends the wait and says what is
+not run; a script's waits its turn, as in `play --plain`); at the end of the input it runs the
+lines read, then follows the tournament to its end without playing. Ctrl-C, SIGTERM and
+SIGHUP stop the line mode as they stop `play --plain` (`PlainMode.stop`: each race held says
+what becomes of it), with exit code 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -210,8 +211,10 @@ class TournamentPlain:
 
     async def commands(self, lines: AsyncIterator[str]) -> bool:
         """Run the commands in the order typed until `quit` (True) or the end of the input
-        (False). The input is read all the while: a `quit` typed while `next` waits (for a
-        round to start, maybe hours) ends the wait; other lines wait their turn."""
+        (False). The input is read all the while: at a terminal, a `quit` typed while `next`
+        (or a move before the race) waits for a race (for a round to start, maybe hours) ends
+        the wait; other lines wait their turn. A script's lines all wait their turn, its
+        `quit` too, as in `play --plain`: piped at once, they would all be typed meanwhile."""
         typed = TypedLines()
         async with typed.reading(lines, name="solrace-tournament-input"):
             while (line := await typed.next_line()) is not None:
@@ -219,11 +222,11 @@ class TournamentPlain:
                     return True
                 try:
                     if line == "next":
-                        if await self._unless_quit(typed, self.next_race()):
+                        if await self._unless_quit(typed, line, self.next_race()):
                             return True
                     elif self.mode.race_id is None and acts_after_start(line):
                         # The race comes by itself: what acts on it waits for it.
-                        if await self._unless_quit(typed, self.race_for(line)):
+                        if await self._unless_quit(typed, line, self.race_for(line)):
                             return True
                     elif line == "show":
                         view = self.view
@@ -239,10 +242,14 @@ class TournamentPlain:
                     self.say("no answer from the server")
         return False
 
-    async def _unless_quit(self, typed: TypedLines, command: Coroutine[Any, Any, None]) -> bool:
-        """A command that waits for a race (`next`, a move before the first race), looking at
-        the lines typed meanwhile: True if one is `quit` (the wait is given up), else False
-        once the command has run; the other lines keep their place, for after it."""
+    async def _unless_quit(
+        self, typed: TypedLines, line: str, command: Coroutine[Any, Any, None]
+    ) -> bool:
+        """`line`'s `command`, which waits for a race (`next`, a move before the first race);
+        at a terminal, looking at the lines typed meanwhile: True if one is `quit` (the wait
+        is given up, and what it leaves undone is said), else False once the command has run;
+        the other lines keep their place, for after it. A script's lines are not looked at:
+        they are all read at once, and its `quit` is for after the lines before it."""
         waiting = asyncio.create_task(command, name="solrace-tournament-waiting")
         try:
             while True:
@@ -251,7 +258,14 @@ class TournamentPlain:
                     waiting.result()  # its failure, if any, is the command's
                     return False
                 typed.more.clear()  # before looking: a line typed later wakes the wait again
-                if any(line.text in QUIT_WORDS for line in typed.waiting):
+                if not self.mode.interactive:
+                    continue
+                quitting = next((t for t in typed.waiting if t.text in QUIT_WORDS), None)
+                if quitting is not None:
+                    typed.waiting.remove(quitting)
+                    undone = [line, *(t.text for t in typed.waiting)]
+                    typed.waiting.clear()
+                    self.say(f"quit before your tournament race: not run: {', '.join(undone)}")
                     return True
         finally:
             if not waiting.done():

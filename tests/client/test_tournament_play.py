@@ -239,21 +239,40 @@ async def test_a_stop_in_a_tournament_race_in_plain_mode_says_the_forfeit(
 async def test_quit_ends_a_next_that_waits_for_the_start(
     server: App, opened: Opened, tmp_path: Path
 ) -> None:
-    """`next` before the start waits for the first round (hours, maybe): a `quit` typed
-    meanwhile was not read until it came (only Ctrl-C got out)."""
+    """At a terminal, `next` before the start waits for the first round (hours, maybe): a
+    `quit` typed meanwhile was not read until it came (only Ctrl-C got out). It says what it
+    leaves undone, as `play --plain`'s quit before a start does."""
     admin = await opened.open("director")
     tid = await create(admin, "single_elimination")
     argv = ["--server", url_of(server), "--name", "nell", "join", tid, "--plain"]
-    player = await Child.start(tmp_path, "tournament", *argv)
+    player = await Child.start(tmp_path, "tournament", *argv, terminal=True)
     try:
         await player.expect("tournament registration")
         await player.send("next")
-        await player.send("show")  # waits its turn, after `next`
+        await player.send("deal")  # waits its turn, after `next`
         await player.send("quit")
+        line = await player.expect("quit before")
+        assert line == "quit before your tournament race: not run: next, deal"
         assert await player.finish() == 0, player.output
-        assert "registered: nell" not in player.output  # `show` never ran: quit came first
     finally:
         await player.kill()
+
+
+async def test_a_script_s_quit_waits_for_the_moves_before_it(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """`printf 'deal\nresign\nquit\n' | solrace tournament join T --plain` before the start:
+    the script's `quit` waits its turn, as in `play --plain` (piped at once, it was taken for
+    one typed while the moves waited: the program ended before the tournament started, the
+    moves dropped without a word and the player left registered, a no-show later)."""
+    typed_first = ("deal", "resign", "quit")
+    async with plain_tournament_race(server, opened, tmp_path, "sid", typed_first) as race:
+        player = race.player
+        await player.expect("ok deal")
+        await player.expect(f"resigned from race {race.race_id}")
+        assert await asyncio.wait_for(player.proc.wait(), 30) == 0
+        assert await player.finish() == 0
+        assert "not run" not in player.output, player.output
 
 
 async def test_quit_in_a_tournament_race_in_plain_mode_says_the_forfeit(
