@@ -10,7 +10,8 @@ typed while no race has come yet waits for it, as one typed before a start waits
 start: in a tournament nobody creates or joins a race, it comes. The program ends by itself
 once the tournament has finished (`tournament finished: champion NAME`, exit code 0), or on
 `quit` (at a terminal, one typed while a line waits for a race ends the wait and says what is
-not run; a script's waits its turn, as in `play --plain`); at the end of the input it runs the
+not run, and `show`, `list` and `help` typed then run at once; a script's lines wait their
+turn, its `quit` too, as in `play --plain`); at the end of the input it runs the
 lines read, then follows the tournament to its end without playing. Ctrl-C, SIGTERM and
 SIGHUP stop the line mode as they stop `play --plain` (`PlainMode.stop`: each race held says
 what becomes of it), with exit code 128 + the signal's number.
@@ -61,9 +62,12 @@ tournament commands:
   (every command of `solrace play --plain` works on the current race: moves, board, moves,
    resign, wait...; `quit` leaves: it says what becomes of the race you are in, which
    runs on without you; while no race has come yet, a move, board, moves, resign or wait
-   waits for it)"""
+   waits for it, and at a terminal show, list, help and quit typed meanwhile act at once)"""
 #: `start` or `leave` without a race: a tournament's races start by themselves.
 NO_TOURNAMENT_RACE: Final = "no tournament race yet: 'next' waits for it"
+#: Lines typed at a terminal while a line waits for a race that run at once: they only read
+#: (as plain mode's `board`, `list` and `help` while a line waits for an open race's start).
+READ_MEANWHILE: Final = frozenset({"show", "list", "help"})
 
 
 class TournamentPlain:
@@ -211,10 +215,11 @@ class TournamentPlain:
 
     async def commands(self, lines: AsyncIterator[str]) -> bool:
         """Run the commands in the order typed until `quit` (True) or the end of the input
-        (False). The input is read all the while: at a terminal, a `quit` typed while `next`
-        (or a move before the race) waits for a race (for a round to start, maybe hours) ends
-        the wait; other lines wait their turn. A script's lines all wait their turn, its
-        `quit` too, as in `play --plain`: piped at once, they would all be typed meanwhile."""
+        (False). The input is read all the while: at a terminal, while `next` (or a move
+        before the race) waits for a race (for a round to start, maybe hours), `show`, `list`
+        and `help` typed meanwhile run at once and a `quit` ends the wait; other lines wait
+        their turn. A script's lines all wait their turn, its `quit` too, as in `play
+        --plain`: piped at once, they would all be typed meanwhile."""
         typed = TypedLines()
         async with typed.reading(lines, name="solrace-tournament-input"):
             while (line := await typed.next_line()) is not None:
@@ -228,28 +233,33 @@ class TournamentPlain:
                         # The race comes by itself: what acts on it waits for it.
                         if await self._unless_quit(typed, line, self.race_for(line)):
                             return True
-                    elif line == "show":
-                        view = self.view
-                        self.say(render_tournament(view) if view else "no view yet")
-                    elif line == "help":
-                        await self.mode.command("help")
-                        self.say(TOURNAMENT_HELP)
                     else:
-                        await self.mode.command(line)
+                        await self.run_now(line)
                 except RequestError as exc:
                     self.say(f"refused: {exc.message} ({exc.code})")
                 except TimeoutError:
                     self.say("no answer from the server")
         return False
 
+    async def run_now(self, line: str) -> None:
+        """A line that does not wait for a race: `show`, `help`, or plain mode's command."""
+        if line == "show":
+            view = self.view
+            self.say(render_tournament(view) if view else "no view yet")
+        elif line == "help":
+            await self.mode.command("help")
+            self.say(TOURNAMENT_HELP)
+        else:
+            await self.mode.command(line)
+
     async def _unless_quit(
         self, typed: TypedLines, line: str, command: Coroutine[Any, Any, None]
     ) -> bool:
         """`line`'s `command`, which waits for a race (`next`, a move before the first race);
-        at a terminal, looking at the lines typed meanwhile: True if one is `quit` (the wait
-        is given up, and what it leaves undone is said), else False once the command has run;
-        the other lines keep their place, for after it. A script's lines are not looked at:
-        they are all read at once, and its `quit` is for after the lines before it."""
+        at a terminal, looking at the lines typed meanwhile (`_typed_meanwhile`): True if one
+        is `quit` (the wait is given up), else False once the command has run. A script's
+        lines are not looked at: they are all read at once, and keep their order (its `quit`
+        is for after the lines before it)."""
         waiting = asyncio.create_task(command, name="solrace-tournament-waiting")
         try:
             while True:
@@ -258,18 +268,31 @@ class TournamentPlain:
                     waiting.result()  # its failure, if any, is the command's
                     return False
                 typed.more.clear()  # before looking: a line typed later wakes the wait again
-                if not self.mode.interactive:
-                    continue
-                quitting = next((t for t in typed.waiting if t.text in QUIT_WORDS), None)
-                if quitting is not None:
-                    typed.waiting.remove(quitting)
-                    undone = [line, *(t.text for t in typed.waiting)]
-                    typed.waiting.clear()
-                    self.say(f"quit before your tournament race: not run: {', '.join(undone)}")
+                if self.mode.interactive and await self._typed_meanwhile(typed, line):
                     return True
         finally:
             if not waiting.done():
                 await cancel_and_wait([waiting])
+
+    async def _typed_meanwhile(self, typed: TypedLines, line: str) -> bool:
+        """The lines typed at a terminal while `line` waits for a race: `show`, `list` and
+        `help` run at once (`READ_MEANWHILE`: before the start, the wait may be hours), `quit`
+        ends the wait (True), saying what is not run, and any other line keeps its place,
+        after the wait, and says so (once)."""
+        for item in list(typed.waiting):
+            if item.text in QUIT_WORDS:
+                typed.waiting.remove(item)
+                undone = [line, *(t.text for t in typed.waiting)]
+                typed.waiting.clear()
+                self.say(f"quit before your tournament race: not run: {', '.join(undone)}")
+                return True
+            if item.text in READ_MEANWHILE:
+                typed.waiting.remove(item)
+                await self.run_now(item.text)
+            elif not item.said:
+                item.said = True
+                self.say(f"waiting for your tournament race… ('{item.text}' runs then)")
+        return False
 
     async def run(self, lines: AsyncIterator[str]) -> int:
         await self.session.conn.send(WatchTournament(tournament_id=self.tournament_id))

@@ -258,6 +258,37 @@ async def test_quit_ends_a_next_that_waits_for_the_start(
         await player.kill()
 
 
+async def test_what_only_reads_runs_at_once_while_a_move_waits_for_the_race(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """At a terminal, `show`, `list` and `help` typed while a move waits for the tournament's
+    race run at once, as plain mode's `board`, `list` and `help` while a move waits for a
+    start (they waited behind the move: until the tournament started, hours maybe); another
+    move says that it waits its turn."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    argv = ["--server", url_of(server), "--name", "rhea", "join", tid, "--plain"]
+    player = await Child.start(tmp_path, "tournament", *argv, terminal=True)
+    try:
+        await player.expect("tournament registration")
+        await player.send("deal")
+        await player.expect("waiting for your tournament race… ('deal' runs then)")
+        await player.send("moves")
+        await player.expect("waiting for your tournament race… ('moves' runs then)")
+        await player.send("show")
+        await player.expect("players: rhea")
+        await player.send("list")
+        await player.expect("no live races")
+        await player.send("help")
+        await player.expect("tournament commands:")
+        await player.send("quit")
+        line = await player.expect("quit before")
+        assert line == "quit before your tournament race: not run: deal, moves"
+        assert await player.finish() == 0, player.output
+    finally:
+        await player.kill()
+
+
 async def test_a_script_s_quit_waits_for_the_moves_before_it(
     server: App, opened: Opened, tmp_path: Path
 ) -> None:
