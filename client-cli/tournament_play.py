@@ -1,20 +1,21 @@
 """A person plays a tournament: `solrace tournament join ID --play` (join, then play) and
 `solrace tournament play ID` (already in it: play on, e.g. after closing the terminal).
 
-Both stay connected until the tournament is over. The Textual app (`PlayApp` on the
-tournament's screen) opens each race the server seats the player in; with `--plain` the line
-mode of `solrace play --plain` plays it: every `tournament_race` notice makes that race the
-current one (the board prints at the start), moves and commands are read line by line, and
-`next` waits for the next race (or the end). A move (or `board`, `moves`, `resign`, `wait`)
-typed while no race has come yet waits for it, as one typed before a start waits for the
-start: in a tournament nobody creates or joins a race, it comes. The program ends by itself
-once the tournament has finished (`tournament finished: champion NAME`, exit code 0), or on
-`quit` (at a terminal, one typed while a line waits for a race ends the wait and says what is
-not run, and `show`, `list` and `help` typed then run at once; a script's lines wait their
-turn, its `quit` too, as in `play --plain`); at the end of the input it runs the
-lines read, then follows the tournament to its end without playing. Ctrl-C, SIGTERM and
-SIGHUP stop the line mode as they stop `play --plain` (`PlainMode.stop`: each race held says
-what becomes of it), with exit code 128 + the signal's number.
+Both stay connected until the tournament is over. The Textual app (`PlayApp` on the tournament's
+screen) opens each race the server seats the player in; with `--plain` the line mode of `solrace
+play --plain` plays it: every `tournament_race` notice makes that race the current one (the
+board prints at the start), moves and commands are read line by line, and `next` waits for the
+next race (or the end). A move (or `board`, `moves`, `resign`, `wait`) typed while no race has
+come yet waits for it, as one typed before a start waits for the start: in a tournament nobody
+creates or joins a race, it comes. So does a move (or `moves`, `resign`) typed once the player
+is out of the current race, for the next one. The program ends by itself once the tournament has
+finished (`tournament finished: champion NAME`, exit code 0), or on `quit` (at a terminal, one
+typed while a line waits for a race ends the wait and says what is not run, and `show`, `list`
+and `help` typed then run at once; a script's lines wait their turn, its `quit` too, as in `play
+--plain`); at the end of the input it runs the lines read, then follows the tournament to its
+end without playing. Ctrl-C, SIGTERM and SIGHUP stop the line mode as they stop `play --plain`
+(`PlainMode.stop`: each race held says what becomes of it), with exit code 128 + the signal's
+number.
 """
 
 from __future__ import annotations
@@ -62,9 +63,13 @@ tournament commands:
   (every command of `solrace play --plain` works on the current race: moves, board, moves,
    resign, wait...; `quit` leaves: it says what becomes of the race you are in, which
    runs on without you; while no race has come yet, a move, board, moves, resign or wait
-   waits for it, and at a terminal show, list, help and quit typed meanwhile act at once)"""
+   waits for it, and once you are out of a race a move, moves or resign waits for the
+   next; at a terminal show, list, help and quit typed meanwhile act at once)"""
 #: `start` or `leave` without a race: a tournament's races start by themselves.
 NO_TOURNAMENT_RACE: Final = "no tournament race yet: 'next' waits for it"
+#: Commands that act on the race just played even once the player is out of it: the others
+#: that act on a race (moves, `moves`, `resign`) then wait for the next one.
+PLAYED_RACE_COMMANDS: Final = frozenset({"board", "wait"})
 #: Lines typed at a terminal while a line waits for a race that run at once: they only read
 #: (as plain mode's `board`, `list` and `help` while a line waits for an open race's start).
 READ_MEANWHILE: Final = frozenset({"show", "list", "help"})
@@ -178,9 +183,9 @@ class TournamentPlain:
     # --- commands ------------------------------------------------------------------------
 
     def current(self) -> RaceId | None:
-        """The oldest live race of this tournament the player is seated in."""
+        """The oldest live race of this tournament the player is seated in and can play."""
         waiting = self.session.state.races_to_play(self.tournament_id)
-        return waiting[0] if waiting else None
+        return next((race_id for race_id in waiting if self.can_play(race_id)), None)
 
     async def race_comes(self) -> RaceId | None:
         """Wait for a live race of this tournament the player is seated in and make it the
@@ -203,6 +208,29 @@ class TournamentPlain:
         """`next`: wait for the player's next race (or the tournament's end)."""
         race_id = await self.race_comes()
         self.say(f"next race {race_id}" if race_id else "no next race: the tournament is over")
+
+    def waits_for_a_race(self, line: str) -> bool:
+        """Does `line` wait for the player's next race? What acts on a race once it has
+        started (`acts_after_start`) does while none has come yet; a move, `moves` or `resign`
+        does too once the player is out of the current race (won, stuck, resigned, or the race
+        is over: the next comes by itself, a best-of's next race or the next round's), while
+        `board` and `wait` still act on the race just played."""
+        if not acts_after_start(line):
+            return False
+        race_id = self.mode.race_id
+        if race_id is None:
+            return True
+        if line.split(maxsplit=1)[0].lower() in PLAYED_RACE_COMMANDS:
+            return False
+        return not self.can_play(race_id)
+
+    def can_play(self, race_id: RaceId) -> bool:
+        """Is something left to play in `race_id` for this player, as far as the client knows
+        (its own board's ack says a win or a stuck board before the server's progress does)?"""
+        if race_id not in self.session.state.races_to_play():
+            return False
+        board = self.session.state.my_board(race_id)
+        return board is None or not (board.won or board.stuck)
 
     async def race_for(self, line: str) -> None:
         """`line` acts on a race (`acts_after_start`) and none is current yet: wait for the
@@ -229,7 +257,7 @@ class TournamentPlain:
                     if line == "next":
                         if await self._unless_quit(typed, line, self.next_race()):
                             return True
-                    elif self.mode.race_id is None and acts_after_start(line):
+                    elif self.waits_for_a_race(line):
                         # The race comes by itself: what acts on it waits for it.
                         if await self._unless_quit(typed, line, self.race_for(line)):
                             return True

@@ -128,6 +128,24 @@ async def play_scoring_line(
         await eventually(at_ply(session, race_id, after), what=move)
 
 
+async def best_of_n(admin: Session, best_of: int) -> str:
+    """A casual single elimination whose matches are best of `best_of` races: its id."""
+    request = CreateTournament(
+        admin_token=TOKEN,
+        name="best-of-cup",
+        game="klondike",
+        format="single_elimination",
+        best_of=best_of,
+        time_limit_s=300,
+        check_in_required=False,
+        no_show_grace_s=None,
+        rated=False,
+    )
+    reply = await admin.request(request, is_view())
+    assert isinstance(reply, TournamentView)
+    return reply.tournament.tournament_id
+
+
 @dataclass
 class PlainRace:
     """A person in the tournament line mode (a child process) and its first race's notice,
@@ -136,6 +154,9 @@ class PlainRace:
     player: Child
     line: str
     run: asyncio.Task[object]
+    #: The director's session and the tournament's id, for admin acts.
+    admin: Session
+    tid: str
 
     @property
     def race_id(self) -> RaceId:
@@ -144,13 +165,23 @@ class PlainRace:
 
 @contextlib.asynccontextmanager
 async def plain_tournament_race(
-    server: App, opened: Opened, tmp_path: Path, name: str, typed_first: tuple[str, ...] = ()
+    server: App,
+    opened: Opened,
+    tmp_path: Path,
+    name: str,
+    typed_first: tuple[str, ...] = (),
+    best_of: int = 1,
 ) -> AsyncIterator[PlainRace]:
-    """`name` joins a single elimination with `tournament join ID --plain`, a bot joins, the
-    director starts it: yields once the line mode has said the race (everything stopped at
-    the end). `typed_first`: lines piped before the start, then the end of the input."""
+    """`name` joins a single elimination (its match `best_of` races) with `tournament join ID
+    --plain`, a bot joins, the director starts it: yields once the line mode has said the
+    first race (everything stopped at the end). `typed_first`: lines piped before the start,
+    then the end of the input."""
     admin = await opened.open("director")
-    tid = await create(admin, "single_elimination")
+    tid = (
+        await create(admin, "single_elimination")
+        if best_of == 1
+        else await best_of_n(admin, best_of)
+    )
     await watching(admin, tid)
     argv = ["--server", url_of(server), "--name", name, "join", tid, "--plain"]
     player = await Child.start(tmp_path, "tournament", *argv)
@@ -168,7 +199,7 @@ async def plain_tournament_race(
         run = asyncio.create_task(play_tournament(bot, tid))
         await eventually(lambda: registered(admin, tid) == 2, what="both registered")
         await act(admin, tid, "start")
-        yield PlainRace(player, await player.expect("tournament race "), run)
+        yield PlainRace(player, await player.expect("tournament race "), run, admin, tid)
     finally:
         await player.kill()
         if run is not None:
@@ -287,6 +318,31 @@ async def test_what_only_reads_runs_at_once_while_a_move_waits_for_the_race(
         assert await player.finish() == 0, player.output
     finally:
         await player.kill()
+
+
+async def test_a_move_typed_between_races_waits_for_the_next_race(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """A best of 3: a move typed once the player is out of race 1 (it resigned) and before
+    race 2 comes (the director paused the tournament: no race is asked for) waits for race 2,
+    as one typed before race 1 waits for it (only the first race waited: the move went to the
+    race just played, was refused and dropped)."""
+    async with plain_tournament_race(server, opened, tmp_path, "bea", best_of=3) as race:
+        player, first = race.player, race.race_id
+        await act(race.admin, race.tid, "pause")
+        for move in scoring_line("klondike", deal_of(server, first)):
+            await player.send(move)
+            await player.expect(f"ok {move}")
+        await player.send("resign")
+        await player.expect(f"resigned from race {first}")
+        await player.expect("race finished")
+        await player.send("deal")  # for race 2, which comes once the tournament resumes
+        await player.expect("waiting for your tournament race… ('deal' runs then)")
+        await act(race.admin, race.tid, "resume")
+        second = await player.expect("tournament race ")
+        assert "match W1-1, round 1, race 2: " in second
+        await player.expect("ok deal")
+        assert "refused" not in player.output and "is over" not in player.output, player.output
 
 
 async def test_a_script_s_quit_waits_for_the_moves_before_it(
