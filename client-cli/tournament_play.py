@@ -7,8 +7,8 @@ play --plain` plays it: every `tournament_race` notice makes that race the curre
 board prints at the start), moves and commands are read line by line, and `next` waits for the
 next race (or the end). A move (or `board`, `moves`, `resign`, `wait`) typed while no race has
 come yet waits for it, as one typed before a start waits for the start: in a tournament nobody
-creates or joins a race, it comes. So does a move (or `moves`, `resign`) typed once the player
-is out of the current race, for the next one. The program ends by itself once the tournament has
+creates or joins a race, it comes. So does a move (or `moves`) typed once the player is out
+of the current race, for the next one. The program ends by itself once the tournament has
 finished (`tournament finished: champion NAME`, exit code 0), or on `quit` (at a terminal, one
 typed while a line waits for a race ends the wait and says what is not run, and `show`, `list`
 and `help` typed then run at once; a script's lines wait their turn, its `quit` too, as in `play
@@ -63,13 +63,14 @@ tournament commands:
   (every command of `solrace play --plain` works on the current race: moves, board, moves,
    resign, wait...; `quit` leaves: it says what becomes of the race you are in, which
    runs on without you; while no race has come yet, a move, board, moves, resign or wait
-   waits for it, and once you are out of a race a move, moves or resign waits for the
-   next; at a terminal show, list, help and quit typed meanwhile act at once)"""
+   waits for it, and once you are out of a race a move or moves waits for the next; at a
+   terminal show, list, help and quit typed meanwhile act at once)"""
 #: `start` or `leave` without a race: a tournament's races start by themselves.
 NO_TOURNAMENT_RACE: Final = "no tournament race yet: 'next' waits for it"
-#: Commands that act on the race just played even once the player is out of it: the others
-#: that act on a race (moves, `moves`, `resign`) then wait for the next one.
-PLAYED_RACE_COMMANDS: Final = frozenset({"board", "wait"})
+#: Commands that act on the race just played even once the player is out of it: a move and
+#: `moves` then wait for the next one. A `resign` typed just after one's race ended means that
+#: race, surely not the next (it is refused: the race is over).
+PLAYED_RACE_COMMANDS: Final = frozenset({"board", "wait", "resign"})
 #: Lines typed at a terminal while a line waits for a race that run at once: they only read
 #: (as plain mode's `board`, `list` and `help` while a line waits for an open race's start).
 READ_MEANWHILE: Final = frozenset({"show", "list", "help"})
@@ -211,10 +212,10 @@ class TournamentPlain:
 
     def waits_for_a_race(self, line: str) -> bool:
         """Does `line` wait for the player's next race? What acts on a race once it has
-        started (`acts_after_start`) does while none has come yet; a move, `moves` or `resign`
-        does too once the player is out of the current race (won, stuck, resigned, or the race
-        is over: the next comes by itself, a best-of's next race or the next round's), while
-        `board` and `wait` still act on the race just played."""
+        started (`acts_after_start`) does while none has come yet; a move or `moves` does too
+        once the player is out of the current race (won, stuck, resigned, or the race is over:
+        the next comes by itself, a best-of's next race or the next round's), while `board`,
+        `wait` and `resign` still act on the race just played (`PLAYED_RACE_COMMANDS`)."""
         if not acts_after_start(line):
             return False
         race_id = self.mode.race_id

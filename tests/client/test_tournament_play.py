@@ -326,7 +326,7 @@ async def test_a_move_typed_between_races_waits_for_the_next_race(
     """A best of 3: a move typed once the player is out of race 1 (it resigned) and before
     race 2 comes (the director paused the tournament: no race is asked for) waits for race 2,
     as one typed before race 1 waits for it (only the first race waited: the move went to the
-    race just played, was refused and dropped)."""
+    race just played, was refused and dropped). A `resign` still acts on race 1."""
     async with plain_tournament_race(server, opened, tmp_path, "bea", best_of=3) as race:
         player, first = race.player, race.race_id
         await act(race.admin, race.tid, "pause")
@@ -336,13 +336,16 @@ async def test_a_move_typed_between_races_waits_for_the_next_race(
         await player.send("resign")
         await player.expect(f"resigned from race {first}")
         await player.expect("race finished")
+        # A resign typed now means the race just over, surely not the next: refused.
+        await player.send("resign")
+        assert (await player.expect("refused")).startswith("refused resign: ")
         await player.send("deal")  # for race 2, which comes once the tournament resumes
         await player.expect("waiting for your tournament race… ('deal' runs then)")
         await act(race.admin, race.tid, "resume")
         second = await player.expect("tournament race ")
         assert "match W1-1, round 1, race 2: " in second
         await player.expect("ok deal")
-        assert "refused" not in player.output and "is over" not in player.output, player.output
+        assert "refused deal" not in player.output, player.output
 
 
 async def test_a_script_s_quit_waits_for_the_moves_before_it(
