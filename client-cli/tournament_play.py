@@ -234,8 +234,8 @@ class TournamentPlain:
         return board is None or not (board.won or board.stuck)
 
     async def race_for(self, line: str) -> None:
-        """`line` acts on a race (`acts_after_start`) and none is current yet: wait for the
-        player's race, as plain mode waits for a start, then run it there."""
+        """`line` acts on a race and there is none to play now (`waits_for_a_race`): wait for
+        the player's race, as plain mode waits for a start, then run it there."""
         self.say(f"waiting for your tournament race… ('{line}' runs then)")
         if await self.race_comes() is None:
             self.say(f"the tournament is over: '{line}' not run")
@@ -245,7 +245,7 @@ class TournamentPlain:
     async def commands(self, lines: AsyncIterator[str]) -> bool:
         """Run the commands in the order typed until `quit` (True) or the end of the input
         (False). The input is read all the while: at a terminal, while `next` (or a move
-        before the race) waits for a race (for a round to start, maybe hours), `show`, `list`
+        before its race) waits for a race (for a round to start, maybe hours), `show`, `list`
         and `help` typed meanwhile run at once and a `quit` ends the wait; other lines wait
         their turn. A script's lines all wait their turn, its `quit` too, as in `play
         --plain`: piped at once, they would all be typed meanwhile."""
@@ -284,7 +284,7 @@ class TournamentPlain:
     async def _unless_quit(
         self, typed: TypedLines, line: str, command: Coroutine[Any, Any, None]
     ) -> bool:
-        """`line`'s `command`, which waits for a race (`next`, a move before the first race);
+        """`line`'s `command`, which waits for a race (`next`, a move before its race);
         at a terminal, looking at the lines typed meanwhile (`_typed_meanwhile`): True if one
         is `quit` (the wait is given up), else False once the command has run. A script's
         lines are not looked at: they are all read at once, and keep their order (its `quit`
