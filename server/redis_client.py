@@ -9,9 +9,9 @@ is retried by the library (each retry is the caller's decision).
 
 The wait is a semaphore in front of redis-py's plain pool (`WaitingPool`), not the library's
 `BlockingConnectionPool`: that one takes a condition's lock, a timeout scope and its
-observability hooks on every request, whether or not anything waits, and cost a third of a
-node's throughput on Redis at 100 racers (`bench/README.md`, "Several nodes on Redis"). The
-semaphore costs one counter while connections are free.
+observability hooks on every request, whether or not anything waits. The semaphore costs one
+counter while connections are free: below the pool's size a request costs what it costs on
+the plain pool (`bench/redis_pool.py`; `bench/README.md`, "Several nodes on Redis").
 """
 
 from __future__ import annotations
