@@ -345,6 +345,24 @@ class TournamentPlain:
             self.say(render_tournament(self.view))
         return 0
 
+    def _say_still_registered(self) -> None:
+        """Quitting leaves the player registered: say so, and how to withdraw (a player who
+        just goes away is later forfeited as a no-show)."""
+        view = self.view
+        if view is None or view.phase == "finished":
+            return
+        tid = self.tournament_id
+        if view.phase == "running":
+            self.say(
+                f"you are still playing in {tid}: 'solrace tournament play {tid}' comes back; "
+                f"'solrace tournament leave {tid}' drops out (your live match forfeited)"
+            )
+        else:
+            self.say(
+                f"you are still registered in {tid}: 'solrace tournament leave {tid}' "
+                "withdraws before the start"
+            )
+
     async def _follow(self, lines: AsyncIterator[str]) -> None:
         """The commands until `quit`, the tournament's end or the link's (for good); after
         the end of the input, the tournament to its end or the link's."""
@@ -357,6 +375,7 @@ class TournamentPlain:
             if reading in done and reading.result():
                 # `quit`: each race held says what becomes of it, as on a stop signal.
                 await self.mode.stop()
+                self._say_still_registered()
             elif reading in done:
                 # End of input: follow the tournament to its end (or the link's).
                 await asyncio.wait({ending, closing}, return_when=asyncio.FIRST_COMPLETED)

@@ -272,7 +272,8 @@ async def test_quit_ends_a_next_that_waits_for_the_start(
 ) -> None:
     """At a terminal, `next` before the start waits for the first round (hours, maybe): a
     `quit` typed meanwhile was not read until it came (only Ctrl-C got out). It says what it
-    leaves undone, as `play --plain`'s quit before a start does."""
+    leaves undone, as `play --plain`'s quit before a start does, and that the player is still
+    registered (nothing said so: a player who just went away was a no-show later)."""
     admin = await opened.open("director")
     tid = await create(admin, "single_elimination")
     argv = ["--server", url_of(server), "--name", "nell", "join", tid, "--plain"]
@@ -284,6 +285,11 @@ async def test_quit_ends_a_next_that_waits_for_the_start(
         await player.send("quit")
         line = await player.expect("quit before")
         assert line == "quit before your tournament race: not run: next, deal"
+        line = await player.expect("still registered")
+        assert line == (
+            f"you are still registered in {tid}: 'solrace tournament leave {tid}' withdraws "
+            "before the start"
+        )
         assert await player.finish() == 0, player.output
     finally:
         await player.kill()
