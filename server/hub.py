@@ -357,8 +357,15 @@ class Hub:
                 ),
             )
         )
+        session.welcomed = True
         if player is not None:
             player_id = player.player_id
+            if self._claims.get(player_id) is not session:
+                # A later hello (here, or on another node: its claim came back while this
+                # one's was announced) replaced it before its welcome: it closes now, after
+                # it, and marks no race (they are the later connection's).
+                self._replace(session)
+                return
             await self._change_each(
                 runtimes, self._connected_here(player_id, now), player_id, "marked back"
             )
@@ -378,13 +385,21 @@ class Hub:
         old = self._claims.get(player_id)
         self._claims[player_id] = session
         if old is not None and old is not session:
-            old.close(CloseCode.REPLACED, "connected again elsewhere")
+            self._replace(old)
             if self.players.get(player_id) is old:
                 del self.players[player_id]
         if self.claims is not None:
             # Announced before the welcome: a hello the client sends elsewhere after reading
             # it claims later, and replaces this connection.
             await self.claims.claim(player_id, session)
+
+    @staticmethod
+    def _replace(session: Session) -> None:
+        """Close `session`, replaced by a later connection of its player (4003): once its
+        hello is answered (a client waiting for the welcome learns who it is, then why it
+        closes); before, its hello closes it after the welcome."""
+        if session.welcomed:
+            session.close(CloseCode.REPLACED, "connected again elsewhere")
 
     def drained(self, session: Session) -> None:
         """`session`'s writes no longer back up: what it was passed over for meanwhile (the
@@ -420,7 +435,7 @@ class Hub:
         del self._claims[player_id]
         if self.players.get(player_id) is session:
             del self.players[player_id]
-        session.close(CloseCode.REPLACED, "connected again elsewhere")
+        self._replace(session)
         old, new = self.holder_of(session), holder_of_session(claim.node, claim.session)
         await self._change_each(
             self.keeper.live_races_of(player_id),

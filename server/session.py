@@ -17,6 +17,8 @@ class Session(ABC):
     def __init__(self, session_id: int) -> None:
         self.session_id = session_id
         self.said_hello = False
+        #: Whether its hello was answered: one replaced before that closes once it is.
+        self.welcomed = False
         self.player_id: PlayerId | None = None
         self.name: str | None = None
         self.watching: set[RaceId] = set()

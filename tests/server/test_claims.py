@@ -7,9 +7,11 @@ import asyncio
 import logging
 
 import pytest
+from pydantic import BaseModel
 
 from solrace.server.broker import Broker, MemoryBroker
 from solrace.server.claims import Claim, ClaimRelay
+from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
 from solrace.server.session import Session
@@ -147,3 +149,69 @@ async def test_a_replaced_connection_hands_its_races_to_the_later_one() -> None:
         await eventually_async(held_by_b, what="the race handed over to B's connection")
         await node_b.disconnected(on_b)
         assert (await holder()) == (node_b.holder_of(on_b), False)  # away: the grace runs
+
+
+class HeldPublish(MemoryBroker):
+    """A broker whose claims reach every node at once, but whose publish returns to the
+    publisher only once `release` is set, while `holding`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = False
+        self.release = asyncio.Event()
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        await super().publish(channel, data)
+        if self.holding:
+            await self.release.wait()
+
+
+class OrderedSession(RecordingSession):
+    """Records its welcome and its close in the order they came."""
+
+    def __init__(self, session_id: int) -> None:
+        super().__init__(session_id)
+        self.order: list[str] = []
+
+    def send(self, message: BaseModel) -> None:
+        super().send(message)
+        if isinstance(message, Welcome):
+            self.order.append("welcome")
+
+    def close(self, code: CloseCode, reason: str) -> None:
+        super().close(code, reason)
+        self.order.append(f"close {code.value}")
+
+
+async def test_a_connection_replaced_before_its_welcome_gets_it_then_closes() -> None:
+    """Two hellos of one player on two nodes at once: B's claim came back to node A while A
+    still waited for Redis to take its own, and A's connection closed (4003) before its
+    welcome, so its client never learnt who it was (the CI's flaky two-hellos test)."""
+    store, broker = MemoryStore(), HeldPublish()
+    async with (
+        opened(store),
+        running_hub(store, broker=broker) as node_a,
+        running_hub(store, broker=broker) as node_b,
+    ):
+        claims_a, claims_b = node_a.claims, node_b.claims
+        assert claims_a is not None and claims_b is not None
+        for relay in (claims_a, claims_b):
+            await relay.start()
+        first = RecordingSession(1)
+        await node_a.handle(first, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+        token = next(m for m in first.sent if isinstance(m, Welcome)).token
+        on_a, on_b = OrderedSession(11), OrderedSession(21)
+        broker.holding = True
+        hello_a = asyncio.create_task(
+            node_a.handle(on_a, Hello(protocol=PROTOCOL_VERSION, token=token))
+        )
+        alice = PlayerId(first.player_id or "")
+        await eventually(lambda: claims_a._confirmed.get(alice) == 11, what="A's claim back")
+        broker.holding = False
+        await node_b.handle(on_b, Hello(protocol=PROTOCOL_VERSION, token=token))
+        await eventually(lambda: node_a._claims.get(alice) is None, what="A's one replaced")
+        assert on_a.order == []  # not closed before its welcome
+        broker.release.set()
+        await hello_a
+        assert on_a.order == ["welcome", f"close {CloseCode.REPLACED.value}"]
+        assert on_b.order == ["welcome"]
