@@ -4,13 +4,16 @@ connection of a player is replaced only by a claim read after its own."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 
 import pytest
 from pydantic import BaseModel
 
 from solrace.server.broker import Broker, MemoryBroker
 from solrace.server.claims import Claim, ClaimRelay
+from solrace.server.hub import Hub
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
@@ -102,10 +105,12 @@ async def test_a_claim_redis_refuses_is_logged_and_the_hello_goes_on(
     assert "p1's connection not announced: message on claims not published" in caplog.text
 
 
-async def test_a_replaced_connection_hands_its_races_to_the_later_one() -> None:
-    """Node A's hold of alice's race is stored after node B's (A was slow): when A reads
-    B's later claim it hands the race to B's connection, whose close then marks her away."""
-    store, broker = MemoryStore(), MemoryBroker()
+@contextlib.asynccontextmanager
+async def two_nodes(
+    store: MemoryStore, broker: Broker
+) -> AsyncIterator[tuple[Hub, Hub, ClaimRelay]]:
+    """Two hubs on one store and broker, their claim relays listening: both hubs and node
+    A's relay."""
     async with (
         opened(store),
         running_hub(store, broker=broker) as node_a,
@@ -115,6 +120,14 @@ async def test_a_replaced_connection_hands_its_races_to_the_later_one() -> None:
         assert claims_a is not None and claims_b is not None
         for relay in (claims_a, claims_b):
             await relay.start()
+        yield node_a, node_b, claims_a
+
+
+async def test_a_replaced_connection_hands_its_races_to_the_later_one() -> None:
+    """Node A's hold of alice's race is stored after node B's (A was slow): when A reads
+    B's later claim it hands the race to B's connection, whose close then marks her away."""
+    store = MemoryStore()
+    async with two_nodes(store, MemoryBroker()) as (node_a, node_b, claims_a):
         race_id, alice, _ = await start_race_of_two(node_a)
         welcome = next(m for m in alice.sent if isinstance(m, Welcome))
         gate = asyncio.Event()
@@ -188,15 +201,7 @@ async def test_a_connection_replaced_before_its_welcome_gets_it_then_closes() ->
     still waited for Redis to take its own, and A's connection closed (4003) before its
     welcome, so its client never learnt who it was (the CI's flaky two-hellos test)."""
     store, broker = MemoryStore(), HeldPublish()
-    async with (
-        opened(store),
-        running_hub(store, broker=broker) as node_a,
-        running_hub(store, broker=broker) as node_b,
-    ):
-        claims_a, claims_b = node_a.claims, node_b.claims
-        assert claims_a is not None and claims_b is not None
-        for relay in (claims_a, claims_b):
-            await relay.start()
+    async with two_nodes(store, broker) as (node_a, node_b, claims_a):
         first = RecordingSession(1)
         await node_a.handle(first, Hello(protocol=PROTOCOL_VERSION, name="alice"))
         token = next(m for m in first.sent if isinstance(m, Welcome)).token
