@@ -106,7 +106,7 @@ class RaceKeeper:
 
     It reads the sessions of this node's players (`players`, kept by the hub) to deliver
     events, tells the lobby feed when a race's listing may have changed, and calls the finish
-    hooks (`add_finish_hook`) once for each race this node finished."""
+    hooks (`add_finish_hook`, `remove_finish_hook`) once for each race this node finished."""
 
     def __init__(
         self,
@@ -126,7 +126,7 @@ class RaceKeeper:
         self.lobby = lobby
         self.players = players
         #: Called, in this order, with each race this node finished (`add_finish_hook`).
-        self.race_finished_hooks: list[RaceFinishedHook] = []
+        self._finish_hooks: list[RaceFinishedHook] = []
         self.clock = clock
         self.races: dict[RaceId, RaceRuntime] = {}
         #: Finished or stuck boards the store could not take (the tick stores them later).
@@ -150,7 +150,12 @@ class RaceKeeper:
     def add_finish_hook(self, hook: RaceFinishedHook) -> None:
         """Call `hook` with each race this node finishes, after the hooks added before it (a
         hook that fails is logged; the next ones still run)."""
-        self.race_finished_hooks.append(hook)
+        self._finish_hooks.append(hook)
+
+    def remove_finish_hook(self, hook: RaceFinishedHook) -> None:
+        """Stop calling `hook` (the first one added equal to it); `ValueError` if it was
+        never added."""
+        self._finish_hooks.remove(hook)
 
     @property
     def is_cluster(self) -> bool:
@@ -632,7 +637,7 @@ class RaceKeeper:
         the finish hooks (ratings, tournaments)."""
         if not any(isinstance(event, RaceFinished) for event in events):
             return
-        for hook in self.race_finished_hooks:
+        for hook in self._finish_hooks:
             try:
                 await hook(runtime.race.to_record())
             except Exception:

@@ -217,7 +217,7 @@ async def test_a_race_finished_just_before_a_crash_is_rated_at_the_next_start(
     taken out, which leaves the store as such a crash does). It used to stay unrated for good;
     the next start on the same data rates it, once."""
     app = known_deals(await start_server())
-    app.hub.keeper.race_finished_hooks.remove(app.ratings.race_finished)
+    app.hub.keeper.remove_finish_hook(app.ratings.race_finished)
     finished = finishes(app)
     ann, bob = await connect(app, "ann"), await connect(app, "bob")
     race_id = await start_race(ann, [bob], rated=True, game_number=None)

@@ -1,12 +1,14 @@
 """Race changes when the store refuses them (server/race_sync.py, hub_moves.py): a progress
 batch whose write fails is folded in with the next one, and a stuck or won board whose change
-fails is stored by the tick once the store is back."""
+fails is stored by the tick once the store is back. Also the finish hooks a finished race
+goes to."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -563,3 +565,33 @@ async def test_a_finished_race_whose_deal_is_held_and_nobody_watches_goes_as_any
             await hub.handle(racer, Resign(race_id=race_id))
         hub.keeper._forget_finished(wall_clock_ms() + 10 * int(hub.settings.finished_kept_s * 1000))
         assert race_id not in hub.races
+
+
+async def test_finish_hooks_run_in_order_and_a_removed_one_does_not(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A race this node finishes goes to the hooks in the order they were added, a failing
+    one logged and the next still called; a hook removed is not called, and removing one
+    that is not there is refused."""
+    calls: list[tuple[str, RaceId]] = []
+
+    def hook(name: str, *, fails: bool = False) -> Callable[[RaceRecord], Awaitable[None]]:
+        async def finished(record: RaceRecord) -> None:
+            calls.append((name, record.race_id))
+            if fails:
+                raise RuntimeError(f"{name} failed")
+
+        return finished
+
+    removed = hook("removed")
+    async with running_hub() as hub:
+        for each in (hook("first"), hook("failing", fails=True), removed, hook("last")):
+            hub.keeper.add_finish_hook(each)
+        hub.keeper.remove_finish_hook(removed)
+        with pytest.raises(ValueError):
+            hub.keeper.remove_finish_hook(removed)
+        race_id, alice, bob = await start_race_of_two(hub)
+        for session in (alice, bob):
+            await hub.handle(session, Resign(race_id=race_id))
+    assert calls == [("first", race_id), ("failing", race_id), ("last", race_id)]
+    assert f"race {race_id}: a finish hook failed" in caplog.text
