@@ -156,6 +156,8 @@ class App:
             session_closed=self.tournaments.views.session_closed,
         )
         self.transport = Transport(self.hub, settings, self.metrics)
+        #: What `start` started, each with how it stops: `stop` stops them in reverse order.
+        self._running = contextlib.AsyncExitStack()
 
     @property
     def port(self) -> int:
@@ -163,7 +165,8 @@ class App:
 
     async def start(self) -> None:
         """Open the store and the broker, recover races, listen. What started before a
-        failure is stopped again (in reverse order) before the error propagates."""
+        failure is stopped again (in reverse order) before the error propagates. Each part
+        is pushed with its stop as it starts: the one list `stop` unwinds too."""
         async with contextlib.AsyncExitStack() as undo:
             await self._open_store()
             undo.push_async_callback(self.store.close)
@@ -178,7 +181,8 @@ class App:
             await self.tournaments.start()
             undo.push_async_callback(self.tournaments.stop)
             await self._listen()
-            undo.pop_all()
+            undo.push_async_callback(self.transport.stop, CloseCode.SERVICE_RESTART)
+            self._running = undo.pop_all()
         log.info(
             "listening on ws://%s:%d (store %s, broker %s, node %s)",
             self.settings.host,
@@ -245,14 +249,10 @@ class App:
             raise StartupError(message) from exc
 
     async def stop(self) -> None:
-        """Stop accepting, close clients with 1012, stop timers, flush and close the store."""
-        await self.transport.stop(CloseCode.SERVICE_RESTART)
-        await self.tournaments.stop()
-        await self.ratings.stop()
-        await self.hub.stop()
-        if self.broker is not None:
-            await self.broker.close()
-        await self.store.close()
+        """Stop what `start` started, in reverse order: stop accepting and close clients with
+        1012, stop the services and timers, close the broker, flush and close the store. A
+        second call, or one after a failed start, has nothing left to stop."""
+        await self._running.aclose()
         log.info("stopped")
 
 
