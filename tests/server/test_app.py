@@ -448,6 +448,29 @@ async def test_a_failed_start_releases_the_lock(tmp_path: Path, listening_port: 
     await app.stop()
 
 
+async def test_a_stop_that_fails_part_way_still_stops_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service whose stop raises: the error comes out of `App.stop`, but the parts started
+    before it are stopped all the same (the store is closed, its lock let go), and a second
+    stop has nothing left to do."""
+    app = App(node_settings(tmp_path))
+    stop_tournaments = app.tournaments.stop
+
+    async def failing_stop() -> None:
+        await stop_tournaments()
+        raise RuntimeError("tournaments would not stop")
+
+    monkeypatch.setattr(app.tournaments, "stop", failing_stop)
+    await app.start()
+    with pytest.raises(RuntimeError, match="would not stop"):
+        await app.stop()
+    again = App(node_settings(tmp_path))
+    await again.start()  # the first one's store is closed: its lock is gone
+    await again.stop()
+    await app.stop()  # nothing left to stop: its failing part is not asked again
+
+
 async def test_only_the_same_sqlite_file_is_locked(tmp_path: Path) -> None:
     """Two files in one folder, or memory stores: nothing shared, nothing refused. (Redis is
     shared by several nodes on purpose: it takes no lock either; see test_cluster_*.)"""
