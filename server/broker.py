@@ -25,6 +25,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from solrace.server.outage import Outage
 from solrace.server.redis_client import redis_client
+from solrace.server.settings import REDIS_SCHEMES
 from solrace.tasks import cancel_and_wait
 
 T = TypeVar("T")
@@ -489,6 +490,6 @@ def open_broker(url: str) -> Broker:
     """The (unopened) broker a URL names: `memory:` or `redis://HOST:PORT/DB`."""
     if url == "memory:":
         return MemoryBroker()
-    if url.startswith(("redis://", "rediss://", "unix://")):
+    if url.startswith(REDIS_SCHEMES):
         return RedisBroker(url)
     raise ValueError(f"unsupported broker URL {url!r} (memory:, redis://HOST:PORT/DB)")

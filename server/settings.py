@@ -16,6 +16,10 @@ SECRET_MIN_CHARS = 16
 #: they are added to (an infinite countdown would stop every race from being created).
 MAX_DURATION_S = 7 * 24 * 3600.0
 
+#: How a Redis URL begins (TCP, TLS, a Unix socket): what the store and the broker open as
+#: Redis (`open_store`, `open_broker`), and what several nodes must keep their races in.
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
 
 class Settings(BaseSettings):
     """Every knob of `solrace serve` (environment: `SOLRACE_<NAME>`, e.g. `SOLRACE_PORT`)."""
@@ -246,5 +250,4 @@ class Settings(BaseSettings):
         return self.broker_url() != "memory:"
 
 
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from solrace.server.settings import REDIS_SCHEMES
 from solrace.server.store.base import (
     NameTakenError,
     NotPlayingError,
@@ -51,7 +52,7 @@ def open_store(url: str, *, exclusive: bool = False) -> Store:
         if not path:
             raise ValueError("sqlite: needs a path, e.g. sqlite:data/solrace.sqlite3")
         return SqliteStore(path, exclusive=exclusive)
-    if url.startswith(("redis://", "rediss://", "unix://")):
+    if url.startswith(REDIS_SCHEMES):
         from solrace.server.store.redis import RedisStore
 
         return RedisStore(url)
