@@ -1,6 +1,6 @@
 """Several nodes: one connection per player across them.
 
-On one node a player's later hello closes the earlier connection with 4003 (`Hub._claims`).
+On one node a player's later hello closes the earlier connection with 4003 (`Hub.claimant_of`).
 Across nodes, each node announces every hello that identifies a player (by token or by name)
 on the broker (channel `claims`: the player, the node, the session). Redis hands a channel's
 messages to every subscriber in the order it took them, so every node agrees which of two
@@ -95,7 +95,7 @@ class ClaimRelay:
         if local is None:
             return
         if claim.node == self.node_id:
-            # Two connections of one node settle it there (`Hub._claims`): only ours counts.
+            # Two connections of one node settle it there (`Hub.claimant_of`): only ours counts.
             if claim.session == local.session_id:
                 self._confirmed[player_id] = local.session_id  # it came back: later ones win
                 await self.confirmed(player_id, local)

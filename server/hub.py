@@ -115,9 +115,10 @@ class Hub:
         #: This node's named players' sessions (the latest one of each player), once their
         #: hello is through: they get their races' events.
         self.players: dict[PlayerId, Session] = {}
-        #: The latest session of each player from the moment its hello is checked (a newer
-        #: one closes it with 4003); `players` follows once that hello is through.
-        self._claims: dict[PlayerId, Session] = {}
+        #: The session holding each player's claim: its latest from the moment its hello is
+        #: checked (a newer one closes it with 4003); `players` follows once that hello is
+        #: through. Several nodes: `claims` settles it across them.
+        self._claimants: dict[PlayerId, Session] = {}
         #: Who each hello is: a player by token or by name, or an anonymous spectator.
         self.identities = Identities(store, secret)
         #: Finished races' replays as sent, the most recently asked (a replay never changes).
@@ -161,7 +162,7 @@ class Hub:
             else ClaimRelay(
                 broker,
                 self.node_id,
-                self._claims.get,
+                self.claimant_of,
                 self._replaced_elsewhere,
                 self._hold_races,
             )
@@ -360,7 +361,7 @@ class Hub:
         session.welcomed = True
         if player is not None:
             player_id = player.player_id
-            if self._claims.get(player_id) is not session:
+            if self._claimants.get(player_id) is not session:
                 # A later hello (here, or on another node: its claim came back while this
                 # one's was announced) replaced it before its welcome: it closes now, after
                 # it, and marks no race (they are the later connection's).
@@ -371,7 +372,7 @@ class Hub:
             )
             # Only now does this session get its races' live events: what happened before
             # (its own return included) comes in order with the `Sync` that follows a welcome.
-            if self._claims.get(player_id) is session:
+            if self._claimants.get(player_id) is session:
                 self.players[player_id] = session
         log.info("hello from %s", session.name or "an anonymous spectator")
 
@@ -381,9 +382,9 @@ class Hub:
         """`session` is now the player's connection: an earlier one here closes (4003), and
         other nodes hear of it (`ClaimRelay`)."""
         # Claimed before any await: of two hellos with one token, the later replaces the
-        # earlier even while the earlier is still marking its races (`_claims`).
-        old = self._claims.get(player_id)
-        self._claims[player_id] = session
+        # earlier even while the earlier is still marking its races (`_claimants`).
+        old = self._claimants.get(player_id)
+        self._claimants[player_id] = session
         if old is not None and old is not session:
             self._replace(old)
             if self.players.get(player_id) is old:
@@ -413,9 +414,9 @@ class Hub:
             hook(session)
         self.watching.closed(session)
         player_id = session.player_id
-        if player_id is None or self._claims.get(player_id) is not session:
+        if player_id is None or self._claimants.get(player_id) is not session:
             return  # anonymous, or replaced by a newer connection
-        del self._claims[player_id]
+        del self._claimants[player_id]
         self.players.pop(player_id, None)
         if self.claims is not None:
             self.claims.forget(player_id)
@@ -432,7 +433,7 @@ class Hub:
         (`ClaimRelay`): `session` closes (4003) without marking the player away, and the
         races it held are handed to the new one, so that its close marks the player away
         (this node's hold of them may have been stored after the other node's)."""
-        del self._claims[player_id]
+        del self._claimants[player_id]
         if self.players.get(player_id) is session:
             del self.players[player_id]
         self._replace(session)
@@ -465,10 +466,10 @@ class Hub:
         player connected through it)."""
 
         def change(race: Race) -> list[RaceEvent]:
-            claim = self._claims.get(player_id)
-            if claim is None:
+            claimant = self._claimants.get(player_id)
+            if claimant is None:
                 return []
-            return race.set_connected(player_id, True, now, self.holder_of(claim))
+            return race.set_connected(player_id, True, now, self.holder_of(claimant))
 
         return change
 
@@ -477,8 +478,12 @@ class Hub:
         connection that holds the player's claim by then (a newer hello may have replaced
         `session` while its request waited for the race), else `session`'s own."""
         player_id = session.player_id
-        claim = self._claims.get(player_id) if player_id is not None else None
-        return self.holder_of(session if claim is None else claim)
+        claimant = self.claimant_of(player_id) if player_id is not None else None
+        return self.holder_of(session if claimant is None else claimant)
+
+    def claimant_of(self, player_id: PlayerId) -> Session | None:
+        """The session holding the player's claim on this node (its latest hello), if any."""
+        return self._claimants.get(player_id)
 
     def holder_of(self, session: Session) -> str:
         """The name of `session`'s connection in its races (`Racer.holder`): this node and

@@ -214,7 +214,7 @@ async def test_a_connection_replaced_before_its_welcome_gets_it_then_closes() ->
         await eventually(lambda: claims_a._confirmed.get(alice) == 11, what="A's claim back")
         broker.holding = False
         await node_b.handle(on_b, Hello(protocol=PROTOCOL_VERSION, token=token))
-        await eventually(lambda: node_a._claims.get(alice) is None, what="A's one replaced")
+        await eventually(lambda: node_a.claimant_of(alice) is None, what="A's one replaced")
         assert on_a.order == []  # not closed before its welcome
         broker.release.set()
         await hello_a

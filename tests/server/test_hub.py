@@ -177,7 +177,7 @@ async def test_a_sync_that_waited_for_the_race_records_the_newest_connection() -
             hello = asyncio.create_task(
                 hub.handle(second, Hello(protocol=PROTOCOL_VERSION, token=token))
             )
-            await eventually(lambda: hub._claims.get(player_id) is second, within=5, what="claim")
+            await eventually(lambda: hub.claimant_of(player_id) is second, within=5, what="claim")
             sync = asyncio.create_task(hub.handle(alice, Sync(race_id=race_id)))  # after it
         await asyncio.wait_for(asyncio.gather(hello, sync), 5)
         assert runtime.race.racers[player_id].holder == hub.holder_of(second)
