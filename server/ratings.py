@@ -21,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from solrace.engine import GAME_IDS
 from solrace.server.protocol.competition_records import RatingOutcome
 from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.race import absent_racers, placings_of
 from solrace.server.protocol.ratings import (
     DEFAULT_CONFIG,
@@ -37,7 +38,6 @@ from solrace.server.protocol.ratings import (
     to_rating,
 )
 from solrace.server.protocol.records import RaceRecord, RaceStatus
-from solrace.server.protocol.tournament_errors import PlayerId
 from solrace.server.protocol.tournament_messages import (
     LEADERBOARD_LIMIT,
     GameRating,
@@ -48,6 +48,7 @@ from solrace.server.protocol.tournament_messages import (
     Profile,
     RecentResultModel,
 )
+from solrace.server.routing import Handler
 from solrace.server.session import Session
 from solrace.server.store import Store, StoreError
 from solrace.server.timers import run_every
@@ -63,8 +64,6 @@ RECENT_SHOWN = 10
 #: rating of the game: ~35 ms at 5,000 rated players), or sooner after this node rates a race
 #: of it: a client asking in a loop costs the node little.
 LEADERBOARD_FRESH_S = 2.0
-
-Handler = Callable[[Session, Any], Awaitable[None]]
 
 
 class RatingService:
