@@ -17,13 +17,14 @@ import shutil
 import signal
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
+from solrace.engine import EngineError
 from solrace.server.admission import fit_to_descriptors
 from solrace.server.broker import Broker, BrokerError, BrokerUnavailableError, open_broker
 from solrace.server.hub import Hub
@@ -174,12 +175,13 @@ class App:
             if self.broker is not None:
                 await self._open_broker(self.broker)
                 undo.push_async_callback(self.broker.close)
-            await self.hub.start()
-            undo.push_async_callback(self.hub.stop)
-            await self.ratings.start()
-            undo.push_async_callback(self.ratings.stop)
-            await self.tournaments.start()
-            undo.push_async_callback(self.tournaments.stop)
+            with self._loading_stored_data():
+                await self.hub.start()
+                undo.push_async_callback(self.hub.stop)
+                await self.ratings.start()
+                undo.push_async_callback(self.ratings.stop)
+                await self.tournaments.start()
+                undo.push_async_callback(self.tournaments.stop)
             await self._listen()
             undo.push_async_callback(self.transport.stop, CloseCode.SERVICE_RESTART)
             self._running = undo.pop_all()
@@ -204,6 +206,33 @@ class App:
             if isinstance(exc, StoreUnavailableError):
                 raise StartupError(f"cannot reach Redis at {url} ({exc.__cause__ or exc})") from exc
             raise StartupError(f"{url}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _loading_stored_data(self) -> Iterator[None]:
+        """While the races, the races to rate and the tournaments are loaded: the store
+        failing, or holding what this version cannot read (a record that does not parse, a
+        move its rules refuse: written by a newer version, or damaged), is a `StartupError`
+        naming the store. Nothing is changed or dropped: the operator decides."""
+        url = redact(self.settings.store_url())
+        cannot_read = (
+            "written by a newer solrace, or damaged: start the version that wrote it, or "
+            "restore a backup"
+        )
+        try:
+            yield
+        except StoreError as exc:
+            raise StartupError(f"cannot load the races and tournaments of {url}: {exc}") from exc
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            reason = f"{where}: {first['msg']}" if where else first["msg"]
+            raise StartupError(
+                f"{url} holds a {exc.title} this version cannot read ({reason}): {cannot_read}"
+            ) from exc
+        except EngineError as exc:
+            raise StartupError(
+                f"{url} holds a move this version's rules refuse ({exc}): {cannot_read}"
+            ) from exc
 
     async def _check_secret(self) -> None:
         """Several nodes must sign tokens with one secret, or a player's token from one node

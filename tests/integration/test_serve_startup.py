@@ -1,12 +1,16 @@
 """`solrace serve` as a real process: a start-up failure is one line on stderr and exit 1;
 a second server on the data dir of a live one is refused (until that one is gone, even by
-kill -9)."""
+kill -9); stored data it cannot read (a newer version's, or damaged) stops it the same way,
+changing nothing."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import socket
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -135,3 +139,58 @@ async def test_a_second_server_on_a_data_dir_is_refused_until_the_first_is_gone(
     assert await second.terminate() == 0  # SIGTERM: a clean stop releases it too
     third = await servers()
     assert third.port != 0
+
+
+def add_a_field(database: sqlite3.Connection) -> str:
+    """Give the stored race a field this version does not know, as a newer one might."""
+    [(race_id, text)] = database.execute("SELECT race_id, record FROM races").fetchall()
+    record = json.loads(text)
+    database.execute(
+        "UPDATE races SET record = ? WHERE race_id = ?",
+        (json.dumps({**record, "paused_at_ms": None}), race_id),
+    )
+    return "RaceRecord this version cannot read (paused_at_ms: Extra inputs are not permitted)"
+
+
+def refuse_a_move(database: sqlite3.Connection) -> str:
+    """Make the stored move one the rules refuse (a pile Klondike does not have)."""
+    database.execute("UPDATE moves SET move = 't9-f1'")
+    return "move this version's rules refuse (klondike has no pile t9)"
+
+
+@pytest.mark.parametrize("damage", [add_a_field, refuse_a_move])
+async def test_stored_data_it_cannot_read_is_one_line_and_exit_1_and_changes_nothing(
+    servers: Starter, tmp_path: Path, damage: Callable[[sqlite3.Connection], str]
+) -> None:
+    data_dir = tmp_path / "data"
+    first = await servers()
+    alice = await connect_client(first.url, "alice")
+    bob = await connect_client(first.url, "bob")
+    race_id = await start_race(alice, [bob], time_limit_s=600)
+    await play(alice, race_id, ["deal"])
+    token = alice.welcome.token if alice.welcome else None
+    await first.kill()
+    for each in (alice, bob):
+        await each.close()
+
+    path = data_dir / "solrace.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as database, database:
+        before = database.execute("SELECT record FROM races").fetchall()
+        saying = damage(database)
+        damaged = database.execute("SELECT * FROM races, moves").fetchall()
+
+    assert await refused_line(data_dir) == (
+        f"solrace serve: error: sqlite:{path} holds a {saying}: written by a newer solrace, "
+        "or damaged: start the version that wrote it, or restore a backup"
+    )
+    with contextlib.closing(sqlite3.connect(path)) as database, database:
+        assert database.execute("SELECT * FROM races, moves").fetchall() == damaged
+        # Put right (the version that wrote it, a backup): the race is there as it was.
+        database.execute("UPDATE races SET record = ?", before[0])
+        database.execute("UPDATE moves SET move = 'deal'")
+    second = await servers()
+    again = await connect_client(second.url, token=token)
+    assert again.welcome and again.welcome.active_races == [race_id]
+    await again.send(MakeMove(race_id=race_id, seq=2, move="deal"))
+    assert (await again.expect(MoveAck)).ply == 1  # the second move
+    await again.close()
