@@ -357,6 +357,14 @@ class SqliteStore(SqliteCompetition):
                 raise StoreError(f"{context}: {reason}") from exc
             raise
 
+    def _configure(self, db: sqlite3.Connection) -> None:
+        """What each of the two connections is set to (SQLite keeps these per connection):
+        how durable a commit is (`durable`), what a log started over is cut back to, and
+        foreign keys checked."""
+        db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
+        db.execute(f"PRAGMA journal_size_limit={self.log_kept_bytes}")
+        db.execute("PRAGMA foreign_keys=ON")
+
     async def _open(self) -> None:
         def connect() -> sqlite3.Connection:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -369,10 +377,8 @@ class SqliteStore(SqliteCompetition):
                 timeout=self.busy_timeout_s,
             )
             try:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute(f"PRAGMA journal_size_limit={self.log_kept_bytes}")
-                db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
-                db.execute("PRAGMA foreign_keys=ON")
+                db.execute("PRAGMA journal_mode=WAL")  # the file's, kept in it
+                self._configure(db)
                 db.executescript(SCHEMA + COMPETITION_SCHEMA)
                 # Files written before player_names existed: give their players their keys.
                 db.executemany(
@@ -395,9 +401,7 @@ class SqliteStore(SqliteCompetition):
             check_same_thread=False,  # a locked batch is written on `_locked_writes`
         )
         try:
-            writer.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
-            writer.execute(f"PRAGMA journal_size_limit={self.log_kept_bytes}")
-            writer.execute("PRAGMA foreign_keys=ON")
+            self._configure(writer)
             writer.execute("PRAGMA wal_autocheckpoint=0")  # the worker thread checkpoints
         except BaseException:
             writer.close()

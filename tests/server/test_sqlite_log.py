@@ -1,12 +1,14 @@
 """The SQLite store's write-ahead log under steady moves (server/store/sqlite.py): a log the
 checkpoint cannot copy to its end while moves keep coming is copied with the moves' writer
-held, so it starts over and is cut back instead of growing for ever."""
+held, so it starts over and is cut back instead of growing for ever. Both of the store's
+connections (the moves' writer and the worker's) take the same settings."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,26 @@ def restarts(database: Path) -> int:
     the log starts over."""
     header = database.with_name(database.name + "-wal").read_bytes()[:16]
     return int.from_bytes(header[12:16], "big")
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_both_connections_take_the_same_settings(tmp_path: Path, durable: bool) -> None:
+    """SQLite keeps synchronous, journal_size_limit and foreign_keys per connection: the
+    moves' writer commits as durably, and cuts the log back as far, as the worker does."""
+
+    def settings(db: sqlite3.Connection) -> tuple[int, int, int]:
+        names = ("synchronous", "journal_size_limit", "foreign_keys")
+        first, second, third = (db.execute(f"PRAGMA {name}").fetchone()[0] for name in names)
+        return int(first), int(second), int(third)
+
+    store = SqliteStore(tmp_path / "settings.sqlite3", durable=durable)
+    store.log_kept_bytes = 96 * PAGE
+    await store.open()
+    try:
+        assert store._writer is not None
+        writer = settings(store._writer)
+        worker = await store._run(settings)
+    finally:
+        await store.close()
+    full, normal = 2, 1  # PRAGMA synchronous's numbers
+    assert writer == worker == (full if durable else normal, 96 * PAGE, 1)
