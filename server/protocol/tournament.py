@@ -9,7 +9,8 @@ must act on (`tournament_events`). Lifecycle::
 Rounds start by themselves as soon as every match of the previous one has ended (unless
 paused). Every race number of a round uses the same deal: the game number comes from the
 injected `DealSource(round_number, race_number)`, or, without one, from the caller through
-`provide_game_number` after a `GameNumberNeeded` event. Deals stay secret until the round ends.
+`provide_game_number` after a `GameNumberNeeded` event. Deals stay secret until the round ends;
+a correction that reopens an ended round deals its races from then on anew.
 
 Typical server loop::
 
@@ -83,7 +84,18 @@ __all__ = ["SCHEMA_VERSION", "DealSource", "Tournament"]
 SCHEMA_VERSION = 1
 
 DealSource = Callable[[int, int], str]
-"""(round number, race number) -> game number text; called once per pair, result stored."""
+"""(round number, race number) -> game number text; called once per pair, result stored
+(and once more after a correction reopens the round once it has ended: `_deal_anew`)."""
+
+
+def _deal_anew(rnd: Round) -> None:
+    """A correction reopens `rnd` after it ended: its deals are out (the view lists them,
+    every race's replay shows one), so the races it needs from now on are dealt again, each
+    race number anew (from the deal source, or asked for with `GameNumberNeeded`), never on
+    a deal a player may have looked at. The races played before keep theirs: each race's
+    commitment and replay name its own."""
+    rnd.game_numbers.clear()
+    rnd.asked.clear()
 
 
 @dataclass(frozen=True)
@@ -483,6 +495,8 @@ class Tournament(Stored):
         outcome = self.outcome_of(match)
         if outcome is None:
             if match.is_ended or was_decided:
+                if rnd.is_ended:
+                    _deal_anew(rnd)
                 match.is_ended = False
                 rnd.is_ended = False
                 events.append(MatchReopened(match_id))

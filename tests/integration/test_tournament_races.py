@@ -353,6 +353,61 @@ async def test_a_round_s_deal_stays_secret_until_every_match_of_the_round_ends(
     assert replay.commitment == commit(replay.game, number, replay.salt)
 
 
+async def test_a_correction_that_reopens_an_ended_round_deals_its_race_anew(
+    start_server: ServerFactory,
+) -> None:
+    """Once a round has ended, the view lists its deals: a correction that reopens one of
+    its matches must not seat its players on one of them (they could have solved it)."""
+    app = await start_server(**FAST)
+    admin, players, tid, notices = await first_round_of_four(app)
+    by_race: dict[str, list[Client]] = {}
+    for player in players:
+        by_race.setdefault(notices[player.player_id].race_id, []).append(player)
+    in_first, in_second = (group for _, group in sorted(by_race.items()))
+    for player in players:
+        await player.expect(
+            RaceStarted, lambda m, p=player: m.race_id == notices[p.player_id].race_id
+        )
+    for player in players:  # ties both: each match asks for a sudden-death race 2
+        await player.send(Resign(race_id=notices[player.player_id].race_id))
+    for player in players:
+        await player.expect(TournamentRace, lambda m: m.race_number == 2)
+    # The second match was won by its first player after all: its race 2 is cancelled.
+    c, d = (p.player_id for p in in_second)
+    second_match = notices[c].match_id
+    await admin.send(
+        admin_act(tid, "correct_result", match_id=second_match, race_number=1, placings=[[c], [d]])
+    )
+    await in_second[0].expect(RaceUpdate, lambda m: m.race.status == "cancelled")
+    await admin.send(admin_act(tid, "pause"))  # round 2 waits for the corrections
+    loser = in_first[1].player_id
+    await admin.send(admin_act(tid, "forfeit", match_id=notices[loser].match_id, player_id=loser))
+    ended = await admin.expect(
+        TournamentView, lambda m: bool(m.tournament.rounds and m.tournament.rounds[0].is_ended)
+    )
+    revealed = set(ended.tournament.rounds[0].game_numbers.values())
+    assert len(revealed) == 2  # races 1 and 2, out for anyone to solve
+
+    # A tie after all: the second match is reopened and needs its race 2 again.
+    await admin.send(
+        admin_act(tid, "correct_result", match_id=second_match, race_number=1, placings=[[c, d]])
+    )
+    await admin.expect(
+        TournamentView,
+        lambda m: (
+            m.tournament.version > ended.tournament.version and not m.tournament.rounds[0].is_ended
+        ),
+    )
+    await admin.send(admin_act(tid, "resume"))
+    again = await in_second[0].expect(TournamentRace, lambda m: m.match_id == second_match)
+    assert again.race_number == 2
+    record = await app.store.get_race(again.race_id)
+    assert record is not None and record.deal_held
+    assert record.game_number not in revealed
+    for each in (admin, *players):
+        await each.close()
+
+
 async def test_a_race_the_store_could_not_open_after_a_saved_start_is_opened_by_the_tick(
     start_server: ServerFactory,
 ) -> None:

@@ -656,6 +656,65 @@ def test_correction_after_the_grand_final_can_start_a_bracket_reset() -> None:
 # --- deals and storage ------------------------------------------------------------------------
 
 
+def _round_ended_with_three_deals(
+    deal_source: Callable[[int, int], str] | None,
+) -> tuple[Tournament, RaceRequested, set[str]]:
+    """Two best-of-3 matches of a single elimination, paused before its last race ends (so
+    round 2 waits): the first 2-0, the second 2-1; the round has ended. The tournament, the
+    first match's first race request and the deals the view reveals (races 1 to 3)."""
+    t, events = started(
+        FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 4, deal_source=deal_source
+    )
+
+    def provided(events: list[TournamentEvent]) -> list[TournamentEvent]:
+        for ask in of_type(events, GameNumberNeeded):
+            number = f"10000{ask.race_number}"
+            events += t.provide_game_number(ask.round_number, ask.race_number, number, now=6.0)
+        return events
+
+    one, two = of_type(provided(events), RaceRequested)
+    a, b = favourite_wins(one)
+    c, d = favourite_wins(two)
+    for number, order in ((1, [a, b]), (2, [a, b])):
+        provided(t.record_race(one.match_id, number, result_for(order), now=7.0))
+    for number, order in ((1, [c, d]), (2, [d, c])):
+        provided(t.record_race(two.match_id, number, result_for(order), now=8.0))
+    t.pause(ADMIN, now=8.5)
+    ended = t.record_race(two.match_id, 3, result_for([c, d]), now=9.0)
+    assert of_type(ended, RoundEnded) and not of_type(ended, RoundStarted)
+    revealed = set(view_of(t).rounds[0].game_numbers.values())
+    assert len(revealed) == 3
+    return t, one, revealed
+
+
+def test_a_round_reopened_after_its_end_deals_its_next_races_anew() -> None:
+    """Once a round has ended its deals are out (the view lists them, the races' replays
+    open): a correction that reopens one of its matches deals the race it now needs anew,
+    not on the deal the other match raced on (its replay is a line through it)."""
+    drawn = itertools.count(1)
+    t, one, revealed = _round_ended_with_three_deals(lambda r, n: str(10**16 + next(drawn)))
+    a, b = favourite_wins(one)
+    reopened = t.correct_result(ADMIN, one.match_id, 2, result_for([b, a]), now=10.0)
+    assert of_type(reopened, MatchReopened)
+    assert view_of(t).rounds[0].game_numbers == {}  # a running round's deals are secret
+    [again] = of_type(t.resume(ADMIN, now=11.0), RaceRequested)
+    assert again.match_id == one.match_id and again.race_number == 3
+    assert again.game_number not in revealed
+    assert roundtrip(t).current_round is not None  # the new deal is stored with the round
+    assert t.to_dict()["rounds"][0]["game_numbers"] == {"3": again.game_number}
+    ended = t.record_race(one.match_id, 3, result_for([a, b]), now=12.0)
+    assert of_type(ended, RoundEnded)[0].game_numbers == {3: again.game_number}
+
+
+def test_without_a_deal_source_a_reopened_round_asks_for_a_new_deal() -> None:
+    t, one, _ = _round_ended_with_three_deals(None)
+    a, b = favourite_wins(one)
+    t.correct_result(ADMIN, one.match_id, 2, result_for([b, a]), now=10.0)
+    assert of_type(t.resume(ADMIN, now=11.0), GameNumberNeeded) == [GameNumberNeeded(1, 3)]
+    [again] = of_type(t.provide_game_number(1, 3, "200003", now=12.0), RaceRequested)
+    assert (again.match_id, again.game_number) == (one.match_id, "200003")
+
+
 def test_without_a_deal_source_the_caller_provides_the_game_number() -> None:
     t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4, deal_source=None)
     assert of_type(events, GameNumberNeeded) == [GameNumberNeeded(1, 1)]
