@@ -88,7 +88,11 @@ class NodePresence:
             async with asyncio.timeout(self.settings.node_ttl_s / 5):
                 await self.broker.withdraw(self.node_id)
         except (BrokerError, TimeoutError) as exc:
-            log.warning("node %s: presence not withdrawn (it runs out): %s", self.node_id, exc)
+            log.warning(
+                "node %s: presence not withdrawn (it runs out): %s",
+                self.node_id,
+                str(exc) or "no answer in time",  # a timeout says nothing itself
+            )
 
     async def _watch_forever(self) -> None:
         async def step() -> None:
@@ -104,7 +108,7 @@ class NodePresence:
             async with asyncio.timeout(ttl_s / 5):
                 alive = await self.broker.announce(self.node_id, int(ttl_s * 1000))
         except (BrokerError, TimeoutError) as exc:
-            self.announcing.failed(exc or "no answer in time")
+            self.announcing.failed(str(exc) or "no answer in time")  # a timeout says nothing
             return None
         self.announcing.worked()
         self._announced = True

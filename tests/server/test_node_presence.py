@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
+
+import pytest
 
 from solrace.server.broker import Broker, BrokerUnavailableError, MemoryBroker, Subscription
 from solrace.server.hub import Hub
@@ -254,3 +257,26 @@ async def test_an_announce_that_never_answers_gives_up_within_a_fifth_of_the_ttl
         assert hub.presence is not None
         await asyncio.wait_for(hub.presence.watch(T0), timeout=5)  # 0.1 s, not forever
         assert hub.presence._clean_since_ms is None, "a failed announce judges nobody"
+
+
+class StalledWithdraw(Stalled):
+    async def withdraw(self, node_id: str) -> None:
+        await asyncio.Event().wait()
+
+
+async def test_an_announce_or_withdraw_without_an_answer_says_so_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    broker = StalledWithdraw()
+    async with running_hub(broker=broker, countdown_s=3.0, node_ttl_s=0.5) as hub:
+        assert hub.presence is not None
+        with caplog.at_level(logging.WARNING, "solrace.server"):
+            await asyncio.wait_for(hub.presence.watch(T0), timeout=5)
+        hub.presence._announced = True  # as after an announce that went through
+        with caplog.at_level(logging.WARNING, "solrace.server"):
+            await asyncio.wait_for(hub.presence.stop(), timeout=5)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "announcing this node's presence failed: no answer in time (said once until it works "
+        "again)",
+        f"node {hub.node_id}: presence not withdrawn (it runs out): no answer in time",
+    ]
