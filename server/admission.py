@@ -71,10 +71,14 @@ def _default(setting: str) -> float:
 
 
 class Admission:
-    """Counts open connections (in all and per address) and paces each address's handshakes."""
+    """Counts open connections (in all and per address) and paces each address's handshakes.
+
+    The limits are keyword arguments only, so that no two can be swapped by position;
+    `from_settings` passes each setting to its own."""
 
     def __init__(
         self,
+        *,
         max_connections: int,
         per_address: int,
         burst: float,
@@ -105,14 +109,14 @@ class Admission:
     @classmethod
     def from_settings(cls, settings: Settings) -> Admission:
         return cls(
-            settings.max_connections,
-            settings.max_connections_per_address,
-            settings.connect_burst,
-            settings.connect_per_s,
-            settings.register_burst,
-            settings.register_per_s,
-            settings.register_node_burst,
-            settings.register_node_per_s,
+            max_connections=settings.max_connections,
+            per_address=settings.max_connections_per_address,
+            burst=settings.connect_burst,
+            per_s=settings.connect_per_s,
+            register_burst=settings.register_burst,
+            register_per_s=settings.register_per_s,
+            register_node_burst=settings.register_node_burst,
+            register_node_per_s=settings.register_node_per_s,
         )
 
     def arrive(self, key: str, now: float) -> Refusal | None:

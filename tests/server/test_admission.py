@@ -7,6 +7,25 @@ import sys
 from http import HTTPStatus
 
 from solrace.server.admission import Admission, RefusalKind, client_key
+from solrace.server.settings import Settings
+
+
+def test_each_limit_comes_from_its_own_setting() -> None:
+    settings = Settings(
+        max_connections=1001,
+        max_connections_per_address=7,
+        connect_burst=3.5,
+        connect_per_s=2.25,
+        register_burst=11.0,
+        register_per_s=0.125,
+        register_node_burst=13.0,
+        register_node_per_s=0.75,
+    )
+    admission = Admission.from_settings(settings)
+    assert (admission.max_connections, admission.per_address) == (1001, 7)
+    assert (admission.burst, admission.per_s) == (3.5, 2.25)
+    assert (admission.register_burst, admission.register_per_s) == (11.0, 0.125)
+    assert (admission.register_node_burst, admission.register_node_per_s) == (13.0, 0.75)
 
 
 def test_an_address_past_its_cap_is_refused_until_one_of_its_connections_closes() -> None:
@@ -121,24 +140,47 @@ def test_the_connection_cap_fits_the_open_files_limit() -> None:
 
 
 def test_new_names_have_a_budget_per_address_and_none_behind_a_proxy() -> None:
-    admission = Admission(100, 64, 60, 10, register_burst=2, register_per_s=0.1)
+    admission = Admission(
+        max_connections=100,
+        per_address=64,
+        burst=60,
+        per_s=10,
+        register_burst=2,
+        register_per_s=0.1,
+    )
     assert admission.register("a", 0.0) is None and admission.register("a", 0.0) is None
     assert admission.register("a", 0.0) == "too many new names from your address"
     assert admission.register("b", 0.0) is None  # another address has its own
     assert admission.register("a", 10.0) is None  # ten seconds later: one more
     admission.forget_refilled(100.0)
     assert not admission.registrations  # refilled budgets are dropped
-    behind_proxy = Admission(100, 0, 60, 10, register_burst=1, register_per_s=0.1)
+    behind_proxy = Admission(
+        max_connections=100, per_address=0, burst=60, per_s=10, register_burst=1, register_per_s=0.1
+    )
     assert all(behind_proxy.register("proxy", 0.0) is None for _ in range(10))
 
 
 def test_new_names_have_a_budget_on_the_node_whatever_their_addresses() -> None:
-    admission = Admission(100, 64, 60, 10, register_node_burst=3, register_node_per_s=0.5)
+    admission = Admission(
+        max_connections=100,
+        per_address=64,
+        burst=60,
+        per_s=10,
+        register_node_burst=3,
+        register_node_per_s=0.5,
+    )
     assert [admission.register(key, 0.0) for key in "abcd"] == [None, None, None, NODE_FULL]
     # The address refused by the node kept its own credit: it registers once the node refills.
     assert admission.register("d", 2.0) is None
     assert admission.register("e", 2.0) == NODE_FULL
-    behind_proxy = Admission(100, 0, 60, 10, register_node_burst=2, register_node_per_s=0.1)
+    behind_proxy = Admission(
+        max_connections=100,
+        per_address=0,
+        burst=60,
+        per_s=10,
+        register_node_burst=2,
+        register_node_per_s=0.1,
+    )
     assert [behind_proxy.register("proxy", 0.0) for _ in range(3)] == [None, None, NODE_FULL]
 
 
@@ -146,7 +188,14 @@ NODE_FULL = "too many new names on this server"
 
 
 def test_a_name_not_made_gives_its_credits_back() -> None:
-    admission = Admission(100, 64, 60, 10, register_node_burst=1, register_node_per_s=0.001)
+    admission = Admission(
+        max_connections=100,
+        per_address=64,
+        burst=60,
+        per_s=10,
+        register_node_burst=1,
+        register_node_per_s=0.001,
+    )
     assert admission.register("10.0.0.1", 0.0) is None
     assert admission.register("10.0.0.2", 0.0) == "too many new names on this server"
     admission.unregister("10.0.0.1")
