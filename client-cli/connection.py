@@ -33,7 +33,13 @@ from typing import Final
 
 from pydantic import ValidationError
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.exceptions import (
+    ConnectionClosed,
+    InvalidHandshake,
+    InvalidMessage,
+    InvalidStatus,
+    InvalidURI,
+)
 from websockets.http11 import Response
 
 from solrace.server.protocol.closecodes import CloseCode
@@ -181,6 +187,28 @@ def _refusal_text(response: Response) -> str:
     reason = " ".join(body.split())
     said = f": {reason[:200]}" if reason else ""
     return f"HTTP {response.status_code}{said}"
+
+
+#: What a WebSocket server answers only to a request it would take: a success or a redirect
+#: instead of the upgrade, or "no such page", is an HTTP server, not a solrace server (which
+#: refuses only with 400, 403, 429, 431 or 503).
+_NOT_A_REFUSAL: Final = frozenset({404})
+
+
+def _handshake_failure(url: str, exc: InvalidStatus) -> ConnectionFailedError:
+    """A handshake answered with an HTTP status instead of the upgrade: a refusal (the
+    server's limits, a proxy with no node up: retried, never before its `Retry-After`), or
+    the answer of something that is not a solrace server at all."""
+    response = exc.response
+    if response.status_code < 400 or response.status_code in _NOT_A_REFUSAL:
+        return ConnectionFailedError(
+            f"{url} is not a solrace server: its answer is no WebSocket handshake "
+            f"({_refusal_text(response)})"
+        )
+    return ConnectionFailedError(
+        f"{url} refused the connection: {_refusal_text(response)}",
+        retry_after_s=_retry_after_s(response),
+    )
 
 
 def _retry_after_s(response: Response) -> float | None:
@@ -444,9 +472,18 @@ class Connection:
                 ping_interval=20,
             )
         except InvalidStatus as exc:  # refused before the upgrade, e.g. too many connections
+            raise _handshake_failure(self.url, exc) from None
+        except InvalidMessage as exc:
+            if not isinstance(exc.__cause__, ValueError):  # the link closed during the handshake
+                raise ConnectionFailedError(f"cannot reach {self.url}: {exc}") from None
+            # An answer that is no HTTP/1.1 response (an HTTP/1.0 server, another protocol).
             raise ConnectionFailedError(
-                f"{self.url} refused the connection: {_refusal_text(exc.response)}",
-                retry_after_s=_retry_after_s(exc.response),
+                f"{self.url} is not a solrace server: its answer is no WebSocket handshake "
+                f"({exc.__cause__})"
+            ) from None
+        except ConnectionRefusedError:
+            raise ConnectionFailedError(
+                f"cannot reach {self.url}: connection refused (no server is listening there)"
             ) from None
         except InvalidURI:
             raise ConnectionFailedError(
@@ -496,7 +533,10 @@ class Connection:
             try:
                 data = await asyncio.wait_for(ws.recv(), self.open_timeout_s)
             except TimeoutError:
-                raise ConnectionFailedError("no answer to hello") from None
+                raise ConnectionFailedError(
+                    f"{self.url} did not answer the hello within {self.open_timeout_s:g} s "
+                    "(is it a solrace server?)"
+                ) from None
             if isinstance(data, str):
                 continue
             try:

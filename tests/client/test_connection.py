@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Response
 
@@ -249,6 +250,103 @@ async def test_a_url_that_is_no_websocket_url_is_said_so_at_once() -> None:
         with pytest.raises(ConnectionFailedError, match="is not a WebSocket URL") as refused:
             await Connection(url).connect()
         assert refused.value.fatal
+
+
+async def answering(reply: bytes) -> asyncio.Server:
+    """A TCP server on a loopback port from the OS that answers any request with `reply`."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(reply)
+        await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(answer, "127.0.0.1", 0)
+
+
+def url_of_server(server: asyncio.Server) -> str:
+    return f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            "is not a solrace server: its answer is no WebSocket handshake (HTTP 200: hello)",
+        ),
+        (
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found",
+            "is not a solrace server: its answer is no WebSocket handshake (HTTP 404: not found)",
+        ),
+        (
+            b"HTTP/1.0 200 OK\r\n\r\n<html>index</html>",
+            "is not a solrace server: its answer is no WebSocket handshake (unsupported "
+            "protocol; expected HTTP/1.1: HTTP/1.0 200 OK)",
+        ),
+    ],
+    ids=["http-200", "http-404", "http-1.0"],
+)
+async def test_a_server_that_is_no_websocket_server_is_said_so(reply: bytes, said: str) -> None:
+    """A plain web server at the URL was `refused the connection: HTTP 200: hello`, or `cannot
+    reach URL: did not receive a valid HTTP response`."""
+    server = await answering(reply)
+    url = url_of_server(server)
+    try:
+        with pytest.raises(ConnectionFailedError) as failed:
+            await Connection(url, name="x", open_timeout_s=5).connect()
+        assert str(failed.value) == f"{url} {said}"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_solrace_refusal_is_still_a_refusal() -> None:
+    """Statuses a solrace server (or a proxy before it) refuses with keep their wording."""
+    server = await answering(
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\nContent-Length: 4\r\n\r\nbusy"
+    )
+    url = url_of_server(server)
+    try:
+        with pytest.raises(ConnectionFailedError) as failed:
+            await Connection(url, name="x", open_timeout_s=5).connect()
+        assert str(failed.value) == f"{url} refused the connection: HTTP 503: busy"
+        assert failed.value.retry_after_s == 2.0
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_websocket_server_that_does_not_answer_the_hello_is_named() -> None:
+    """A WebSocket server that is not solrace (here one that reads and never answers) left
+    `no answer to hello`, without the URL."""
+
+    async def silent(ws: ServerConnection) -> None:
+        async for _ in ws:
+            pass
+
+    async with serve(silent, "127.0.0.1", 0) as server:
+        url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        with pytest.raises(ConnectionFailedError) as failed:
+            await Connection(url, name="x", open_timeout_s=0.5).connect()
+    assert (
+        str(failed.value)
+        == f"{url} did not answer the hello within 0.5 s (is it a solrace server?)"
+    )
+
+
+async def test_a_port_nobody_listens_on_is_said_plainly() -> None:
+    """It was `cannot reach URL: [Errno 111] Connect call failed ('127.0.0.1', PORT)`."""
+    server = await answering(b"")
+    url = url_of_server(server)
+    server.close()
+    await server.wait_closed()  # the port the OS gave is free again: nothing listens there
+    with pytest.raises(ConnectionFailedError) as failed:
+        await Connection(url, name="x", open_timeout_s=5).connect()
+    assert (
+        str(failed.value)
+        == f"cannot reach {url}: connection refused (no server is listening there)"
+    )
 
 
 def test_a_close_is_said_by_what_it_means() -> None:
