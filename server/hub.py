@@ -282,13 +282,9 @@ class Hub:
             session.send(Pong(nonce=message.nonce, server_time_ms=self.clock()))
             return
         if isinstance(message, Hello):
-            try:
-                await self._hello(session, message)
-            except RaceError as exc:  # refused before anything changed (`identify`)
-                self._error(session, exc.code, exc.message, message)
-            except StoreError as exc:
-                log.warning("store unavailable for hello: %s", exc)
-                self._error(session, ErrorCode.UNAVAILABLE, "store unavailable; retry", message)
+            # A hello's refusals (`identify`) and store reads come before it changes anything:
+            # one cut short by the store may be sent again.
+            await self._answer(session, message, self._hello, "store unavailable; retry")
             return
         if not session.said_hello:
             self._error(session, ErrorCode.HELLO_REQUIRED, "say hello first", message)
@@ -297,15 +293,22 @@ class Hub:
         if handler is None:
             self._error(session, ErrorCode.INVALID_MESSAGE, "not served here", message)
             return
+        await self._answer(session, message, handler, "store unavailable")
+
+    async def _answer(
+        self, session: Session, message: ClientMessage, handler: Handler, outage_text: str
+    ) -> None:
+        """Run `handler` on `message`. A refusal (`RaceError`) is sent as the error it carries;
+        a store outage (`StoreError`) is logged and sent as an `unavailable` error saying
+        `outage_text`. Either error names the request, and the race the request names if any."""
+        race_id: RaceId | None = getattr(message, "race_id", None)
         try:
             await handler(session, message)
         except RaceError as exc:
-            race_id = getattr(message, "race_id", None)
             self._error(session, exc.code, exc.message, message, race_id)
         except StoreError as exc:
             log.warning("store unavailable for %s: %s", message.type, exc)
-            race_id = getattr(message, "race_id", None)
-            self._error(session, ErrorCode.UNAVAILABLE, "store unavailable", message, race_id)
+            self._error(session, ErrorCode.UNAVAILABLE, outage_text, message, race_id)
 
     # --- hello -----------------------------------------------------------------------------
 

@@ -96,14 +96,55 @@ async def test_a_store_outage_in_hello_neither_loses_the_name_nor_half_identifie
         # changed: the same connection's next hello is answered.
         again = RecordingSession(2)
         await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
-        (refusal,) = again.sent
-        assert isinstance(refusal, Error) and refusal.code == ErrorCode.UNAVAILABLE
+        assert again.sent == [
+            Error(
+                code=ErrorCode.UNAVAILABLE.value,
+                message="store unavailable; retry",
+                request="hello",
+                race_id=None,
+            )
+        ]
         assert (
             not again.said_hello and hub.players.get(welcome.player_id or PlayerId("")) is not again
         )
         store.failing = False
         await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
         assert isinstance(again.sent[-1], Welcome) and again.sent[-1].player_id == welcome.player_id
+
+
+class RacesAway(MemoryStore):
+    """The memory store, with race reads that fail while `failing` is set."""
+
+    failing = False
+
+    async def get_race(self, race_id: RaceId) -> RaceRecord | None:
+        if self.failing:
+            raise StoreUnavailableError("the store is away")
+        return await super().get_race(race_id)
+
+
+async def test_a_refusal_and_a_store_outage_name_the_request_and_its_race() -> None:
+    store = RacesAway()
+    async with opened(store), running_hub(store) as hub:
+        alice = RecordingSession(1)
+        await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+        await hub.handle(alice, Sync(race_id="rgone"))
+        store.failing = True
+        await hub.handle(alice, Sync(race_id="raway"))
+        assert alice.sent[1:] == [
+            Error(
+                code=ErrorCode.UNKNOWN_RACE.value,
+                message="no live race 'rgone'",
+                request="sync",
+                race_id=RaceId("rgone"),
+            ),
+            Error(
+                code=ErrorCode.UNAVAILABLE.value,
+                message="store unavailable",
+                request="sync",
+                race_id=RaceId("raway"),
+            ),
+        ]
 
 
 class ClosingSession(RecordingSession):
