@@ -8,6 +8,7 @@ what it missed, else a snapshot.
 
 from __future__ import annotations
 
+import hmac
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,6 +119,12 @@ def absent_racers(record: RaceRecord) -> set[PlayerId]:
         if r.moves == 0
         and (r.state is RacerState.GONE or (r.state is not RacerState.RESIGNED and not r.connected))
     }
+
+
+def _same_code(given: str | None, code: str) -> bool:
+    """Whether `given` is the race's invite code, compared in constant time (how long the
+    comparison takes tells nothing of how much of a guess was right)."""
+    return given is not None and hmac.compare_digest(given.encode(), code.encode())
 
 
 class Race:
@@ -329,7 +336,9 @@ class Race:
             raise RaceError(ErrorCode.ALREADY_JOINED, "you already sit in this race")
         if self.status is not RaceStatus.OPEN:
             raise RaceError(ErrorCode.WRONG_STATUS, f"the race is {self.status.value}")
-        if self.record.invite_code is not None and invite_code != self.record.invite_code:
+        if self.record.invite_code is not None and not _same_code(
+            invite_code, self.record.invite_code
+        ):
             given = "no invite code" if invite_code is None else "a wrong invite code"
             raise RaceError(ErrorCode.BAD_INVITE, f"this race needs its invite code ({given})")
         if len(self.racers) >= self.record.seats:
