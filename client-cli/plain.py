@@ -165,6 +165,10 @@ class PlainMode:
         self._input = TypedLines()
         #: `quit` typed while a command waited for an open race's start: it ends `run`.
         self._quit_asked = False
+        #: The last `reconnecting…` line said while the link is down: a failed try that gives
+        #: the same reason again is not said again (a server down for a minute is tried a
+        #: dozen times).
+        self._reconnecting_said: str | None = None
         session.listeners.append(self.on_event)
 
     def say(self, text: str) -> None:
@@ -191,8 +195,12 @@ class PlainMode:
     def on_event(self, incoming: Incoming) -> None:
         if isinstance(incoming, StatusChange):
             if incoming.status is LinkStatus.RECONNECTING:
-                self.say(f"reconnecting… ({incoming.detail})")
+                line = f"reconnecting… ({incoming.detail})"
+                if line != self._reconnecting_said:
+                    self.say(line)
+                self._reconnecting_said = line
             elif incoming.status is LinkStatus.CONNECTED:
+                self._reconnecting_said = None
                 self.say("reconnected")
             else:
                 self.say(closed_text(incoming.detail))

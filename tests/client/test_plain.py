@@ -16,7 +16,7 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.client.app import play_main
-from solrace.client.connection import Connection
+from solrace.client.connection import Connection, LinkStatus, StatusChange
 from solrace.client.plain import PlainMode
 from solrace.client.session import Session
 from solrace.client.wire_text import printable
@@ -471,6 +471,47 @@ async def test_a_server_restart_is_said_as_one(tmp_path: Path) -> None:
     finally:
         await player.kill()
         await app.stop()
+
+
+async def test_a_server_down_for_many_tries_is_said_once_per_reason(tmp_path: Path) -> None:
+    """Each failed try printed its line: a server down for a minute filled the screen with a
+    dozen `reconnecting… (cannot reach ...)` lines. A reason is said once, until it changes."""
+    data = tmp_path / "node"
+    settings = server_settings(data, store=f"sqlite:{data / 'db.sqlite3'}")
+    app = App(settings)
+    await app.start()
+    port = app.port
+    conn = Connection(f"ws://127.0.0.1:{port}", name="pat", backoff_s=(0.01, 0.02))
+    await conn.connect()
+    conn.recv_nowait()
+    session = Session(conn)
+    pump = asyncio.create_task(session.pump())
+    out = io.StringIO()
+    PlainMode(session, out)
+    tries: list[str] = []
+    session.listeners.append(
+        lambda incoming: (
+            tries.append(incoming.detail)
+            if isinstance(incoming, StatusChange) and incoming.status is LinkStatus.RECONNECTING
+            else None
+        )
+    )
+    try:
+        await app.stop()
+        await eventually(lambda: len(tries) >= 5, what="several failed tries")
+        app = App(settings.model_copy(update={"port": port}))
+        await app.start()
+        await eventually(lambda: "reconnected" in out.getvalue(), what="the link back")
+    finally:
+        pump.cancel()
+        await conn.close()
+        await app.stop()
+    url = f"ws://127.0.0.1:{port}"
+    assert out.getvalue().splitlines() == [
+        "reconnecting… (the server is restarting (1012))",
+        f"reconnecting… (cannot reach {url}: connection refused (no server is listening there))",
+        "reconnected",
+    ]
 
 
 @pytest.mark.parametrize("busy", [False, True], ids=["idle", "waiting"])
