@@ -152,7 +152,14 @@ class Hub:
             None
             if broker is None
             else NodePresence(
-                self.node_id, broker, store, settings, self.keeper, self.players, clock=self._now
+                self.node_id,
+                broker,
+                store,
+                settings,
+                self.keeper,
+                self.players,
+                holder_of=self.holder_of,
+                clock=self._now,
             )
         )
         #: Several nodes: one connection per player across them (4003 for the earlier).

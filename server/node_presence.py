@@ -19,7 +19,7 @@ from solrace.server.protocol.race import Racer
 from solrace.server.protocol.records import LIVE_STATUSES, RacerRecord
 from solrace.server.race_changes import connection_change
 from solrace.server.race_sync import RaceKeeper
-from solrace.server.session import Session, holder_name, node_of_holder
+from solrace.server.session import Session, node_of_holder
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
 from solrace.server.timers import run_every
@@ -41,7 +41,8 @@ def _gone_holder(racer: Racer | RacerRecord, alive: set[str]) -> str | None:
 class NodePresence:
     """This node's presence on the broker and its watch over the other nodes' (`watch`,
     run every fifth of the ttl once `start`ed), acting on the races of `keeper` and the
-    sessions of this node's players (`players`, kept by the hub)."""
+    sessions of this node's players (`players`, kept by the hub); `holder_of` names a
+    session's connection in its races (`Hub.holder_of`)."""
 
     def __init__(
         self,
@@ -52,6 +53,7 @@ class NodePresence:
         keeper: RaceKeeper,
         players: Mapping[PlayerId, Session],
         *,
+        holder_of: Callable[[Session], str],
         clock: Callable[[], int],
     ) -> None:
         self.node_id = node_id
@@ -61,6 +63,7 @@ class NodePresence:
         self.settings = settings
         self.keeper = keeper
         self.players = players
+        self.holder_of = holder_of
         self.clock = clock
         #: Every node seen alive and not yet found gone (`watch`), and since when this
         #: node's announces have all gone through (None: the last one failed).
@@ -173,7 +176,7 @@ class NodePresence:
                 session = self.players.get(player_id)
                 if session is None or session.closed or racer.connected or racer.is_done:
                     continue
-                change = connection_change(player_id, True, now, holder_name(self.node_id, session))
+                change = connection_change(player_id, True, now, self.holder_of(session))
                 await self.keeper.apply_or_log(runtime, change, player_id, "marked back")
 
 
