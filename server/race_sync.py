@@ -49,6 +49,7 @@ from solrace.server.protocol.records import (
     RacerState,
     RaceStatus,
 )
+from solrace.server.protocol.tournament_messages import tournament_of_race
 from solrace.server.race_changes import (
     Change,
     board_progress,
@@ -796,18 +797,22 @@ class RaceKeeper:
         if record is not None and not record.deal_held:
             self.release_deal(runtime.race_id)
 
-    async def take_releases(self) -> None:
-        """Several nodes: another node changed a tournament (maybe ending a round). The
-        finished races held here whose deal is held and which someone here watches ask the
-        store whether it was released, so that their spectators get the final boards now
-        (the node ending the round releases only its own copies)."""
-        for runtime in list(self.races.values()):
-            if (
-                runtime.spectators
-                and runtime.race.record.deal_held
-                and runtime.race.status is RaceStatus.FINISHED
-            ):
-                await self._take_release(runtime)
+    async def take_releases(self, tournament_id: str | None = None) -> None:
+        """Several nodes: another node changed the tournament `tournament_id` (maybe ending a
+        round; None: any tournament, changes may have been missed). Its finished races held
+        here whose deal is held and which someone here watches ask the store whether it was
+        released, so that their spectators get the final boards now (the node ending the
+        round releases only its own copies). The races are read together, not one after
+        another: a round of a big tournament has many."""
+        waiting = [
+            runtime
+            for runtime in self.races.values()
+            if runtime.spectators
+            and runtime.race.record.deal_held
+            and runtime.race.status is RaceStatus.FINISHED
+            and (tournament_id is None or tournament_of_race(runtime.race_id) == tournament_id)
+        ]
+        await asyncio.gather(*(self._take_release(runtime) for runtime in waiting))
 
     def release_deal(self, race_id: RaceId) -> None:
         """The race's deal was released in the store (its tournament round ended): this node's

@@ -84,9 +84,10 @@ class RaceHost(Protocol):
         its spectators get the boards held back until now."""
         ...
 
-    async def take_releases(self) -> None:
-        """Several nodes: another node may have released deals of races held here; their
-        spectators get the final boards now."""
+    async def take_releases(self, tournament_id: str | None) -> None:
+        """Several nodes: another node may have released deals of the races of tournament
+        `tournament_id` (None: of any tournament) held here; their spectators get the final
+        boards now."""
         ...
 
 
@@ -144,5 +145,5 @@ class HubRaceHost:
     def release_deal(self, race_id: RaceId) -> None:
         self.hub.keeper.release_deal(race_id)
 
-    async def take_releases(self) -> None:
-        await self.hub.keeper.take_releases()
+    async def take_releases(self, tournament_id: str | None) -> None:
+        await self.hub.keeper.take_releases(tournament_id)

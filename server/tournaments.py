@@ -462,7 +462,8 @@ class TournamentService:
 
     async def _remote_change(self, notice: ChangeNotice | None) -> None:
         """Another node changed a tournament (None: changes may have been missed)."""
-        await self.host.take_releases()  # it may have ended a round
+        # It may have ended a round (or released a round's deals after an outage).
+        await self.host.take_releases(None if notice is None else notice.tournament_id)
         if notice is None:
             wanted = self.views.watched()
         else:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from solrace.server.broker import BrokerUnavailableError, MemoryBroker
-from solrace.server.hub import wall_clock_ms
+from solrace.server.hub import Hub, wall_clock_ms
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
@@ -30,8 +30,10 @@ from solrace.server.protocol.messages import (
     Resign,
     Watch,
 )
-from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState
+from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState, RaceStatus
+from solrace.server.protocol.tournament_messages import tournament_race_id
 from solrace.server.race_relay import RaceNotice, race_channel
+from solrace.server.race_setup import new_race_record
 from solrace.server.race_sync import FOLD_RETRY_S
 from solrace.server.store import StoreUnavailableError
 from solrace.server.store.memory import MemoryStore
@@ -552,6 +554,89 @@ async def test_spectators_get_the_final_boards_when_another_node_released_the_de
         await hub.keeper.take_releases()
         assert {b.player_id for b in boards()} == {alice.player_id, bob.player_id}
         assert not runtime.race.record.deal_held
+
+
+class ReadsTogether(MemoryStore):
+    """The memory store whose reads of the races in `together` each wait until every one of
+    them is being read: reads made one after another never get past the first. `reads`
+    lists the races read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.together: set[RaceId] = set()
+        self.reading: set[RaceId] = set()
+        self.all_reading = asyncio.Event()
+        self.reads: list[RaceId] = []
+
+    async def get_race(self, race_id: RaceId) -> RaceRecord | None:
+        self.reads.append(race_id)
+        if race_id in self.together:
+            self.reading.add(race_id)
+            if self.reading == self.together:
+                self.all_reading.set()
+            await self.all_reading.wait()
+        return await super().get_race(race_id)
+
+
+async def finish_held_race(hub: Hub, race_id: RaceId, racers: list[RecordingSession]) -> None:
+    """A tournament race whose deal is held, `racers` seated (said hello), started and
+    resigned: finished."""
+    seated = [(s.player_id or PlayerId(""), f"p{s.session_id}") for s in racers]
+    record = new_race_record(
+        hub.settings,
+        race_id,
+        game="klondike",
+        game_number="1002",
+        seats=len(racers),
+        time_limit_s=600,
+        rated=False,
+        invite_code=f"code-{race_id}",
+        creator=seated[0][0],
+        now_ms=hub.clock(),
+        deal_held=True,
+    )
+    await hub.open_seated_race(record, seated)
+    await hub.tick()  # no countdown: it starts
+    for racer in racers:
+        await hub.handle(racer, Resign(race_id=race_id))
+    assert hub.races[race_id].race.status is RaceStatus.FINISHED
+
+
+async def test_a_tournament_change_reads_that_tournament_s_held_races_together() -> None:
+    """Another node changed a tournament (`take_releases(tid)`): the held races of that
+    tournament watched here are read from the store at once, not one after another (a round
+    of a big tournament has many), and no other tournament's; their spectators get the final
+    boards. A gap (None: changes may have been missed) reads every one."""
+    store = ReadsTogether()
+    async with opened(store), running_hub(store, broker=MemoryBroker()) as hub:
+        alice, bob, fan = RecordingSession(1), RecordingSession(2), RecordingSession(3)
+        for session, name in ((alice, "alice"), (bob, "bob"), (fan, None)):
+            await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
+        ours = [tournament_race_id("tabc123", n) for n in (1, 2)]
+        other = tournament_race_id("tdef456", 1)
+        for race_id in (*ours, other):
+            await finish_held_race(hub, race_id, [alice, bob])
+            await hub.handle(fan, Watch(race_id=race_id))
+            held = await store.get_race(race_id)
+            assert held is not None and held.deal_held
+            released = held.model_copy(update={"deal_held": False})
+            assert await store.save_race_if(released, held)  # as the node ending the round
+        assert not [m for m in fan.sent if isinstance(m, Board)]
+
+        def boarded() -> set[RaceId]:
+            return {m.race_id for m in fan.sent if isinstance(m, Board)}
+
+        store.reads.clear()
+        store.together = set(ours)
+        await asyncio.wait_for(hub.keeper.take_releases("tabc123"), 5.0)
+        assert sorted(store.reads) == sorted(ours)
+        assert boarded() == set(ours)
+        assert hub.races[other].race.record.deal_held
+
+        store.reads.clear()
+        await asyncio.wait_for(hub.keeper.take_releases(None), 5.0)
+        assert store.reads == [other]
+        assert boarded() == {*ours, other}
 
 
 async def test_a_finished_race_whose_deal_is_held_and_nobody_watches_goes_as_any_other() -> None:
