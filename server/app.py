@@ -86,7 +86,14 @@ def load_secret(settings: Settings) -> bytes:
                 os.link(draft, path)
         finally:
             draft.unlink(missing_ok=True)
-    secret = path.read_text().strip()
+    try:
+        secret = path.read_text().strip()
+    except UnicodeDecodeError as exc:  # raw random bytes (head -c 32 /dev/urandom > secret)
+        raise StartupError(
+            f"the token secret {path} is not text (byte {exc.start} is not UTF-8): write "
+            f"{SECRET_MIN_CHARS} characters or more into it (openssl rand -hex 32 > {path}), or "
+            "remove it to make a new one (every player's token then stops working)"
+        ) from exc
     if len(secret) < SECRET_MIN_CHARS:
         raise StartupError(
             f"the token secret {path} is empty or cut short ({len(secret)} characters, at "

@@ -574,6 +574,25 @@ def test_a_secret_file_that_is_not_a_whole_secret_is_refused_never_used(
     ]
 
 
+def test_a_secret_file_that_is_not_text_is_one_line_not_a_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Random bytes written as they come (head -c 32 /dev/urandom > secret) are no secret the
+    node can read: it says so and how to make one."""
+    (tmp_path / "secret").write_bytes(bytes(range(16)) + b"\x92\xff" + bytes(range(16)))
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path))
+    path = tmp_path / "secret"
+    assert (code, lines) == (
+        1,
+        [
+            f"solrace serve: error: the token secret {path} is not text (byte 16 is not UTF-8): "
+            f"write 16 characters or more into it (openssl rand -hex 32 > {path}), or remove it "
+            "to make a new one (every player's token then stops working)"
+        ],
+    )
+    assert path.read_bytes()[16:18] == b"\x92\xff"  # left as it was
+
+
 def test_the_secret_file_is_made_whole_and_private(tmp_path: Path) -> None:
     secret = load_secret(Settings(data_dir=tmp_path))
     path = tmp_path / "secret"
