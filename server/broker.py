@@ -126,11 +126,19 @@ class Subscription:
             self.gaps += 1
         self._ready.set()
 
-    async def close(self) -> None:
-        if self.closed:
-            return
+    def end(self) -> None:
+        """No more items: what is queued is still read, then the iteration stops (a reader
+        waiting for more stops at once); later deliveries are dropped. It stays subscribed
+        (`close` also unsubscribes): the fanout ends each subscription this way when the
+        broker closes, and drops them all itself."""
         self.closed = True
         self._ready.set()
+
+    async def close(self) -> None:
+        """End this subscription and unsubscribe it."""
+        if self.closed:
+            return
+        self.end()
         await self._fanout.unsubscribe(self)
 
     async def __aenter__(self) -> Subscription:
@@ -245,9 +253,8 @@ class LocalFanout:
 
     async def _close_subscriptions(self) -> None:
         for subscribers in list(self.subscriptions.values()):
-            for subscription in list(subscribers):
-                subscription.closed = True
-                subscription._ready.set()
+            for subscription in subscribers:
+                subscription.end()
         self.subscriptions.clear()
 
 

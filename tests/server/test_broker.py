@@ -119,6 +119,16 @@ async def test_broker_close_ends_every_subscription(nodes: tuple[Broker, Broker]
     assert [item async for item in subscription] == []
 
 
+async def test_an_ended_subscription_gives_what_is_queued_then_stops() -> None:
+    broker = MemoryBroker()
+    subscription = await broker.subscribe("race:r1")
+    await broker.publish("race:r1", b"one")
+    subscription.end()
+    await broker.publish("race:r1", b"two")  # dropped
+    assert [item async for item in subscription] == [b"one"]
+    await broker.close()
+
+
 def test_unknown_broker_urls_are_refused() -> None:
     with pytest.raises(ValueError, match="unsupported broker URL"):
         open_broker("nats://localhost")
