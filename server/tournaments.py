@@ -270,8 +270,16 @@ class TournamentService:
 
     async def _announce_races(self, live: Live, notices: list[TournamentRace]) -> None:
         """Several nodes: the races opened here reach their players connected elsewhere."""
-        if self.relay is not None and notices:
-            await self.relay.publish(live.tournament_id, live.version, notices)
+        if notices:
+            await self._announce(live.tournament_id, live.version, notices)
+
+    async def _announce(
+        self, tournament_id: str, version: int, notices: list[TournamentRace]
+    ) -> None:
+        """Several nodes: the others hear that the tournament changed (saved as `version`,
+        opening the races of `notices`); one node: nothing to do."""
+        if self.relay is not None:
+            await self.relay.publish(tournament_id, version, notices)
 
     async def _repair(self) -> None:
         """Open the pending races a saved change could not open and release the deals of
@@ -406,8 +414,7 @@ class TournamentService:
             return saved
         notices = await self._carry_out(saved)
         self.views.push(saved.live)
-        if self.relay is not None:
-            await self.relay.publish(tournament_id, saved.live.version, notices)
+        await self._announce(tournament_id, saved.live.version, notices)
         return saved.live
 
     async def _save_change(self, tournament_id: str, command: Command) -> _Saved | Live:
@@ -504,9 +511,10 @@ class TournamentService:
 
     async def _release_held(self, live: Live) -> None:
         """Release the deals of `live`'s ended rounds still held (`Live.held_deals`), then
-        note them released in the stored document, so a restart need not look at them again.
-        Each step may be done twice (a crash between them, two nodes): both are idempotent.
-        One the store refuses is tried again by the tick (`_repairs`)."""
+        note them released in the stored document, so a restart need not look at them again,
+        and (several nodes) announce it, so the other nodes' spectators of those races get
+        the final boards. Each step may be done twice (a crash between them, two nodes): all
+        are idempotent. One the store refuses is tried again by the tick (`_repairs`)."""
         rounds = live.tournament.rounds
         released: dict[int, int] = {}
         for round_number, ended_in in live.held_deals.items():
@@ -534,14 +542,19 @@ class TournamentService:
                     del fresh.held_deals[round_number]
             return []
 
+        version = live.version
         try:
             saved = await self._save_change(live.tournament_id, note)
         except (RaceError, StoreError) as exc:
             log.warning("tournament %s: releases not noted yet: %s", live.tournament_id, exc)
             self._repairs[live.tournament_id] = live
-            return
-        if isinstance(saved, _Saved):
-            self.views.push(saved.live)
+        else:
+            if isinstance(saved, _Saved):
+                self.views.push(saved.live)
+            version = saved.live.version if isinstance(saved, _Saved) else saved.version
+        # Whichever path released them (a change, a restart, the tick's repair after an
+        # outage), other nodes hear of it: their spectators of these races get the boards.
+        await self._announce(live.tournament_id, version, [])
 
     async def _release_deals(self, live: Live, round_number: int) -> None:
         """The round ended: its races' game numbers and salts may be known (replays, checks).

@@ -14,13 +14,22 @@ from typing import Any
 import pytest
 
 from solrace.server.app import App
-from solrace.server.protocol.messages import Board, RaceFinished, RaceStarted, Resign, Watch
+from solrace.server.protocol.messages import (
+    Board,
+    RaceFinished,
+    RaceSnapshot,
+    RaceStarted,
+    Resign,
+    Watch,
+)
+from solrace.server.protocol.records import RaceRecord
 from solrace.server.protocol.tournament_messages import (
     JoinTournament,
     TournamentRace,
     TournamentView,
     WatchTournament,
 )
+from solrace.server.store import StoreUnavailableError
 from tests.integration.conftest import make_settings
 from tests.integration.helpers import play
 from tests.integration.solver import scoring_line
@@ -129,3 +138,62 @@ async def test_a_node_holds_a_tournament_made_elsewhere_that_nobody_watches_here
     await ann.send(JoinTournament(tournament_id=tid))
     await ann.expect(TournamentView)
     await eventually(lambda: tid in node_b.tournaments.live, what="node B holding it")
+
+
+async def test_deals_released_by_the_tick_after_an_outage_reach_the_other_nodes_spectators(
+    nodes: list[App], clients: Opener
+) -> None:
+    """The store refuses node A's release of the final's deal as the tournament finishes; A's
+    tick releases it once the store is back, and announces it as any change is announced: the
+    spectator watching on node B gets the final boards then, with no later change of the
+    tournament to bring them (a release by the tick said nothing, and B's spectator waited
+    for good)."""
+    node_a, node_b = nodes
+    node_a.tournaments.rng = random.Random(4)  # a known deal (the start is asked of node A)
+    admin, ann, bob = [await clients(node_a, name) for name in ("director", "ann", "bob")]
+    watcher = await clients(node_b)
+    view = await create(admin, "single_elimination", time_limit_s=300)
+    tid = view.tournament_id
+    await watcher.send(WatchTournament(tournament_id=tid))
+    await watcher.expect(TournamentView)
+    for player in (ann, bob):
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+
+    store = node_a.store
+    real_save = store.save_race_if
+    away = True
+    refused = 0
+
+    async def releases_refused(race: RaceRecord, expected: RaceRecord | None) -> bool:
+        nonlocal refused
+        if away and expected is not None and expected.deal_held and not race.deal_held:
+            refused += 1
+            raise StoreUnavailableError("the store is away (injected)")
+        return await real_save(race, expected)
+
+    store.save_race_if = releases_refused  # type: ignore[method-assign]
+    try:
+        await admin.send(admin_act(tid, "start"))
+        race_id = (await ann.expect(TournamentRace)).race_id
+        for player in (ann, bob):
+            await player.expect(RaceStarted, lambda m: m.race_id == race_id)
+        await watcher.send(Watch(race_id=race_id))
+        await watcher.expect(RaceSnapshot, lambda m: m.race_id == race_id)
+        deal_number = node_a.hub.races[race_id].race.record.game_number
+        await bob.send(Resign(race_id=race_id))
+        await play(ann, race_id, scoring_line("klondike", deal_number))
+        await ann.send(Resign(race_id=race_id))
+        await watcher.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+        await eventually(lambda: refused > 0, what="node A's release refused")
+        assert not [m for m in watcher.inbox if isinstance(m, Board)]  # still held
+
+        away = False  # the store is back: node A's tick releases the deal
+        for racer in (ann, bob):
+            await watcher.expect(
+                Board, lambda m, p=racer.player_id: m.race_id == race_id and m.player_id == p
+            )
+        record = await store.get_tournament(tid)
+        assert record is not None and record.phase == "finished"
+    finally:
+        store.save_race_if = real_save  # type: ignore[method-assign]
