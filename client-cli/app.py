@@ -25,7 +25,7 @@ from solrace.tasks import cancel_and_wait
 
 from .bots import MIN_SEATS, Bot, option_list, parse_noting_defaults
 from .connection import Connection, ConnectionFailedError
-from .defaults import DEFAULT_SERVER_URL
+from .defaults import DEFAULT_SERVER_URL, server_url
 from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import NAME_RULE, connect_player, data_dir, embedded_key, name_problem
 from .plain import PlainMode
@@ -67,6 +67,7 @@ def build_play_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--server",
+        type=server_url,
         help=f"server URL, e.g. {DEFAULT_SERVER_URL} (default: none: an embedded server "
         "runs in this process, the --bot opponent in the second seat)",
     )
@@ -355,7 +356,10 @@ def build_watch_parser() -> argparse.ArgumentParser:
         "race", nargs="?", type=RaceId, help="race id (default: pick from the live races)"
     )
     parser.add_argument(
-        "--server", default=DEFAULT_SERVER_URL, help=f"server URL (default {DEFAULT_SERVER_URL})"
+        "--server",
+        type=server_url,
+        default=DEFAULT_SERVER_URL,
+        help=f"server URL (default {DEFAULT_SERVER_URL})",
     )
     parser.add_argument("--follow", action="store_true", help="TV mode: go on to the next race")
     parser.add_argument("--ascii", action="store_true", help="ASCII cards")
@@ -445,7 +449,10 @@ def build_replay_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("source", help="race id, or path of a replay .json file")
     parser.add_argument(
-        "--server", default=DEFAULT_SERVER_URL, help=f"server URL (default {DEFAULT_SERVER_URL})"
+        "--server",
+        type=server_url,
+        default=DEFAULT_SERVER_URL,
+        help=f"server URL (default {DEFAULT_SERVER_URL})",
     )
     parser.add_argument(
         "--plain",

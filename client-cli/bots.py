@@ -46,7 +46,7 @@ from solrace.server.protocol.vocab import RacerStateName
 
 from .bot_identities import HeldName, free_names, hold
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
-from .defaults import DEFAULT_SERVER_URL
+from .defaults import DEFAULT_SERVER_URL, server_url
 from .held_deals import deal_line
 from .identity import NAME_LIMIT, NAME_RULE, name_problem
 from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
@@ -529,7 +529,10 @@ def build_parser() -> argparse.ArgumentParser:
         "SIGTERM, SIGHUP), the bots leave their race if it has not started.",
     )
     parser.add_argument(
-        "--server", default=DEFAULT_SERVER_URL, help=f"server URL (default {DEFAULT_SERVER_URL})"
+        "--server",
+        type=server_url,
+        default=DEFAULT_SERVER_URL,
+        help=f"server URL (default {DEFAULT_SERVER_URL})",
     )
     parser.add_argument(
         "--strategy",

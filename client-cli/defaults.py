@@ -6,3 +6,14 @@ from typing import Final
 
 #: The server a command talks to without `--server`: `solrace serve`'s own default address.
 DEFAULT_SERVER_URL: Final = "ws://127.0.0.1:8765"
+
+
+def server_url(text: str) -> str:
+    """`--server` as every command keeps it (the identities' key, the lines that name it): a
+    URL whose path is only `/` is the same server as without it (the handshake asks for `/`
+    either way), so `ws://127.0.0.1:8765/` is `ws://127.0.0.1:8765`, and the saved token is
+    found whichever was typed."""
+    scheme, slashes, rest = text.partition("://")
+    if slashes and rest.endswith("/") and rest.count("/") == 1:
+        return f"{scheme}{slashes}{rest[:-1]}"
+    return text

@@ -28,7 +28,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.server.protocol.tournament_model import format_rules
 
-from .defaults import DEFAULT_SERVER_URL
+from .defaults import DEFAULT_SERVER_URL, server_url
 from .identity import NAME_RULE
 from .strategy import STRATEGIES
 
@@ -59,6 +59,7 @@ def _common_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
 
     parser.add_argument(
         "--server",
+        type=server_url,
         default=default(DEFAULT_SERVER_URL),
         help=f"server URL (default {DEFAULT_SERVER_URL})",
     )

@@ -201,6 +201,32 @@ async def test_a_taken_name_without_a_token_is_a_clear_error(server_url: str) ->
     assert "choose another --name" in str(taken.value)
 
 
+@pytest.mark.parametrize("command", ["play", "bot", "tournament"])
+async def test_a_server_url_ending_in_a_slash_is_the_same_server(
+    server_url: str, tmp_path: Path, command: str
+) -> None:
+    """`--server ws://HOST:PORT/` kept its tokens apart from `ws://HOST:PORT`, though it is the
+    same server: the player's own name was `name_taken: 'pat' belongs to someone else`."""
+    for url in (server_url, server_url + "/"):
+        if command == "play":
+            child = await Child.start(tmp_path, "play", "--plain", "--server", url, "--name", "pat")
+            await child.send("quit")
+        elif command == "bot":  # no race to join: it says so once it has connected
+            child = await Child.start(tmp_path, "bot", "--server", url, "--name", "pat")
+        else:  # no such tournament: refused once connected as the player
+            child = await Child.start(
+                tmp_path, "tournament", "--server", url, "--name", "pat", "join", "tnope"
+            )
+        try:
+            await child.finish()
+        finally:
+            await child.kill()
+        assert "name_taken" not in child.output and "taken on" not in child.output, child.output
+    kept = "bots.json" if command == "bot" else "identity.json"
+    entries = json.loads((tmp_path / "child-config" / kept).read_text())
+    assert sorted(entries) == [server_url]
+
+
 async def test_the_admin_identity_is_separate_and_not_the_default(server_url: str) -> None:
     alice = await player_of(server_url, "alice")
     conn = await connect_player(server_url, server_url, None, role="admin")
