@@ -29,6 +29,7 @@ from solrace.server.admission import fit_to_descriptors
 from solrace.server.broker import Broker, BrokerError, BrokerUnavailableError, open_broker
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
+from solrace.server.os_errors import describe_os_error
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.ratings import RatingService
 from solrace.server.settings import LOG_LEVELS, SECRET_MIN_CHARS, Settings
@@ -116,12 +117,6 @@ def redact(url: str) -> str:
     return url
 
 
-def _os_reason(exc: OSError) -> str:
-    """An OSError in words, without its errno number: "Not a directory: 'data/x'"."""
-    reason = exc.strerror or str(exc)
-    return f"{reason}: {exc.filename!r}" if exc.filename else reason
-
-
 class App:
     """One server node: start, serve, stop cleanly.
 
@@ -147,7 +142,7 @@ class App:
             if data_dir.exists() and not data_dir.is_dir():
                 reason = "it is a file, not a folder"
             else:
-                reason = _os_reason(exc)
+                reason = describe_os_error(exc)
             raise StartupError(f"cannot use the data dir {data_dir}: {reason}") from exc
         self.hub = Hub(self.store, settings, self.metrics, secret, broker=self.broker)
         self.ratings = RatingService(self.store)
@@ -281,7 +276,7 @@ class App:
             elif exc.errno == errno.EACCES:
                 message = f"not allowed to listen on port {port} (ports below 1024 need privileges)"
             else:
-                message = f"cannot listen on {host} port {port}: {_os_reason(exc)}"
+                message = f"cannot listen on {host} port {port}: {describe_os_error(exc)}"
             raise StartupError(message) from exc
 
     async def stop(self) -> None:

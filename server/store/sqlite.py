@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from solrace.server.os_errors import describe_os_error
 from solrace.server.periodic import run_every
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
@@ -351,10 +352,7 @@ class SqliteStore(SqliteCompetition):
             if isinstance(exc, sqlite3.Error):
                 raise store_error(exc, context) from exc
             if isinstance(exc, OSError):
-                reason = str(exc)
-                if exc.strerror:  # without "[Errno 20]"
-                    reason = exc.strerror + (f": {exc.filename!r}" if exc.filename else "")
-                raise StoreError(f"{context}: {reason}") from exc
+                raise StoreError(f"{context}: {describe_os_error(exc)}") from exc
             raise
 
     def _configure(self, db: sqlite3.Connection) -> None:
