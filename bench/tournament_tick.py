@@ -1,6 +1,7 @@
 """The tournament service's tick when nothing is due: what it costs each running tournament.
 
 Run: python bench/tournament_tick.py [--players 256 64] [--ticks 50] [--away 8] [--profile]
+     [--finished 0 1000 10000]
 
 For each player count, a Swiss (rounds as the server sets them: ceil(log2 N)) on the SQLite
 store in a temporary folder, built in-process through the service as a node builds it: the
@@ -17,6 +18,13 @@ Then `TournamentService.tick()` is timed `--ticks` times (the node's timer calls
 second): wall time per tick, and the event loop thread's CPU time per tick (the stall every
 move on the node waits out; the SQLite store reads in a worker thread). The tick's own first
 call (which marks the players present) is left out. Figures are best and median.
+
+With `--finished N ...`, the `present` case is also timed on several nodes' terms: the store
+is a `redis-server` the bench starts (in the temporary folder; AOF as `topologies.py` runs
+it), the hub has a broker (so the tick reads the stored versions first: another node may
+have saved a version not announced here), and the store holds N finished tournaments besides
+the running Swiss (small documents: the tick never loads a finished one, the question is
+whether their versions are read).
 """
 
 from __future__ import annotations
@@ -31,11 +39,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from load import stop_process
 from pydantic import BaseModel
+from topologies import start_redis
 
+from solrace.server.broker import MemoryBroker
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
 from solrace.server.protocol.pairing import RaceResult, swiss_round_count
 from solrace.server.protocol.tournament_events import TournamentEvent
@@ -89,15 +101,27 @@ def play_round(rng: random.Random, now: float) -> Command:
 
 
 async def build(
-    tmp: Path, players: int, away: int, seed: int
+    tmp: Path, players: int, away: int, seed: int, redis: str | None = None, finished: int = 0
 ) -> tuple[TournamentService, Hub, str, int]:
     """A running Swiss of `players` in its last round (`away` of them gone before it
-    started): the service, its hub, the tournament id and its document's size."""
-    url = f"sqlite:{tmp / f'bench-{players}-{away}.sqlite3'}"
+    started): the service, its hub, the tournament id and its document's size. With `redis`
+    (a URL), on that Redis with a broker (several nodes), `finished` finished tournaments
+    stored first."""
+    url = redis or f"sqlite:{tmp / f'bench-{players}-{away}.sqlite3'}"
     settings = Settings(store=url, countdown_s=0, admin_token=TOKEN)
     store = open_store(url)
     await store.open()
-    hub = Hub(store, settings, Metrics(), b"x" * 32)
+    for n in range(finished):
+        done = TournamentRecord(
+            tournament_id=f"tdone{n}",
+            version=9,
+            phase=Phase.FINISHED.value,
+            created_at_ms=0,
+            document="{}",
+        )
+        await store.save_tournament(done, None)
+    broker = MemoryBroker() if redis else None
+    hub = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
     # Not started (no timer: the bench ticks it), so no restart's grace holds the tick back.
     service = TournamentService(HubRaceHost(hub), RatingService(store), random.Random(seed))
     hub.plug_in(handlers=service.handlers, race_finished=service.race_finished)
@@ -134,37 +158,61 @@ async def build(
     return service, hub, tid, len(live.document())
 
 
-async def run(players: int, away: int, ticks: int, profile: bool, seed: int) -> None:
+async def run(
+    players: int, away: int, ticks: int, profile: bool, seed: int, finished: int | None = None
+) -> None:
+    """Time the ticks of one case: on SQLite, or (`finished` not None) on a Redis the bench
+    starts, with a broker and that many finished tournaments stored."""
     with tempfile.TemporaryDirectory() as folder:
-        service, hub, tid, size = await build(Path(folder), players, away, seed)
-        await service.tick()  # marks the last round's connected players present
-        live = service.live[tid]
-        walls, cpus = [], []
+        if finished is None:
+            await time_ticks(Path(folder), players, away, ticks, profile, seed)
+            return
+        redis, url = start_redis(Path(folder) / "redis")
+        try:
+            await time_ticks(Path(folder), players, away, ticks, profile, seed, url, finished)
+        finally:
+            stop_process(redis)
+
+
+async def time_ticks(
+    folder: Path,
+    players: int,
+    away: int,
+    ticks: int,
+    profile: bool,
+    seed: int,
+    redis: str | None = None,
+    finished: int = 0,
+) -> None:
+    service, hub, tid, size = await build(folder, players, away, seed, redis, finished)
+    await service.tick()  # marks the last round's connected players present
+    live = service.live[tid]
+    walls, cpus = [], []
+    for _ in range(ticks):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        await service.tick()
+        cpus.append((time.thread_time() - cpu) * 1000)
+        walls.append((time.perf_counter() - wall) * 1000)
+    assert service.live[tid].version == live.version, "a tick changed the tournament"
+    absent = sum(1 for m in live.tournament.live_matches() for p in m.racing if p not in m.present)
+    case = f"away {away}" if away else "present"
+    if redis:
+        case += f", Redis, {finished} finished"
+    print(
+        f"swiss {players:>3} players, round {len(live.tournament.rounds)}, {case:<8}"
+        f" ({absent} absent), document {size / 1024:,.0f} KiB:"
+        f" tick wall {min(walls):.2f} ms best, {statistics.median(walls):.2f} median;"
+        f" loop CPU {min(cpus):.2f} ms best, {statistics.median(cpus):.2f} median"
+    )
+    if profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
         for _ in range(ticks):
-            wall, cpu = time.perf_counter(), time.thread_time()
             await service.tick()
-            cpus.append((time.thread_time() - cpu) * 1000)
-            walls.append((time.perf_counter() - wall) * 1000)
-        assert service.live[tid].version == live.version, "a tick changed the tournament"
-        absent = sum(
-            1 for m in live.tournament.live_matches() for p in m.racing if p not in m.present
-        )
-        case = f"away {away}" if away else "present"
-        print(
-            f"swiss {players:>3} players, round {len(live.tournament.rounds)}, {case:<8}"
-            f" ({absent} absent), document {size / 1024:,.0f} KiB:"
-            f" tick wall {min(walls):.2f} ms best, {statistics.median(walls):.2f} median;"
-            f" loop CPU {min(cpus):.2f} ms best, {statistics.median(cpus):.2f} median"
-        )
-        if profile:
-            profiler = cProfile.Profile()
-            profiler.enable()
-            for _ in range(ticks):
-                await service.tick()
-            profiler.disable()
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
-        await hub.stop()
-        await service.store.close()
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+    await hub.stop()
+    await service.store.close()
 
 
 def main() -> None:
@@ -176,10 +224,20 @@ def main() -> None:
     parser.add_argument("--away", type=int, default=8, help="players gone (the away case)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the results fed in")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile of the ticks")
+    parser.add_argument(
+        "--finished",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also time the present case on Redis with a broker, with each number of finished"
+        " tournaments stored",
+    )
     args = parser.parse_args()
     for players in args.players:
         for away in (0, args.away):
             asyncio.run(run(players, away, args.ticks, args.profile, args.seed))
+        for finished in args.finished:
+            asyncio.run(run(players, 0, args.ticks, args.profile, args.seed, finished))
 
 
 if __name__ == "__main__":

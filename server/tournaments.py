@@ -310,8 +310,9 @@ class TournamentService:
         ~0.5 MB: loading it for nothing took 0.1-0.2 s of the event loop every tick
         (`bench/tournament_tick.py`). On one node, every change is saved here, so what it
         holds is what is stored; on several, another node's notice may be lost, so the
-        stored versions are read first (one small read a tick) and a tournament saved since
-        is loaded before it is looked at."""
+        stored versions of the tournaments held here are read first (one small read a tick,
+        finished tournaments left out) and a tournament saved since is loaded before it is
+        looked at."""
         await self._repair()
         now = self._now()
         try:
@@ -364,11 +365,13 @@ class TournamentService:
                 log.warning("tournament %s: tick refused: %s", tournament_id, exc)
 
     async def _versions_elsewhere(self) -> dict[str, int]:
-        """Several nodes: each tournament's stored version (another node may have saved one
-        this node has not heard of). One node: none, since every change is saved here."""
+        """Several nodes: the stored version of each tournament held here (another node may
+        have saved one this node has not heard of). Only those: the tick acts on no other, and
+        the finished ones, which never change again, are most of what a store holds after a
+        while. One node: none, since every change is saved here."""
         if self.host.broker is None or not self.live:
             return {}
-        return dict(await self.store.tournament_versions())
+        return await self.store.get_tournament_versions(list(self.live))
 
     async def _is_present(self, player: PlayerId, race_id: RaceId | None) -> bool:
         """Connected here, or connected in their match's live race (on several nodes the

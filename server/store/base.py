@@ -6,7 +6,7 @@ or stale write fails cleanly with `PlyConflictError` and stores nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from solrace.server.protocol.competition_records import (
@@ -148,4 +148,9 @@ class Store(Protocol):
 
     async def tournament_versions(self) -> list[tuple[str, int]]:
         """Every tournament's id and stored version, in creation order (no documents)."""
+        ...
+
+    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
+        """The stored version of each of `tournament_ids` that is stored (no documents): one
+        read whose cost grows with the ids asked for, not with every tournament ever held."""
         ...

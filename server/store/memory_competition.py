@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from solrace.server.protocol.competition_records import (
     RECENT_RESULTS_KEPT,
     RatingOutcome,
@@ -87,3 +89,8 @@ class MemoryCompetition:
     async def tournament_versions(self) -> list[tuple[str, int]]:
         self._competition()
         return [(t.tournament_id, t.version) for t in self._tournaments.values()]
+
+    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
+        self._competition()
+        found = (self._tournaments.get(t) for t in tournament_ids)
+        return {t.tournament_id: t.version for t in found if t is not None}

@@ -14,7 +14,7 @@ tournament version) hold when the writes land, or the transaction is tried again
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar
 
 from solrace.server.protocol.competition_records import (
@@ -170,3 +170,18 @@ class RedisCompetition:
             return [(t, int(v)) for t, v in zip(ids, versions, strict=True) if v is not None]
 
         return await self._call(read)
+
+    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
+        ids = list(tournament_ids)
+        if not ids:
+            return {}
+
+        async def read() -> list[str | None]:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for tournament_id in ids:
+                    pipe.hget(self._key("tournament", tournament_id), "version")
+                versions: list[str | None] = await pipe.execute()
+            return versions
+
+        versions = await self._call(read)
+        return {t: int(v) for t, v in zip(ids, versions, strict=True) if v is not None}

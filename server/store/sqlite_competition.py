@@ -8,7 +8,7 @@ cannot interleave with another writer, in this process or another one on the sam
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TypeVar
 
 from solrace.server.protocol.competition_records import (
@@ -23,6 +23,9 @@ from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.store.sqlite_tx import transaction
 
 T = TypeVar("T")
+
+#: Ids bound in one `IN (...)` (SQLite before 3.32 takes at most 999 variables a statement).
+IDS_PER_QUERY = 500
 
 COMPETITION_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ratings (
@@ -172,3 +175,20 @@ class SqliteCompetition:
             return [(str(tournament_id), int(version)) for tournament_id, version in rows]
 
         return await self._run(select)
+
+    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
+        ids = list(tournament_ids)
+
+        def select(db: sqlite3.Connection) -> dict[str, int]:
+            versions: dict[str, int] = {}
+            for start in range(0, len(ids), IDS_PER_QUERY):
+                chunk = ids[start : start + IDS_PER_QUERY]
+                rows = db.execute(
+                    "SELECT tournament_id, version FROM tournaments WHERE tournament_id IN "
+                    f"({', '.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+                versions.update((str(tid), int(version)) for tid, version in rows)
+            return versions
+
+        return await self._run(select) if ids else {}

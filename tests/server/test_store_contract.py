@@ -610,6 +610,20 @@ async def test_tournaments_list_in_creation_order(store: Store) -> None:
     assert await store.tournament_versions() == [("tb", 2), ("ta", 1), ("tc", 1)]
 
 
+async def test_the_versions_of_named_tournaments_are_read_without_the_others(
+    store: Store,
+) -> None:
+    """What a tick reads: the versions of the tournaments it holds, whatever else is stored
+    (an id not stored is left out; no id, no read)."""
+    for tid in ("ta", "tb", "tc"):
+        await store.save_tournament(tournament(tid), None)
+    await store.save_tournament(tournament("tb", 2, phase="finished"), 1)
+    assert await store.get_tournament_versions(["tb", "tz", "ta"]) == {"tb": 2, "ta": 1}
+    assert await store.get_tournament_versions([]) == {}
+    many = [f"t{n}" for n in range(1200)]  # more ids than one SQLite statement may bind
+    assert await store.get_tournament_versions([*many, "tc"]) == {"tc": 1}
+
+
 async def test_two_nodes_advancing_one_tournament_get_one_true(
     open_another: StoreFactory,
 ) -> None:

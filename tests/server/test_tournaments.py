@@ -5,8 +5,10 @@ the test ticks the service itself. End-to-end tournaments are in tests/integrati
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from typing import Any
+
+import pytest
 
 from solrace.server.broker import Broker, MemoryBroker
 from solrace.server.hub import Hub
@@ -20,7 +22,8 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.server.protocol.tournament_state import Phase
 from solrace.server.ratings import RatingService
-from solrace.server.store import MemoryStore
+from solrace.server.store import MemoryStore, Store
+from solrace.server.store.redis import RedisStore
 from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournament_live import Live
 from solrace.server.tournaments import TournamentService
@@ -31,13 +34,15 @@ T0_MS = 1_000_000_000
 
 
 class CountedReads(MemoryStore):
-    """The memory store, counting its reads of tournaments: whole documents, and the list of
-    every tournament's version."""
+    """The memory store, counting its reads of tournaments: whole documents, the list of
+    every tournament's version, and the reads of named tournaments' versions (the ids asked
+    for, sorted)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.documents = 0
         self.version_lists = 0
+        self.versions_asked: list[list[str]] = []
 
     async def get_tournament(self, tournament_id: str) -> TournamentRecord | None:
         self.documents += 1
@@ -46,6 +51,27 @@ class CountedReads(MemoryStore):
     async def tournament_versions(self) -> list[tuple[str, int]]:
         self.version_lists += 1
         return await super().tournament_versions()
+
+    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
+        self.versions_asked.append(sorted(tournament_ids))
+        return await super().get_tournament_versions(tournament_ids)
+
+
+class RedisVersionReads(RedisStore):
+    """The Redis store, noting each read of tournaments' versions: the ids asked for, sorted
+    (None: every tournament's)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.asked: list[list[str] | None] = []
+
+    async def tournament_versions(self) -> list[tuple[str, int]]:
+        self.asked.append(None)
+        return await super().tournament_versions()
+
+    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
+        self.asked.append(sorted(tournament_ids))
+        return await super().get_tournament_versions(tournament_ids)
 
 
 class Clock:
@@ -63,7 +89,7 @@ class Clock:
 
 @contextlib.asynccontextmanager
 async def node(
-    store: MemoryStore, clock: Clock, broker: Broker | None = None
+    store: Store, clock: Clock, broker: Broker | None = None
 ) -> AsyncIterator[tuple[Hub, TournamentService]]:
     """A hub on `store` (not started: nothing ticks but the test) and its tournament service,
     plugged in as the composition root plugs it."""
@@ -118,7 +144,7 @@ async def started_final(
     return tid, sessions
 
 
-async def stored(store: MemoryStore, tid: str) -> Live:
+async def stored(store: Store, tid: str) -> Live:
     record = await store.get_tournament(tid)
     assert record is not None
     return Live.from_record(record, lambda round_number, race_number: "1002")
@@ -185,5 +211,43 @@ async def test_on_several_nodes_a_tick_loads_a_version_saved_elsewhere_it_did_no
         assert again.tournament.live_matches()[0].present == match.present
 
         store.documents = store.version_lists = 0
+        store.versions_asked.clear()
         await service.tick()
-        assert store.documents == 0 and store.version_lists == 1
+        assert store.documents == 0 and store.version_lists == 0
+        assert store.versions_asked == [[tid]]  # the tournament held here, and no other
+
+
+@pytest.mark.redis
+async def test_on_several_nodes_a_tick_reads_no_version_of_a_finished_tournament(
+    redis_url: str,
+) -> None:
+    """A Redis that has held many tournaments (here 300 finished ones): each tick reads the
+    stored versions of the tournaments held here, the unfinished ones, not of every one ever
+    stored; once the one held finishes, a tick reads none."""
+    clock = Clock()
+    async with (
+        opened(RedisVersionReads(redis_url)) as store,
+        node(store, clock, broker=MemoryBroker()) as (hub, service),
+    ):
+        for n in range(300):
+            done = TournamentRecord(
+                tournament_id=f"tdone{n}",
+                version=7,
+                phase=Phase.FINISHED.value,
+                created_at_ms=T0_MS,
+                document="{}",
+            )
+            assert await store.save_tournament(done, None)
+        tid, sessions = await started_final(hub)
+        store.asked.clear()
+        await service.tick()
+        assert store.asked == [[tid]]
+
+        held = service.live[tid]
+        bob = next(p for p, name in held.names.items() if name == "bob")
+        drop = TournamentAdmin(tournament_id=tid, admin_token=TOKEN, act="drop", player_id=bob)
+        await hub.handle(sessions["director"], drop)
+        assert (await stored(store, tid)).tournament.phase is Phase.FINISHED
+        store.asked.clear()
+        await service.tick()
+        assert store.asked == [] and service.live == {}
