@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Final
 
@@ -16,7 +17,7 @@ from textual.widgets import DataTable, Static
 
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.messages import RaceList, ReplayModel
+from solrace.server.protocol.messages import RaceList, ReplayModel, ResultEntry
 from solrace.server.protocol.replay import shorten
 
 from .connection import Incoming
@@ -57,6 +58,17 @@ def fit_line(line: str, extras: list[tuple[str, int]], width: int) -> str:
             line += SEP + text[: room - 1] + "…"
         break
     return line
+
+
+def winners_text(results: Sequence[ResultEntry]) -> str:
+    """Who won, for the head line: `winner ann`, or a tie for first place (equal ranks are
+    ties) `tie for first: ann, bob` (`tie for first: 5 racers` past two)."""
+    first = [entry.name for entry in results if entry.rank == results[0].rank]
+    if len(first) == 1:
+        return f"winner {first[0]}"
+    if len(first) == 2:
+        return f"tie for first: {first[0]}, {first[1]}"
+    return f"tie for first: {len(first)} racers"
 
 
 #: The least a board is drawn in: narrower or shorter, `BoardWidget` draws it at this size
@@ -272,8 +284,7 @@ class WatchScreen(Screen[None]):
         if race.commitment_ok is not None:
             parts.append("deal ✓ verified" if race.commitment_ok else "deal ✗ MISMATCH")
         if race.results:
-            winner = race.results[0]
-            parts.append(f"winner {winner.name}")
+            parts.append(winners_text(race.results))
         if app.follow:
             parts.append("TV")
         extras: list[tuple[str, int]] = [(race.game or "?", 0)]

@@ -16,9 +16,17 @@ from solrace.client.bots import Bot
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import WatchApp
-from solrace.client.watching import WatchLayout, WatchPicker, WatchScreen, fit_line, watch_layout
+from solrace.client.watching import (
+    WatchLayout,
+    WatchPicker,
+    WatchScreen,
+    fit_line,
+    watch_layout,
+    winners_text,
+)
 from solrace.client.widgets import BoardWidget, selected_key
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.messages import ResultEntry
 from tests.waiting import eventually
 
 from .conftest import open_session, widget
@@ -137,6 +145,55 @@ async def test_the_watch_head_keeps_status_verdict_winner_and_tv_within_80_colum
     finally:
         for bot in bots:
             await bot.close()
+
+
+async def test_the_watch_head_says_a_tie_for_first_place(
+    server_url: str, spectator: Session
+) -> None:
+    """Two racers who resigned with no card out share first place: the head said `winner`
+    and the first name of the list."""
+    ann, ann_pump = await open_session(server_url, "ann")
+    bob, bob_pump = await open_session(server_url, "bob")
+    try:
+        race_id = await ann.create_race("klondike", 2, 300)
+        await bob.join_race(race_id)
+        await spectator.watch(race_id)
+        app = WatchApp(spectator, race_id=race_id, watching=True)
+        async with app.run_test(size=(100, 30)):
+            await eventually(lambda: isinstance(app.screen, WatchScreen), what="watch screen")
+            head = await widget(app.screen, "#watch-head", Static)
+            await eventually(lambda: "running" in str(head.render()), what="the start")
+            await ann.resign(race_id)
+            await bob.resign(race_id)
+            await eventually(lambda: "finished" in str(head.render()), what="the result")
+            race = spectator.state.races[race_id]
+            assert race.results is not None
+            assert [entry.rank for entry in race.results] == [1, 1]
+            text = str(head.render())
+            first, second = (entry.name for entry in race.results)
+            assert f"  tie for first: {first}, {second}" in text, text
+            assert "winner" not in text, text
+    finally:
+        for session, pump in ((ann, ann_pump), (bob, bob_pump)):
+            pump.cancel()
+            await session.conn.close()
+
+
+def test_a_tie_of_more_than_two_is_counted() -> None:
+    results = [
+        ResultEntry(
+            rank=1,
+            player_id=PlayerId(f"p{n}"),
+            name=n,
+            state="resigned",
+            on_foundations=0,
+            total=52,
+            elapsed_ms=0,
+        )
+        for n in ("a", "b", "c")
+    ]
+    assert winners_text(results) == "tie for first: 3 racers"
+    assert winners_text(results[:1]) == "winner a"
 
 
 def test_fit_line_cuts_only_what_may_be_cut_and_says_so() -> None:
