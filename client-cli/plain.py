@@ -61,13 +61,13 @@ commands:
   join RACE [INVITE]  sit in a race (a race you already sit in: back into it)
   start               start the race you created
   resign              give up the current race (before the start: at the start)
-                      while a command waits for an open race's start, start runs at
-                      once, and at a terminal leave, board, list, help and quit too
   wait                wait until the current race ends, then print the result
   leave               leave a race that has not started
   help                this text
-  quit                leave the program (also end of input, Ctrl-C): open races you created
-                      are left; a live race is forfeited unless you come back"""
+  quit                leave the program (also q, exit, end of input, Ctrl-C): open races you
+                      created are left; a live race is forfeited unless you come back
+Commands run in the order typed; while one waits for an open race's start, start runs at
+once, and at a terminal leave, board, list, help and quit too."""
 
 CREATE_USAGE: Final = "create GAME [SEATS [SECONDS]]"
 QUIT_WORDS: Final = frozenset({"quit", "exit", "q"})

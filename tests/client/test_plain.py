@@ -174,6 +174,24 @@ async def test_quit_asked_twice_at_once_leaves_once(server_url: str) -> None:
     assert out.getvalue().splitlines()[1:] == ["race cancelled", f"left race {race_id}"]
 
 
+async def test_help_gives_each_command_its_own_lines(server_url: str) -> None:
+    """The note on lines typed while a start is awaited stood indented under `resign`, as if
+    it were part of what resign does."""
+    player = await Opponent.open(server_url, "hal")
+    out = io.StringIO()
+    mode = PlainMode(player.session, out)
+    try:
+        await mode.command("help")
+    finally:
+        await player.close()
+    lines = out.getvalue().splitlines()
+    resign = next(i for i, line in enumerate(lines) if line.startswith("  resign "))
+    assert lines[resign + 1].startswith("  wait "), lines
+    note = next(i for i, line in enumerate(lines) if "open race's start" in line)
+    assert note > next(i for i, line in enumerate(lines) if line.startswith("  quit "))
+    assert not lines[note].startswith(" "), lines
+
+
 async def test_quit_says_what_becomes_of_every_race_held(server_url: str, tmp_path: Path) -> None:
     player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "ivo")
     rival = await Opponent.open(server_url, "rival")
