@@ -50,7 +50,18 @@ ADMIN_ACTS = ("open-check-in", "start", "pause", "resume", "forfeit", "correct",
 FORMATS = ("single_elimination", "double_elimination", "swiss", "round_robin", "heats")
 
 
-def _common_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+#: What `--name` is to every command but `bots`.
+NAME_HELP: Final = f"your player name (kept with its token): {NAME_RULE}"
+#: What `--name` is to `bots`: not the player's name, the stem of its bots' names.
+BOTS_NAME_HELP: Final = (
+    "the bots' name, numbered: NAME-1, NAME-2, ... (default tbot-1, tbot-2, ...); each bot "
+    "keeps a token of its own (bots.json), apart from your player's"
+)
+
+
+def _common_options(
+    parser: argparse.ArgumentParser, *, defaults: bool, name_help: str = NAME_HELP
+) -> None:
     """`--server`, `--name` and `--admin-token`, before the subcommand (`defaults`: with their
     defaults) or after it (no default: one given there overrides one given before)."""
 
@@ -66,7 +77,7 @@ def _common_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     parser.add_argument(
         "--name",
         default=default(None),
-        help=f"your player name (kept with its token): {NAME_RULE}",
+        help=name_help,
     )
     parser.add_argument(
         "--admin-token",
@@ -83,11 +94,18 @@ def build_parser() -> argparse.ArgumentParser:
     _common_options(after, defaults=False)
     sub = parser.add_subparsers(dest="command", required=True)
 
+    # `bots`' own copy: its --name names the bots.
+    bots_after = argparse.ArgumentParser(add_help=False)
+    _common_options(bots_after, defaults=False, name_help=BOTS_NAME_HELP)
+
     def add_command(
-        name: str, text: str, description: str | None = None
+        name: str,
+        text: str,
+        description: str | None = None,
+        common: argparse.ArgumentParser = after,
     ) -> argparse.ArgumentParser:
         return sub.add_parser(
-            name, parents=[after], help=text, description=description or described(text)
+            name, parents=[common], help=text, description=description or described(text)
         )
 
     create = add_command(
@@ -243,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         short = add_command(act, text)
         short.add_argument("tournament", help=TOURNAMENT_HELP)
     text = "bots join a tournament and play its races"
-    bots = add_command("bots", text)
+    bots = add_command("bots", text, common=bots_after)
     bots.add_argument("tournament", help=TOURNAMENT_HELP)
     bots.add_argument("--count", type=int, default=2, help="how many bots (default 2)")
     bots.add_argument(

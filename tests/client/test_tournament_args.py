@@ -82,3 +82,16 @@ def test_an_admin_act_s_cards_must_be_name_equals_count() -> None:
     assert admin_problem(args) == "--cards a=x: 'a=x' is not NAME=N (N cards, 0 or more)"
     with pytest.raises(ValueError, match="'a' is given twice"):
         parse_card_counts("a=1,a=2")
+
+
+@pytest.mark.parametrize("command", ["bots", "join"])
+def test_name_says_whose_name_it_is(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`tournament bots --help` said its --name was "your player name": it names the bots."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    if command == "bots":
+        assert "--name NAME the bots' name, numbered: NAME-1, NAME-2, ..." in text
+        assert "your player name" not in text
+    else:
+        assert "--name NAME your player name (kept with its token)" in text
