@@ -31,6 +31,7 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     Board,
@@ -411,7 +412,15 @@ class PlayApp(_SessionApp):
 
     def join_race(self, race_id: RaceId, invite_code: str | None = None) -> None:
         async def work() -> None:
-            await self.session.join_race(race_id, invite_code)
+            try:
+                await self.session.join_race(race_id, invite_code)
+            except RequestError as exc:
+                if exc.code != ErrorCode.BAD_INVITE:
+                    raise
+                # The one invite field stands in the create form: say that Join reads it too.
+                where = "type the race's code in the invite code field, then Join"
+                self.notify(f"{exc.message}: {where}", title="refused", severity="warning")
+                return
             self.race_id = race_id
             self.redraw()
 

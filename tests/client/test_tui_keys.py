@@ -327,3 +327,34 @@ async def test_esc_clears_a_move_half_typed(server_url: str, alice: Session) -> 
         assert line.value == "t6"
         await pilot.press("escape")
         assert line.value == "" and isinstance(app.focused, BoardWidget)
+
+
+async def test_a_join_refused_for_its_invite_code_says_where_to_type_it(
+    server_url: str, alice: Session
+) -> None:
+    """The one invite field stands in the create form; the refusal said only `this race needs
+    its invite code (no invite code)`, not that Join reads that field."""
+    host = Bot(server_url, "hana", make_strategy("greedy"))
+    await host.connect()
+    app = PlayApp(alice)
+
+    def said(text: str) -> bool:
+        return any(text in note.message for note in app._notifications)
+
+    try:
+        race_id = await host.create("klondike", 2, 300, invite_code="sekrit")
+        async with app.run_test(size=(100, 30)):
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+            lobby = app.screen
+            lobby.query_one("#join-id", Input).value = race_id
+            lobby.query_one("#join", Button).press()
+            await eventually(
+                lambda: said("type the race's code in the invite code field, then Join"),
+                what=f"the hint in {[n.message for n in app._notifications]}",
+            )
+            assert app.race_id is None
+            lobby.query_one("#invite", Input).value = "sekrit"
+            lobby.query_one("#join", Button).press()
+            await eventually(lambda: app.race_id == race_id, what="joined with the code")
+    finally:
+        await host.close()
