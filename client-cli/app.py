@@ -214,8 +214,9 @@ async def _play(args: argparse.Namespace) -> int:
     except ConnectionFailedError as exc:
         print(printable(f"solrace play: {exc}"), file=sys.stderr)
         return 1
-    except RequestError as exc:
-        print(printable(f"solrace play: {exc}"), file=sys.stderr)
+    except RequestError as exc:  # the race --race joins refused it (line mode)
+        hint = "; give it with --invite CODE" if exc.code == ErrorCode.BAD_INVITE else ""
+        print(printable(f"solrace play: {exc}{hint}"), file=sys.stderr)
         return 1
     finally:
         if opponents is not None:

@@ -192,6 +192,27 @@ async def test_help_gives_each_command_its_own_lines(server_url: str) -> None:
     assert not lines[note].startswith(" "), lines
 
 
+async def test_a_private_race_joined_without_its_code_names_the_option(
+    server_url: str, tmp_path: Path
+) -> None:
+    """`--race R` of a private race without `--invite` ended with the server's words alone."""
+    host = await Opponent.open(server_url, "hana")
+    try:
+        race_id = await host.session.create_race("klondike", 2, 300, invite_code="sekrit")
+        player = await Child.start(
+            tmp_path, "play", "--plain", "--server", server_url, "--name", "pat", "--race", race_id
+        )
+        try:
+            assert await player.finish() == 1
+        finally:
+            await player.kill()
+    finally:
+        await host.close()
+    refusal = player.lines[-1]
+    assert refusal.startswith("solrace play: "), player.output
+    assert refusal.endswith("(bad_invite); give it with --invite CODE"), player.output
+
+
 async def test_quit_says_what_becomes_of_every_race_held(server_url: str, tmp_path: Path) -> None:
     player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "ivo")
     rival = await Opponent.open(server_url, "rival")
