@@ -1,0 +1,123 @@
+"""The `redis://` store's writes whose reply is lost after Redis applied them (server/store/
+redis.py, redis_competition.py): the store tries again, and the retry recognises its own
+earlier write as its success, not as someone else's (a name taken, a seq already stored, a
+compare-and-set lost). A real redis-server behind `ReplyLosingProxy`, which lets the write
+run, reads Redis's answer and closes the connection instead of passing it on.
+
+Each test checks the proxy did lose an answer: a test whose write never lost its reply would
+prove nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.records import RaceStatus
+from solrace.server.store import NameTakenError, PlyConflictError
+from solrace.server.store.redis import RedisStore
+from tests.server.reply_losing_proxy import ReplyLosingProxy, reply_losing_proxy
+from tests.server.test_store_contract import move, race, tournament
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture
+async def proxy(redis_url: str) -> AsyncIterator[ReplyLosingProxy]:
+    async with reply_losing_proxy(redis_url) as started:
+        yield started
+
+
+@pytest.fixture
+async def store(proxy: ReplyLosingProxy) -> AsyncIterator[RedisStore]:
+    opened = RedisStore(proxy.url)
+    await opened.open()
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def assert_one_reply_lost(proxy: ReplyLosingProxy) -> None:
+    assert proxy.lost == 1 and not proxy.is_armed, "no reply was lost: the test proves nothing"
+
+
+async def test_a_player_whose_creation_reply_was_lost_is_created(
+    store: RedisStore, proxy: ReplyLosingProxy
+) -> None:
+    proxy.lose_next_reply("EVALSHA")
+    created = await store.create_player(PlayerId("p1"), "Ann", 1_000)
+    assert_one_reply_lost(proxy)
+    assert await store.get_player(PlayerId("p1")) == created
+    # The name is the player's: another id still cannot have it, nor this one a second time.
+    with pytest.raises(NameTakenError):
+        await store.create_player(PlayerId("p2"), "ann", 2_000)
+    with pytest.raises(NameTakenError):
+        await store.create_player(PlayerId("p1"), "Ann", 1_000)
+
+
+async def test_a_move_whose_reply_was_lost_is_stored_once(
+    store: RedisStore, proxy: ReplyLosingProxy
+) -> None:
+    assert await store.save_race_if(race(status=RaceStatus.RUNNING), None)
+    proxy.lose_next_reply("EVALSHA")
+    await store.append_move(move(0))
+    assert_one_reply_lost(proxy)
+    assert await store.get_moves(RaceId("r1")) == [move(0)]
+    with pytest.raises(PlyConflictError):  # sent again later, the seq is taken after all
+        await store.append_move(move(0))
+
+
+async def test_a_compare_and_set_by_digest_whose_reply_was_lost_is_won(
+    store: RedisStore, proxy: ReplyLosingProxy
+) -> None:
+    """`expected` is the very record this store wrote last: compared by digest (a script)."""
+    opened = race()
+    assert await store.save_race_if(opened, None)
+    running = race(status=RaceStatus.RUNNING)
+    proxy.lose_next_reply("EVALSHA")
+    assert await store.save_race_if(running, opened)
+    assert_one_reply_lost(proxy)
+    assert await store.get_race(RaceId("r1")) == running
+    assert await store.list_races([RaceStatus.RUNNING]) == [running]
+
+
+async def test_a_first_save_whose_exec_reply_was_lost_is_won(
+    store: RedisStore, proxy: ReplyLosingProxy
+) -> None:
+    """No record expected: compared on parsed records, under WATCH/MULTI/EXEC."""
+    opened = race()
+    proxy.lose_next_reply("EXEC")
+    assert await store.save_race_if(opened, None)
+    assert_one_reply_lost(proxy)
+    assert await store.get_race(RaceId("r1")) == opened
+    assert await store.list_races([RaceStatus.OPEN]) == [opened]
+
+
+async def test_a_compare_and_set_on_parsed_records_whose_exec_reply_was_lost_is_won(
+    store: RedisStore, proxy: ReplyLosingProxy
+) -> None:
+    """`expected` equals the stored record but is another object (as a record another node
+    wrote would be): compared on parsed records."""
+    assert await store.save_race_if(race(), None)
+    running = race(status=RaceStatus.RUNNING)
+    proxy.lose_next_reply("EXEC")
+    assert await store.save_race_if(running, race())
+    assert_one_reply_lost(proxy)
+    assert await store.get_race(RaceId("r1")) == running
+    assert not await store.save_race_if(race(status=RaceStatus.CANCELLED), race())  # stale
+
+
+async def test_a_tournament_save_whose_exec_reply_was_lost_is_won(
+    store: RedisStore, proxy: ReplyLosingProxy
+) -> None:
+    proxy.lose_next_reply("EXEC")
+    assert await store.save_tournament(tournament(), None)
+    assert_one_reply_lost(proxy)
+    proxy.lose_next_reply("EXEC")
+    assert await store.save_tournament(tournament(version=2, phase="running"), 1)
+    assert proxy.lost == 2
+    assert await store.get_tournament("t1") == tournament(version=2, phase="running")
+    assert [t.tournament_id for t in await store.list_tournaments()] == ["t1"]
