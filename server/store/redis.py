@@ -17,10 +17,12 @@ the digest of its JSON), appending a move. Otherwise `save_race_if` compares par
 under WATCH/MULTI, so a record written by an older node (other JSON text, same values)
 still compares equal.
 
-Redis commands are never retried blindly: a lost reply to an append may mean "stored", so
-after a connection error the append reads back what is stored before trying again, and gives
-up with `StoreUnavailableError` (retryable) when Redis stays away. Keys are built from the
-prefix inside scripts, so this wants one Redis (or one hash slot), not Redis Cluster.
+Redis commands are never retried blindly: a write whose reply is lost may have been applied,
+so its retry knows it is one (`_call_with_retry_flag`) and takes finding its own write stored
+(this player's name, the very move at its ply, its record, its tournament version) for its
+success. A call gives up with `StoreUnavailableError` (retryable) when Redis stays away. Keys
+are built from the prefix inside scripts, so this wants one Redis (or one hash slot), not
+Redis Cluster.
 """
 
 from __future__ import annotations
@@ -183,9 +185,16 @@ class RedisStore(RedisCompetition):
 
     async def _call(self, work: Callable[[], Awaitable[T]]) -> T:
         """Run `work`, once more per attempt on a connection error; then give up cleanly."""
+        return await self._call_with_retry_flag(lambda is_retry: work())
+
+    async def _call_with_retry_flag(self, work: Callable[[bool], Awaitable[T]]) -> T:
+        """`_call` for a write that must know whether it is a retry: `work(is_retry)`, where
+        `is_retry` is True once an earlier attempt failed on the link. That attempt may have
+        been applied with only its reply lost, so the retry takes finding its own write
+        stored for its success, not for someone else's write."""
         for attempt in range(ATTEMPTS):
             try:
-                return await work()
+                return await work(attempt > 0)
             except OUTAGE_ERRORS as exc:
                 if attempt == ATTEMPTS - 1:
                     raise StoreUnavailableError(f"redis unreachable: {exc}") from exc
@@ -236,16 +245,13 @@ class RedisStore(RedisCompetition):
 
     async def create_player(self, player_id: PlayerId, name: str, now_ms: int) -> PlayerRecord:
         keys = [self._key("name", name.casefold()), self._key("player", player_id)]
-        tries = 0
 
-        async def create() -> int:
-            nonlocal tries
-            tries += 1
-            code = await self._scripts["create_player"](keys, [player_id, name, now_ms])
-            return int(code)
+        async def create(is_retry: bool) -> bool:
+            code = int(await self._scripts["create_player"](keys, [player_id, name, now_ms]))
+            # 2, the name already this player's: ours after a lost reply, else taken before.
+            return code == 1 or (code == 2 and is_retry)
 
-        code = await self._call(create)
-        if code == 0 or (code == 2 and tries == 1):
+        if not await self._call_with_retry_flag(create):
             raise NameTakenError(name)
         return PlayerRecord(player_id=player_id, name=name, created_at_ms=now_ms)
 
@@ -284,16 +290,14 @@ class RedisStore(RedisCompetition):
         due = "1" if rating_falls_due(race, expected) else "0"
         known = self._known.get(race.race_id)
         if expected is not None and known is not None and known[0] is expected:
-            tries = 0
 
-            async def by_digest() -> int:
-                nonlocal tries
-                tries += 1
+            async def by_digest(is_retry: bool) -> int:
                 args = [race.race_id, race.status.value, text, known[1], digest, _out(race), due]
-                return int(await self._scripts["save_race_if_text"](self._race_keys(race), args))
+                code = int(await self._scripts["save_race_if_text"](self._race_keys(race), args))
+                return 1 if code == 2 and is_retry else code  # 2 after a lost reply: ours
 
-            code = await self._call(by_digest)
-            if code == 1 or (code == 2 and tries > 1):  # 2 after a lost reply: ours
+            code = await self._call_with_retry_flag(by_digest)
+            if code == 1:
                 self._remember(race, digest)
                 return True
             if code == 2:
@@ -307,15 +311,14 @@ class RedisStore(RedisCompetition):
         self, race: RaceRecord, expected: RaceRecord | None, text: str
     ) -> bool:
         key = self._key("race", race.race_id)
-        tries = 0
 
-        async def attempt(pipe: Any) -> bool:
+        async def attempt(pipe: Any, is_retry: bool) -> bool:
             current, order = await pipe.hmget(key, ["record", "order"])
             stored = None if current is None else RaceRecord.model_validate_json(current)
             if stored != expected:
                 await pipe.unwatch()
                 # A retry finding our own record: the lost reply was a success.
-                return tries > 1 and stored == race
+                return is_retry and stored == race
             if order is None:
                 order = await self.redis.incr(self._key("race-order"))
             pipe.multi()
@@ -329,12 +332,10 @@ class RedisStore(RedisCompetition):
             await pipe.execute()
             return True
 
-        async def compare_and_set() -> bool:
-            nonlocal tries
-            tries += 1
-            return await watched(self.redis, [key], attempt)
+        async def compare_and_set(is_retry: bool) -> bool:
+            return await watched(self.redis, [key], lambda pipe: attempt(pipe, is_retry))
 
-        return await self._call(compare_and_set)
+        return await self._call_with_retry_flag(compare_and_set)
 
     async def get_race(self, race_id: RaceId) -> RaceRecord | None:
         text: str | None = await self._call(
@@ -365,15 +366,13 @@ class RedisStore(RedisCompetition):
             self._key("racers", move.race_id),
         ]
         args = [move.ply, move.seq, _move_json(move), move.player_id]
-        tries = 0
 
-        async def append() -> int:
-            nonlocal tries
-            tries += 1
-            return int(await self._scripts["append_move"](keys, args))
+        async def append(is_retry: bool) -> int:
+            code = int(await self._scripts["append_move"](keys, args))
+            return 1 if code == 2 and is_retry else code  # 2 after a lost reply: ours
 
-        code = await self._call(append)
-        if code == 1 or (code == 2 and tries > 1):
+        code = await self._call_with_retry_flag(append)
+        if code == 1:
             return
         if code == -1:
             raise UnknownRaceError(move.race_id)

@@ -46,6 +46,9 @@ class RedisCompetition:
     async def _call(self, work: Callable[[], Awaitable[T]]) -> T:
         raise NotImplementedError  # provided by RedisStore
 
+    async def _call_with_retry_flag(self, work: Callable[[bool], Awaitable[T]]) -> T:
+        raise NotImplementedError  # provided by RedisStore
+
     # --- ratings ---------------------------------------------------------------------------
 
     async def get_ratings(self, player_id: PlayerId) -> list[RatingRecord]:
@@ -117,15 +120,14 @@ class RedisCompetition:
 
     async def save_tournament(self, record: TournamentRecord, expected_version: int | None) -> bool:
         key = self._key("tournament", record.tournament_id)
-        tries = 0
 
-        async def attempt(pipe: Any) -> bool:
+        async def attempt(pipe: Any, is_retry: bool) -> bool:
             version = await pipe.hget(key, "version")
             stored = None if version is None else int(version)
             if stored != expected_version:
                 await pipe.unwatch()
                 # A retry finding our own version: the lost reply was a success.
-                return tries > 1 and stored == record.version
+                return is_retry and stored == record.version
             order = None
             if stored is None:
                 order = await self.redis.incr(self._key("tournament-order"))
@@ -136,12 +138,10 @@ class RedisCompetition:
             await pipe.execute()
             return True
 
-        async def compare_and_set() -> bool:
-            nonlocal tries
-            tries += 1
-            return await watched(self.redis, [key], attempt)
+        async def compare_and_set(is_retry: bool) -> bool:
+            return await watched(self.redis, [key], lambda pipe: attempt(pipe, is_retry))
 
-        return await self._call(compare_and_set)
+        return await self._call_with_retry_flag(compare_and_set)
 
     async def get_tournament(self, tournament_id: str) -> TournamentRecord | None:
         text: str | None = await self._call(
