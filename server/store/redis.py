@@ -19,10 +19,10 @@ still compares equal.
 
 Redis commands are never retried blindly: a write whose reply is lost may have been applied,
 so its retry knows it is one (`_call_with_retry_flag`) and takes finding its own write stored
-(this player's name, the very move at its ply, its record, its tournament version) for its
-success. A call gives up with `StoreUnavailableError` (retryable) when Redis stays away. Keys
-are built from the prefix inside scripts, so this wants one Redis (or one hash slot), not
-Redis Cluster.
+(this player's name, the very move at its ply, its record, its tournament version, its
+rating marker) for its success. A call gives up with `StoreUnavailableError` (retryable) when
+Redis stays away. Keys are built from the prefix inside scripts, so this wants one Redis (or
+one hash slot), not Redis Cluster.
 """
 
 from __future__ import annotations

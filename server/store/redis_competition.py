@@ -3,7 +3,8 @@
 Keys (under the store's prefix):
 - `ratings:<game>` hash player id -> rating JSON (the leaderboard reads one hash);
   `rated-games:<player>` set of the game ids a player has a rating in;
-- `rated:<race>` marks a race whose ratings were applied (once-only across nodes);
+- `rated:<race>` marks a race whose ratings were applied (once-only across nodes), with a
+  random token of the call that applied them (its retry after a lost reply knows its own);
 - `recent:<player>` list of result JSON, newest first, trimmed to `RECENT_RESULTS_KEPT`;
 - `tournament:<id>` hash (version, record JSON); `tournaments` sorted set of ids by creation
   order (from the `tournament-order` counter).
@@ -14,6 +15,7 @@ tournament version) hold when the writes land, or the transaction is tried again
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar
 
@@ -72,15 +74,19 @@ class RedisCompetition:
         marker = self._key("rated", update.race_id)
         table = self._key("ratings", update.game)
         due = self._key("rating-due")
+        token = secrets.token_hex(8)
 
-        async def attempt(pipe: Any) -> RatingOutcome:
+        async def attempt(pipe: Any, is_retry: bool) -> RatingOutcome:
             # The ratings first, then the marker: another node's application sets both at
             # once, so ratings read after it come with the marker, and are never taken for
             # stale ones (the marker read first, the ratings after, they were: STALE).
             players = [c.player_id for c in update.changes]
             texts = await pipe.hmget(table, players) if players else []
-            if await pipe.exists(marker):
+            applied_by = await pipe.get(marker)
+            if applied_by is not None:
                 await pipe.unwatch()
+                if is_retry and applied_by == token:
+                    return RatingOutcome.APPLIED  # a retry finding its own marker: ours
                 await self.redis.zrem(due, update.race_id)
                 return RatingOutcome.ALREADY_APPLIED
             for change, text in zip(update.changes, texts, strict=True):
@@ -94,12 +100,15 @@ class RedisCompetition:
                 recent = self._key("recent", change.player_id)
                 pipe.lpush(recent, change.result.model_dump_json())
                 pipe.ltrim(recent, 0, RECENT_RESULTS_KEPT - 1)
-            pipe.set(marker, "1")
+            pipe.set(marker, token)
             pipe.zrem(due, update.race_id)
             await pipe.execute()
             return RatingOutcome.APPLIED
 
-        return await self._call(lambda: watched(self.redis, [marker, table], attempt))
+        async def apply(is_retry: bool) -> RatingOutcome:
+            return await watched(self.redis, [marker, table], lambda pipe: attempt(pipe, is_retry))
+
+        return await self._call_with_retry_flag(apply)
 
     async def races_to_rate(self) -> list[RaceId]:
         due: list[str] = await self._call(lambda: self.redis.zrange(self._key("rating-due"), 0, -1))

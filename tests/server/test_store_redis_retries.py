@@ -1,8 +1,9 @@
 """The `redis://` store's writes whose reply is lost after Redis applied them (server/store/
 redis.py, redis_competition.py): the store tries again, and the retry recognises its own
 earlier write as its success, not as someone else's (a name taken, a seq already stored, a
-compare-and-set lost). A real redis-server behind `ReplyLosingProxy`, which lets the write
-run, reads Redis's answer and closes the connection instead of passing it on.
+compare-and-set lost, a race rated already). A real redis-server behind `ReplyLosingProxy`,
+which lets the write run, reads Redis's answer and closes the connection instead of passing
+it on.
 
 Each test checks the proxy did lose an answer: a test whose write never lost its reply would
 prove nothing.
@@ -14,12 +15,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from solrace.server.protocol.competition_records import RatingOutcome
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import RaceStatus
 from solrace.server.store import NameTakenError, PlyConflictError
 from solrace.server.store.redis import RedisStore
 from tests.server.reply_losing_proxy import ReplyLosingProxy, reply_losing_proxy
-from tests.server.test_store_contract import move, race, tournament
+from tests.server.test_store_contract import move, race, rated_race, rating, tournament
 
 pytestmark = pytest.mark.redis
 
@@ -121,3 +123,26 @@ async def test_a_tournament_save_whose_exec_reply_was_lost_is_won(
     assert proxy.lost == 2
     assert await store.get_tournament("t1") == tournament(version=2, phase="running")
     assert [t.tournament_id for t in await store.list_tournaments()] == ["t1"]
+
+
+async def test_a_rating_update_whose_exec_reply_was_lost_is_applied_by_this_call(
+    store: RedisStore, proxy: ReplyLosingProxy, redis_url: str
+) -> None:
+    """APPLIED, not ALREADY_APPLIED: the node counts the races it rated (its leaderboard is
+    read again at once) and says it rated this one. Another store applying it again, or this
+    one, still gets ALREADY_APPLIED."""
+    update = rated_race(
+        "r1", [("p1", None, rating("p1", 27, 1)), ("p2", None, rating("p2", 23, 1))]
+    )
+    proxy.lose_next_reply("EXEC")
+    assert await store.apply_rating_update(update) is RatingOutcome.APPLIED
+    assert_one_reply_lost(proxy)
+    assert await store.get_ratings(PlayerId("p1")) == [rating("p1", 27, 1)]
+    assert [r.race_id for r in await store.get_recent_results(PlayerId("p2"), 10)] == ["r1"]
+    assert await store.apply_rating_update(update) is RatingOutcome.ALREADY_APPLIED
+    other = RedisStore(redis_url)
+    await other.open()
+    try:
+        assert await other.apply_rating_update(update) is RatingOutcome.ALREADY_APPLIED
+    finally:
+        await other.close()
