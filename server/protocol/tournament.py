@@ -9,8 +9,10 @@ must act on (`tournament_events`). Lifecycle::
 Rounds start by themselves as soon as every match of the previous one has ended (unless
 paused). Every race number of a round uses the same deal: the game number comes from the
 injected `DealSource(round_number, race_number)`, or, without one, from the caller through
-`provide_game_number` after a `GameNumberNeeded` event. Deals stay secret until the round ends;
-a correction that reopens an ended round deals its races from then on anew.
+`provide_game_number` after a `GameNumberNeeded` event. Deals stay secret until the round ends.
+No match races a deal its players have seen: a correction that reopens an ended round deals its
+races from then on anew, and one that drops races of a running round (voided, or cancelled
+before their end) deals those race numbers anew.
 
 Typical server loop::
 
@@ -84,8 +86,9 @@ __all__ = ["SCHEMA_VERSION", "DealSource", "Tournament"]
 SCHEMA_VERSION = 1
 
 DealSource = Callable[[int, int], str]
-"""(round number, race number) -> game number text; called once per pair, result stored
-(and once more after a correction reopens the round once it has ended: `_deal_anew`)."""
+"""(round number, race number) -> game number text; called once per pair, result stored,
+and again after a correction drops races dealt that pair (`_deal_anew`, `_deal_again`): each
+call must give a deal not given before (the server's source draws one at random)."""
 
 
 def _deal_anew(rnd: Round) -> None:
@@ -501,10 +504,14 @@ class Tournament(Stored):
                 rnd.is_ended = False
                 events.append(MatchReopened(match_id))
         else:
+            dropped = list(voided)
             if match.pending_race is not None:
                 events.append(RaceCancelled(match_id, match.pending_race))
+                dropped.append(match.pending_race)
                 match.pending_race = None
                 match.requested_at = None
+            if not rnd.is_ended:
+                self._deal_again(rnd, dropped)
             if match.is_ended:
                 events.append(self._match_ended(rnd, match, outcome))
         if self.phase is Phase.FINISHED:
@@ -615,6 +622,26 @@ class Tournament(Stored):
             rnd.is_ended = True
             events.append(RoundEnded(rnd.number, dict(rnd.game_numbers)))
         return events
+
+    def _deal_again(self, rnd: Round, race_numbers: Iterable[int]) -> None:
+        """A correction dropped races of a match of the running round `rnd` (voided, or
+        cancelled before their end) whose players have seen their deals: a later correction
+        may make the match race those numbers again. So each of `race_numbers` gets a fresh
+        deal now, which every match of the round that races it from then on gets (the source
+        is called again; without one the deal is forgotten, and `GameNumberNeeded` asked when
+        a match needs it). Drawn now, not when a match needs it as in `_deal_anew`: another
+        match may have a race requested but not opened yet (the store was away), which the
+        server opens later on the round's deal for its number. Races already requested keep
+        theirs: each race's commitment and replay name its own, and until the round ends no
+        replay shows it."""
+        for number in race_numbers:
+            if number not in rnd.game_numbers:
+                continue  # already forgotten: the next match to race it is asked a new one
+            if self._deal_source is not None:
+                rnd.game_numbers[number] = self._deal_source(rnd.number, number)
+            else:
+                del rnd.game_numbers[number]
+                rnd.asked.discard(number)
 
     def _request_race(self, rnd: Round, match: Match, now: float) -> list[TournamentEvent]:
         number = len(match.races) + 1

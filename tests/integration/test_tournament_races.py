@@ -37,7 +37,7 @@ from solrace.server.protocol.messages import (
     Sync,
     Watch,
 )
-from solrace.server.protocol.records import RaceRecord, RaceStatus
+from solrace.server.protocol.records import LIVE_STATUSES, RaceRecord, RaceStatus
 from solrace.server.protocol.tournament_events import RoundEnded
 from solrace.server.protocol.tournament_messages import (
     GetProfile,
@@ -404,6 +404,74 @@ async def test_a_correction_that_reopens_an_ended_round_deals_its_race_anew(
     record = await app.store.get_race(again.race_id)
     assert record is not None and record.deal_held
     assert record.game_number not in revealed
+    for each in (admin, *players):
+        await each.close()
+
+
+async def test_a_match_reopened_while_its_round_runs_is_dealt_anew_the_races_it_raced(
+    start_server: ServerFactory,
+) -> None:
+    """A match ties its race and both sudden-death races (decided on the seed), a correction
+    gives race 1 to one player (the sudden-death races are voided), and another makes it a
+    tie again, while the other match of the round still races: the match needs races 2 and
+    3 again, and its players know the deals they raced, so each re-run has a new one."""
+    app = await start_server(**FAST)
+    admin, players, tid, notices = await first_round_of_four(app)
+    by_race: dict[str, list[Client]] = {}
+    for player in players:
+        by_race.setdefault(notices[player.player_id].race_id, []).append(player)
+    in_first, in_second = (group for _, group in sorted(by_race.items()))
+    c, d = (p.player_id for p in in_second)
+    assert c is not None and d is not None
+    second_match = notices[c].match_id
+
+    async def tie(race_id: str) -> None:
+        for player in in_second:
+            await player.expect(RaceStarted, lambda m: m.race_id == race_id)
+        for player in in_second:
+            await player.send(Resign(race_id=race_id))
+
+    async def game_number_of(race_id: RaceId) -> str:
+        record = await app.store.get_race(race_id)
+        assert record is not None and record.deal_held  # the round runs: still secret
+        return record.game_number
+
+    raced: dict[int, str] = {}
+    race_id = notices[c].race_id
+    for number in (1, 2, 3):
+        await tie(race_id)
+        if number < 3:
+            nxt = await in_second[0].expect(
+                TournamentRace, lambda m, n=number + 1: m.race_number == n
+            )
+            race_id = nxt.race_id
+            raced[nxt.race_number] = await game_number_of(race_id)
+    first_match = notices[in_first[0].player_id].match_id
+
+    def races(view: TournamentView) -> dict[str, int]:
+        """The races each match of round 1 counts (none before the start)."""
+        rounds = view.tournament.rounds
+        return {m.match_id: len(m.races) for m in rounds[0].matches} if rounds else {}
+
+    decided = await admin.expect(TournamentView, lambda m: races(m).get(second_match) == 3)
+    assert races(decided) == {first_match: 0, second_match: 3}
+    assert not decided.tournament.rounds[0].is_ended  # the first match still races race 1
+
+    await admin.send(
+        admin_act(tid, "correct_result", match_id=second_match, race_number=1, placings=[[c], [d]])
+    )
+    await admin.expect(TournamentView, lambda m: races(m) == {first_match: 0, second_match: 1})
+    await admin.send(
+        admin_act(tid, "correct_result", match_id=second_match, race_number=1, placings=[[c, d]])
+    )
+    for number in (2, 3):
+        again = await in_second[0].expect(TournamentRace, lambda m, n=number: m.race_number == n)
+        assert again.match_id == second_match
+        assert await game_number_of(again.race_id) != raced[number]
+        if number == 2:
+            await tie(again.race_id)
+    first = await app.store.get_race(notices[in_first[0].player_id].race_id)
+    assert first is not None and first.status in LIVE_STATUSES
     for each in (admin, *players):
         await each.close()
 

@@ -715,6 +715,95 @@ def test_without_a_deal_source_a_reopened_round_asks_for_a_new_deal() -> None:
     assert (again.match_id, again.game_number) == (one.match_id, "200003")
 
 
+def test_a_correction_that_leaves_an_ended_round_ended_keeps_the_deals_it_revealed() -> None:
+    """Voiding a race of an ended round deals nothing anew: nobody races in that round
+    unless a correction reopens it, which deals its races anew then. The view shows the
+    deals the round's races were dealt."""
+    drawn = itertools.count(1)
+    t, one, revealed = _round_ended_with_three_deals(lambda r, n: str(10**16 + next(drawn)))
+    shown = view_of(t).rounds[0].game_numbers
+    two = next(m for m in t.rounds[0].matches.values() if m.match_id != one.match_id)
+    c = two.races[0].placings[0][0]
+    d = next(p for p in two.players if p != c)
+    fixed = t.correct_result(ADMIN, two.match_id, 2, result_for([c, d]), now=10.0)
+    assert of_type(fixed, ResultCorrected)[0].voided == (3,)
+    assert view_of(t).rounds[0].is_ended
+    assert view_of(t).rounds[0].game_numbers == shown and set(shown.values()) == revealed
+
+
+def _one_match_decided_while_the_other_plays(
+    deal_source: Callable[[int, int], str] | None, *, third_race_played: bool
+) -> tuple[Tournament, RaceRequested, RaceRequested, str]:
+    """Two best-of-3 matches of a single elimination; the second plays on (race 1 recorded),
+    so the round runs. The first lost race 1, won race 2 and was dealt race 3: played out
+    (won, 2-1) or still running. A correction then gives it race 1 (2-0): its race 3 is
+    voided, or cancelled. The tournament, the two matches' first race requests and the deal
+    the first match was dealt for race 3."""
+
+    def provided(events: list[TournamentEvent]) -> list[TournamentEvent]:
+        for ask in of_type(events, GameNumberNeeded):
+            number = f"10000{ask.race_number}"
+            events += t.provide_game_number(ask.round_number, ask.race_number, number, now=6.0)
+        return events
+
+    t, events = started(
+        FormatRules(Format.SINGLE_ELIMINATION, best_of=3), 4, deal_source=deal_source
+    )
+    one, two = of_type(provided(events), RaceRequested)
+    a, b = favourite_wins(one)
+    provided(t.record_race(two.match_id, 1, result_for(favourite_wins(two)), now=6.5))
+    provided(t.record_race(one.match_id, 1, result_for([b, a]), now=7.0))
+    [third] = of_type(
+        provided(t.record_race(one.match_id, 2, result_for([a, b]), now=8.0)), RaceRequested
+    )
+    if third_race_played:
+        t.record_race(one.match_id, 3, result_for([a, b]), now=9.0)
+    fixed = t.correct_result(ADMIN, one.match_id, 1, result_for([a, b]), now=10.0)
+    if third_race_played:
+        assert of_type(fixed, ResultCorrected)[0].voided == (3,)
+    else:
+        assert of_type(fixed, RaceCancelled) == [RaceCancelled(one.match_id, 3)]
+    assert of_type(fixed, MatchEnded)[0].winner == a
+    assert [m.match_id for m in t.live_matches()] == [two.match_id]  # the round runs
+    return t, one, two, third.game_number
+
+
+@pytest.mark.parametrize("third_race_played", [True, False], ids=["voided", "cancelled"])
+def test_a_match_reopened_while_its_round_runs_is_not_dealt_a_deal_it_raced(
+    third_race_played: bool,
+) -> None:
+    """A correction voids (or cancels) a match's race 3 while the other match plays on, and
+    a later one makes the match need race 3 again: its players know the deal they raced
+    (the other match has not raced it, so it is still secret), so the re-run gets a new
+    one. So does the other match's race 3: from then on the round has one new deal for it."""
+    drawn = itertools.count(1)
+    t, one, two, raced = _one_match_decided_while_the_other_plays(
+        lambda r, n: str(10**16 + next(drawn)), third_race_played=third_race_played
+    )
+    a, b = favourite_wins(one)
+    reopened = t.correct_result(ADMIN, one.match_id, 1, result_for([b, a]), now=11.0)
+    assert of_type(reopened, MatchReopened) == [MatchReopened(one.match_id)]
+    [again] = of_type(reopened, RaceRequested)
+    assert (again.match_id, again.race_number) == (one.match_id, 3)
+    assert again.game_number != raced
+    assert roundtrip(t).to_dict()["rounds"][0]["game_numbers"]["3"] == again.game_number
+    c, d = favourite_wins(two)
+    [other] = of_type(t.record_race(two.match_id, 2, result_for([d, c]), now=12.0), RaceRequested)
+    assert (other.match_id, other.race_number) == (two.match_id, 3)
+    assert other.game_number == again.game_number
+
+
+def test_without_a_deal_source_a_match_reopened_in_its_round_asks_for_a_new_deal() -> None:
+    t, one, _, raced = _one_match_decided_while_the_other_plays(None, third_race_played=True)
+    a, b = favourite_wins(one)
+    reopened = t.correct_result(ADMIN, one.match_id, 1, result_for([b, a]), now=11.0)
+    assert of_type(reopened, MatchReopened) and not of_type(reopened, RaceRequested)
+    assert of_type(reopened, GameNumberNeeded) == [GameNumberNeeded(1, 3)]
+    [again] = of_type(t.provide_game_number(1, 3, "200003", now=12.0), RaceRequested)
+    assert (again.match_id, again.race_number, again.game_number) == (one.match_id, 3, "200003")
+    assert raced == "100003"
+
+
 def test_without_a_deal_source_the_caller_provides_the_game_number() -> None:
     t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4, deal_source=None)
     assert of_type(events, GameNumberNeeded) == [GameNumberNeeded(1, 1)]
