@@ -695,7 +695,8 @@ class PlainMode:
     async def _typed_meanwhile(self, race_id: RaceId) -> bool:
         """Lines typed while a command waits for the start of the open race `race_id`
         (`_first_to_run_now`: at a terminal `start`, `leave`, `board`, `list` and `help` run
-        now, `quit` ends the wait (False) unless the start is on its way after all, and any
+        now, `quit` or the end of the input (Ctrl-D) ends the wait (False) unless the start
+        is on its way after all, and any
         other line keeps its place, after the start, and says so; in a script only `start`
         runs now). Lines after a `create` or a `join` (of another race) keep their
         place too. Returns once none is left to run now, or the race is no longer open."""
@@ -705,15 +706,25 @@ class PlainMode:
                 return True
             typed = self._first_to_run_now()
             if typed is None:
+                # At a terminal the end of the input (Ctrl-D) is a `quit` typed: a person ended it.
+                if self.interactive and self._input.ended:
+                    return not await self._quits_the_wait(race_id, None)
                 return True
             if typed.text in QUIT_WORDS:
-                if await self._start_on_its_way(race_id):
-                    return True  # a countdown after all: everything runs in order
-                self._input.waiting.remove(typed)
-                self._quit_asked = True
-                return False
+                return not await self._quits_the_wait(race_id, typed)
             self._input.waiting.remove(typed)
             await self.command(typed.text)
+
+    async def _quits_the_wait(self, race_id: RaceId, typed: Typed | None) -> bool:
+        """`quit` (`typed`; None: the end of a terminal's input) while a command waits for the
+        start of `race_id`: True if it ends the wait, False if the start is on its way after
+        all (a countdown: everything runs in order)."""
+        if await self._start_on_its_way(race_id):
+            return False
+        if typed is not None:
+            self._input.waiting.remove(typed)
+        self._quit_asked = True
+        return True
 
     def _first_to_run_now(self) -> Typed | None:
         """The first line typed that runs at once while a command waits for an open race's

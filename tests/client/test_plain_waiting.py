@@ -150,6 +150,23 @@ async def test_quit_typed_while_waiting_for_an_open_race_quits(
         await player.kill()
 
 
+async def test_ctrl_d_typed_while_waiting_for_an_open_race_quits(
+    server_url: str, tmp_path: Path
+) -> None:
+    """At a terminal the end of the input (Ctrl-D) is a `quit` typed: it waited, without a
+    word, for a start nobody would bring."""
+    player = await start_plain(tmp_path, server_url, "ivy", "--create", "klondike", terminal=True)
+    try:
+        race_id = (await player.expect("created")).split()[1]
+        await player.send("deal")
+        await player.expect("waiting for the start…", AT_ONCE_S)
+        assert await player.finish(AT_ONCE_S) == 0  # Ctrl-D, then the rest of the output
+    finally:
+        await player.kill()
+    done = player.lines[player.lines.index("quit before the start: not run: deal") :]
+    assert f"left race {race_id}" in done, player.output  # a race it created, still open
+
+
 async def test_leave_typed_while_waiting_leaves_and_ends_the_wait(
     server_url: str, tmp_path: Path
 ) -> None:
