@@ -288,6 +288,17 @@ class RaceKeeper:
                 except RaceError as exc:
                     if exc.code == ErrorCode.UNAVAILABLE:
                         failure = exc.message
+                    elif exc.code == ErrorCode.UNKNOWN_RACE:
+                        # Races are never deleted: the store lost it (a Redis restarted
+                        # without its data) and no change of it can be stored again, so it
+                        # is not tried (and its refusal logged) at every tick.
+                        hub_log.warning(
+                            "race %s: the store no longer has it (its data was lost?): "
+                            "forgotten here",
+                            runtime.race_id,
+                        )
+                        self._drop(runtime)
+                        self.lobby.changed()
                     else:  # e.g. a race cancelled meanwhile
                         hub_log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
             if push and runtime.spectators and race.is_live:

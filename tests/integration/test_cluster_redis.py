@@ -1,9 +1,11 @@
 """Nodes on a real Redis: a node killed mid-race and another taking over, Redis restarted
-mid-race. (Two nodes serving one race at the same time needs the hub on the broker: not yet.)
+mid-race (with its data, and without it). (Two nodes serving one race at the same time needs
+the hub on the broker: not yet.)
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from solrace.server.app import App
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import (
     Board,
+    Error,
     GetReplay,
     MakeMove,
     MoveAck,
@@ -29,6 +32,7 @@ from tests.integration.helpers import play, start_race
 from tests.integration.process import ServerProcess
 from tests.integration.wsclient import connect_client
 from tests.redis_server import RedisServer
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.redis
 
@@ -122,3 +126,29 @@ async def test_a_move_while_redis_restarts_is_refused_then_the_race_goes_on(
             if each is not None:
                 await each.close()
         await app.stop()
+
+
+async def test_a_race_redis_lost_with_its_data_is_said_once_and_forgotten(
+    nodes: Starter, own_redis_server: RedisServer
+) -> None:
+    """A Redis restarted without its data (no AOF, deploy/README.md says to keep one) no
+    longer has the race: the node forgets it, saying so once, instead of retrying the
+    time-out on every tick and logging each refusal (ten lines a second, for good)."""
+    node = await nodes("--store", own_redis_server.url)
+    alice, bob = await connect_client(node.url, "alice"), await connect_client(node.url, "bob")
+    race_id = await start_race(alice, [bob], time_limit_s=2)
+    await play(alice, race_id, ["deal"])
+
+    own_redis_server.kill()
+    shutil.rmtree(own_redis_server.folder / "appendonlydir")
+    own_redis_server.start()
+
+    # The time limit comes: the store has no race to time out.
+    forgotten = f"race {race_id}: the store no longer has it (its data was lost?): forgotten"
+    await eventually(lambda: any(forgotten in line for line in node.lines), what=forgotten)
+    await alice.send(Sync(race_id=race_id, epoch="", since_version=0))
+    assert (await alice.expect(Error)).code == ErrorCode.UNKNOWN_RACE.value
+    assert sum(forgotten in line for line in node.lines) == 1
+    assert not [line for line in node.lines if "tick refused" in line]
+    for each in (alice, bob):
+        await each.close()
