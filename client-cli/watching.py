@@ -21,6 +21,7 @@ from solrace.server.protocol.messages import RaceList, ReplayModel, ResultEntry
 from solrace.server.protocol.replay import shorten
 
 from .connection import Incoming
+from .identity import NAME_LIMIT
 from .replay import ReplayCursor
 from .widgets import (
     BoardWidget,
@@ -35,6 +36,9 @@ from .wire_text import as_text
 
 if TYPE_CHECKING:
     from .tui import _SessionApp
+
+#: How often the watch picker asks for the live races again.
+REFRESH_S: Final = 3.0
 
 FOLLOW_PAUSE_S = 4.0
 """How long TV mode shows a finished race's result before moving on."""
@@ -60,15 +64,19 @@ def fit_line(line: str, extras: list[tuple[str, int]], width: int) -> str:
     return line
 
 
+#: The room the head line gives who won: `winner` and the longest name.
+WINNERS_ROOM: Final = len("winner ") + NAME_LIMIT
+
+
 def winners_text(results: Sequence[ResultEntry]) -> str:
     """Who won, for the head line: `winner ann`, or a tie for first place (equal ranks are
-    ties) `tie for first: ann, bob` (`tie for first: 5 racers` past two)."""
+    ties) `tie for first: ann, bob`, counted instead (`tie for first: 3 racers`) where the
+    names take more room than the longest winner's line."""
     first = [entry.name for entry in results if entry.rank == results[0].rank]
     if len(first) == 1:
         return f"winner {first[0]}"
-    if len(first) == 2:
-        return f"tie for first: {first[0]}, {first[1]}"
-    return f"tie for first: {len(first)} racers"
+    named = f"tie for first: {', '.join(first)}"
+    return named if len(named) <= WINNERS_ROOM else f"tie for first: {len(first)} racers"
 
 
 #: The least a board is drawn in: narrower or shorter, `BoardWidget` draws it at this size
@@ -139,6 +147,8 @@ class WatchPicker(Screen[None]):
         self.finished: set[RaceId] = set()
         #: The rows the table shows (race, game, status, players).
         self._rows: list[tuple[RaceId, str, str, str]] = []
+        #: The server has answered a `list_races` of this screen (an empty table means none).
+        self._listed = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="picker-head")
@@ -147,7 +157,7 @@ class WatchPicker(Screen[None]):
 
     def on_mount(self) -> None:
         self.action_refresh()
-        self.set_interval(3.0, self.action_refresh)
+        self.set_interval(REFRESH_S, self.action_refresh)
         self.update_view()
 
     def on_screen_resume(self) -> None:
@@ -155,7 +165,13 @@ class WatchPicker(Screen[None]):
 
     def action_refresh(self) -> None:
         app = _watch_app(self)
-        app.background(app.session.list_races())
+
+        async def ask() -> None:
+            await app.session.list_races()
+            self._listed = True
+            self.update_view()
+
+        app.background(ask())
 
     def action_toggle_follow(self) -> None:
         app = _watch_app(self)
@@ -168,12 +184,14 @@ class WatchPicker(Screen[None]):
         head = "live races — Enter watches, f toggles follow (TV)"
         if app.follow:  # a line of its own: it went past the end of a line of 80 columns
             head += "\nfollow mode (TV): the next live race comes on by itself"
-        self.query_one("#picker-head", Static).update(Text(head, style="bold"))
         table = self.query_one("#races", FittedTable)
         rows: list[tuple[RaceId, str, str, str]] = [
             (info.race_id, info.game, str(info.status), ", ".join(r.name for r in info.racers))
             for info in app.session.state.lobby.values()
         ]
+        if self._listed and not rows:
+            head += f"\nno live race now (the list is asked again every {REFRESH_S:g} s)"
+        self.query_one("#picker-head", Static).update(Text(head, style="bold"))
         if rows == self._rows and table.row_count == len(rows):
             return  # the same list: the table (and its cursor) stays as it is
         # The list comes again every few seconds: the cursor stays on its race, not row 0.

@@ -17,6 +17,7 @@ from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import WatchApp
 from solrace.client.watching import (
+    WINNERS_ROOM,
     WatchLayout,
     WatchPicker,
     WatchScreen,
@@ -76,6 +77,26 @@ async def test_the_picker_keeps_its_cursor_on_the_same_race_across_refreshes(
             await bot.close()
 
 
+async def test_the_picker_says_when_there_is_no_live_race(
+    server_url: str, spectator: Session
+) -> None:
+    """With no race on the server the picker was an empty table and nothing more."""
+    (bot,) = await bots_named(server_url, "b0")
+    try:
+        app = WatchApp(spectator)
+        async with app.run_test(size=(80, 24)):
+            await eventually(lambda: isinstance(app.screen, WatchPicker), what="the picker")
+            head = await widget(app.screen, "#picker-head", Static)
+            none = "no live race now (the list is asked again every 3 s)"
+            await eventually(lambda: none in str(head.render()), what="no race said")
+            race_id = await bot.create("klondike", 2, 300)
+            table = await widget(app.screen, "#races", DataTable)
+            await eventually(lambda: race_id in table.rows, within=10, what="the race listed")
+            assert none not in str(head.render())
+    finally:
+        await bot.close()
+
+
 async def test_a_racer_who_left_an_open_race_has_no_board_left(
     server_url: str, spectator: Session
 ) -> None:
@@ -129,11 +150,11 @@ async def test_the_watch_head_keeps_status_verdict_winner_and_tv_within_80_colum
             race = spectator.state.races[race_id]
             await eventually(lambda: race.commitment_ok is True, what="the reveal")
             assert race.results is not None and race.game_number is not None
-            winner = race.results[0].name
-            await eventually(lambda: "winner" in str(head.render()), what="the head redrawn")
+            first = winners_text(race.results)  # the two bots may tie: both names are long
+            await eventually(lambda: first in str(head.render()), what="the head redrawn")
             text = str(head.render())
             assert cell_len(text) <= 80, text
-            assert text.startswith(f"race {race_id}  finished  deal ✓ verified  winner {winner}")
+            assert text.startswith(f"race {race_id}  finished  deal ✓ verified  {first}")
             assert text.endswith("  TV") or "  TV  " in text, text
             # The deal number is whole, or cut where an ellipsis says so: never a wrong number.
             number = text.split("#", 1)[1] if "#" in text else ""
@@ -179,21 +200,26 @@ async def test_the_watch_head_says_a_tie_for_first_place(
             await session.conn.close()
 
 
-def test_a_tie_of_more_than_two_is_counted() -> None:
-    results = [
-        ResultEntry(
-            rank=1,
-            player_id=PlayerId(f"p{n}"),
-            name=n,
-            state="resigned",
-            on_foundations=0,
-            total=52,
-            elapsed_ms=0,
-        )
-        for n in ("a", "b", "c")
-    ]
-    assert winners_text(results) == "tie for first: 3 racers"
-    assert winners_text(results[:1]) == "winner a"
+def test_a_tie_is_named_where_the_names_take_no_more_room_than_a_winner_s() -> None:
+    def tied(*names: str) -> list[ResultEntry]:
+        return [
+            ResultEntry(
+                rank=1,
+                player_id=PlayerId(f"p{n}"),
+                name=n,
+                state="resigned",
+                on_foundations=0,
+                total=52,
+                elapsed_ms=0,
+            )
+            for n in names
+        ]
+
+    assert winners_text(tied("a")) == "winner a"
+    assert winners_text(tied("ann", "bob", "cid")) == "tie for first: ann, bob, cid"
+    longest = "x" * 24
+    assert len(winners_text(tied(longest))) == WINNERS_ROOM
+    assert winners_text(tied(longest, "bob")) == "tie for first: 2 racers"
 
 
 def test_fit_line_cuts_only_what_may_be_cut_and_says_so() -> None:
