@@ -24,7 +24,7 @@ from solrace.server.outage import Outage
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.session import Session
 
-log = logging.getLogger("solrace.server.hub")
+log = logging.getLogger("solrace.server.claims")
 
 CHANNEL = "claims"
 

@@ -36,7 +36,7 @@ from solrace.server.store import (
     UnknownRaceError,
 )
 
-log = logging.getLogger("solrace.server.hub")
+log = logging.getLogger("solrace.server.hub_moves")
 
 
 class MoveHandler:

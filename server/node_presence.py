@@ -25,8 +25,7 @@ from solrace.server.store import Store, StoreError
 from solrace.server.timers import run_every
 from solrace.tasks import cancel_and_wait
 
-#: The name these lines were logged under when the hub watched the nodes itself.
-log = logging.getLogger("solrace.server.hub")
+log = logging.getLogger("solrace.server.node_presence")
 
 
 def _gone_holder(racer: Racer | RacerRecord, alive: set[str]) -> str | None:

@@ -28,9 +28,7 @@ from solrace.server.protocol.records import MoveRecord
 from solrace.server.runtime import RaceRuntime
 from solrace.tasks import cancel_and_wait
 
-#: The keeper's logger: these lines keep the name they were logged under when the keeper
-#: followed races itself (operators' filters and alerts match on it).
-log = logging.getLogger("solrace.server.sync")
+log = logging.getLogger("solrace.server.race_relay")
 
 
 class RaceNotice(Notice):

@@ -68,10 +68,7 @@ from solrace.server.store import Store, StoreError
 from solrace.server.timers import run_every
 from solrace.tasks import cancel_and_wait
 
-log = logging.getLogger("solrace.server.sync")
-#: The timers', the recovery's and the finish hooks' lines keep the name they were logged
-#: under when the hub ran them itself (operators' filters and alerts match on it).
-hub_log = logging.getLogger("solrace.server.hub")
+log = logging.getLogger("solrace.server.race_sync")
 
 FINISHED_KEPT = 500
 #: Finished races are looked for (to be dropped from memory) at most this often.
@@ -131,8 +128,8 @@ class RaceKeeper:
         self.clock = clock
         self.races: dict[RaceId, RaceRuntime] = {}
         #: Finished or stuck boards the store could not take (the tick stores them later).
-        self.storing_boards = Outage(hub_log, "storing boards the store refused")
-        self.timers = Outage(hub_log, "applying race timers (starts, time-outs, forfeits)")
+        self.storing_boards = Outage(log, "storing boards the store refused")
+        self.timers = Outage(log, "applying race timers (starts, time-outs, forfeits)")
         #: Progress batches the store refused (each tried again after a pause).
         self.storing_progress = Outage(log, "storing progress batches")
         #: Several nodes: the races' channels (notices of the changes stored here, and the
@@ -215,7 +212,7 @@ class RaceKeeper:
                     race.set_connected(player_id, False, now)
                 runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
                 self._unsettle_finished_boards(runtime)
-            hub_log.info("recovered race %s (%s, %s)", race.race_id, race.game, race.status.value)
+            log.info("recovered race %s (%s, %s)", race.race_id, race.game, race.status.value)
 
     @staticmethod
     def _unsettle_finished_boards(runtime: RaceRuntime) -> None:
@@ -267,7 +264,7 @@ class RaceKeeper:
     # --- the clock -------------------------------------------------------------------------
 
     async def _tick_forever(self) -> None:
-        await run_every(self.settings.tick_s, self.tick, hub_log, "tick")
+        await run_every(self.settings.tick_s, self.tick, log, "tick")
 
     async def tick(self) -> None:
         """Apply due transitions (start, time-out, forfeit) and push spectators' boards.
@@ -292,7 +289,7 @@ class RaceKeeper:
                         # Races are never deleted: the store lost it (a Redis restarted
                         # without its data) and no change of it can be stored again, so it
                         # is not tried (and its refusal logged) at every tick.
-                        hub_log.warning(
+                        log.warning(
                             "race %s: the store no longer has it (its data was lost?): "
                             "forgotten here",
                             runtime.race_id,
@@ -300,7 +297,7 @@ class RaceKeeper:
                         self._drop(runtime)
                         self.lobby.changed()
                     else:  # e.g. a race cancelled meanwhile
-                        hub_log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
+                        log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
             if push and runtime.spectators and race.is_live:
                 self.push_spectator_boards(runtime, now)
         if push:
@@ -642,7 +639,7 @@ class RaceKeeper:
         try:
             await self.apply_to_race(runtime, change)
         except RaceError as exc:
-            hub_log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
+            log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
 
     async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
         """After this node stored `events` (once across nodes): a race it finished goes to
@@ -653,7 +650,7 @@ class RaceKeeper:
             try:
                 await hook(runtime.race.to_record())
             except Exception:
-                hub_log.exception("race %s: a finish hook failed", runtime.race_id)
+                log.exception("race %s: a finish hook failed", runtime.race_id)
 
     async def _apply_locked(
         self, runtime: RaceRuntime, change: Change, moves: Sequence[MoveRecord]

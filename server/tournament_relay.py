@@ -20,7 +20,7 @@ from pydantic import Field
 from solrace.server.broker import Broker, BrokerError, ChannelListener, Notice
 from solrace.server.protocol.tournament_messages import TournamentRace
 
-log = logging.getLogger("solrace.server.tournaments")
+log = logging.getLogger("solrace.server.tournament_relay")
 
 CHANNEL = "tournaments"
 

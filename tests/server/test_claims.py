@@ -99,10 +99,12 @@ async def test_a_claim_redis_refuses_is_logged_and_the_hello_goes_on(
     async with refusing_broker(redis_url) as broker:
         node = Node("a", broker)
         node.connect("p1", 1)
-        with caplog.at_level(logging.WARNING, logger="solrace.server.hub"):
+        with caplog.at_level(logging.WARNING, logger="solrace.server.claims"):
             await node.relay.claim(PlayerId("p1"), node.sessions["p1"])
     assert node.relay.announcing.failures == 1
-    assert "p1's connection not announced: message on claims not published" in caplog.text
+    [said] = [r for r in caplog.records if "p1's connection not announced" in r.getMessage()]
+    assert said.name == "solrace.server.claims"
+    assert "p1's connection not announced: message on claims not published" in said.getMessage()
 
 
 @contextlib.asynccontextmanager

@@ -171,18 +171,21 @@ async def test_moves_not_stored_in_an_outage_are_logged_once_and_its_end_once(
     store = AwayThenBack()
     async with opened(store), running_hub(store) as hub:
         race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
-        with caplog.at_level(logging.INFO, logger="solrace.server.hub"):
+        with caplog.at_level(logging.INFO, logger="solrace.server.hub_moves"):
             for _ in range(5):  # the client sends it again, as told
                 await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
             store.back = True
             await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
         assert [m.code for m in alice.sent if isinstance(m, MoveRejected)] == ["unavailable"] * 5
         assert isinstance(alice.sent[-1], MoveAck)
-        lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        lines = [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING]
         assert lines == [
-            f"storing moves failed: move 0 of {alice.player_id}: the disk is full (said once "
-            "until it works again)",
-            "storing moves works again after 5 failure(s)",
+            (
+                "solrace.server.hub_moves",
+                f"storing moves failed: move 0 of {alice.player_id}: the disk is full (said once "
+                "until it works again)",
+            ),
+            ("solrace.server.hub_moves", "storing moves works again after 5 failure(s)"),
         ]
 
 
@@ -202,18 +205,24 @@ async def test_a_board_the_tick_stores_after_an_outage_ends_that_outage_in_the_l
         async def away(*args: object, **kwargs: object) -> list[RaceEvent]:
             raise RaceError(ErrorCode.UNAVAILABLE, "the store is away")
 
-        with caplog.at_level(logging.INFO, logger="solrace.server.hub"):
+        with caplog.at_level(logging.INFO, logger="solrace.server.race_sync"):
             with monkeypatch.context() as patched:
                 patched.setattr(hub.keeper, "apply_to_race", away)
                 await hub.keeper.store_board(runtime, player, [record])
             assert runtime.unsettled
             await hub.keeper.tick()  # the store is back: the tick stores the board
             assert not runtime.unsettled
-        lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        lines = [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING]
         assert lines == [
-            f"storing boards the store refused failed: race {race_id}, {player}: the store is "
-            "away (said once until it works again)",
-            "storing boards the store refused works again after 1 failure(s)",
+            (
+                "solrace.server.race_sync",
+                f"storing boards the store refused failed: race {race_id}, {player}: the store "
+                "is away (said once until it works again)",
+            ),
+            (
+                "solrace.server.race_sync",
+                "storing boards the store refused works again after 1 failure(s)",
+            ),
         ]
 
 

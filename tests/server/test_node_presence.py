@@ -275,8 +275,14 @@ async def test_an_announce_or_withdraw_without_an_answer_says_so_in_the_log(
         hub.presence._announced = True  # as after an announce that went through
         with caplog.at_level(logging.WARNING, "solrace.server"):
             await asyncio.wait_for(hub.presence.stop(), timeout=5)
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
-        "announcing this node's presence failed: no answer in time (said once until it works "
-        "again)",
-        f"node {hub.node_id}: presence not withdrawn (it runs out): no answer in time",
+    assert [(r.name, r.getMessage()) for r in caplog.records if r.levelno == logging.WARNING] == [
+        (
+            "solrace.server.node_presence",
+            "announcing this node's presence failed: no answer in time (said once until it "
+            "works again)",
+        ),
+        (
+            "solrace.server.node_presence",
+            f"node {hub.node_id}: presence not withdrawn (it runs out): no answer in time",
+        ),
     ]

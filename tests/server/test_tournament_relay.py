@@ -81,10 +81,12 @@ async def test_a_notice_redis_refuses_is_logged_not_raised(
     whoever made the change."""
     async with refusing_broker(redis_url) as broker:
         relay = TournamentRelay(broker, "n1", _put_into(asyncio.Queue()))
-        with caplog.at_level(logging.WARNING, logger="solrace.server.tournaments"):
+        with caplog.at_level(logging.WARNING, logger="solrace.server.tournament_relay"):
             await relay.publish("t1", 3, [race_notice()])
-    assert "tournament t1: change not announced: message on tournaments not published" in (
-        caplog.text
+    [said] = caplog.records
+    assert said.name == "solrace.server.tournament_relay"
+    assert said.getMessage().startswith(
+        "tournament t1: change not announced: message on tournaments not published"
     )
 
 
