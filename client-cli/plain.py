@@ -555,7 +555,12 @@ class PlainMode:
         must not become a race with other settings that others can join). `invite_code`
         (`--invite` at the start) makes the race private."""
         if not args or args[0] not in GAME_IDS or len(args) > 3:
-            self.say(f"{CREATE_USAGE}; games: {', '.join(GAME_IDS)}")
+            wrong = ""
+            if args and args[0] not in GAME_IDS:
+                wrong = f": no game {args[0]!r}"
+            elif len(args) > 3:
+                wrong = f": too many words ({' '.join(args[3:])!r})"
+            self.say(f"{CREATE_USAGE}{wrong}; games: {', '.join(GAME_IDS)}")
             return
         bad = next((a for a in args[1:] if not (a.isascii() and a.isdigit())), None)
         if bad is not None:

@@ -445,7 +445,9 @@ async def test_refused_commands_print_the_refusal_not_a_success(
             line = await player.expect("create GAME [SEATS [SECONDS]]")
             assert line.endswith(f": SEATS and SECONDS are positive whole numbers, not {bad!r}")
         await player.send("create klondike 2 60 more")
-        await player.expect("create GAME [SEATS [SECONDS]]; games: ")
+        await player.expect("create GAME [SEATS [SECONDS]]: too many words ('more'); games: ")
+        await player.send("create klondyke")  # a typo'd game is named, not only the usage
+        await player.expect("create GAME [SEATS [SECONDS]]: no game 'klondyke'; games: ")
         await player.send("create klondike 3 30")
         race_id = (await player.expect("created")).split()[1]
         await player.send("start")
