@@ -25,6 +25,7 @@ import contextlib
 import logging
 import random
 import re
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from websockets.exceptions import (
     InvalidURI,
 )
 from websockets.http11 import Response
+from websockets.uri import parse_uri
 
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_server, encode
@@ -209,6 +211,10 @@ def _handshake_failure(url: str, exc: InvalidStatus) -> ConnectionFailedError:
         f"{url} refused the connection: {_refusal_text(response)}",
         retry_after_s=_retry_after_s(response),
     )
+
+
+#: What OpenSSL says of an answer to its hello that is no TLS record (a plain ws:// server).
+_NOT_TLS: Final = "WRONG_VERSION_NUMBER"
 
 
 def _retry_after_s(response: Response) -> float | None:
@@ -464,6 +470,13 @@ class Connection:
 
     async def _open(self) -> Welcome:
         try:
+            parse_uri(self.url)
+        except (InvalidURI, ValueError):  # ValueError: a port that is no port (`:99999`)
+            raise ConnectionFailedError(
+                f"{self.url!r} is not a WebSocket URL (ws://HOST:PORT or wss://HOST:PORT)",
+                fatal=True,
+            ) from None
+        try:
             ws = await connect(
                 self.url,
                 open_timeout=self.open_timeout_s,
@@ -485,11 +498,10 @@ class Connection:
             raise ConnectionFailedError(
                 f"cannot reach {self.url}: connection refused (no server is listening there)"
             ) from None
-        except InvalidURI:
-            raise ConnectionFailedError(
-                f"{self.url!r} is not a WebSocket URL (ws://HOST:PORT or wss://HOST:PORT)",
-                fatal=True,
-            ) from None
+        except ssl.SSLError as exc:
+            # wss:// to a server that speaks plain ws://: its answer is no TLS record.
+            plain = " (a server without TLS: try ws://)" if exc.reason == _NOT_TLS else ""
+            raise ConnectionFailedError(f"cannot reach {self.url}: {exc}{plain}") from None
         except (OSError, InvalidHandshake, TimeoutError) as exc:
             raise ConnectionFailedError(f"cannot reach {self.url}: {exc}") from None
         try:

@@ -245,8 +245,14 @@ def test_a_proxy_s_html_refusal_is_said_in_its_words() -> None:
 
 
 async def test_a_url_that_is_no_websocket_url_is_said_so_at_once() -> None:
-    """`--server 127.0.0.1:8765` (no scheme) said `cannot reach`, as if it had been tried."""
-    for url in ("127.0.0.1:8765", "http://127.0.0.1:8765"):
+    """`--server 127.0.0.1:8765` (no scheme) said `cannot reach`, as if it had been tried; a
+    port that is no port (`:99999`, `:8765 x`) ended in a traceback."""
+    for url in (
+        "127.0.0.1:8765",
+        "http://127.0.0.1:8765",
+        "ws://127.0.0.1:99999",
+        "ws://127.0.0.1:8765 x",
+    ):
         with pytest.raises(ConnectionFailedError, match="is not a WebSocket URL") as refused:
             await Connection(url).connect()
         assert refused.value.fatal
@@ -347,6 +353,15 @@ async def test_a_port_nobody_listens_on_is_said_plainly() -> None:
         str(failed.value)
         == f"cannot reach {url}: connection refused (no server is listening there)"
     )
+
+
+async def test_wss_to_a_server_without_tls_says_to_try_ws(server_url: str) -> None:
+    url = server_url.replace("ws://", "wss://")
+    with pytest.raises(ConnectionFailedError) as failed:
+        await Connection(url, name="x", open_timeout_s=5).connect()
+    text = str(failed.value)
+    assert text.startswith(f"cannot reach {url}: "), text
+    assert text.endswith("(a server without TLS: try ws://)"), text
 
 
 def test_a_close_is_said_by_what_it_means() -> None:
