@@ -12,7 +12,8 @@ race's channel; each node that follows the race (it has sessions in it, or recov
 reloads the record when the notice is newer than its copy (`RaceKeeper.refresh`) and forwards
 the events its own sessions have not had, in version order, or a snapshot when they are gone.
 The channels, the notices and the following are race_relay.py's (`RaceRelay`, which the
-keeper owns); the reloading and the forwarding are the keeper's.
+keeper owns); the reloading is the keeper's; sending the events to this node's sessions is
+race_delivery.py's (`RaceDelivery`, which the keeper owns too and calls after each change).
 
 Moves that only move their racer on are not a change each: their figures are folded into the
 race once per progress batch, or ahead of the next other change (`RaceKeeper.note_progress`).
@@ -33,14 +34,9 @@ from solrace.server.broker import Broker, Subscription
 from solrace.server.lobby import LobbyFeed
 from solrace.server.metrics import Metrics
 from solrace.server.outage import Outage
-from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.messages import (
-    RaceEvent,
-    RaceFinished,
-    RaceSnapshot,
-)
+from solrace.server.protocol.messages import RaceEvent, RaceFinished
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
@@ -54,12 +50,11 @@ from solrace.server.race_changes import (
     Change,
     board_progress,
     is_progress_only,
-    mover_of,
     new_epoch,
     no_change,
     opening_progress,
-    own_board,
 )
+from solrace.server.race_delivery import RaceDelivery
 from solrace.server.race_relay import RaceRelay
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
@@ -97,13 +92,13 @@ def _then(first: Change, then: Change) -> Change:
 
 
 class RaceKeeper:
-    """The races this node holds (`races`): it changes them, stores them and delivers their
-    events to this node's sessions, folds racers' progress in, loads races from the store
-    and (several nodes) follows other nodes' changes to them through its `relay`, and runs
-    their timers (`tick`).
+    """The races this node holds (`races`): it changes them, stores them and has their
+    events delivered to this node's sessions through its `delivery` (the sessions of
+    `players`, kept by the hub), folds racers' progress in, loads races from the store and
+    (several nodes) follows other nodes' changes to them through its `relay`, and runs their
+    timers (`tick`).
 
-    It reads the sessions of this node's players (`players`, kept by the hub) to deliver
-    events, tells the lobby feed when a race's listing may have changed, and calls the finish
+    It tells the lobby feed when a race's listing may have changed, and calls the finish
     hooks (`add_finish_hook`, `remove_finish_hook`) once for each race this node finished."""
 
     def __init__(
@@ -122,7 +117,8 @@ class RaceKeeper:
         self.settings = settings
         self.metrics = metrics
         self.lobby = lobby
-        self.players = players
+        #: Sends the races' events and spectators' boards to the sessions of `players`.
+        self.delivery = RaceDelivery(settings, lobby, players, clock=clock, ended=self._ended)
         #: Called, in this order, with each race this node finished (`add_finish_hook`).
         self._finish_hooks: list[RaceFinishedHook] = []
         self.clock = clock
@@ -144,6 +140,14 @@ class RaceKeeper:
         #: When finished races were last looked for (`_forget_finished`); None: never.
         self._last_forget: int | None = None
         metrics.on_render.append(self._count_races)
+
+    def _ended(self, runtime: RaceRuntime) -> None:
+        """The `delivery` forwarded a race's end: a finish is logged, a cancelled race is
+        forgotten here."""
+        if runtime.race.status is RaceStatus.CANCELLED:
+            self._drop(runtime)
+        else:
+            log.info("race %s finished", runtime.race_id)
 
     def add_finish_hook(self, hook: RaceFinishedHook) -> None:
         """Call `hook` with each race this node finishes, after the hooks added before it (a
@@ -299,7 +303,7 @@ class RaceKeeper:
                     else:  # e.g. a race cancelled meanwhile
                         log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
             if push and runtime.spectators and race.is_live:
-                self.push_spectator_boards(runtime, now)
+                self.delivery.push_spectator_boards(runtime, now)
         if push:
             self._last_spectator_push = now
         if failure is not None:
@@ -359,90 +363,6 @@ class RaceKeeper:
                 await runtime.catch_up_board(player_id, moves)
             found.append(runtime)
         return found
-
-    # --- delivery to this node's sessions --------------------------------------------------
-
-    def _recipients(self, runtime: RaceRuntime) -> set[Session]:
-        sessions = {self.players[p] for p in runtime.race.racers if p in self.players}
-        return sessions | runtime.spectators
-
-    def _publish(self, runtime: RaceRuntime, messages: Sequence[RaceEvent | RaceSnapshot]) -> None:
-        """Send `messages` (in version order) to the race's sessions, each only what is newer
-        than what that session was last sent of the race: every session sees versions rise.
-        With progress batches a racer is not sent the progress of its own moves: its acks
-        carried it."""
-        recipients = self._recipients(runtime)
-        if not recipients or not messages:
-            return
-        race_id = runtime.race_id
-        batching = self.settings.progress_interval_s > 0
-        batch = [
-            (encode(m), m.epoch, m.version, mover_of(m) if batching else None) for m in messages
-        ]
-        for session in recipients:
-            mark = session.versions.get(race_id)
-            for frame, epoch, version, mover in batch:
-                if mark is not None and mark[0] == epoch and version <= mark[1]:
-                    continue  # it had this version already (a catch-up overtook the batch)
-                if mover is not None and mover == session.player_id:
-                    continue
-                session.send_frame(frame)
-                mark = (epoch, version)
-            if mark is not None:
-                session.versions[race_id] = mark
-
-    def push_spectator_boards(
-        self, runtime: RaceRuntime, now: int, *, force: bool = False, only: Session | None = None
-    ) -> None:
-        """Send spectators each racer's board as it was `spectator_delay` ago (batched): to
-        every spectator the boards that moved on since the last push (all, with `force`); to
-        `only` (a new spectator) every board, which moves nobody else's on (the next push
-        does). None to a racer of the race (one who watched it before joining), and none at
-        all while the race's deal is held: other matches of its tournament round race on the
-        same deal, and anyone may watch (a player's second, anonymous connection too); they
-        go out once it is released (`release_deal`)."""
-        targets = runtime.spectators if only is None else {only}
-        if not targets or not runtime.boards or runtime.race.record.deal_held:
-            return
-        racers = runtime.race.racers
-        for player_id, board in runtime.boards.items():
-            delayed = runtime.advance_spectator_board(player_id, now)
-            if only is None:
-                if delayed.ply == board.spectators_ply and not force:
-                    continue
-                board.spectators_ply = delayed.ply
-            frame = runtime.spectator_board_frame(player_id)
-            for session in targets:
-                if session.player_id not in racers:
-                    session.send_frame(frame)
-
-    def _forward(self, runtime: RaceRuntime) -> None:
-        """Send this node's sessions the events they have not had, in version order (a
-        snapshot if the history no longer reaches back), then act on what changed."""
-        race = runtime.race
-        if runtime.sent_epoch == race.epoch and runtime.sent_version == race.version:
-            return
-        missed = race.events_since(runtime.sent_epoch, runtime.sent_version)
-        runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
-        if missed is None:
-            self._publish(runtime, [race.snapshot(self.clock())])
-            self.lobby.changed()
-        else:
-            self._publish(runtime, missed)
-            if not is_progress_only(missed):
-                self.lobby.changed()
-        if race.started_at_ms is not None and not runtime.boards:
-            runtime.deal_boards()  # the race just started: no moves yet
-            for player_id in runtime.boards:
-                session = self.players.get(player_id)
-                if session is not None:
-                    session.send(own_board(runtime, player_id))
-        if race.status is RaceStatus.FINISHED and not runtime.finished:
-            runtime.finished = True
-            self.push_spectator_boards(runtime, self.clock(), force=True)
-            log.info("race %s finished", runtime.race_id)
-        elif race.status is RaceStatus.CANCELLED:
-            self._drop(runtime)
 
     # --- progress batches ------------------------------------------------------------------
 
@@ -506,7 +426,7 @@ class RaceKeeper:
             return False  # a state to store (a racer out meanwhile): the usual change
         pending, _ = runtime.take_pending()
         if self._folding(runtime, pending)(runtime.race):
-            self._forward(runtime)
+            self.delivery.forward(runtime)
             self.storing_progress.worked()  # an outage of the stored kind is over too
         return True
 
@@ -569,9 +489,7 @@ class RaceKeeper:
         """Forget a race held here (finished long enough, or cancelled): its armed fold, its
         following of other nodes' notices and what this node's sessions keep of it."""
         race_id = runtime.race_id
-        for session in self._recipients(runtime):
-            session.versions.pop(race_id, None)
-            session.watching.discard(race_id)
+        self.delivery.forget(runtime)
         if self.races.get(race_id) is runtime:
             del self.races[race_id]
         if runtime.fold_due is not None:
@@ -659,11 +577,11 @@ class RaceKeeper:
         for _ in range(CHANGE_ATTEMPTS):
             events = change(race)
             if not self.is_cluster and events and is_progress_only(events):
-                self._forward(runtime)
+                self.delivery.forward(runtime)
                 return events
             record = race.to_record()
             if record == runtime.saved:
-                self._forward(runtime)
+                self.delivery.forward(runtime)
                 return events
             try:
                 stored = await self.store.save_race_if(record, runtime.saved)
@@ -672,7 +590,7 @@ class RaceKeeper:
                 raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
             if stored:
                 runtime.saved = record
-                self._forward(runtime)
+                self.delivery.forward(runtime)
                 if self.relay is not None:
                     await self.relay.publish(runtime, moves)
                 return events
@@ -687,7 +605,7 @@ class RaceKeeper:
                 raise RaceError(ErrorCode.UNKNOWN_RACE, f"no race {runtime.race_id!r}")
             race.reset_to(fresh)
             runtime.saved = fresh
-            self._forward(runtime)
+            self.delivery.forward(runtime)
         raise RaceBusyError(ErrorCode.UNAVAILABLE, "the race is busy; retry")
 
     def _roll_back(self, runtime: RaceRuntime) -> None:
@@ -832,7 +750,7 @@ class RaceKeeper:
         runtime.race.release_deal()
         if runtime.saved is not None:
             runtime.saved = runtime.saved.model_copy(update={"deal_held": False})
-        self.push_spectator_boards(runtime, self.clock(), force=True)
+        self.delivery.push_spectator_boards(runtime, self.clock(), force=True)
 
     async def _load_recently_finished(self, race_id: RaceId) -> RaceRuntime | None:
         record = await self.store.get_race(race_id)
@@ -875,7 +793,7 @@ class RaceKeeper:
                 if record is not None and record != runtime.saved:
                     runtime.race.reset_to(record)
                     runtime.saved = record
-                self._forward(runtime)
+                self.delivery.forward(runtime)
         except StoreError as exc:
             runtime.stale = True
             log.warning("race %s: cannot reload (%s)", runtime.race_id, exc)

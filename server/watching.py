@@ -75,7 +75,7 @@ class Watching:
         runtime.spectators.add(session)
         session.watching.add(runtime.race_id)
         self.send_missed(session, runtime, epoch, since, answer=True)
-        self.keeper.push_spectator_boards(runtime, self.clock(), only=session)
+        self.keeper.delivery.push_spectator_boards(runtime, self.clock(), only=session)
 
     def unwatch(self, session: Session, runtime: RaceRuntime) -> None:
         """`session` no longer watches the race (an `unwatch`, or it took a seat in it)."""

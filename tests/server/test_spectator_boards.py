@@ -1,4 +1,4 @@
-"""Spectators' delayed boards (server/race_sync.py `push_spectator_boards`, server/runtime.py):
+"""Spectators' delayed boards (server/race_delivery.py `push_spectator_boards`, server/runtime.py):
 a new spectator's look costs the others nothing, and a board is encoded once per ply.
 
 A burst of watch/unwatch requests (within the rate budget) used to stall the node for seconds:
@@ -45,7 +45,7 @@ async def test_a_new_spectator_gets_every_board_and_nobody_else_gets_anything() 
         for watcher in watchers:
             await hub.handle(watcher, Hello(protocol=PROTOCOL_VERSION))
             await hub.handle(watcher, Watch(race_id=race_id))
-        hub.keeper.push_spectator_boards(runtime, clock.now)  # a batch, as the tick's
+        hub.keeper.delivery.push_spectator_boards(runtime, clock.now)  # a batch, as the tick's
         shadow = deal("klondike", GAME_NUMBER)
         for seq in range(3):  # alice's board moves on
             move = shadow.legal_moves()[0]
@@ -67,7 +67,7 @@ async def test_a_new_spectator_gets_every_board_and_nobody_else_gets_anything() 
         # The others' boards move on with the next batch, not with each new spectator.
         assert all(boards_of(w) == [] for w in watchers)
 
-        hub.keeper.push_spectator_boards(runtime, clock.now)
+        hub.keeper.delivery.push_spectator_boards(runtime, clock.now)
         for watcher in [*watchers, late]:
             assert [(b.player_id, b.ply) for b in boards_of(watcher)][-1:] == [(alice.player_id, 3)]
         assert all(len(boards_of(w)) == 1 for w in watchers)  # only the board that moved
