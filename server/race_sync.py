@@ -4,7 +4,8 @@ Every change to a race is a function of the race (`Race -> events`), applied und
 lock and stored with a compare-and-set on its record (`save_race_if(new, expected=old)`). Of
 two nodes changing a race from the same record one wins; the other reloads the record and
 applies its change again to the fresh copy, where a start, a finish or a time-out someone
-else already applied yields no event: each happens once.
+else already applied yields no event: each happens once (race_writes.py's `RaceWriter`,
+which the keeper owns, stores a change; the keeper holds the lock and decides what goes in).
 
 The stored record carries the event numbering (epoch and version) and the recent events, so
 any node can serve a resync. After storing a change a node publishes a small notice on the
@@ -49,13 +50,13 @@ from solrace.server.protocol.tournament_messages import tournament_of_race
 from solrace.server.race_changes import (
     Change,
     board_progress,
-    is_progress_only,
     new_epoch,
     no_change,
     opening_progress,
 )
 from solrace.server.race_delivery import RaceDelivery
 from solrace.server.race_relay import RaceRelay
+from solrace.server.race_writes import RaceBusyError, RaceWriter
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
@@ -68,18 +69,12 @@ log = logging.getLogger("solrace.server.race_sync")
 FINISHED_KEPT = 500
 #: Finished races are looked for (to be dropped from memory) at most this often.
 FORGET_EVERY_MS = 1000
-CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `unavailable`
 #: Seconds before a progress batch the store refused is folded again.
 FOLD_RETRY_S = 1.0
 
 
 #: What a service does once this node finished a race (ratings, tournaments), given its record.
 RaceFinishedHook = Callable[[RaceRecord], Awaitable[None]]
-
-
-class RaceBusyError(RaceError):
-    """Other nodes kept changing the race first: every compare-and-set lost (the requester
-    may retry, as for an outage; but the store answered, so it is not the store's outage)."""
 
 
 def _then(first: Change, then: Change) -> Change:
@@ -131,6 +126,8 @@ class RaceKeeper:
         #: Several nodes: the races' channels (notices of the changes stored here, and the
         #: following of the races held here); None on one node.
         self.relay = None if broker is None else RaceRelay(broker, self.refresh)
+        #: Applies each change and stores it (compare-and-set), delivering its events.
+        self.writer = RaceWriter(store, lobby, self.relay, forward=self.delivery.forward)
         #: Progress batches being folded in (see `note_progress`).
         self._folds: set[asyncio.Task[None]] = set()
         #: The node has stopped: no fold is armed any more.
@@ -515,16 +512,18 @@ class RaceKeeper:
                 if fold is not no_change and not self.is_cluster:
                     # One node: the batch (progress only, never stored) first, on its own,
                     # so that a refused change leaves it be.
-                    events = await self._apply_locked(runtime, fold, folded_moves)
+                    events = await self.writer.apply_and_store(runtime, fold, folded_moves)
                     fold, folded_moves = no_change, []
                 # Rankings use current figures and events keep their order: the batch goes
                 # first. Several nodes: with the change, in one compare-and-set.
                 if fold is not no_change or change is not no_change or moves:
                     both = change if fold is no_change else _then(fold, change)
-                    events += await self._apply_locked(runtime, both, [*folded_moves, *moves])
+                    events += await self.writer.apply_and_store(
+                        runtime, both, [*folded_moves, *moves]
+                    )
             except RaceError as exc:
                 if fold is not no_change:
-                    self._roll_back(runtime)  # a refused change took the batch along
+                    self.writer.roll_back(runtime)  # a refused change took the batch along
                     # The change's own refusal: the batch goes in on its own at once (one put
                     # back at every refusal, a request refused every second, held it back for
                     # good). The store away: it is tried again, after a pause.
@@ -544,7 +543,7 @@ class RaceKeeper:
         """Store and deliver a progress batch on its own (the race's lock held): False if
         the store refused it."""
         try:
-            await self._apply_locked(runtime, fold, moves)
+            await self.writer.apply_and_store(runtime, fold, moves)
         except RaceError:
             return False
         return True
@@ -569,60 +568,6 @@ class RaceKeeper:
                 await hook(runtime.race.to_record())
             except Exception:
                 log.exception("race %s: a finish hook failed", runtime.race_id)
-
-    async def _apply_locked(
-        self, runtime: RaceRuntime, change: Change, moves: Sequence[MoveRecord]
-    ) -> list[RaceEvent]:
-        race = runtime.race
-        for _ in range(CHANGE_ATTEMPTS):
-            events = change(race)
-            if not self.is_cluster and events and is_progress_only(events):
-                self.delivery.forward(runtime)
-                return events
-            record = race.to_record()
-            if record == runtime.saved:
-                self.delivery.forward(runtime)
-                return events
-            try:
-                stored = await self.store.save_race_if(record, runtime.saved)
-            except StoreError as exc:
-                self._roll_back(runtime)
-                raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
-            if stored:
-                runtime.saved = record
-                self.delivery.forward(runtime)
-                if self.relay is not None:
-                    await self.relay.publish(runtime, moves)
-                return events
-            # Another node changed the race first: take its record and apply ours again.
-            try:
-                fresh = await self.store.get_race(runtime.race_id)
-            except StoreError as exc:
-                self._roll_back(runtime)
-                raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
-            if fresh is None:
-                self._roll_back(runtime)
-                raise RaceError(ErrorCode.UNKNOWN_RACE, f"no race {runtime.race_id!r}")
-            race.reset_to(fresh)
-            runtime.saved = fresh
-            self.delivery.forward(runtime)
-        raise RaceBusyError(ErrorCode.UNAVAILABLE, "the race is busy; retry")
-
-    def _roll_back(self, runtime: RaceRuntime) -> None:
-        """Undo an unstored change: back to the stored record (one node: plus the progress
-        it never stores, from the boards, and a new epoch since event numbers were used)."""
-        saved = runtime.saved
-        if saved is None:
-            return  # never stored: the caller drops the race
-        race = runtime.race
-        version = race.version
-        race.reset_to(saved)
-        self.lobby.changed()  # a list read during the failed save showed the change
-        if not self.is_cluster:
-            for player_id in runtime.boards:
-                runtime.restore_progress(player_id)
-            if race.version < version:
-                race.new_epoch(new_epoch())
 
     # --- new races -------------------------------------------------------------------------
 

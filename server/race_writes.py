@@ -1,0 +1,114 @@
+"""Storing a change to a race: a compare-and-set on its record. A change is a function of the
+race (`Race -> events`); it is applied to this node's copy and the new record stored only if
+the store still holds the record the copy was loaded from (`save_race_if(new,
+expected=old)`). Of two nodes changing a race from the same record one wins; the other takes
+the stored record and applies its change again to the fresh copy, where a start, a finish or
+a time-out someone else already applied yields no event: each happens once.
+
+`RaceWriter` does this for the race keeper (race_sync.py), which holds the race's lock around
+it; after each record stored or taken, this node's sessions get the events they missed
+(`forward`), and (several nodes) the other nodes a notice (`RaceRelay.publish`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from solrace.server.lobby import LobbyFeed
+from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.messages import RaceEvent
+from solrace.server.protocol.records import MoveRecord
+from solrace.server.race_changes import Change, is_progress_only, new_epoch
+from solrace.server.race_relay import RaceRelay
+from solrace.server.runtime import RaceRuntime
+from solrace.server.store import Store, StoreError
+
+CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `unavailable`
+
+
+class RaceBusyError(RaceError):
+    """Other nodes kept changing the race first: every compare-and-set lost (the requester
+    may retry, as for an outage; but the store answered, so it is not the store's outage)."""
+
+
+class RaceWriter:
+    """Applies changes to races and stores them in `store` by compare-and-set; `forward`
+    delivers each stored (or taken) record's events to this node's sessions, and `relay`
+    (several nodes; None on one) tells the other nodes. One node (no `relay`) does not store
+    a change that only moves racers' progress on: a restart recomputes progress by replaying
+    the moves."""
+
+    def __init__(
+        self,
+        store: Store,
+        lobby: LobbyFeed,
+        relay: RaceRelay | None,
+        *,
+        forward: Callable[[RaceRuntime], None],
+    ) -> None:
+        self.store = store
+        self.lobby = lobby
+        self.relay = relay
+        self.forward = forward
+
+    async def apply_and_store(
+        self, runtime: RaceRuntime, change: Change, moves: Sequence[MoveRecord]
+    ) -> list[RaceEvent]:
+        """Apply `change` to the race and store it (several nodes: publishing `moves` with
+        it), the race's lock held by the caller; its events. A change the store does not
+        take is undone (`roll_back`) and raised: `RaceError` (`unavailable` when the store
+        is away, `unknown_race` when it no longer has the race) or `RaceBusyError` when
+        other nodes won `CHANGE_ATTEMPTS` rounds in a row."""
+        race = runtime.race
+        for _ in range(CHANGE_ATTEMPTS):
+            events = change(race)
+            if self.relay is None and events and is_progress_only(events):
+                self.forward(runtime)
+                return events
+            record = race.to_record()
+            if record == runtime.saved:
+                self.forward(runtime)
+                return events
+            try:
+                stored = await self.store.save_race_if(record, runtime.saved)
+            except StoreError as exc:
+                self.roll_back(runtime)
+                raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
+            if stored:
+                runtime.saved = record
+                self.forward(runtime)
+                if self.relay is not None:
+                    await self.relay.publish(runtime, moves)
+                return events
+            # Another node changed the race first: take its record and apply ours again.
+            try:
+                fresh = await self.store.get_race(runtime.race_id)
+            except StoreError as exc:
+                self.roll_back(runtime)
+                raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
+            if fresh is None:
+                self.roll_back(runtime)
+                raise RaceError(ErrorCode.UNKNOWN_RACE, f"no race {runtime.race_id!r}")
+            race.reset_to(fresh)
+            runtime.saved = fresh
+            self.forward(runtime)
+        raise RaceBusyError(ErrorCode.UNAVAILABLE, "the race is busy; retry")
+
+    def roll_back(self, runtime: RaceRuntime) -> None:
+        """Undo an unstored change: back to the stored record (one node: plus the progress
+        it never stores, from the boards, and a new epoch since event numbers were used)."""
+        saved = runtime.saved
+        if saved is None:
+            return  # never stored: the caller drops the race
+        race = runtime.race
+        version = race.version
+        race.reset_to(saved)
+        self.lobby.changed()  # a list read during the failed save showed the change
+        if self.relay is None:
+            for player_id in runtime.boards:
+                runtime.restore_progress(player_id)
+            if race.version < version:
+                race.new_epoch(new_epoch())
+
+
+__all__ = ["CHANGE_ATTEMPTS", "RaceBusyError", "RaceWriter"]
