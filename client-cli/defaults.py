@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Final
+
+from websockets.exceptions import InvalidURI
+from websockets.uri import parse_uri
 
 #: The server a command talks to without `--server`: `solrace serve`'s own default address.
 DEFAULT_SERVER_URL: Final = "ws://127.0.0.1:8765"
@@ -12,7 +16,14 @@ def server_url(text: str) -> str:
     """`--server` as every command keeps it (the identities' key, the lines that name it): a
     URL whose path is only `/` is the same server as without it (the handshake asks for `/`
     either way), so `ws://127.0.0.1:8765/` is `ws://127.0.0.1:8765`, and the saved token is
-    found whichever was typed."""
+    found whichever was typed. What is no WebSocket URL is refused (`ArgumentTypeError`:
+    argparse says so, exit status 2) before anything connects or is saved for it."""
+    try:
+        parse_uri(text)
+    except (InvalidURI, ValueError):  # ValueError: a port that is no port (`:99999`)
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a WebSocket URL (ws://HOST:PORT or wss://HOST:PORT)"
+        ) from None
     scheme, slashes, rest = text.partition("://")
     if slashes and rest.endswith("/") and rest.count("/") == 1:
         return f"{scheme}{slashes}{rest[:-1]}"

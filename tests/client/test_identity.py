@@ -227,6 +227,32 @@ async def test_a_server_url_ending_in_a_slash_is_the_same_server(
     assert sorted(entries) == [server_url]
 
 
+@pytest.mark.parametrize("command", ["play", "bot", "tournament"])
+async def test_a_server_that_is_no_websocket_url_is_refused_before_anything_is_kept(
+    tmp_path: Path, command: str
+) -> None:
+    """`--server http://HOST:PORT` was tried (exit 1), after a registration key was kept for
+    that "server" in identity.json; `ws://HOST:99999` ended in a traceback."""
+    for url in ("http://127.0.0.1:8765", "ws://127.0.0.1:99999"):
+        argv = {
+            "play": ["play", "--plain", "--server", url, "--name", "pat"],
+            "bot": ["bot", "--server", url, "--name", "pat"],
+            "tournament": ["tournament", "--server", url, "--name", "pat", "join", "t1"],
+        }[command]
+        child = await Child.start(tmp_path, *argv)
+        try:
+            assert await child.finish() == 2, child.output
+        finally:
+            await child.kill()
+        assert child.lines[-1].endswith(
+            f"error: argument --server: {url!r} is not a WebSocket URL (ws://HOST:PORT or "
+            "wss://HOST:PORT)"
+        ), child.output
+    assert not (tmp_path / "child-config").exists() or not any(
+        (tmp_path / "child-config").glob("*.json")
+    )
+
+
 async def test_the_admin_identity_is_separate_and_not_the_default(server_url: str) -> None:
     alice = await player_of(server_url, "alice")
     conn = await connect_player(server_url, server_url, None, role="admin")
