@@ -216,12 +216,12 @@ def read_json(path: Path | None = None) -> dict[str, dict[str, Any]]:
     """Every server's entry of the identity file or `path` (call with its lock held)."""
     path = path or identity_file()
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except FileNotFoundError:
         return {}
     try:
-        raw = json.loads(text)
-    except ValueError:
+        raw = json.loads(data)
+    except ValueError:  # UnicodeDecodeError too: bytes that are no text at all
         _move_aside(path, "is not valid JSON")
         return {}
     if not isinstance(raw, dict):

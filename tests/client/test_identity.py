@@ -179,6 +179,26 @@ async def test_a_corrupt_file_is_moved_aside_not_overwritten(
     assert aside.read_text() == corrupt
 
 
+@pytest.mark.parametrize("file", ["identity.json", "bots.json"])
+async def test_a_file_that_is_no_text_is_moved_aside_too(
+    server_url: str, tmp_path: Path, file: str
+) -> None:
+    """Bytes that are not UTF-8 (a damaged disk, another program's file) ended every command
+    with a UnicodeDecodeError traceback."""
+    folder = tmp_path / "child-config"
+    folder.mkdir()
+    (folder / file).write_bytes(b"\xff\xfe\x00garbage")
+    argv = ["play", "--plain"] if file == "identity.json" else ["bot"]
+    child = await Child.start(tmp_path, *argv, "--server", server_url, "--name", "pat")
+    try:
+        await child.finish()
+    finally:
+        await child.kill()
+    assert "Traceback" not in child.output, child.output
+    assert f"{folder / file} is not valid JSON; moved it to {folder / file}.bad" in child.output
+    assert (folder / f"{file}.bad").read_bytes() == b"\xff\xfe\x00garbage"
+
+
 async def test_a_refused_token_of_a_taken_name_says_where_the_tokens_are(
     server_url: str,
 ) -> None:
