@@ -53,6 +53,8 @@ class MoveHandler:
         clock: Callable[[], int],
     ) -> None:
         self.keeper = keeper
+        #: The keeper's progress batches, which each move that only moves its racer on joins.
+        self.progress = keeper.progress
         self.store = store
         self.settings = settings
         self.metrics = metrics
@@ -147,7 +149,7 @@ class MoveHandler:
         self.metrics.moves_accepted.inc()
         self.metrics.ack_latency.observe(time.perf_counter() - started)
         if not (won or stuck) and self.settings.progress_interval_s > 0:
-            self.keeper.note_progress(runtime, record)
+            self.progress.note_progress(runtime, record)
         else:
             # At once: a finish, a stuck board, or every move when progress is not batched.
             # The move is stored and acknowledged; if its board is refused, the tick stores
@@ -256,7 +258,7 @@ class MoveHandler:
             # Stored without this node's ack (another connection's, or an append answered
             # `unavailable` that went through after all): the race hears of it as of any
             # move, so the racer's progress, and the results, count it.
-            self.keeper.note_progress(runtime, move)
+            self.progress.note_progress(runtime, move)
         if unseen and board.is_over:
             runtime.settle_later(player_id)  # the tick stores the finish
         if message.seq in board.seq_to_ply:

@@ -1,28 +1,31 @@
-"""Race changes and their delivery, on one node or on several nodes sharing Redis.
+"""The races a node holds and every change to them, on one node or on several nodes sharing
+Redis: `RaceKeeper`. The hub, the move handler and the node-presence watch change races only
+through it (`apply_to_race`).
 
-Every change to a race is a function of the race (`Race -> events`), applied under the race's
-lock and stored with a compare-and-set on its record (`save_race_if(new, expected=old)`). Of
-two nodes changing a race from the same record one wins; the other reloads the record and
-applies its change again to the fresh copy, where a start, a finish or a time-out someone
-else already applied yields no event: each happens once (race_writes.py's `RaceWriter`,
-which the keeper owns, stores a change; the keeper holds the lock and decides what goes in).
+A change is a function of the race (`Race -> events`). The keeper applies it under the race's
+lock, with the race's waiting progress batch ahead of it (so that a finish, a resign or a
+time-out ranks on current figures), through the parts it owns, each with one job:
+- `writer` (race_writes.py): the change applied and stored by compare-and-set on the race's
+  record; of two nodes changing a race from the same record one wins, the other applies its
+  change again to the stored record, where a start, a finish or a time-out someone else
+  already applied yields no event: each happens once;
+- `delivery` (race_delivery.py): the events to this node's sessions, in version order, or a
+  snapshot; spectators' delayed boards;
+- `progress` (race_progress.py): the moves that only move their racer on, folded into the race
+  in batches (`note_progress`) rather than a change each;
+- `relay` (race_relay.py; several nodes): a notice on the race's channel for each change
+  stored here, and the following of other nodes' changes to the races held here.
+
+The keeper itself recovers the live races at start, runs the race clock (`tick`: due starts,
+time-outs and forfeits, boards the store refused, spectators' batches, finished races
+forgotten), loads races from the store and reloads a copy that fell behind (`refresh`, which
+the relay asks for on a newer notice or a gap), follows deals held for a tournament round,
+and calls the finish hooks.
 
 The stored record carries the event numbering (epoch and version) and the recent events, so
-any node can serve a resync. After storing a change a node publishes a small notice on the
-race's channel; each node that follows the race (it has sessions in it, or recovered it)
-reloads the record when the notice is newer than its copy (`RaceKeeper.refresh`) and forwards
-the events its own sessions have not had, in version order, or a snapshot when they are gone.
-The channels, the notices and the following are race_relay.py's (`RaceRelay`, which the
-keeper owns); the reloading is the keeper's; sending the events to this node's sessions is
-race_delivery.py's (`RaceDelivery`, which the keeper owns too and calls after each change).
-
-Moves that only move their racer on are not a change each: their figures are folded into the
-race once per progress batch, or ahead of the next other change (`RaceKeeper.note_progress`).
-One node (no broker) keeps SQLite fast: a change that only moves a racer's progress on is not
-stored (a restart recomputes progress by replaying the moves) and nothing is published.
-
-`RaceKeeper` holds a node's races and does the rest; the hub, the move handler and the
-node-presence watch change races only through it (`apply_to_race`).
+any node can serve a resync. One node (no broker) keeps SQLite fast: a change that only moves
+a racer's progress on is not stored (a restart recomputes progress by replaying the moves) and
+nothing is published.
 """
 
 from __future__ import annotations
@@ -55,8 +58,9 @@ from solrace.server.race_changes import (
     opening_progress,
 )
 from solrace.server.race_delivery import RaceDelivery
+from solrace.server.race_progress import FOLD_RETRY_S, ProgressBatches
 from solrace.server.race_relay import RaceRelay
-from solrace.server.race_writes import RaceBusyError, RaceWriter
+from solrace.server.race_writes import RaceWriter
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
@@ -69,8 +73,6 @@ log = logging.getLogger("solrace.server.race_sync")
 FINISHED_KEPT = 500
 #: Finished races are looked for (to be dropped from memory) at most this often.
 FORGET_EVERY_MS = 1000
-#: Seconds before a progress batch the store refused is folded again.
-FOLD_RETRY_S = 1.0
 
 
 #: What a service does once this node finished a race (ratings, tournaments), given its record.
@@ -87,11 +89,11 @@ def _then(first: Change, then: Change) -> Change:
 
 
 class RaceKeeper:
-    """The races this node holds (`races`): it changes them, stores them and has their
-    events delivered to this node's sessions through its `delivery` (the sessions of
-    `players`, kept by the hub), folds racers' progress in, loads races from the store and
-    (several nodes) follows other nodes' changes to them through its `relay`, and runs their
-    timers (`tick`).
+    """The races this node holds (`races`): it changes them (stored by its `writer`), has
+    their events delivered to this node's sessions (those of `players`, kept by the hub) by
+    its `delivery`, folds racers' progress in through its `progress`, loads races from the
+    store and (several nodes) follows other nodes' changes to them through its `relay`, and
+    runs their timers (`tick`).
 
     It tells the lobby feed when a race's listing may have changed, and calls the finish
     hooks (`add_finish_hook`, `remove_finish_hook`) once for each race this node finished."""
@@ -121,17 +123,19 @@ class RaceKeeper:
         #: Finished or stuck boards the store could not take (the tick stores them later).
         self.storing_boards = Outage(log, "storing boards the store refused")
         self.timers = Outage(log, "applying race timers (starts, time-outs, forfeits)")
-        #: Progress batches the store refused (each tried again after a pause).
-        self.storing_progress = Outage(log, "storing progress batches")
         #: Several nodes: the races' channels (notices of the changes stored here, and the
         #: following of the races held here); None on one node.
         self.relay = None if broker is None else RaceRelay(broker, self.refresh)
         #: Applies each change and stores it (compare-and-set), delivering its events.
         self.writer = RaceWriter(store, lobby, self.relay, forward=self.delivery.forward)
-        #: Progress batches being folded in (see `note_progress`).
-        self._folds: set[asyncio.Task[None]] = set()
-        #: The node has stopped: no fold is armed any more.
-        self._stopped = False
+        #: Racers' progress, folded into their races in batches (`ProgressBatches.note_progress`).
+        self.progress = ProgressBatches(
+            settings,
+            is_cluster=self.is_cluster,
+            clock=clock,
+            apply=self.apply_to_race,
+            forward=self.delivery.forward,
+        )
         self._ticker: asyncio.Task[None] | None = None
         self._last_spectator_push = 0
         #: When finished races were last looked for (`_forget_finished`); None: never.
@@ -174,15 +178,7 @@ class RaceKeeper:
         if self._ticker is not None:
             await cancel_and_wait([self._ticker])
             self._ticker = None
-        self._stopped = True  # a fold that fails now is not tried again
-        for runtime in list(self.races.values()):
-            if runtime.fold_due is not None:
-                runtime.fold_due.cancel()
-                runtime.fold_due = None
-            if runtime.pending:  # the last progress batch goes into the race (and the store)
-                await self.fold(runtime)
-        if self._folds:
-            await asyncio.wait(list(self._folds))
+        await self.progress.stop(list(self.races.values()))
         if self.relay is not None:
             for runtime in list(self.races.values()):
                 await self.relay.unfollow(runtime)
@@ -361,105 +357,7 @@ class RaceKeeper:
             found.append(runtime)
         return found
 
-    # --- progress batches ------------------------------------------------------------------
-
-    def note_progress(self, runtime: RaceRuntime, move: MoveRecord) -> None:
-        """Progress batches: a move that only moves its racer on (not won, not stuck) is
-        folded into the race with the others of the next `progress_interval_s`, one event
-        per racer, or at once ahead of any other change (so a finish, a resign or a time-out
-        ranks on current figures). Each move is answered at once by its ack, which carries
-        the racer's own figures. One node saves a race step per move; several nodes make one
-        compare-and-set per batch instead of one per move."""
-        runtime.note_move(move)
-        self._arm_fold(runtime)
-
-    def _arm_fold(self, runtime: RaceRuntime, delay_s: float | None = None) -> None:
-        """Fold the pending batch in `delay_s` (default: the progress interval); not once
-        the node has stopped."""
-        if runtime.fold_due is None and not self._stopped:
-            runtime.fold_due = asyncio.get_running_loop().call_later(
-                self.settings.progress_interval_s if delay_s is None else delay_s,
-                self._fold_soon,
-                runtime,
-            )
-
-    def _fold_soon(self, runtime: RaceRuntime) -> None:
-        runtime.fold_due = None
-        if self._fold_in_place(runtime):
-            return
-        task = asyncio.create_task(self.fold(runtime), name=f"solrace-fold-{runtime.race_id}")
-        self._folds.add(task)
-        task.add_done_callback(self._folds.discard)
-
-    async def fold(self, runtime: RaceRuntime) -> None:
-        """Fold the pending progress batch into the race now (and store it); if the store
-        refuses it, it is tried again after a pause."""
-        # The moves are stored and acknowledged; their progress is tried again.
-        try:
-            events = await self.apply_to_race(runtime, no_change)  # the pending figures
-        except RaceError as exc:
-            if exc.code is ErrorCode.UNAVAILABLE and not isinstance(exc, RaceBusyError):
-                # The store is away: the node's outage.
-                self.storing_progress.failed(f"race {runtime.race_id}: {exc} (retried)")
-            elif not runtime.fold_refused:  # this race's own trouble: once until it passes
-                runtime.fold_refused = True
-                log.warning("race %s: progress not stored (retried): %s", runtime.race_id, exc)
-        else:
-            runtime.fold_refused = False
-            if events:  # a batch went in (several nodes: through the store), not a no-op
-                self.storing_progress.worked()
-
-    def _fold_in_place(self, runtime: RaceRuntime) -> bool:
-        """One node, where a batch of racers still playing is progress only and never stored:
-        fold it now, without a task or the race's lock (True), unless a change holds the lock
-        (its events are not stored yet, and a fold's delivery would send them): then, and on
-        several nodes, `fold` runs as a task (False). At a thousand racers a batch is often a
-        single move, and its task and lock were ~4% of the node's CPU (py-spy, `bench/`)."""
-        if self.is_cluster or runtime.lock.locked():
-            return False
-        racers = runtime.race.racers
-        playing = RacerState.PLAYING
-        if any((r := racers.get(p)) is None or r.state is not playing for p in runtime.pending):
-            return False  # a state to store (a racer out meanwhile): the usual change
-        pending, _ = runtime.take_pending()
-        if self._folding(runtime, pending)(runtime.race):
-            self.delivery.forward(runtime)
-            self.storing_progress.worked()  # an outage of the stored kind is over too
-        return True
-
-    def _folding(self, runtime: RaceRuntime, pending: set[PlayerId]) -> Change:
-        """The change that folds in the `pending` racers' figures: their boards' stored moves
-        (`RacerBoard.record_stored`; a move being stored meanwhile is not counted), read once, the
-        same however often a compare-and-set makes the change run again."""
-        figures = [
-            (p, b.on_foundations, b.game.total_cards, len(b.move_times), b.count_changed_at_ms)
-            for p in sorted(pending)
-            if (b := runtime.boards.get(p)) is not None
-        ]
-        if not figures:
-            return no_change
-        now = self.clock()
-
-        def folded(race: Race) -> list[RaceEvent]:
-            events: list[RaceEvent] = []
-            for player_id, on, total, moves, changed_at in figures:
-                racer = race.racers.get(player_id)
-                # Figures behind the race's (another node folded later moves of the racer
-                # first, its notice not here yet) would take the racer back: left out.
-                if racer is not None and racer.moves <= moves:
-                    events += race.record_board(
-                        player_id,
-                        on_foundations=on,
-                        total=total,
-                        moves=moves,
-                        won=False,
-                        stuck=False,
-                        now_ms=now,
-                        reached_ms=changed_at,
-                    )
-            return events
-
-        return folded
+    # --- forgetting races ------------------------------------------------------------------
 
     def _forget_finished(self, now_ms: int) -> None:
         """Drop finished races from memory once `finished_kept_s` old, and the oldest beyond
@@ -489,9 +387,7 @@ class RaceKeeper:
         self.delivery.forget(runtime)
         if self.races.get(race_id) is runtime:
             del self.races[race_id]
-        if runtime.fold_due is not None:
-            runtime.fold_due.cancel()
-            runtime.fold_due = None
+        self.progress.disarm(runtime)
         if self.relay is not None:
             self.relay.drop(runtime)
 
@@ -506,7 +402,7 @@ class RaceKeeper:
         request may be sent again) or the race keeps changing under us."""
         async with runtime.lock:
             pending, folded_moves = runtime.take_pending()
-            fold = self._folding(runtime, pending)
+            fold = self.progress.folding(runtime, pending)
             events: list[RaceEvent] = []
             try:
                 if fold is not no_change and not self.is_cluster:
@@ -531,7 +427,7 @@ class RaceKeeper:
                         runtime, fold, folded_moves
                     ):
                         runtime.put_back(pending, folded_moves)
-                        self._arm_fold(runtime, FOLD_RETRY_S)
+                        self.progress.arm_fold(runtime, FOLD_RETRY_S)
                 raise
         if events:
             await self._changed(runtime, events)

@@ -272,7 +272,7 @@ async def test_a_move_the_shared_store_says_is_too_late_is_refused_and_the_copy_
         race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
         player = alice.player_id or PlayerId("")
         await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
-        await hub.keeper.fold(hub.races[race_id])
+        await hub.keeper.progress.fold(hub.races[race_id])
         # Another node resigns alice in the stored race; this node does not hear of it.
         stored = await store.get_race(race_id)
         assert stored is not None
@@ -310,7 +310,7 @@ async def test_a_move_answered_unavailable_but_stored_counts_in_the_race() -> No
         race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
         player = alice.player_id or PlayerId("")
         await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
-        await hub.keeper.fold(hub.races[race_id])  # nothing pending from here on
+        await hub.keeper.progress.fold(hub.races[race_id])  # nothing pending from here on
         store.lose_next = True
         await hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal"))
         refusal = alice.sent[-1]

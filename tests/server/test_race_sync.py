@@ -1,7 +1,7 @@
-"""Race changes when the store refuses them (server/race_sync.py, hub_moves.py): a progress
-batch whose write fails is folded in with the next one, and a stuck or won board whose change
-fails is stored by the tick once the store is back. Also the finish hooks a finished race
-goes to."""
+"""Race changes when the store refuses them (server/race_sync.py, hub_moves.py): a change takes
+the waiting progress batch in once, and a stuck or won board whose change fails is stored by
+the tick once the store is back. Also following and forgetting races, held deals, and the
+finish hooks a finished race goes to. The batches themselves: test_race_progress.py."""
 
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ from solrace.server.protocol.records import MoveRecord, RaceRecord, RacerState, 
 from solrace.server.protocol.tournament_messages import tournament_race_id
 from solrace.server.race_relay import RaceNotice, race_channel
 from solrace.server.race_setup import new_race_record
-from solrace.server.race_sync import FOLD_RETRY_S
 from solrace.server.store import StoreUnavailableError
 from solrace.server.store.memory import MemoryStore
 from tests.server.sessions import (
@@ -46,49 +45,6 @@ from tests.server.sessions import (
     start_race_of_two,
 )
 from tests.waiting import eventually
-
-
-async def test_a_batch_not_stored_goes_out_with_the_next_one(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    store = HeldSaves()
-    async with (
-        opened(store),
-        running_hub(store, broker=MemoryBroker(), progress_interval_s=600) as hub,
-    ):
-        race_id, alice, bob = await start_race_of_two(
-            hub, game="klondike", game_number="1002", time_limit_s=600
-        )
-        runtime = hub.races[race_id]
-        assert runtime.boards, "the race did not start"
-        for seq in range(3):
-            await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
-        player = alice.player_id or PlayerId("")
-
-        store.failing = True
-        await hub.keeper.fold(runtime)
-        await hub.keeper.fold(runtime)  # the outage goes on: said once, not per batch
-        assert runtime.race.racers[player].moves == 0
-        assert runtime.pending == {player} and len(runtime.pending_moves) == 3
-        due = runtime.fold_due
-        assert due is not None, "the next fold is due"
-        assert due.when() - asyncio.get_running_loop().time() <= FOLD_RETRY_S  # not the interval
-
-        pending, moves = runtime.take_pending()
-        await hub.keeper.fold(runtime)  # nothing to fold: no store write, so no "works again"
-        runtime.put_back(pending, moves)
-        await hub.keeper.fold(runtime)  # the same outage still: the third failure of it
-        store.failing = False
-        await hub.handle(alice, MakeMove(race_id=race_id, seq=3, move="deal"))
-        await hub.keeper.fold(runtime)
-        assert runtime.race.racers[player].moves == 4 and not runtime.pending
-        seen = [m.progress.moves for m in bob.sent if isinstance(m, Progress)]
-        assert seen[-1] == 4
-    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert [line.split(":")[0] for line in said] == [
-        "storing progress batches failed",
-        "storing progress batches works again after 3 failure(s)",
-    ], said
 
 
 async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
@@ -119,21 +75,6 @@ async def test_a_stuck_board_the_store_refused_is_stored_by_the_tick() -> None:
         assert {p.player_id: p.state for p in snapshot.progress}[player] == "stuck"
 
 
-async def test_a_stopped_hub_arms_no_fold_even_when_its_last_one_fails() -> None:
-    store = HeldSaves()
-    async with (
-        opened(store),
-        running_hub(store, broker=MemoryBroker(), progress_interval_s=600) as hub,
-    ):
-        race_id, alice, _ = await start_race_of_two(hub, game_number=None)
-        await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
-        runtime = hub.races[race_id]
-        assert runtime.pending and runtime.fold_due is not None
-        store.failing = True
-        await hub.stop()  # its last fold fails
-        assert runtime.fold_due is None and not hub.keeper._folds
-
-
 async def test_several_nodes_get_the_move_behind_a_stuck_board_settled_by_the_tick() -> None:
     store, broker = HeldSaves(), MemoryBroker()
     async with opened(store), running_hub(store, broker=broker) as hub:
@@ -156,44 +97,6 @@ async def test_several_nodes_get_the_move_behind_a_stuck_board_settled_by_the_ti
             hub.races[race_id].race.racers[cat.player_id or PlayerId("")].state is RacerState.STUCK
         )
         await other_node.close()
-
-
-class SlowMoves(MemoryStore):
-    """The memory store, with move writes that wait for `go` while it is not set."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.go = asyncio.Event()
-        self.go.set()
-        self.waiting = asyncio.Event()
-
-    async def append_move(self, move: MoveRecord) -> None:
-        if not self.go.is_set():
-            self.waiting.set()
-            await self.go.wait()
-        await super().append_move(move)
-
-
-async def test_a_fold_counts_only_the_moves_already_stored() -> None:
-    store = SlowMoves()
-    async with opened(store), running_hub(store, progress_interval_s=600) as hub:
-        race_id, alice, _ = await start_race_of_two(hub)
-        runtime = hub.races[race_id]
-        player = alice.player_id or PlayerId("")
-        for seq in range(2):
-            await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
-        store.go.clear()
-        third = asyncio.create_task(
-            hub.handle(alice, MakeMove(race_id=race_id, seq=2, move="deal"))
-        )
-        await store.waiting.wait()  # played on the board, not stored (nor acknowledged) yet
-        assert runtime.boards[player].game.ply == 3
-        await hub.keeper.fold(runtime)
-        assert runtime.race.racers[player].moves == 2
-        store.go.set()
-        await third
-        await hub.keeper.fold(runtime)
-        assert runtime.race.racers[player].moves == 3
 
 
 @pytest.mark.parametrize("nodes", [1, 2])
@@ -221,7 +124,7 @@ async def test_a_refused_request_folds_the_waiting_batch_once(nodes: int) -> Non
         # change, was rolled back, then stored on its own; put back for a later try, a request
         # refused every second held it back for good).
         assert not runtime.pending
-        await hub.keeper.fold(runtime)
+        await hub.keeper.progress.fold(runtime)
         told = [m for m in bob.sent if isinstance(m, Progress) and m.progress.player_id == player]
         assert [m.progress.moves for m in told] == [1]
         if nodes == 2:  # every change in memory is stored
@@ -248,28 +151,13 @@ async def test_a_node_keeps_following_a_race_after_a_notice_it_cannot_read() -> 
 
         await node_a.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
         # Stored and published: a notice with the move.
-        await node_a.keeper.fold(node_a.races[race_id])
+        await node_a.keeper.progress.fold(node_a.races[race_id])
         player = alice.player_id or PlayerId("")
         await eventually(
             lambda: copy.race.racers[player].moves == 1, within=5, what="node B following"
         )
         assert copy.follower is not None and not copy.follower.done()
         assert copy.boards[player].game.ply == 1
-
-
-async def test_a_fold_never_takes_a_racer_s_figures_back() -> None:
-    """Several nodes: another node folded later moves of the racer first (its notice not
-    here yet); this node's batch, behind those, is left out instead of taking the racer's
-    moves and cards back."""
-    async with running_hub(progress_interval_s=600) as hub:
-        race_id, alice, _ = await start_race_of_two(hub)
-        await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
-        runtime = hub.races[race_id]
-        player = alice.player_id or PlayerId("")
-        runtime.race.racers[player].moves = 5  # as the other node stored it
-        await hub.keeper.fold(runtime)
-        assert runtime.race.racers[player].moves == 5
-        assert not runtime.pending
 
 
 class SilentBroker(MemoryBroker):
@@ -297,76 +185,15 @@ async def test_notices_the_broker_refuses_are_said_once_per_outage(
         broker.away = True
         for seq in range(3):
             await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
-            await hub.keeper.fold(runtime)  # a race change: its notice is refused
+            await hub.keeper.progress.fold(runtime)  # a race change: its notice is refused
         broker.away = False
         await hub.handle(alice, MakeMove(race_id=race_id, seq=3, move="deal"))
-        await hub.keeper.fold(runtime)
+        await hub.keeper.progress.fold(runtime)
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert [line.split(":")[0] for line in said] == [
         "publishing race notices failed",
         "publishing race notices works again after 3 failure(s)",
     ], said
-
-
-class Contended(MemoryStore):
-    """A store where, while `losing` is set, another node always changes a race first."""
-
-    losing = False
-
-    async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
-        if self.losing:
-            return False
-        return await super().save_race_if(race, expected)
-
-
-async def test_a_race_too_busy_to_store_its_batch_is_not_the_store_s_outage(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """Every compare-and-set lost (the store answered each time): the race's own trouble,
-    said once for it, not the node's store outage, which other races' batches would then
-    end and start again."""
-    store = Contended()
-    async with (
-        opened(store),
-        running_hub(store, broker=MemoryBroker(), progress_interval_s=600) as hub,
-    ):
-        race_id, alice, _ = await start_race_of_two(hub)
-        runtime = hub.races[race_id]
-        store.losing = True
-        for seq in range(2):
-            await hub.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
-            await hub.keeper.fold(runtime)
-        store.losing = False
-        await hub.keeper.fold(runtime)
-        assert not runtime.pending, "stored once the race is free"
-    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert said == [f"race {race_id}: progress not stored (retried): the race is busy; retry"]
-
-
-async def test_one_node_folds_a_batch_in_place_unless_a_change_holds_the_race() -> None:
-    """One node folds a batch of racers still playing at once (no task); while a change
-    holds the race (its events not stored yet) the batch waits for it, so nothing the
-    change did reaches anyone before the store has it."""
-    async with running_hub(progress_interval_s=0.01) as hub:
-        race_id, alice, bob = await start_race_of_two(hub)
-        runtime = hub.races[race_id]
-        keeper = hub.keeper
-
-        def progress_seen() -> list[int]:
-            return [
-                m.progress.moves for m in bob.sent if isinstance(m, Progress) and m.progress.moves
-            ]
-
-        await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
-        await eventually(lambda: progress_seen() == [1], what="the first batch")
-        assert not keeper._folds, "folded by a task"
-
-        async with runtime.lock:  # a change under way
-            await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
-            await eventually(lambda: bool(keeper._folds), what="the batch's fold, waiting")
-            assert progress_seen() == [1]
-            assert runtime.race.racers[alice.player_id or PlayerId("")].moves == 1
-        await eventually(lambda: progress_seen() == [1, 2], what="the batch, once free")
 
 
 async def test_progress_left_behind_the_moves_is_stored_by_the_tick_if_refused_at_first() -> None:
