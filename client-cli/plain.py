@@ -95,8 +95,9 @@ def _retrieve(task: asyncio.Task[None]) -> None:
 
 
 def move_text(line: str) -> str:
-    """The move a line types: `d` (the full-screen board's key for a deal) is `deal`."""
-    return "deal" if line == "d" else line
+    """The move a line types: `d` (the full-screen board's key for a deal) is `deal`, in
+    either case as every move and command is (`D`, `Deal`, `W-T3`)."""
+    return "deal" if line.lower() == "d" else line
 
 
 def acts_after_start(line: str) -> bool:

@@ -17,7 +17,7 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.client.app import play_main
 from solrace.client.connection import Connection, LinkStatus, StatusChange
-from solrace.client.plain import PlainMode
+from solrace.client.plain import PlainMode, acts_after_start, move_text
 from solrace.client.session import Session
 from solrace.client.wire_text import printable
 from solrace.server.app import App
@@ -172,6 +172,17 @@ async def test_quit_asked_twice_at_once_leaves_once(server_url: str) -> None:
     finally:
         await player.close()
     assert out.getvalue().splitlines()[1:] == ["race cancelled", f"left race {race_id}"]
+
+
+def test_d_deals_in_either_case_as_every_move_reads() -> None:
+    """`Deal` and `W-T3` were moves, `d` a deal, but `D` could not be read as a move."""
+    assert [move_text(line) for line in ("d", "D", "Deal", "W-T3")] == [
+        "deal",
+        "deal",
+        "Deal",
+        "W-T3",
+    ]
+    assert acts_after_start("D")  # typed before the start, it waits for it as `d` does
 
 
 async def test_help_gives_each_command_its_own_lines(server_url: str) -> None:
