@@ -33,6 +33,11 @@ def words(name: str) -> str:
     return name.replace("_", " ")
 
 
+#: The list's head line.
+HEAD = "tournaments — Enter opens one, j joins it, Esc back"
+#: Under it, while the server has no tournament at all.
+NONE_YET = "no tournament yet: an admin makes one with 'solrace tournament create'"
+
 #: The tournament list's columns where its eight do not fit (`stacked_cells`).
 STACKED_HEADERS = ("tournament", "game", "phase")
 
@@ -61,9 +66,7 @@ class TournamentListScreen(Screen[None]):
         return self.app
 
     def compose(self) -> ComposeResult:
-        yield Static(
-            Text("tournaments — Enter opens one, j joins it, Esc back", style="bold"), id="t-head"
-        )
+        yield Static(Text(HEAD, style="bold"), id="t-head")
         yield columned_table(
             "tournaments",
             *("id", "name", "game", "format", "phase", "players", "round", "champion"),
@@ -144,6 +147,8 @@ class TournamentListScreen(Screen[None]):
             for t in self.summaries
         ]
         stacked = [(t.tournament_id, self.stacked_cells(t)) for t in self.summaries]
+        head = HEAD if self.summaries else f"{HEAD}\n{NONE_YET}"
+        self.query_one("#t-head", Static).update(Text(head, style="bold"))
         # A refresh keeps the highlighted tournament highlighted (`fill` keeps its row).
         table = self.query_one("#tournaments", FittedTable)
         table.fill(rows, stacked=(STACKED_HEADERS, stacked))

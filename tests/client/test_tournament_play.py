@@ -542,6 +542,23 @@ async def test_the_tournament_list_names_the_champion(opened: Opened) -> None:
         )
 
 
+async def test_an_empty_tournament_list_says_there_is_none_yet(opened: Opened) -> None:
+    """A server with no tournament showed an empty table and nothing more."""
+    from textual.widgets import DataTable, Static
+
+    app = PlayApp(await opened.open("pat"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        listing = await tournament_list(app, pilot)
+        head = listing.query_one("#t-head", Static)
+        none = "no tournament yet: an admin makes one with 'solrace tournament create'"
+        await eventually(lambda: none in str(head.render()), what="none said")
+        tid = await create(await opened.open("director"), "swiss")
+        await pilot.press("f5")
+        table = listing.query_one("#tournaments", DataTable)
+        await eventually(lambda: tid in {k.value for k in table.rows}, what="listed")
+        assert none not in str(head.render())
+
+
 async def test_the_tournament_list_is_asked_again_when_back_and_f5_keeps_the_highlight(
     opened: Opened,
 ) -> None:
