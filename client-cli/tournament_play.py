@@ -92,6 +92,8 @@ class TournamentPlain:
         self.deals = HeldDeals(session)
         self._checks: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        #: `quit` and a stop signal may both come: where the player stands is said once.
+        self._said_still_registered = False
         session.listeners.append(self.on_event)
 
     def say(self, text: str) -> None:
@@ -331,9 +333,9 @@ class TournamentPlain:
             self.say(f"your race {race_id} is on")
             await self.session.conn.send(Sync(race_id=race_id))
         try:
-            # Ctrl-C, SIGTERM, SIGHUP: what `play --plain` does on them (`PlainMode.stop`).
+            # Ctrl-C, SIGTERM, SIGHUP: what `quit` does (`_quit`).
             outcome = await run_until_stopped(
-                self._follow(lines), on_stop=self.mode.stop, name="solrace-tournament-plain"
+                self._follow(lines), on_stop=self._quit, name="solrace-tournament-plain"
             )
         finally:
             await cancel_and_wait(self._tasks)
@@ -344,6 +346,15 @@ class TournamentPlain:
         if self.finished.is_set() and self.view is not None:
             self.say(render_tournament(self.view))
         return 0
+
+    async def _quit(self) -> None:
+        """`quit`, or a stop signal (Ctrl-C, SIGTERM, SIGHUP): each race held says what
+        becomes of it, as in `play --plain` (`PlainMode.stop`), then where the player stands
+        in the tournament, once."""
+        await self.mode.stop()
+        if not self._said_still_registered:
+            self._said_still_registered = True
+            self._say_still_registered()
 
     def _say_still_registered(self) -> None:
         """Quitting leaves the player registered: say so, and how to withdraw (a player who
@@ -373,9 +384,7 @@ class TournamentPlain:
         try:
             done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if reading in done and reading.result():
-                # `quit`: each race held says what becomes of it, as on a stop signal.
-                await self.mode.stop()
-                self._say_still_registered()
+                await self._quit()  # as on a stop signal
             elif reading in done:
                 # End of input: follow the tournament to its end (or the link's).
                 await asyncio.wait({ending, closing}, return_when=asyncio.FIRST_COMPLETED)

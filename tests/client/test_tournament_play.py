@@ -295,6 +295,26 @@ async def test_quit_ends_a_next_that_waits_for_the_start(
         await player.kill()
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+async def test_a_stop_before_the_start_says_the_player_is_still_registered(
+    server: App, opened: Opened, tmp_path: Path, signum: signal.Signals
+) -> None:
+    """`quit` said that the player is still registered and how to withdraw; Ctrl-C and a kill,
+    which do what `quit` does, ended without a word of it."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    argv = ["--server", url_of(server), "--name", "sid", "join", tid, "--plain"]
+    player = await Child.start(tmp_path, "tournament", *argv)
+    try:
+        await player.expect("tournament registration")
+        player.proc.send_signal(signum)
+        assert await player.finish() == 128 + signum
+    finally:
+        await player.kill()
+    still = f"you are still registered in {tid}: 'solrace tournament leave {tid}' withdraws"
+    assert sum(line.startswith(still) for line in player.lines) == 1, player.output
+
+
 async def test_what_only_reads_runs_at_once_while_a_move_waits_for_the_race(
     server: App, opened: Opened, tmp_path: Path
 ) -> None:
