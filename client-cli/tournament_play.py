@@ -357,22 +357,9 @@ class TournamentPlain:
             self._say_still_registered()
 
     def _say_still_registered(self) -> None:
-        """Quitting leaves the player registered: say so, and how to withdraw (a player who
-        just goes away is later forfeited as a no-show)."""
-        view = self.view
-        if view is None or view.phase == "finished":
-            return
-        tid = self.tournament_id
-        if view.phase == "running":
-            self.say(
-                f"you are still playing in {tid}: 'solrace tournament play {tid}' comes back; "
-                f"'solrace tournament leave {tid}' drops out (your live match forfeited)"
-            )
-        else:
-            self.say(
-                f"you are still registered in {tid}: 'solrace tournament leave {tid}' "
-                "withdraws before the start"
-            )
+        line = still_in_text(self.view, self.tournament_id)
+        if line is not None:
+            self.say(line)
 
     async def _follow(self, lines: AsyncIterator[str]) -> None:
         """The commands until `quit`, the tournament's end or the link's (for good); after
@@ -390,6 +377,22 @@ class TournamentPlain:
                 await asyncio.wait({ending, closing}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             await cancel_and_wait(waits)
+
+
+def still_in_text(view: TournamentModel | None, tid: str) -> str | None:
+    """Quitting leaves the player registered: what to say of it, and how to withdraw (a
+    player who just goes away is later forfeited as a no-show); None once it has finished."""
+    if view is None or view.phase == "finished":
+        return None
+    if view.phase == "running":
+        return (
+            f"you are still playing in {tid}: 'solrace tournament play {tid}' comes back; "
+            f"'solrace tournament leave {tid}' drops out (your live match forfeited)"
+        )
+    return (
+        f"you are still registered in {tid}: 'solrace tournament leave {tid}' "
+        "withdraws before the start"
+    )
 
 
 async def join(session: Session, tournament_id: str) -> str | None:
@@ -504,6 +507,9 @@ async def _play_in(session: Session, args: argparse.Namespace) -> int:
     status = await run_app(app)
     for line in app.farewell:  # the races quitting left, once the terminal is back
         print(printable(f"solrace tournament: {line}"))
+    still = still_in_text(session.state.tournaments.get(tid), tid)
+    if still is not None:  # as the line mode says on quitting
+        print(printable(f"solrace tournament: {still}"))
     return status
 
 

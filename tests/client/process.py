@@ -125,3 +125,92 @@ class Child:
     @property
     def output(self) -> str:
         return "\n".join(self.lines)
+
+
+class FullTerminal:
+    """A `solrace` command whose input and output are one terminal (a pseudo-terminal of
+    `columns` x `lines`), as a person at a terminal runs it: the full-screen views run, not
+    their text forms. What it writes is read as bytes (the screen's escape codes and all)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, ours: int) -> None:
+        self.proc = proc
+        self.ours = ours
+        self.output = b""
+        self._more = asyncio.Event()
+        self._ended = False
+        asyncio.get_running_loop().add_reader(ours, self._read)
+
+    @classmethod
+    async def start(
+        cls, tmp_path: Path, *args: str, columns: int = 100, lines: int = 30
+    ) -> FullTerminal:
+        ours, theirs = pty.openpty()
+        os.set_blocking(ours, False)
+        env = child_env(tmp_path)
+        env.update(TERM="xterm-256color", COLUMNS=str(columns), LINES=str(lines))
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "solrace.cli",
+                *args,
+                stdin=theirs,
+                stdout=theirs,
+                stderr=theirs,
+                env=env,
+                start_new_session=True,  # the terminal is its own, as a person's would be
+            )
+        finally:
+            os.close(theirs)  # the child holds its own
+        return cls(proc, ours)
+
+    def _read(self) -> None:
+        try:
+            data = os.read(self.ours, 65536)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: the child has closed the terminal
+            data = b""
+        if not data:
+            self._ended = True
+            asyncio.get_running_loop().remove_reader(self.ours)
+        self.output += data
+        self._more.set()
+
+    async def expect(self, needle: bytes, timeout_s: float = 30.0) -> None:
+        """Wait until `needle` has been written (or fail, showing the output's end)."""
+
+        async def scan() -> None:
+            while needle not in self.output:
+                if self._ended:
+                    raise AssertionError(f"{needle!r} never came; got: {self.output[-500:]!r}")
+                self._more.clear()
+                await self._more.wait()
+
+        try:
+            await asyncio.wait_for(scan(), timeout_s)
+        except TimeoutError:
+            raise AssertionError(
+                f"timed out waiting for {needle!r}; got: {self.output[-500:]!r}"
+            ) from None
+
+    def type(self, keys: bytes) -> None:
+        os.write(self.ours, keys)
+
+    async def finish(self, timeout_s: float = 30.0) -> int:
+        """Wait for the exit code, then for the rest of what was written."""
+        status = await asyncio.wait_for(self.proc.wait(), timeout_s)
+        with contextlib.suppress(AssertionError):
+            await self.expect(b"\0never\0", 2.0)  # up to the end of the output
+        return status
+
+    async def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            await self.proc.wait()
+        if self.ours >= 0:
+            with contextlib.suppress(ValueError):
+                asyncio.get_running_loop().remove_reader(self.ours)
+            os.close(self.ours)
+            self.ours = -1

@@ -40,7 +40,7 @@ from tests.integration.solver import scoring_line
 from tests.waiting import eventually
 
 from .conftest import TOKEN, Opened, url_of
-from .process import Child
+from .process import Child, FullTerminal
 from .test_plain import ends_when_connected_elsewhere
 from .test_tournament_screen import act, create, is_view, opened_id, register
 
@@ -313,6 +313,28 @@ async def test_a_stop_before_the_start_says_the_player_is_still_registered(
         await player.kill()
     still = f"you are still registered in {tid}: 'solrace tournament leave {tid}' withdraws"
     assert sum(line.startswith(still) for line in player.lines) == 1, player.output
+
+
+async def test_quitting_the_play_screen_says_the_player_is_still_registered(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """`join T --play` quit with Ctrl+Q before the start: the line mode says the player is
+    still registered and how to withdraw; the play screen ended without a word of it."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    argv = ["--server", url_of(server), "--name", "tia", "join", tid, "--play"]
+    player = await FullTerminal.start(tmp_path, "tournament", *argv)
+    try:
+        await player.expect(b"registered")  # the play screen is on: `you: registered`
+        player.type(b"\x11")  # Ctrl+Q
+        assert await player.finish() == 0
+    finally:
+        await player.kill()
+    still = (
+        f"solrace tournament: you are still registered in {tid}: 'solrace tournament leave "
+        f"{tid}' withdraws before the start"
+    )
+    assert still.encode() in player.output, player.output[-500:]
 
 
 async def test_what_only_reads_runs_at_once_while_a_move_waits_for_the_race(
