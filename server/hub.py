@@ -24,7 +24,7 @@ from typing import Any
 from solrace.server.broker import Broker
 from solrace.server.claims import Claim, ClaimRelay
 from solrace.server.hub_moves import MoveHandler
-from solrace.server.identities import Identities, identity_of
+from solrace.server.identities import Identities, Identity, identity_of
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.metrics import Metrics
 from solrace.server.node_presence import NodePresence
@@ -320,30 +320,90 @@ class Hub:
     # --- hello -----------------------------------------------------------------------------
 
     async def _hello(self, session: Session, message: Hello) -> None:
-        if session.said_hello:
-            self._error(session, ErrorCode.ALREADY_IDENTIFIED, "one hello per connection", message)
-            return
-        if message.protocol != PROTOCOL_VERSION:
-            session.close(CloseCode.UNSUPPORTED_PROTOCOL, f"protocol {PROTOCOL_VERSION} only")
+        """Answer a hello, in this order. Each `await` lets other messages run meanwhile, a
+        later hello of the same player among them (here, or on another node through
+        `claims`); the order is what keeps two such hellos from both holding the player.
+
+        1. `_refuse_hello`: a second hello on the connection, or another protocol, is refused
+           (nothing awaited, nothing changed).
+        2. `Identities.identify` (await: the store; a new name's player is created): who the
+           hello is; a bad token closes the connection (4001), a name refused is a
+           `RaceError` (`_answer` sends it).
+        3. `_read_for_welcome` (awaits: the store, the ratings service): the player's live
+           races and ratings. Every await that may fail comes before anything changes, so a
+           hello cut short by a store outage leaves no session half identified and may be
+           sent again.
+        4. `_identify_session` (no await): the session is identified, and the races the
+           player still races in are noted for the welcome.
+        5. `_take_claim`: the session becomes the player's connection before its first await
+           (an earlier one here is replaced: 4003, after its own welcome if it has not had
+           it yet), then (several nodes) announces its claim (await: the broker). While it
+           is announced, a later hello of the player, here or on another node, may take the
+           claim from this session.
+        6. `_send_welcome` (no await): the welcome, sent even to a session replaced in step
+           5, so its client learns who it is before it learns why it closes.
+        7. A session replaced by then closes now (4003) and marks no race: they are the later
+           connection's. Otherwise `_mark_back` (await: each race's change) marks the player
+           connected in its races through this session, and a session that still holds the
+           claim after that joins `players`, from when it gets its races' live events.
+        """
+        if self._refuse_hello(session, message):
             return
         now = self.clock()
         identity = await self.identities.identify(session, message, now)
         if identity is None:
             session.close(CloseCode.AUTH_FAILED, "bad token")
             return
+        runtimes, ratings = await self._read_for_welcome(identity)
+        active = self._identify_session(session, identity, runtimes)
         player = identity.player
-        # The reads that may still fail come before anything changes, and a player just
-        # created has no races or ratings to read: a store outage here never leaves a name
-        # whose token was not sent, nor a session half identified.
-        runtimes: list[RaceRuntime] = []
-        ratings: dict[str, float] = {}
-        if player is not None and not identity.is_new:
-            runtimes = await self.keeper.load_live_races_of(player.player_id)
-            if self._ratings_of is not None:
-                ratings = await self._ratings_of(player.player_id)
+        if player is not None:
+            await self._take_claim(player.player_id, session)
+        self._send_welcome(session, identity.token, ratings, active, now)
+        if player is not None:
+            if self._claimants.get(player.player_id) is not session:
+                # A later hello (here, or on another node: its claim came back while this
+                # one's was announced) replaced it before its welcome: it closes now, after
+                # it, and marks no race (they are the later connection's).
+                self._replace(session)
+                return
+            await self._mark_back(session, player.player_id, runtimes, now)
+        log.info("hello from %s", session.name or "an anonymous spectator")
+
+    def _refuse_hello(self, session: Session, message: Hello) -> bool:
+        """Refuse a hello this connection may not say: a second one gets an error, one of
+        another protocol closes the connection (4000). Whether it was refused."""
+        if session.said_hello:
+            self._error(session, ErrorCode.ALREADY_IDENTIFIED, "one hello per connection", message)
+            return True
+        if message.protocol != PROTOCOL_VERSION:
+            session.close(CloseCode.UNSUPPORTED_PROTOCOL, f"protocol {PROTOCOL_VERSION} only")
+            return True
+        return False
+
+    async def _read_for_welcome(
+        self, identity: Identity
+    ) -> tuple[list[RaceRuntime], dict[str, float]]:
+        """The live races and the ratings of the hello's player, read before anything
+        changes; none for an anonymous spectator, nor for a player just created: it has none,
+        and a read failing after its name was made would leave a name whose token was never
+        sent."""
+        player = identity.player
+        if player is None or identity.is_new:
+            return [], {}
+        runtimes = await self.keeper.load_live_races_of(player.player_id)
+        ratings = {} if self._ratings_of is None else await self._ratings_of(player.player_id)
+        return runtimes, ratings
+
+    @staticmethod
+    def _identify_session(
+        session: Session, identity: Identity, runtimes: Sequence[RaceRuntime]
+    ) -> list[RaceId]:
+        """Mark `session` as having said hello, as `identity`'s player if any; the ids of the
+        races of `runtimes` the player still races in (one it is out of: gone, resigned,
+        finished, stuck, goes on without it, and taking it back would only be refused)."""
+        player = identity.player
         session.said_hello = True
-        # The races it still races in: one it is out of (gone, resigned, finished, stuck)
-        # goes on without it, and taking it back would only be refused.
         active = [
             runtime.race_id
             for runtime in runtimes
@@ -352,13 +412,24 @@ class Hub:
         if player is not None:
             session.player_id = player.player_id
             session.name = player.name
-            await self._take_claim(player.player_id, session)
+        return active
+
+    def _send_welcome(
+        self,
+        session: Session,
+        token: str | None,
+        ratings: dict[str, float],
+        active: list[RaceId],
+        now: int,
+    ) -> None:
+        """Send `session` its welcome: who it is, its `token`, `ratings` and `active` races,
+        the server time `now` and the rate budget; from then on it counts as welcomed."""
         session.send(
             Welcome(
                 protocol=PROTOCOL_VERSION,
                 player_id=session.player_id,
                 name=session.name,
-                token=identity.token,
+                token=token,
                 ratings=ratings,
                 active_races=active,
                 server_time_ms=now,
@@ -369,22 +440,20 @@ class Hub:
             )
         )
         session.welcomed = True
-        if player is not None:
-            player_id = player.player_id
-            if self._claimants.get(player_id) is not session:
-                # A later hello (here, or on another node: its claim came back while this
-                # one's was announced) replaced it before its welcome: it closes now, after
-                # it, and marks no race (they are the later connection's).
-                self._replace(session)
-                return
-            await self._change_each(
-                runtimes, self._connected_here(player_id, now), player_id, "marked back"
-            )
-            # Only now does this session get its races' live events: what happened before
-            # (its own return included) comes in order with the `Sync` that follows a welcome.
-            if self._claimants.get(player_id) is session:
-                self.players[player_id] = session
-        log.info("hello from %s", session.name or "an anonymous spectator")
+
+    async def _mark_back(
+        self, session: Session, player_id: PlayerId, runtimes: Sequence[RaceRuntime], now: int
+    ) -> None:
+        """The player of a welcomed `session` is back: each race of `runtimes` marks it
+        connected through the connection holding its claim when the change is applied. Then,
+        if `session` still holds the claim, it joins `players`: only now does it get its
+        races' live events, and what happened before (its own return included) comes in
+        order with the `Sync` that follows a welcome."""
+        await self._change_each(
+            runtimes, self._connected_here(player_id, now), player_id, "marked back"
+        )
+        if self._claimants.get(player_id) is session:
+            self.players[player_id] = session
 
     # --- sessions and claims ---------------------------------------------------------------
 
