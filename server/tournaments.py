@@ -37,7 +37,6 @@ import hmac
 import logging
 import random
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,14 +44,13 @@ from solrace.engine import random_ranked_number
 from solrace.server.identities import identity_of
 from solrace.server.keyed_locks import KeyedLocks
 from solrace.server.protocol.errors import ErrorCode, RaceError
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.race import absent_racers, placings_of
 from solrace.server.protocol.records import LIVE_STATUSES, RaceRecord, RaceStatus
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
     MatchId,
-    PlayerId,
     TournamentError,
     TournamentId,
     WrongPhaseError,
@@ -85,6 +83,7 @@ from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, largest_field
 from solrace.server.race_setup import check_race_settings, new_race_record
 from solrace.server.ratings import RatingService
+from solrace.server.routing import Handler
 from solrace.server.session import Session
 from solrace.server.store.base import StoreError
 from solrace.server.timers import run_every
@@ -104,9 +103,6 @@ from solrace.tasks import cancel_and_wait
 log = logging.getLogger("solrace.server.tournaments")
 
 SAVE_ATTEMPTS = 8
-
-
-Handler = Callable[[Session, Any], Any]
 
 
 @dataclass(frozen=True)
