@@ -28,7 +28,7 @@ from .connection import Connection, ConnectionFailedError
 from .defaults import DEFAULT_SERVER_URL, server_url
 from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import NAME_RULE, connect_player, data_dir, embedded_key, name_problem
-from .plain import PlainMode
+from .plain import PlainMode, held_race_lines
 from .replay import replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
@@ -236,7 +236,8 @@ async def _play_session(
 
         app = PlayApp(session, opponents=opponents, game=args.game, args=args)
         status = await run_app(app)
-        for line in app.farewell:  # the races quitting left, once the terminal is back
+        # Once the terminal is back: the races quitting left, then those still held.
+        for line in (*app.farewell, *held_race_lines(session)):
             print(printable(f"solrace play: {line}"))
         return status
     mode = PlainMode(session, sys.stdout, interactive=sys.stdin.isatty())

@@ -100,6 +100,34 @@ def move_text(line: str) -> str:
     return "deal" if line.lower() == "d" else line
 
 
+def leaving_line(me: PlayerId | None, race: RaceState) -> str | None:
+    """What the program's end does to `race` for player `me` (the line mode's `quit`, the
+    play screen's), or None if `me` holds no seat in it."""
+    if not race.is_live or me is None or me not in race.racers:
+        return None
+    if race.racers[me].state not in ("joined", "playing"):
+        return None
+    back = f"come back with 'join {race.race_id}' (or --race {race.race_id})"
+    grace = "its grace period" if race.info is None else f"{race.info.grace_ms / 1000:g} s"
+    if race.status == "open":
+        return (
+            f"leaving race {race.race_id} before its start: your seat is given up after "
+            f"{grace} away unless you {back}"
+        )
+    status = STATUS_WORDS.get(race.status, race.status)
+    return (
+        f"leaving race {race.race_id} while it is {status}: you forfeit (gone) after "
+        f"{grace} away unless you {back}"
+    )
+
+
+def held_race_lines(session: Session) -> list[str]:
+    """`leaving_line` of every live race the session's player still holds."""
+    me = session.me
+    lines = (leaving_line(me, race) for race in session.state.races.values())
+    return [line for line in lines if line is not None]
+
+
 def acts_after_start(line: str) -> bool:
     """Does `line` act on the current race once it has started (a move, `board`, `moves`,
     `resign`, `wait`), so that typed before the start it waits for it? A line that cannot be
@@ -394,23 +422,7 @@ class PlainMode:
 
     def leaving_line(self, race: RaceState) -> str | None:
         """What leaving now does to `race`, or None if this player holds no seat in it."""
-        me = self.session.me
-        if not race.is_live or me is None or me not in race.racers:
-            return None
-        if race.racers[me].state not in ("joined", "playing"):
-            return None
-        back = f"come back with 'join {race.race_id}' (or --race {race.race_id})"
-        grace = "its grace period" if race.info is None else f"{race.info.grace_ms / 1000:g} s"
-        if race.status == "open":
-            return (
-                f"leaving race {race.race_id} before its start: your seat is given up after "
-                f"{grace} away unless you {back}"
-            )
-        status = STATUS_WORDS.get(race.status, race.status)
-        return (
-            f"leaving race {race.race_id} while it is {status}: you forfeit (gone) after "
-            f"{grace} away unless you {back}"
-        )
+        return leaving_line(self.session.me, race)
 
     async def take_back_seat(self) -> None:
         """Races this player already sits in (`welcome.active_races`): without a current race

@@ -42,7 +42,7 @@ from solrace.tasks import cancel_and_wait
 from .connection import ConnectionFailedError, Incoming, StatusChange
 from .held_deals import HeldDeals, race_label
 from .identity import connect_player
-from .plain import EXIT_CLOSED, QUIT_WORDS, PlainMode, acts_after_start
+from .plain import EXIT_CLOSED, QUIT_WORDS, PlainMode, acts_after_start, held_race_lines
 from .session import RequestError, Session, tournament_view_of
 from .stopping import Stopped, run_until_stopped
 from .tournament_render import (
@@ -505,7 +505,8 @@ async def _play_in(session: Session, args: argparse.Namespace) -> int:
     options = argparse.Namespace(ascii=args.ascii, time_limit=600, race=None, invite=None)
     app = PlayApp(session, args=options, tournament_id=tid)
     status = await run_app(app)
-    for line in app.farewell:  # the races quitting left, once the terminal is back
+    # Once the terminal is back: the races quitting left, then those still held.
+    for line in (*app.farewell, *held_race_lines(session)):
         print(printable(f"solrace tournament: {line}"))
     still = still_in_text(session.state.tournaments.get(tid), tid)
     if still is not None:  # as the line mode says on quitting

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input
@@ -22,6 +23,9 @@ from solrace.client.widgets import BoardWidget, racer_lines, selected_key
 from solrace.server.app import App
 from solrace.server.protocol.ids import PlayerId, RaceId
 from tests.waiting import eventually
+
+from .conftest import open_session
+from .process import FullTerminal
 
 
 async def racing(
@@ -358,3 +362,42 @@ async def test_a_join_refused_for_its_invite_code_says_where_to_type_it(
             await eventually(lambda: app.race_id == race_id, what="joined with the code")
     finally:
         await host.close()
+
+
+async def test_quitting_mid_race_says_what_becomes_of_the_race(
+    server_url: str, tmp_path: Path
+) -> None:
+    """Ctrl+Q on the race screen ended the program without a word: the line mode says that
+    the player forfeits after the grace period unless they come back, and now so does this,
+    once the terminal is back. A race it created and left says only that it was left."""
+    rival, pump = await open_session(server_url, "rival")
+    try:
+        race_id = await rival.create_race("klondike", 2, 300)
+        argv = ["--server", server_url, "--name", "pat", "--race", race_id]
+        player = await FullTerminal.start(tmp_path, "play", *argv)
+        try:
+            await player.expect(b"t6")  # the race started: the board is drawn
+            player.type(b"\x11")  # Ctrl+Q
+            assert await player.finish() == 0
+        finally:
+            await player.kill()
+        said = player.output.decode(errors="replace")
+        assert (
+            f"solrace play: leaving race {race_id} while it is running: you forfeit (gone) "
+            "after 60 s away unless you come back with "
+        ) in said, said[-500:]
+        created = await FullTerminal.start(
+            tmp_path, "play", "--server", server_url, "--name", "pat", "--create", "klondike"
+        )
+        try:
+            await created.expect(b"Start when ready")  # the lobby says its race is open
+            created.type(b"\x11")
+            assert await created.finish() == 0
+        finally:
+            await created.kill()
+        said = created.output.decode(errors="replace")
+        assert ": it had not started" in said, said[-500:]
+        assert "leaving race" not in said, said[-500:]
+    finally:
+        pump.cancel()
+        await rival.conn.close()
