@@ -123,7 +123,7 @@ async def build(
     broker = MemoryBroker() if redis else None
     hub = Hub(store, settings, Metrics(), b"x" * 32, broker=broker)
     # Not started (no timer: the bench ticks it), so no restart's grace holds the tick back.
-    service = TournamentService(HubRaceHost(hub), RatingService(store), random.Random(seed))
+    service = TournamentService(HubRaceHost(hub, broker), RatingService(store), random.Random(seed))
     hub.plug_in(handlers=service.handlers, race_finished=service.race_finished)
     admin = QuietSession(0)
     await hub.handle(admin, Hello(protocol=PROTOCOL_VERSION, name="director"))

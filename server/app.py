@@ -146,7 +146,7 @@ class App:
             raise StartupError(f"cannot use the data dir {data_dir}: {reason}") from exc
         self.hub = Hub(self.store, settings, self.metrics, secret, broker=self.broker)
         self.ratings = RatingService(self.store)
-        self.tournaments = TournamentService(HubRaceHost(self.hub), self.ratings)
+        self.tournaments = TournamentService(HubRaceHost(self.hub, self.broker), self.ratings)
         self.hub.plug_in(
             handlers=self.ratings.handlers,
             race_finished=self.ratings.race_finished,

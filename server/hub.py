@@ -146,7 +146,7 @@ class Hub:
         #: The open and live races a player, and this node, may have.
         self.quota = RaceQuota(self.keeper, settings)
         #: Who watches which race here, and catching a session up on a race's events.
-        self.watching = Watching(self.keeper, clock=self._now)
+        self.watching = Watching(self.keeper, self.keeper.delivery, clock=self._now)
         #: Several nodes: this node's presence and its watch over the others'.
         self.presence = (
             None

@@ -92,10 +92,12 @@ class RaceHost(Protocol):
 
 
 class HubRaceHost:
-    """`RaceHost` from a hub: its race keeper, its players, its spectators' catching up."""
+    """`RaceHost` from a hub: its race keeper, its players, its spectators' catching up; and
+    `broker`, the one the hub was made with (None on a single node)."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, broker: Broker | None) -> None:
         self.hub = hub
+        self._broker = broker
 
     @property
     def store(self) -> Store:
@@ -111,7 +113,7 @@ class HubRaceHost:
 
     @property
     def broker(self) -> Broker | None:
-        return self.hub.keeper.broker
+        return self._broker
 
     def clock(self) -> int:
         return self.hub.clock()  # read at each call: tests set the hub's clock

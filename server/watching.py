@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.records import RaceRecord
+from solrace.server.race_delivery import RaceDelivery
 from solrace.server.race_sync import RaceKeeper
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
@@ -18,11 +19,15 @@ WatchCheck = Callable[[Session, RaceRecord], Awaitable[None]]
 
 
 class Watching:
-    """The spectators of the races `keeper` holds, and catching sessions up on those races;
-    its `checks` may refuse a session a race (services', through `Hub.plug_in`)."""
+    """The spectators of the races `keeper` holds, and catching sessions up on those races
+    (a new spectator's boards through `delivery`, the keeper's); its `checks` may refuse a
+    session a race (services', through `Hub.plug_in`)."""
 
-    def __init__(self, keeper: RaceKeeper, *, clock: Callable[[], int]) -> None:
+    def __init__(
+        self, keeper: RaceKeeper, delivery: RaceDelivery, *, clock: Callable[[], int]
+    ) -> None:
         self.keeper = keeper
+        self.delivery = delivery
         self.clock = clock
         #: Asked, in this order, before a session watches a race (`add_check`).
         self.checks: list[WatchCheck] = []
@@ -75,7 +80,7 @@ class Watching:
         runtime.spectators.add(session)
         session.watching.add(runtime.race_id)
         self.send_missed(session, runtime, epoch, since, answer=True)
-        self.keeper.delivery.push_spectator_boards(runtime, self.clock(), only=session)
+        self.delivery.push_spectator_boards(runtime, self.clock(), only=session)
 
     def unwatch(self, session: Session, runtime: RaceRuntime) -> None:
         """`session` no longer watches the race (an `unwatch`, or it took a seat in it)."""

@@ -94,7 +94,7 @@ async def node(
     """A hub on `store` (not started: nothing ticks but the test) and its tournament service,
     plugged in as the composition root plugs it."""
     async with running_hub(store, clock=clock, broker=broker, admin_token=TOKEN) as hub:
-        service = TournamentService(HubRaceHost(hub), RatingService(store))
+        service = TournamentService(HubRaceHost(hub, broker), RatingService(store))
         hub.plug_in(
             handlers=service.handlers,
             race_finished=service.race_finished,
