@@ -189,7 +189,7 @@ class App:
             self._running = undo.pop_all()
         log.info(
             "listening on ws://%s:%d (store %s, broker %s, node %s)",
-            self.settings.host,
+            f"[{self.settings.host}]" if ":" in self.settings.host else self.settings.host,
             self.port,
             redact(self.settings.store_url()),
             redact(self.settings.broker_url()),

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from websockets.asyncio.client import connect
 
 from solrace.server.app import (
     App,
@@ -23,7 +24,9 @@ from solrace.server.app import (
     settings_from_args,
     unknown_settings,
 )
+from solrace.server.protocol.codec import decode_server, encode
 from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
 from solrace.server.settings import Settings
 from solrace.server.store import StoreUnavailableError
 from solrace.server.store.sqlite import SqliteStore, StoreLockedError, lock_path_for
@@ -101,6 +104,34 @@ def closed_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
     return port
+
+
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback here")
+async def test_the_url_it_listens_on_can_be_pasted_for_an_ipv6_address(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    app = App(Settings(host="::1", port=0, data_dir=tmp_path, secret="s" * 16))
+    with caplog.at_level(logging.INFO, "solrace.server"):
+        await app.start()
+    try:
+        [line] = [r.getMessage() for r in caplog.records if "listening on" in r.getMessage()]
+        url = line.split()[2]
+        assert url == f"ws://[::1]:{app.port}"
+        async with connect(url, compression=None) as client:  # the line's URL, as it is
+            await client.send(encode(Hello(protocol=PROTOCOL_VERSION)))
+            answer = await client.recv()
+            assert isinstance(answer, bytes) and isinstance(decode_server(answer), Welcome)
+    finally:
+        await app.stop()
 
 
 def test_a_port_in_use_is_one_line(
