@@ -23,6 +23,7 @@ from solrace.server.protocol.messages import ReplayModel
 from solrace.server.protocol.replay import verify_replay
 from solrace.tasks import cancel_and_wait
 
+from .arg_types import positive, seconds
 from .bots import MIN_SEATS, Bot, option_list, parse_noting_defaults
 from .connection import Connection, ConnectionFailedError
 from .defaults import DEFAULT_SERVER_URL, server_url
@@ -119,7 +120,7 @@ def build_play_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--bot-delay",
-        type=float,
+        type=seconds,
         default=1.5,
         help="the bot opponent's seconds per move (default 1.5; not with --server)",
     )
@@ -131,17 +132,6 @@ def build_play_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--ascii", action="store_true", help="ASCII cards (TD, not T♦)")
     return parser
-
-
-def positive(text: str) -> int:
-    """An option's whole number above 0 (argparse refuses anything else, naming the option)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: must be 1 or more")
-    return value
 
 
 class Opponents:

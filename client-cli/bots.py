@@ -44,6 +44,7 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.vocab import RacerStateName
 
+from .arg_types import seconds
 from .bot_identities import HeldName, free_names, hold
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
 from .defaults import DEFAULT_SERVER_URL, server_url
@@ -575,7 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--delay",
-        type=float,
+        type=seconds,
         default=0.25,
         help="seconds between moves (default 0.25); at any delay, 0 too, a bot keeps within "
         "the rate budget its server's welcome says (by default "

@@ -28,6 +28,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.server.protocol.tournament_model import format_rules
 
+from .arg_types import positive, seconds
 from .defaults import DEFAULT_SERVER_URL, server_url
 from .identity import NAME_RULE
 from .strategy import STRATEGIES
@@ -263,13 +264,13 @@ def build_parser() -> argparse.ArgumentParser:
     text = "bots join a tournament and play its races"
     bots = add_command("bots", text, common=bots_after)
     bots.add_argument("tournament", help=TOURNAMENT_HELP)
-    bots.add_argument("--count", type=int, default=2, help="how many bots (default 2)")
+    bots.add_argument("--count", type=positive, default=2, help="how many bots (default 2)")
     bots.add_argument(
         "--strategy", choices=STRATEGIES, default="greedy", help="how they play (default greedy)"
     )
     bots.add_argument(
         "--delay",
-        type=float,
+        type=seconds,
         default=0.25,
         help="seconds between a bot's moves (default 0.25); at any delay a bot keeps within "
         "the rate budget its server's welcome says",

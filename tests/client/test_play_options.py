@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from solrace.client.bots import parse_noting_defaults
 from solrace.client.defaults import DEFAULT_SERVER_URL
 from solrace.client.session import Session
 from solrace.client.tournament_cli import build_parser as build_tournament_parser
+from solrace.client.tournament_cli import main as tournament_main
 
 from .conftest import open_session
 from .process import Child
@@ -211,3 +213,32 @@ async def test_play_creates_a_private_race_with_invite_in_line_mode(
                 await pump
         if lister is not None:
             await lister.conn.close()
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "said"),
+    [
+        (bots.main, ["--delay", "-1"], "argument --delay: -1: must be a number of seconds"),
+        (bots.main, ["--delay", "nan"], "argument --delay: nan: must be a number of seconds"),
+        (play_main, ["--plain", "--bot-delay", "inf"], "argument --bot-delay: inf: must be a"),
+        (
+            tournament_main,
+            ["bots", "T1", "--delay", "-0.5"],
+            "argument --delay: -0.5: must be a number of seconds",
+        ),
+        (tournament_main, ["bots", "T1", "--count", "0"], "argument --count: 0: must be 1 or more"),
+        (play_main, ["--plain", "--seats", "x"], "argument --seats: 'x' is not a whole number"),
+    ],
+)
+def test_a_delay_below_zero_or_no_number_and_no_bots_at_all_are_refused_by_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+    main: Callable[[list[str]], int],
+    argv: list[str],
+    said: str,
+) -> None:
+    """A negative or infinite delay between a bot's moves was taken (a bot moved at once, or
+    never), and `tournament bots --count 0` connected to register nobody."""
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--server", NOWHERE])
+    assert stopped.value.code == 2
+    assert said in capsys.readouterr().err
