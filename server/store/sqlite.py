@@ -17,6 +17,11 @@ One server per file: `exclusive=True` (what `solrace serve` asks for) holds an e
 store is open, so a second server on the same file refuses to start instead of recovering
 (and timing out) the first one's races. The kernel drops the lock when the process ends,
 kill -9 included; the file itself stays (it only holds the last holder's pid).
+
+The database carries the version of its tables in `PRAGMA user_version` (`SCHEMA_VERSION`):
+a new file is stamped with it, a file of version 0 (made before the stamp existed) gets any
+table it lacks and is stamped, and a file of a higher version (a newer solrace's tables) is
+refused at open, `NewerSchemaError`, before anything in it is changed.
 """
 
 from __future__ import annotations
@@ -73,6 +78,10 @@ LOG_KEPT_BYTES = 64 * 2**20
 CATCH_UP_COPIES = 4
 HELD_COPY_PAGES = 1024
 
+#: The version of the tables (`SCHEMA` and `COMPETITION_SCHEMA`) kept in the database's
+#: `PRAGMA user_version`. A change to them that an older solrace could not use raises it.
+SCHEMA_VERSION = 1
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (
     player_id TEXT PRIMARY KEY,
@@ -125,6 +134,20 @@ class StoreLockedError(StoreError):
         holder = "another process" if holder_pid is None else f"process {holder_pid}"
         super().__init__(
             f"{lock_path} is held by {holder}: another solrace serve uses this database"
+        )
+
+
+class NewerSchemaError(StoreError):
+    """The database's tables are of a later version than this solrace knows (its
+    `user_version` is above `SCHEMA_VERSION`); nothing in it was changed."""
+
+    def __init__(self, path: Path, found: int) -> None:
+        self.path = path
+        self.found = found
+        super().__init__(
+            f"the SQLite database {path} has schema version {found}, this version knows up to "
+            f"{SCHEMA_VERSION}: written by a newer solrace, or damaged: start the version that "
+            "wrote it, or restore a backup"
         )
 
 
@@ -202,6 +225,42 @@ def _read_pid(fd: int) -> int | None:
     except (OSError, UnicodeDecodeError):
         return None
     return int(text) if text.isdigit() else None
+
+
+def _schema_version(db: sqlite3.Connection) -> int:
+    (version,) = db.execute("PRAGMA user_version").fetchone()
+    return int(version)
+
+
+def _create_tables(db: sqlite3.Connection, path: Path) -> None:
+    """Bring a database of an older version (0: new, or made before the version was kept)
+    to `SCHEMA_VERSION` in one transaction: create the tables it lacks, give the players of a
+    file made before `player_names` existed their keys, stamp the version. The version is
+    read again under the write lock: another process may have stamped it meanwhile (ours:
+    nothing to do; a higher one: `NewerSchemaError`, nothing written)."""
+
+    def create() -> None:
+        found = _schema_version(db)
+        if found == SCHEMA_VERSION:
+            return
+        if not 0 <= found < SCHEMA_VERSION:
+            raise NewerSchemaError(path, found)
+        for statement in _statements(SCHEMA + COMPETITION_SCHEMA):
+            db.execute(statement)
+        db.executemany(
+            "INSERT OR IGNORE INTO player_names (name_key, player_id) VALUES (?, ?)",
+            [(n.casefold(), p) for p, n in db.execute("SELECT player_id, name FROM players")],
+        )
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    transaction(db, create)
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a script of `CREATE ... ;` (one `execute` each: `executescript`
+    would commit the transaction it runs in)."""
+    lines = [line for line in script.splitlines() if not line.lstrip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
 def _move_params(move: MoveRecord) -> tuple[str, str, int, int, str, int]:
@@ -375,17 +434,15 @@ class SqliteStore(SqliteCompetition):
                 timeout=self.busy_timeout_s,
             )
             try:
+                # Before anything is written (the log mode too): a newer solrace's file
+                # is left as it is.
+                found = _schema_version(db)
+                if not 0 <= found <= SCHEMA_VERSION:
+                    raise NewerSchemaError(self.path, found)
                 db.execute("PRAGMA journal_mode=WAL")  # the file's, kept in it
                 self._configure(db)
-                db.executescript(SCHEMA + COMPETITION_SCHEMA)
-                # Files written before player_names existed: give their players their keys.
-                db.executemany(
-                    "INSERT OR IGNORE INTO player_names (name_key, player_id) VALUES (?, ?)",
-                    [
-                        (n.casefold(), p)
-                        for p, n in db.execute("SELECT player_id, name FROM players")
-                    ],
-                )
+                if found < SCHEMA_VERSION:
+                    _create_tables(db, self.path)
             except BaseException:
                 db.close()
                 raise

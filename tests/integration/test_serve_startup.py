@@ -1,7 +1,7 @@
 """`solrace serve` as a real process: a start-up failure is one line on stderr and exit 1;
 a second server on the data dir of a live one is refused (until that one is gone, even by
-kill -9); stored data it cannot read (a newer version's, or damaged) stops it the same way,
-changing nothing."""
+kill -9); stored data it cannot read (a newer version's records or tables, or damaged) stops
+it the same way, changing nothing."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from solrace.server.protocol.messages import MakeMove, MoveAck, RaceSnapshot, Sync
+from solrace.server.store import SqliteStore
+from solrace.server.store.sqlite import SCHEMA_VERSION
 from tests.integration.helpers import play, start_race
 from tests.integration.process import ServerProcess
 from tests.integration.wsclient import connect_client
@@ -194,3 +196,25 @@ async def test_stored_data_it_cannot_read_is_one_line_and_exit_1_and_changes_not
     await again.send(MakeMove(race_id=race_id, seq=2, move="deal"))
     assert (await again.expect(MoveAck)).ply == 1  # the second move
     await again.close()
+
+
+async def test_a_database_of_a_later_schema_is_one_line_and_exit_1_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """Tables of a newer solrace (its `user_version` above this version's): refused at open,
+    before anything in the file is written."""
+    data_dir = tmp_path / "data"
+    path = data_dir / "solrace.sqlite3"
+    store = SqliteStore(path)
+    await store.open()
+    await store.close()
+    with contextlib.closing(sqlite3.connect(path)) as database:
+        database.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    before = path.read_bytes()
+
+    assert await refused_line(data_dir) == (
+        f"solrace serve: error: the SQLite database {path} has schema version "
+        f"{SCHEMA_VERSION + 1}, this version knows up to {SCHEMA_VERSION}: written by a newer "
+        "solrace, or damaged: start the version that wrote it, or restore a backup"
+    )
+    assert path.read_bytes() == before
