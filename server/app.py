@@ -17,7 +17,7 @@ import shutil
 import signal
 import socket
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -32,7 +32,7 @@ from solrace.server.metrics import Metrics
 from solrace.server.os_errors import describe_os_error
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.ratings import RatingService
-from solrace.server.settings import LOG_LEVELS, SECRET_MIN_CHARS, Settings
+from solrace.server.settings import LOG_LEVELS, REDIS_SCHEMES, SECRET_MIN_CHARS, Settings
 from solrace.server.store import StoreError, StoreLockedError, StoreUnavailableError, open_store
 from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournaments import TournamentService
@@ -161,6 +161,10 @@ class App:
         self.transport = Transport(self.hub, settings, self.metrics)
         #: What `start` started, each with how it stops: `stop` stops them in reverse order.
         self._running = contextlib.AsyncExitStack()
+        #: While a node on Redis stops: when (event loop time) the parts still stopping are
+        #: cut short, and what each cut-short part left undone (`_stop_part`).
+        self._stop_deadline: float | None = None
+        self._cut_short: list[str] = []
 
     @property
     def port(self) -> int:
@@ -172,20 +176,30 @@ class App:
         is pushed with its stop as it starts: the one list `stop` unwinds too."""
         async with contextlib.AsyncExitStack() as undo:
             await self._open_store()
-            undo.push_async_callback(self.store.close)
+            undo.push_async_callback(self._stop_part, "closing the store", self.store.close)
             await self._check_secret()
             if self.broker is not None:
                 await self._open_broker(self.broker)
-                undo.push_async_callback(self.broker.close)
+                undo.push_async_callback(self._stop_part, "closing the broker", self.broker.close)
             with self._loading_stored_data():
                 await self.hub.start()
-                undo.push_async_callback(self.hub.stop)
+                undo.push_async_callback(
+                    self._stop_part,
+                    "storing the last progress batches and withdrawing this node's presence",
+                    self.hub.stop,
+                )
                 await self.ratings.start()
-                undo.push_async_callback(self.ratings.stop)
+                undo.push_async_callback(self._stop_part, "stopping the ratings", self.ratings.stop)
                 await self.tournaments.start()
-                undo.push_async_callback(self.tournaments.stop)
+                undo.push_async_callback(
+                    self._stop_part, "stopping the tournaments", self.tournaments.stop
+                )
             await self._listen()
-            undo.push_async_callback(self.transport.stop, CloseCode.SERVICE_RESTART)
+            undo.push_async_callback(
+                self._stop_part,
+                "storing the closed connections' racers as away",
+                lambda: self.transport.stop(CloseCode.SERVICE_RESTART),
+            )
             self._running = undo.pop_all()
         log.info(
             "listening on ws://%s:%d (store %s, broker %s, node %s)",
@@ -282,9 +296,49 @@ class App:
     async def stop(self) -> None:
         """Stop what `start` started, in reverse order: stop accepting and close clients with
         1012, stop the services and timers, close the broker, flush and close the store. A
-        second call, or one after a failed start, has nothing left to stop."""
-        await self._running.aclose()
+        second call, or one after a failed start, has nothing left to stop.
+
+        On Redis the whole stop takes at most `stop_timeout_s`: a Redis that does not answer
+        (frozen, cut off) would otherwise hold each store call for its timeouts, one after
+        another. What is still waiting on it then is given up, in one warning naming it; it
+        is safe, as every acknowledged move was stored before its ack. SQLite and memory
+        stores are flushed in full, however long it takes."""
+        if self.settings.store_url().startswith(REDIS_SCHEMES):
+            loop = asyncio.get_running_loop()
+            self._stop_deadline = loop.time() + self.settings.stop_timeout_s
+        try:
+            await self._running.aclose()
+        finally:
+            self._stop_deadline = None
+        if self._cut_short:
+            cut_short, self._cut_short = self._cut_short, []
+            log.warning(
+                "stopping: Redis did not answer within the stop deadline (%g s, "
+                "SOLRACE_STOP_TIMEOUT_S); given up: %s. Safe: every acknowledged move is "
+                "stored; a node starting on this Redis recomputes the progress and finishes "
+                "from the stored moves, and this node's racers are marked away (their grace "
+                "runs) once its presence runs out (SOLRACE_NODE_TTL_S)",
+                self.settings.stop_timeout_s,
+                "; ".join(cut_short),
+            )
         log.info("stopped")
+
+    async def _stop_part(self, what: str, stop: Callable[[], Awaitable[object]]) -> None:
+        """Stop one part (`stop`): in full, or while a node on Redis stops, until the stop's
+        deadline; a part cut short there (or reached after it, which cuts it at its first
+        wait) is noted as `what` it left undone."""
+        deadline = self._stop_deadline
+        if deadline is None:
+            await stop()
+            return
+        in_time = asyncio.timeout_at(deadline)
+        try:
+            async with in_time:
+                await stop()
+        except TimeoutError:
+            if not in_time.expired():
+                raise  # the part's own timeout, not the deadline
+            self._cut_short.append(what)
 
 
 def tune_gc_for_serving() -> None:
@@ -349,6 +403,7 @@ SERVE_FLAGS: tuple[tuple[str, str], ...] = (
     ("rate_capacity", "rate budget credits"),
     ("rate_refill_per_s", "credits per second"),
     ("idle_timeout_s", "close silent sockets after this many seconds"),
+    ("stop_timeout_s", "on Redis: a stop (SIGTERM) gives up the Redis work left after this"),
     ("origins", "accepted browser Origin values"),
     ("max_connections", "open connections on the node"),
     (

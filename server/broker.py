@@ -35,6 +35,9 @@ log = logging.getLogger("solrace.server.broker")
 OUTAGE_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
 MAX_QUEUED = 1024
 CONFIRM_TIMEOUT_S = 5.0
+#: How long one command (publish, announce, withdraw) waits for Redis's answer: the client's
+#: socket has no timeout of its own, since the pub/sub link waits for messages without end.
+REPLY_TIMEOUT_S = 5.0
 BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 2.0
 
@@ -295,16 +298,27 @@ async def _ask_redis(
 ) -> T:
     """What `command()` (one Redis command) returns, its failures in the broker's own errors:
     `BrokerUnavailableError` if Redis cannot be reached (after a second try if the connection
-    is `pooled`: it may be stale after a Redis restart), `BrokerError` ("`refused`: why") if
-    Redis answers with an error, such as a replica's READONLY after a failover or a user's
-    NOPERM. Callers catch `BrokerError`: never redis-py's errors."""
+    is `pooled`: it may be stale after a Redis restart) or does not answer within
+    `REPLY_TIMEOUT_S` (not tried again: a frozen Redis would be waited for twice),
+    `BrokerError` ("`refused`: why") if Redis answers with an error, such as a replica's
+    READONLY after a failover or a user's NOPERM. Callers catch `BrokerError`: never
+    redis-py's errors."""
+
+    async def ask() -> T:
+        async with asyncio.timeout(REPLY_TIMEOUT_S):
+            return await command()
+
     try:
         try:
-            return await command()
-        except OUTAGE_ERRORS:
-            if not pooled:
+            return await ask()
+        except OUTAGE_ERRORS as exc:
+            if not pooled or isinstance(exc, TimeoutError):
                 raise
-            return await command()
+            return await ask()
+    except TimeoutError as exc:  # before OUTAGE_ERRORS: asyncio's timeout is an OSError
+        raise BrokerUnavailableError(
+            f"redis unreachable: no answer in {REPLY_TIMEOUT_S:g} s"
+        ) from exc
     except OUTAGE_ERRORS as exc:
         raise BrokerUnavailableError(f"redis unreachable: {exc}") from exc
     except RedisError as exc:

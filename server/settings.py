@@ -62,6 +62,13 @@ class Settings(BaseSettings):
         gt=0,
         description="seconds a client has to answer our close frame before the socket is aborted",
     )
+    stop_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="on Redis: seconds a stop (SIGTERM) may take; the Redis work still waiting "
+        "then (progress batches, racers marked away, the presence withdraw) is given up and "
+        "recomputed by the next node to start (SQLite is flushed in full)",
+    )
     max_outgoing: int = Field(
         default=1024,
         ge=16,

@@ -2,16 +2,20 @@
 
 The process is ours from `start()` to `stop()`: readiness is a PING that answers (polled
 against a deadline), and `restart()` stops and starts it on the same folder and port so a test
-can cut Redis off mid-race and check what the append-only file kept.
+can cut Redis off mid-race and check what the append-only file kept; `frozen()` stops it where
+it is (SIGSTOP), a Redis that hangs with its connections open.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import redis
@@ -136,11 +140,24 @@ class RedisServer:
         finally:
             client.close()
 
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Redis stopped where it is (SIGSTOP) inside the block: its connections stay open
+        and it answers nothing, as a hung server; running again (SIGCONT) however the block
+        ends."""
+        assert self.process is not None and self.process.poll() is None, "not running"
+        self.process.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.process.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         """SIGTERM (Redis fsyncs the AOF and exits), SIGKILL if it takes too long."""
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
+        process.send_signal(signal.SIGCONT)  # a frozen one handles no SIGTERM
         process.terminate()
         try:
             process.wait(timeout=STOP_TIMEOUT_S)

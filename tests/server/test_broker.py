@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
+from solrace.server import broker as broker_module
 from solrace.server.broker import (
     Broker,
     BrokerError,
@@ -234,3 +235,32 @@ async def test_a_command_redis_refuses_is_a_broker_error_not_redis_s(redis_url: 
             with pytest.raises(BrokerError, match=reason) as refused:
                 await call()
             assert not isinstance(refused.value, BrokerUnavailableError)  # Redis is there
+
+
+@pytest.mark.redis
+async def test_a_command_redis_does_not_answer_is_unavailable_after_the_reply_timeout(
+    own_redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hung Redis (SIGSTOP: the connection open, no answer) fails each command once
+    `REPLY_TIMEOUT_S` has passed, as an outage; none waits for good (a stopping node's
+    publish did), and the broker closes."""
+    monkeypatch.setattr(broker_module, "REPLY_TIMEOUT_S", 0.2)
+    broker = RedisBroker(own_redis_server.url)
+    await broker.open()
+    subscription = await broker.subscribe("race:r1")
+    try:
+        with own_redis_server.frozen():
+            calls: list[Callable[[], Awaitable[object]]] = [
+                lambda: broker.publish("race:r1", b"hi"),
+                lambda: broker.announce("a", 60_000),
+                lambda: broker.withdraw("a"),
+            ]
+            for call in calls:
+                with pytest.raises(BrokerUnavailableError, match=r"no answer in 0\.2 s"):
+                    async with asyncio.timeout(WAIT_S):  # the test's guard, not the broker's
+                        await call()
+            async with asyncio.timeout(WAIT_S):
+                await broker.close()
+        assert subscription.closed
+    finally:
+        await broker.close()
