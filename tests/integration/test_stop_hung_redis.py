@@ -89,3 +89,18 @@ async def test_sigterm_with_redis_hung_gives_up_at_the_deadline_and_loses_no_ack
     assert ack.ply == 3 and not ack.duplicate
     for each in (alice2, bob2):
         await each.close()
+
+
+async def test_sigterm_with_redis_answering_flushes_everything_and_gives_up_nothing(
+    nodes: list[ServerProcess], own_redis_server: RedisServer, tmp_path: Path
+) -> None:
+    node = await start_node(nodes, tmp_path / "node1", own_redis_server.url)
+    alice, bob = await connect_client(node.url, "alice"), await connect_client(node.url, "bob")
+    race_id = await start_race(alice, [bob], time_limit_s=600)
+    await play(alice, race_id, ["deal", "deal"])
+
+    assert await node.terminate() == 0
+    assert await alice.closed() == CloseCode.SERVICE_RESTART
+    await bob.close()
+    assert not [line for line in node.lines if "given up" in line or "WARNING" in line]
+    assert node.lines[-1].rstrip().endswith("stopped")
