@@ -65,7 +65,7 @@ from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournament_live import Command, Live
 from solrace.server.tournaments import TournamentService
 
-TOKEN = "bench-admin"
+TOKEN = "bench-admin-token"
 
 
 class QuietSession(Session):

@@ -182,7 +182,10 @@ class Settings(BaseSettings):
     )
 
     admin_token: str | None = Field(
-        default=None, description="tournament admin token; none: tournaments cannot be created"
+        default=None,
+        min_length=SECRET_MIN_CHARS,
+        description="tournament admin token, 16 characters or more (as the secret); none: "
+        "tournaments cannot be created",
     )
     tournament_tick_s: float = Field(default=1.0, gt=0)
     tournament_view_push_s: float = Field(

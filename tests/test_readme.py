@@ -6,7 +6,8 @@ comments are free text.
 
 The tournament walk-through is a flow a newcomer can paste: every `solrace tournament` command
 in it parses, and `bots` (which stays until the tournament has finished) runs in the
-background before `start`, with the admin token the server was started with.
+background before `start`, with the admin token the server was started with (one the server
+takes).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from solrace.client.tournament_cli import build_parser
+from solrace.server.settings import Settings
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -74,6 +76,7 @@ def test_the_tournament_walk_through_runs_bots_in_the_background() -> None:
     lead, lines = tournament_block()
     exported = dict(word.split("=", 1) for word in shlex.split(lines[0].removeprefix("export ")))
     assert f"solrace serve --admin-token {exported['SOLRACE_ADMIN_TOKEN']}" in lead
+    assert Settings(admin_token=exported["SOLRACE_ADMIN_TOKEN"]).admin_token  # long enough
     commands: list[tuple[list[str], bool]] = []
     for line in lines[1:]:
         words = shlex.split(line, comments=True)

@@ -104,7 +104,7 @@ def child_env(tmp_path: Path) -> dict[str, str]:
 
 
 #: The admin token of the tournament tests' server.
-TOKEN = "screen-admin"
+TOKEN = "screen-admin-token"
 
 
 @pytest.fixture

@@ -52,7 +52,7 @@ from tests.integration.solver import scoring_line
 from tests.integration.wsclient import WAIT_S, Client
 from tests.waiting import eventually
 
-TOKEN = "let-me-admin"
+TOKEN = "let-me-admin-please"
 FAST = {"admin_token": TOKEN, "tournament_tick_s": 0.02, "spectator_delay_rated_s": 0.0}
 
 

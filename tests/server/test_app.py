@@ -27,7 +27,7 @@ from solrace.server.app import (
 from solrace.server.protocol.codec import decode_server, encode
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
-from solrace.server.settings import Settings
+from solrace.server.settings import SECRET_MIN_CHARS, Settings
 from solrace.server.store import StoreUnavailableError
 from solrace.server.store.sqlite import SqliteStore, StoreLockedError, lock_path_for
 
@@ -54,12 +54,12 @@ def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_flag_sets_its_setting() -> None:
     argv = ["--host", "0.0.0.0", "--port", "9003", "--data-dir", "d", "--origins", "a", "b"]
     argv += ["--rate-capacity", "7", "--max-frame-bytes", "1024", "--grace-s", "2.5"]
-    argv += ["--admin-token", "t0ken", "--progress-interval-s", "0"]
+    argv += ["--admin-token", "t0ken-of-16-chars", "--progress-interval-s", "0"]
     settings = settings_from_args(build_parser().parse_args(argv))
     assert (settings.host, settings.port, settings.data_dir) == ("0.0.0.0", 9003, Path("d"))
     assert settings.origins == ["a", "b"] and settings.rate_capacity == 7.0
     assert (settings.max_frame_bytes, settings.grace_s) == (1024, 2.5)
-    assert (settings.admin_token, settings.progress_interval_s) == ("t0ken", 0.0)
+    assert (settings.admin_token, settings.progress_interval_s) == ("t0ken-of-16-chars", 0.0)
     helps = {a.dest: a.help or "" for a in build_parser()._actions}
     assert "(default 8765)" in helps["port"] and "(default 10)" in helps["spectator_delay_rated_s"]
 
@@ -636,6 +636,36 @@ def test_the_secret_file_is_made_whole_and_private(tmp_path: Path) -> None:
 def test_a_short_secret_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), "--secret", "x")
     assert code == 2 and "secret" in lines[-1] and "16 characters" in lines[-1]
+
+
+def test_a_short_admin_token_is_refused_as_a_short_secret_is(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    listening_port: int,
+) -> None:
+    """Anyone holding the admin token runs every tournament: it needs the secret's length.
+    (The port is taken: a node that took the token would stop there, exit 1.)"""
+    with pytest.raises(ValidationError):
+        Settings(admin_token="x" * (SECRET_MIN_CHARS - 1))
+    argv = ["--port", str(listening_port), "--data-dir", str(tmp_path), "--secret", "s" * 16]
+    assert serve(capsys, *argv, "--admin-token", "t0ken") == (
+        2,
+        [
+            "solrace serve: error: invalid --admin-token (given, not shown): String should "
+            "have at least 16 characters"
+        ],
+    )
+    monkeypatch.setenv("SOLRACE_ADMIN_TOKEN", "x" * (SECRET_MIN_CHARS - 1))
+    assert serve(capsys, *argv) == (
+        2,
+        [
+            "solrace serve: error: invalid SOLRACE_ADMIN_TOKEN (given, not shown): String "
+            "should have at least 16 characters"
+        ],
+    )
+    assert list(tmp_path.iterdir()) == []  # refused before anything was made
+    assert Settings(admin_token="x" * SECRET_MIN_CHARS).admin_token == "x" * SECRET_MIN_CHARS
 
 
 def test_a_variable_that_sets_nothing_is_named_with_the_setting_it_may_mean() -> None:

@@ -29,7 +29,7 @@ from solrace.server.tournament_live import Live
 from solrace.server.tournaments import TournamentService
 from tests.server.sessions import RecordingSession, opened, running_hub
 
-TOKEN = "let-me-admin"
+TOKEN = "let-me-admin-please"
 T0_MS = 1_000_000_000
 
 
