@@ -25,7 +25,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from solrace.server.outage import Outage
 from solrace.server.redis_client import redis_client
-from solrace.server.settings import REDIS_SCHEMES
+from solrace.server.settings import REDIS_SCHEMES, REDIS_URL_FORMS
 from solrace.tasks import cancel_and_wait
 
 T = TypeVar("T")
@@ -508,9 +508,10 @@ class RedisBroker(LocalFanout):
 
 
 def open_broker(url: str) -> Broker:
-    """The (unopened) broker a URL names: `memory:` or `redis://HOST:PORT/DB`."""
+    """The (unopened) broker a URL names: `memory:` or a Redis URL (`redis://HOST:PORT/DB`,
+    `rediss://` for TLS, `unix://` for a socket)."""
     if url == "memory:":
         return MemoryBroker()
     if url.startswith(REDIS_SCHEMES):
         return RedisBroker(url)
-    raise ValueError(f"unsupported broker URL {url!r} (memory:, redis://HOST:PORT/DB)")
+    raise ValueError(f"unsupported broker URL {url!r}; accepted: memory:, {REDIS_URL_FORMS}")

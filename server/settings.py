@@ -19,6 +19,10 @@ MAX_DURATION_S = 7 * 24 * 3600.0
 #: How a Redis URL begins (TCP, TLS, a Unix socket): what the store and the broker open as
 #: Redis (`open_store`, `open_broker`), and what several nodes must keep their races in.
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+#: The Redis URLs accepted, as an error message lists them.
+REDIS_URL_FORMS = (
+    "redis://[:PASSWORD@]HOST:PORT/DB, rediss://... (TLS) or unix://PATH (a Redis socket)"
+)
 
 
 class Settings(BaseSettings):
@@ -218,11 +222,13 @@ class Settings(BaseSettings):
                 "--store and --redis name two stores: nodes on a Redis keep everything in it "
                 "(--redis alone), a node on its own keeps it in its --store (without --redis)"
             )
-        if self.is_cluster and not self.store_url().startswith(REDIS_SCHEMES):
+        # A store of an unknown scheme is named by `open_store`, with the schemes it takes.
+        store_scheme = self.store_url().split(":", 1)[0]
+        if self.is_cluster and store_scheme in ("memory", "sqlite"):
             raise ValueError(
                 "--broker links nodes that keep their races in a Redis, not in "
-                f"{self.store_url().split(':', 1)[0]}: keep them there too (--redis), or run "
-                "one node without --broker"
+                f"{store_scheme}: keep them there too (--redis), or run one node without "
+                "--broker"
             )
         return self
 
@@ -233,6 +239,20 @@ class Settings(BaseSettings):
         duration = name.endswith("_s") and not name.endswith("_per_s")  # not a rate
         if duration and isinstance(value, int | float) and value > MAX_DURATION_S:
             raise ValueError(f"at most {MAX_DURATION_S:.0f} seconds (a week)")
+        return value
+
+    @field_validator("redis")
+    @classmethod
+    def _a_redis_url(cls, value: str | None) -> str | None:
+        if value and not value.startswith(REDIS_SCHEMES):
+            raise ValueError(f"not a Redis URL; accepted: {REDIS_URL_FORMS}")
+        return value
+
+    @field_validator("broker")
+    @classmethod
+    def _a_broker_url(cls, value: str | None) -> str | None:
+        if value and value != "memory:" and not value.startswith(REDIS_SCHEMES):
+            raise ValueError(f"not a broker URL; accepted: memory: (one node), {REDIS_URL_FORMS}")
         return value
 
     @field_validator("log_level")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from solrace.server.settings import REDIS_SCHEMES
+from solrace.server.settings import REDIS_SCHEMES, REDIS_URL_FORMS
 from solrace.server.store.base import (
     NameTakenError,
     NotPlayingError,
@@ -30,10 +30,7 @@ __all__ = [
 ]
 
 
-STORE_URL_FORMS = (
-    "memory:, sqlite:PATH, redis://[:PASSWORD@]HOST:PORT/DB, rediss://... (TLS) "
-    "or unix://PATH (a Redis socket)"
-)
+STORE_URL_FORMS = f"memory:, sqlite:PATH, {REDIS_URL_FORMS}"
 
 
 def open_store(url: str, *, exclusive: bool = False) -> Store:

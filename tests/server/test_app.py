@@ -426,6 +426,61 @@ def test_a_broker_without_a_redis_store_is_refused(
     )
 
 
+REDIS_FORMS = "redis://[:PASSWORD@]HOST:PORT/DB, rediss://... (TLS) or unix://PATH (a Redis socket)"
+
+
+@pytest.mark.parametrize(
+    ("argv", "environment", "refusal"),
+    [
+        (
+            ["--redis", "redis+unix:///run/redis.sock"],
+            {},
+            "invalid --redis 'redis+unix:///run/redis.sock': not a Redis URL; accepted: "
+            f"{REDIS_FORMS}",
+        ),
+        (
+            [],
+            {"SOLRACE_REDIS": "http://:hunter2@10.0.0.5:6379/0"},
+            "invalid SOLRACE_REDIS 'http://***@10.0.0.5:6379/0': not a Redis URL; accepted: "
+            f"{REDIS_FORMS}",
+        ),
+        (
+            ["--broker", "redis+unix:///run/redis.sock"],
+            {},
+            "invalid --broker 'redis+unix:///run/redis.sock': not a broker URL; accepted: "
+            f"memory: (one node), {REDIS_FORMS}",
+        ),
+    ],
+)
+def test_a_redis_url_of_another_scheme_is_named_with_the_schemes_taken(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    environment: dict[str, str],
+    refusal: str,
+) -> None:
+    """The option given is named, not --broker (which was not given, or not the mistake)."""
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), *argv)
+    assert (code, lines) == (2, [f"solrace serve: error: {refusal}"])
+
+
+def test_an_unknown_store_scheme_with_a_broker_is_named_as_the_store(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["--store", "redis+unix:///run/redis.sock", "--broker", "redis://10.0.0.5/0"]
+    code, lines = serve(capsys, "--port", "0", "--data-dir", str(tmp_path), *argv)
+    assert (code, lines) == (
+        1,
+        [
+            "solrace serve: error: unsupported store URL 'redis+unix:///run/redis.sock'; "
+            f"accepted: memory:, sqlite:PATH, {REDIS_FORMS}"
+        ],
+    )
+
+
 def test_an_unknown_store_scheme_lists_the_accepted_ones(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
