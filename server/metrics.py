@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -52,6 +53,19 @@ class Metrics:
         self.bad_frames = Counter(
             "solrace_bad_frames", "Frames refused, by kind", ["kind"], registry=self.registry
         )
+        self.tasks = Gauge(
+            "solrace_tasks",
+            "asyncio tasks alive on the node's event loop (a count that grows with the races "
+            "played or the connections served is a leak)",
+            registry=self.registry,
+        )
+        self.on_render.append(self._count_tasks)
+
+    def _count_tasks(self) -> None:
+        try:
+            self.tasks.set(len(asyncio.all_tasks()))
+        except RuntimeError:  # rendered outside the event loop (a test): nothing to count
+            self.tasks.set(0)
 
     def render(self) -> bytes:
         for update in self.on_render:

@@ -39,6 +39,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import (
     DONE_STATES,
+    LIVE_STATUSES,
     MoveRecord,
     PlayerRecord,
     RaceRecord,
@@ -152,7 +153,7 @@ def _sha1(text: str) -> str:
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
 
-KNOWN_KEPT = 4096  # races whose stored JSON this store remembers (newest kept)
+KNOWN_KEPT = 4096  # live races whose stored JSON this store remembers (newest kept)
 
 
 class RedisStore(RedisCompetition):
@@ -167,7 +168,10 @@ class RedisStore(RedisCompetition):
         # Per race: the record object last read or written here, with the sha1 of its JSON
         # as stored. A compare-and-set whose `expected` is that very object compares the
         # digests inside Redis (one script call) instead of WATCH, HMGET, parsing the stored
-        # record (its recent events included) and MULTI/EXEC.
+        # record (its recent events included) and MULTI/EXEC. Live races only: a finished
+        # or cancelled race is rarely saved again (a held deal released, once), and its
+        # record with its recent events (~120 KB as objects) would stay here long after the
+        # node forgot the race.
         self._known: dict[RaceId, tuple[RaceRecord, str]] = {}
 
     # --- plumbing --------------------------------------------------------------------------
@@ -269,8 +273,15 @@ class RedisStore(RedisCompetition):
 
     # --- races -----------------------------------------------------------------------------
 
+    @property
+    def remembered_races(self) -> int:
+        """How many races' records this store keeps for its one-call compare-and-set."""
+        return len(self._known)
+
     def _remember(self, record: RaceRecord, digest: str) -> None:
         self._known.pop(record.race_id, None)
+        if record.status not in LIVE_STATUSES:
+            return
         self._known[record.race_id] = (record, digest)
         if len(self._known) > KNOWN_KEPT:
             del self._known[next(iter(self._known))]
