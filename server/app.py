@@ -198,8 +198,9 @@ class App:
             undo.push_async_callback(
                 self._stop_part,
                 "storing the closed connections' racers as away",
-                lambda: self.transport.stop(CloseCode.SERVICE_RESTART),
+                self.transport.wait_closed_sessions,
             )
+            undo.push_async_callback(self._close_clients)
             self._running = undo.pop_all()
         log.info(
             "listening on ws://%s:%d (store %s, broker %s, node %s)",
@@ -298,14 +299,12 @@ class App:
         1012, stop the services and timers, close the broker, flush and close the store. A
         second call, or one after a failed start, has nothing left to stop.
 
-        On Redis the whole stop takes at most `stop_timeout_s`: a Redis that does not answer
-        (frozen, cut off) would otherwise hold each store call for its timeouts, one after
-        another. What is still waiting on it then is given up, in one warning naming it; it
-        is safe, as every acknowledged move was stored before its ack. SQLite and memory
-        stores are flushed in full, however long it takes."""
-        if self.settings.store_url().startswith(REDIS_SCHEMES):
-            loop = asyncio.get_running_loop()
-            self._stop_deadline = loop.time() + self.settings.stop_timeout_s
+        On Redis the work after the clients' goodbyes (which `close_timeout_s` bounds) takes
+        at most `stop_timeout_s`: a Redis that does not answer (frozen, cut off) would
+        otherwise hold each store call for its timeouts, one after another. What is still
+        waiting on it then is given up, in one warning naming it; it is safe, as every
+        acknowledged move was stored before its ack. SQLite and memory stores are flushed in
+        full, however long it takes."""
         try:
             await self._running.aclose()
         finally:
@@ -322,6 +321,15 @@ class App:
                 "; ".join(cut_short),
             )
         log.info("stopped")
+
+    async def _close_clients(self) -> None:
+        """Stop accepting and close the clients with 1012, waiting for their goodbyes; then,
+        on Redis, start the deadline of the rest of the stop (`stop_timeout_s`): a client
+        that never answers takes none of the Redis work's time."""
+        await self.transport.close_connections(CloseCode.SERVICE_RESTART)
+        if self.settings.store_url().startswith(REDIS_SCHEMES):
+            loop = asyncio.get_running_loop()
+            self._stop_deadline = loop.time() + self.settings.stop_timeout_s
 
     async def _stop_part(self, what: str, stop: Callable[[], Awaitable[object]]) -> None:
         """Stop one part (`stop`): in full, or while a node on Redis stops, until the stop's
@@ -403,7 +411,10 @@ SERVE_FLAGS: tuple[tuple[str, str], ...] = (
     ("rate_capacity", "rate budget credits"),
     ("rate_refill_per_s", "credits per second"),
     ("idle_timeout_s", "close silent sockets after this many seconds"),
-    ("stop_timeout_s", "on Redis: a stop (SIGTERM) gives up the Redis work left after this"),
+    (
+        "stop_timeout_s",
+        "on Redis: a stop (SIGTERM) gives up the Redis work left this long after the clients close",
+    ),
     ("origins", "accepted browser Origin values"),
     ("max_connections", "open connections on the node"),
     (

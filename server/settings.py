@@ -69,9 +69,10 @@ class Settings(BaseSettings):
     stop_timeout_s: float = Field(
         default=10.0,
         gt=0,
-        description="on Redis: seconds a stop (SIGTERM) may take; the Redis work still waiting "
-        "then (progress batches, racers marked away, the presence withdraw) is given up and "
-        "recomputed by the next node to start (SQLite is flushed in full)",
+        description="on Redis: seconds a stop (SIGTERM) may take once its clients are closed "
+        "(their goodbyes: close_timeout_s); the Redis work still waiting then (progress "
+        "batches, racers marked away, the presence withdraw) is given up and recomputed by the "
+        "next node to start (SQLite is flushed in full)",
     )
     max_outgoing: int = Field(
         default=1024,

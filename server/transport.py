@@ -655,7 +655,15 @@ class Transport:
 
     async def stop(self, code: CloseCode = CloseCode.SERVICE_RESTART) -> None:
         """Stop accepting and the watchdog (waiting until it has ended), close every
-        connection with `code`, wait for the goodbyes."""
+        connection with `code`, wait for the goodbyes, then for what the closed sessions
+        store (`close_connections`, then `wait_closed_sessions`)."""
+        await self.close_connections(code)
+        await self.wait_closed_sessions()
+
+    async def close_connections(self, code: CloseCode = CloseCode.SERVICE_RESTART) -> None:
+        """Stop accepting and the watchdog (waiting until it has ended), close every
+        connection with `code` and wait for the goodbyes: `close_timeout_s`, then the late
+        ones are aborted (and waited for as long again)."""
         if self._watch is not None:
             await cancel_and_wait([self._watch])
             self._watch = None
@@ -675,6 +683,12 @@ class Transport:
                 for connection in list(self.connections):
                     connection._abort()
                 await asyncio.wait(late, timeout=close_timeout)
+
+    async def wait_closed_sessions(self) -> None:
+        """Once the connections are closed: wait for what their sessions' close does (a
+        racer marked away in the store), at most `close_timeout_s`."""
+        if self.server is None:
+            return
         if self.finishing:
-            await asyncio.wait(list(self.finishing), timeout=close_timeout)
+            await asyncio.wait(list(self.finishing), timeout=self.settings.close_timeout_s)
         await self.server.wait_closed()

@@ -785,3 +785,37 @@ def test_a_refused_secret_is_named_not_shown(
     assert value not in lines[0] and "(given, not shown)" in lines[0]
     code, lines = serve(capsys, "--data-dir", str(tmp_path), "--secret", value)
     assert code == 2 and len(lines) == 1 and value not in lines[0], lines
+
+
+async def open_silent_client(port: int) -> asyncio.StreamWriter:
+    """A WebSocket client that completes its handshake, then never reads again: it never
+    answers the server's close frame (a client whose network went away without a word)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return writer
+
+
+@pytest.mark.redis
+async def test_a_client_that_never_answers_the_close_leaves_the_redis_work_its_deadline(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, redis_url: str
+) -> None:
+    """The stop deadline bounds the Redis work once the clients are closed: a client that
+    never answers the close frame is waited for (`close_timeout_s`, longer than the deadline
+    here), and the Redis work after it (presence withdrawn, progress stored, the store
+    closed) is still done in full, with no warning blaming Redis."""
+    app = App(node_settings(tmp_path, store=redis_url, stop_timeout_s=0.2, close_timeout_s=1.0))
+    await app.start()
+    writer = await open_silent_client(app.port)
+    try:
+        with caplog.at_level(logging.INFO, "solrace.server"):
+            await app.stop()
+    finally:
+        writer.close()
+    messages = [r.getMessage() for r in caplog.records if r.name == "solrace.server"]
+    assert not [m for m in messages if "given up" in m], messages
+    assert messages[-1] == "stopped"
