@@ -357,7 +357,7 @@ class TournamentPlain:
             self._say_still_registered()
 
     def _say_still_registered(self) -> None:
-        line = still_in_text(self.view, self.tournament_id)
+        line = still_in_text(self.view, self.tournament_id, self.session.me)
         if line is not None:
             self.say(line)
 
@@ -379,10 +379,17 @@ class TournamentPlain:
             await cancel_and_wait(waits)
 
 
-def still_in_text(view: TournamentModel | None, tid: str) -> str | None:
-    """Quitting leaves the player registered: what to say of it, and how to withdraw (a
-    player who just goes away is later forfeited as a no-show); None once it has finished."""
-    if view is None or view.phase == "finished":
+def still_in_text(view: TournamentModel | None, tid: str, me: PlayerId | None) -> str | None:
+    """Quitting leaves the player `me` registered: what to say of it, and how to withdraw (a
+    player who just goes away is later forfeited as a no-show); None once it has finished, or
+    when `me` is not one of its players (never registered, left the field unseeded, out)."""
+    if view is None or view.phase == "finished" or me is None:
+        return None
+    if all(p.player_id != me for p in view.players) or me in view.dropped:
+        return None
+    if view.seeds and me not in view.seeds:
+        return None  # registered, did not check in: the field started without them
+    if any(s.player_id == me and (s.is_eliminated or s.is_dropped) for s in view.standings):
         return None
     if view.phase == "running":
         return (
@@ -508,7 +515,7 @@ async def _play_in(session: Session, args: argparse.Namespace) -> int:
     # Once the terminal is back: the races quitting left, then those still held.
     for line in (*app.farewell, *held_race_lines(session)):
         print(printable(f"solrace tournament: {line}"))
-    still = still_in_text(session.state.tournaments.get(tid), tid)
+    still = still_in_text(session.state.tournaments.get(tid), tid, session.me)
     if still is not None:  # as the line mode says on quitting
         print(printable(f"solrace tournament: {still}"))
     return status

@@ -337,6 +337,25 @@ async def test_quitting_the_play_screen_says_the_player_is_still_registered(
     assert still.encode() in player.output, player.output[-500:]
 
 
+async def test_quitting_the_play_screen_of_a_tournament_one_is_not_in_says_nothing_of_it(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """`tournament play T` by someone not registered in it (the screen says `you: not
+    registered`) said on quitting that they were still registered and how to withdraw."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    argv = ["--server", url_of(server), "--name", "uma", "play", tid]
+    player = await FullTerminal.start(tmp_path, "tournament", *argv)
+    try:
+        await player.expect(b"you: not registered")
+        player.type(b"\x11")  # Ctrl+Q
+        assert await player.finish() == 0
+    finally:
+        await player.kill()
+    assert b"still registered" not in player.output, player.output[-500:]
+    assert b"still playing" not in player.output, player.output[-500:]
+
+
 async def test_what_only_reads_runs_at_once_while_a_move_waits_for_the_race(
     server: App, opened: Opened, tmp_path: Path
 ) -> None:
