@@ -19,12 +19,13 @@ def server_url(text: str) -> str:
     found whichever was typed. What is no WebSocket URL is refused (`ArgumentTypeError`:
     argparse says so, exit status 2) before anything connects or is saved for it."""
     try:
-        parse_uri(text)
+        uri = parse_uri(text)
     except (InvalidURI, ValueError):  # ValueError: a port that is no port (`:99999`)
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a WebSocket URL (ws://HOST:PORT or wss://HOST:PORT)"
         ) from None
-    scheme, slashes, rest = text.partition("://")
-    if slashes and rest.endswith("/") and rest.count("/") == 1:
-        return f"{scheme}{slashes}{rest[:-1]}"
+    # A path and query of `/` alone (`ws://HOST:PORT/`): a `/` at the end of a longer path or
+    # of a query (`wss://HOST/solrace/`, `wss://HOST?key=a/`) is part of what is asked for.
+    if uri.resource_name == "/" and text.endswith("/"):
+        return text[:-1]
     return text

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.client import connect
 
+from solrace.client.defaults import server_url
 from solrace.client.identity import (
     NAME_RULE,
     Identity,
@@ -245,6 +246,25 @@ async def test_a_server_url_ending_in_a_slash_is_the_same_server(
     kept = "bots.json" if command == "bot" else "identity.json"
     entries = json.loads((tmp_path / "child-config" / kept).read_text())
     assert sorted(entries) == [server_url]
+
+
+@pytest.mark.parametrize(
+    ("typed", "kept"),
+    [
+        ("ws://127.0.0.1:8765/", "ws://127.0.0.1:8765"),
+        ("ws://[::1]:8765/", "ws://[::1]:8765"),
+        ("ws://[::1]:8765", "ws://[::1]:8765"),
+        ("wss://play.example/", "wss://play.example"),
+        ("wss://play.example/solrace/", "wss://play.example/solrace/"),
+        ("wss://play.example/solrace", "wss://play.example/solrace"),
+        ("wss://play.example?key=a/", "wss://play.example?key=a/"),
+        ("ws://127.0.0.1:8765/?key=a/", "ws://127.0.0.1:8765/?key=a/"),
+    ],
+)
+def test_only_a_path_of_a_slash_alone_is_dropped_from_the_server_url(typed: str, kept: str) -> None:
+    """A `/` that ends a query was cut off too (`wss://HOST?key=a/` became `...?key=a`): the
+    URL asked the server for another query than the one typed."""
+    assert server_url(typed) == kept
 
 
 @pytest.mark.parametrize("command", ["play", "bot", "tournament"])
