@@ -19,7 +19,7 @@ still compares equal.
 
 Redis commands are never retried blindly: a write whose reply is lost may have been applied,
 so its retry knows it is one (`_call_with_retry_flag`) and takes finding its own write stored
-(this player's name, the very move at its ply, its record, its tournament version, its
+(this player's name, the very move at its ply, its record, its tournament save's token, its
 rating marker) for its success. A call gives up with `StoreUnavailableError` (retryable) when
 Redis stays away. Keys are built from the prefix inside scripts, so this wants one Redis (or
 one hash slot), not Redis Cluster.

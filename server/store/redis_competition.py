@@ -6,8 +6,10 @@ Keys (under the store's prefix):
 - `rated:<race>` marks a race whose ratings were applied (once-only across nodes), with a
   random token of the call that applied them (its retry after a lost reply knows its own);
 - `recent:<player>` list of result JSON, newest first, trimmed to `RECENT_RESULTS_KEPT`;
-- `tournament:<id>` hash (version, record JSON); `tournaments` sorted set of ids by creation
-  order (from the `tournament-order` counter).
+- `tournament:<id>` hash (version, record JSON, and `writer`: a random token of the call
+  that saved it, so its retry after a lost reply knows its own save from another node's save
+  of the same version; a hash saved without it is read the same); `tournaments` sorted set of
+  ids by creation order (from the `tournament-order` counter).
 
 Both writes are WATCH/MULTI transactions: the checks (race not yet rated, ratings unchanged,
 tournament version) hold when the writes land, or the transaction is tried again.
@@ -129,19 +131,29 @@ class RedisCompetition:
 
     async def save_tournament(self, record: TournamentRecord, expected_version: int | None) -> bool:
         key = self._key("tournament", record.tournament_id)
+        token = secrets.token_hex(8)
 
         async def attempt(pipe: Any, is_retry: bool) -> bool:
-            version = await pipe.hget(key, "version")
+            version, writer = await pipe.hmget(key, ["version", "writer"])
             stored = None if version is None else int(version)
             if stored != expected_version:
                 await pipe.unwatch()
-                # A retry finding our own version: the lost reply was a success.
-                return is_retry and stored == record.version
+                # A retry finding our own token: the lost reply was a success. The version
+                # alone is not enough: another node may have saved that version first (our
+                # EXEC then refused, the refusal lost with the link).
+                return is_retry and writer == token
             order = None
             if stored is None:
                 order = await self.redis.incr(self._key("tournament-order"))
             pipe.multi()
-            pipe.hset(key, mapping={"version": record.version, "record": record.model_dump_json()})
+            pipe.hset(
+                key,
+                mapping={
+                    "version": record.version,
+                    "record": record.model_dump_json(),
+                    "writer": token,
+                },
+            )
             if order is not None:
                 pipe.zadd(self._key("tournaments"), {record.tournament_id: int(order)})
             await pipe.execute()

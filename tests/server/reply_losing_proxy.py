@@ -6,6 +6,9 @@ the answer on closes that client connection: what a client sees when the link br
 after Redis applied its write. Error answers are passed on and keep the proxy armed (a
 NOSCRIPT answer to an EVALSHA is no write). Every other byte goes through unchanged.
 
+`before_next("EXEC", hook)` awaits `hook()` just before the next such command is passed on:
+another client's write in between, e.g. one that makes Redis refuse a transaction's EXEC.
+
 Answers are RESP3 (redis-py's default) or RESP2: the proxy counts whole values to match each
 answer to its command, connection by connection (no pub/sub, no client tracking: their
 messages answer no command).
@@ -16,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 CHUNK = 65536
@@ -77,6 +80,7 @@ class ReplyLosingProxy:
         self.target = urlsplit(target_url)
         self.lost = 0
         self._armed: bytes | None = None
+        self._hook: tuple[bytes, Callable[[], Awaitable[None]]] | None = None
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._pumps: set[asyncio.Task[None]] = set()
@@ -95,6 +99,16 @@ class ReplyLosingProxy:
     @property
     def is_armed(self) -> bool:
         return self._armed is not None
+
+    def before_next(self, command: str, hook: Callable[[], Awaitable[None]]) -> None:
+        """Await `hook()` before passing on the next `command` (any connection), once. The
+        commands before it on that connection are passed on first."""
+        self._hook = (command.upper().encode(), hook)
+
+    @property
+    def is_hooked(self) -> bool:
+        """A hook is set and its command not yet seen."""
+        return self._hook is not None
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -139,7 +153,12 @@ class ReplyLosingProxy:
             buf += chunk
             while (end := value_end(buf)) is not None:
                 command, buf = buf[:end], buf[end:]
-                waiting.append(command_name(command))  # before Redis can answer it
+                name = command_name(command)
+                if self._hook is not None and self._hook[0] == name:
+                    hook, self._hook = self._hook[1], None
+                    await upstream.drain()
+                    await hook()
+                waiting.append(name)  # before Redis can answer it
                 upstream.write(command)
             await upstream.drain()
 

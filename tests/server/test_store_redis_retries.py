@@ -1,7 +1,8 @@
-"""The `redis://` store's writes whose reply is lost after Redis applied them (server/store/
+"""The `redis://` store's writes whose reply is lost after Redis ran them (server/store/
 redis.py, redis_competition.py): the store tries again, and the retry recognises its own
 earlier write as its success, not as someone else's (a name taken, a seq already stored, a
-compare-and-set lost, a race rated already). A real redis-server behind `ReplyLosingProxy`,
+compare-and-set lost, a race rated already), and another node's write, which made Redis
+refuse the earlier attempt, as not its own. A real redis-server behind `ReplyLosingProxy`,
 which lets the write run, reads Redis's answer and closes the connection instead of passing
 it on.
 
@@ -123,6 +124,40 @@ async def test_a_tournament_save_whose_exec_reply_was_lost_is_won(
     assert proxy.lost == 2
     assert await store.get_tournament("t1") == tournament(version=2, phase="running")
     assert [t.tournament_id for t in await store.list_tournaments()] == ["t1"]
+
+
+@pytest.mark.parametrize("expected_version", [None, 1], ids=["creation", "change"])
+async def test_a_tournament_save_refused_for_another_nodes_save_of_its_version_is_lost(
+    store: RedisStore, proxy: ReplyLosingProxy, redis_url: str, expected_version: int | None
+) -> None:
+    """Another node saves the same version just before this store's EXEC (so Redis refuses
+    it), and the refusal's reply is lost: the retry finds that version stored, but not by
+    this call, so the save is a conflict (False) and the other node's record stands."""
+    if expected_version is not None:
+        assert await store.save_tournament(tournament(), None)
+    version = 1 if expected_version is None else expected_version + 1
+    other = RedisStore(redis_url)
+    await other.open()
+    try:
+        theirs = tournament(version=version, phase="theirs")
+
+        async def other_node_saves_first() -> None:
+            assert await other.save_tournament(theirs, expected_version)
+
+        proxy.before_next("EXEC", other_node_saves_first)
+        proxy.lose_next_reply("EXEC")
+        assert not await store.save_tournament(
+            tournament(version=version, phase="ours"), expected_version
+        )
+        assert not proxy.is_hooked, "the other node never saved: the test proves nothing"
+        assert_one_reply_lost(proxy)
+        assert await store.get_tournament("t1") == theirs
+        assert [t.tournament_id for t in await store.list_tournaments()] == ["t1"]
+        # Loaded again, the change is saved over the other node's version.
+        assert await store.save_tournament(tournament(version=version + 1), version)
+        assert await other.get_tournament("t1") == tournament(version=version + 1)
+    finally:
+        await other.close()
 
 
 async def test_a_rating_update_whose_exec_reply_was_lost_is_applied_by_this_call(
