@@ -19,13 +19,21 @@ def server_url(text: str) -> str:
     found whichever was typed. What is no WebSocket URL is refused (`ArgumentTypeError`:
     argparse says so, exit status 2) before anything connects or is saved for it."""
     try:
-        uri = parse_uri(text)
+        parse_uri(text)
     except (InvalidURI, ValueError):  # ValueError: a port that is no port (`:99999`)
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a WebSocket URL (ws://HOST:PORT or wss://HOST:PORT)"
         ) from None
-    # A path and query of `/` alone (`ws://HOST:PORT/`): a `/` at the end of a longer path or
-    # of a query (`wss://HOST/solrace/`, `wss://HOST?key=a/`) is part of what is asked for.
-    if uri.resource_name == "/" and text.endswith("/"):
-        return text[:-1]
-    return text
+    return same_server(text)
+
+
+def same_server(key: str) -> str:
+    """`key` (a server URL, or another identities' key, such as an embedded folder's) without
+    a path and query of `/` alone (`ws://HOST:PORT/` is `ws://HOST:PORT`): a `/` at the end of
+    a longer path or of a query (`wss://HOST/solrace/`, `wss://HOST?key=a/`) is part of what
+    is asked for and stays."""
+    try:
+        uri = parse_uri(key)
+    except (InvalidURI, ValueError):
+        return key
+    return key[:-1] if uri.resource_name == "/" and key.endswith("/") else key

@@ -51,6 +51,7 @@ from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
 
 from .connection import Connection, ConnectionFailedError
+from .defaults import same_server
 
 try:
     import fcntl
@@ -227,7 +228,14 @@ def read_json(path: Path | None = None) -> dict[str, dict[str, Any]]:
     if not isinstance(raw, dict):
         _move_aside(path, "is not a JSON object")
         return {}
-    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, dict)}
+    entries = {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, dict)}
+    # Files of versions that kept `ws://HOST:PORT/` apart from `ws://HOST:PORT`: such an entry
+    # is the server's own unless it has one already (the next write keeps it there).
+    for key in list(entries):
+        same = same_server(key)
+        if same != key and same not in entries:
+            entries[same] = entries.pop(key)
+    return entries
 
 
 def write_json(entries: dict[str, dict[str, Any]], path: Path | None = None) -> None:

@@ -248,6 +248,36 @@ async def test_a_server_url_ending_in_a_slash_is_the_same_server(
     assert sorted(entries) == [server_url]
 
 
+@pytest.mark.parametrize("command", ["play", "bot"])
+async def test_tokens_an_older_version_kept_under_the_url_with_a_slash_are_found(
+    server_url: str, tmp_path: Path, command: str
+) -> None:
+    """Older versions kept `--server ws://HOST:PORT/`'s tokens under that URL, slash and all;
+    once the slash was dropped from `--server`, those tokens were not found: the player's own
+    name was `name_taken` (a bot's got a random suffix)."""
+    kept = tmp_path / "child-config" / ("bots.json" if command == "bot" else "identity.json")
+    for run in ("first", "after the upgrade"):
+        if command == "play":
+            argv = ["play", "--plain", "--server", server_url, "--name", "pat"]
+        else:  # no race to join: it says so once it has connected
+            argv = ["bot", "--server", server_url, "--name", "pat"]
+        child = await Child.start(tmp_path, *argv)
+        if command == "play":
+            await child.send("quit")
+        try:
+            await child.finish()
+        finally:
+            await child.kill()
+        assert "name_taken" not in child.output and "taken on" not in child.output, (
+            run,
+            child.output,
+        )
+        entries = json.loads(kept.read_text())
+        assert sorted(entries) == [server_url], entries
+        if run == "first":  # as an older version kept it
+            kept.write_text(json.dumps({server_url + "/": entries[server_url]}))
+
+
 @pytest.mark.parametrize(
     ("typed", "kept"),
     [
