@@ -39,10 +39,8 @@ from websockets.exceptions import (
     InvalidHandshake,
     InvalidMessage,
     InvalidStatus,
-    InvalidURI,
 )
 from websockets.http11 import Response
-from websockets.uri import parse_uri
 
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_server, encode
@@ -79,6 +77,8 @@ from solrace.server.protocol.tournament_messages import (
     WatchTournament,
 )
 from solrace.tasks import cancel_and_wait
+
+from .defaults import url_problem
 
 log = logging.getLogger(__name__)
 
@@ -469,13 +469,9 @@ class Connection:
     # --- one connection ------------------------------------------------------------------
 
     async def _open(self) -> Welcome:
-        try:
-            parse_uri(self.url)
-        except (InvalidURI, ValueError):  # ValueError: a port that is no port (`:99999`)
-            raise ConnectionFailedError(
-                f"{self.url!r} is not a WebSocket URL (ws://HOST:PORT or wss://HOST:PORT)",
-                fatal=True,
-            ) from None
+        problem = url_problem(self.url)
+        if problem is not None:
+            raise ConnectionFailedError(problem, fatal=True)
         try:
             ws = await connect(
                 self.url,

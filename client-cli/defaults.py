@@ -18,13 +18,19 @@ def server_url(text: str) -> str:
     either way), so `ws://127.0.0.1:8765/` is `ws://127.0.0.1:8765`, and the saved token is
     found whichever was typed. What is no WebSocket URL is refused (`ArgumentTypeError`:
     argparse says so, exit status 2) before anything connects or is saved for it."""
-    try:
-        parse_uri(text)
-    except (InvalidURI, ValueError):  # ValueError: a port that is no port (`:99999`)
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a WebSocket URL (ws://HOST:PORT or wss://HOST:PORT)"
-        ) from None
+    problem = url_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return same_server(text)
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` is no WebSocket URL (no scheme, `http://`, a port that is no port), or None."""
+    try:
+        parse_uri(url)
+    except (InvalidURI, ValueError):  # ValueError: a port that is no port (`:99999`)
+        return f"{url!r} is not a WebSocket URL (ws://HOST:PORT or wss://HOST:PORT)"
+    return None
 
 
 def same_server(key: str) -> str:
