@@ -405,7 +405,7 @@ SERVE_FLAGS: tuple[tuple[str, str], ...] = (
     ("store", "store URL: sqlite:PATH, redis://HOST:PORT/DB (several nodes) or memory:"),
     ("redis", "redis://[:PASSWORD@]HOST:PORT/DB: store and broker of several nodes (one Redis)"),
     ("broker", "live events between nodes: memory: or redis://..."),
-    ("secret", "token signing secret"),
+    ("secret", f"token signing secret, {SECRET_MIN_CHARS} characters or more"),
     ("log_level", f"{', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}, any case"),
     ("max_frame_bytes", "frame size cap"),
     ("rate_capacity", "rate budget credits"),
@@ -429,7 +429,7 @@ SERVE_FLAGS: tuple[tuple[str, str], ...] = (
     ("spectator_delay_rated_s", "spectator board delay of a rated race"),
     ("progress_interval_s", "fold racers' moves into their progress this often; 0: each move"),
     ("min_time_limit_s", "shortest race allowed"),
-    ("admin_token", "tournament admin token"),
+    ("admin_token", f"tournament admin token, {SECRET_MIN_CHARS} characters or more"),
     ("max_tournament_players", "most players one tournament may register"),
 )
 
