@@ -205,7 +205,9 @@ async def _play(args: argparse.Namespace) -> int:
         print(printable(f"solrace play: {exc}"), file=sys.stderr)
         return 1
     except RequestError as exc:  # the race --race joins refused it (line mode)
-        hint = "; give it with --invite CODE" if exc.code == ErrorCode.BAD_INVITE else ""
+        hint = ""
+        if exc.code == ErrorCode.BAD_INVITE:
+            hint = "; check the --invite code" if args.invite else "; give it with --invite CODE"
         print(printable(f"solrace play: {exc}{hint}"), file=sys.stderr)
         return 1
     finally:

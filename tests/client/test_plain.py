@@ -203,15 +203,22 @@ async def test_help_gives_each_command_its_own_lines(server_url: str) -> None:
     assert not lines[note].startswith(" "), lines
 
 
+@pytest.mark.parametrize(
+    ("invite", "hint"),
+    [([], "give it with --invite CODE"), (["--invite", "sekret"], "check the --invite code")],
+)
 async def test_a_private_race_joined_without_its_code_names_the_option(
-    server_url: str, tmp_path: Path
+    server_url: str, tmp_path: Path, invite: list[str], hint: str
 ) -> None:
-    """`--race R` of a private race without `--invite` ended with the server's words alone."""
+    """`--race R` of a private race without `--invite` ended with the server's words alone;
+    with a wrong code it is told to check it (not to give one, as it did)."""
     host = await Opponent.open(server_url, "hana")
     try:
         race_id = await host.session.create_race("klondike", 2, 300, invite_code="sekrit")
         player = await Child.start(
-            tmp_path, "play", "--plain", "--server", server_url, "--name", "pat", "--race", race_id
+            tmp_path,
+            *("play", "--plain", "--server", server_url, "--name", "pat", "--race", race_id),
+            *invite,
         )
         try:
             assert await player.finish() == 1
@@ -221,7 +228,7 @@ async def test_a_private_race_joined_without_its_code_names_the_option(
         await host.close()
     refusal = player.lines[-1]
     assert refusal.startswith("solrace play: "), player.output
-    assert refusal.endswith("(bad_invite); give it with --invite CODE"), player.output
+    assert refusal.endswith(f"(bad_invite); {hint}"), player.output
 
 
 async def test_quit_says_what_becomes_of_every_race_held(server_url: str, tmp_path: Path) -> None:
