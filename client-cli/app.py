@@ -29,7 +29,7 @@ from .connection import Connection, ConnectionFailedError
 from .defaults import DEFAULT_SERVER_URL, server_url
 from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import NAME_RULE, connect_player, data_dir, embedded_key, name_problem
-from .plain import PlainMode, held_race_lines
+from .plain import PlainMode, held_race_lines, play_screen_back
 from .replay import replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
@@ -229,7 +229,7 @@ async def _play_session(
         app = PlayApp(session, opponents=opponents, game=args.game, args=args)
         status = await run_app(app)
         # Once the terminal is back: the races quitting left, then those still held.
-        for line in (*app.farewell, *held_race_lines(session)):
+        for line in (*app.farewell, *held_race_lines(session, play_screen_back)):
             print(printable(f"solrace play: {line}"))
         return status
     mode = PlainMode(session, sys.stdout, interactive=sys.stdin.isatty())

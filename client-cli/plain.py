@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Final, TextIO
 
 from solrace.engine import GAME_IDS, EngineError, Move
@@ -100,31 +100,52 @@ def move_text(line: str) -> str:
     return "deal" if line.lower() == "d" else line
 
 
-def leaving_line(me: PlayerId | None, race: RaceState) -> str | None:
+def line_mode_back(race_id: RaceId) -> str:
+    """How a player of `solrace play --plain` comes back to a race it left."""
+    return f"come back with 'join {race_id}' (or --race {race_id})"
+
+
+def play_screen_back(race_id: RaceId) -> str:
+    """How a player of `solrace play`'s screen comes back to a race it left."""
+    return f"come back with solrace play (Ctrl+R resumes {race_id})"
+
+
+def tournament_back(tournament_id: str) -> Callable[[RaceId], str]:
+    """How a player of tournament `tournament_id` comes back to its race, from either mode."""
+
+    def back(race_id: RaceId) -> str:
+        return f"come back with 'solrace tournament play {tournament_id}'"
+
+    return back
+
+
+def leaving_line(
+    me: PlayerId | None, race: RaceState, back: Callable[[RaceId], str] = line_mode_back
+) -> str | None:
     """What the program's end does to `race` for player `me` (the line mode's `quit`, the
-    play screen's), or None if `me` holds no seat in it."""
+    play screen's), or None if `me` holds no seat in it; `back` says how to come back."""
     if not race.is_live or me is None or me not in race.racers:
         return None
     if race.racers[me].state not in ("joined", "playing"):
         return None
-    back = f"come back with 'join {race.race_id}' (or --race {race.race_id})"
+    how_back = back(race.race_id)
     grace = "its grace period" if race.info is None else f"{race.info.grace_ms / 1000:g} s"
     if race.status == "open":
         return (
             f"leaving race {race.race_id} before its start: your seat is given up after "
-            f"{grace} away unless you {back}"
+            f"{grace} away unless you {how_back}"
         )
     status = STATUS_WORDS.get(race.status, race.status)
     return (
         f"leaving race {race.race_id} while it is {status}: you forfeit (gone) after "
-        f"{grace} away unless you {back}"
+        f"{grace} away unless you {how_back}"
     )
 
 
-def held_race_lines(session: Session) -> list[str]:
+def held_race_lines(session: Session, back: Callable[[RaceId], str]) -> list[str]:
     """`leaving_line` of every live race the session's player still holds."""
     me = session.me
-    lines = (leaving_line(me, race) for race in session.state.races.values())
+    lines = (leaving_line(me, race, back) for race in session.state.races.values())
     return [line for line in lines if line is not None]
 
 
@@ -167,10 +188,13 @@ class PlainMode:
         width: int = 80,
         interactive: bool = False,
         no_race: str = NO_RACE,
+        back: Callable[[RaceId], str] = line_mode_back,
     ) -> None:
         self.session = session
         self.out = out
         self.width = width
+        #: How the player comes back to a race once the program has ended (`leaving_line`).
+        self.back = back
         #: What a command on the current race says when there is none (a tournament's line
         #: mode has races that come, not races to create or join).
         self.no_race = no_race
@@ -422,7 +446,7 @@ class PlainMode:
 
     def leaving_line(self, race: RaceState) -> str | None:
         """What leaving now does to `race`, or None if this player holds no seat in it."""
-        return leaving_line(self.session.me, race)
+        return leaving_line(self.session.me, race, self.back)
 
     async def take_back_seat(self) -> None:
         """Races this player already sits in (`welcome.active_races`): without a current race

@@ -42,7 +42,14 @@ from solrace.tasks import cancel_and_wait
 from .connection import ConnectionFailedError, Incoming, StatusChange
 from .held_deals import HeldDeals, race_label
 from .identity import connect_player
-from .plain import EXIT_CLOSED, QUIT_WORDS, PlainMode, acts_after_start, held_race_lines
+from .plain import (
+    EXIT_CLOSED,
+    QUIT_WORDS,
+    PlainMode,
+    acts_after_start,
+    held_race_lines,
+    tournament_back,
+)
 from .session import RequestError, Session, tournament_view_of
 from .stopping import Stopped, run_until_stopped
 from .tournament_render import (
@@ -84,7 +91,13 @@ class TournamentPlain:
     ) -> None:
         self.session = session
         self.tournament_id = tournament_id
-        self.mode = PlainMode(session, out, interactive=interactive, no_race=NO_TOURNAMENT_RACE)
+        self.mode = PlainMode(
+            session,
+            out,
+            interactive=interactive,
+            no_race=NO_TOURNAMENT_RACE,
+            back=tournament_back(tournament_id),
+        )
         self.finished = asyncio.Event()
         self._shown: tuple[str, int, bool] | None = None
         self._checked_in = False
@@ -513,7 +526,7 @@ async def _play_in(session: Session, args: argparse.Namespace) -> int:
     app = PlayApp(session, args=options, tournament_id=tid)
     status = await run_app(app)
     # Once the terminal is back: the races quitting left, then those still held.
-    for line in (*app.farewell, *held_race_lines(session)):
+    for line in (*app.farewell, *held_race_lines(session, tournament_back(tid))):
         print(printable(f"solrace tournament: {line}"))
     still = still_in_text(session.state.tournaments.get(tid), tid, session.me)
     if still is not None:  # as the line mode says on quitting

@@ -435,12 +435,14 @@ async def test_a_script_s_quit_waits_for_the_moves_before_it(
 async def test_quit_in_a_tournament_race_in_plain_mode_says_the_forfeit(
     server: App, opened: Opened, tmp_path: Path
 ) -> None:
-    """`quit` says what a stop signal says (it ended the program without a word)."""
+    """`quit` says what a stop signal says (it ended the program without a word), and how
+    to come back: the tournament's command, not `play`'s `join R (or --race R)`."""
     async with plain_tournament_race(server, opened, tmp_path, "quin") as race:
         player = race.player
         await player.send("quit")
         line = await player.expect("forfeit")
         assert line.startswith(f"leaving race {race.race_id} while it is running: you forfeit")
+        assert line.endswith(f"unless you come back with 'solrace tournament play {race.tid}'")
         assert await player.finish() == 0
 
 

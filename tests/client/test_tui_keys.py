@@ -384,7 +384,7 @@ async def test_quitting_mid_race_says_what_becomes_of_the_race(
         said = player.output.decode(errors="replace")
         assert (
             f"solrace play: leaving race {race_id} while it is running: you forfeit (gone) "
-            "after 60 s away unless you come back with "
+            f"after 60 s away unless you come back with solrace play (Ctrl+R resumes {race_id})"
         ) in said, said[-500:]
         created = await FullTerminal.start(
             tmp_path, "play", "--server", server_url, "--name", "pat", "--create", "klondike"
