@@ -40,7 +40,7 @@ from solrace.server.metrics import Metrics
 from solrace.server.outage import Outage
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.messages import RaceEvent, RaceFinished
+from solrace.server.protocol.messages import Error, RaceEvent, RaceFinished
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
@@ -283,16 +283,8 @@ class RaceKeeper:
                     if exc.code == ErrorCode.UNAVAILABLE:
                         failure = exc.message
                     elif exc.code == ErrorCode.UNKNOWN_RACE:
-                        # Races are never deleted: the store lost it (a Redis restarted
-                        # without its data) and no change of it can be stored again, so it
-                        # is not tried (and its refusal logged) at every tick.
-                        log.warning(
-                            "race %s: the store no longer has it (its data was lost?): "
-                            "forgotten here",
-                            runtime.race_id,
-                        )
-                        self._drop(runtime)
-                        self.lobby.changed()
+                        self._lost(runtime)
+                        continue  # gone: no spectators' boards either
                     else:  # e.g. a race cancelled meanwhile
                         log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
             if push and runtime.spectators and race.is_live:
@@ -324,6 +316,25 @@ class RaceKeeper:
             return events + opening_progress(race, events)
 
         await self.apply_to_race(runtime, change)
+
+    def _lost(self, runtime: RaceRuntime) -> None:
+        """The store no longer has the race (a Redis restarted without its data; races are
+        never deleted), so no change of it can be stored again. Its sessions here (racers
+        and spectators) are told with an `unknown_race` error naming it, and it is forgotten
+        here, so that it is not tried (and its refusal logged) at every tick."""
+        log.warning(
+            "race %s: the store no longer has it (its data was lost?): forgotten here",
+            runtime.race_id,
+        )
+        gone = Error(
+            code=ErrorCode.UNKNOWN_RACE.value,
+            message="the server lost this race (its store was restarted without its data)",
+            race_id=runtime.race_id,
+        )
+        for session in self.delivery.recipients(runtime):
+            session.send(gone)
+        self._drop(runtime)
+        self.lobby.changed()
 
     def _count_races(self) -> None:
         """The races gauge, by status: counted when the metrics are read."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from solrace.server.app import App
+from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import (
     Board,
@@ -20,11 +21,15 @@ from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
     MoveRejected,
+    Ping,
+    Pong,
+    Progress,
     RaceFinished,
     RaceSnapshot,
     Replay,
     Resign,
     Sync,
+    Watch,
 )
 from solrace.server.protocol.replay import verify_replay
 from tests.integration.conftest import make_settings
@@ -152,3 +157,47 @@ async def test_a_race_redis_lost_with_its_data_is_said_once_and_forgotten(
     assert not [line for line in node.lines if "tick refused" in line]
     for each in (alice, bob):
         await each.close()
+
+
+async def test_a_race_redis_lost_is_said_to_its_sessions_and_its_spectators_get_no_board(
+    own_redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """The node forgetting a race Redis lost tells its racers and spectators there with an
+    `unknown_race` error naming it, and pushes no spectators' board of it after that. The
+    clock jumps so that the time-out (refused: no race) and the spectators' delayed board of
+    alice's move both come in one tick."""
+    settings = make_settings(tmp_path, store=own_redis_server.url, spectator_delay_casual_s=60.0)
+    app = App(settings)
+    await app.start()
+    skew_ms = [0]
+    app.hub.clock = lambda: wall_clock_ms() + skew_ms[0]
+    url = f"ws://127.0.0.1:{app.port}"
+    clients = []
+    try:
+        alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
+        carol = await connect_client(url)  # a spectator
+        clients = [alice, bob, carol]
+        race_id = await start_race(alice, [bob], time_limit_s=600)
+        await carol.send(Watch(race_id=race_id))
+        await carol.expect(RaceSnapshot)
+        await play(alice, race_id, ["deal"])
+        # Its progress batch is stored (its event comes), before Redis loses the race.
+        await carol.expect(Progress, lambda m: m.progress.moves == 1)
+
+        own_redis_server.kill()
+        shutil.rmtree(own_redis_server.folder / "appendonlydir")
+        own_redis_server.start()
+        seen = len(carol.received)
+        skew_ms[0] = 3_600_000  # past the time limit and the spectators' delay
+
+        await eventually(lambda: race_id not in app.hub.keeper.races, what="the race forgotten")
+        for each in (alice, bob, carol):
+            gone = await each.expect(Error, lambda m: m.race_id == race_id)
+            assert gone.code == ErrorCode.UNKNOWN_RACE.value and gone.request is None
+        await carol.send(Ping(nonce=7))  # answered after anything the tick sent her
+        await carol.expect(Pong, lambda m: m.nonce == 7)
+        assert not [m for m in carol.received[seen:] if isinstance(m, Board)]
+    finally:
+        for each in clients:
+            await each.close()
+        await app.stop()
