@@ -186,7 +186,7 @@ class App:
                 undo.push_async_callback(
                     self._stop_part,
                     "storing the last progress batches and withdrawing this node's presence",
-                    self.hub.stop,
+                    self._stop_hub,
                 )
                 await self.ratings.start()
                 undo.push_async_callback(self._stop_part, "stopping the ratings", self.ratings.stop)
@@ -330,6 +330,15 @@ class App:
         if self.settings.store_url().startswith(REDIS_SCHEMES):
             loop = asyncio.get_running_loop()
             self._stop_deadline = loop.time() + self.settings.stop_timeout_s
+
+    async def _stop_hub(self) -> None:
+        """Stop the hub. Cut short (the stop's deadline), its race timers and the progress
+        folds under way are cancelled and waited for: none outlives the stop."""
+        try:
+            await self.hub.stop()
+        except asyncio.CancelledError:
+            await self.hub.keeper.give_up()
+            raise
 
     async def _stop_part(self, what: str, stop: Callable[[], Awaitable[object]]) -> None:
         """Stop one part (`stop`): in full, or while a node on Redis stops, until the stop's

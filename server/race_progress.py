@@ -29,6 +29,7 @@ from solrace.server.race_changes import Change, no_change
 from solrace.server.race_writes import RaceBusyError
 from solrace.server.runtime import RaceRuntime
 from solrace.server.settings import Settings
+from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.race_progress")
 
@@ -177,6 +178,16 @@ class ProgressBatches:
                 await self.fold(runtime)
         if self._folds:
             await asyncio.wait(list(self._folds))
+
+    async def give_up(self, runtimes: Iterable[RaceRuntime]) -> None:
+        """The node's stop was cut short (its deadline; `stop` may not have run, or not to
+        its end): no timer folds a batch any more, and the folds under way are cancelled and
+        waited for. Their batches are left (a node starting on the store recomputes them
+        from the stored moves)."""
+        self._stopped = True
+        for runtime in runtimes:
+            self.disarm(runtime)
+        await cancel_and_wait(list(self._folds))
 
 
 __all__ = ["FOLD_RETRY_S", "ApplyChange", "ProgressBatches"]

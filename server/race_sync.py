@@ -183,6 +183,15 @@ class RaceKeeper:
             for runtime in list(self.races.values()):
                 await self.relay.unfollow(runtime)
 
+    async def give_up(self) -> None:
+        """The node's stop was cut short (`stop` may not have run, or not to its end): the
+        timers and the progress folds under way are cancelled and waited for, so that none
+        outlives the node; the batches still pending are left."""
+        if self._ticker is not None:
+            await cancel_and_wait([self._ticker])
+            self._ticker = None
+        await self.progress.give_up(list(self.races.values()))
+
     async def recover(self) -> None:
         """Reload every live race from the store; boards are rebuilt by replaying moves.
 

@@ -1,21 +1,25 @@
 """SIGTERM to a node whose Redis hangs (SIGSTOP: connections open, no answers): the node
 closes its clients with 1012, gives up the Redis work left at its stop deadline, says so,
 and exits 0; once Redis runs again, a node started on it carries the race on from every
-acknowledged move."""
+acknowledged move. In process: a stop cut short leaves none of its progress folds running."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import Board, MakeMove, MoveAck, RaceSnapshot, Sync
+from tests.integration.conftest import make_settings
 from tests.integration.helpers import play, start_race
 from tests.integration.process import ServerProcess
 from tests.integration.wsclient import connect_client
 from tests.redis_server import RedisServer
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.redis
 
@@ -104,3 +108,49 @@ async def test_sigterm_with_redis_answering_flushes_everything_and_gives_up_noth
     await bob.close()
     assert not [line for line in node.lines if "given up" in line or "WARNING" in line]
     assert node.lines[-1].rstrip().endswith("stopped")
+
+
+def running(*names: str) -> list[asyncio.Task[object]]:
+    """The tasks of this process whose name starts with one of `names`."""
+    return [t for t in asyncio.all_tasks() if t.get_name().startswith(names)]
+
+
+async def test_a_stop_cut_short_on_redis_hung_leaves_no_progress_fold_running(
+    own_redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A progress batch being folded in (and stored) when Redis hangs: the stop, cut short
+    at its deadline, ends that fold (and the race timer) before it returns, instead of
+    leaving them waiting on Redis."""
+    # The racers' connections end once marked away, which waits on Redis: close_timeout_s.
+    settings = make_settings(
+        tmp_path,
+        store=own_redis_server.url,
+        progress_interval_s=600,
+        close_timeout_s=0.5,
+        stop_timeout_s=1,
+    )
+    app = App(settings)
+    await app.start()
+    url = f"ws://127.0.0.1:{app.port}"
+    alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
+    try:
+        race_id = await start_race(alice, [bob], time_limit_s=600)
+        await play(alice, race_id, ["deal"])
+        runtime = app.hub.keeper.races[race_id]
+        assert runtime.pending and not running("solrace-fold-")
+        with own_redis_server.frozen():
+            progress = app.hub.keeper.progress
+            progress.disarm(runtime)
+            progress.arm_fold(runtime, 0.0)  # the batch's timer comes now: its fold hangs
+            await eventually(lambda: bool(running("solrace-fold-")), what="a fold under way")
+            await app.stop()
+            assert not running("solrace-fold-", "solrace-ticker")
+    finally:
+        for each in (alice, bob):
+            await each.close()
+        await app.stop()
+        # What the stop gave up leaves Redis connections open (a process exits then):
+        # closed here, Redis running again.
+        await app.store.close()
+        if app.broker is not None:
+            await app.broker.close()
