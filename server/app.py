@@ -332,11 +332,14 @@ class App:
             self._stop_deadline = loop.time() + self.settings.stop_timeout_s
 
     async def _stop_hub(self) -> None:
-        """Stop the hub. Cut short (the stop's deadline), its race timers and the progress
-        folds under way are cancelled and waited for: none outlives the stop."""
+        """Stop the hub. Cut short (the stop's deadline), its race timers, the progress
+        folds under way and the watch over the nodes are cancelled and waited for: none
+        outlives the stop."""
         try:
             await self.hub.stop()
         except asyncio.CancelledError:
+            if self.hub.presence is not None:
+                await self.hub.presence.give_up()
             await self.hub.keeper.give_up()
             raise
 

@@ -80,9 +80,7 @@ class NodePresence:
         """Stop watching, and withdraw this node's presence: the other nodes see it gone at
         their next watch, not once its announce runs out (its racers were marked away as
         their connections closed)."""
-        if self._watcher is not None:
-            await cancel_and_wait([self._watcher])
-            self._watcher = None
+        await self.give_up()
         if not self._announced:
             return  # never said it was alive, or withdrawn already (a second stop)
         self._announced = False
@@ -95,6 +93,13 @@ class NodePresence:
                 self.node_id,
                 str(exc) or "no answer in time",  # a timeout says nothing itself
             )
+
+    async def give_up(self) -> None:
+        """Stop watching: the watch is cancelled and waited for (also when this node's stop
+        was cut short, `stop` not run or not to its end). The presence is left to run out."""
+        if self._watcher is not None:
+            await cancel_and_wait([self._watcher])
+            self._watcher = None
 
     async def _watch_forever(self) -> None:
         async def step() -> None:

@@ -1,11 +1,13 @@
 """SIGTERM to a node whose Redis hangs (SIGSTOP: connections open, no answers): the node
 closes its clients with 1012, gives up the Redis work left at its stop deadline, says so,
 and exits 0; once Redis runs again, a node started on it carries the race on from every
-acknowledged move. In process: a stop cut short leaves none of its progress folds running."""
+acknowledged move. In process: a stop cut short leaves none of its progress folds, race timer
+or watch over the nodes running."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -115,36 +117,50 @@ def running(*names: str) -> list[asyncio.Task[object]]:
     return [t for t in asyncio.all_tasks() if t.get_name().startswith(names)]
 
 
+#: A stop deadline that cuts the hub's stop inside the withdraw of this node's presence (its
+#: own timeout: a fifth of node_ttl_s, 1 s), and one long past once the hub's stop begins,
+#: which cuts it at its first wait (before the presence watch is stopped).
+STOP_CUTS = {"inside the presence withdraw": 1.0, "at the hub's first wait": 0.001}
+
+
+@pytest.mark.parametrize("stop_timeout_s", STOP_CUTS.values(), ids=STOP_CUTS.keys())
 async def test_a_stop_cut_short_on_redis_hung_leaves_no_progress_fold_running(
-    own_redis_server: RedisServer, tmp_path: Path
+    own_redis_server: RedisServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    stop_timeout_s: float,
 ) -> None:
     """A progress batch being folded in (and stored) when Redis hangs: the stop, cut short
-    at its deadline, ends that fold (and the race timer) before it returns, instead of
-    leaving them waiting on Redis."""
+    at its deadline, ends that fold, the race timer and the watch over the nodes before it
+    returns, instead of leaving them waiting on Redis (the watch would then run on against
+    the closed broker)."""
+    caplog.set_level(logging.ERROR, logger="solrace.server.node_presence")
     # The racers' connections end once marked away, which waits on Redis: close_timeout_s.
     settings = make_settings(
         tmp_path,
         store=own_redis_server.url,
         progress_interval_s=600,
         close_timeout_s=0.5,
-        stop_timeout_s=1,
+        stop_timeout_s=stop_timeout_s,
     )
     app = App(settings)
     await app.start()
     url = f"ws://127.0.0.1:{app.port}"
     alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
+    left: list[asyncio.Task[object]] = []
     try:
         race_id = await start_race(alice, [bob], time_limit_s=600)
         await play(alice, race_id, ["deal"])
         runtime = app.hub.keeper.races[race_id]
         assert runtime.pending and not running("solrace-fold-")
+        assert running("solrace-nodes")
         with own_redis_server.frozen():
             progress = app.hub.keeper.progress
             progress.disarm(runtime)
             progress.arm_fold(runtime, 0.0)  # the batch's timer comes now: its fold hangs
             await eventually(lambda: bool(running("solrace-fold-")), what="a fold under way")
             await app.stop()
-            assert not running("solrace-fold-", "solrace-ticker")
+            left = running("solrace-fold-", "solrace-ticker", "solrace-nodes")
     finally:
         for each in (alice, bob):
             await each.close()
@@ -154,3 +170,15 @@ async def test_a_stop_cut_short_on_redis_hung_leaves_no_progress_fold_running(
         await app.store.close()
         if app.broker is not None:
             await app.broker.close()
+    assert not left
+
+    def watch_failures() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "solrace.server.node_presence"]
+
+    # A watch left running fails at its next step (every fifth of node_ttl_s) on the closed
+    # broker: waited for while one is left, so that its failure would be seen here.
+    await eventually(
+        lambda: not running("solrace-nodes") or bool(watch_failures()),
+        what="the watch over the nodes gone, or failing",
+    )
+    assert not watch_failures()
