@@ -119,14 +119,15 @@ def _not_request_line(line: bytes | bytearray) -> NotHttp:
     return NotHttp("a request line is METHOD TARGET HTTP/1.1")
 
 
-def _has_bare_lf(head: bytearray, start: int) -> bool:
+def _has_bare_lf(head: bytearray, start: int, stop: int) -> bool:
     """Is there a line feed without its CR from `start` on (this read's bytes: each byte is
-    looked at once, however the head is cut into reads)?"""
-    at = head.find(b"\n", start)
+    looked at once, however the head is cut into reads) before `stop` (the head's end: what
+    follows it, frames sent with the handshake, may hold any byte)?"""
+    at = head.find(b"\n", start, stop)
     while at >= 0:
         if at == 0 or head[at - 1] != 0x0D:
             return True
-        at = head.find(b"\n", at + 1)
+        at = head.find(b"\n", at + 1, stop)
     return False
 
 
@@ -189,9 +190,9 @@ class HeadReader:
         line_end = head.find(b"\n")
         if line_end >= 0 and not _is_request_line(head[:line_end]):
             return _not_request_line(head[:line_end])
-        if _has_bare_lf(head, max(0, start)):
-            return NotHttp("lines of a request end with CR LF")
         end = head.find(b"\r\n\r\n", max(0, start - 3))
+        if _has_bare_lf(head, max(0, start), len(head) if end < 0 else end + 4):
+            return NotHttp("lines of a request end with CR LF")
         if end < 0:
             return INCOMPLETE if len(head) <= MAX_HEAD_BYTES else TooLarge()
         if end + 4 > MAX_HEAD_BYTES:  # whole at once (in one read), but past the limit

@@ -149,6 +149,18 @@ def test_a_bare_line_feed_in_the_headers_is_refused_as_it_comes(pieces: tuple[by
     assert read(*pieces)[-1] == NotHttp("lines of a request end with CR LF")
 
 
+@pytest.mark.parametrize("cut", [None, 10, len(UPGRADE) + 2, len(UPGRADE) + 4])
+def test_line_feeds_after_the_head_are_no_part_of_it(cut: int | None) -> None:
+    """A frame the client wrote with its handshake (a masked frame: any byte, a line feed
+    too) follows the head: it was taken for a bare line feed in the head and refused 400
+    (the CI's flaky test of a hello sent with the handshake, as often as its mask made one)."""
+    head = UPGRADE + b"\r\n"
+    frame = b"\x82\x85\n\x0a\x00\x01\nabc\n"
+    data = head + frame
+    pieces = (data,) if cut is None else (data[:cut], data[cut:])
+    assert outcome(*pieces) == WholeHead(head, frame)
+
+
 @pytest.mark.parametrize(
     "header",
     [b"X-E:", b"Host:x", b"X-1_2-b: c", b"X-T:\tv", "X-U: caf\u00e9".encode(), b"Cookie: a=b; c=d"],
