@@ -205,71 +205,69 @@ async def close_all(bots: list[Bot]) -> None:
     await asyncio.gather(*(each.close() for each in bots), return_exceptions=True)
 
 
-async def race_lane(lane: Lane) -> None:
-    """Race after race with the same four identities."""
-    tokens: list[str | None] = [None] * SEATS
-    names = [f"soak{lane.index}x{seat}" for seat in range(SEATS)]
+async def rounds_of(
+    lane: Lane, prefix: str, seats: int, one_round: Callable[[list[Bot]], Awaitable[None]]
+) -> None:
+    """Round after round of the same `seats` identities (named after `prefix`): each round
+    connects them again with their tokens, runs `one_round` and closes them."""
+    tokens: list[str | None] = [None] * seats
+    names = [f"{prefix}{lane.index}x{seat}" for seat in range(seats)]
     number = 0
     while not lane.stop.is_set():
-        bots = [bot(lane, names[s], lane.index * 1000 + number, tokens[s]) for s in range(SEATS)]
+        bots = [bot(lane, names[s], lane.index * 1000 + number, tokens[s]) for s in range(seats)]
         try:
             await with_bots(bots, tokens)
             names = [each.name for each in bots]
-            await race_between(lane, bots)
+            await one_round(bots)
         finally:
             await close_all(bots)
+        number += 1
+
+
+async def race_lane(lane: Lane) -> None:
+    """Race after race with the same four identities."""
+
+    async def one_round(bots: list[Bot]) -> None:
+        await race_between(lane, bots)
         lane.tally.races += 1
         lane.tally.count("race")
-        number += 1
+
+    await rounds_of(lane, "soak", SEATS, one_round)
 
 
 async def rated_lane(lane: Lane) -> None:
     """Rated races of the same two players, then their profile and the leaderboard."""
-    tokens: list[str | None] = [None, None]
-    names = [f"rated{lane.index}x{seat}" for seat in range(2)]
-    number = 0
-    while not lane.stop.is_set():
-        bots = [bot(lane, names[s], lane.index * 1000 + number, tokens[s]) for s in range(2)]
-        try:
-            await with_bots(bots, tokens)
-            names = [each.name for each in bots]
-            await race_between(lane, bots, rated=True)
-            await bots[0].request(GetProfile(), lambda m: isinstance(m, Profile), WAIT_S)
-            await bots[1].request(
-                GetLeaderboard(game="klondike"), lambda m: isinstance(m, Leaderboard), WAIT_S
-            )
-        finally:
-            await close_all(bots)
+
+    async def one_round(bots: list[Bot]) -> None:
+        await race_between(lane, bots, rated=True)
+        await bots[0].request(GetProfile(), lambda m: isinstance(m, Profile), WAIT_S)
+        await bots[1].request(
+            GetLeaderboard(game="klondike"), lambda m: isinstance(m, Leaderboard), WAIT_S
+        )
         lane.tally.count("rated")
-        number += 1
+
+    await rounds_of(lane, "rated", 2, one_round)
 
 
 async def private_lane(lane: Lane) -> None:
     """Private races: the joiner is refused without the code, then joins with it."""
-    tokens: list[str | None] = [None, None]
-    names = [f"private{lane.index}x{seat}" for seat in range(2)]
-    number = 0
-    while not lane.stop.is_set():
-        bots = [bot(lane, names[s], lane.index * 1000 + number, tokens[s]) for s in range(2)]
+
+    async def one_round(bots: list[Bot]) -> None:
+        code = secrets.token_hex(4)
+        race_id = await bots[0].create("klondike", 2, 300, invite_code=code)
         try:
-            await with_bots(bots, tokens)
-            names = [each.name for each in bots]
-            code = secrets.token_hex(4)
-            race_id = await bots[0].create("klondike", 2, 300, invite_code=code)
-            try:
-                await bots[1].join(race_id)
-                raise RuntimeError(f"private race {race_id} let a player in without its code")
-            except BotRefusedError:
-                pass
-            await bots[1].join(race_id, invite_code=code)
-            await bots[0].start()
-            async with asyncio.timeout(300):
-                results = await asyncio.gather(*(each.play() for each in bots))
-            tally_results(lane, race_id, list(results))
-        finally:
-            await close_all(bots)
+            await bots[1].join(race_id)
+            raise RuntimeError(f"private race {race_id} let a player in without its code")
+        except BotRefusedError:
+            pass
+        await bots[1].join(race_id, invite_code=code)
+        await bots[0].start()
+        async with asyncio.timeout(300):
+            results = await asyncio.gather(*(each.play() for each in bots))
+        tally_results(lane, race_id, list(results))
         lane.tally.count("private")
-        number += 1
+
+    await rounds_of(lane, "private", 2, one_round)
 
 
 async def drop_lane(lane: Lane) -> None:
