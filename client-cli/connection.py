@@ -79,6 +79,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.tasks import cancel_and_wait
 
 from .defaults import url_problem
+from .tls_probe import may_be_tls_port, speaks_tls
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +216,28 @@ def _handshake_failure(url: str, exc: InvalidStatus) -> ConnectionFailedError:
 
 #: What OpenSSL says of an answer to its hello that is no TLS record (a plain ws:// server).
 _NOT_TLS: Final = "WRONG_VERSION_NUMBER"
+
+
+def _connect_failure(url: str, exc: BaseException) -> ConnectionFailedError:
+    """What a failure to open the link to `url` (before any WebSocket frame) means."""
+    if isinstance(exc, InvalidStatus):  # refused before the upgrade, e.g. too many connections
+        return _handshake_failure(url, exc)
+    if isinstance(exc, InvalidMessage):
+        if not isinstance(exc.__cause__, ValueError):  # the link closed during the handshake
+            return ConnectionFailedError(f"cannot reach {url}: {exc}")
+        # An answer that is no HTTP/1.1 response (an HTTP/1.0 server, another protocol).
+        return ConnectionFailedError(
+            f"{url} is not a solrace server: its answer is no WebSocket handshake ({exc.__cause__})"
+        )
+    if isinstance(exc, ConnectionRefusedError):
+        return ConnectionFailedError(
+            f"cannot reach {url}: connection refused (no server is listening there)"
+        )
+    if isinstance(exc, ssl.SSLError):
+        # wss:// to a server that speaks plain ws://: its answer is no TLS record.
+        plain = " (a server without TLS: try ws://)" if exc.reason == _NOT_TLS else ""
+        return ConnectionFailedError(f"cannot reach {url}: {exc}{plain}")
+    return ConnectionFailedError(f"cannot reach {url}: {exc}")
 
 
 def _retry_after_s(response: Response) -> float | None:
@@ -480,26 +503,14 @@ class Connection:
                 compression=None,
                 ping_interval=20,
             )
-        except InvalidStatus as exc:  # refused before the upgrade, e.g. too many connections
-            raise _handshake_failure(self.url, exc) from None
-        except InvalidMessage as exc:
-            if not isinstance(exc.__cause__, ValueError):  # the link closed during the handshake
-                raise ConnectionFailedError(f"cannot reach {self.url}: {exc}") from None
-            # An answer that is no HTTP/1.1 response (an HTTP/1.0 server, another protocol).
-            raise ConnectionFailedError(
-                f"{self.url} is not a solrace server: its answer is no WebSocket handshake "
-                f"({exc.__cause__})"
-            ) from None
-        except ConnectionRefusedError:
-            raise ConnectionFailedError(
-                f"cannot reach {self.url}: connection refused (no server is listening there)"
-            ) from None
-        except ssl.SSLError as exc:
-            # wss:// to a server that speaks plain ws://: its answer is no TLS record.
-            plain = " (a server without TLS: try ws://)" if exc.reason == _NOT_TLS else ""
-            raise ConnectionFailedError(f"cannot reach {self.url}: {exc}{plain}") from None
-        except (OSError, InvalidHandshake, TimeoutError) as exc:
-            raise ConnectionFailedError(f"cannot reach {self.url}: {exc}") from None
+        except (InvalidHandshake, OSError, TimeoutError) as exc:
+            failure = _connect_failure(self.url, exc)
+            if may_be_tls_port(self.url, exc) and await speaks_tls(self.url):
+                # Retrying ws:// cannot help: the port wants a TLS handshake first.
+                raise ConnectionFailedError(
+                    f"{failure} (a server with TLS: try wss://)", fatal=True
+                ) from None
+            raise failure from None
         try:
             welcome = await self._hello(ws)
             await self._resume(ws)

@@ -1,0 +1,54 @@
+"""Whether the server behind a `ws://` URL that gave no handshake speaks TLS (wants `wss://`).
+
+A plain HTTP request sent to a TLS port is answered in ways that do not say TLS: a closed link
+(Python's `ssl`, haproxy) or an HTTP 400 in the proxy's words (nginx, Go). A TLS handshake to
+the same host and port tells such a port from a plain server that failed the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+
+from websockets.exceptions import InvalidMessage, InvalidStatus
+from websockets.uri import parse_uri
+
+#: Seconds the TLS handshake of the probe may take, at most.
+PROBE_TIMEOUT_S = 3.0
+
+
+def may_be_tls_port(url: str, failure: BaseException) -> bool:
+    """Whether `failure` (of a handshake to `url`) is how a TLS port answers plain HTTP: the
+    URL says `ws://` and the link was closed or reset before any answer, or the answer was an
+    HTTP 400. (An answer that is no HTTP response is not: the TLS servers tried close the link
+    instead, and a plain server that sent it may wait on the probe's hello until its timeout.)"""
+    if parse_uri(url).secure:
+        return False
+    if isinstance(failure, InvalidStatus):
+        return failure.response.status_code == 400
+    if isinstance(failure, InvalidMessage):
+        return not isinstance(failure.__cause__, ValueError)  # closed, not answered
+    return isinstance(failure, ConnectionResetError)
+
+
+async def speaks_tls(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether the host and port of `url` complete a TLS handshake, or answer it with a TLS
+    alert. The certificate is not checked: the question is only which protocol it speaks."""
+    uri = parse_uri(url)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        async with asyncio.timeout(timeout_s):
+            _, writer = await asyncio.open_connection(
+                uri.host, uri.port, ssl=context, server_hostname=uri.host
+            )
+    except ssl.SSLError as exc:
+        return "ALERT" in (exc.reason or "")  # the server answered in TLS, refusing the hello
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True

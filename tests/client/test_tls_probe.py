@@ -1,0 +1,101 @@
+"""`ws://` to a server that speaks TLS: said to try `wss://`, against a real TLS server on
+loopback (a self-signed certificate made by `openssl` for the test)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import ssl
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from websockets.asyncio.server import ServerConnection, serve
+
+from solrace.client.connection import Connection, ConnectionFailedError
+from solrace.client.tls_probe import speaks_tls
+
+TLS_HINT = "(a server with TLS: try wss://)"
+
+
+@pytest.fixture
+def tls_context(tmp_path: Path) -> ssl.SSLContext:
+    """A server's TLS context with a self-signed certificate for 127.0.0.1."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+@pytest.fixture
+async def tls_port(tls_context: ssl.SSLContext) -> AsyncIterator[int]:
+    """The port of a WebSocket server on loopback that speaks only TLS (`wss://`)."""
+
+    async def echo(ws: ServerConnection) -> None:
+        async for message in ws:
+            await ws.send(message)
+
+    async with serve(echo, "127.0.0.1", 0, ssl=tls_context) as server:
+        yield server.sockets[0].getsockname()[1]
+
+
+async def test_ws_to_a_server_with_tls_says_to_try_wss(tls_port: int) -> None:
+    """It said only `cannot reach URL: did not receive a valid HTTP response`, and was tried
+    again and again."""
+    url = f"ws://127.0.0.1:{tls_port}"
+    with pytest.raises(ConnectionFailedError) as failed:
+        await Connection(url, name="x", open_timeout_s=5).connect()
+    text = str(failed.value)
+    assert text.startswith(f"cannot reach {url}: "), text
+    assert text.endswith(TLS_HINT), text
+    assert failed.value.fatal  # retrying ws:// cannot help
+
+
+async def test_the_probe_tells_a_tls_port_from_a_plain_one(tls_port: int, server_url: str) -> None:
+    assert await speaks_tls(f"ws://127.0.0.1:{tls_port}")
+    assert not await speaks_tls(server_url)
+
+
+async def test_a_plain_server_s_failures_get_no_tls_hint() -> None:
+    """A plain server that closes the link on a request gets no `try wss://`."""
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        with pytest.raises(ConnectionFailedError) as failed:
+            await Connection(url, name="x", open_timeout_s=5).connect()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert TLS_HINT not in str(failed.value)
+    assert not failed.value.fatal
