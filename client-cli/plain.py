@@ -46,7 +46,7 @@ from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import deal_line
 from .render import render_plain, result_line
 from .session import LinkClosedError, MoveTimeoutError, Predicate, RequestError, Session
-from .state import NOT_SEATED, RaceState
+from .state import NOT_SEATED, RaceState, is_lost
 from .stopping import Stopped, run_until_stopped
 from .typed_lines import Typed, TypedLines
 from .wire_text import printable
@@ -307,8 +307,17 @@ class PlainMode:
                 self.print_board()
             else:
                 self.say(f"refused {incoming.move}: {incoming.reason} (answered late)")
+        elif isinstance(incoming, Error) and race.lost is not None and incoming.request is None:
+            self.say_lost(race)  # said even to a wait: it ends any wait on the race
         elif isinstance(incoming, Error) and not self.session.was_awaited(incoming):
             self.say(f"error: {incoming.message} ({incoming.code})")
+
+    def say_lost(self, race: RaceState) -> None:
+        """Say that the server lost `race` (its `lost`), and what the player can do."""
+        line = f"race {race.race_id}: {race.lost}: it cannot go on and will have no result"
+        if self.session.state.tournament_of(race.race_id) is None:
+            line += " ('create' or 'join' another race, or 'quit')"
+        self.say(line)
 
     def _on_update(self, race: RaceState) -> None:
         info = race.info
@@ -666,18 +675,23 @@ class PlainMode:
 
     async def wait_start(self) -> bool:
         """Wait for the own board of the current race (the start); False if it cannot come
-        (the race is over, the player left it, or `quit` was typed meanwhile)."""
+        (the race is over, the player left it, the server lost it, or `quit` was typed
+        meanwhile)."""
         race_id = self.race_id
         if race_id is None:
             self.say(self.no_race)
             return False
-        said = False
+        said = told = False
         while self.session.state.my_board(race_id) is None:
             race = self.session.state.races.get(race_id)
             if self.race_id is None:
                 return False  # left (`leave` typed meanwhile said so)
             if race is not None and race.is_finished:
                 self.say(f"race {race_id} is over ({race.status})")
+                return False
+            if race is not None and race.lost is not None:
+                if not told:  # lost during the wait: `on_event` said so
+                    self.say_lost(race)
                 return False
             if race is not None and race.info is not None and self.session.me not in race.racers:
                 self.say(f"race {race_id}: you no longer sit in it")
@@ -690,12 +704,20 @@ class PlainMode:
                 race_id,
                 lambda m: (
                     getattr(m, "race_id", None) == race_id
-                    and isinstance(m, Board | RaceFinished | RaceUpdate | RaceSnapshot)
+                    and (
+                        isinstance(m, Board | RaceFinished | RaceUpdate | RaceSnapshot)
+                        or is_lost(m)
+                    )
                 ),
             )
             if not news:
                 return False
+            told = self._is_lost(race_id)
         return True
+
+    def _is_lost(self, race_id: RaceId) -> bool:
+        race = self.session.state.races.get(race_id)
+        return race is not None and race.lost is not None
 
     def _open_text(self, race: RaceState) -> str:
         """Where an open race stands, and what starts it."""
@@ -804,11 +826,16 @@ class PlainMode:
             self.say(self.no_race)
             return
         race_id = race.race_id
-        while not race.is_finished and self.race_id is not None:  # None: left meanwhile
-            # Not an error: awaited, it would count as reported and `on_event` would not say it.
+        # None: left meanwhile; lost: the server lost the race (`on_event` said so).
+        while not race.is_finished and race.lost is None and self.race_id is not None:
+            # Not an error (awaited, it would count as reported and `on_event` would not say
+            # it), but the one that says the race is lost, which `on_event` always says.
             news = await self._race_news(
                 race_id,
-                lambda m: getattr(m, "race_id", None) == race_id and not isinstance(m, Error),
+                lambda m: (
+                    getattr(m, "race_id", None) == race_id
+                    and (not isinstance(m, Error) or is_lost(m))
+                ),
             )
             if not news:
                 return
@@ -823,6 +850,10 @@ class PlainMode:
         if not await self.wait_start():
             return
         assert self.race_id is not None
+        race = self.race
+        if race is not None and race.lost is not None:
+            self.say_lost(race)  # not sent: the server no longer has the race
+            return
         try:
             outcome = await self.session.move(self.race_id, text, self.MOVE_WAIT_S)
         except MoveTimeoutError as exc:

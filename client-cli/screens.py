@@ -283,7 +283,19 @@ class RaceScreen(Screen[None]):
             line = f"from {self.source[0]}{count}: pick a target (Esc cancels)"
         if race is not None and race.last_rejection is not None and not line:
             line = f"refused {race.last_rejection.move}: {race.last_rejection.reason}"
-        self.query_one("#message", Static).update(Text(line, style="yellow" if line else ""))
+        style = "yellow" if line else ""
+        if race is not None and race.lost is not None:
+            line, style = self.lost_text(race.lost), "bold red"
+        self.query_one("#message", Static).update(Text(line, style=style))
+
+    def lost_text(self, lost: str) -> str:
+        """What the player is told of this race once the server lost it (`lost`: the
+        server's words), and where to go from here."""
+        if self.play.session.state.tournament_of(self.race_id) is not None:
+            where = "l goes back to the tournament"
+        else:
+            where = "l goes back to the lobby, to create or join another race"
+        return f"{lost}: this race cannot go on and will have no result — {where}"
 
     def update_clock(self) -> None:
         app = self.play
@@ -292,7 +304,9 @@ class RaceScreen(Screen[None]):
             return
         now = app.session.conn.server_now_ms()
         remaining = race.remaining_ms(now)
-        if race.started_at_ms is None:
+        if race.lost is not None:
+            clock = "lost by the server"
+        elif race.started_at_ms is None:
             clock = f"starts in {clock_text(remaining)}"
         else:
             clock = f"{'time' if self.ascii else '⏱'} {clock_text(remaining)} left"
@@ -359,6 +373,9 @@ class RaceScreen(Screen[None]):
     def action_resign(self) -> None:
         race = self.play.session.state.races.get(self.race_id)
         me = self.play.session.state.player_id
+        if race is not None and race.lost is not None:
+            self.update_view()  # nothing to resign: the race is gone, as the screen says
+            return
         racer = race.racers.get(me) if race is not None and me is not None else None
         if racer is not None and racer.is_done:
             self.say(f"nothing to resign: you are {racer.state}")

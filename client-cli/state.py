@@ -14,6 +14,7 @@ from typing import Final, Literal
 from solrace.engine import BoardView, EngineError, Move
 from solrace.server.protocol import records
 from solrace.server.protocol.commitment import is_commitment_valid
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
@@ -57,6 +58,17 @@ RaceStatusSeen = RaceStatusName | Literal["unknown"]
 #: `ClientState.out_of` for a race whose known racers leave this player out (its seat was
 #: given up). Never a state on the wire.
 NOT_SEATED: Final = "not seated"
+
+
+def is_lost(message: object) -> bool:
+    """Whether `message` is the server's word that it lost a race (an `unknown_race` error
+    naming the race, answering no request)."""
+    return (
+        isinstance(message, Error)
+        and message.code == ErrorCode.UNKNOWN_RACE
+        and message.race_id is not None
+        and message.request is None
+    )
 
 
 @dataclass(slots=True)
@@ -106,6 +118,10 @@ class RaceState:
     delays: dict[PlayerId, int] = field(default_factory=dict)
     last_rejection: MoveRejected | None = None
     last_error: Error | None = None
+    #: What the server said when it answered or told of this race, live until then, with
+    #: `unknown_race` (it lost the race: a store restarted without its data): the race
+    #: cannot go on, and it will have no result.
+    lost: str | None = None
 
     @property
     def game(self) -> str | None:
@@ -124,7 +140,9 @@ class RaceState:
 
     @property
     def is_live(self) -> bool:
-        return self.status in LIVE_STATUSES
+        """Open, in its countdown or running, as far as the server's news says, and not lost
+        by the server (`lost`)."""
+        return self.lost is None and self.status in LIVE_STATUSES
 
     @property
     def is_finished(self) -> bool:
@@ -284,6 +302,8 @@ class RaceState:
             self.last_rejection = message
         elif isinstance(message, Error):
             self.last_error = message
+            if message.code == ErrorCode.UNKNOWN_RACE and self.is_live:
+                self.lost = message.message
 
     def apply_ack(self, player_id: PlayerId, ack: MoveAck) -> bool:
         """Apply an ack to `player_id`'s board; False if the board already has that move."""

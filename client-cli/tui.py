@@ -439,6 +439,13 @@ class PlayApp(_SessionApp):
         self.background(self.session.resign(race_id))
 
     def send_move(self, race_id: RaceId, text: str, screen: RaceScreen) -> None:
+        """Send a move of the race `screen` shows; one of a race the server lost is not sent
+        (the screen already says what became of the race)."""
+        race = self.session.state.races.get(race_id)
+        if race is not None and race.lost is not None:
+            screen.update_view()
+            return
+
         async def work() -> None:
             reason = await self.session.send_move(race_id, text)
             if reason is not None:

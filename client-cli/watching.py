@@ -15,7 +15,6 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
-from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import RaceList, ReplayModel, ResultEntry
 from solrace.server.protocol.replay import shorten
@@ -285,10 +284,9 @@ class WatchScreen(Screen[None]):
         if race is None:
             self.query_one("#watch-head", Static).update(as_text(f"watching {self.race_id}…"))
             return
-        error = race.last_error
-        if error is not None and error.code == ErrorCode.UNKNOWN_RACE and race.is_live:
-            # Asked again after a reconnect: the server lost it (restarted without its data).
-            gone = f"race {self.race_id}: the server no longer has it ({error.message})"
+        if race.lost is not None:
+            # Said by the server, or answered to the sync after a reconnect: it lost the race.
+            gone = f"race {self.race_id}: the server no longer has it ({race.lost})"
             self.query_one("#watch-head", Static).update(as_text(link_text(app.session) + gone))
             return
         # What matters first (status, clock, the deal's verdict, the winner, TV), then what

@@ -1,0 +1,108 @@
+"""A race the server loses mid-play (its store restarted without its data): the server tells
+its racers with an `unknown_race` error naming it, and the client says what happened and what
+to do, in the play screen and in the line mode, against a real server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import AsyncIterator
+
+import pytest
+from textual.widgets import Static
+
+from solrace.client.bots import Bot
+from solrace.client.plain import PlainMode
+from solrace.client.screens import LobbyScreen, RaceScreen
+from solrace.client.session import Session
+from solrace.client.strategy import make_strategy
+from solrace.client.tui import PlayApp
+from solrace.server.app import App
+from solrace.server.hub import wall_clock_ms
+from solrace.server.protocol.ids import RaceId
+from solrace.server.store.memory import MemoryStore
+from tests.waiting import eventually
+
+from .conftest import widget
+
+LOST = "the server lost this race (its store was restarted without its data)"
+
+
+def lose_race(server: App, race_id: RaceId) -> None:
+    """Make the server lose `race_id` as a Redis restarted without its data would: the store
+    no longer has it, and the server's clock jumps past its time limit, so that the next tick
+    has a change to store and finds it gone."""
+    store = server.store
+    assert isinstance(store, MemoryStore)
+    del store._races[race_id]
+    server.hub.clock = lambda: wall_clock_ms() + 3_600_000
+
+
+@pytest.fixture
+async def bob(server_url: str) -> AsyncIterator[Bot]:
+    bot = Bot(server_url, "bob", make_strategy("greedy", seed=3), delay_s=0.5)
+    await bot.connect()
+    yield bot
+    await bot.close()
+
+
+async def test_the_play_screen_says_the_server_lost_the_race_and_what_to_do(
+    server_app: App, alice: Session, bob: Bot
+) -> None:
+    """The race screen went on showing the race, its clock running, and moves and resigns
+    were sent; the lobby offered Ctrl+R back into it."""
+    app = PlayApp(alice)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+        app.create_race("klondike", 2, 600)
+        await eventually(lambda: app.race_id is not None, what="race created")
+        race_id = RaceId(app.race_id or "")
+        await bob.join(race_id)
+        await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+        await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+        screen = app.screen
+        assert isinstance(screen, RaceScreen)
+        message = await widget(screen, "#message", Static)
+        head = await widget(screen, "#race-head", Static)
+
+        lose_race(server_app, race_id)
+        said = f"{LOST}: this race cannot go on and will have no result — l goes back to the lobby"
+        await eventually(lambda: said in str(message.render()), what="the loss said")
+        await eventually(lambda: "lost by the server" in str(head.render()), what="clock")
+        race = alice.state.races[race_id]
+        assert race.lost == LOST and not race.is_live
+
+        plies = dict(race.plies)
+        await pilot.press("d")  # not sent: the race is gone
+        await pilot.press("x", "x")  # nothing to resign
+        await pilot.pause()
+        assert race.plies == plies and race.last_rejection is None
+        assert said in str(message.render())
+
+        await pilot.press("l")
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
+        assert race_id not in alice.state.races_to_play()  # no Ctrl+R back into it
+
+
+async def test_the_line_mode_says_the_loss_and_ends_its_waits(
+    server_app: App, alice: Session, bob: Bot
+) -> None:
+    """`wait` on a race the server lost waited for good, a move was sent and refused with 'no
+    such live race', and `quit` said the player would forfeit the race."""
+    out = io.StringIO()
+    mode = PlainMode(alice, out)
+    await mode.create(["klondike", "2"])
+    race_id = RaceId(mode.race_id or "")
+    await bob.join(race_id)
+    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+    waiting = asyncio.create_task(mode.command("wait"))
+    lose_race(server_app, race_id)
+    await asyncio.wait_for(waiting, 10)
+    said = f"race {race_id}: {LOST}: it cannot go on and will have no result"
+    assert out.getvalue().count(said) == 1, out.getvalue()
+    plies = dict(alice.state.races[race_id].plies)
+    await mode.command("deal")  # not sent: said again
+    assert out.getvalue().count(said) == 2, out.getvalue()
+    assert alice.state.races[race_id].plies == plies
+    await mode.quit()
+    assert "forfeit" not in out.getvalue(), out.getvalue()
