@@ -40,13 +40,19 @@ class WaitingPool(aioredis.ConnectionPool):
     `release` gives both back, each once: a connection released twice, or a release that
     fails, gives back no second unit (one more than `max_connections` would let the plain
     pool refuse a request again). Taking a connection from the pool is synchronous, so no
-    other task sees the pool half changed (the library's own pools rely on the same)."""
+    other task sees the pool half changed (the library's own pools rely on the same).
+
+    Once disconnected in full (the client's `aclose`), the pool is closed: a request is
+    refused (`ConnectionError`) instead of opening a new connection that nothing would close,
+    and a connection given back after that (one that was connecting, or in use, while the
+    pool closed) is disconnected."""
 
     def __init__(self, *, wait_s: float = POOL_WAIT_S, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.wait_s = wait_s
         self._room = asyncio.Semaphore(self.max_connections)
         self._holding: set[AbstractConnection] = set()
+        self.closed = False
 
     @property
     def full(self) -> bool:
@@ -54,7 +60,9 @@ class WaitingPool(aioredis.ConnectionPool):
         return self._room.locked()
 
     async def get_connection(self, command_name: Any = None, *keys: Any, **options: Any) -> Any:
+        self._refuse_if_closed()
         await self._wait_for_room()
+        self._refuse_if_closed()  # closed while this request waited
         try:
             connection = self.get_available_connection()  # type: ignore[no-untyped-call]
         except BaseException:
@@ -67,6 +75,15 @@ class WaitingPool(aioredis.ConnectionPool):
             await self.release(connection)
             raise
         return connection
+
+    def _refuse_if_closed(self) -> None:
+        if self.closed:
+            raise RedisConnectionError("the Redis client is closed")
+
+    async def disconnect(self, inuse_connections: bool = True) -> None:
+        if inuse_connections:
+            self.closed = True
+        await super().disconnect(inuse_connections)
 
     async def _wait_for_room(self) -> None:
         if not self._room.locked():
@@ -91,6 +108,8 @@ class WaitingPool(aioredis.ConnectionPool):
     async def _give_back(self, connection: AbstractConnection, *, held: bool) -> None:
         try:
             await super().release(connection)
+            if self.closed:
+                await connection.disconnect()
         finally:
             if held:  # once the pool has it again, so the next one finds it free
                 self._room.release()

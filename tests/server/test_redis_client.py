@@ -128,3 +128,40 @@ async def test_the_store_takes_a_burst_larger_than_the_library_s_default_pool(
         assert players == [None] * 300
     finally:
         await store.close()
+
+
+def open_sockets(pool: WaitingPool) -> int:
+    """How many of `pool`'s connections hold an open socket."""
+    every = [*pool._available_connections, *pool._in_use_connections]
+    return sum(1 for connection in every if connection.is_connected)
+
+
+async def test_a_closed_client_opens_no_new_connection(redis_url: str) -> None:
+    """A request after the client closed (a task the stop did not end) is refused as Redis
+    away: a connection it opened would stay open, nothing left to close it."""
+    client = redis_client(redis_url)
+    pool = client.connection_pool
+    assert isinstance(pool, WaitingPool)
+    assert await client.ping()
+    await client.aclose()
+    assert open_sockets(pool) == 0
+    with pytest.raises(RedisConnectionError, match="closed"):
+        await client.ping()
+    assert open_sockets(pool) == 0
+
+
+async def test_a_connection_in_use_while_the_client_closes_is_closed_when_given_back(
+    redis_url: str,
+) -> None:
+    """A request under way when the client closes: its connection, given back afterwards,
+    is closed rather than left open in the closed pool."""
+    client = redis_client(redis_url)
+    pool = client.connection_pool
+    assert isinstance(pool, WaitingPool)
+    connection = await pool.get_connection()
+    await client.aclose()
+    await connection.connect()  # what a request that was connecting then does
+    assert connection.is_connected
+    await pool.release(connection)
+    assert not connection.is_connected
+    assert open_sockets(pool) == 0
