@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .identity import config_dir, locked_json, read_json, warn, write_json
+from solrace.server.protocol.ids import PlayerId
+
+from .identity import config_dir, locked_json, player_id_of, read_json, warn, write_json
 
 try:
     import fcntl
@@ -64,6 +66,24 @@ def _saved(raw: object) -> Saved | None:
         token=token if isinstance(token, str) else None,
         key=key if isinstance(key, str) else None,
     )
+
+
+def known_bots(server: str) -> dict[str, PlayerId]:
+    """Name played as -> player id of every bot saved for `server` (from their tokens); a
+    file that cannot be read knows none."""
+    try:
+        with locked_json(bots_file()):
+            entry = read_json(bots_file()).get(server, {})
+    except OSError as exc:
+        warn(f"cannot read {bots_file()}: {exc}")
+        return {}
+    found: dict[str, PlayerId] = {}
+    for raw in entry.values() if isinstance(entry, dict) else ():
+        saved = _saved(raw)
+        player_id = player_id_of(saved.token) if saved and saved.token else None
+        if saved is not None and player_id is not None:
+            found[saved.name] = player_id
+    return found
 
 
 class HeldName:

@@ -42,6 +42,7 @@ from solrace.server.protocol.tournament_messages import (
     WatchTournament,
 )
 
+from .bot_identities import known_bots
 from .connection import Connection, ConnectionFailedError
 from .identity import (
     connect_player,
@@ -300,15 +301,15 @@ async def _ask(conn: Connection, message: ClientMessage, kind: type[AnswerT]) ->
 
 async def _profile(conn: Connection, args: argparse.Namespace) -> int:
     """`profile [PLAYER]` on an anonymous connection: PLAYER is an id or a name (default:
-    --name, else the name used last), its id found from the saved identities, the live
-    races, the leaderboards or the tournaments' players."""
+    --name, else the name used last), its id found from the saved identities (the
+    player's and the bots'), the live races, the leaderboards or the tournaments' players."""
     wanted = args.player or args.name
     if wanted is None:
         last = load_identity(args.server)
         if last is None:
             return fail(f"profile: no identity saved for {args.server}; name a player")
         wanted = last.name
-    player_id = known_players(args.server).get(wanted)
+    player_id = {**known_bots(args.server), **known_players(args.server)}.get(wanted)
     candidates = [player_id] if player_id else []
     if wanted != player_id and len(wanted) <= 64:
         candidates.append(PlayerId(wanted))  # maybe an id already
@@ -325,7 +326,7 @@ async def _profile(conn: Connection, args: argparse.Namespace) -> int:
             return 0
     return fail(
         f"unknown_player: no player named {wanted!r} (or with that id) on {args.server} "
-        "(names are looked up in your saved identities, the live races, the leaderboards "
+        "(names are looked up in your saved identities and bots, the live races, the leaderboards "
         "and the tournaments)"
     )
 

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from solrace.client.bots import Bot, held_names
 from solrace.client.identity import admin_name, connect_player, known_players, load_identity
 from solrace.client.session import Session
+from solrace.client.strategy import make_strategy
 from solrace.client.tournament_cli import _run, build_parser, main, render
 from solrace.server.app import App
 from solrace.server.protocol.tournament_errors import MatchId
@@ -146,6 +148,20 @@ async def test_profile_takes_a_name_found_where_the_server_lists_names(
     assert await cli(url, "profile", "nobody") == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown_player" in err[0] and "'nobody'" in err[0]
+
+
+async def test_profile_finds_a_bot_this_machine_ran_by_its_name(
+    tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bot `solrace bot` ran here, out of every race, was `no player named 'bot-1'`: its
+    token is in bots.json, not among the player's identities."""
+    url = url_of(tournament_server)
+    [(name, held)] = held_names(url, None, 1)
+    bot = Bot(url, name, make_strategy("greedy"), held=held)
+    await bot.connect()
+    await bot.close()
+    assert await cli(url, "profile", "bot-1") == 0
+    assert capsys.readouterr().out.splitlines() == ["bot-1: no rated races yet"]
 
 
 async def test_profile_without_a_player_is_the_saved_one_or_a_clear_error(
