@@ -32,7 +32,7 @@ from solrace.server.metrics import Metrics
 from solrace.server.os_errors import describe_os_error
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.ratings import RatingService
-from solrace.server.settings import LOG_LEVELS, REDIS_SCHEMES, SECRET_MIN_CHARS, Settings
+from solrace.server.settings import LOG_LEVELS, SECRET_MIN_CHARS, Settings
 from solrace.server.store import StoreError, StoreLockedError, StoreUnavailableError, open_store
 from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournaments import TournamentService
@@ -327,7 +327,7 @@ class App:
         on Redis, start the deadline of the rest of the stop (`stop_timeout_s`): a client
         that never answers takes none of the Redis work's time."""
         await self.transport.close_connections(CloseCode.SERVICE_RESTART)
-        if self.settings.store_url().startswith(REDIS_SCHEMES):
+        if self.settings.store_is_redis:
             loop = asyncio.get_running_loop()
             self._stop_deadline = loop.time() + self.settings.stop_timeout_s
 

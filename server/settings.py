@@ -272,8 +272,12 @@ class Settings(BaseSettings):
             return self.broker
         if self.redis:
             return self.redis
-        store = self.store_url()
-        return store if store.startswith(REDIS_SCHEMES) else "memory:"
+        return self.store_url() if self.store_is_redis else "memory:"
+
+    @property
+    def store_is_redis(self) -> bool:
+        """The store is a Redis server (its calls wait on the network, not on a local file)."""
+        return self.store_url().startswith(REDIS_SCHEMES)
 
     @property
     def is_cluster(self) -> bool:
