@@ -356,7 +356,8 @@ class Session:
     async def join_race(self, race_id: RaceId, invite_code: str | None = None) -> bool:
         """Sit in a race: True. A race this player already sits in (back after a crash or
         Ctrl-C: the server answers `already_joined`) is resumed instead (`resume`): False
-        (`join_or_resume`)."""
+        (`join_or_resume`). A race past its start (`wrong_status`) is refused with what to
+        do instead: watch it, or replay it once it has finished."""
         me = self.me
 
         def seated(m: ServerMessage) -> bool:
@@ -366,10 +367,20 @@ class Session:
                 and any(r.player_id == me for r in m.race.racers)
             )
 
-        return await join_or_resume(
-            lambda: self.request(JoinRace(race_id=race_id, invite_code=invite_code), seated),
-            lambda: self.resume(race_id),
-        )
+        try:
+            return await join_or_resume(
+                lambda: self.request(JoinRace(race_id=race_id, invite_code=invite_code), seated),
+                lambda: self.resume(race_id),
+            )
+        except RequestError as exc:
+            if exc.code != ErrorCode.WRONG_STATUS or isinstance(exc, LinkClosedError):
+                raise
+            where = f"{race_id} --server {self.conn.url}"
+            instead = (
+                f"only a race not started yet can be joined (solrace watch {where} while it "
+                f"runs, solrace replay {where} once it has finished)"
+            )
+            raise RequestError(exc.code, f"{exc.message}: {instead}") from None
 
     async def resume(self, race_id: RaceId) -> RaceState:
         """Follow a race this player sits in again: `sync` answers with the race's snapshot

@@ -300,6 +300,31 @@ async def test_joining_a_race_sat_in_already_resumes_it(server_url: str) -> None
         assert info is not None and {r.player_id for r in info.racers} == {alice.me, bob.me}
 
 
+async def test_a_race_past_its_start_is_refused_with_how_to_watch_or_replay_it(
+    server_url: str,
+) -> None:
+    """`solrace play --race R` (or `join R`, or the lobby's Join) of a race under way said
+    only `the race is countdown (wrong_status)`."""
+    async with (
+        connected(server_url, "alice") as alice,
+        connected(server_url, "bob") as bob,
+        connected(server_url, "carol") as carol,
+        pumping(alice),
+        pumping(bob),
+        pumping(carol),
+    ):
+        race_id = await bob.create_race("klondike", 2)
+        await alice.join_race(race_id)  # the race is full: its countdown begins
+        with pytest.raises(RequestError) as refused:
+            await carol.join_race(race_id)
+    assert refused.value.code == ErrorCode.WRONG_STATUS
+    where = f"{race_id} --server {server_url}"
+    assert refused.value.message.endswith(
+        f": only a race not started yet can be joined (solrace watch {where} while it runs, "
+        f"solrace replay {where} once it has finished)"
+    ), refused.value.message
+
+
 async def test_create_race_is_answered_by_the_new_race_not_by_other_news(
     server_url: str,
 ) -> None:
