@@ -7,7 +7,7 @@ changes the state itself: only server messages do (`state.py`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Final
 
 from rich.text import Text
 from textual import events
@@ -211,6 +211,16 @@ def form_number(text: str, what: str, default: int) -> int:
         raise ValueError(f"{what}: {text!r} is not a whole number") from None
 
 
+#: How the race screen names the player's own state once out of a race others still play.
+OUT_WORDS: Final[Mapping[str, str]] = {
+    "resigned": "you resigned",
+    "finished": "you finished",
+    "stuck": "you are stuck (no move left)",
+    "gone": "you were away too long (gone)",
+    "timed_out": "your time is up",
+}
+
+
 class RaceScreen(Screen[None]):
     """The own board, the clock, every racer's progress; moves by keys, mouse or typing."""
 
@@ -284,17 +294,31 @@ class RaceScreen(Screen[None]):
         if race is not None and race.last_rejection is not None and not line:
             line = f"refused {race.last_rejection.move}: {race.last_rejection.reason}"
         style = "yellow" if line else ""
+        racer = race.racers.get(me) if race is not None and me is not None else None
+        if race is not None and race.is_live and racer is not None and racer.is_done:
+            line = self.out_text(racer.state)
         if race is not None and race.lost is not None:
             line, style = self.lost_text(race.lost), "bold red"
         self.query_one("#message", Static).update(Text(line, style=style))
 
+    def back_text(self) -> str:
+        """Where `l` goes from this race."""
+        if self.play.session.state.tournament_of(self.race_id) is not None:
+            return "l goes back to the tournament"
+        return "l goes back to the lobby"
+
+    def out_text(self, state: str) -> str:
+        """What the player is told once out of a race others still play (`state`: its own,
+        `resigned`, `finished`...): the results come here at its end, unless it leaves."""
+        done = OUT_WORDS.get(state, f"you are out ({state})")
+        return f"{done}: the results show here when the race ends — {self.back_text()}"
+
     def lost_text(self, lost: str) -> str:
         """What the player is told of this race once the server lost it (`lost`: the
         server's words), and where to go from here."""
-        if self.play.session.state.tournament_of(self.race_id) is not None:
-            where = "l goes back to the tournament"
-        else:
-            where = "l goes back to the lobby, to create or join another race"
+        where = self.back_text()
+        if self.play.session.state.tournament_of(self.race_id) is None:
+            where += ", to create or join another race"
         return f"{lost}: this race cannot go on and will have no result — {where}"
 
     def update_clock(self) -> None:
@@ -386,7 +410,7 @@ class RaceScreen(Screen[None]):
             return
         self._resign_armed = False
         self.play.resign_current(self.race_id)
-        self.say("resigned")
+        self.say("resigning…")  # once the server says so, what comes next (`out_text`)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         text = event.value.strip()

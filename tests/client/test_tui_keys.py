@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.widgets import Button, Checkbox, DataTable, Input
+from textual.widgets import Button, Checkbox, DataTable, Input, Static
 
 from solrace.client.bots import Bot
 from solrace.client.connection import LinkStatus
@@ -85,6 +85,22 @@ async def test_a_resign_asked_once_is_cancelled_by_any_other_key(
         )
         await pilot.press("x")
         assert screen.message == "nothing to resign: you are resigned"
+
+
+async def test_out_of_a_race_others_play_the_screen_says_what_comes_next(
+    server_url: str, alice: Session
+) -> None:
+    """Resigned while the others play on, the screen said only `resigned`, nothing of the
+    results to come nor of the way back to the lobby."""
+    async with racing_app(server_url, alice) as (app, pilot, screen, race_id):
+        me = PlayerId(alice.me or "")
+        message = screen.query_one("#message", Static)
+        await pilot.press("x", "x")
+        said = "you resigned: the results show here when the race ends — l goes back to the lobby"
+        await eventually(lambda: str(message.render()) == said, what="what comes next said")
+        assert alice.state.races[race_id].racers[me].state == "resigned"
+        await pilot.press("l")
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
 
 
 async def test_a_refusal_before_the_start_goes_when_the_race_starts(
