@@ -2,6 +2,11 @@
 
 `redis_server` is one process for the session (each test gets it empty through `redis_url`);
 `own_redis_server` is a private one a test may stop, kill and restart.
+
+Property tests (hypothesis) draw the same examples on every run, on any machine: derandomized
+(examples seeded by the test itself), no database of past failures replayed, no deadline (on a
+loaded machine an example may take longer than hypothesis' 200 ms, which it calls a failure).
+A test's own `@settings` keeps these unless it names them.
 """
 
 from __future__ import annotations
@@ -11,10 +16,14 @@ from pathlib import Path
 
 import pytest
 import redis
+from hypothesis import settings
 
 from tests.redis_server import RedisServer, find_redis_server, is_redis_required
 
 pytest_plugins = ["tests.hang_watch"]
+
+settings.register_profile("solrace", derandomize=True, database=None, deadline=None)
+settings.load_profile("solrace")
 
 
 @pytest.fixture(scope="session")
