@@ -7,8 +7,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from websockets.http11 import Request
+from websockets.server import ServerProtocol
 
 from solrace.server.http_head import (
     MAX_HEAD_BYTES,
@@ -21,6 +23,7 @@ from solrace.server.http_head import (
     Verdict,
     WholeHead,
     allowed_methods,
+    is_probe,
 )
 
 PROBE = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -206,3 +209,79 @@ def test_a_handshake_with_a_body_is_refused_and_an_empty_one_is_no_body() -> Non
     assert read(UPGRADE + b"Content-Length: 5\r\n\r\nhello") == [HandshakeBody()]
     head = UPGRADE + b"Content-Length: 0\r\n\r\n"
     assert read(head + b"frame") == [WholeHead(head, b"frame")]  # the frames sent with it
+
+
+# --- any bytes at all (property tests) ------------------------------------------------------
+
+#: What request heads are made of, to draw heads near enough to HTTP to reach every check.
+HEAD_PIECES = st.sampled_from(
+    [
+        b"GET", b"HEAD", b"POST", b" ", b"/", b"/healthz", b"/metrics?x=1", b"HTTP/1.1",
+        b"HTTP/1.0", b"HTTP/2.0", b"\r\n", b"\r", b"\n", b"\r\n\r\n", b"Host", b": x", b":",
+        b"\t", b"Content-Length: 0", b"Content-Length: 5", b"Transfer-Encoding: chunked",
+        b"Upgrade: websocket", b"Connection: Upgrade", b"Sec-WebSocket-Version: 13",
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", b"\x00", b"\x16", b"\x80", b"\xff",
+    ]
+)  # fmt: skip
+HEADS = st.tuples(
+    st.sampled_from([b"", b"GET / HTTP/1.1\r\nHost: x\r\n", b"GET /healthz HTTP/1.1\r\n"]),
+    st.lists(HEAD_PIECES | st.binary(max_size=4), max_size=16),
+    st.sampled_from([b"", b"\r\n", b"\r\n\r\n"]),
+    st.binary(max_size=8),
+).map(lambda parts: parts[0] + b"".join(parts[1]) + parts[2] + parts[3])
+#: A request line, then header lines drawn from the same pieces, then the head's end.
+WHOLE_HEADS = st.tuples(
+    st.sampled_from([b"GET / HTTP/1.1", b"HEAD /healthz HTTP/1.0", b"GET /metrics HTTP/1.1"]),
+    st.lists(st.lists(HEAD_PIECES | st.binary(max_size=3), max_size=5).map(b"".join), max_size=6),
+).map(lambda parts: b"\r\n".join([parts[0], *parts[1]]) + b"\r\n\r\n")
+CUTS = st.lists(st.integers(0, 1000), max_size=6)
+
+
+def cut(data: bytes, points: list[int]) -> list[bytes]:
+    """`data` in pieces, cut at `points` (modulo its length)."""
+    edges = [0, *sorted({p % (len(data) + 1) for p in points}), len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(edges) if data[a:b]]
+
+
+def effect(verdict: Verdict) -> Verdict:
+    """What the transport does with `verdict`: the bytes after a probe's head are discarded
+    (it is answered and closed), those in its read or in later ones alike."""
+    if isinstance(verdict, WholeHead) and is_probe(verdict.head.split(b" ")[1].decode()):
+        return WholeHead(verdict.head, b"")
+    return verdict
+
+
+@settings(max_examples=300)
+@given((HEADS | st.binary(max_size=200)).filter(bool), CUTS)
+def test_any_bytes_get_one_verdict_however_they_are_cut(data: bytes, points: list[int]) -> None:
+    assert effect(outcome(*cut(data, points))) == effect(outcome(data))
+
+
+def protocol_reads(head: bytes) -> bool:
+    """Does websockets' server protocol read `head` as a request, or answer it (414, 431),
+    rather than close the connection unanswered?"""
+    protocol = ServerProtocol()
+    protocol.receive_data(head)
+    if any(isinstance(event, Request) for event in protocol.events_received()):
+        return True
+    answer = b"".join(protocol.data_to_send())
+    return answer.startswith((b"HTTP/1.1 414 ", b"HTTP/1.1 431 "))
+
+
+@settings(max_examples=300)
+@given(HEADS | WHOLE_HEADS)
+def test_a_whole_head_is_one_the_protocol_reads(data: bytes) -> None:
+    """Every head handed over is one websockets' protocol reads (or answers): what it would
+    close unanswered is refused here, with a reason."""
+    verdict = HeadReader().feed(data)
+    if isinstance(verdict, WholeHead):
+        assert protocol_reads(verdict.head), verdict
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=64) | st.sampled_from([b"\n", b"\r\n\r\n", b"\n\r\n"]), CUTS)
+def test_every_byte_after_a_handshake_head_is_handed_over(after: bytes, points: list[int]) -> None:
+    """Frames written with the handshake (any bytes: a mask may hold line feeds, CRs, a
+    CR LF CR LF), cut into reads anywhere, are no part of the head."""
+    head = UPGRADE + b"\r\n"
+    assert outcome(*cut(head + after, points)) == WholeHead(head, after)
