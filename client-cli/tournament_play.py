@@ -107,6 +107,8 @@ class TournamentPlain:
         self._tasks: set[asyncio.Task[None]] = set()
         #: `quit` and a stop signal may both come: where the player stands is said once.
         self._said_still_registered = False
+        #: The player is out of the tournament (eliminated or dropped): said once.
+        self._said_out = False
         session.listeners.append(self.on_event)
 
     def say(self, text: str) -> None:
@@ -164,6 +166,13 @@ class TournamentPlain:
             self._checked_in = True
             self._spawn(self.session.conn.send(CheckIn(tournament_id=self.tournament_id)))
         self._check_deals()
+        out = out_of(view, self.session.me)
+        if out is not None and view.phase != "finished" and not self._said_out:
+            self._said_out = True
+            self.say(
+                f"you are out of {self.tournament_id} ({out}): no race of it comes for you "
+                "now; this follows it to its end ('show' prints it, 'quit' leaves)"
+            )
         rounds = len(view.rounds)
         key = (view.phase, rounds, view.paused)
         if key == self._shown:
@@ -206,7 +215,7 @@ class TournamentPlain:
     async def race_comes(self) -> RaceId | None:
         """Wait for a live race of this tournament the player is seated in and make it the
         current one (synced, unless its notice made it current already); None if the
-        tournament is over first."""
+        tournament is over first, or the player is out of it (`out_of`: no race comes)."""
         while not self.finished.is_set():
             race_id = self.current()
             if race_id is not None:
@@ -214,6 +223,8 @@ class TournamentPlain:
                     self.mode.race_id = race_id
                     await self.session.conn.send(Sync(race_id=race_id))
                 return race_id
+            if self.view is not None and out_of(self.view, self.session.me) is not None:
+                return None
             await self.session.wait_for(
                 lambda m: isinstance(m, TournamentRace | TournamentView | Board),
                 timeout_s=24 * 3600,
@@ -223,7 +234,14 @@ class TournamentPlain:
     async def next_race(self) -> None:
         """`next`: wait for the player's next race (or the tournament's end)."""
         race_id = await self.race_comes()
-        self.say(f"next race {race_id}" if race_id else "no next race: the tournament is over")
+        self.say(f"next race {race_id}" if race_id else f"no next race: {self.why_none()}")
+
+    def why_none(self) -> str:
+        """Why no race comes (`race_comes` gave none): the player is out, or it is over."""
+        out = out_of(self.view, self.session.me) if self.view is not None else None
+        if out is not None and not self.finished.is_set():
+            return f"you are out of the tournament ({out})"
+        return "the tournament is over"
 
     def waits_for_a_race(self, line: str) -> bool:
         """Does `line` wait for the player's next race? What acts on a race once it has
@@ -253,7 +271,7 @@ class TournamentPlain:
         the player's race, as plain mode waits for a start, then run it there."""
         self.say(f"waiting for your tournament race… ('{line}' runs then)")
         if await self.race_comes() is None:
-            self.say(f"the tournament is over: '{line}' not run")
+            self.say(f"{self.why_none()}: '{line}' not run")
             return
         await self.mode.command(line)
 
@@ -390,6 +408,17 @@ class TournamentPlain:
                 await asyncio.wait({ending, closing}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             await cancel_and_wait(waits)
+
+
+def out_of(view: TournamentModel, me: PlayerId | None) -> str | None:
+    """How the player `me` is out of a tournament under way (`eliminated`, `dropped`: it has
+    no race left to play), or None."""
+    for standing in view.standings:
+        if standing.player_id == me and standing.is_dropped:
+            return "dropped"
+        if standing.player_id == me and standing.is_eliminated:
+            return "eliminated"
+    return None
 
 
 def still_in_text(view: TournamentModel | None, tid: str, me: PlayerId | None) -> str | None:

@@ -415,6 +415,44 @@ async def test_a_move_typed_between_races_waits_for_the_next_race(
         assert "refused deal" not in player.output, player.output
 
 
+async def test_a_player_out_of_a_running_tournament_is_told_and_next_does_not_wait(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """Out in round 1 (here a forfeit) while the tournament plays on, the line mode said
+    nothing of it, and `next` (or a move) waited for a race until the tournament's end. (The
+    server's standings say who is out once the round has ended.)"""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    argv = ["--server", url_of(server), "--name", "ozzy", "join", tid, "--plain"]
+    player = await Child.start(tmp_path, "tournament", *argv, terminal=True)
+    try:
+        await player.expect("tournament registration")
+        await register(opened, tid, ["ann", "bob", "cid"])  # they never move: their race goes on
+        await eventually(lambda: registered(admin, tid) == 4, what="four registered")
+        view = await act(admin, tid, "start")
+        ozzy = next(p.player_id for p in view.players if p.name == "ozzy")
+        line = await player.expect("tournament race ")
+        match_id = line.split("match ")[1].split(",")[0]
+        view = await act(admin, tid, "forfeit", match_id=match_id, player_id=ozzy)
+        # The other match ends too (a forfeit): round 1 ends, and round 2 is under way.
+        [other] = [m for m in view.rounds[-1].matches if m.match_id != match_id]
+        await act(admin, tid, "forfeit", match_id=other.match_id, player_id=other.players[0])
+        said = await player.expect("you are out of")
+        assert said == (
+            f"you are out of {tid} (eliminated): no race of it comes for you now; this follows "
+            "it to its end ('show' prints it, 'quit' leaves)"
+        )
+        await player.send("next")
+        await player.expect("no next race: you are out of the tournament (eliminated)")
+        await player.send("deal")
+        await player.expect("you are out of the tournament (eliminated): 'deal' not run")
+        await player.send("quit")
+        assert await player.finish() == 0, player.output
+    finally:
+        await player.kill()
+
+
 async def test_a_script_s_quit_waits_for_the_moves_before_it(
     server: App, opened: Opened, tmp_path: Path
 ) -> None:
