@@ -22,22 +22,30 @@ def url_of(app: App) -> str:
     return f"ws://127.0.0.1:{app.port}"
 
 
+#: The idle timeout of the watchdog test, and how often its talking client sends a message
+#: there: the talking one's messages are at most `TALK_EVERY_S` apart (plus a round trip), so
+#: only a stall of the test's process (a collection, a loaded machine) longer than the rest
+#: of the timeout would let the watchdog take it for idle.
+IDLE_S = 2.0
+TALK_EVERY_S = 0.2
+
+
 async def test_a_silent_connection_is_closed_idle_and_a_talking_one_is_not(
     start_server: ServerFactory,
 ) -> None:
-    app = await start_server(idle_timeout_s=0.6, ping_interval_s=None)
+    app = await start_server(idle_timeout_s=IDLE_S, ping_interval_s=None)
     silent = await Client.open(url_of(app))
     talking = await Client.open(url_of(app))
     try:
         await talking.hello("chatty")
         # The silent one is closed by the watchdog while the other keeps talking (a ping,
-        # then up to 0.3 s waiting for the silent one's close, again and again).
-        for _ in range(30):
+        # then up to TALK_EVERY_S waiting for the silent one's close, again and again).
+        for _ in range(int(10 * IDLE_S / TALK_EVERY_S)):
             await talking.send(Ping(nonce=1))
             await talking.expect(Pong)
             talking.drop(Pong)
             with contextlib.suppress(TimeoutError):
-                await silent.closed(within=0.3)
+                await silent.closed(within=TALK_EVERY_S)
                 break
         assert silent.connection.close_code == CloseCode.IDLE_TIMEOUT
         assert talking.connection.close_code is None
