@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from solrace.server.protocol.messages import Progress, RaceEvent, RaceFinished, Resign, Watch
+from solrace.server.protocol.messages import (
+    Progress,
+    RaceEvent,
+    RaceFinished,
+    RaceSnapshot,
+    Resign,
+    Watch,
+)
 from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import play, start_race
 from tests.integration.solver import scoring_line
@@ -38,6 +45,9 @@ async def test_a_state_change_sends_the_held_progress_first(start_server: Server
             await each.hello(name)
         race_id = await start_race(alice, [bob])
         await carol.send(Watch(race_id=race_id))
+        # Watching before the moves: a watch handled after the batch went out would see
+        # none of its progress (requests on two connections are not ordered).
+        await carol.expect(RaceSnapshot)
         acks = await play(alice, race_id, ["deal"] * 5)
         assert [a.ply for a in acks] == [0, 1, 2, 3, 4]
         await alice.send(Resign(race_id=race_id))

@@ -28,6 +28,7 @@ async def test_reconnect_mid_race_gets_missed_events_and_plays_on(
     race_id = await start_race(alice, [bob])
     carol = await client("carol")
     await carol.send(Watch(race_id=race_id))
+    await carol.expect(RaceSnapshot)  # watching before the moves whose progress it waits for
     await play(alice, race_id, ["deal", "deal"])
     last = max(m.version for m in alice.received if hasattr(m, "version"))
     epoch = next(m.epoch for m in alice.received if isinstance(m, Progress))
