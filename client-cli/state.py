@@ -118,9 +118,9 @@ class RaceState:
     delays: dict[PlayerId, int] = field(default_factory=dict)
     last_rejection: MoveRejected | None = None
     last_error: Error | None = None
-    #: What the server said when it answered or told of this race, live until then, with
-    #: `unknown_race` (it lost the race: a store restarted without its data): the race
-    #: cannot go on, and it will have no result.
+    #: What the server said when it told of this race, live until then, that it lost it (an
+    #: `unknown_race` error naming it that answers no request, `is_lost`: a store restarted
+    #: without its data): the race cannot go on, and it will have no result.
     lost: str | None = None
 
     @property
@@ -302,7 +302,7 @@ class RaceState:
             self.last_rejection = message
         elif isinstance(message, Error):
             self.last_error = message
-            if message.code == ErrorCode.UNKNOWN_RACE and self.is_live:
+            if is_lost(message) and self.is_live:
                 self.lost = message.message
 
     def apply_ack(self, player_id: PlayerId, ack: MoveAck) -> bool:

@@ -16,14 +16,15 @@ from solrace.client.plain import PlainMode
 from solrace.client.screens import LobbyScreen, RaceScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
-from solrace.client.tui import PlayApp
+from solrace.client.tui import PlayApp, WatchApp
+from solrace.client.watching import WatchScreen
 from solrace.server.app import App
 from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.ids import RaceId
 from solrace.server.store.memory import MemoryStore
 from tests.waiting import eventually
 
-from .conftest import widget
+from .conftest import open_session, widget
 
 LOST = "the server lost this race (its store was restarted without its data)"
 
@@ -106,3 +107,24 @@ async def test_the_line_mode_says_the_loss_and_ends_its_waits(
     assert alice.state.races[race_id].plies == plies
     await mode.quit()
     assert "forfeit" not in out.getvalue(), out.getvalue()
+
+
+async def test_the_watch_screen_says_the_server_no_longer_has_the_race(
+    server_app: App, server_url: str, alice: Session, bob: Bot
+) -> None:
+    race_id = await alice.create_race("klondike", 2, 600)
+    await bob.join(race_id)
+    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the start")
+    spectator, pump = await open_session(server_url, None)
+    app = WatchApp(spectator, race_id=race_id)
+    try:
+        async with app.run_test(size=(120, 40)):
+            await eventually(lambda: isinstance(app.screen, WatchScreen), what="watch screen")
+            head = await widget(app.screen, "#watch-head", Static)
+            await eventually(lambda: "running" in str(head.render()), what="the race shown")
+            lose_race(server_app, race_id)
+            said = f"race {race_id}: the server no longer has it ({LOST})"
+            await eventually(lambda: said in str(head.render()), what="the loss said")
+    finally:
+        pump.cancel()
+        await spectator.conn.close()
