@@ -22,9 +22,9 @@ call (which marks the players present) is left out. Figures are best and median.
 With `--finished N ...`, the `present` case is also timed on several nodes' terms: the store
 is a `redis-server` the bench starts (in the temporary folder; AOF as `topologies.py` runs
 it), the hub has a broker (so the tick reads the stored versions first: another node may
-have saved a version not announced here), and the store holds N finished tournaments besides
-the running Swiss (small documents: the tick never loads a finished one, the question is
-whether their versions are read).
+have saved a version not announced here), and the store holds N finished, settled
+tournaments besides the running Swiss (small documents: the tick never loads a finished one,
+the question is whether their versions are read).
 """
 
 from __future__ import annotations
@@ -118,6 +118,7 @@ async def build(
             phase=Phase.FINISHED.value,
             created_at_ms=0,
             document="{}",
+            settled=True,  # its deals released: nothing left to do at a start
         )
         await store.save_tournament(done, None)
     broker = MemoryBroker() if redis else None

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from solrace.engine import CARDS, game_class
-from solrace.server.protocol.competition_records import TournamentRecord
+from solrace.server.protocol.competition_records import TournamentRecord, document_holds_deals
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import RaceEvent
@@ -31,7 +31,7 @@ from solrace.server.protocol.tournament_errors import (
 )
 from solrace.server.protocol.tournament_events import TournamentEvent
 from solrace.server.protocol.tournament_messages import TournamentAdmin
-from solrace.server.protocol.tournament_state import Match
+from solrace.server.protocol.tournament_state import Match, Phase
 from solrace.server.protocol.tournament_view import pending_race_id
 
 DOCUMENT_SCHEMA = 1
@@ -126,6 +126,7 @@ class Live:
             phase=self.tournament.phase.value,
             created_at_ms=self.created_at_ms,
             document=self.document(),
+            settled=self.tournament.phase is Phase.FINISHED and not self.held_deals,
         )
 
     @classmethod
@@ -154,8 +155,7 @@ class Live:
     def may_hold_deals(record: TournamentRecord) -> bool:
         """Whether the tournament of `record` may have ended rounds whose deals are still
         held (read from the document alone, without loading the tournament)."""
-        data: dict[str, object] = json.loads(record.document)
-        return data.get("held_deals") != {}
+        return document_holds_deals(record.document)
 
 
 def _in_request_order(item: tuple[str, object]) -> tuple[int, str]:

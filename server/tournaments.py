@@ -37,6 +37,7 @@ import hmac
 import logging
 import random
 import secrets
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +86,7 @@ from solrace.server.race_setup import check_race_settings, new_race_record
 from solrace.server.ratings import RatingService
 from solrace.server.routing import Handler
 from solrace.server.session import Session
-from solrace.server.store.base import StoreError
+from solrace.server.store.base import StoreError, TournamentVersion
 from solrace.server.timers import run_every
 from solrace.server.tournament_host import RaceHost
 from solrace.server.tournament_live import (
@@ -103,6 +104,13 @@ from solrace.tasks import cancel_and_wait
 log = logging.getLogger("solrace.server.tournaments")
 
 SAVE_ATTEMPTS = 8
+#: Tournament summaries kept for lists (`TournamentService._summaries`): a few lists' worth
+#: (`TOURNAMENT_LIST_LIMIT` each), whatever the number of tournaments a server has held.
+SUMMARIES_KEPT = 4 * TOURNAMENT_LIST_LIMIT
+
+
+def _version_of(stored: TournamentVersion | None) -> int | None:
+    return None if stored is None else stored.version
 
 
 @dataclass(frozen=True)
@@ -140,27 +148,6 @@ def _link_races(live: Live, events: list[TournamentEvent]) -> dict[RaceId, RaceR
     return races
 
 
-def tournament_list(
-    summaries: list[TournamentSummary], limit: int, skip_finished: int = 0
-) -> TournamentList:
-    """At most `limit` of `summaries` (oldest first), so a list stays one frame however many
-    tournaments a server has held: the unfinished ones first, then the latest finished; the
-    older finished ones are counted in `more`. With `skip_finished` N, a later page: the
-    finished ones before the N latest, and no unfinished one."""
-    finished = [s for s in summaries if s.phase == Phase.FINISHED.value]
-    if skip_finished:
-        end = max(0, len(finished) - skip_finished)
-        start = max(0, end - limit)
-        return TournamentList(tournaments=finished[start:end], more=start)
-    if len(summaries) <= limit:
-        return TournamentList(tournaments=summaries)
-    unfinished = [s for s in summaries if s.phase != Phase.FINISHED.value]
-    room = max(0, limit - len(unfinished))
-    kept = {id(s) for s in unfinished[:limit] + (finished[-room:] if room else [])}
-    shown = [s for s in summaries if id(s) in kept]
-    return TournamentList(tournaments=shown, more=len(summaries) - len(shown))
-
-
 class TournamentService:
     """Tournaments at run time (the module's docstring); the races they request are
     `host`'s: what the service asks of them is all in `RaceHost`."""
@@ -179,8 +166,9 @@ class TournamentService:
         self._ticker: asyncio.Task[None] | None = None
         #: Each watched tournament's watchers and the views that go to them and requesters.
         self.views = TournamentViews(self.settings.tournament_view_push_s)
-        #: Each tournament's summary for `list_tournaments` and the version it shows.
-        self._summaries: dict[str, _Summary] = {}
+        #: Summaries for `list_tournaments` and the version each shows, the latest used last:
+        #: at most `SUMMARIES_KEPT`.
+        self._summaries: OrderedDict[str, _Summary] = OrderedDict()
         #: Tournaments a saved change left with a race not opened or deals not released (the
         #: store was away), each as that change left it: the tick tries again.
         self._repairs: dict[str, Live] = {}
@@ -209,13 +197,15 @@ class TournamentService:
 
     async def start(self) -> None:
         """Load the unfinished tournaments and bring their races in line (after the hub has
-        recovered its races), then tick."""
+        recovered its races), release the deals finished ones may still hold, then tick. The
+        store lists only those (its open tournaments): the settled ones, most of what it holds
+        after a while, are not read."""
         self._started_at = self._now()
         broker = self.host.broker
         if broker is not None:  # several nodes: hear the others' changes
             self.relay = TournamentRelay(broker, self.host.node_id, self._remote_change)
             await self.relay.start()
-        for record in await self.store.list_tournaments():
+        for record in await self.store.list_open_tournaments():  # the settled ones: nothing to do
             if record.phase == Phase.FINISHED.value:
                 # A crash between its last round's end and the release of that round's deals
                 # left them held; the document says whether any may be.
@@ -306,9 +296,10 @@ class TournamentService:
         ~0.5 MB: loading it for nothing took 0.1-0.2 s of the event loop every tick
         (`bench/tournament_tick.py`). On one node, every change is saved here, so what it
         holds is what is stored; on several, another node's notice may be lost, so the
-        stored versions of the tournaments held here are read first (one small read a tick,
-        finished tournaments left out) and a tournament saved since is loaded before it is
-        looked at."""
+        stored versions of the open tournaments are read first (one small read a tick, the
+        settled ones left out): one saved since is loaded before it is looked at, and an
+        unfinished one not held here (created elsewhere, its notice lost) is loaded and held
+        from then on."""
         await self._repair()
         now = self._now()
         try:
@@ -316,9 +307,11 @@ class TournamentService:
         except StoreError as exc:
             log.warning("tournament tick skipped: versions unknown: %s", exc)
             return
+        if stored is not None:
+            await self._load_unheard(stored)
         for tournament_id, held in list(self.live.items()):
             live = held
-            if stored.get(tournament_id, held.version) != held.version:
+            if stored is not None and _version_of(stored.get(tournament_id)) != held.version:
                 try:
                     live = await self._load(tournament_id)
                 except (RaceError, StoreError) as exc:
@@ -360,14 +353,29 @@ class TournamentService:
             except (RaceError, StoreError) as exc:  # this one's trouble: the others go on
                 log.warning("tournament %s: tick refused: %s", tournament_id, exc)
 
-    async def _versions_elsewhere(self) -> dict[str, int]:
-        """Several nodes: the stored version of each tournament held here (another node may
-        have saved one this node has not heard of). Only those: the tick acts on no other, and
-        the finished ones, which never change again, are most of what a store holds after a
-        while. One node: none, since every change is saved here."""
-        if self.host.broker is None or not self.live:
-            return {}
-        return await self.store.get_tournament_versions(list(self.live))
+    async def _versions_elsewhere(self) -> dict[str, TournamentVersion] | None:
+        """Several nodes: the stored version of each open tournament (another node may have
+        saved one, or created one, this node has not heard of); a tournament held here and
+        not among them was settled elsewhere. Only those: the settled ones, which never change
+        again, are most of what a store holds after a while. One node: None, since every
+        change is saved here."""
+        if self.host.broker is None:
+            return None
+        return {v.tournament_id: v for v in await self.store.open_tournament_versions()}
+
+    async def _load_unheard(self, stored: dict[str, TournamentVersion]) -> None:
+        """Load the unfinished tournaments of `stored` not held here: another node created
+        them and the notice was lost. Held from then on, as every unfinished one is from a
+        node's start."""
+        for tournament_id, version in stored.items():
+            if version.finished or tournament_id in self.live:
+                continue
+            try:
+                await self._load(tournament_id)
+            except (RaceError, StoreError) as exc:
+                log.warning("tournament %s: not loaded: %s", tournament_id, exc)
+                continue
+            log.info("tournament %s: loaded (no notice of it came)", tournament_id)
 
     async def _is_present(self, player: PlayerId, race_id: RaceId | None) -> bool:
         """Connected here, or connected in their match's live race (on several nodes the
@@ -767,23 +775,49 @@ class TournamentService:
         )
 
     async def _list(self, session: Session, message: ListTournaments) -> None:
-        """Every tournament's summary. Each is made once per stored version (`_summaries`):
-        a finished 256-player Swiss's document is ~0.5 MB and ~25 ms to read and score, so
-        reading every document at every list let one client keep the node busy."""
+        """At most `TOURNAMENT_LIST_LIMIT` tournaments, oldest first, so a list stays one frame
+        however many a server has held: the unfinished ones first, then the latest finished;
+        the others are counted in `more`. With `skip_finished` N, a later page: the finished
+        ones before the N latest, and no unfinished one. The store is asked for the open
+        tournaments' versions and one page of the finished ones' (not every one ever held),
+        and a summary is made once per stored version (`_summary`)."""
+        limit, skip = TOURNAMENT_LIST_LIMIT, message.skip_finished
+        shown: list[TournamentVersion] = []
+        more = 0
+        if not skip:
+            unfinished = [v for v in await self.store.open_tournament_versions() if not v.finished]
+            shown, more = unfinished[:limit], max(0, len(unfinished) - limit)
+        page, finished = await self.store.finished_tournament_versions(skip, limit - len(shown))
+        more += max(0, finished - skip - len(page))
+        # One that finished between the two reads is in both: listed once.
+        listed = {v.tournament_id: v for v in shown + page}.values()
         summaries = []
-        for tournament_id, version in await self.store.tournament_versions():
-            known = self._summaries.get(tournament_id)
-            if known is None or not known.is_of(version):
-                live = self.live.get(tournament_id)
-                if live is None or live.version != version:
-                    record = await self.store.get_tournament(tournament_id)
-                    if record is None:
-                        continue
-                    live = Live.from_record(record, self._deal)
-                known = _Summary(live.version, build_summary(live.tournament, live.name))
-                self._summaries[tournament_id] = known
-            summaries.append(known.summary)
-        session.send(tournament_list(summaries, TOURNAMENT_LIST_LIMIT, message.skip_finished))
+        for version in sorted(listed, key=lambda v: v.order):
+            summary = await self._summary(version)
+            if summary is not None:
+                summaries.append(summary)
+        session.send(TournamentList(tournaments=summaries, more=more))
+
+    async def _summary(self, stored: TournamentVersion) -> TournamentSummary | None:
+        """The summary of a tournament at its `stored` version (None: no longer stored). Made
+        once per version and kept (`_summaries`, the latest used): a finished 256-player
+        Swiss's document is ~0.5 MB and ~25 ms to read and score, so reading every listed
+        document at every list let one client keep the node busy."""
+        tournament_id = stored.tournament_id
+        known = self._summaries.get(tournament_id)
+        if known is None or not known.is_of(stored.version):
+            live = self.live.get(tournament_id)
+            if live is None or live.version != stored.version:
+                record = await self.store.get_tournament(tournament_id)
+                if record is None:
+                    return None
+                live = Live.from_record(record, self._deal)
+            known = _Summary(live.version, build_summary(live.tournament, live.name))
+            self._summaries[tournament_id] = known
+        self._summaries.move_to_end(tournament_id)
+        while len(self._summaries) > SUMMARIES_KEPT:
+            self._summaries.popitem(last=False)
+        return known.summary
 
     async def _watch(self, session: Session, message: WatchTournament) -> None:
         self.views.watch(session, await self._load(message.tournament_id))

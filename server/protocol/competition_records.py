@@ -9,11 +9,13 @@ both move it on: each save names the version it read.
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
 from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.tournament_state import Phase
 
 RECENT_RESULTS_KEPT = 50
 """Recent results kept per player (older ones are dropped by the store)."""
@@ -73,13 +75,30 @@ class RatingOutcome(StrEnum):
 
 
 class TournamentRecord(Record):
-    """A tournament's stored document; `version` grows by one per save."""
+    """A tournament's stored document; `version` grows by one per save. `settled`: finished,
+    with no round's deals still held, so a node's start has nothing left to do for it: the
+    store lists every other one as open (`Store.list_open_tournaments`)."""
 
     tournament_id: str
     version: int
     phase: str
     created_at_ms: int
     document: str
+    settled: bool = False
+
+
+def document_holds_deals(document: str) -> bool:
+    """Whether a tournament's document (`TournamentRecord.document`) may note ended rounds
+    whose deals are still held: its `held_deals` is not empty, or is missing (a document
+    stored before releases were noted)."""
+    data = json.loads(document)
+    return not isinstance(data, dict) or data.get("held_deals") != {}
+
+
+def settled_by_document(record: TournamentRecord) -> bool:
+    """Whether a tournament stored before records said whether it is settled is: finished,
+    and its document notes no deal held."""
+    return record.phase == Phase.FINISHED.value and not document_holds_deals(record.document)
 
 
 __all__ = [
@@ -90,4 +109,6 @@ __all__ = [
     "RatingUpdate",
     "RecentResult",
     "TournamentRecord",
+    "document_holds_deals",
+    "settled_by_document",
 ]

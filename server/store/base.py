@@ -6,8 +6,8 @@ or stale write fails cleanly with `PlyConflictError` and stores nothing.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Protocol
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
 
 from solrace.server.protocol.competition_records import (
     RatingOutcome,
@@ -15,9 +15,11 @@ from solrace.server.protocol.competition_records import (
     RatingUpdate,
     RecentResult,
     TournamentRecord,
+    settled_by_document,
 )
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
+from solrace.server.protocol.tournament_state import Phase
 
 
 class StoreError(Exception):
@@ -57,6 +59,32 @@ def rating_falls_due(race: RaceRecord, expected: RaceRecord | None) -> bool:
         and race.status is finished
         and (expected is None or expected.status is not finished)
     )
+
+
+def flags_of_stored_tournament(text: str) -> tuple[bool, bool]:
+    """Whether the tournament of a stored record's JSON is finished, and whether it is
+    settled (a record stored before records said so: `settled_by_document`): what a store's
+    upgrade fills its indexes with. One this version cannot read is neither (left open: a
+    node's start reads it, and says so)."""
+    try:
+        record = TournamentRecord.model_validate_json(text)
+        if "settled" in record.model_fields_set:
+            settled = record.settled
+        else:
+            settled = settled_by_document(record)
+    except ValueError:
+        return False, False
+    return record.phase == Phase.FINISHED.value, settled
+
+
+class TournamentVersion(NamedTuple):
+    """A stored tournament's version without its document: `order` grows with creation (the
+    order the store lists tournaments in), `finished` says whether its phase is finished."""
+
+    tournament_id: str
+    version: int
+    order: int
+    finished: bool
 
 
 class Store(Protocol):
@@ -142,15 +170,20 @@ class Store(Protocol):
 
     async def get_tournament(self, tournament_id: str) -> TournamentRecord | None: ...
 
-    async def list_tournaments(self) -> list[TournamentRecord]:
-        """Every tournament, in creation order."""
+    async def list_open_tournaments(self) -> list[TournamentRecord]:
+        """Every tournament not settled (`TournamentRecord.settled`), in creation order: what
+        a node's start loads. The settled ones, most of a store after a while, are not read."""
         ...
 
-    async def tournament_versions(self) -> list[tuple[str, int]]:
-        """Every tournament's id and stored version, in creation order (no documents)."""
+    async def open_tournament_versions(self) -> list[TournamentVersion]:
+        """The id, version and creation order of every tournament not settled, in creation
+        order (no documents)."""
         ...
 
-    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
-        """The stored version of each of `tournament_ids` that is stored (no documents): one
-        read whose cost grows with the ids asked for, not with every tournament ever held."""
+    async def finished_tournament_versions(
+        self, skip: int, limit: int
+    ) -> tuple[list[TournamentVersion], int]:
+        """Finished tournaments (phase finished, settled or not) page by page, newest last:
+        the `limit` created before the `skip` newest, oldest first (no documents); and how
+        many finished ones are stored in all."""
         ...

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 from solrace.server.protocol.competition_records import (
     RECENT_RESULTS_KEPT,
     RatingOutcome,
@@ -13,6 +11,8 @@ from solrace.server.protocol.competition_records import (
     TournamentRecord,
 )
 from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.tournament_state import Phase
+from solrace.server.store.base import TournamentVersion
 
 
 class MemoryCompetition:
@@ -82,15 +82,25 @@ class MemoryCompetition:
         self._competition()
         return self._tournaments.get(tournament_id)
 
-    async def list_tournaments(self) -> list[TournamentRecord]:
+    async def list_open_tournaments(self) -> list[TournamentRecord]:
         self._competition()
-        return list(self._tournaments.values())
+        return [t for t in self._tournaments.values() if not t.settled]
 
-    async def tournament_versions(self) -> list[tuple[str, int]]:
+    async def open_tournament_versions(self) -> list[TournamentVersion]:
         self._competition()
-        return [(t.tournament_id, t.version) for t in self._tournaments.values()]
+        return [v for v in self._versions() if not self._tournaments[v.tournament_id].settled]
 
-    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
+    async def finished_tournament_versions(
+        self, skip: int, limit: int
+    ) -> tuple[list[TournamentVersion], int]:
         self._competition()
-        found = (self._tournaments.get(t) for t in tournament_ids)
-        return {t.tournament_id: t.version for t in found if t is not None}
+        finished = [v for v in self._versions() if v.finished]
+        end = max(0, len(finished) - max(0, skip))
+        return finished[max(0, end - max(0, limit)) : end], len(finished)
+
+    def _versions(self) -> list[TournamentVersion]:
+        """Every tournament's version, in creation order (a scan: this store is for tests)."""
+        return [
+            TournamentVersion(t.tournament_id, t.version, order, t.phase == Phase.FINISHED.value)
+            for order, t in enumerate(self._tournaments.values())
+        ]

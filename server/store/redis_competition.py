@@ -9,7 +9,10 @@ Keys (under the store's prefix):
 - `tournament:<id>` hash (version, record JSON, and `writer`: a random token of the call
   that saved it, so its retry after a lost reply knows its own save from another node's save
   of the same version; a hash saved without it is read the same); `tournaments` sorted set of
-  ids by creation order (from the `tournament-order` counter).
+  ids by creation order (from the `tournament-order` counter); `tournaments-open` and
+  `tournaments-finished`, the ids of the tournaments not settled and of the finished ones,
+  scored the same, written with each save. A store written before those two existed gets
+  them filled from its records once (`_indexed`), then `tournament-indexes` is set.
 
 Both writes are WATCH/MULTI transactions: the checks (race not yet rated, ratings unchanged,
 tournament version) hold when the writes land, or the transaction is tried again.
@@ -18,7 +21,7 @@ tournament version) hold when the writes land, or the transaction is tried again
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from solrace.server.protocol.competition_records import (
@@ -30,9 +33,33 @@ from solrace.server.protocol.competition_records import (
     TournamentRecord,
 )
 from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.tournament_state import Phase
+from solrace.server.store.base import TournamentVersion, flags_of_stored_tournament
 from solrace.server.store.redis_tx import watched
 
 T = TypeVar("T")
+
+# KEYS: the open set, the finished set. ARGV: the tournament key prefix. For each open
+# tournament stored, in creation order: its id, order, version, and 1 if finished else 0.
+OPEN_VERSIONS = """
+local open = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local found = {}
+for i = 1, #open, 2 do
+  local version = redis.call('HGET', ARGV[1] .. open[i], 'version')
+  if version then
+    local finished = redis.call('ZSCORE', KEYS[2], open[i]) and '1' or '0'
+    table.insert(found, open[i])
+    table.insert(found, open[i + 1])
+    table.insert(found, version)
+    table.insert(found, finished)
+  end
+end
+return found
+"""
+
+#: Tournaments read and indexed in one transaction when a store written before the open and
+#: finished sets existed gets them filled.
+INDEX_BATCH = 500
 
 
 def _rating(text: str | None) -> RatingRecord | None:
@@ -40,6 +67,9 @@ def _rating(text: str | None) -> RatingRecord | None:
 
 
 class RedisCompetition:
+    #: Whether this store has seen the open and finished sets filled (`_indexed`).
+    _tournaments_indexed = False
+
     @property
     def redis(self) -> Any:
         raise NotImplementedError  # provided by RedisStore
@@ -142,9 +172,10 @@ class RedisCompetition:
                 # alone is not enough: another node may have saved that version first (our
                 # EXEC then refused, the refusal lost with the link).
                 return is_retry and writer == token
-            order = None
             if stored is None:
                 order = await self.redis.incr(self._key("tournament-order"))
+            else:
+                order = await pipe.zscore(self._key("tournaments"), record.tournament_id)
             pipe.multi()
             pipe.hset(
                 key,
@@ -154,8 +185,9 @@ class RedisCompetition:
                     "writer": token,
                 },
             )
-            if order is not None:
+            if stored is None or order is not None:
                 pipe.zadd(self._key("tournaments"), {record.tournament_id: int(order)})
+                self._index(pipe, record.tournament_id, int(order), _flags(record))
             await pipe.execute()
             return True
 
@@ -170,9 +202,60 @@ class RedisCompetition:
         )
         return None if text is None else TournamentRecord.model_validate_json(text)
 
-    async def list_tournaments(self) -> list[TournamentRecord]:
+    def _index(self, pipe: Any, tournament_id: str, order: int, flags: tuple[bool, bool]) -> None:
+        """Queue the writes that put a tournament of `flags` (finished, settled) in the open
+        and finished sets, or take it out of them."""
+        finished, settled = flags
+        for key, member in (("tournaments-open", not settled), ("tournaments-finished", finished)):
+            if member:
+                pipe.zadd(self._key(key), {tournament_id: order})
+            else:
+                pipe.zrem(self._key(key), tournament_id)
+
+    async def _indexed(self) -> None:
+        """Fill the open and finished sets from the stored records if no node has yet (a store
+        written before they existed), once: each batch of tournaments is read and indexed
+        under WATCH, so a save meanwhile (which indexes its own) is not undone."""
+        if self._tournaments_indexed:
+            return
+        marker = self._key("tournament-indexes")
+
+        async def fill() -> None:
+            if await self.redis.get(marker) is not None:
+                return
+            ordered: list[tuple[str, float]] = await self.redis.zrange(
+                self._key("tournaments"), 0, -1, withscores=True
+            )
+            for start in range(0, len(ordered), INDEX_BATCH):
+                batch = ordered[start : start + INDEX_BATCH]
+                keys = [self._key("tournament", tid) for tid, _ in batch]
+
+                async def attempt(
+                    pipe: Any, batch: list[tuple[str, float]] = batch, keys: list[str] = keys
+                ) -> None:
+                    # Read in one round trip beside the watch: a save after it still
+                    # makes the EXEC fail, and the batch is read again.
+                    async with self.redis.pipeline(transaction=False) as reads:
+                        for key in keys:
+                            reads.hget(key, "record")
+                        texts: list[str | None] = await reads.execute()
+                    pipe.multi()
+                    for (tid, order), text in zip(batch, texts, strict=True):
+                        if text is not None:
+                            self._index(pipe, tid, int(order), flags_of_stored_tournament(text))
+                    await pipe.execute()
+
+                await watched(self.redis, keys, attempt)
+            await self.redis.set(marker, "1")
+
+        await self._call(fill)
+        self._tournaments_indexed = True
+
+    async def list_open_tournaments(self) -> list[TournamentRecord]:
+        await self._indexed()
+
         async def read() -> list[str]:
-            ids: list[str] = await self.redis.zrange(self._key("tournaments"), 0, -1)
+            ids: list[str] = await self.redis.zrange(self._key("tournaments-open"), 0, -1)
             async with self.redis.pipeline(transaction=False) as pipe:
                 for tournament_id in ids:
                     pipe.hget(self._key("tournament", tournament_id), "record")
@@ -181,28 +264,50 @@ class RedisCompetition:
 
         return [TournamentRecord.model_validate_json(t) for t in await self._call(read)]
 
-    async def tournament_versions(self) -> list[tuple[str, int]]:
-        async def read() -> list[tuple[str, int]]:
-            ids: list[str] = await self.redis.zrange(self._key("tournaments"), 0, -1)
+    async def open_tournament_versions(self) -> list[TournamentVersion]:
+        await self._indexed()
+        script = self.redis.register_script(OPEN_VERSIONS)
+        keys = [self._key("tournaments-open"), self._key("tournaments-finished")]
+
+        async def read() -> list[str]:
+            found: list[str] = await script(keys, [self._key("tournament", "")])
+            return found
+
+        found = await self._call(read)  # the tick's read: one round trip
+        return [
+            TournamentVersion(found[i], int(found[i + 2]), int(found[i + 1]), found[i + 3] == "1")
+            for i in range(0, len(found), 4)
+        ]
+
+    async def finished_tournament_versions(
+        self, skip: int, limit: int
+    ) -> tuple[list[TournamentVersion], int]:
+        await self._indexed()
+        key = self._key("tournaments-finished")
+        skip, limit = max(0, skip), max(0, limit)
+
+        async def read() -> tuple[list[TournamentVersion], int]:
+            total = int(await self.redis.zcard(key))
+            if limit == 0 or skip >= total:
+                return [], total
+            ordered: list[tuple[str, float]] = await self.redis.zrevrange(
+                key, skip, skip + limit - 1, withscores=True
+            )
+            ordered.reverse()
             async with self.redis.pipeline(transaction=False) as pipe:
-                for tournament_id in ids:
+                for tournament_id, _ in ordered:
                     pipe.hget(self._key("tournament", tournament_id), "version")
                 versions: list[str | None] = await pipe.execute()
-            return [(t, int(v)) for t, v in zip(ids, versions, strict=True) if v is not None]
+            page = [
+                TournamentVersion(tid, int(version), int(order), True)
+                for (tid, order), version in zip(ordered, versions, strict=True)
+                if version is not None
+            ]
+            return page, total
 
         return await self._call(read)
 
-    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
-        ids = list(tournament_ids)
-        if not ids:
-            return {}
 
-        async def read() -> list[str | None]:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for tournament_id in ids:
-                    pipe.hget(self._key("tournament", tournament_id), "version")
-                versions: list[str | None] = await pipe.execute()
-            return versions
-
-        versions = await self._call(read)
-        return {t: int(v) for t, v in zip(ids, versions, strict=True) if v is not None}
+def _flags(record: TournamentRecord) -> tuple[bool, bool]:
+    """A record's place in the indexes: whether it is finished, whether it is settled."""
+    return record.phase == Phase.FINISHED.value, record.settled

@@ -19,8 +19,10 @@ store is open, so a second server on the same file refuses to start instead of r
 kill -9 included; the file itself stays (it only holds the last holder's pid).
 
 The database carries the version of its tables in `PRAGMA user_version` (`SCHEMA_VERSION`):
-a new file is stamped with it, a file of version 0 (made before the stamp existed) gets any
-table it lacks and is stamped, and a file of a higher version (a newer solrace's tables) is
+a new file is stamped with it; an older file is brought up to it in place, in one
+transaction: a file of version 0 (made before the stamp existed) gets any table it lacks, a
+file of version 1 its tournaments' `finished` and `settled` columns (filled from the stored
+records) and their indexes; and a file of a higher version (a newer solrace's tables) is
 refused at open, `NewerSchemaError`, before anything in it is changed.
 """
 
@@ -48,7 +50,12 @@ from solrace.server.store.base import (
     UnknownRaceError,
     rating_falls_due,
 )
-from solrace.server.store.sqlite_competition import COMPETITION_SCHEMA, SqliteCompetition
+from solrace.server.store.sqlite_competition import (
+    COMPETITION_SCHEMA,
+    TOURNAMENT_INDEXES,
+    SqliteCompetition,
+    add_tournament_columns,
+)
 from solrace.server.store.sqlite_tx import transaction
 from solrace.tasks import cancel_and_wait
 
@@ -79,8 +86,9 @@ CATCH_UP_COPIES = 4
 HELD_COPY_PAGES = 1024
 
 #: The version of the tables (`SCHEMA` and `COMPETITION_SCHEMA`) kept in the database's
-#: `PRAGMA user_version`. A change to them that an older solrace could not use raises it.
-SCHEMA_VERSION = 1
+#: `PRAGMA user_version`. A change to them that an older solrace could not use raises it
+#: (2: the tournaments' `finished` and `settled` columns).
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (
@@ -235,7 +243,8 @@ def _schema_version(db: sqlite3.Connection) -> int:
 def _create_tables(db: sqlite3.Connection, path: Path) -> None:
     """Bring a database of an older version (0: new, or made before the version was kept)
     to `SCHEMA_VERSION` in one transaction: create the tables it lacks, give the players of a
-    file made before `player_names` existed their keys, stamp the version. The version is
+    file made before `player_names` existed their keys, give its tournaments the columns
+    their indexes need (`add_tournament_columns`), stamp the version. The version is
     read again under the write lock: another process may have stamped it meanwhile (ours:
     nothing to do; a higher one: `NewerSchemaError`, nothing written)."""
 
@@ -251,6 +260,9 @@ def _create_tables(db: sqlite3.Connection, path: Path) -> None:
             "INSERT OR IGNORE INTO player_names (name_key, player_id) VALUES (?, ?)",
             [(n.casefold(), p) for p, n in db.execute("SELECT player_id, name FROM players")],
         )
+        add_tournament_columns(db)
+        for statement in _statements(TOURNAMENT_INDEXES):
+            db.execute(statement)
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     transaction(db, create)

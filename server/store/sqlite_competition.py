@@ -8,7 +8,7 @@ cannot interleave with another writer, in this process or another one on the sam
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import TypeVar
 
 from solrace.server.protocol.competition_records import (
@@ -20,12 +20,11 @@ from solrace.server.protocol.competition_records import (
     TournamentRecord,
 )
 from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.tournament_state import Phase
+from solrace.server.store.base import TournamentVersion, flags_of_stored_tournament
 from solrace.server.store.sqlite_tx import transaction
 
 T = TypeVar("T")
-
-#: Ids bound in one `IN (...)` (SQLite before 3.32 takes at most 999 variables a statement).
-IDS_PER_QUERY = 500
 
 COMPETITION_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ratings (
@@ -44,12 +43,37 @@ CREATE TABLE IF NOT EXISTS recent_results (
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS recent_results_player ON recent_results (player_id, id);
+-- `finished`: the record's phase is finished; `settled`: the record is settled (1 or 0).
 CREATE TABLE IF NOT EXISTS tournaments (
     tournament_id TEXT PRIMARY KEY,
     version INTEGER NOT NULL,
-    record TEXT NOT NULL
+    record TEXT NOT NULL,
+    finished INTEGER NOT NULL DEFAULT 0,
+    settled INTEGER NOT NULL DEFAULT 0
 );
 """
+
+#: Made once `tournaments` has its `finished` and `settled` columns (`add_tournament_columns`):
+#: the open tournaments and the finished ones are each read without a scan of the others.
+TOURNAMENT_INDEXES = """
+CREATE INDEX IF NOT EXISTS tournaments_open ON tournaments (settled) WHERE settled = 0;
+CREATE INDEX IF NOT EXISTS tournaments_finished ON tournaments (finished) WHERE finished = 1;
+"""
+
+
+def add_tournament_columns(db: sqlite3.Connection) -> None:
+    """Give a `tournaments` table made before `finished` and `settled` existed those columns,
+    filled from each stored record, then make their indexes. Run inside the upgrade's
+    transaction."""
+    columns = {str(row[1]) for row in db.execute("PRAGMA table_info(tournaments)")}
+    if "settled" not in columns:
+        db.execute("ALTER TABLE tournaments ADD COLUMN finished INTEGER NOT NULL DEFAULT 0")
+        db.execute("ALTER TABLE tournaments ADD COLUMN settled INTEGER NOT NULL DEFAULT 0")
+        rows = db.execute("SELECT tournament_id, record FROM tournaments").fetchall()
+        db.executemany(
+            "UPDATE tournaments SET finished = ?, settled = ? WHERE tournament_id = ?",
+            [(*map(int, flags_of_stored_tournament(str(text))), str(tid)) for tid, text in rows],
+        )
 
 
 def _apply(db: sqlite3.Connection, update: RatingUpdate) -> RatingOutcome:
@@ -132,6 +156,7 @@ class SqliteCompetition:
 
     async def save_tournament(self, record: TournamentRecord, expected_version: int | None) -> bool:
         text = record.model_dump_json()
+        finished = int(record.phase == Phase.FINISHED.value)
 
         def compare_and_set(db: sqlite3.Connection) -> bool:
             row = db.execute(
@@ -141,10 +166,11 @@ class SqliteCompetition:
             if (None if row is None else int(row[0])) != expected_version:
                 return False
             db.execute(
-                "INSERT INTO tournaments (tournament_id, version, record) VALUES (?, ?, ?) "
-                "ON CONFLICT (tournament_id) DO UPDATE SET version = excluded.version, "
-                "record = excluded.record",
-                (record.tournament_id, record.version, text),
+                "INSERT INTO tournaments (tournament_id, version, record, finished, settled) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tournament_id) DO UPDATE SET "
+                "version = excluded.version, record = excluded.record, "
+                "finished = excluded.finished, settled = excluded.settled",
+                (record.tournament_id, record.version, text, finished, int(record.settled)),
             )
             return True
 
@@ -160,35 +186,36 @@ class SqliteCompetition:
         text = await self._run(select)
         return None if text is None else TournamentRecord.model_validate_json(text)
 
-    async def list_tournaments(self) -> list[TournamentRecord]:
+    async def list_open_tournaments(self) -> list[TournamentRecord]:
         def select(db: sqlite3.Connection) -> list[str]:
-            rows = db.execute("SELECT record FROM tournaments ORDER BY rowid").fetchall()
+            rows = db.execute(
+                "SELECT record FROM tournaments WHERE settled = 0 ORDER BY rowid"
+            ).fetchall()
             return [str(row[0]) for row in rows]
 
         return [TournamentRecord.model_validate_json(t) for t in await self._run(select)]
 
-    async def tournament_versions(self) -> list[tuple[str, int]]:
-        def select(db: sqlite3.Connection) -> list[tuple[str, int]]:
+    async def open_tournament_versions(self) -> list[TournamentVersion]:
+        def select(db: sqlite3.Connection) -> list[TournamentVersion]:
             rows = db.execute(
-                "SELECT tournament_id, version FROM tournaments ORDER BY rowid"
+                "SELECT tournament_id, version, rowid, finished FROM tournaments "
+                "WHERE settled = 0 ORDER BY rowid"
             ).fetchall()
-            return [(str(tournament_id), int(version)) for tournament_id, version in rows]
+            return [TournamentVersion(str(t), int(v), int(o), bool(f)) for t, v, o, f in rows]
 
         return await self._run(select)
 
-    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
-        ids = list(tournament_ids)
+    async def finished_tournament_versions(
+        self, skip: int, limit: int
+    ) -> tuple[list[TournamentVersion], int]:
+        def select(db: sqlite3.Connection) -> tuple[list[TournamentVersion], int]:
+            rows = db.execute(
+                "SELECT tournament_id, version, rowid FROM tournaments WHERE finished = 1 "
+                "ORDER BY rowid DESC LIMIT ? OFFSET ?",
+                (max(0, limit), max(0, skip)),
+            ).fetchall()
+            (total,) = db.execute("SELECT COUNT(*) FROM tournaments WHERE finished = 1").fetchone()
+            page = [TournamentVersion(str(t), int(v), int(o), True) for t, v, o in rows]
+            return page[::-1], int(total)
 
-        def select(db: sqlite3.Connection) -> dict[str, int]:
-            versions: dict[str, int] = {}
-            for start in range(0, len(ids), IDS_PER_QUERY):
-                chunk = ids[start : start + IDS_PER_QUERY]
-                rows = db.execute(
-                    "SELECT tournament_id, version FROM tournaments WHERE tournament_id IN "
-                    f"({', '.join('?' * len(chunk))})",
-                    chunk,
-                ).fetchall()
-                versions.update((str(tid), int(version)) for tid, version in rows)
-            return versions
-
-        return await self._run(select) if ids else {}
+        return await self._run(select)

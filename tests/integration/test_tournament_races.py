@@ -17,7 +17,7 @@ import pytest
 from solrace.server.app import App
 from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.commitment import commit
-from solrace.server.protocol.competition_records import TournamentRecord
+from solrace.server.protocol.competition_records import TournamentRecord, settled_by_document
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
@@ -742,12 +742,14 @@ async def test_a_document_stored_before_releases_were_noted_has_its_held_deals_r
         await each.close()
     record = await first.store.get_tournament(tid)
     assert record is not None and not Live.may_hold_deals(record)  # noted once released
-    # As an older server left it: no note, and (a crash) the deals still held.
+    # As an older server left it: no note, and (a crash) the deals still held; not settled,
+    # as the store's upgrade finds such a record (`settled_by_document`).
     document = json.loads(record.document)
     del document["held_deals"]
     old = record.model_copy(
-        update={"version": record.version + 1, "document": json.dumps(document)}
+        update={"version": record.version + 1, "document": json.dumps(document), "settled": False}
     )
+    assert not settled_by_document(old)
     assert await first.store.save_tournament(old, record.version)
     for race_id in races:
         stored = await first.store.get_race(race_id)

@@ -41,6 +41,7 @@ from solrace.server.store import (
     UnknownRaceError,
     open_store,
 )
+from solrace.server.store.base import TournamentVersion
 from tests.redis_server import RedisServer
 
 StoreFactory = Callable[[], Awaitable[Store]]
@@ -577,13 +578,16 @@ async def test_a_finished_rated_race_waits_to_be_rated(store: Store) -> None:
 # --- tournaments (issue 6) -------------------------------------------------------------------
 
 
-def tournament(tid: str = "t1", version: int = 1, phase: str = "registration") -> TournamentRecord:
+def tournament(
+    tid: str = "t1", version: int = 1, phase: str = "registration", *, settled: bool = False
+) -> TournamentRecord:
     return TournamentRecord(
         tournament_id=tid,
         version=version,
         phase=phase,
         created_at_ms=1_000,
         document=f'{{"v": {version}}}',
+        settled=settled,
     )
 
 
@@ -598,30 +602,59 @@ async def test_a_tournament_is_saved_by_version(store: Store) -> None:
     assert not await store.save_tournament(tournament(version=2), 1)  # stale
 
 
-async def test_tournaments_list_in_creation_order(store: Store) -> None:
-    for tid in ("tb", "ta", "tc"):
-        await store.save_tournament(tournament(tid), None)
-    await store.save_tournament(tournament("tb", 2), 1)
-    assert [(t.tournament_id, t.version) for t in await store.list_tournaments()] == [
-        ("tb", 2),
-        ("ta", 1),
-        ("tc", 1),
-    ]
-    assert await store.tournament_versions() == [("tb", 2), ("ta", 1), ("tc", 1)]
-
-
-async def test_the_versions_of_named_tournaments_are_read_without_the_others(
+async def test_the_open_tournaments_are_the_unsettled_ones_in_creation_order(
     store: Store,
 ) -> None:
-    """What a tick reads: the versions of the tournaments it holds, whatever else is stored
-    (an id not stored is left out; no id, no read)."""
-    for tid in ("ta", "tb", "tc"):
+    """What a node's start loads: every tournament not settled (finished ones that may still
+    hold deals too), whatever the settled ones are; a save that settles one takes it out."""
+    for tid in ("tb", "ta", "tc", "td"):
         await store.save_tournament(tournament(tid), None)
-    await store.save_tournament(tournament("tb", 2, phase="finished"), 1)
-    assert await store.get_tournament_versions(["tb", "tz", "ta"]) == {"tb": 2, "ta": 1}
-    assert await store.get_tournament_versions([]) == {}
-    many = [f"t{n}" for n in range(1200)]  # more ids than one SQLite statement may bind
-    assert await store.get_tournament_versions([*many, "tc"]) == {"tc": 1}
+    await store.save_tournament(tournament("tb", 2, phase="running"), 1)
+    await store.save_tournament(tournament("tc", 2, phase="finished"), 1)  # deals held
+    await store.save_tournament(tournament("td", 2, phase="finished", settled=True), 1)
+    assert [(t.tournament_id, t.version) for t in await store.list_open_tournaments()] == [
+        ("tb", 2),
+        ("ta", 1),
+        ("tc", 2),
+    ]
+    versions = await store.open_tournament_versions()
+    assert [(v.tournament_id, v.version, v.finished) for v in versions] == [
+        ("tb", 2, False),
+        ("ta", 1, False),
+        ("tc", 2, True),
+    ]
+    orders = [v.order for v in versions]
+    assert orders == sorted(orders) and len(set(orders)) == 3
+
+    await store.save_tournament(tournament("tc", 3, phase="finished", settled=True), 2)
+    assert [t.tournament_id for t in await store.list_open_tournaments()] == ["tb", "ta"]
+    assert await store.get_tournament("tc") == tournament("tc", 3, "finished", settled=True)
+
+
+async def test_finished_tournaments_are_read_page_by_page_newest_last(store: Store) -> None:
+    """What a list reads: one page of the finished ones (settled or not), counted in all,
+    never the documents; the unfinished ones are not among them."""
+    for n in range(7):
+        await store.save_tournament(tournament(f"t{n}"), None)
+    for n in (0, 2, 3, 5, 6):  # t1 and t4 still run
+        await store.save_tournament(tournament(f"t{n}", 2, "finished", settled=n != 6), 1)
+
+    def ids(page: tuple[list[TournamentVersion], int]) -> tuple[list[str], int]:
+        assert all(v.finished and v.version == 2 for v in page[0])
+        orders = [v.order for v in page[0]]
+        assert orders == sorted(orders)
+        return [v.tournament_id for v in page[0]], page[1]
+
+    assert ids(await store.finished_tournament_versions(0, 3)) == (["t3", "t5", "t6"], 5)
+    assert ids(await store.finished_tournament_versions(3, 3)) == (["t0", "t2"], 5)
+    assert ids(await store.finished_tournament_versions(1, 2)) == (["t3", "t5"], 5)
+    assert ids(await store.finished_tournament_versions(0, 0)) == ([], 5)
+    assert ids(await store.finished_tournament_versions(5, 3)) == ([], 5)
+    assert ids(await store.finished_tournament_versions(9, 3)) == ([], 5)
+    assert ids(await store.finished_tournament_versions(0, 99)) == (
+        ["t0", "t2", "t3", "t5", "t6"],
+        5,
+    )
 
 
 async def test_two_nodes_advancing_one_tournament_get_one_true(
@@ -652,6 +685,6 @@ async def test_ratings_and_tournaments_survive_a_restart(
     assert await again.races_to_rate() == ["r9"]
     assert await again.get_ratings(PlayerId("p1")) == [rating("p1", 27, 1)]
     assert len(await again.get_recent_results(PlayerId("p1"), 5)) == 1
-    assert await again.list_tournaments() == [tournament()]
+    assert await again.list_open_tournaments() == [tournament()]
     update = rated_race("r1", [("p1", None, rating("p1", 27, 1))])
     assert await again.apply_rating_update(update) is RatingOutcome.ALREADY_APPLIED

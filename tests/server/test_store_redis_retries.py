@@ -123,7 +123,7 @@ async def test_a_tournament_save_whose_exec_reply_was_lost_is_won(
     assert await store.save_tournament(tournament(version=2, phase="running"), 1)
     assert proxy.lost == 2
     assert await store.get_tournament("t1") == tournament(version=2, phase="running")
-    assert [t.tournament_id for t in await store.list_tournaments()] == ["t1"]
+    assert [t.tournament_id for t in await store.list_open_tournaments()] == ["t1"]
 
 
 @pytest.mark.parametrize("expected_version", [None, 1], ids=["creation", "change"])
@@ -152,7 +152,7 @@ async def test_a_tournament_save_refused_for_another_nodes_save_of_its_version_i
         assert not proxy.is_hooked, "the other node never saved: the test proves nothing"
         assert_one_reply_lost(proxy)
         assert await store.get_tournament("t1") == theirs
-        assert [t.tournament_id for t in await store.list_tournaments()] == ["t1"]
+        assert [t.tournament_id for t in await store.list_open_tournaments()] == ["t1"]
         # Loaded again, the change is saved over the other node's version.
         assert await store.save_tournament(tournament(version=version + 1), version)
         assert await other.get_tournament("t1") == tournament(version=version + 1)

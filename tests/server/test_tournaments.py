@@ -5,24 +5,31 @@ the test ticks the service itself. End-to-end tournaments are in tests/integrati
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+import solrace.server.tournaments
 from solrace.server.broker import Broker, MemoryBroker
 from solrace.server.hub import Hub
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
+from solrace.server.protocol.pairing import Format, FormatRules
+from solrace.server.protocol.tournament import Tournament
+from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
 from solrace.server.protocol.tournament_messages import (
     CreateTournament,
     JoinTournament,
+    ListTournaments,
     TournamentAdmin,
+    TournamentList,
     TournamentView,
 )
-from solrace.server.protocol.tournament_state import Phase
+from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.ratings import RatingService
 from solrace.server.store import MemoryStore, Store
+from solrace.server.store.base import TournamentVersion
 from solrace.server.store.redis import RedisStore
 from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournament_live import Live
@@ -34,44 +41,51 @@ T0_MS = 1_000_000_000
 
 
 class CountedReads(MemoryStore):
-    """The memory store, counting its reads of tournaments: whole documents, the list of
-    every tournament's version, and the reads of named tournaments' versions (the ids asked
-    for, sorted)."""
+    """The memory store, counting its reads of tournaments: whole documents (one each, also
+    those a listing returns; `read`: the ids of those), and the reads of the open
+    tournaments' versions and of a page of finished ones'."""
 
     def __init__(self) -> None:
         super().__init__()
         self.documents = 0
-        self.version_lists = 0
-        self.versions_asked: list[list[str]] = []
+        self.read: set[str] = set()
+        self.open_reads = 0
+        self.finished_reads = 0
 
     async def get_tournament(self, tournament_id: str) -> TournamentRecord | None:
         self.documents += 1
+        self.read.add(tournament_id)
         return await super().get_tournament(tournament_id)
 
-    async def tournament_versions(self) -> list[tuple[str, int]]:
-        self.version_lists += 1
-        return await super().tournament_versions()
+    async def list_open_tournaments(self) -> list[TournamentRecord]:
+        records = await super().list_open_tournaments()
+        self.documents += len(records)
+        self.read.update(r.tournament_id for r in records)
+        return records
 
-    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
-        self.versions_asked.append(sorted(tournament_ids))
-        return await super().get_tournament_versions(tournament_ids)
+    async def open_tournament_versions(self) -> list[TournamentVersion]:
+        self.open_reads += 1
+        return await super().open_tournament_versions()
+
+    async def finished_tournament_versions(
+        self, skip: int, limit: int
+    ) -> tuple[list[TournamentVersion], int]:
+        self.finished_reads += 1
+        return await super().finished_tournament_versions(skip, limit)
 
 
 class RedisVersionReads(RedisStore):
-    """The Redis store, noting each read of tournaments' versions: the ids asked for, sorted
-    (None: every tournament's)."""
+    """The Redis store, noting the versions each read of the open tournaments' versions
+    returned: the ids, sorted."""
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
-        self.asked: list[list[str] | None] = []
+        self.asked: list[list[str]] = []
 
-    async def tournament_versions(self) -> list[tuple[str, int]]:
-        self.asked.append(None)
-        return await super().tournament_versions()
-
-    async def get_tournament_versions(self, tournament_ids: Collection[str]) -> dict[str, int]:
-        self.asked.append(sorted(tournament_ids))
-        return await super().get_tournament_versions(tournament_ids)
+    async def open_tournament_versions(self) -> list[TournamentVersion]:
+        versions = await super().open_tournament_versions()
+        self.asked.append(sorted(v.tournament_id for v in versions))
+        return versions
 
 
 class Clock:
@@ -166,7 +180,7 @@ async def test_a_tick_with_nothing_due_reads_no_tournament_from_the_store() -> N
         for _ in range(3):
             clock.advance(30)
             await service.tick()
-        assert store.documents == 0 and store.version_lists == 0
+        assert store.documents == 0 and store.open_reads == 0
         assert (await stored(store, tid)).version == marked.version
 
         clock.advance(30)  # bob's two minutes have passed
@@ -210,20 +224,18 @@ async def test_on_several_nodes_a_tick_loads_a_version_saved_elsewhere_it_did_no
         assert again.version == held.version + 2
         assert again.tournament.live_matches()[0].present == match.present
 
-        store.documents = store.version_lists = 0
-        store.versions_asked.clear()
+        store.documents = store.open_reads = 0
         await service.tick()
-        assert store.documents == 0 and store.version_lists == 0
-        assert store.versions_asked == [[tid]]  # the tournament held here, and no other
+        assert store.documents == 0 and store.open_reads == 1
 
 
 @pytest.mark.redis
 async def test_on_several_nodes_a_tick_reads_no_version_of_a_finished_tournament(
     redis_url: str,
 ) -> None:
-    """A Redis that has held many tournaments (here 300 finished ones): each tick reads the
-    stored versions of the tournaments held here, the unfinished ones, not of every one ever
-    stored; once the one held finishes, a tick reads none."""
+    """A Redis that has held many tournaments (here 300 settled ones): each tick reads the
+    stored versions of the open tournaments, not of every one ever stored; once the one
+    held finishes (its deals released: settled), a tick reads none."""
     clock = Clock()
     async with (
         opened(RedisVersionReads(redis_url)) as store,
@@ -236,6 +248,7 @@ async def test_on_several_nodes_a_tick_reads_no_version_of_a_finished_tournament
                 phase=Phase.FINISHED.value,
                 created_at_ms=T0_MS,
                 document="{}",
+                settled=True,
             )
             assert await store.save_tournament(done, None)
         tid, sessions = await started_final(hub)
@@ -250,4 +263,108 @@ async def test_on_several_nodes_a_tick_reads_no_version_of_a_finished_tournament
         assert (await stored(store, tid)).tournament.phase is Phase.FINISHED
         store.asked.clear()
         await service.tick()
-        assert store.asked == [] and service.live == {}
+        assert store.asked == [[]] and service.live == {}
+
+
+def record_in(tid: str, phase: str) -> TournamentRecord:
+    """A stored single elimination of ann and bob in `phase` (registration, running, or
+    finished: bob dropped by the director, its deals released), as the service saves one."""
+    director = PlayerId("director")
+    settings = TournamentSettings(FormatRules(Format.SINGLE_ELIMINATION), check_in_required=False)
+    t = Tournament.create(
+        TournamentId(tid),
+        "klondike",
+        settings,
+        admin=director,
+        now=0.0,
+        deal_source=lambda round_number, race_number: "1002",
+    )
+    if phase != "registration":
+        for player in ("ann", "bob"):
+            t.register(PlayerId(player), now=1.0)
+        t.start(director, now=2.0)
+    if phase == "finished":
+        t.drop(PlayerId("bob"), actor=director, now=3.0)
+    assert t.phase.value == phase
+    return Live(t, version=1, name=tid, time_limit_s=60, created_at_ms=0).to_record()
+
+
+async def test_a_start_reads_the_open_tournaments_only() -> None:
+    """A store that has held many tournaments (here 200 settled ones): a node's start loads
+    the unfinished one and the finished one whose deals may still be held, and reads no
+    settled one."""
+    clock = Clock()
+    async with opened(CountedReads()) as store:
+        async with node(store, clock) as (hub, _):
+            tid, _ = await started_final(hub)
+        for n in range(200):
+            assert await store.save_tournament(record_in(f"tdone{n}", "finished"), None)
+        held = Live.from_record(record_in("theld", "finished"), lambda r, n: "1002")
+        held.held_deals = {1: 1}  # its round's deals not released yet (a crash)
+        assert await store.save_tournament(held.to_record(), None)
+        store.read.clear()
+        async with node(store, clock) as (_, service):
+            await service.start()
+            assert store.read == {tid, "theld"}
+            assert list(service.live) == [tid]
+            released = await store.get_tournament("theld")
+            assert released is not None and released.settled  # its deals released at start
+
+
+async def test_the_list_pages_its_tournaments_and_keeps_few_summaries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The unfinished tournaments first, then the latest finished, `more` counting the rest,
+    and later pages of older finished ones, as the store pages them; each summary is made
+    once per stored version, and only the latest used are kept (`SUMMARIES_KEPT`)."""
+    monkeypatch.setattr(solrace.server.tournaments, "SUMMARIES_KEPT", 3)
+    phases = ["finished", "finished", "running", "finished", "registration", "finished"]
+    clock = Clock()
+    async with opened(CountedReads()) as store, node(store, clock) as (hub, service):
+        for n, phase in enumerate(phases):
+            assert await store.save_tournament(record_in(f"t{n}", phase), None)
+        lister = await hello(hub, "lister", 9)
+
+        async def listed(limit: int, skip: int = 0) -> tuple[list[str], int]:
+            monkeypatch.setattr(solrace.server.tournaments, "TOURNAMENT_LIST_LIMIT", limit)
+            await hub.handle(lister, ListTournaments(skip_finished=skip))
+            answer = lister.sent[-1]
+            assert isinstance(answer, TournamentList)
+            assert len(service._summaries) <= 3
+            return [s.tournament_id for s in answer.tournaments], answer.more
+
+        assert await listed(6) == ([f"t{n}" for n in range(6)], 0)
+        assert await listed(4) == (["t2", "t3", "t4", "t5"], 2)
+        assert await listed(1) == (["t2"], 5)
+        assert await listed(2, skip=2) == (["t0", "t1"], 0)  # t3 and t5 were seen
+        assert await listed(1, skip=1) == (["t3"], 2)
+        assert await listed(4, skip=9) == ([], 0)
+
+        store.documents = 0  # kept: t0, t1, t3 (the latest used)
+        assert await listed(2) == (["t2", "t4"], 4)
+        assert store.documents == 2  # made again: t0's and t1's summaries make room
+        store.documents = 0
+        assert await listed(1, skip=1) == (["t3"], 2)
+        assert store.documents == 0  # kept
+
+
+async def test_on_several_nodes_a_tick_loads_an_unfinished_tournament_it_never_heard_of() -> None:
+    """Another node created a tournament and its notice never came: the next tick finds it
+    among the open tournaments and holds it from then on (so marks presence and forfeits
+    no-shows in it), without waiting for a restart. A finished one still holding deals is
+    not loaded (the node that finished it releases them, or a start)."""
+    clock = Clock()
+    async with (
+        opened(CountedReads()) as store,
+        node(store, clock, broker=MemoryBroker()) as (_, service),
+    ):
+        assert await store.save_tournament(record_in("telse", "registration"), None)
+        finishing = Live.from_record(record_in("tfinishing", "finished"), lambda r, n: "1002")
+        finishing.held_deals = {1: 1}
+        assert await store.save_tournament(finishing.to_record(), None)
+        store.documents = 0
+        await service.tick()
+        assert list(service.live) == ["telse"]
+        assert store.documents == 1
+        await service.tick()
+        assert store.documents == 1  # nothing new: versions only
