@@ -176,6 +176,8 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.ping_outstanding = False
         self.timer: asyncio.TimerHandle | None = None
         self.eof_written = False
+        #: Done once the socket is gone (`connection_lost`); what the session's close then
+        #: does (the hub told, a racer marked away) is an `edge.finishing` task.
         self.lost: asyncio.Future[None] = self.loop.create_future()
         #: The client's address as the admission limits count it (`client_key`).
         self.address = ""
@@ -265,18 +267,14 @@ class WebSocketSession(Session, asyncio.Protocol):
             finish = self.loop.create_task(self._finish(), name=f"solrace-bye-{self.session_id}")
             edge.finishing.add(finish)
             finish.add_done_callback(edge.finishing.discard)
-        else:
-            self.lost.set_result(None)
+        self.lost.set_result(None)
 
     async def _finish(self) -> None:
         """The hub learns of the close once the message it is handling is answered."""
-        try:
-            if self.worker is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(self.worker)
-            await self.edge.hub.disconnected(self)
-        finally:
-            self.lost.set_result(None)
+        if self.worker is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.worker)
+        await self.edge.hub.disconnected(self)
 
     # --- the hub's Session ---------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 closes its clients with 1012, gives up the Redis work left at its stop deadline, says so,
 and exits 0; once Redis runs again, a node started on it carries the race on from every
 acknowledged move. In process: a stop cut short leaves none of its progress folds, race timer
-or watch over the nodes running."""
+or watch over the nodes running, and the stop's wait for the clients' goodbyes does not wait
+for their racers to be marked away."""
 
 from __future__ import annotations
 
@@ -182,3 +183,44 @@ async def test_a_stop_cut_short_on_redis_hung_leaves_no_progress_fold_running(
         what="the watch over the nodes gone, or failing",
     )
     assert not watch_failures()
+
+
+async def test_a_stop_on_redis_hung_waits_for_the_goodbyes_not_for_the_racers_marked_away(
+    own_redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """The clients answer the 1012 at once; marking their racers away waits on the hung Redis.
+    That work is the stop's, under its deadline (`stop_timeout_s`), not the goodbyes' wait
+    (`close_timeout_s`, up to twice): the stop takes the deadline and a little more."""
+    close_timeout_s = 5.0
+    settings = make_settings(
+        tmp_path,
+        store=own_redis_server.url,
+        close_timeout_s=close_timeout_s,
+        stop_timeout_s=0.5,
+    )
+    app = App(settings)
+    await app.start()
+    url = f"ws://127.0.0.1:{app.port}"
+    alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
+    try:
+        race_id = await start_race(alice, [bob], time_limit_s=600)
+        await play(alice, race_id, ["deal"])
+        with own_redis_server.frozen():
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            await app.stop()
+            took = loop.time() - began
+            for each in (alice, bob):
+                assert await each.closed() == CloseCode.SERVICE_RESTART
+    finally:
+        for each in (alice, bob):
+            await each.close()
+        await app.stop()
+        # What the stop gave up leaves Redis connections open (a process exits then):
+        # closed here, Redis running again.
+        await app.store.close()
+        if app.broker is not None:
+            await app.broker.close()
+    # No speed asserted but this: less than one close_timeout_s (the marking away waits
+    # 15 s on a hung Redis, the goodbyes' wait twice close_timeout_s at most).
+    assert took < close_timeout_s
