@@ -285,3 +285,21 @@ def test_every_byte_after_a_handshake_head_is_handed_over(after: bytes, points: 
     CR LF CR LF), cut into reads anywhere, are no part of the head."""
     head = UPGRADE + b"\r\n"
     assert outcome(*cut(head + after, points)) == WholeHead(head, after)
+
+
+@settings(max_examples=100)
+@given(
+    st.integers(-3, 3),
+    st.binary(max_size=16),
+    st.lists(st.integers(MAX_HEAD_BYTES - 8, MAX_HEAD_BYTES + 8), max_size=3),
+)
+def test_a_head_at_the_limit_gets_one_verdict_whatever_follows_and_however_cut(
+    over: int, after: bytes, points: list[int]
+) -> None:
+    """A head of the limit's size, a few bytes under or over, then frames: whole (with every
+    byte after it) up to the limit, too large past it, in one read or cut near its end."""
+    start = UPGRADE + b"X-Pad: "
+    head = start + b"a" * (MAX_HEAD_BYTES + over - len(start) - 4) + b"\r\n\r\n"
+    assert len(head) == MAX_HEAD_BYTES + over
+    expected = WholeHead(head, after) if over <= 0 else TooLarge()
+    assert outcome(*cut(head + after, points)) == expected
