@@ -160,8 +160,9 @@ def server_events(protocol: ClientProtocol, answer: bytes) -> tuple[Response, li
 @pytest.fixture
 async def app(start_server: ServerFactory) -> App:
     """One server for every example of a test: past the pace of handshakes one address may
-    make (an example or two each, hundreds while hypothesis shrinks a failure)."""
-    return await start_server(connect_burst=1e6)
+    make (an example or two each, hundreds while hypothesis shrinks a failure), and no
+    keepalive pings of its own among the frames a test counts."""
+    return await start_server(connect_burst=1e6, ping_interval_s=None)
 
 
 def no_errors_logged(caplog: pytest.LogCaptureFixture) -> None:
