@@ -27,6 +27,7 @@ from typing import Final, TextIO
 
 from solrace.engine import GAME_IDS, EngineError, Move
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
@@ -829,15 +830,24 @@ class PlainMode:
         # None: left meanwhile; lost: the server lost the race (`on_event` said so).
         while not race.is_finished and race.lost is None and self.race_id is not None:
             # Not an error (awaited, it would count as reported and `on_event` would not say
-            # it), but the one that says the race is lost, which `on_event` always says.
+            # it), but `unknown_race`: the one that says the race is lost (which `on_event`
+            # always says), or the answer to the race's sync after a reconnect (said here).
+            seen = race.last_error
             news = await self._race_news(
                 race_id,
                 lambda m: (
                     getattr(m, "race_id", None) == race_id
-                    and (not isinstance(m, Error) or is_lost(m))
+                    and (not isinstance(m, Error) or m.code == ErrorCode.UNKNOWN_RACE)
                 ),
             )
             if not news:
+                return
+            error = race.last_error
+            if error is not seen and error is not None and not is_lost(error):
+                self.say(
+                    f"race {race_id}: the server no longer has it ({error.message}); "
+                    f"if it has finished, 'solrace replay {race_id}' shows it"
+                )
                 return
 
     async def move(self, text: str) -> None:

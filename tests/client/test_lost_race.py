@@ -128,3 +128,33 @@ async def test_the_watch_screen_says_the_server_no_longer_has_the_race(
     finally:
         pump.cancel()
         await spectator.conn.close()
+
+
+async def test_a_wait_ends_when_the_sync_after_a_reconnect_finds_the_race_gone(
+    server_app: App, alice: Session, bob: Bot
+) -> None:
+    """`wait` waited for good when the server answered the race's sync after a reconnect
+    with `unknown_race` (it no longer had the race: lost unnoticed, or finished and forgotten
+    while the link was down)."""
+    out = io.StringIO()
+    mode = PlainMode(alice, out)
+    await mode.create(["klondike", "2"])
+    race_id = RaceId(mode.race_id or "")
+    await bob.join(race_id)
+    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+    waiting = asyncio.create_task(mode.command("wait"))
+    await eventually(lambda: bool(alice._waiters), what="the wait for the race's news")
+    # The server forgets the race without a word, then the link drops: the reconnect's sync
+    # is answered `unknown_race`.
+    store = server_app.store
+    assert isinstance(store, MemoryStore)
+    del store._races[race_id]
+    server_app.hub.keeper._drop(server_app.hub.races[race_id])
+    ws = alice.conn._ws
+    assert ws is not None
+    await ws.close(code=1011)
+    await asyncio.wait_for(waiting, 20)
+    assert (
+        f"race {race_id}: the server no longer has it (no live race '{race_id}'); if it has "
+        f"finished, 'solrace replay {race_id}' shows it"
+    ) in out.getvalue(), out.getvalue()
