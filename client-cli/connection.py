@@ -233,6 +233,13 @@ def _connect_failure(url: str, exc: BaseException) -> ConnectionFailedError:
         return ConnectionFailedError(
             f"cannot reach {url}: connection refused (no server is listening there)"
         )
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        # A self-signed certificate, or one of a private CA: Python's default context trusts
+        # the CA file SSL_CERT_FILE names instead of the system's.
+        return ConnectionFailedError(
+            f"cannot reach {url}: {exc} (a certificate this machine does not trust: "
+            "SSL_CERT_FILE=CA.pem before the command trusts the CA certificates in CA.pem)"
+        )
     if isinstance(exc, ssl.SSLError):
         # wss:// to a server that speaks plain ws://: its answer is no TLS record.
         plain = " (a server without TLS: try ws://)" if exc.reason == _NOT_TLS else ""

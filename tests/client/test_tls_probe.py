@@ -44,6 +44,8 @@ def tls_context(tmp_path: Path) -> ssl.SSLContext:
             "1",
             "-subj",
             "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
         ],
         check=True,
         capture_output=True,
@@ -52,6 +54,12 @@ def tls_context(tmp_path: Path) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     return context
+
+
+@pytest.fixture
+def tls_certificate(tls_context: ssl.SSLContext, tmp_path: Path) -> Path:
+    """The self-signed certificate of `tls_context` (its own CA)."""
+    return tmp_path / "cert.pem"
 
 
 @pytest.fixture
@@ -99,3 +107,24 @@ async def test_a_plain_server_s_failures_get_no_tls_hint() -> None:
         await server.wait_closed()
     assert TLS_HINT not in str(failed.value)
     assert not failed.value.fatal
+
+
+async def test_a_certificate_not_trusted_here_says_how_to_trust_it(
+    tls_port: int, tls_certificate: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`wss://` to a server with a self-signed certificate said only `certificate verify
+    failed`; SSL_CERT_FILE naming the certificate gets past TLS, as the line says."""
+    url = f"wss://127.0.0.1:{tls_port}"
+    with pytest.raises(ConnectionFailedError) as failed:
+        await Connection(url, name="x", open_timeout_s=5).connect()
+    text = str(failed.value)
+    assert "certificate verify failed" in text, text
+    assert text.endswith(
+        "(a certificate this machine does not trust: SSL_CERT_FILE=CA.pem before the command "
+        "trusts the CA certificates in CA.pem)"
+    ), text
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls_certificate))
+    with pytest.raises(ConnectionFailedError) as past_tls:
+        await Connection(url, name="x", open_timeout_s=1).connect()
+    # The echo server is no solrace server: the hello goes through TLS and gets no welcome.
+    assert "did not answer the hello" in str(past_tls.value), str(past_tls.value)
