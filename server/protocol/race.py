@@ -12,6 +12,7 @@ import hmac
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId, RaceId
@@ -39,6 +40,15 @@ from solrace.server.protocol.records import (
 
 MIN_PLAYERS_RATED = 2
 MIN_PLAYERS_CASUAL = 1
+
+#: How a refusal names where a race stands (`wrong_status`).
+STATUS_PHRASES: Final[dict[RaceStatus, str]] = {
+    RaceStatus.OPEN: "the race has not started yet",
+    RaceStatus.COUNTDOWN: "the race is counting down to its start",
+    RaceStatus.RUNNING: "the race is under way",
+    RaceStatus.FINISHED: "the race is over",
+    RaceStatus.CANCELLED: "the race was cancelled",
+}
 
 
 @dataclass
@@ -290,7 +300,7 @@ class Race:
         """The racer if `player_id` may move now, else a `RaceError` saying why."""
         racer = self.racer(player_id)
         if self.status is not RaceStatus.RUNNING:
-            raise RaceError(ErrorCode.WRONG_STATUS, f"the race is {self.status.value}")
+            raise RaceError(ErrorCode.WRONG_STATUS, STATUS_PHRASES[self.status])
         if self.ends_at_ms is not None and now_ms >= self.ends_at_ms:
             raise RaceError(ErrorCode.TIME_UP, "the time limit is reached")
         if racer.state is not RacerState.PLAYING:
@@ -335,7 +345,7 @@ class Race:
         if player_id in self.racers:
             raise RaceError(ErrorCode.ALREADY_JOINED, "you already sit in this race")
         if self.status is not RaceStatus.OPEN:
-            raise RaceError(ErrorCode.WRONG_STATUS, f"the race is {self.status.value}")
+            raise RaceError(ErrorCode.WRONG_STATUS, STATUS_PHRASES[self.status])
         if self.record.invite_code is not None and not _same_code(
             invite_code, self.record.invite_code
         ):
@@ -371,7 +381,7 @@ class Race:
     def request_start(self, player_id: PlayerId, now_ms: int) -> list[RaceEvent]:
         self.racer(player_id)
         if self.status is not RaceStatus.OPEN:
-            raise RaceError(ErrorCode.WRONG_STATUS, f"the race is {self.status.value}")
+            raise RaceError(ErrorCode.WRONG_STATUS, STATUS_PHRASES[self.status])
         if player_id != self.creator:
             raise RaceError(ErrorCode.NOT_CREATOR, "only the race's creator can start it")
         needed = MIN_PLAYERS_RATED if self.record.rated else MIN_PLAYERS_CASUAL
