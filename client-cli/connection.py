@@ -217,6 +217,10 @@ def _handshake_failure(url: str, exc: InvalidStatus) -> ConnectionFailedError:
 #: What OpenSSL says of an answer to its hello that is no TLS record (a plain ws:// server).
 _NOT_TLS: Final = "WRONG_VERSION_NUMBER"
 
+#: OpenSSL's verify codes of a certificate whose issuer is not trusted here: self-signed
+#: (18, or 19 in the chain), or of a CA this machine does not have (2, 20, 21).
+_UNTRUSTED_ISSUER: Final = frozenset({2, 18, 19, 20, 21})
+
 
 def _connect_failure(url: str, exc: BaseException) -> ConnectionFailedError:
     """What a failure to open the link to `url` (before any WebSocket frame) means."""
@@ -233,9 +237,10 @@ def _connect_failure(url: str, exc: BaseException) -> ConnectionFailedError:
         return ConnectionFailedError(
             f"cannot reach {url}: connection refused (no server is listening there)"
         )
-    if isinstance(exc, ssl.SSLCertVerificationError):
+    if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_code in _UNTRUSTED_ISSUER:
         # A self-signed certificate, or one of a private CA: Python's default context trusts
-        # the CA file SSL_CERT_FILE names instead of the system's.
+        # the CA file SSL_CERT_FILE names instead of the system's. (A certificate for another
+        # name, or expired, is said as OpenSSL says it: trusting a CA would not help.)
         return ConnectionFailedError(
             f"cannot reach {url}: {exc} (a certificate this machine does not trust: "
             "SSL_CERT_FILE=CA.pem before the command trusts the CA certificates in CA.pem)"

@@ -14,18 +14,19 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.client.connection import Connection, ConnectionFailedError
-from solrace.client.tls_probe import speaks_tls
+from solrace.client.tls_probe import PROBE_TIMEOUT_S, speaks_tls
 
 TLS_HINT = "(a server with TLS: try wss://)"
+TRUST_HINT = "SSL_CERT_FILE=CA.pem"
 
 
-@pytest.fixture
-def tls_context(tmp_path: Path) -> ssl.SSLContext:
-    """A server's TLS context with a self-signed certificate for 127.0.0.1."""
+def self_signed(folder: Path, subject_alt_name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for `subject_alt_name` (`IP:...`, `DNS:...`) and its key,
+    made by `openssl` in `folder`: (certificate, key)."""
     openssl = shutil.which("openssl")
     if openssl is None:
         pytest.skip("openssl is not installed")
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    key, cert = folder / "key.pem", folder / "cert.pem"
     subprocess.run(
         [
             openssl,
@@ -43,17 +44,27 @@ def tls_context(tmp_path: Path) -> ssl.SSLContext:
             "-days",
             "1",
             "-subj",
-            "/CN=127.0.0.1",
+            f"/CN={subject_alt_name.split(':', 1)[1]}",
             "-addext",
-            "subjectAltName=IP:127.0.0.1",
+            f"subjectAltName={subject_alt_name}",
         ],
         check=True,
         capture_output=True,
         timeout=30,
     )
+    return cert, key
+
+
+def server_context(cert: Path, key: Path) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     return context
+
+
+@pytest.fixture
+def tls_context(tmp_path: Path) -> ssl.SSLContext:
+    """A server's TLS context with a self-signed certificate for 127.0.0.1."""
+    return server_context(*self_signed(tmp_path, "IP:127.0.0.1"))
 
 
 @pytest.fixture
@@ -109,6 +120,33 @@ async def test_a_plain_server_s_failures_get_no_tls_hint() -> None:
     assert not failed.value.fatal
 
 
+async def test_a_plain_server_silent_on_the_tls_hello_is_not_waited_for_long() -> None:
+    """A plain server that closes the link on an HTTP request but reads a TLS hello as the
+    start of one and says nothing (as Redis does) kept the failure back for the probe's whole
+    3 s; a TLS server answers within a round trip or so."""
+    silent = asyncio.Event()
+
+    async def hang_up_on_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if await reader.read(3) != b"GET":
+            await silent.wait()  # the test's end
+        writer.close()
+
+    server = await asyncio.start_server(hang_up_on_http, "127.0.0.1", 0)
+    url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    loop = asyncio.get_running_loop()
+    try:
+        started = loop.time()
+        with pytest.raises(ConnectionFailedError) as failed:
+            await Connection(url, name="x", open_timeout_s=5).connect()
+        took_s = loop.time() - started
+    finally:
+        silent.set()
+        server.close()
+        await server.wait_closed()
+    assert TLS_HINT not in str(failed.value)
+    assert took_s < PROBE_TIMEOUT_S, took_s  # about half a second on loopback
+
+
 async def test_a_certificate_not_trusted_here_says_how_to_trust_it(
     tls_port: int, tls_certificate: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -120,7 +158,7 @@ async def test_a_certificate_not_trusted_here_says_how_to_trust_it(
     text = str(failed.value)
     assert "certificate verify failed" in text, text
     assert text.endswith(
-        "(a certificate this machine does not trust: SSL_CERT_FILE=CA.pem before the command "
+        f"(a certificate this machine does not trust: {TRUST_HINT} before the command "
         "trusts the CA certificates in CA.pem)"
     ), text
     monkeypatch.setenv("SSL_CERT_FILE", str(tls_certificate))
@@ -128,3 +166,24 @@ async def test_a_certificate_not_trusted_here_says_how_to_trust_it(
         await Connection(url, name="x", open_timeout_s=1).connect()
     # The echo server is no solrace server: the hello goes through TLS and gets no welcome.
     assert "did not answer the hello" in str(past_tls.value), str(past_tls.value)
+
+
+async def test_a_certificate_for_another_name_gets_no_hint_to_trust_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trusted certificate that is not for the URL's host was said to want SSL_CERT_FILE,
+    which it already had: only the name is wrong."""
+    cert, key = self_signed(tmp_path, "DNS:elsewhere.example")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+
+    async def echo(ws: ServerConnection) -> None:
+        async for message in ws:
+            await ws.send(message)
+
+    async with serve(echo, "127.0.0.1", 0, ssl=server_context(cert, key)) as server:
+        url = f"wss://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        with pytest.raises(ConnectionFailedError) as failed:
+            await Connection(url, name="x", open_timeout_s=5).connect()
+    text = str(failed.value)
+    assert "certificate is not valid for '127.0.0.1'" in text, text
+    assert TRUST_HINT not in text, text
