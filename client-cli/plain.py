@@ -843,10 +843,15 @@ class PlainMode:
             if not news:
                 return
             error = race.last_error
-            if error is not seen and error is not None and not is_lost(error):
+            if (
+                error is not seen
+                and error is not None
+                and error.code == ErrorCode.UNKNOWN_RACE
+                and not is_lost(error)
+            ):
                 self.say(
-                    f"race {race_id}: the server no longer has it ({error.message}); "
-                    f"if it has finished, 'solrace replay {race_id}' shows it"
+                    f"race {race_id}: the server no longer has it ({error.message}); if it has "
+                    f"finished, 'solrace replay {self.session.race_on_server(race_id)}' shows it"
                 )
                 return
 

@@ -375,12 +375,17 @@ class Session:
         except RequestError as exc:
             if exc.code != ErrorCode.WRONG_STATUS or isinstance(exc, LinkClosedError):
                 raise
-            where = f"{race_id} --server {self.conn.url}"
+            where = self.race_on_server(race_id)
             instead = (
                 f"only a race not started yet can be joined (solrace watch {where} while it "
                 f"runs, solrace replay {where} once it has finished)"
             )
             raise RequestError(exc.code, f"{exc.message}: {instead}") from None
+
+    def race_on_server(self, race_id: RaceId) -> str:
+        """`RACE --server URL`: the arguments of `solrace watch` or `solrace replay` that name
+        `race_id` on this session's server."""
+        return f"{race_id} --server {self.conn.url}"
 
     async def resume(self, race_id: RaceId) -> RaceState:
         """Follow a race this player sits in again: `sync` answers with the race's snapshot

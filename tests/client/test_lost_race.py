@@ -20,7 +20,9 @@ from solrace.client.tui import PlayApp, WatchApp
 from solrace.client.watching import WatchScreen
 from solrace.server.app import App
 from solrace.server.hub import wall_clock_ms
+from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.messages import LeaveRace, Resign
 from solrace.server.store.memory import MemoryStore
 from tests.waiting import eventually
 
@@ -156,5 +158,30 @@ async def test_a_wait_ends_when_the_sync_after_a_reconnect_finds_the_race_gone(
     await asyncio.wait_for(waiting, 20)
     assert (
         f"race {race_id}: the server no longer has it (no live race '{race_id}'); if it has "
-        f"finished, 'solrace replay {race_id}' shows it"
+        f"finished, 'solrace replay {race_id} --server {alice.conn.url}' shows it"
     ) in out.getvalue(), out.getvalue()
+
+
+async def test_a_wait_goes_on_past_another_error_naming_the_race(alice: Session, bob: Bot) -> None:
+    """An error of another code naming the race (here the answer to a `leave` sent aside
+    the line mode, as a late answer comes) ended the `wait` with `the server no longer has
+    it`, at the next news of the race."""
+    out = io.StringIO()
+    mode = PlainMode(alice, out)
+    await mode.create(["klondike", "2"])
+    race_id = RaceId(mode.race_id or "")
+    await bob.join(race_id)
+    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+    waiting = asyncio.create_task(mode.command("wait"))
+    await eventually(lambda: bool(alice._waiters), what="the wait for the race's news")
+    race = alice.state.races[race_id]
+    await alice.conn.send(LeaveRace(race_id=race_id))  # refused: the race runs
+    await eventually(
+        lambda: race.last_error is not None and race.last_error.code == ErrorCode.WRONG_STATUS,
+        what="the refusal",
+    )
+    await alice.conn.send(Resign(race_id=race_id))  # news of the race, then its end
+    await bob.conn.send(Resign(race_id=race_id))
+    await asyncio.wait_for(waiting, 10)
+    assert race.is_finished
+    assert "no longer has it" not in out.getvalue(), out.getvalue()
