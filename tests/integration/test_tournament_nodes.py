@@ -28,14 +28,17 @@ from solrace.server.protocol.tournament_messages import (
     TournamentRace,
     TournamentView,
     WatchTournament,
+    tournament_race_id,
 )
 from solrace.server.store import StoreUnavailableError
+from solrace.server.tournament_live import Live
+from solrace.server.tournament_relay import ChangeNotice
 from tests.integration.conftest import make_settings
 from tests.integration.helpers import play
 from tests.integration.solver import scoring_line
 from tests.integration.test_tournaments import FAST, admin_act, create
 from tests.integration.wsclient import Client
-from tests.waiting import eventually
+from tests.waiting import eventually, eventually_async
 
 pytestmark = pytest.mark.redis
 
@@ -128,9 +131,9 @@ async def test_views_race_notices_and_presence_reach_every_node(
 async def test_a_node_holds_a_tournament_made_elsewhere_that_nobody_watches_here(
     nodes: list[App], clients: Opener
 ) -> None:
-    """Each node loads the unfinished tournaments as it starts, then held one made later on
-    another node only if someone watched it here: with that node gone, nobody marked
-    presence or forfeited no-shows in it until a restart."""
+    """Each node loads the unfinished tournaments as it starts, and holds one made later on
+    another node though nobody watches it here (a notice of any change loads it), so that with
+    that node gone it still marks presence and forfeits no-shows in it."""
     node_a, node_b = nodes
     admin, ann = await clients(node_a, "director"), await clients(node_a, "ann")
     view = await create(admin, "single_elimination", time_limit_s=300)
@@ -197,3 +200,53 @@ async def test_deals_released_by_the_tick_after_an_outage_reach_the_other_nodes_
         assert record is not None and record.phase == "finished"
     finally:
         store.save_race_if = real_save  # type: ignore[method-assign]
+
+
+async def test_a_tournament_node_b_found_by_its_tick_is_acted_on_once_by_both_nodes(
+    nodes: list[App], clients: Opener
+) -> None:
+    """Node B hears no notice (each is lost): it finds the tournament made on node A among
+    the store's open ones at a tick and holds it from then on. Both nodes then tick it: bob,
+    gone before the start, is forfeited once (by whichever node's save lands first; the
+    other's compare-and-set fails and finds it done), the final asks for one race on one
+    deal, and node B lets the tournament go once it is settled."""
+    node_a, node_b = nodes
+    relay = node_b.tournaments.relay
+    assert relay is not None
+    lost: list[str] = []
+
+    async def lose(notice: ChangeNotice | None) -> None:
+        if notice is not None:
+            lost.append(notice.tournament_id)
+
+    relay.receive = lose
+    admin, ann, bob = [await clients(node_a, name) for name in ("director", "ann", "bob")]
+    view = await create(admin, "single_elimination", time_limit_s=300, no_show_grace_s=1)
+    tid = view.tournament_id
+    for player in (ann, bob):
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+    await eventually(lambda: tid in node_b.tournaments.live, what="node B's tick holding it")
+    assert tid in lost  # not from a notice
+
+    await bob.close()
+    await admin.send(admin_act(tid, "start"))
+    race_id = (await ann.expect(TournamentRace)).race_id
+
+    async def settled() -> bool:
+        record = await node_a.store.get_tournament(tid)
+        return record is not None and record.settled
+
+    await eventually_async(settled, within=30.0, what="bob forfeited and the tournament settled")
+    record = await node_a.store.get_tournament(tid)
+    assert record is not None
+    final = Live.from_record(record, lambda round_number, race_number: "1002").tournament
+    (only,) = final.rounds
+    (match,) = only.matches.values()
+    assert match.forfeited == {bob.player_id} and final.champion() == ann.player_id
+    assert list(only.game_numbers) == [1]  # one race asked for, on one deal
+    assert race_id == tournament_race_id(tid, 1)
+    stored = await node_a.store.get_race(race_id)
+    assert stored is not None and stored.game_number == only.game_numbers[1]
+    assert await node_a.store.get_race(tournament_race_id(tid, 2)) is None
+    await eventually(lambda: tid not in node_b.tournaments.live, what="node B letting it go")

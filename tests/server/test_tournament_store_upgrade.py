@@ -19,6 +19,7 @@ from solrace.server.store import SqliteStore, Store
 from solrace.server.store.redis import RedisStore
 from solrace.server.store.sqlite import SCHEMA, SCHEMA_VERSION
 from solrace.server.store.sqlite_competition import COMPETITION_SCHEMA
+from tests.server.reply_losing_proxy import reply_losing_proxy
 
 #: `tournaments` as schema version 1 made it.
 VERSION_1_TOURNAMENTS = """
@@ -116,6 +117,18 @@ async def test_a_version_1_sqlite_file_gets_its_tournaments_indexed_in_place(
     assert "tournaments_open" in str(plan)  # the settled ones are not scanned
 
 
+async def store_old_keys(client: aioredis.Redis) -> None:
+    """`STORED` as an older solrace wrote it to Redis: each hash and the `tournaments` order,
+    no open or finished set."""
+    for order, (tid, phase, held) in enumerate(STORED, start=1):
+        await client.hset(
+            f"solrace:tournament:{tid}",
+            mapping={"version": 4, "record": old_record_json(tid, phase, held), "writer": "older"},
+        )
+        await client.zadd("solrace:tournaments", {tid: order})
+    await client.set("solrace:tournament-order", len(STORED))
+
+
 @pytest.mark.redis
 async def test_a_redis_written_before_the_tournament_sets_gets_them_filled(
     redis_url: str,
@@ -124,18 +137,7 @@ async def test_a_redis_written_before_the_tournament_sets_gets_them_filled(
     the first node to read the open or finished ones fills the sets, once."""
     client = aioredis.Redis.from_url(redis_url, decode_responses=True)
     try:
-        for order, (tid, phase, held) in enumerate(STORED, start=1):
-            await client.hset(
-                f"solrace:tournament:{tid}",
-                mapping={
-                    "version": 4,
-                    "record": old_record_json(tid, phase, held),
-                    "writer": "older",
-                },
-            )
-            await client.zadd("solrace:tournaments", {tid: order})
-        await client.set("solrace:tournament-order", len(STORED))
-
+        await store_old_keys(client)
         store = RedisStore(redis_url)
         await store.open()
         try:
@@ -165,4 +167,61 @@ async def test_a_redis_written_before_the_tournament_sets_gets_them_filled(
         finally:
             await again.close()
     finally:
+        await client.aclose()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("saved", ["changed", "created"])
+async def test_a_save_by_another_node_during_the_redis_fill_stands(
+    redis_url: str, saved: str
+) -> None:
+    """Another node saves while the first reader fills the sets: after the fill has read the
+    records and queued its writes, before Redis runs them (its EXEC held back by a proxy).
+    `changed`: t-running finishes, its deals released (settled): the fill, which read it
+    running, must not put it back among the open ones. `created`: a new tournament, which
+    the fill never read, stays open. Two clients on one real redis-server."""
+    client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    other = RedisStore(redis_url)
+    try:
+        await store_old_keys(client)
+        await other.open()
+        if saved == "changed":
+            record = TournamentRecord.model_validate_json(
+                old_record_json("t-running", "finished", {})
+            )
+            change = record.model_copy(update={"version": 5, "settled": True})
+            expected: int | None = 4
+            opened = ["t-held", "t-unnoted", "t-new"]
+            finished = ["t-running", "t-done", "t-held", "t-unnoted"]
+        else:
+            change = TournamentRecord(
+                tournament_id="t-later",
+                version=1,
+                phase="registration",
+                created_at_ms=2_000,
+                document="{}",
+            )
+            expected = None
+            opened = ["t-running", "t-held", "t-unnoted", "t-new", "t-later"]
+            finished = ["t-done", "t-held", "t-unnoted"]
+
+        async def other_node_saves() -> None:
+            assert await other.save_tournament(change, expected)
+
+        async with reply_losing_proxy(redis_url) as proxy:
+            filling = RedisStore(proxy.url)
+            await filling.open()
+            try:
+                proxy.before_next("EXEC", other_node_saves)
+                listed = [t.tournament_id for t in await filling.list_open_tournaments()]
+                assert not proxy.is_hooked, "the other node never saved: the test proves nothing"
+            finally:
+                await filling.close()
+        assert listed == opened
+        assert await client.zrange("solrace:tournaments-open", 0, -1) == opened
+        assert await client.zrange("solrace:tournaments-finished", 0, -1) == finished
+        assert await client.get("solrace:tournament-indexes") == "1"
+        assert await other.get_tournament(change.tournament_id) == change
+    finally:
+        await other.close()
         await client.aclose()
