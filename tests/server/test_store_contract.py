@@ -631,6 +631,32 @@ async def test_the_open_tournaments_are_the_unsettled_ones_in_creation_order(
     assert await store.get_tournament("tc") == tournament("tc", 3, "finished", settled=True)
 
 
+async def test_a_settled_tournament_reopened_is_open_again_and_a_refused_save_moves_nothing(
+    store: Store,
+) -> None:
+    """A correction can reopen a finished tournament: its save puts it back among the open
+    ones and out of the finished ones. A save refused for its version (stale) changes
+    neither the record nor where the store keeps it."""
+    await store.save_tournament(tournament("ta"), None)
+    await store.save_tournament(tournament("tb"), None)
+    await store.save_tournament(tournament("ta", 2, "finished", settled=True), 1)
+    assert not await store.save_tournament(tournament("ta", 2, "running"), 1)  # stale
+    assert not await store.save_tournament(tournament("tb", 3, "finished", settled=True), 5)
+
+    async def where() -> tuple[list[str], list[str]]:
+        opened = [v.tournament_id for v in await store.open_tournament_versions()]
+        finished, _ = await store.finished_tournament_versions(0, 10)
+        return opened, [v.tournament_id for v in finished]
+
+    assert await where() == (["tb"], ["ta"])
+    assert [t.tournament_id for t in await store.list_open_tournaments()] == ["tb"]
+    assert await store.get_tournament("ta") == tournament("ta", 2, "finished", settled=True)
+    assert await store.get_tournament("tb") == tournament("tb")
+    assert await store.save_tournament(tournament("ta", 3, "running"), 2)  # reopened
+    assert await where() == (["ta", "tb"], [])
+    assert [t.tournament_id for t in await store.list_open_tournaments()] == ["ta", "tb"]
+
+
 async def test_finished_tournaments_are_read_page_by_page_newest_last(store: Store) -> None:
     """What a list reads: one page of the finished ones (settled or not), counted in all,
     never the documents; the unfinished ones are not among them."""
