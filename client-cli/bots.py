@@ -442,12 +442,13 @@ class Bot:
     async def play(self) -> BotResult:
         """Play the race to its end. A bot out of it early (stuck, resigned) still follows
         it to the end: its resign may need sending again (`_resign_may_be_lost`), and the
-        result is the race's."""
+        result is the race's. A race the server lost (`RaceState.lost`) ends it too: it will
+        never finish."""
         loop = asyncio.get_running_loop()
         next_at = 0.0
         while True:
             race = self.race
-            if race is not None and race.is_finished:
+            if race is not None and (race.is_finished or race.lost is not None):
                 break
             retry_at = self._resign_retry_at
             if self._resign_may_be_lost() or (retry_at is not None and loop.time() >= retry_at):
@@ -496,7 +497,9 @@ class Bot:
         me = self.state.player_id
         racer = race.racers.get(me) if race and me is not None else None
         reason = self.reason
-        if not reason and racer is not None:
+        if race is not None and race.lost is not None:
+            reason = f"{race.lost}: the race has no result"
+        elif not reason and racer is not None:
             reason = OUT_BY_ITSELF.get(racer.state, "")
         return BotResult(
             name=self.name,
@@ -731,7 +734,7 @@ async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[RaceId]
     for result in results:
         if result.reason:
             print(printable(f"{result.name}: {result.reason}"), flush=True)
-    return 0
+    return 1 if race is not None and race.lost is not None else 0
 
 
 def parse_noting_defaults(

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 from textual.widgets import Static
 
-from solrace.client.bots import Bot
+from solrace.client.bots import Bot, build_parser, parse_noting_defaults, run_bots
 from solrace.client.plain import PlainMode
 from solrace.client.screens import LobbyScreen, RaceScreen
 from solrace.client.session import Session
@@ -185,3 +185,35 @@ async def test_a_wait_goes_on_past_another_error_naming_the_race(alice: Session,
     await asyncio.wait_for(waiting, 10)
     assert race.is_finished
     assert "no longer has it" not in out.getvalue(), out.getvalue()
+
+
+async def test_a_bot_stops_playing_a_race_the_server_lost(
+    server_app: App, alice: Session, bob: Bot
+) -> None:
+    """A bot's `play` (`solrace bot`, `tournament bots`) waited for the end of a race the
+    server had lost, for good: its move's answer never came."""
+    race_id = await alice.create_race("klondike", 2, 600)
+    await bob.join(race_id)
+    playing = asyncio.create_task(bob.play())
+    await eventually(lambda: bob.state.my_board(race_id) is not None, what="the start")
+    lose_race(server_app, race_id)
+    result = await asyncio.wait_for(playing, 10)
+    assert result.race_id == race_id
+    assert result.reason == f"{LOST}: the race has no result"
+
+
+async def test_solrace_bot_ends_with_status_1_saying_the_race_is_lost(
+    server_app: App, server_url: str, alice: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`solrace bot` in a race the server lost never ended; it ends, saying so, with status 1:
+    the race has no result."""
+    race_id = await alice.create_race("klondike", 2, 600)
+    argv = ["--server", server_url, "--race", race_id, "--count", "1", "--delay", "0.5"]
+    args, _ = parse_noting_defaults(build_parser(), argv, ("seats", "time_limit"))
+    running = asyncio.create_task(run_bots(args))
+    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the start")
+    lose_race(server_app, race_id)
+    assert await asyncio.wait_for(running, 10) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"race {race_id}", lines
+    assert lines[-1].endswith(f": {LOST}: the race has no result"), lines
