@@ -365,17 +365,23 @@ class TournamentService:
 
     async def _load_unheard(self, stored: dict[str, TournamentVersion]) -> None:
         """Load the unfinished tournaments of `stored` not held here: another node created
-        them and the notice was lost. Held from then on, as every unfinished one is from a
-        node's start."""
+        them and the notice was lost. Held from then on and resumed, as every unfinished one
+        is at a node's start: the node that saved a race request may have died before
+        opening the race, whose players the tick would otherwise forfeit as no-shows."""
         for tournament_id, version in stored.items():
             if version.finished or tournament_id in self.live:
                 continue
             try:
-                await self._load(tournament_id)
+                live = await self._load(tournament_id)
             except (RaceError, StoreError) as exc:
                 log.warning("tournament %s: not loaded: %s", tournament_id, exc)
                 continue
             log.info("tournament %s: loaded (no notice of it came)", tournament_id)
+            try:
+                await self._announce_races(live, await self._resume(live))
+            except (RaceError, StoreError) as exc:  # the store away: the tick tries again
+                log.warning("tournament %s: not resumed yet: %s", tournament_id, exc)
+                self._repairs[tournament_id] = live
 
     async def _is_present(self, player: PlayerId, race_id: RaceId | None) -> bool:
         """Connected here, or connected in their match's live race (on several nodes the

@@ -29,7 +29,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.ratings import RatingService
 from solrace.server.store import MemoryStore, Store
-from solrace.server.store.base import TournamentVersion
+from solrace.server.store.base import StoreUnavailableError, TournamentVersion
 from solrace.server.store.redis import RedisStore
 from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournament_live import Live
@@ -368,3 +368,31 @@ async def test_on_several_nodes_a_tick_loads_an_unfinished_tournament_it_never_h
         assert store.documents == 1
         await service.tick()
         assert store.documents == 1  # nothing new: versions only
+
+
+async def test_on_several_nodes_a_tournament_loaded_by_the_tick_gets_the_race_its_node_never_opened(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The node that started a tournament saved its final's race request and died before
+    opening the race (here: its store refused the race), and its notice never reached this
+    node. This node's tick loads the tournament and resumes it as a start would: it opens
+    the race, so its players are not forfeited later as no-shows of a race that never was."""
+    clock = Clock()
+    async with opened(MemoryStore()) as store:
+        async with node(store, clock, broker=MemoryBroker()) as (hub, service):
+
+            async def store_away(*args: object) -> None:
+                raise StoreUnavailableError("the store is away")
+
+            monkeypatch.setattr(service.host, "open_seated_race", store_away)
+            tid, _ = await started_final(hub)
+        (match,) = (await stored(store, tid)).tournament.live_matches()
+        race_id = (await stored(store, tid)).pending_race_id(match)
+        assert race_id is not None and await store.get_race(race_id) is None
+
+        async with node(store, clock, broker=MemoryBroker()) as (_, other):
+            await other.tick()
+            assert tid in other.live
+            race = await store.get_race(race_id)
+            assert race is not None
+            assert {r.player_id for r in race.racers} == set(match.racing)
