@@ -317,6 +317,7 @@ class TournamentService:
                 except (RaceError, StoreError) as exc:
                     log.warning("tournament %s: not reloaded: %s", tournament_id, exc)
                     continue
+                self.views.push(live)  # the watchers here had no notice of it either
             if live.tournament.phase is not Phase.RUNNING:
                 continue
             # The no-show timer runs from the stored request time (`tick` below); after a

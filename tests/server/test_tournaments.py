@@ -25,6 +25,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentAdmin,
     TournamentList,
     TournamentView,
+    WatchTournament,
 )
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.ratings import RatingService
@@ -35,6 +36,7 @@ from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournament_live import Live
 from solrace.server.tournaments import TournamentService
 from tests.server.sessions import RecordingSession, opened, running_hub
+from tests.waiting import eventually
 
 TOKEN = "let-me-admin-please"
 T0_MS = 1_000_000_000
@@ -396,3 +398,40 @@ async def test_on_several_nodes_a_tournament_loaded_by_the_tick_gets_the_race_it
             race = await store.get_race(race_id)
             assert race is not None
             assert {r.player_id for r in race.racers} == set(match.racing)
+
+
+async def test_on_several_nodes_a_version_the_tick_loads_goes_to_the_watchers_here() -> None:
+    """Another node saved a version whose notice never came (here: it renamed nothing but the
+    tournament, so nothing is due): the tick that loads it also sends its view to the
+    tournament's watchers on this node, who would otherwise see the old one until the next
+    change made here."""
+    clock = Clock()
+    async with (
+        opened(MemoryStore()) as store,
+        node(store, clock, broker=MemoryBroker()) as (hub, service),
+    ):
+        tid, sessions = await started_final(hub)
+        await service.tick()
+        watcher = sessions["director"]
+        await hub.handle(watcher, WatchTournament(tournament_id=tid))
+        held = service.live[tid]
+
+        elsewhere = await stored(store, tid)
+        elsewhere.name = "grand final"
+        elsewhere.version += 1
+        assert await store.save_tournament(elsewhere.to_record(), held.version)
+
+        await service.tick()
+
+        def latest_view() -> TournamentView | None:
+            views = [m for m in watcher.sent if isinstance(m, TournamentView)]
+            return views[-1] if views else None
+
+        await eventually(
+            lambda: (
+                (view := latest_view()) is not None and view.tournament.version == elsewhere.version
+            ),
+            what="the view of the version saved elsewhere",
+        )
+        view = latest_view()
+        assert view is not None and view.tournament.name == "grand final"
