@@ -431,7 +431,7 @@ def still_in_text(view: TournamentModel | None, tid: str, me: PlayerId | None) -
         return None
     if view.seeds and me not in view.seeds:
         return None  # registered, did not check in: the field started without them
-    if any(s.player_id == me and (s.is_eliminated or s.is_dropped) for s in view.standings):
+    if out_of(view, me) is not None:
         return None
     if view.phase == "running":
         return (
