@@ -31,9 +31,7 @@ async def test_a_probe_is_logged_at_debug_only(
     def all_closed() -> bool:
         return not server.transport.connections
 
-    await eventually(
-        all_closed
-    )  # the server has seen each probe's end (and logged it, within=WAIT_S)
+    await eventually(all_closed)  # the server has seen each probe's end (and logged it)
     assert _levels(caplog, "HTTP response sent (200 OK)") == ["DEBUG"] * 3
     assert _levels(caplog, "connection closed") == ["DEBUG"] * 3
     info = [r for r in caplog.records if r.name == WS_LOGGER and r.levelno >= logging.INFO]
