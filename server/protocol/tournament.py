@@ -207,12 +207,19 @@ class Tournament(Stored):
         """The standings (empty before the seeding)."""
         if not self.seeds:
             return []
-        return compute_standings(self.settings.rules, self.seeds, self.history(), self.dropped)
+        # An elimination's standings put a match's loser out once the match has ended, as its
+        # bracket does; the other formats' count whole rounds (a round's points come together).
+        played = self._decided_so_far() if self._is_elimination else self.history()
+        return compute_standings(self.settings.rules, self.seeds, played, self.dropped)
+
+    @property
+    def _is_elimination(self) -> bool:
+        return self.settings.rules.format in (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION)
 
     def bracket(self) -> list[BracketMatch]:
         """Every match of an elimination bracket with its state (empty for other formats, and
         before the seeding)."""
-        if self.settings.rules.format not in (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION):
+        if not self._is_elimination:
             return []
         return describe_bracket(
             self.settings.rules, self.seeds, self._decided_so_far(), frozenset(self.dropped)

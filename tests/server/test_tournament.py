@@ -855,3 +855,21 @@ def test_round_trip_at_every_step_of_random_tournaments(
     t, _ = play_out(t, events, decide)  # play_out reloads from JSON before every race
     assert t.phase is Phase.FINISHED
     assert roundtrip(t).standings() == t.standings()
+
+
+@pytest.mark.parametrize("fmt", [Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION])
+def test_an_elimination_s_standings_show_a_match_s_result_before_its_round_ends(
+    fmt: Format,
+) -> None:
+    """The first match of four players' first round ends while the other is still raced:
+    the standings say at once what the bracket says, its loser out of a single elimination
+    (still in a double's, in its losers' bracket), as a Swiss's count only whole rounds."""
+    t, events = started(FormatRules(fmt), 4)
+    first, second = of_type(events, RaceRequested)
+    winner, loser = favourite_wins(first)
+    t.record_race(first.match_id, first.race_number, result_for([winner, loser]), now=10.0)
+    assert t.current_round is not None and not t.current_round.is_ended
+    out = {s.player: s.is_eliminated for s in t.standings()}
+    assert out[loser] is (fmt is Format.SINGLE_ELIMINATION)
+    assert not out[winner] and not any(out[p] for p in second.players)
+    assert {s.player_id: s.is_eliminated for s in view_of(t).standings} == out
