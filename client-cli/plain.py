@@ -27,7 +27,6 @@ from typing import Final, TextIO
 
 from solrace.engine import GAME_IDS, EngineError, Move
 from solrace.server.protocol.closecodes import CloseCode
-from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     Board,
@@ -47,7 +46,7 @@ from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import deal_line
 from .render import render_plain, result_line
 from .session import LinkClosedError, MoveTimeoutError, Predicate, RequestError, Session
-from .state import NOT_SEATED, RaceState, is_lost
+from .state import NOT_SEATED, RaceState, is_gone, is_lost
 from .stopping import Stopped, run_until_stopped
 from .typed_lines import Typed, TypedLines
 from .wire_text import printable
@@ -310,6 +309,8 @@ class PlainMode:
                 self.say(f"refused {incoming.move}: {incoming.reason} (answered late)")
         elif isinstance(incoming, Error) and race.lost is not None and incoming.request is None:
             self.say_lost(race)  # said even to a wait: it ends any wait on the race
+        elif is_gone(incoming) and race.gone is not None and not self.session.was_awaited(incoming):
+            self.say(self.gone_text(race, race.gone))  # a wait says it when it ends
         elif isinstance(incoming, Error) and not self.session.was_awaited(incoming):
             self.say(f"error: {incoming.message} ({incoming.code})")
 
@@ -676,8 +677,8 @@ class PlainMode:
 
     async def wait_start(self) -> bool:
         """Wait for the own board of the current race (the start); False if it cannot come
-        (the race is over, the player left it, the server lost it, or `quit` was typed
-        meanwhile)."""
+        (the race is over, the player left it, the server lost it or no longer has it, or
+        `quit` was typed meanwhile)."""
         race_id = self.race_id
         if race_id is None:
             self.say(self.no_race)
@@ -694,6 +695,9 @@ class PlainMode:
                 if not told:  # lost during the wait: `on_event` said so
                     self.say_lost(race)
                 return False
+            if race is not None and race.gone is not None:
+                self.say(self.gone_text(race, race.gone))
+                return False
             if race is not None and race.info is not None and self.session.me not in race.racers:
                 self.say(f"race {race_id}: you no longer sit in it")
                 return False
@@ -708,6 +712,7 @@ class PlainMode:
                     and (
                         isinstance(m, Board | RaceFinished | RaceUpdate | RaceSnapshot)
                         or is_lost(m)
+                        or is_gone(m)
                     )
                 ),
             )
@@ -829,31 +834,29 @@ class PlainMode:
         race_id = race.race_id
         # None: left meanwhile; lost: the server lost the race (`on_event` said so).
         while not race.is_finished and race.lost is None and self.race_id is not None:
+            if race.gone is not None:
+                self.say(self.gone_text(race, race.gone))
+                return
             # Not an error (awaited, it would count as reported and `on_event` would not say
-            # it), but `unknown_race`: the one that says the race is lost (which `on_event`
-            # always says), or the answer to the race's sync after a reconnect (said here).
-            seen = race.last_error
+            # it), but the one that says the race is lost (which `on_event` always says), or
+            # the answer to the race's sync after a reconnect that finds it gone (said here).
             news = await self._race_news(
                 race_id,
                 lambda m: (
                     getattr(m, "race_id", None) == race_id
-                    and (not isinstance(m, Error) or m.code == ErrorCode.UNKNOWN_RACE)
+                    and (not isinstance(m, Error) or is_lost(m) or is_gone(m))
                 ),
             )
             if not news:
                 return
-            error = race.last_error
-            if (
-                error is not seen
-                and error is not None
-                and error.code == ErrorCode.UNKNOWN_RACE
-                and not is_lost(error)
-            ):
-                self.say(
-                    f"race {race_id}: the server no longer has it ({error.message}); if it has "
-                    f"finished, 'solrace replay {self.session.race_on_server(race_id)}' shows it"
-                )
-                return
+
+    def gone_text(self, race: RaceState, gone: str) -> str:
+        """What is said of `race` once the server no longer has it (`gone`: its words)."""
+        where = self.session.race_on_server(race.race_id)
+        return (
+            f"race {race.race_id}: the server no longer has it ({gone}); if it has finished, "
+            f"'solrace replay {where}' shows it"
+        )
 
     async def move(self, text: str) -> None:
         text = move_text(text)
@@ -868,6 +871,9 @@ class PlainMode:
         race = self.race
         if race is not None and race.lost is not None:
             self.say_lost(race)  # not sent: the server no longer has the race
+            return
+        if race is not None and race.gone is not None:
+            self.say(self.gone_text(race, race.gone))  # not sent either
             return
         try:
             outcome = await self.session.move(self.race_id, text, self.MOVE_WAIT_S)

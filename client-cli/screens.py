@@ -299,6 +299,8 @@ class RaceScreen(Screen[None]):
             line = self.out_text(racer.state)
         if race is not None and race.lost is not None:
             line, style = self.lost_text(race.lost), "bold red"
+        elif race is not None and race.gone is not None:
+            line, style = self.gone_text(race.gone), "bold red"
         self.query_one("#message", Static).update(Text(line, style=style))
 
     def back_text(self) -> str:
@@ -321,6 +323,15 @@ class RaceScreen(Screen[None]):
             where += ", to create or join another race"
         return f"{lost}: this race cannot go on and will have no result — {where}"
 
+    def gone_text(self, gone: str) -> str:
+        """What the player is told of this race once the server no longer has it after a
+        reconnect (`gone`: the server's words): lost, or finished while the link was down."""
+        where = self.play.session.race_on_server(self.race_id)
+        return (
+            f"the server no longer has this race ({gone}): if it has finished, "
+            f"solrace replay {where} shows it — {self.back_text()}"
+        )
+
     def update_clock(self) -> None:
         app = self.play
         race = app.session.state.races.get(self.race_id)
@@ -330,6 +341,8 @@ class RaceScreen(Screen[None]):
         remaining = race.remaining_ms(now)
         if race.lost is not None:
             clock = "lost by the server"
+        elif race.gone is not None:
+            clock = "gone from the server"
         elif race.started_at_ms is None:
             clock = f"starts in {clock_text(remaining)}"
         else:
@@ -397,7 +410,7 @@ class RaceScreen(Screen[None]):
     def action_resign(self) -> None:
         race = self.play.session.state.races.get(self.race_id)
         me = self.play.session.state.player_id
-        if race is not None and race.lost is not None:
+        if race is not None and (race.lost is not None or race.gone is not None):
             self.update_view()  # nothing to resign: the race is gone, as the screen says
             return
         racer = race.racers.get(me) if race is not None and me is not None else None

@@ -71,6 +71,17 @@ def is_lost(message: object) -> bool:
     )
 
 
+def is_gone(message: object) -> bool:
+    """Whether `message` answers a race's `sync` with `unknown_race`: the server no longer has
+    the race (lost, or finished and forgotten while this client's link was down)."""
+    return (
+        isinstance(message, Error)
+        and message.code == ErrorCode.UNKNOWN_RACE
+        and message.race_id is not None
+        and message.request == "sync"
+    )
+
+
 @dataclass(slots=True)
 class RacerStatus:
     """One seat as the client sees it: the lobby's facts plus the latest progress."""
@@ -122,6 +133,10 @@ class RaceState:
     #: `unknown_race` error naming it that answers no request, `is_lost`: a store restarted
     #: without its data): the race cannot go on, and it will have no result.
     lost: str | None = None
+    #: What the server answered this race's `sync` with, live until then, when it no longer
+    #: had the race (`unknown_race`, `is_gone`: after a reconnect, a race lost unnoticed or
+    #: finished and forgotten while the link was down): no longer live, its end unknown here.
+    gone: str | None = None
 
     @property
     def game(self) -> str | None:
@@ -140,9 +155,9 @@ class RaceState:
 
     @property
     def is_live(self) -> bool:
-        """Open, in its countdown or running, as far as the server's news says, and not lost
-        by the server (`lost`)."""
-        return self.lost is None and self.status in LIVE_STATUSES
+        """Open, in its countdown or running, as far as the server's news says, and neither
+        lost by the server (`lost`) nor gone from it (`gone`)."""
+        return self.lost is None and self.gone is None and self.status in LIVE_STATUSES
 
     @property
     def is_finished(self) -> bool:
@@ -281,6 +296,7 @@ class RaceState:
             self.epoch = message.epoch
             self.version = message.version
             self.last_error = None  # the server has the race (again)
+            self.gone = None
             self._set_info(message.race)
             if message.commitment is not None and self.commitment is None:
                 self.commitment = message.commitment
@@ -304,6 +320,8 @@ class RaceState:
             self.last_error = message
             if is_lost(message) and self.is_live:
                 self.lost = message.message
+            elif is_gone(message) and self.is_live:
+                self.gone = message.message
 
     def apply_ack(self, player_id: PlayerId, ack: MoveAck) -> bool:
         """Apply an ack to `player_id`'s board; False if the board already has that move."""

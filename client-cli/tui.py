@@ -439,10 +439,10 @@ class PlayApp(_SessionApp):
         self.background(self.session.resign(race_id))
 
     def send_move(self, race_id: RaceId, text: str, screen: RaceScreen) -> None:
-        """Send a move of the race `screen` shows; one of a race the server lost is not sent
-        (the screen already says what became of the race)."""
+        """Send a move of the race `screen` shows; one of a race the server lost or no longer
+        has is not sent (the screen already says what became of the race)."""
         race = self.session.state.races.get(race_id)
-        if race is not None and race.lost is not None:
+        if race is not None and (race.lost is not None or race.gone is not None):
             screen.update_view()
             return
 

@@ -15,7 +15,6 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
-from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import RaceList, ReplayModel, ResultEntry
 from solrace.server.protocol.replay import shorten
@@ -285,11 +284,9 @@ class WatchScreen(Screen[None]):
         if race is None:
             self.query_one("#watch-head", Static).update(as_text(f"watching {self.race_id}…"))
             return
-        error = race.last_error
-        unknown = error is not None and error.code == ErrorCode.UNKNOWN_RACE and race.is_live
-        if race.lost is not None or unknown:
+        why = race.lost or race.gone
+        if why is not None:
             # The server said it lost the race, or answered the sync after a reconnect so.
-            why = race.lost or (error.message if error is not None else "")
             gone = f"race {self.race_id}: the server no longer has it ({why})"
             self.query_one("#watch-head", Static).update(as_text(link_text(app.session) + gone))
             return

@@ -146,20 +146,70 @@ async def test_a_wait_ends_when_the_sync_after_a_reconnect_finds_the_race_gone(
     await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
     waiting = asyncio.create_task(mode.command("wait"))
     await eventually(lambda: bool(alice._waiters), what="the wait for the race's news")
-    # The server forgets the race without a word, then the link drops: the reconnect's sync
-    # is answered `unknown_race`.
-    store = server_app.store
-    assert isinstance(store, MemoryStore)
-    del store._races[race_id]
-    server_app.hub.keeper._drop(server_app.hub.races[race_id])
-    ws = alice.conn._ws
-    assert ws is not None
-    await ws.close(code=1011)
+    await forget_and_reconnect(server_app, alice, race_id)
     await asyncio.wait_for(waiting, 20)
-    assert (
+    said = (
         f"race {race_id}: the server no longer has it (no live race '{race_id}'); if it has "
         f"finished, 'solrace replay {race_id} --server {alice.conn.url}' shows it"
-    ) in out.getvalue(), out.getvalue()
+    )
+    assert out.getvalue().count(said) == 1, out.getvalue()
+    race = alice.state.races[race_id]
+    assert not race.is_live
+    plies = dict(race.plies)
+    await mode.command("deal")  # not sent: said again
+    assert out.getvalue().count(said) == 2, out.getvalue()
+    assert race.plies == plies
+    await mode.quit()
+    assert "forfeit" not in out.getvalue(), out.getvalue()
+
+
+async def forget_and_reconnect(server: App, session: Session, race_id: RaceId) -> None:
+    """The server forgets `race_id` without a word, then `session`'s link drops: the sync of
+    the reconnect is answered `unknown_race`."""
+    store = server.store
+    assert isinstance(store, MemoryStore)
+    del store._races[race_id]
+    server.hub.keeper._drop(server.hub.races[race_id])
+    ws = session.conn._ws
+    assert ws is not None
+    await ws.close(code=1011)
+
+
+async def test_the_play_screen_says_a_race_gone_after_a_reconnect(
+    server_app: App, alice: Session, bob: Bot
+) -> None:
+    """After a reconnect whose sync found the race gone, the play screen said nothing of it:
+    its clock ran on, moves were sent, and Ctrl+R offered the race again."""
+    app = PlayApp(alice)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+        app.create_race("klondike", 2, 600)
+        await eventually(lambda: app.race_id is not None, what="race created")
+        race_id = RaceId(app.race_id or "")
+        await bob.join(race_id)
+        await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+        await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+        screen = app.screen
+        assert isinstance(screen, RaceScreen)
+        message = await widget(screen, "#message", Static)
+        head = await widget(screen, "#race-head", Static)
+
+        await forget_and_reconnect(server_app, alice, race_id)
+        said = (
+            f"the server no longer has this race (no live race '{race_id}'): if it has "
+            f"finished, solrace replay {race_id} --server {alice.conn.url} shows it — l goes "
+            "back to the lobby"
+        )
+        await eventually(lambda: said in str(message.render()), what="the race gone said")
+        await eventually(lambda: "gone from the server" in str(head.render()), what="clock")
+        race = alice.state.races[race_id]
+        plies = dict(race.plies)
+        await pilot.press("d")  # not sent
+        await pilot.pause()
+        assert race.plies == plies and race.last_rejection is None
+        await pilot.press("l")
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
+        assert race_id not in alice.state.races_to_play()
 
 
 async def test_a_wait_goes_on_past_another_error_naming_the_race(alice: Session, bob: Bot) -> None:
@@ -217,3 +267,20 @@ async def test_solrace_bot_ends_with_status_1_saying_the_race_is_lost(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"race {race_id}", lines
     assert lines[-1].endswith(f": {LOST}: the race has no result"), lines
+
+
+async def test_the_line_mode_says_a_race_gone_after_a_reconnect_outside_a_wait(
+    server_app: App, alice: Session, bob: Bot
+) -> None:
+    """With no command waiting, the sync found the race gone and the line mode said only
+    `error: no live race 'R' (unknown_race)`."""
+    out = io.StringIO()
+    mode = PlainMode(alice, out)
+    await mode.create(["klondike", "2"])
+    race_id = RaceId(mode.race_id or "")
+    await bob.join(race_id)
+    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+    await forget_and_reconnect(server_app, alice, race_id)
+    said = f"race {race_id}: the server no longer has it (no live race '{race_id}'); if it has"
+    await eventually(lambda: said in out.getvalue(), what="the race gone said")
+    assert "error: no live race" not in out.getvalue(), out.getvalue()
