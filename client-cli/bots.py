@@ -442,13 +442,13 @@ class Bot:
     async def play(self) -> BotResult:
         """Play the race to its end. A bot out of it early (stuck, resigned) still follows
         it to the end: its resign may need sending again (`_resign_may_be_lost`), and the
-        result is the race's. A race the server lost (`RaceState.lost`) ends it too: it will
-        never finish."""
+        result is the race's. A race the server lost or no longer has (`RaceState.lost`,
+        `gone`) ends it too: its end will never come."""
         loop = asyncio.get_running_loop()
         next_at = 0.0
         while True:
             race = self.race
-            if race is not None and (race.is_finished or race.lost is not None):
+            if race is not None and (race.is_finished or race.is_off_server):
                 break
             retry_at = self._resign_retry_at
             if self._resign_may_be_lost() or (retry_at is not None and loop.time() >= retry_at):
@@ -499,6 +499,8 @@ class Bot:
         reason = self.reason
         if race is not None and race.lost is not None:
             reason = f"{race.lost}: the race has no result"
+        elif race is not None and race.gone is not None:
+            reason = f"the server no longer has the race ({race.gone})"
         elif not reason and racer is not None:
             reason = OUT_BY_ITSELF.get(racer.state, "")
         return BotResult(
@@ -734,7 +736,7 @@ async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[RaceId]
     for result in results:
         if result.reason:
             print(printable(f"{result.name}: {result.reason}"), flush=True)
-    return 1 if race is not None and race.lost is not None else 0
+    return 1 if race is not None and race.is_off_server else 0
 
 
 def parse_noting_defaults(

@@ -410,7 +410,7 @@ class RaceScreen(Screen[None]):
     def action_resign(self) -> None:
         race = self.play.session.state.races.get(self.race_id)
         me = self.play.session.state.player_id
-        if race is not None and (race.lost is not None or race.gone is not None):
+        if race is not None and race.is_off_server:
             self.update_view()  # nothing to resign: the race is gone, as the screen says
             return
         racer = race.racers.get(me) if race is not None and me is not None else None

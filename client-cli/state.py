@@ -160,6 +160,12 @@ class RaceState:
         return self.lost is None and self.gone is None and self.status in LIVE_STATUSES
 
     @property
+    def is_off_server(self) -> bool:
+        """The server lost this race (`lost`) or no longer has it (`gone`): no more of its
+        news will come."""
+        return self.lost is not None or self.gone is not None
+
+    @property
     def is_finished(self) -> bool:
         return self.status in ("finished", "cancelled")
 

@@ -442,7 +442,7 @@ class PlayApp(_SessionApp):
         """Send a move of the race `screen` shows; one of a race the server lost or no longer
         has is not sent (the screen already says what became of the race)."""
         race = self.session.state.races.get(race_id)
-        if race is not None and (race.lost is not None or race.gone is not None):
+        if race is not None and race.is_off_server:
             screen.update_view()
             return
 

@@ -163,9 +163,9 @@ async def test_a_wait_ends_when_the_sync_after_a_reconnect_finds_the_race_gone(
     assert "forfeit" not in out.getvalue(), out.getvalue()
 
 
-async def forget_and_reconnect(server: App, session: Session, race_id: RaceId) -> None:
-    """The server forgets `race_id` without a word, then `session`'s link drops: the sync of
-    the reconnect is answered `unknown_race`."""
+async def forget_and_reconnect(server: App, session: Session | Bot, race_id: RaceId) -> None:
+    """The server forgets `race_id` without a word, then the link of `session` (or of a bot)
+    drops: the sync of the reconnect is answered `unknown_race`."""
     store = server.store
     assert isinstance(store, MemoryStore)
     del store._races[race_id]
@@ -284,3 +284,16 @@ async def test_the_line_mode_says_a_race_gone_after_a_reconnect_outside_a_wait(
     said = f"race {race_id}: the server no longer has it (no live race '{race_id}'); if it has"
     await eventually(lambda: said in out.getvalue(), what="the race gone said")
     assert "error: no live race" not in out.getvalue(), out.getvalue()
+
+
+async def test_a_bot_stops_playing_a_race_gone_after_a_reconnect(
+    server_app: App, alice: Session, bob: Bot
+) -> None:
+    """A bot whose sync after a reconnect found its race gone played on for good."""
+    race_id = await alice.create_race("klondike", 2, 600)
+    await bob.join(race_id)
+    playing = asyncio.create_task(bob.play())
+    await eventually(lambda: bob.state.my_board(race_id) is not None, what="the start")
+    await forget_and_reconnect(server_app, bob, race_id)
+    result = await asyncio.wait_for(playing, 10)
+    assert result.reason == f"the server no longer has the race (no live race '{race_id}')"
