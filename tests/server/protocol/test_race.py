@@ -79,15 +79,15 @@ def test_lobby_refusals() -> None:
 
 def test_a_refusal_for_the_race_s_status_says_where_it_stands_in_words() -> None:
     race = running(2)
-    with pytest.raises(RaceError, match="^the race is under way$"):
+    with pytest.raises(RaceError, match=r"^the race is under way$"):
         race.join(PlayerId("c"), "cat", None, 1000)
-    with pytest.raises(RaceError, match="^the race is under way$"):
+    with pytest.raises(RaceError, match=r"^the race is under way$"):
         race.request_start(PlayerId("a"), 1000)
     race.tick(61000)
-    with pytest.raises(RaceError, match="^the race is over$"):
+    with pytest.raises(RaceError, match=r"^the race is over$"):
         race.check_can_move(PlayerId("a"), 61000)
     waiting = make_race(seats=2)
-    with pytest.raises(RaceError, match="^the race has not started yet$"):
+    with pytest.raises(RaceError, match=r"^the race has not started yet$"):
         waiting.check_can_move(PlayerId("a"), 0)
 
 
