@@ -49,6 +49,22 @@ async def bob(server_url: str) -> AsyncIterator[Bot]:
     await bot.close()
 
 
+async def racing_against(app: PlayApp, alice: Session, bob: Bot) -> tuple[RaceId, Static, Static]:
+    """From the lobby of `app` (alice's), a race created and joined by `bob`, on its screen
+    with alice's deal: the race and the screen's message line and head."""
+    await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+    app.create_race("klondike", 2, 600)
+    await eventually(lambda: app.race_id is not None, what="race created")
+    race_id = RaceId(app.race_id or "")
+    await bob.join(race_id)
+    await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+    screen = app.screen
+    assert isinstance(screen, RaceScreen)
+    message = await widget(screen, "#message", Static)
+    return race_id, message, await widget(screen, "#race-head", Static)
+
+
 async def test_the_play_screen_says_the_server_lost_the_race_and_what_to_do(
     server_app: App, alice: Session, bob: Bot
 ) -> None:
@@ -56,17 +72,7 @@ async def test_the_play_screen_says_the_server_lost_the_race_and_what_to_do(
     were sent; the lobby offered Ctrl+R back into it."""
     app = PlayApp(alice)
     async with app.run_test(size=(100, 30)) as pilot:
-        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
-        app.create_race("klondike", 2, 600)
-        await eventually(lambda: app.race_id is not None, what="race created")
-        race_id = RaceId(app.race_id or "")
-        await bob.join(race_id)
-        await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-        await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
-        screen = app.screen
-        assert isinstance(screen, RaceScreen)
-        message = await widget(screen, "#message", Static)
-        head = await widget(screen, "#race-head", Static)
+        race_id, message, head = await racing_against(app, alice, bob)
 
         lose_race(server_app, race_id)
         said = f"{LOST}: this race cannot go on and will have no result — l goes back to the lobby"
@@ -182,17 +188,7 @@ async def test_the_play_screen_says_a_race_gone_after_a_reconnect(
     its clock ran on, moves were sent, and Ctrl+R offered the race again."""
     app = PlayApp(alice)
     async with app.run_test(size=(100, 30)) as pilot:
-        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
-        app.create_race("klondike", 2, 600)
-        await eventually(lambda: app.race_id is not None, what="race created")
-        race_id = RaceId(app.race_id or "")
-        await bob.join(race_id)
-        await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-        await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
-        screen = app.screen
-        assert isinstance(screen, RaceScreen)
-        message = await widget(screen, "#message", Static)
-        head = await widget(screen, "#race-head", Static)
+        race_id, message, head = await racing_against(app, alice, bob)
 
         await forget_and_reconnect(server_app, alice, race_id)
         said = (
