@@ -33,6 +33,7 @@ import fcntl
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -254,6 +255,16 @@ def _create_tables(db: sqlite3.Connection, path: Path) -> None:
             return
         if not 0 <= found < SCHEMA_VERSION:
             raise NewerSchemaError(path, found)
+        began = time.monotonic()
+        upgrading = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'").fetchone()
+        if upgrading:  # not a new file: the upgrade may take a while; say so first
+            log.info(
+                "upgrading %s from schema version %d to %d (once; a large database takes "
+                "a while, in one transaction: a stop meanwhile leaves it as it was)",
+                path,
+                found,
+                SCHEMA_VERSION,
+            )
         for statement in _statements(SCHEMA + COMPETITION_SCHEMA):
             db.execute(statement)
         db.executemany(
@@ -264,6 +275,8 @@ def _create_tables(db: sqlite3.Connection, path: Path) -> None:
         for statement in _statements(TOURNAMENT_INDEXES):
             db.execute(statement)
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        if upgrading:
+            log.info("upgraded %s in %.1f s", path, time.monotonic() - began)
 
     transaction(db, create)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -87,8 +88,11 @@ async def check_upgraded(store: Store) -> None:
 
 
 async def test_a_version_1_sqlite_file_gets_its_tournaments_indexed_in_place(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Upgraded in place when opened, which says so before it begins (a big file's upgrade
+    takes a while: seconds per hundred thousand tournaments) and once it is done."""
+    caplog.set_level(logging.INFO, logger="solrace.server.store")
     database = tmp_path / "v1.sqlite3"
     with contextlib.closing(sqlite3.connect(database, isolation_level=None)) as db:
         db.execute("PRAGMA journal_mode=WAL")
@@ -105,9 +109,17 @@ async def test_a_version_1_sqlite_file_gets_its_tournaments_indexed_in_place(
     store = SqliteStore(database)
     await store.open()
     try:
+        said = [r.getMessage() for r in caplog.records if r.name == "solrace.server.store"]
+        assert said[0].startswith(f"upgrading {database} from schema version 1 to 2 (once;")
+        assert said[1].startswith(f"upgraded {database} in ")
         await check_upgraded(store)
     finally:
         await store.close()
+    caplog.clear()
+    fresh = SqliteStore(tmp_path / "new.sqlite3")
+    await fresh.open()
+    await fresh.close()
+    assert not [r for r in caplog.records if "upgrad" in r.getMessage()]  # nothing to upgrade
     with contextlib.closing(sqlite3.connect(database)) as db:
         (version,) = db.execute("PRAGMA user_version").fetchone()
         plan = db.execute(
