@@ -172,6 +172,9 @@ class TournamentService:
         #: Tournaments a saved change left with a race not opened or deals not released (the
         #: store was away), each as that change left it: the tick tries again.
         self._repairs: dict[str, Live] = {}
+        #: Open tournaments not held here whose stored version this node cannot read (written
+        #: by a newer solrace, or damaged): the tick leaves each alone until its version changes.
+        self._unreadable: dict[str, int] = {}
         self.relay: TournamentRelay | None = None
 
     @property
@@ -368,15 +371,28 @@ class TournamentService:
         """Load the unfinished tournaments of `stored` not held here: another node created
         them and the notice was lost. Held from then on and resumed, as every unfinished one
         is at a node's start: the node that saved a race request may have died before
-        opening the race, whose players the tick would otherwise forfeit as no-shows."""
+        opening the race, whose players the tick would otherwise forfeit as no-shows. One this
+        node cannot read is said once per stored version and left alone; the others go on."""
         for tournament_id, version in stored.items():
             if version.finished or tournament_id in self.live:
+                continue
+            if self._unreadable.get(tournament_id) == version.version:
                 continue
             try:
                 live = await self._load(tournament_id)
             except (RaceError, StoreError) as exc:
                 log.warning("tournament %s: not loaded: %s", tournament_id, exc)
                 continue
+            except Exception:
+                log.exception(
+                    "tournament %s: version %d cannot be read here (written by a newer "
+                    "solrace, or damaged): not loaded until it changes",
+                    tournament_id,
+                    version.version,
+                )
+                self._unreadable[tournament_id] = version.version
+                continue
+            self._unreadable.pop(tournament_id, None)
             log.info("tournament %s: loaded (no notice of it came)", tournament_id)
             try:
                 await self._announce_races(live, await self._resume(live))

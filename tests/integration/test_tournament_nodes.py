@@ -6,6 +6,7 @@ deal is held, and the final boards once node A has ended the round."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from solrace.server.app import App
+from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.messages import (
     Board,
     RaceFinished,
@@ -250,3 +252,34 @@ async def test_a_tournament_node_b_found_by_its_tick_is_acted_on_once_by_both_no
     assert stored is not None and stored.game_number == only.game_numbers[1]
     assert await node_a.store.get_race(tournament_race_id(tid, 2)) is None
     await eventually(lambda: tid not in node_b.tournaments.live, what="node B letting it go")
+
+
+async def test_a_tournament_node_b_cannot_read_leaves_its_tick_to_the_others(
+    nodes: list[App], clients: Opener, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An open tournament in the store whose document the nodes cannot read (written by a
+    newer solrace, or damaged) is left alone by their ticks, said once: a tournament made
+    after it on node A (every notice lost) is still found and held by node B's tick."""
+    node_a, node_b = nodes
+    relay = node_b.tournaments.relay
+    assert relay is not None
+
+    async def lose(notice: ChangeNotice | None) -> None:
+        pass
+
+    relay.receive = lose
+    unreadable = TournamentRecord(
+        tournament_id="t-newer",
+        version=1,
+        phase="registration",
+        created_at_ms=0,
+        document=json.dumps({"state": {"schema": 99}}),  # a newer solrace's
+    )
+    assert await node_a.store.save_tournament(unreadable, None)
+    admin = await clients(node_a, "director")
+    tid = (await create(admin, "single_elimination")).tournament_id
+    await eventually(lambda: tid in node_b.tournaments.live, what="node B's tick holding it")
+    assert "t-newer" not in node_b.tournaments.live
+    # Said once by each node whose tick met it (both tick it), not at every tick.
+    said = [r.getMessage() for r in caplog.records if "t-newer" in r.getMessage()]
+    assert 1 <= len(said) <= 2 and all("cannot be read" in m for m in said)
