@@ -369,10 +369,11 @@ class TournamentService:
 
     async def _load_unheard(self, stored: dict[str, TournamentVersion]) -> None:
         """Load the unfinished tournaments of `stored` not held here: another node created
-        them and the notice was lost. Held from then on and resumed, as every unfinished one
-        is at a node's start: the node that saved a race request may have died before
-        opening the race, whose players the tick would otherwise forfeit as no-shows. One this
-        node cannot read is said once per stored version and left alone; the others go on."""
+        them (a creation sends no notice) or their notice was lost. Held from then on and
+        resumed, as every unfinished one is at a node's start: the node that saved a race
+        request may have died before opening the race, whose players the tick would
+        otherwise forfeit as no-shows. One this node cannot read is said once per stored
+        version and left alone; the others go on."""
         for tournament_id, version in stored.items():
             if version.finished or tournament_id in self.live:
                 continue
@@ -393,7 +394,7 @@ class TournamentService:
                 self._unreadable[tournament_id] = version.version
                 continue
             self._unreadable.pop(tournament_id, None)
-            log.info("tournament %s: loaded (no notice of it came)", tournament_id)
+            log.info("tournament %s: loaded from the store (made on another node)", tournament_id)
             try:
                 await self._announce_races(live, await self._resume(live))
             except (RaceError, StoreError) as exc:  # the store away: the tick tries again
