@@ -172,9 +172,10 @@ class TournamentService:
         #: Tournaments a saved change left with a race not opened or deals not released (the
         #: store was away), each as that change left it: the tick tries again.
         self._repairs: dict[str, Live] = {}
-        #: Open tournaments not held here whose stored version this node cannot read (written
-        #: by a newer solrace, or damaged): the tick leaves each alone until its version changes.
-        self._unreadable: dict[str, int] = {}
+        #: Tournaments whose stored version (None: not among the open ones) this node cannot
+        #: read (written by a newer solrace, or damaged): the tick leaves each alone until its
+        #: version changes (`_load_readable`).
+        self._unreadable: dict[str, int | None] = {}
         self.relay: TournamentRelay | None = None
 
     @property
@@ -314,12 +315,12 @@ class TournamentService:
             await self._load_unheard(stored)
         for tournament_id, held in list(self.live.items()):
             live = held
-            if stored is not None and _version_of(stored.get(tournament_id)) != held.version:
-                try:
-                    live = await self._load(tournament_id)
-                except (RaceError, StoreError) as exc:
-                    log.warning("tournament %s: not reloaded: %s", tournament_id, exc)
+            version = None if stored is None else _version_of(stored.get(tournament_id))
+            if stored is not None and version != held.version:
+                reloaded = await self._load_readable(tournament_id, version, "reloaded")
+                if reloaded is None:
                     continue
+                live = reloaded
                 self.views.push(live)  # the watchers here had no notice of it either
             if live.tournament.phase is not Phase.RUNNING:
                 continue
@@ -377,29 +378,45 @@ class TournamentService:
         for tournament_id, version in stored.items():
             if version.finished or tournament_id in self.live:
                 continue
-            if self._unreadable.get(tournament_id) == version.version:
+            live = await self._load_readable(tournament_id, version.version, "loaded")
+            if live is None:
                 continue
-            try:
-                live = await self._load(tournament_id)
-            except (RaceError, StoreError) as exc:
-                log.warning("tournament %s: not loaded: %s", tournament_id, exc)
-                continue
-            except Exception:
-                log.exception(
-                    "tournament %s: version %d cannot be read here (written by a newer "
-                    "solrace, or damaged): not loaded until it changes",
-                    tournament_id,
-                    version.version,
-                )
-                self._unreadable[tournament_id] = version.version
-                continue
-            self._unreadable.pop(tournament_id, None)
             log.info("tournament %s: loaded from the store (made on another node)", tournament_id)
             try:
                 await self._announce_races(live, await self._resume(live))
             except (RaceError, StoreError) as exc:  # the store away: the tick tries again
                 log.warning("tournament %s: not resumed yet: %s", tournament_id, exc)
                 self._repairs[tournament_id] = live
+            except Exception:
+                log.exception("tournament %s: could not resume", tournament_id)
+
+    async def _load_readable(
+        self, tournament_id: str, version: int | None, what: str
+    ) -> Live | None:
+        """`_load(tournament_id)` for the tick, whose stored version is `version` (None: not
+        among the open ones), or None if it failed: the store away (a warning; the next tick
+        tries again), or a version this node cannot read (written by a newer solrace, or
+        damaged: said once, then left alone until its version changes), so that one
+        tournament's trouble stops no other's tick. `what` the tick was doing ("loaded")."""
+        if tournament_id in self._unreadable and self._unreadable[tournament_id] == version:
+            return None
+        try:
+            live = await self._load(tournament_id)
+        except (RaceError, StoreError) as exc:
+            log.warning("tournament %s: not %s: %s", tournament_id, what, exc)
+            return None
+        except Exception:
+            log.exception(
+                "tournament %s: version %s cannot be read here (written by a newer solrace, "
+                "or damaged): not %s until it changes",
+                tournament_id,
+                "unknown" if version is None else version,
+                what,
+            )
+            self._unreadable[tournament_id] = version
+            return None
+        self._unreadable.pop(tournament_id, None)
+        return live
 
     async def _is_present(self, player: PlayerId, race_id: RaceId | None) -> bool:
         """Connected here, or connected in their match's live race (on several nodes the

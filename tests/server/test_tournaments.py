@@ -435,3 +435,29 @@ async def test_on_several_nodes_a_version_the_tick_loads_goes_to_the_watchers_he
         )
         view = latest_view()
         assert view is not None and view.tournament.name == "grand final"
+
+
+async def test_on_several_nodes_a_held_tournament_s_unreadable_new_version_stops_no_tick(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Another node saved a version of a tournament held here that this node cannot read
+    (a newer solrace's document, or a damaged one): the tick says so once and goes on (with
+    the others), instead of failing at every tick, for all of them."""
+    clock = Clock()
+    async with (
+        opened(MemoryStore()) as store,
+        node(store, clock, broker=MemoryBroker()) as (hub, service),
+    ):
+        tid, _ = await started_final(hub)
+        await service.tick()
+        held = service.live[tid]
+        newer = held.to_record().model_copy(
+            update={"version": held.version + 1, "document": '{"state": {"schema": 99}}'}
+        )
+        assert await store.save_tournament(newer, held.version)
+
+        await service.tick()
+        await service.tick()
+        said = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
+        assert len(said) == 1 and tid in said[0]
+        assert service.live[tid] is held  # left as it was
