@@ -373,7 +373,7 @@ async def test_a_client_that_never_answers_our_close_is_dropped_after_close_time
         session = only_session(app)
         stuck.connection.transport.pause_reading()
         await eventually(lambda: session.closing, within=WAIT_S)
-        # The client never reads our close frame: the socket is aborted, the hub told.
+        # The client never reads our close frame: the socket is aborted, the session gone.
         await eventually(lambda: session not in app.transport.connections, within=WAIT_S)
         await asyncio.wait_for(session.lost, WAIT_S)
         assert session not in app.transport.sessions
