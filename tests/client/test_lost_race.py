@@ -93,17 +93,24 @@ async def test_the_play_screen_says_the_server_lost_the_race_and_what_to_do(
         assert race_id not in alice.state.races_to_play()  # no Ctrl+R back into it
 
 
-async def test_the_line_mode_says_the_loss_and_ends_its_waits(
-    server_app: App, alice: Session, bob: Bot
-) -> None:
-    """`wait` on a race the server lost waited for good, a move was sent and refused with 'no
-    such live race', and `quit` said the player would forfeit the race."""
+async def line_mode_racing(alice: Session, bob: Bot) -> tuple[PlainMode, io.StringIO, RaceId]:
+    """Alice's line mode (writing to the returned buffer) in a race it created and `bob`
+    joined, with her deal in: the mode, its output and the race."""
     out = io.StringIO()
     mode = PlainMode(alice, out)
     await mode.create(["klondike", "2"])
     race_id = RaceId(mode.race_id or "")
     await bob.join(race_id)
     await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+    return mode, out, race_id
+
+
+async def test_the_line_mode_says_the_loss_and_ends_its_waits(
+    server_app: App, alice: Session, bob: Bot
+) -> None:
+    """`wait` on a race the server lost waited for good, a move was sent and refused with 'no
+    such live race', and `quit` said the player would forfeit the race."""
+    mode, out, race_id = await line_mode_racing(alice, bob)
     waiting = asyncio.create_task(mode.command("wait"))
     lose_race(server_app, race_id)
     await asyncio.wait_for(waiting, 10)
@@ -144,12 +151,7 @@ async def test_a_wait_ends_when_the_sync_after_a_reconnect_finds_the_race_gone(
     """`wait` waited for good when the server answered the race's sync after a reconnect
     with `unknown_race` (it no longer had the race: lost unnoticed, or finished and forgotten
     while the link was down)."""
-    out = io.StringIO()
-    mode = PlainMode(alice, out)
-    await mode.create(["klondike", "2"])
-    race_id = RaceId(mode.race_id or "")
-    await bob.join(race_id)
-    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+    mode, out, race_id = await line_mode_racing(alice, bob)
     waiting = asyncio.create_task(mode.command("wait"))
     await eventually(lambda: bool(alice._waiters), what="the wait for the race's news")
     await forget_and_reconnect(server_app, alice, race_id)
@@ -212,12 +214,7 @@ async def test_a_wait_goes_on_past_another_error_naming_the_race(alice: Session,
     """An error of another code naming the race (here the answer to a `leave` sent aside
     the line mode, as a late answer comes) ended the `wait` with `the server no longer has
     it`, at the next news of the race."""
-    out = io.StringIO()
-    mode = PlainMode(alice, out)
-    await mode.create(["klondike", "2"])
-    race_id = RaceId(mode.race_id or "")
-    await bob.join(race_id)
-    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+    mode, out, race_id = await line_mode_racing(alice, bob)
     waiting = asyncio.create_task(mode.command("wait"))
     await eventually(lambda: bool(alice._waiters), what="the wait for the race's news")
     race = alice.state.races[race_id]
@@ -270,12 +267,7 @@ async def test_the_line_mode_says_a_race_gone_after_a_reconnect_outside_a_wait(
 ) -> None:
     """With no command waiting, the sync found the race gone and the line mode said only
     `error: no live race 'R' (unknown_race)`."""
-    out = io.StringIO()
-    mode = PlainMode(alice, out)
-    await mode.create(["klondike", "2"])
-    race_id = RaceId(mode.race_id or "")
-    await bob.join(race_id)
-    await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+    _mode, out, race_id = await line_mode_racing(alice, bob)
     await forget_and_reconnect(server_app, alice, race_id)
     said = f"race {race_id}: the server no longer has it (no live race '{race_id}'); if it has"
     await eventually(lambda: said in out.getvalue(), what="the race gone said")
