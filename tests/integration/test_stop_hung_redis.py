@@ -8,6 +8,7 @@ for their racers to be marked away."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,11 +17,13 @@ import pytest
 
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import Board, MakeMove, MoveAck, RaceSnapshot, Sync
+from solrace.server.settings import Settings
 from tests.integration.conftest import make_settings
 from tests.integration.helpers import play, start_race
 from tests.integration.process import ServerProcess
-from tests.integration.wsclient import connect_client
+from tests.integration.wsclient import Client, connect_client
 from tests.redis_server import RedisServer
 from tests.waiting import eventually
 
@@ -118,6 +121,29 @@ def running(*names: str) -> list[asyncio.Task[object]]:
     return [t for t in asyncio.all_tasks() if t.get_name().startswith(names)]
 
 
+@contextlib.asynccontextmanager
+async def racing_on(settings: Settings) -> AsyncIterator[tuple[App, RaceId, list[Client]]]:
+    """A node in process on `settings` where alice and bob race, alice's first move played:
+    the node, the race and its racers' clients. Afterwards the clients are closed, the node
+    stopped, and its store and broker closed too: what a stop cut short gave up leaves
+    Redis connections open (a process exits then), closed here once Redis runs again."""
+    app = App(settings)
+    await app.start()
+    url = f"ws://127.0.0.1:{app.port}"
+    racers = [await connect_client(url, "alice"), await connect_client(url, "bob")]
+    try:
+        race_id = await start_race(racers[0], racers[1:], time_limit_s=600)
+        await play(racers[0], race_id, ["deal"])
+        yield app, race_id, racers
+    finally:
+        for each in racers:
+            await each.close()
+        await app.stop()
+        await app.store.close()
+        if app.broker is not None:
+            await app.broker.close()
+
+
 #: A stop deadline that cuts the hub's stop inside the withdraw of this node's presence (its
 #: own timeout: a fifth of node_ttl_s, 1 s), and one long past once the hub's stop begins,
 #: which cuts it at its first wait (before the presence watch is stopped).
@@ -144,14 +170,8 @@ async def test_a_stop_cut_short_on_redis_hung_leaves_no_progress_fold_running(
         close_timeout_s=0.5,
         stop_timeout_s=stop_timeout_s,
     )
-    app = App(settings)
-    await app.start()
-    url = f"ws://127.0.0.1:{app.port}"
-    alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
     left: list[asyncio.Task[object]] = []
-    try:
-        race_id = await start_race(alice, [bob], time_limit_s=600)
-        await play(alice, race_id, ["deal"])
+    async with racing_on(settings) as (app, race_id, _):
         runtime = app.hub.keeper.races[race_id]
         assert runtime.pending and not running("solrace-fold-")
         assert running("solrace-nodes")
@@ -162,15 +182,6 @@ async def test_a_stop_cut_short_on_redis_hung_leaves_no_progress_fold_running(
             await eventually(lambda: bool(running("solrace-fold-")), what="a fold under way")
             await app.stop()
             left = running("solrace-fold-", "solrace-ticker", "solrace-nodes")
-    finally:
-        for each in (alice, bob):
-            await each.close()
-        await app.stop()
-        # What the stop gave up leaves Redis connections open (a process exits then):
-        # closed here, Redis running again.
-        await app.store.close()
-        if app.broker is not None:
-            await app.broker.close()
     assert not left
 
     def watch_failures() -> list[logging.LogRecord]:
@@ -198,29 +209,11 @@ async def test_a_stop_on_redis_hung_waits_for_the_goodbyes_not_for_the_racers_ma
         close_timeout_s=close_timeout_s,
         stop_timeout_s=0.5,
     )
-    app = App(settings)
-    await app.start()
-    url = f"ws://127.0.0.1:{app.port}"
-    alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
-    try:
-        race_id = await start_race(alice, [bob], time_limit_s=600)
-        await play(alice, race_id, ["deal"])
+    async with racing_on(settings) as (app, _, racers):
         with own_redis_server.frozen():
-            loop = asyncio.get_running_loop()
-            began = loop.time()
-            await app.stop()
-            took = loop.time() - began
-            for each in (alice, bob):
+            # Within one close_timeout_s: the marking away waits 15 s on a hung Redis, and a
+            # goodbyes' wait that included it would take up to twice close_timeout_s.
+            async with asyncio.timeout(close_timeout_s):
+                await app.stop()
+            for each in racers:
                 assert await each.closed() == CloseCode.SERVICE_RESTART
-    finally:
-        for each in (alice, bob):
-            await each.close()
-        await app.stop()
-        # What the stop gave up leaves Redis connections open (a process exits then):
-        # closed here, Redis running again.
-        await app.store.close()
-        if app.broker is not None:
-            await app.broker.close()
-    # No speed asserted but this: less than one close_timeout_s (the marking away waits
-    # 15 s on a hung Redis, the goodbyes' wait twice close_timeout_s at most).
-    assert took < close_timeout_s
