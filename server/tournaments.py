@@ -210,7 +210,7 @@ class TournamentService:
             self.relay = TournamentRelay(broker, self.host.node_id, self._remote_change)
             await self.relay.start()
         for record in await self.store.list_open_tournaments():  # the settled ones: nothing to do
-            if record.phase == Phase.FINISHED.value:
+            if record.is_finished:
                 # A crash between its last round's end and the release of that round's deals
                 # left them held; the document says whether any may be.
                 if Live.may_hold_deals(record):

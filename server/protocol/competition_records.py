@@ -86,6 +86,10 @@ class TournamentRecord(Record):
     document: str
     settled: bool = False
 
+    @property
+    def is_finished(self) -> bool:
+        return self.phase == Phase.FINISHED.value
+
 
 def document_holds_deals(document: str) -> bool:
     """Whether a tournament's document (`TournamentRecord.document`) may note ended rounds
@@ -98,7 +102,7 @@ def document_holds_deals(document: str) -> bool:
 def settled_by_document(record: TournamentRecord) -> bool:
     """Whether a tournament stored before records said whether it is settled is: finished,
     and its document notes no deal held."""
-    return record.phase == Phase.FINISHED.value and not document_holds_deals(record.document)
+    return record.is_finished and not document_holds_deals(record.document)
 
 
 __all__ = [

@@ -19,7 +19,6 @@ from solrace.server.protocol.competition_records import (
 )
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
-from solrace.server.protocol.tournament_state import Phase
 
 
 class StoreError(Exception):
@@ -74,7 +73,7 @@ def flags_of_stored_tournament(text: str) -> tuple[bool, bool]:
             settled = settled_by_document(record)
     except ValueError:
         return False, False
-    return record.phase == Phase.FINISHED.value, settled
+    return record.is_finished, settled
 
 
 class TournamentVersion(NamedTuple):

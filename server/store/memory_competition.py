@@ -11,7 +11,6 @@ from solrace.server.protocol.competition_records import (
     TournamentRecord,
 )
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.tournament_state import Phase
 from solrace.server.store.base import TournamentVersion
 
 
@@ -101,6 +100,6 @@ class MemoryCompetition:
     def _versions(self) -> list[TournamentVersion]:
         """Every tournament's version, in creation order (a scan: this store is for tests)."""
         return [
-            TournamentVersion(t.tournament_id, t.version, order, t.phase == Phase.FINISHED.value)
+            TournamentVersion(t.tournament_id, t.version, order, t.is_finished)
             for order, t in enumerate(self._tournaments.values())
         ]

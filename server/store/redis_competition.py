@@ -33,7 +33,6 @@ from solrace.server.protocol.competition_records import (
     TournamentRecord,
 )
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.tournament_state import Phase
 from solrace.server.store.base import TournamentVersion, flags_of_stored_tournament
 from solrace.server.store.redis_tx import watched
 
@@ -310,4 +309,4 @@ class RedisCompetition:
 
 def _flags(record: TournamentRecord) -> tuple[bool, bool]:
     """A record's place in the indexes: whether it is finished, whether it is settled."""
-    return record.phase == Phase.FINISHED.value, record.settled
+    return record.is_finished, record.settled

@@ -20,7 +20,6 @@ from solrace.server.protocol.competition_records import (
     TournamentRecord,
 )
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.tournament_state import Phase
 from solrace.server.store.base import TournamentVersion, flags_of_stored_tournament
 from solrace.server.store.sqlite_tx import transaction
 
@@ -156,7 +155,7 @@ class SqliteCompetition:
 
     async def save_tournament(self, record: TournamentRecord, expected_version: int | None) -> bool:
         text = record.model_dump_json()
-        finished = int(record.phase == Phase.FINISHED.value)
+        finished = int(record.is_finished)
 
         def compare_and_set(db: sqlite3.Connection) -> bool:
             row = db.execute(
