@@ -55,7 +55,7 @@ from solrace.server.store.base import (
     UnknownRaceError,
     rating_falls_due,
 )
-from solrace.server.store.redis_competition import RedisCompetition
+from solrace.server.store.redis_competition import OPEN_VERSIONS, RedisCompetition
 from solrace.server.store.redis_tx import watched
 
 T = TypeVar("T")
@@ -233,6 +233,7 @@ class RedisStore(RedisCompetition):
             "save_race_if_text": self._redis.register_script(SAVE_RACE_IF_TEXT),
             "append_move": self._redis.register_script(APPEND_MOVE),
             "list_races": self._redis.register_script(LIST_RACES),
+            "open_versions": self._redis.register_script(OPEN_VERSIONS),
         }
         try:
             await self._call(self.redis.ping)

@@ -73,6 +73,9 @@ class RedisCompetition:
     def redis(self) -> Any:
         raise NotImplementedError  # provided by RedisStore
 
+    #: The store's Lua scripts by name (provided by RedisStore; `OPEN_VERSIONS` among them).
+    _scripts: dict[str, Any]
+
     def _key(self, *parts: str) -> str:
         raise NotImplementedError  # provided by RedisStore
 
@@ -265,7 +268,7 @@ class RedisCompetition:
 
     async def open_tournament_versions(self) -> list[TournamentVersion]:
         await self._indexed()
-        script = self.redis.register_script(OPEN_VERSIONS)
+        script = self._scripts["open_versions"]
         keys = [self._key("tournaments-open"), self._key("tournaments-finished")]
 
         async def read() -> list[str]:
