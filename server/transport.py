@@ -684,9 +684,24 @@ class Transport:
 
     async def wait_closed_sessions(self) -> None:
         """Once the connections are closed: wait for what their sessions' close does (a
-        racer marked away in the store), at most `close_timeout_s`."""
+        racer marked away in the store), at most `close_timeout_s`. What is still under way
+        then, or when the stop's deadline cuts this wait, is cancelled and waited for, so
+        that none of it outlives the stop: the racers it would have marked away are away
+        anyway once a node loads the races again (one node), or once this node's presence
+        runs out (several nodes)."""
         if self.server is None:
             return
-        if self.finishing:
-            await asyncio.wait(list(self.finishing), timeout=self.settings.close_timeout_s)
+        waiting = list(self.finishing)
+        try:
+            if waiting:
+                _, late = await asyncio.wait(waiting, timeout=self.settings.close_timeout_s)
+                if late:
+                    log.warning(
+                        "stopping: %d closed connection(s) not yet stored as away after %g s "
+                        "(SOLRACE_CLOSE_TIMEOUT_S): given up",
+                        len(late),
+                        self.settings.close_timeout_s,
+                    )
+        finally:
+            await cancel_and_wait(task for task in waiting if not task.done())
         await self.server.wait_closed()

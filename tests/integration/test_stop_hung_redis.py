@@ -1,9 +1,9 @@
 """SIGTERM to a node whose Redis hangs (SIGSTOP: connections open, no answers): the node
 closes its clients with 1012, gives up the Redis work left at its stop deadline, says so,
 and exits 0; once Redis runs again, a node started on it carries the race on from every
-acknowledged move. In process: a stop cut short leaves none of its progress folds, race timer
-or watch over the nodes running, and the stop's wait for the clients' goodbyes does not wait
-for their racers to be marked away."""
+acknowledged move. In process: a stop cut short leaves none of its progress folds, race timer,
+watch over the nodes or marking away of closed connections running, and the stop's wait for
+the clients' goodbyes does not wait for their racers to be marked away."""
 
 from __future__ import annotations
 
@@ -158,9 +158,9 @@ async def test_a_stop_cut_short_on_redis_hung_leaves_no_progress_fold_running(
     stop_timeout_s: float,
 ) -> None:
     """A progress batch being folded in (and stored) when Redis hangs: the stop, cut short
-    at its deadline, ends that fold, the race timer and the watch over the nodes before it
-    returns, instead of leaving them waiting on Redis (the watch would then run on against
-    the closed broker)."""
+    at its deadline, ends that fold, the race timer, the watch over the nodes and the closed
+    connections' marking away before it returns, instead of leaving them waiting on Redis
+    (the watch would then run on against the closed broker)."""
     caplog.set_level(logging.ERROR, logger="solrace.server.node_presence")
     # The racers' connections end once marked away, which waits on Redis: close_timeout_s.
     settings = make_settings(
@@ -181,7 +181,7 @@ async def test_a_stop_cut_short_on_redis_hung_leaves_no_progress_fold_running(
             progress.arm_fold(runtime, 0.0)  # the batch's timer comes now: its fold hangs
             await eventually(lambda: bool(running("solrace-fold-")), what="a fold under way")
             await app.stop()
-            left = running("solrace-fold-", "solrace-ticker", "solrace-nodes")
+            left = running("solrace-fold-", "solrace-ticker", "solrace-nodes", "solrace-bye-")
     assert not left
 
     def watch_failures() -> list[logging.LogRecord]:
