@@ -214,8 +214,7 @@ class RaceKeeper:
                 runtime = self._install_loaded(record, moves)
                 race = runtime.race
                 race.new_epoch(new_epoch())
-                for player_id in race.racers:
-                    race.set_connected(player_id, False, now)
+                race.restarted(now)
                 runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
                 self._unsettle_finished_boards(runtime)
             log.info("recovered race %s (%s, %s)", race.race_id, race.game, race.status.value)
@@ -640,7 +639,10 @@ class RaceKeeper:
         """Take the stored record (and, if asked, every board from the stored moves) and
         forward what this node's sessions missed (the `relay` asks for it on a notice or a
         gap). A store outage leaves the copy as it is (`stale`): the next notice, gap or tick
-        tries again."""
+        tries again. A copy left stale by a save whose answer was lost (`RaceWriter`) may be
+        behind a record this node stored without telling anyone: once reloaded, the other
+        nodes get a notice of it."""
+        was_stale = runtime.stale
         try:
             if reload_boards and runtime.race.started_at_ms is not None:
                 moves = await self.store.get_moves(runtime.race_id)
@@ -655,6 +657,8 @@ class RaceKeeper:
                     runtime.race.reset_to(record)
                     runtime.saved = record
                 self.delivery.forward(runtime)
+                if was_stale and self.relay is not None:
+                    await self.relay.publish(runtime, ())
         except StoreError as exc:
             runtime.stale = True
             log.warning("race %s: cannot reload (%s)", runtime.race_id, exc)

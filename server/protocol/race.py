@@ -561,6 +561,22 @@ class Race:
         racer.disconnected_at_ms = None if connected else now_ms
         return [self._update()]
 
+    def restarted(self, now_ms: int) -> list[RaceEvent]:
+        """The node holding the race restarted at `now_ms` (one node): nobody is connected,
+        and every racer still in it has the grace period from now to come back, one away
+        before the restart too (it could not reconnect while the node was down). A
+        `race_update` for each racer that was connected."""
+        events: list[RaceEvent] = []
+        if not self.is_live:
+            return events
+        for racer in self.racers.values():
+            if racer.connected:
+                events += self.set_connected(racer.player_id, False, now_ms)
+            elif not racer.is_done and (racer.disconnected_at_ms or now_ms) < now_ms:
+                racer.disconnected_at_ms = now_ms
+                self._changes += 1  # its grace deadline moved
+        return events
+
     def restore_progress(
         self, player_id: PlayerId, on_foundations: int, total: int, moves: int, reached_at_ms: int
     ) -> None:
