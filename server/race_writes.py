@@ -72,6 +72,11 @@ class RaceWriter:
             try:
                 stored = await self.store.save_race_if(record, runtime.saved)
             except StoreError as exc:
+                if self.relay is not None:
+                    # The save may still land (a Redis that froze runs what it was sent
+                    # once it runs again), with no notice published: the tick reloads the
+                    # race, and the reload tells the other nodes (`RaceKeeper.refresh`).
+                    runtime.stale = True
                 self.roll_back(runtime)
                 raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
             if stored:
