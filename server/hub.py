@@ -60,7 +60,7 @@ from solrace.server.protocol.records import (
     LIVE_STATUSES,
     RaceRecord,
 )
-from solrace.server.race_changes import Change, connection_change, own_board
+from solrace.server.race_changes import Change, connection_change
 from solrace.server.race_quota import RaceQuota
 from solrace.server.race_setup import (
     check_create_race,
@@ -697,11 +697,7 @@ class Hub:
         if player_id is None or player_id not in runtime.race.racers:
             await self.watching.watch(session, runtime, message.epoch, message.since_version)
             return
-        self.watching.send_missed(
-            session, runtime, message.epoch, message.since_version, answer=True
-        )
-        if player_id in runtime.boards:
-            session.send(own_board(runtime, player_id))
+        await self.watching.resync(session, runtime, message.epoch, message.since_version)
         # A racer resyncing here is connected here, even if no hello announced it to this race
         # (a tournament race opened on another node): otherwise its grace period would run out.
         connected = self._connected_here(player_id, self.clock())

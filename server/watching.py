@@ -1,7 +1,12 @@
 """Watching races and catching up: which sessions of this node watch which race (a race's
 `spectators`, a session's `watching`), and how a session is sent the events of a race it has
 not had, or a snapshot when they are not all kept (a `watch`, a `sync`, a racer seated by
-another node)."""
+another node).
+
+A `watch` or a `sync` is answered under the race's lock, which a change holds until the store
+has taken it: the race in memory is then the race as stored. In between it may hold a change
+the store goes on to refuse (and that is undone): a finish would show the game number and
+every board of a race that runs on."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.records import RaceRecord
+from solrace.server.race_changes import own_board
 from solrace.server.race_delivery import RaceDelivery
 from solrace.server.race_sync import RaceKeeper
 from solrace.server.runtime import RaceRuntime
@@ -77,10 +83,22 @@ class Watching:
             raise RaceError(ErrorCode.NOT_ALLOWED, "racers cannot watch their own race")
         for check in self.checks:
             await check(session, runtime.race.record)
-        runtime.spectators.add(session)
-        session.watching.add(runtime.race_id)
-        self.send_missed(session, runtime, epoch, since, answer=True)
-        self.delivery.push_spectator_boards(runtime, self.clock(), only=session)
+        async with runtime.lock:  # no change half stored meanwhile
+            runtime.spectators.add(session)
+            session.watching.add(runtime.race_id)
+            self.send_missed(session, runtime, epoch, since, answer=True)
+            self.delivery.push_spectator_boards(runtime, self.clock(), only=session)
+
+    async def resync(
+        self, session: Session, runtime: RaceRuntime, epoch: str | None, since: int | None
+    ) -> None:
+        """A racer's `sync` of its race from version `since` of `epoch`: the events it missed
+        or a snapshot, then its own board once the race has started."""
+        async with runtime.lock:  # no change half stored meanwhile
+            self.send_missed(session, runtime, epoch, since, answer=True)
+            player_id = session.player_id
+            if player_id is not None and player_id in runtime.boards:
+                session.send(own_board(runtime, player_id))
 
     def unwatch(self, session: Session, runtime: RaceRuntime) -> None:
         """`session` no longer watches the race (an `unwatch`, or it took a seat in it)."""
