@@ -296,8 +296,10 @@ class WatchScreen(Screen[None]):
         if race.status == "running":
             parts.append(f"⏱ {clock_text(race.remaining_ms(app.session.conn.server_now_ms()))}")
         delay = race.info.spectator_delay_ms if race.info else 0
-        if delay and race.is_live:
-            parts.append(f"boards {delay / 1000:.0f}s behind")
+        if race.is_live and race.info is not None and race.info.deal_held:
+            parts.append("boards once the round ends")  # the round's other matches share it
+        elif delay and race.is_live:
+            parts.append(f"boards {delay / 1000:g}s behind")
         if race.commitment_ok is not None:
             parts.append("deal ✓ verified" if race.commitment_ok else "deal ✗ MISMATCH")
         if race.results:
