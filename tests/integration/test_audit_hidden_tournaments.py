@@ -1,8 +1,8 @@
 """A tournament round's deal against a cheater, on a real node: the players of a match that
 has finished try every request that names the other match (still racing on the same deal)
 or their own finished race, an audience watches both races and the tournament, and no frame
-any of them gets before the round ends holds a game number or salt of the round, or a
-board of its races."""
+any of them gets before the round ends holds a game number or salt of the round (or its
+races' invite codes), or a board of its races."""
 
 from __future__ import annotations
 
@@ -126,7 +126,8 @@ async def test_no_frame_reveals_a_round_s_deal_before_the_round_ends(
     for race_id in (first, second):
         record = await stored(race_id)
         assert record is not None and record.game_number in numbers
-        secrets.add(record.salt.encode())
+        assert record.invite_code is not None  # the seats are the server's to fill
+        secrets |= {record.salt.encode(), record.invite_code.encode()}
     for each in everyone:
         for frame in each.frames[: seen[id(each)]]:
             assert not [s for s in secrets if s in frame], "a frame held the round's deal"
