@@ -3,7 +3,9 @@
 Each node announces itself on the broker every fifth of `node_ttl_s` and reads back the
 nodes alive. A racer connected through a node found gone is marked away (its grace runs, and
 it forfeits unless it comes back); a racer of this node whom another node marked away while
-this node's announces failed is marked connected again.
+this node's announces failed is marked connected again. Moves a gone node stored without
+folding their progress into the race are folded in from the stored moves, also for its racers
+who came back elsewhere before it was found gone.
 """
 
 from __future__ import annotations
@@ -127,7 +129,10 @@ class NodePresence:
         has announced since, even after a Redis restart that forgot them all), mark away the
         racers held by nodes that are not alive, so their grace runs and they forfeit unless
         they come back. Races in the store held by a node found gone are loaded here first
-        (no other node may hold them: all their racers were on it)."""
+        (no other node may hold them: all their racers were on it). When a node is found
+        gone, every live race held here has the progress of its boards stored if the race
+        is behind them (a racer of the gone node who came back here before it was found
+        gone: the gone node may have stored moves without their progress)."""
         alive = await self._announce()
         if alive is None:
             self._clean_since_ms = None  # nobody is judged on what this node cannot see
@@ -161,6 +166,12 @@ class NodePresence:
                 if (holder := _gone_holder(racer, alive)) is not None
             ]
             if not stale:
+                if gone:
+                    # A racer of a gone node may be back here already (its hello rebuilt
+                    # its board from the stored moves, and made this node its holder): the
+                    # moves the gone node stored without folding their progress in are
+                    # folded in from that board.
+                    await self.keeper.catch_up_progress(runtime)
                 continue
             # The gone node may have stored moves whose progress it never folded in.
             await self.keeper.refresh(runtime, reload_boards=True)
