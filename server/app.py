@@ -8,8 +8,6 @@ import contextlib
 import difflib
 import errno
 import gc
-import hashlib
-import hmac
 import logging
 import os
 import secrets
@@ -31,6 +29,7 @@ from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.os_errors import describe_os_error
 from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.tokens import secret_fingerprint
 from solrace.server.ratings import RatingService
 from solrace.server.settings import LOG_LEVELS, SECRET_MIN_CHARS, Settings
 from solrace.server.store import StoreError, StoreLockedError, StoreUnavailableError, open_store
@@ -102,11 +101,6 @@ def load_secret(settings: Settings) -> bytes:
             "one (every player's token then stops working)"
         )
     return secret.encode()
-
-
-def secret_fingerprint(secret: bytes) -> str:
-    """A digest that tells secrets apart without telling them (`Store.claim_secret`)."""
-    return hmac.new(secret, b"solrace secret fingerprint", hashlib.sha256).hexdigest()[:16]
 
 
 def redact(url: str) -> str:

@@ -160,6 +160,7 @@ class Hub:
                 self.players,
                 holder_of=self.holder_of,
                 clock=self._now,
+                secret=secret,
             )
         )
         #: Several nodes: one connection per player across them (4003 for the earlier).

@@ -19,6 +19,7 @@ from solrace.server.outage import Outage
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.race import Racer
 from solrace.server.protocol.records import LIVE_STATUSES, RacerRecord
+from solrace.server.protocol.tokens import secret_fingerprint
 from solrace.server.race_changes import connection_change
 from solrace.server.race_sync import RaceKeeper
 from solrace.server.session import Session, node_of_holder
@@ -56,6 +57,7 @@ class NodePresence:
         *,
         holder_of: Callable[[Session], str],
         clock: Callable[[], int],
+        secret: bytes | None = None,
     ) -> None:
         self.node_id = node_id
         self.broker = broker
@@ -66,6 +68,12 @@ class NodePresence:
         self.players = players
         self.holder_of = holder_of
         self.clock = clock
+        #: The fingerprint of this node's token secret, noted in the store again at every
+        #: watch (`_claim_secret`); None: not checked.
+        self._fingerprint = None if secret is None else secret_fingerprint(secret)
+        self.claiming_secret = Outage(log, "noting this node's token secret in the store")
+        #: The fingerprint another node noted in the store instead of ours, if any (said once).
+        self._other_fingerprint: str | None = None
         #: Every node seen alive and not yet found gone (`watch`), and since when this
         #: node's announces have all gone through (None: the last one failed).
         self._nodes_known: set[str] = set()
@@ -139,6 +147,7 @@ class NodePresence:
             return
         if self._clean_since_ms is None:
             self._clean_since_ms = now
+        await self._claim_secret()
         await self._mark_own_racers_back(now)
         self._nodes_known |= alive
         if now - self._clean_since_ms < self.settings.node_ttl_s * 1000:
@@ -179,6 +188,33 @@ class NodePresence:
             for player_id, holder in stale:
                 change = connection_change(player_id, False, now, holder)
                 await self.keeper.apply_or_log(runtime, change, player_id, "marked away")
+
+    async def _claim_secret(self) -> None:
+        """Note this node's secret in the store again, as at its start (`App`): a Redis
+        restarted without its data has none, and a node with another secret starting on it
+        would be let in (every token of one refused by the other). Another secret noted
+        there instead of ours is logged as an error, once."""
+        if self._fingerprint is None:
+            return
+        try:
+            theirs = await self.store.claim_secret(self._fingerprint)
+        except StoreError as exc:
+            self.claiming_secret.failed(str(exc))
+            return
+        self.claiming_secret.worked()
+        if theirs == self._fingerprint:
+            self._other_fingerprint = None
+            return
+        if theirs == self._other_fingerprint:
+            return  # said already
+        self._other_fingerprint = theirs
+        log.error(
+            "node %s: the store notes another token secret than this node's (a node with "
+            "another --secret started while the store had none, e.g. a Redis restarted "
+            "without its data): each node refuses the other's tokens (4001); give every node "
+            "the same secret and restart them",
+            self.node_id,
+        )
 
     async def _mark_own_racers_back(self, now: int) -> None:
         """Racers connected here whom the race has as away (another node took this one for

@@ -28,6 +28,11 @@ def sign_token(player_id: PlayerId, secret: bytes) -> str:
     return f"{TOKEN_PREFIX}.{player_id}.{_signature(player_id, secret)}"
 
 
+def secret_fingerprint(secret: bytes) -> str:
+    """A digest that tells secrets apart without telling them (`Store.claim_secret`)."""
+    return hmac.new(secret, b"solrace secret fingerprint", hashlib.sha256).hexdigest()[:16]
+
+
 def verify_token(token: str, secret: bytes) -> PlayerId | None:
     """The player id a token proves, or None if it is malformed or forged."""
     parts = token.split(".")
