@@ -284,7 +284,12 @@ class RaceKeeper:
         for runtime in list(self.races.values()):
             race = runtime.race
             due = race.next_deadline()
-            if runtime.stale or runtime.unsettled or (due is not None and due <= now):
+            if (
+                runtime.stale
+                or runtime.unsettled
+                or runtime.unstored_connections
+                or (due is not None and due <= now)
+            ):
                 try:
                     await self._tick_race(runtime, now)
                 except RaceError as exc:
@@ -308,12 +313,14 @@ class RaceKeeper:
             self._forget_finished(now)
 
     async def _tick_race(self, runtime: RaceRuntime, now: int) -> None:
-        """Reload a copy left stale, store what a refused change left unsettled, then apply
-        the transitions due by `now`."""
+        """Reload a copy left stale, store what a refused change left unsettled (boards,
+        then connections), then apply the transitions due by `now`."""
         if runtime.stale:
             await self.refresh(runtime, reload_boards=True)
         if runtime.unsettled:
             await self._settle_boards(runtime)
+        if runtime.unstored_connections:
+            await self._store_connections(runtime)
         race = runtime.race
         due = race.next_deadline()
         if not race.is_live or runtime.is_storing_move or due is None or due > now:
@@ -466,12 +473,35 @@ class RaceKeeper:
     async def apply_or_log(
         self, runtime: RaceRuntime, change: Change, player_id: PlayerId, what: str
     ) -> None:
-        """`apply_to_race` for a change about `player_id` that nobody waits on: a refusal (the
-        store away, the race ended meanwhile) is logged ("race R: P not <what>"), not raised."""
+        """`apply_to_race` for a change of `player_id`'s connection that nobody waits on (a
+        racer marked back, away, handed over): a refusal is logged ("race R: P not <what>"),
+        not raised. One the store could not take (`unavailable`) is applied again by the tick
+        once it takes changes again, before the race's due transitions (a racer back during
+        an outage is not put out as `gone`, one who left is); one the race refused (it ended
+        meanwhile) is dropped."""
         try:
             await self.apply_to_race(runtime, change)
         except RaceError as exc:
             log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
+            if exc.code is ErrorCode.UNAVAILABLE:
+                runtime.unstored_connections.append((change, player_id, what))
+
+    async def _store_connections(self, runtime: RaceRuntime) -> None:
+        """Apply the connection changes the store could not take (`apply_or_log`), in the
+        order they came; `RaceError(UNAVAILABLE)` while it still cannot take them (the rest
+        wait). Each looks at the racer's connection as it is now: a racer marked back through
+        a connection closed since, or away through one replaced since, is left as it is."""
+        while runtime.unstored_connections:
+            change, player_id, what = runtime.unstored_connections[0]
+            try:
+                await self.apply_to_race(runtime, change)
+            except RaceError as exc:
+                if exc.code is ErrorCode.UNAVAILABLE:
+                    raise
+                log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
+            else:
+                log.debug("race %s: %s %s, once stored", runtime.race_id, player_id, what)
+            del runtime.unstored_connections[0]
 
     async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
         """After this node stored `events` (once across nodes): a race it finished goes to

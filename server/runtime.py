@@ -11,14 +11,14 @@ import asyncio
 import bisect
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from solrace.engine import Audience, EngineError, Game, Move, deal
 from solrace.server.protocol.codec import decode_server, encode
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.messages import Board, MoveAck, MoveRejected
+from solrace.server.protocol.messages import Board, MoveAck, MoveRejected, RaceEvent
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RaceRecord
 from solrace.server.protocol.views import board_for
@@ -127,6 +127,12 @@ class RaceRuntime:
         #: Racers whose won or stuck board's change could not be stored, with the moves it
         #: was to publish (several nodes): the tick applies it (`settle_later`).
         self.unsettled: dict[PlayerId, list[MoveRecord]] = {}
+        #: Changes of racers' connections the store could not take (each with its racer
+        #: and what it does, for the log): the tick applies them again, in this order, once
+        #: the store takes them (`RaceKeeper.apply_or_log`).
+        self.unstored_connections: list[
+            tuple[Callable[[Race], list[RaceEvent]], PlayerId, str]
+        ] = []
         #: The last fold was refused for this race's own reason (not an outage of the
         #: store): said once until a fold goes through.
         self.fold_refused = False
