@@ -196,7 +196,8 @@ class RaceKeeper:
         """Reload every live race from the store; boards are rebuilt by replaying moves.
 
         One node: nobody is connected after a restart, so every racer's grace period starts
-        now, and events are numbered in a new epoch (progress events were not stored).
+        now (stored at once), and events are numbered in a new epoch (progress events were
+        not stored).
         Several nodes: racers may be connected elsewhere; this node follows and ticks the
         races (compare-and-set keeps each transition once)."""
         now = self.clock()
@@ -217,7 +218,17 @@ class RaceKeeper:
                 race.restarted(now)
                 runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
                 self._unsettle_finished_boards(runtime)
+                await self._store_restarted(runtime)
             log.info("recovered race %s (%s, %s)", race.race_id, race.game, race.status.value)
+
+    async def _store_restarted(self, runtime: RaceRuntime) -> None:
+        """One node: store the race as the restart left it (nobody connected, every racer's
+        grace from now), so that a change the store refuses later rolls the race back to
+        that, not to the record a crash left, where the racers connected then still are
+        (those who never came back would never be put out)."""
+        record = runtime.race.to_record()
+        if await self.store.save_race_if(record, runtime.saved):
+            runtime.saved = record
 
     @staticmethod
     def _unsettle_finished_boards(runtime: RaceRuntime) -> None:
@@ -506,8 +517,11 @@ class RaceKeeper:
     async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
         """After this node stored `events` (once across nodes): a race it finished goes to
         the finish hooks (ratings, tournaments)."""
-        if not any(isinstance(event, RaceFinished) for event in events):
-            return
+        if any(isinstance(event, RaceFinished) for event in events):
+            await self._run_finish_hooks(runtime)
+
+    async def _run_finish_hooks(self, runtime: RaceRuntime) -> None:
+        """The finish hooks, in order, with the race's record (one that fails is logged)."""
         for hook in self._finish_hooks:
             try:
                 await hook(runtime.race.to_record())
@@ -671,7 +685,8 @@ class RaceKeeper:
         gap). A store outage leaves the copy as it is (`stale`): the next notice, gap or tick
         tries again. A copy left stale by a save whose answer was lost (`RaceWriter`) may be
         behind a record this node stored without telling anyone: once reloaded, the other
-        nodes get a notice of it."""
+        nodes get a notice of it, and a race found finished goes to the finish hooks (that
+        save may have finished it; a hook run again for a race changes nothing)."""
         was_stale = runtime.stale
         try:
             if reload_boards and runtime.race.started_at_ms is not None:
@@ -694,6 +709,8 @@ class RaceKeeper:
             log.warning("race %s: cannot reload (%s)", runtime.race_id, exc)
             return
         runtime.stale = False
+        if was_stale and runtime.race.status is RaceStatus.FINISHED:
+            await self._run_finish_hooks(runtime)
 
 
 __all__ = [

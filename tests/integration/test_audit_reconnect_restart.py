@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.ids import RaceId
@@ -9,7 +13,10 @@ from solrace.server.protocol.records import RacerState
 from solrace.server.store import SqliteStore
 from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import play, start_race
-from tests.integration.wsclient import Client, connect_client
+from tests.integration.process import ServerProcess
+from tests.integration.test_audit_reconnect_outage import node, write_locked
+from tests.integration.wsclient import WAIT_S, Client, connect_client
+from tests.waiting import eventually
 
 GRACE_S = 60.0
 
@@ -70,3 +77,36 @@ async def test_racers_away_when_the_node_stopped_get_the_grace_period_after_the_
     [ack] = await play(back, race_id, ["deal"], first_seq=2)
     assert ack.ply == 1
     await back.close()
+
+
+async def test_after_a_crash_a_change_the_store_refuses_keeps_the_racers_away(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A restart marks every racer away, with the grace period from then. A change the store
+    refused afterwards (here the marking back of the first racer to return) rolled the race
+    back to the record as the crash left it, where the racers connected then were still
+    connected: those who never came back were never put out, and the race waited for them
+    until its time limit."""
+    crashed = await ServerProcess.start(tmp_path)
+    alice = await connect_client(crashed.url, "alice")
+    bob = await connect_client(crashed.url, "bob")
+    race_id = await start_race(alice, [bob])
+    await play(alice, race_id, ["deal"])
+    assert alice.welcome is not None and alice.welcome.token is not None
+    await crashed.kill()
+    for each in (alice, bob):
+        await each.close()
+
+    async with node(tmp_path, grace_s=GRACE_S) as again:
+        with write_locked(tmp_path / "solrace.sqlite3"):
+            back = await connect_client(url_of(again), token=alice.welcome.token)
+            await eventually(lambda: "not marked back" in caplog.text, within=WAIT_S)
+        runtime = again.hub.races[race_id]
+        await eventually(lambda: not runtime.unstored_connections, within=WAIT_S)
+
+        later = again.hub.clock() + int(GRACE_S * 1000) + 1_000
+        again.hub.clock = lambda: later  # bob has not come back within the grace period
+        await again.hub.tick()
+        states = {r.name: r.state for r in runtime.race.racers.values()}
+        assert states == {"alice": RacerState.PLAYING, "bob": RacerState.GONE}
+        await back.close()
