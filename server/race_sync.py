@@ -196,8 +196,9 @@ class RaceKeeper:
         """Reload every live race from the store; boards are rebuilt by replaying moves.
 
         One node: nobody is connected after a restart, so every racer's grace period starts
-        now (stored at once), and events are numbered in a new epoch (progress events were
-        not stored).
+        now (until stored with the race's next change, a change the store refuses rolls back
+        to that, not to the stored record), and events are numbered in a new epoch (progress
+        events were not stored).
         Several nodes: racers may be connected elsewhere; this node follows and ticks the
         races (compare-and-set keeps each transition once)."""
         now = self.clock()
@@ -218,17 +219,8 @@ class RaceKeeper:
                 race.restarted(now)
                 runtime.sent_epoch, runtime.sent_version = race.epoch, race.version
                 self._unsettle_finished_boards(runtime)
-                await self._store_restarted(runtime)
+                runtime.after_restart = race.to_record()
             log.info("recovered race %s (%s, %s)", race.race_id, race.game, race.status.value)
-
-    async def _store_restarted(self, runtime: RaceRuntime) -> None:
-        """One node: store the race as the restart left it (nobody connected, every racer's
-        grace from now), so that a change the store refuses later rolls the race back to
-        that, not to the record a crash left, where the racers connected then still are
-        (those who never came back would never be put out)."""
-        record = runtime.race.to_record()
-        if await self.store.save_race_if(record, runtime.saved):
-            runtime.saved = record
 
     @staticmethod
     def _unsettle_finished_boards(runtime: RaceRuntime) -> None:

@@ -81,6 +81,7 @@ class RaceWriter:
                 raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
             if stored:
                 runtime.saved = record
+                runtime.after_restart = None
                 self.forward(runtime)
                 if self.relay is not None:
                     await self.relay.publish(runtime, moves)
@@ -100,14 +101,15 @@ class RaceWriter:
         raise RaceBusyError(ErrorCode.UNAVAILABLE, "the race is busy; retry")
 
     def roll_back(self, runtime: RaceRuntime) -> None:
-        """Undo an unstored change: back to the stored record (one node: plus the progress
-        it never stores, from the boards, and a new epoch since event numbers were used)."""
+        """Undo an unstored change: back to the stored record, or to the race as a restart
+        left it if nothing was stored since (one node: plus the progress it never stores,
+        from the boards, and a new epoch since event numbers were used)."""
         saved = runtime.saved
         if saved is None:
             return  # never stored: the caller drops the race
         race = runtime.race
         version = race.version
-        race.reset_to(saved)
+        race.reset_to(saved if runtime.after_restart is None else runtime.after_restart)
         self.lobby.changed()  # a list read during the failed save showed the change
         if self.relay is None:
             for player_id in runtime.boards:

@@ -109,6 +109,10 @@ class RaceRuntime:
         #: The record as the store holds it (None: not stored yet): the `expected` of the
         #: next compare-and-set.
         self.saved = saved
+        #: One node: the race as its restart left it (nobody connected, every racer's grace
+        #: from then), until a change of it is stored: what a change the store refuses rolls
+        #: back to instead of `saved` (where the racers connected at a crash still are).
+        self.after_restart: RaceRecord | None = None
         #: Serializes this node's changes to the race (each is a compare-and-set).
         self.lock = asyncio.Lock()
         #: The last event this node's sessions were sent (events go out in version order).
