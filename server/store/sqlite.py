@@ -29,6 +29,7 @@ refused at open, `NewerSchemaError`, before anything in it is changed.
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import logging
 import os
@@ -197,6 +198,10 @@ def _worker(name: str = "solrace-sqlite") -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
 
 
+#: The files SQLite keeps beside a database in WAL mode: its name plus these.
+LOG_FILES = ("-wal", "-shm")
+
+
 def lock_path_for(database: Path) -> Path:
     """The lock file of a database: beside it, its name plus `.lock`
     (`data/solrace.sqlite3` -> `data/solrace.sqlite3.lock`): one per database file, whatever
@@ -225,6 +230,20 @@ def _hold_lock(path: Path) -> int:
     except OSError as exc:  # the lock is what matters; the pid only helps the message
         log.warning("could not write the pid into %s: %s", path, exc)
     return fd
+
+
+def _check_writable(database: Path) -> None:
+    """`OSError` naming the database or the log file beside it (`-wal`, `-shm`, those that
+    exist) if it cannot be written (read-only, immutable, on a read-only disk) or the database
+    is a folder. SQLite opens a file it cannot write read-only without a word, and every write
+    of the server (a name, a move, a checkpoint) would then fail. Asked of the system, not
+    tried: opening and closing a file would release the locks SQLite holds on it in this
+    process."""
+    if database.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(database))
+    for path in (database, *(database.with_name(database.name + end) for end in LOG_FILES)):
+        if path.exists() and not os.access(path, os.W_OK):
+            raise PermissionError(errno.EACCES, "it cannot be written", str(path))
 
 
 def _read_pid(fd: int) -> int | None:
@@ -424,8 +443,9 @@ class SqliteStore(SqliteCompetition):
     async def open(self) -> None:
         """Create or open the file (and its folder). `StoreLockedError` if exclusive and
         another server has it open; `StoreError` saying why if it cannot be opened (its
-        folder cannot be created or written, the file is not a database, ...). A store that
-        failed to open, or was closed, may be opened again."""
+        folder cannot be created or written, the file or its log cannot be written, the file
+        is not a database, ...). A store that failed to open, or was closed, may be opened
+        again."""
         if self._executor is None:
             self._executor = _worker()
         try:
@@ -450,6 +470,7 @@ class SqliteStore(SqliteCompetition):
     async def _open(self) -> None:
         def connect() -> sqlite3.Connection:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _check_writable(self.path)
             if self.exclusive and self._lock_fd is None:
                 self._lock_fd = _hold_lock(self.lock_path)
             db = sqlite3.connect(

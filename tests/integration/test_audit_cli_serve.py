@@ -1,0 +1,121 @@
+"""`solrace serve` as a real process, given what operators get wrong: a database it cannot
+write is refused at start in one line (exit 1), not served with every write failing."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from solrace.server.store import SqliteStore
+
+START_WITHIN_S = 30
+
+
+async def serve_until_listening_or_exit(*argv: str) -> tuple[int | None, list[str]]:
+    """Run `python -m solrace.cli serve ARGV` until it exits, or until it says it listens
+    (then it is stopped with SIGTERM, and None is its status): the status and its stderr
+    lines up to then."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "solrace.cli",
+        "serve",
+        "--port",
+        "0",
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("SOLRACE_")},
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    listening = False
+    try:
+        async with asyncio.timeout(START_WITHIN_S):
+            while line := await process.stderr.readline():
+                text = line.decode(errors="replace").rstrip("\n")
+                lines.append(text)
+                if "listening on" in text:
+                    listening = True
+                    break
+            if listening:
+                process.send_signal(signal.SIGTERM)
+            await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert not any("Traceback" in line for line in lines), lines
+    return (None if listening else process.returncode), lines
+
+
+@pytest.fixture
+def made_read_only() -> Iterator[list[Path]]:
+    """Files put here by a test are made read-only: mode 0444, or for root (whom modes do
+    not stop) the immutable attribute, taken off again at the end; skipped for root without
+    chattr."""
+    files: list[Path] = []
+    yield files
+    chattr = shutil.which("chattr")
+    if os.geteuid() == 0 and chattr is not None:
+        for path in files:
+            subprocess.run([chattr, "-i", str(path)], check=False)
+
+
+def make_read_only(path: Path, files: list[Path]) -> None:
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        return
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(path)], check=False).returncode:
+        pytest.skip("running as root without chattr +i: no file is read-only")
+    files.append(path)
+
+
+async def make_database(path: Path) -> None:
+    store = SqliteStore(path)
+    await store.open()
+    await store.close()
+
+
+@pytest.mark.parametrize("which", ["solrace.sqlite3", "solrace.sqlite3-wal"])
+async def test_a_database_it_cannot_write_is_one_line_and_exit_1(
+    tmp_path: Path, made_read_only: list[Path], which: str
+) -> None:
+    database = tmp_path / "solrace.sqlite3"
+    await make_database(database)
+    (tmp_path / "solrace.sqlite3-wal").touch()  # as a server killed before its last checkpoint
+    make_read_only(tmp_path / which, made_read_only)
+    code, lines = await serve_until_listening_or_exit(
+        "--data-dir", str(tmp_path), "--secret", "s" * 16
+    )
+    assert code == 1, f"started on a database it cannot write: {lines}"
+    assert lines == [
+        f"solrace serve: error: cannot open the SQLite database {database}: "
+        f"it cannot be written: '{tmp_path / which}'"
+    ]
+
+
+async def test_a_store_path_that_is_a_folder_is_named_so(tmp_path: Path) -> None:
+    folder = tmp_path / "db"
+    folder.mkdir()
+    code, lines = await serve_until_listening_or_exit(
+        "--store", f"sqlite:{folder}", "--data-dir", str(tmp_path), "--secret", "s" * 16
+    )
+    assert (code, lines) == (
+        1,
+        [
+            f"solrace serve: error: cannot open the SQLite database {folder}: "
+            f"Is a directory: '{folder}'"
+        ],
+    )
+    assert os.listdir(tmp_path) == ["db"]  # no lock file left beside it
