@@ -1,8 +1,8 @@
 """Two nodes on one Redis that freezes (SIGSTOP) for longer than the store's timeouts while a
 race goes on: what a node was answered `unavailable` for may still be stored once Redis runs
-again (it runs the commands sent before it froze), and every node's sessions then hear of it.
-The store's timeout is made short here (0.3 s instead of 5 s) so that the freeze outlasts it
-within a fast test.
+again (it runs the commands sent before it froze), and every node's sessions then hear of it;
+a race finished that way counts in its tournament. The store's timeout is made short here
+(0.3 s instead of 5 s) so that the freeze outlasts it within a fast test.
 """
 
 from __future__ import annotations
@@ -16,11 +16,19 @@ import pytest
 
 from solrace.server.app import App
 from solrace.server.protocol.errors import ErrorCode
-from solrace.server.protocol.messages import Error, Progress, RaceFinished, Resign
+from solrace.server.protocol.messages import Error, Progress, RaceFinished, RaceStarted, Resign
 from solrace.server.protocol.records import RaceStatus
+from solrace.server.protocol.tournament_messages import (
+    JoinTournament,
+    TournamentRace,
+    TournamentView,
+    WatchTournament,
+)
 from solrace.server.store.redis import RedisStore
 from tests.integration.conftest import make_settings
-from tests.integration.helpers import create_race, seat_and_start
+from tests.integration.helpers import create_race, play, seat_and_start
+from tests.integration.solver import scoring_line
+from tests.integration.test_tournaments import FAST, admin_act, create
 from tests.integration.wsclient import WAIT_S, connect_client
 from tests.redis_server import RedisServer
 from tests.waiting import eventually_async
@@ -58,7 +66,7 @@ def url(app: App) -> str:
 
 
 async def test_a_finish_answered_unavailable_but_stored_after_a_freeze_reaches_both_nodes(
-    cluster: NodeFactory, own_redis_server: RedisServer
+    own_redis_server: RedisServer, cluster: NodeFactory
 ) -> None:
     first, second = await cluster(own_redis_server.url), await cluster(own_redis_server.url)
     alice = await connect_client(url(first), "alice")
@@ -89,3 +97,45 @@ async def test_a_finish_answered_unavailable_but_stored_after_a_freeze_reaches_b
         assert finished.version == stored.version
     for racer in (alice, bob):
         await racer.close()
+
+
+async def test_a_tournament_race_finished_by_a_save_answered_unavailable_counts(
+    own_redis_server: RedisServer, cluster: NodeFactory
+) -> None:
+    first = await cluster(own_redis_server.url, **FAST)
+    second = await cluster(own_redis_server.url, **FAST)
+    admin = await connect_client(url(first), "director")
+    ann, bob = await connect_client(url(first), "ann"), await connect_client(url(second), "bob")
+    tid = (await create(admin, "single_elimination", time_limit_s=300)).tournament_id
+    for player in (ann, bob):
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+    await admin.send(admin_act(tid, "start"))
+    race_id = (await ann.expect(TournamentRace)).race_id
+    for player in (ann, bob):
+        await player.expect(RaceStarted, lambda m: m.race_id == race_id)
+    await bob.send(Resign(race_id=race_id))
+    await ann.expect(Progress, lambda m: m.progress.state == "resigned")
+    await play(
+        ann, race_id, scoring_line("klondike", first.hub.races[race_id].race.record.game_number)
+    )
+
+    with own_redis_server.frozen():
+        await ann.send(Resign(race_id=race_id))  # ahead of bob: she wins the final
+        refused = await ann.expect(Error, lambda m: m.request == "resign")
+        assert refused.code == ErrorCode.UNAVAILABLE.value
+
+    # The finish Redis stored after all is the match's result: the final is decided.
+    for racer in (ann, bob):
+        await racer.expect(RaceFinished, lambda m: m.race_id == race_id)
+
+    async def is_decided() -> bool:
+        stored = await first.store.get_tournament(tid)
+        return stored is not None and stored.phase == "finished"
+
+    await eventually_async(is_decided, within=WAIT_S, what="the tournament finished")
+    await admin.send(WatchTournament(tournament_id=tid))
+    view = await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+    assert view.tournament.champion == ann.player_id
+    for client in (admin, ann, bob):
+        await client.close()
