@@ -242,6 +242,16 @@ class Settings(BaseSettings):
             raise ValueError(f"at most {MAX_DURATION_S:.0f} seconds (a week)")
         return value
 
+    @field_validator("host")
+    @classmethod
+    def _a_host(cls, value: str) -> str:
+        if not value.strip():  # an unset variable in a compose file or a unit, as a rule
+            raise ValueError(
+                "empty: it would listen on every interface; for that give 0.0.0.0, else "
+                "an address or name of this machine"
+            )
+        return value
+
     @field_validator("redis")
     @classmethod
     def _a_redis_url(cls, value: str | None) -> str | None:

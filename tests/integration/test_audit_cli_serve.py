@@ -1,5 +1,6 @@
 """`solrace serve` as a real process, given what operators get wrong: a database it cannot
-write is refused at start in one line (exit 1), not served with every write failing."""
+write is refused at start in one line (exit 1), not served with every write failing; an
+empty host (an unset variable) is refused (exit 2), not taken for every interface."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ from solrace.server.store import SqliteStore
 START_WITHIN_S = 30
 
 
-async def serve_until_listening_or_exit(*argv: str) -> tuple[int | None, list[str]]:
-    """Run `python -m solrace.cli serve ARGV` until it exits, or until it says it listens
-    (then it is stopped with SIGTERM, and None is its status): the status and its stderr
-    lines up to then."""
+async def serve_until_listening_or_exit(
+    *argv: str, env: dict[str, str] | None = None
+) -> tuple[int | None, list[str]]:
+    """Run `python -m solrace.cli serve ARGV` (with the `SOLRACE_*` variables of `env` alone)
+    until it exits, or until it says it listens (then it is stopped with SIGTERM, and None is
+    its status): the status and its stderr lines up to then."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -34,7 +37,7 @@ async def serve_until_listening_or_exit(*argv: str) -> tuple[int | None, list[st
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
-        env={k: v for k, v in os.environ.items() if not k.startswith("SOLRACE_")},
+        env={k: v for k, v in os.environ.items() if not k.startswith("SOLRACE_")} | (env or {}),
     )
     assert process.stderr is not None
     lines: list[str] = []
@@ -119,3 +122,26 @@ async def test_a_store_path_that_is_a_folder_is_named_so(tmp_path: Path) -> None
         ],
     )
     assert os.listdir(tmp_path) == ["db"]  # no lock file left beside it
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "named"),
+    [
+        ((), {"SOLRACE_HOST": ""}, "SOLRACE_HOST ''"),
+        (("--host", ""), {}, "--host ''"),
+    ],
+)
+async def test_an_empty_host_is_refused_not_every_interface(
+    tmp_path: Path, argv: tuple[str, ...], env: dict[str, str], named: str
+) -> None:
+    code, lines = await serve_until_listening_or_exit(
+        *argv, "--data-dir", str(tmp_path / "data"), "--secret", "s" * 16, env=env
+    )
+    assert (code, lines) == (
+        2,
+        [
+            f"solrace serve: error: invalid {named}: empty: it would listen on every "
+            "interface; for that give 0.0.0.0, else an address or name of this machine"
+        ],
+    )
+    assert os.listdir(tmp_path) == []
