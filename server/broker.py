@@ -40,6 +40,10 @@ CONFIRM_TIMEOUT_S = 5.0
 REPLY_TIMEOUT_S = 5.0
 BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 2.0
+#: How long the pub/sub link may be silent before Redis is asked for a pong on it (which must
+#: come within `REPLY_TIMEOUT_S`): a link that died without a word (a NAT or a firewall that
+#: forgot the connection, a failover) is found out and replaced, with a gap.
+LINK_CHECK_S = 10.0
 
 # KEYS: the nodes' sorted set (member: node id, score: when its presence expires, in Redis's
 # own milliseconds, so the nodes' clocks need not agree). ARGV: node id, ttl in ms.
@@ -331,11 +335,17 @@ class RedisBroker(LocalFanout):
     subscription a gap once the subscription is live again."""
 
     def __init__(
-        self, url: str, *, prefix: str = "solrace:live:", max_queued: int = MAX_QUEUED
+        self,
+        url: str,
+        *,
+        prefix: str = "solrace:live:",
+        max_queued: int = MAX_QUEUED,
+        link_check_s: float = LINK_CHECK_S,
     ) -> None:
         super().__init__(max_queued)
         self.url = url
         self.prefix = prefix
+        self.link_check_s = link_check_s
         self._client: Any = None  # redis-py's annotations and the stubs disagree; see store
         self._pubsub: Any = None
         self._reader: asyncio.Task[None] | None = None
@@ -463,7 +473,7 @@ class RedisBroker(LocalFanout):
             try:
                 pubsub = await self._connect()
                 while self._pubsub is pubsub:
-                    message = await pubsub.get_message(timeout=None)
+                    message = await self._next_message(pubsub)
                     if message is not None:
                         self._handle(message)
                         backoff = BACKOFF_FIRST_S
@@ -475,6 +485,23 @@ class RedisBroker(LocalFanout):
             await self._drop_pubsub()
             await asyncio.sleep(backoff)  # back off before reconnecting, not a wait for a test
             backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+    async def _next_message(self, pubsub: Any) -> dict[str, Any] | None:
+        """The link's next message (None: none came, the link is fine). After `link_check_s`
+        of silence Redis is asked for a pong (PING on the link): no word at all within
+        `REPLY_TIMEOUT_S` more is a lost link (`RedisTimeoutError`), for a socket that died
+        silently raises nothing itself."""
+        message: dict[str, Any] | None = await pubsub.get_message(timeout=self.link_check_s)
+        if message is not None:
+            return message
+        await pubsub.ping()
+        message = await pubsub.get_message(timeout=REPLY_TIMEOUT_S)
+        if message is None:
+            raise RedisTimeoutError(
+                f"no answer on the pub/sub link in {REPLY_TIMEOUT_S:g} s (a PING after "
+                f"{self.link_check_s:g} s of silence)"
+            )
+        return message  # the pong (ignored), or a message that came first
 
     def _lose_link(self) -> None:
         """Every channel gets a gap once subscribed again; waiting subscribers are released."""
