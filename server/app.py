@@ -520,7 +520,8 @@ def unknown_settings(environment: Mapping[str, str]) -> list[str]:
         if name.removeprefix("SOLRACE_NODE").isdigit():  # the cluster script's HAProxy
             continue
         names = sorted(name.upper() for name in Settings.model_fields)
-        near = difflib.get_close_matches(name.removeprefix("SOLRACE_"), names, 1, 0.8)
+        # 0.7: two letters swapped in a short name (PROT, HSOT) are still near
+        near = difflib.get_close_matches(name.removeprefix("SOLRACE_"), names, 1, 0.7)
         meant = f": did you mean SOLRACE_{near[0]}?" if near else ""
         lines.append(f"{variable} is no setting of the server: ignored{meant}")
     return lines

@@ -1,6 +1,7 @@
 """`solrace serve` as a real process, given what operators get wrong: a database it cannot
 write is refused at start in one line (exit 1), not served with every write failing; an
-empty host (an unset variable) is refused (exit 2), not taken for every interface."""
+empty host (an unset variable) is refused (exit 2), not taken for every interface; a
+misspelt variable is named with the setting it may mean."""
 
 from __future__ import annotations
 
@@ -145,3 +146,23 @@ async def test_an_empty_host_is_refused_not_every_interface(
         ],
     )
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("variable", "meant"),
+    [("SOLRACE_PROT", "SOLRACE_PORT"), ("SOLRACE_HSOT", "SOLRACE_HOST")],
+)
+async def test_two_letters_swapped_in_a_variable_are_named_with_the_setting_meant(
+    tmp_path: Path, variable: str, meant: str
+) -> None:
+    code, lines = await serve_until_listening_or_exit(
+        "--data-dir", str(tmp_path), "--secret", "s" * 16, env={variable: "9000"}
+    )
+    assert code is None  # it started, on the defaults
+    assert any(
+        line.endswith(
+            f"WARNING solrace.server: {variable} is no setting of the server: ignored: "
+            f"did you mean {meant}?"
+        )
+        for line in lines
+    ), lines
