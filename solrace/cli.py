@@ -31,7 +31,7 @@ def _usage() -> str:
     width = max(len(name) for name in COMMANDS)
     lines = ["usage: solrace COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<{width}}  {spec[2]}" for name, spec in COMMANDS.items()]
-    lines += ["", "'solrace COMMAND --help' explains each command."]
+    lines += ["", "'solrace COMMAND --help' (or 'solrace help COMMAND') explains each command."]
     return "\n".join(lines)
 
 
@@ -72,6 +72,8 @@ def _main(args: list[str]) -> int:
         print(f"solrace: a command is required\n\n{_usage()}", file=sys.stderr)
         return 2
     if args[0] in ("-h", "--help", "help"):
+        if len(args) > 1:  # `solrace help serve`: that command's own help
+            return _main([args[1], "--help"])
         print(_usage())
         return 0
     if args[0] == "--version":

@@ -95,7 +95,7 @@ def test_no_command_prints_the_usage_as_an_error(capsys: pytest.CaptureFixture[s
     said = capsys.readouterr()
     assert said.out == ""
     assert said.err.startswith("solrace: a command is required\n\nusage: solrace COMMAND")
-    assert "'solrace COMMAND --help' explains each command." in said.err
+    assert "'solrace COMMAND --help' (or 'solrace help COMMAND') explains each command." in said.err
 
 
 #: `solrace ARGS` with Ctrl-C raising KeyboardInterrupt, as in a terminal: a job started in
