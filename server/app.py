@@ -64,7 +64,8 @@ def load_secret(settings: Settings) -> bytes:
     The file appears whole or not at all (written beside it, then linked to its name), so a
     start that fails while writing it (a full disk) leaves no empty secret behind; a file
     that is not a whole secret is refused, never used: tokens signed with an empty key could
-    be made by anyone. `StartupError` says so; `OSError` for a data dir it cannot use."""
+    be made by anyone. `StartupError` says so; `OSError` for a data dir it cannot use. A file
+    other users may read or write is used, with a warning."""
     if settings.secret:
         return settings.secret.encode()
     if settings.store_url() == "memory:":
@@ -99,6 +100,15 @@ def load_secret(settings: Settings) -> bytes:
             f"the token secret {path} is empty or cut short ({len(secret)} characters, at "
             f"least {SECRET_MIN_CHARS}): restore it from a backup, or remove it to make a new "
             "one (every player's token then stops working)"
+        )
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:  # as `openssl rand -hex 32 > secret` makes it, under the usual umask
+        log.warning(
+            "the token secret %s is open to other users (mode %03o): whoever reads it can "
+            "sign in as any player; chmod 600 %s",
+            path,
+            mode,
+            path,
         )
     return secret.encode()
 

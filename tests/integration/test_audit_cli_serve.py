@@ -1,7 +1,8 @@
 """`solrace serve` as a real process, given what operators get wrong: a database it cannot
 write is refused at start in one line (exit 1), not served with every write failing; an
 empty host (an unset variable) is refused (exit 2), not taken for every interface; a
-misspelt variable is named with the setting it may mean."""
+misspelt variable is named with the setting it may mean; a secret file other users may read
+is named in a warning."""
 
 from __future__ import annotations
 
@@ -166,3 +167,27 @@ async def test_two_letters_swapped_in_a_variable_are_named_with_the_setting_mean
         )
         for line in lines
     ), lines
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o602])
+async def test_a_secret_file_open_to_other_users_is_named_in_a_warning(
+    tmp_path: Path, mode: int
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("0123456789abcdef" * 4 + "\n")
+    secret.chmod(mode)
+    code, lines = await serve_until_listening_or_exit("--data-dir", str(tmp_path))
+    assert code is None  # it started, with the secret
+    assert lines[0].endswith(
+        f"WARNING solrace.server: the token secret {secret} is open to other users "
+        f"(mode {mode:03o}): whoever reads it can sign in as any player; chmod 600 {secret}"
+    ), lines
+
+
+async def test_a_secret_file_of_its_own_is_used_without_a_word(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("0123456789abcdef" * 4 + "\n")
+    secret.chmod(0o600)
+    code, lines = await serve_until_listening_or_exit("--data-dir", str(tmp_path))
+    assert code is None
+    assert [line for line in lines if "WARNING" in line] == []
