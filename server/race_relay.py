@@ -118,8 +118,8 @@ class RaceRelay:
                 except Exception:
                     log.exception("race %s: notice not applied; reloading", runtime.race_id)
                     await self.reload(runtime, reload_boards=True)
-                if not runtime.race.is_live:
-                    break  # nothing follows a race's end
+                if not runtime.race.is_live or runtime.follower is not asyncio.current_task():
+                    break  # nothing follows a race's end, nor one the reload dropped (`drop`)
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -303,6 +303,8 @@ class RaceKeeper:
                         continue  # gone: no spectators' boards either
                     else:  # e.g. a race cancelled meanwhile
                         log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
+                if self.races.get(runtime.race_id) is not runtime:
+                    continue  # forgotten by its reload (the store lost it)
             if push and runtime.spectators and race.is_live:
                 self.delivery.push_spectator_boards(runtime, now)
         if push:
@@ -320,6 +322,8 @@ class RaceKeeper:
         then connections), then apply the transitions due by `now`."""
         if runtime.stale:
             await self.refresh(runtime, reload_boards=True)
+            if self.races.get(runtime.race_id) is not runtime:
+                return  # forgotten: the store no longer has it
         if runtime.unsettled:
             await self._settle_boards(runtime)
         if runtime.unstored_connections:
@@ -678,7 +682,9 @@ class RaceKeeper:
         tries again. A copy left stale by a save whose answer was lost (`RaceWriter`) may be
         behind a record this node stored without telling anyone: once reloaded, the other
         nodes get a notice of it, and a race found finished goes to the finish hooks (that
-        save may have finished it; a hook run again for a race changes nothing)."""
+        save may have finished it; a hook run again for a race changes nothing). A race the
+        store no longer has (a Redis restarted without its data: after it, every followed
+        race is reloaded on the broker's gap) is forgotten here, its sessions told (`_lost`)."""
         was_stale = runtime.stale
         try:
             if reload_boards and runtime.race.started_at_ms is not None:
@@ -690,17 +696,23 @@ class RaceKeeper:
                     await runtime.catch_up_board(player_id, moves)
             async with runtime.lock:
                 record = await self.store.get_race(runtime.race_id)
+                lost = record is None and runtime.saved is not None
                 if record is not None and record != runtime.saved:
                     runtime.race.reset_to(record)
                     runtime.saved = record
-                self.delivery.forward(runtime)
-                if was_stale and self.relay is not None:
+                if not lost:
+                    self.delivery.forward(runtime)
+                if was_stale and not lost and self.relay is not None:
                     await self.relay.publish(runtime, ())
         except StoreError as exc:
             runtime.stale = True
             log.warning("race %s: cannot reload (%s)", runtime.race_id, exc)
             return
         runtime.stale = False
+        if lost:
+            if self.races.get(runtime.race_id) is runtime:
+                self._lost(runtime)
+            return
         if was_stale and runtime.race.status is RaceStatus.FINISHED:
             await self._run_finish_hooks(runtime)
 
