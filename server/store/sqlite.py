@@ -23,7 +23,8 @@ a new file is stamped with it; an older file is brought up to it in place, in on
 transaction: a file of version 0 (made before the stamp existed) gets any table it lacks, a
 file of version 1 its tournaments' `finished` and `settled` columns (filled from the stored
 records) and their indexes; and a file of a higher version (a newer solrace's tables) is
-refused at open, `NewerSchemaError`, before anything in it is changed.
+refused at open, `NewerSchemaError`, before anything in it is changed. So is a damaged file
+(`DamagedDatabaseError`: SQLite's quick check of its pages at open finds a problem).
 """
 
 from __future__ import annotations
@@ -161,6 +162,19 @@ class NewerSchemaError(StoreError):
         )
 
 
+class DamagedDatabaseError(StoreError):
+    """SQLite's quick check of the database found a problem in it (a page damaged, a link
+    between pages broken); nothing in it was changed."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(
+            f"the SQLite database {path} is damaged ({problem}): restore a backup, or save "
+            f"what is left of it (sqlite3 {path} .recover | sqlite3 NEW-FILE)"
+        )
+
+
 #: SQLite's primary result codes for a database that is there but cannot be used just now:
 #: another connection held the lock past the busy timeout, the disk is full or failing. A
 #: retry later may succeed, so they are `StoreUnavailableError`; any other is a `StoreError`.
@@ -253,6 +267,16 @@ def _read_pid(fd: int) -> int | None:
     except (OSError, UnicodeDecodeError):
         return None
     return int(text) if text.isdigit() else None
+
+
+def _check_intact(db: sqlite3.Connection, path: Path) -> None:
+    """`DamagedDatabaseError` with the first problem SQLite's quick check finds in the file
+    (`PRAGMA quick_check`: every page and the links between them, not whether the indexes
+    match their tables). It reads the whole file once: 0.7 s for 410 MiB, cached."""
+    (first,) = db.execute("PRAGMA quick_check(1)").fetchone()
+    if first != "ok":
+        problem = " ".join(str(first).split()).removeprefix("*** in database main *** ")
+        raise DamagedDatabaseError(path, problem)
 
 
 def _schema_version(db: sqlite3.Connection) -> int:
@@ -485,6 +509,7 @@ class SqliteStore(SqliteCompetition):
                 found = _schema_version(db)
                 if not 0 <= found <= SCHEMA_VERSION:
                     raise NewerSchemaError(self.path, found)
+                _check_intact(db, self.path)
                 db.execute("PRAGMA journal_mode=WAL")  # the file's, kept in it
                 self._configure(db)
                 if found < SCHEMA_VERSION:

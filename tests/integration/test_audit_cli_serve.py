@@ -1,5 +1,6 @@
 """`solrace serve` as a real process, given what operators get wrong: a database it cannot
-write is refused at start in one line (exit 1), not served with every write failing; an
+write, or a damaged one, is refused at start in one line (exit 1), not served with every
+write (or every write touching the damage) failing; an
 empty host (an unset variable) is refused (exit 2), not taken for every interface; a
 misspelt variable is named with the setting it may mean; a secret file other users may read
 is named in a warning."""
@@ -7,9 +8,11 @@ is named in a warning."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -191,3 +194,33 @@ async def test_a_secret_file_of_its_own_is_used_without_a_word(tmp_path: Path) -
     code, lines = await serve_until_listening_or_exit("--data-dir", str(tmp_path))
     assert code is None
     assert [line for line in lines if "WARNING" in line] == []
+
+
+def damage_table(database: Path, table: str) -> None:
+    """Overwrite the first page of `table` in `database` (SQLite's own header, page 1, stays
+    whole): an interior page marker followed by garbage, as a disk or a copy may leave it."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        (page_size,) = db.execute("PRAGMA page_size").fetchone()
+        query = "SELECT rootpage FROM sqlite_master WHERE name = ?"
+        (root,) = db.execute(query, (table,)).fetchone()
+    with database.open("r+b") as file:
+        file.seek((root - 1) * page_size)
+        file.write(b"\x05" + b"\xff" * (page_size - 1))
+
+
+async def test_a_damaged_database_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    database = tmp_path / "solrace.sqlite3"
+    await make_database(database)
+    damage_table(database, "moves")
+    code, lines = await serve_until_listening_or_exit(
+        "--data-dir", str(tmp_path), "--secret", "s" * 16
+    )
+    assert code == 1, f"started on a damaged database: {lines}"
+    [line] = lines
+    assert line.startswith(
+        f"solrace serve: error: the SQLite database {database} is damaged (Page "
+    ), line
+    assert line.endswith(
+        f"): restore a backup, or save what is left of it "
+        f"(sqlite3 {database} .recover | sqlite3 NEW-FILE)"
+    ), line
