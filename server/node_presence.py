@@ -81,6 +81,8 @@ class NodePresence:
         self._watcher: asyncio.Task[None] | None = None
         #: This node has announced itself and not withdrawn since (`stop`).
         self._announced = False
+        #: Called, in order, each time nodes are found gone (`watch`).
+        self.gone_hooks: list[Callable[[], None]] = []
 
     def start(self) -> None:
         """Watch the nodes every fifth of the ttl from now on."""
@@ -166,6 +168,8 @@ class NodePresence:
                         await self.keeper.load_race(record.race_id)
             except StoreError as exc:
                 log.warning("races of gone nodes not loaded: %s", exc)
+            for hook in self.gone_hooks:
+                hook()
         for runtime in list(self.keeper.races.values()):
             if not runtime.race.is_live:
                 continue

@@ -9,7 +9,7 @@ them from the hub's parts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from solrace.server.broker import Broker
@@ -90,6 +90,11 @@ class RaceHost(Protocol):
         boards now."""
         ...
 
+    def on_nodes_gone(self, hook: Callable[[], None]) -> None:
+        """Several nodes: call `hook` each time this node finds other nodes gone (killed or
+        cut off); on a single node, never."""
+        ...
+
 
 class HubRaceHost:
     """`RaceHost` from a hub: its race keeper, its players, its spectators' catching up; and
@@ -149,3 +154,7 @@ class HubRaceHost:
 
     async def take_releases(self, tournament_id: str | None) -> None:
         await self.hub.keeper.take_releases(tournament_id)
+
+    def on_nodes_gone(self, hook: Callable[[], None]) -> None:
+        if self.hub.presence is not None:
+            self.hub.presence.gone_hooks.append(hook)

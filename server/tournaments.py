@@ -209,6 +209,7 @@ class TournamentService:
         if broker is not None:  # several nodes: hear the others' changes
             self.relay = TournamentRelay(broker, self.host.node_id, self._remote_change)
             await self.relay.start()
+            self.host.on_nodes_gone(self._nodes_gone)
         for record in await self.store.list_open_tournaments():  # the settled ones: nothing to do
             if record.is_finished:
                 # A crash between its last round's end and the release of that round's deals
@@ -257,6 +258,14 @@ class TournamentService:
         await self._release_held(live)
         log.info("resumed tournament %s (%s)", live.tournament_id, live.tournament.phase.value)
         return notices
+
+    def _nodes_gone(self) -> None:
+        """Several nodes: nodes were found gone. The finish hooks run on the node that stored a
+        race's finish, so one killed in between left a finished race its tournament has not
+        counted (or a pending race unopened): every tournament held here is resumed at the
+        next tick, as at a start (`_resume`; counting a race twice is refused)."""
+        for tournament_id, live in self.live.items():
+            self._repairs.setdefault(tournament_id, live)
 
     async def _announce_races(self, live: Live, notices: list[TournamentRace]) -> None:
         """Several nodes: the races opened here reach their players connected elsewhere."""
