@@ -252,6 +252,20 @@ class Settings(BaseSettings):
             )
         return value
 
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_home(cls, value: Path) -> Path:
+        # `~` as a shell expands it: an environment file, a unit or a compose file does not,
+        # and a folder named `~` would be made in the working directory.
+        return value.expanduser()
+
+    @field_validator("store")
+    @classmethod
+    def _sqlite_path_home(cls, value: str | None) -> str | None:
+        if value and value.startswith("sqlite:~"):  # as for the data dir
+            return f"sqlite:{Path(value.removeprefix('sqlite:')).expanduser()}"
+        return value
+
     @field_validator("redis")
     @classmethod
     def _a_redis_url(cls, value: str | None) -> str | None:

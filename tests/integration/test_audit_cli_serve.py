@@ -3,7 +3,7 @@ write, or a damaged one, is refused at start in one line (exit 1), not served wi
 write (or every write touching the damage) failing; an
 empty host (an unset variable) is refused (exit 2), not taken for every interface; a
 misspelt variable is named with the setting it may mean; a secret file other users may read
-is named in a warning."""
+is named in a warning; a `~` in a path given without a shell is the home folder."""
 
 from __future__ import annotations
 
@@ -26,11 +26,11 @@ START_WITHIN_S = 30
 
 
 async def serve_until_listening_or_exit(
-    *argv: str, env: dict[str, str] | None = None
+    *argv: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> tuple[int | None, list[str]]:
-    """Run `python -m solrace.cli serve ARGV` (with the `SOLRACE_*` variables of `env` alone)
-    until it exits, or until it says it listens (then it is stopped with SIGTERM, and None is
-    its status): the status and its stderr lines up to then."""
+    """Run `python -m solrace.cli serve ARGV` (in `cwd`, with the `SOLRACE_*` variables of
+    `env` alone) until it exits, or until it says it listens (then it is stopped with SIGTERM,
+    and None is its status): the status and its stderr lines up to then."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -43,6 +43,7 @@ async def serve_until_listening_or_exit(
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
         env={k: v for k, v in os.environ.items() if not k.startswith("SOLRACE_")} | (env or {}),
+        cwd=cwd,
     )
     assert process.stderr is not None
     lines: list[str] = []
@@ -224,3 +225,26 @@ async def test_a_damaged_database_is_one_line_and_exit_1(tmp_path: Path) -> None
         f"): restore a backup, or save what is left of it "
         f"(sqlite3 {database} .recover | sqlite3 NEW-FILE)"
     ), line
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "database"),
+    [
+        ((), {"SOLRACE_DATA_DIR": "~/solrace"}, "solrace/solrace.sqlite3"),
+        (("--data-dir", "~/solrace"), {}, "solrace/solrace.sqlite3"),
+        ((), {"SOLRACE_STORE": "sqlite:~/races.sqlite3"}, "races.sqlite3"),
+    ],
+)
+async def test_a_path_from_home_is_in_home_not_in_a_folder_named_tilde(
+    tmp_path: Path, argv: tuple[str, ...], env: dict[str, str], database: str
+) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    code, lines = await serve_until_listening_or_exit(
+        *argv, "--secret", "s" * 16, env={"HOME": str(home)} | env, cwd=work
+    )
+    assert code is None
+    assert f"(store sqlite:{home / database}, broker memory:" in lines[-1], lines
+    assert (home / database).exists()
+    assert os.listdir(work) == []  # no folder named ~ (nor ./data) made where it started
