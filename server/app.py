@@ -489,7 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
     for setting, help_text in SERVE_FLAGS:
         annotation = Settings.model_fields[setting].annotation
         kind: type[Any] = str
-        for candidate in (bool, int, float, Path):
+        # A path stays text: the settings read it, so `--data-dir ''` is refused as
+        # SOLRACE_DATA_DIR='' is (argparse would make it `.`).
+        for candidate in (bool, int, float):
             if annotation is candidate or candidate in getattr(annotation, "__args__", ()):
                 kind = candidate
                 break

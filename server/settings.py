@@ -252,6 +252,13 @@ class Settings(BaseSettings):
             )
         return value
 
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _a_data_dir(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():  # an unset variable, as a rule
+            raise ValueError("empty: give a folder (. for the working directory)")
+        return value
+
     @field_validator("data_dir")
     @classmethod
     def _data_dir_home(cls, value: Path) -> Path:

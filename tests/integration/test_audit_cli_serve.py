@@ -1,7 +1,8 @@
 """`solrace serve` as a real process, given what operators get wrong: a database it cannot
 write, or a damaged one, is refused at start in one line (exit 1), not served with every
 write (or every write touching the damage) failing; an
-empty host (an unset variable) is refused (exit 2), not taken for every interface; a
+empty host or data dir (an unset variable) is refused (exit 2), not taken for every
+interface or the working directory; a
 misspelt variable is named with the setting it may mean; a secret file other users may read
 is named in a warning; a `~` in a path given without a shell is the home folder."""
 
@@ -248,3 +249,26 @@ async def test_a_path_from_home_is_in_home_not_in_a_folder_named_tilde(
     assert f"(store sqlite:{home / database}, broker memory:" in lines[-1], lines
     assert (home / database).exists()
     assert os.listdir(work) == []  # no folder named ~ (nor ./data) made where it started
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "named"),
+    [
+        ((), {"SOLRACE_DATA_DIR": ""}, "SOLRACE_DATA_DIR ''"),
+        (("--data-dir", ""), {}, "--data-dir ''"),
+    ],
+)
+async def test_an_empty_data_dir_is_refused_not_the_working_directory(
+    tmp_path: Path, argv: tuple[str, ...], env: dict[str, str], named: str
+) -> None:
+    code, lines = await serve_until_listening_or_exit(
+        *argv, "--secret", "s" * 16, env=env, cwd=tmp_path
+    )
+    assert (code, lines) == (
+        2,
+        [
+            f"solrace serve: error: invalid {named}: empty: give a folder "
+            "(. for the working directory)"
+        ],
+    )
+    assert os.listdir(tmp_path) == []
