@@ -237,11 +237,14 @@ class RaceKeeper:
     async def catch_up_progress(self, runtime: RaceRuntime) -> None:
         """Several nodes: a node that died between storing a move and its progress left the
         record behind the moves; replaying them tells, and the progress is stored now (or,
-        if the store refuses it, by the tick: `store_board`)."""
+        if the store refuses it, by the tick: `store_board`). A board whose lock a move holds
+        is left out: that move is on it before it is stored (the store may refuse it, and
+        it is taken back), and its handler moves the racer's progress on once it is stored."""
         race = runtime.race
-        behind = [p for p, b in runtime.boards.items() if b.game.ply > race.racers[p].moves]
-        for player_id in behind:
-            await self.store_board(runtime, player_id)
+        for player_id in list(runtime.boards):
+            board = runtime.boards[player_id]
+            if not board.lock.locked() and board.game.ply > race.racers[player_id].moves:
+                await self.store_board(runtime, player_id)
 
     async def store_board(
         self, runtime: RaceRuntime, player_id: PlayerId, moves: Sequence[MoveRecord] = ()

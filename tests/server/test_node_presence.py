@@ -1,7 +1,8 @@
 """Several nodes: a node that stops announcing itself (killed) is taken for gone, and the
 racers it held are marked away by the nodes still alive, so their grace runs and they forfeit
 unless they come back; a node whose announces only failed for a while marks its own racers
-back (server/node_presence.py `NodePresence.watch`, broker `announce`)."""
+back; the progress a node found gone left unfolded is caught up from stored moves only
+(server/node_presence.py `NodePresence.watch`, broker `announce`)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,15 @@ import pytest
 from solrace.server.broker import Broker, BrokerUnavailableError, MemoryBroker, Subscription
 from solrace.server.hub import Hub
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
-from solrace.server.protocol.records import RacerState
-from solrace.server.store import MemoryStore
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    CreateRace,
+    Hello,
+    JoinRace,
+    MakeMove,
+)
+from solrace.server.protocol.records import MoveRecord, RacerState
+from solrace.server.store import MemoryStore, StoreUnavailableError
 from tests.server.sessions import RecordingSession, opened, running_hub
 from tests.waiting import eventually
 
@@ -286,3 +293,64 @@ async def test_an_announce_or_withdraw_without_an_answer_says_so_in_the_log(
             f"node {hub.node_id}: presence not withdrawn (it runs out): no answer in time",
         ),
     ]
+
+
+class HeldMoves(MemoryStore):
+    """The memory store, whose move writes wait for `go` while it is not set (`waiting`
+    says one does), then fail as the store being away while `refusing`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+        self.go.set()
+        self.waiting = asyncio.Event()
+        self.refusing = False
+
+    async def append_move(self, move: MoveRecord) -> None:
+        if not self.go.is_set():
+            self.waiting.set()
+            await self.go.wait()
+        if self.refusing:
+            raise StoreUnavailableError("the store is away")
+        await super().append_move(move)
+
+
+async def test_a_gone_node_s_catch_up_leaves_a_move_being_stored_to_its_own_handler() -> None:
+    """When a node is found gone, the races held here have their boards' progress stored if
+    the race is behind them. A move played on its board but not stored yet (the store then
+    refuses it, and it is taken back) is not counted: the race keeps the stored moves."""
+    async with contextlib.AsyncExitStack() as stack:
+        nodes = Nodes(stack)
+        nodes.store = HeldMoves()
+        await stack.enter_async_context(opened(nodes.store))
+        nodes.a, nodes.b = await nodes.hub(nodes.broker), await nodes.hub(nodes.broker)
+        doomed, survivor = nodes.a, nodes.b
+        store = nodes.store
+        for second in (0.0, 2.5, 5.0):  # a whole ttl of announces: the survivor may judge
+            nodes.seconds = second
+            await nodes.watch(doomed, survivor)
+        race_id, carol, _ = await nodes.race_of_two(survivor, survivor, ("carol", "dave"))
+        runtime = survivor.races[race_id]
+        player = carol.player_id or PlayerId("")
+        for seq in range(2):
+            await survivor.handle(carol, MakeMove(race_id=race_id, seq=seq, move="deal"))
+        store.go.clear()
+        third = asyncio.create_task(
+            survivor.handle(carol, MakeMove(race_id=race_id, seq=2, move="deal"))
+        )
+        await store.waiting.wait()  # played on the board, not stored (nor acknowledged) yet
+        assert runtime.boards[player].game.ply == 3
+
+        nodes.seconds = 11.0  # the doomed node said nothing since 5.0: gone
+        await nodes.watch(survivor)
+        store.refusing = True
+        store.go.set()
+        await third  # refused: taken back from the board
+        assert runtime.boards[player].game.ply == 2
+        store.refusing = False
+        await survivor.keeper.progress.fold(runtime)
+
+        assert runtime.race.racers[player].moves == 2
+        stored = await store.get_race(race_id)
+        assert stored is not None
+        assert {r.name: r.moves for r in stored.racers} == {"carol": 2, "dave": 0}
