@@ -23,7 +23,8 @@ Formats (`Format`):
   ones), then cards on foundations, then seed.
 - heats: N-player races; players are dealt into heats of at most `heat_size` by seed (snake
   order); the top `advance_per_heat` of each heat advance (at most heat size - 1, so every
-  heat eliminates someone) until everyone left fits in one heat, the final.
+  heat eliminates someone) until everyone left fits in one heat, the final. A player dealt
+  into a heat alone (heats of two, an odd field) goes through on a bye.
 
 Matches are best-of-N races (`FormatRules.best_of`): first to ceil(N/2) race wins. A race whose
 winners tie gives nobody a win. After N races with wins level: a draw in Swiss and round robin;
@@ -283,8 +284,8 @@ def _plan_heats(
 ) -> RoundPlan | None:
     if history:
         last = history[-1]
-        if len(last.plan.pairings) <= 1:
-            return None  # the final has been raced
+        if _is_final(last):
+            return None
         survivors = set(heat_advancers(rules, last)) - dropped
     else:
         survivors = set(seeds) - dropped
@@ -299,14 +300,24 @@ def _plan_heats(
     for i, player in enumerate(field_):
         row, col = divmod(i, count)
         heats[col if row % 2 == 0 else count - 1 - col].append(player)
+    # Heats of two and an odd field leave the first heat (the top seed's) with one player,
+    # who has nobody to race: he goes through on a bye.
+    raced = [h for h in heats if len(h) > 1]
     return RoundPlan(
-        tuple(Pairing(MatchId(f"R{number}-H{i + 1}"), tuple(h)) for i, h in enumerate(heats))
+        tuple(Pairing(MatchId(f"R{number}-H{i + 1}"), tuple(h)) for i, h in enumerate(raced)),
+        tuple(h[0] for h in heats if len(h) == 1),
     )
 
 
+def _is_final(played: PlayedRound) -> bool:
+    """Whether a round of heats was the final: one heat, everyone left in it."""
+    return len(played.plan.pairings) == 1 and not played.plan.byes
+
+
 def heat_advancers(rules: FormatRules, played: PlayedRound) -> list[PlayerId]:
-    """Who goes through from a round of heats: the top k of each heat (never a whole heat)."""
-    out: list[PlayerId] = []
+    """Who goes through from a round of heats: the round's byes and the top k of each heat
+    (never a whole heat)."""
+    out: list[PlayerId] = list(played.plan.byes)
     for pairing in played.plan.pairings:
         outcome = played.outcomes[pairing.match_id]
         k = min(rules.advance_per_heat, len(pairing.players) - 1)
@@ -427,13 +438,15 @@ def _heat_standings(
     alive = set(seeds)
     cards = {p: 0 for p in seeds}
     for number, played in enumerate(history, start=1):
+        for player in played.plan.byes:
+            reached[player] = (number, 1)
         for pairing in played.plan.pairings:
             outcome = played.outcomes[pairing.match_id]
             for place, player in enumerate(outcome.ranking, start=1):
                 reached[player] = (number, place)
                 cards[player] += outcome.cards.get(player, 0)
-        alive = set(heat_advancers(rules, played)) if len(played.plan.pairings) > 1 else set()
-    if history and len(history[-1].plan.pairings) == 1:
+        alive = set() if _is_final(played) else set(heat_advancers(rules, played))
+    if history and _is_final(history[-1]):
         final = history[-1].outcomes[history[-1].plan.pairings[0].match_id]
         alive = {final.ranking[0]} - final.forfeited
     seed_of = {p: i for i, p in enumerate(seeds)}
