@@ -60,7 +60,7 @@ from solrace.server.protocol.records import (
     LIVE_STATUSES,
     RaceRecord,
 )
-from solrace.server.race_changes import Change, connection_change
+from solrace.server.race_changes import Change
 from solrace.server.race_quota import RaceQuota
 from solrace.server.race_setup import (
     check_create_race,
@@ -71,7 +71,7 @@ from solrace.server.race_sync import RaceFinishedHook, RaceKeeper
 from solrace.server.replays import Replays
 from solrace.server.routing import Handler, Routes
 from solrace.server.runtime import RaceRuntime
-from solrace.server.session import Session, holder_name, holder_of_session
+from solrace.server.session import Session, holder_name, holder_of_session, node_of_holder
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
 from solrace.server.watching import WatchCheck, Watching
@@ -500,8 +500,7 @@ class Hub:
         self.players.pop(player_id, None)
         if self.claims is not None:
             self.claims.forget(player_id)
-        now = self.clock()
-        away = connection_change(player_id, False, now, self.holder_of(session))
+        away = self._gone_from_here(player_id, session, self.clock())
         await self._change_each(
             self.keeper.live_races_of(player_id), away, player_id, "marked away"
         )
@@ -538,6 +537,29 @@ class Hub:
         ]
         back = self._connected_here(player_id, self.clock())
         await self._change_each(elsewhere, back, player_id, "marked back")
+
+    def _gone_from_here(self, player_id: PlayerId, session: Session, now: int) -> Change:
+        """The change marking the player away as `session`, its connection holding its claim
+        here, closes: held through `session`, or through an earlier connection of this node
+        that `session` replaced (the change naming `session` instead, refused by the store,
+        may come after this one: the race may name that one still). Not when the race names a
+        connection of another node (a later one, whose node marks the player), nor when a
+        newer connection here holds the claim by then (it marks the player back)."""
+        closing = self.holder_of(session)
+
+        def change(race: Race) -> list[RaceEvent]:
+            racer = race.racers.get(player_id)
+            holder = closing
+            if (
+                racer is not None
+                and racer.holder is not None
+                and node_of_holder(racer.holder) == self.node_id
+                and self._claimants.get(player_id) is None
+            ):
+                holder = racer.holder  # no connection of the player is open here
+            return race.set_connected(player_id, False, now, holder)
+
+        return change
 
     def _connected_here(self, player_id: PlayerId, now: int) -> Change:
         """The change marking the player connected, through the connection holding the

@@ -110,3 +110,33 @@ async def test_a_racer_gone_while_the_store_refused_writes_is_marked_away_once_i
         [away] = [r for r in stored.racers if r.player_id == alice.player_id]
         assert not away.connected and away.disconnected_at_ms is not None
         await bob.close()
+
+
+async def test_a_racer_back_and_gone_again_while_the_store_refused_writes_is_marked_away(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A racer's new connection replaced its old one (a client reconnecting) and closed in
+    turn while the store refused writes: neither marking went in then, and once the store
+    took them the race still named the old connection as the racer's, connected, so its
+    grace period never started."""
+    async with node(tmp_path) as app:
+        url = f"ws://127.0.0.1:{app.port}"
+        alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
+        race_id = await start_race(alice, [bob])
+        assert alice.welcome is not None and alice.welcome.token is not None
+        runtime = app.hub.races[race_id]
+        with write_locked(tmp_path / "solrace.sqlite3"):
+            back = await connect_client(url, token=alice.welcome.token)  # alice's closes: 4003
+            await eventually(lambda: "not marked back" in caplog.text, within=WAIT_S)
+            await eventually(lambda: alice.player_id in app.hub.players, within=WAIT_S)
+            await back.close()
+            await eventually(lambda: alice.player_id not in app.hub.players, within=WAIT_S)
+            await eventually(lambda: not app.transport.finishing, within=WAIT_S)
+        await eventually(lambda: not runtime.unstored_connections, within=WAIT_S)
+        stored = await app.store.get_race(race_id)
+        assert stored is not None
+        [away] = [r for r in stored.racers if r.player_id == alice.player_id]
+        assert not away.connected and away.disconnected_at_ms is not None
+        await eventually(shows(bob, alice.player_id, False), within=WAIT_S)
+        for each in (alice, bob):
+            await each.close()
