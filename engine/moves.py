@@ -18,9 +18,7 @@ _KIND_BY_LETTER: Final = {"f": "foundation", "t": "tableau", "r": "reserve"}
 _LETTER_BY_KIND: Final = {v: k for k, v in _KIND_BY_LETTER.items()}
 _PILE: Final = r"(?:s|w|[ftr](?:0|[1-9][0-9]?))"
 _MOVE_RE: Final = re.compile(rf"^({_PILE})-({_PILE})(?::([1-9][0-9]{{0,2}}))?$")
-_LONG_RE: Final = re.compile(
-    r"^(stock|waste|foundation\[(\d+)\]|tableau\[(\d+)\]|reserve\[(\d+)\])$"
-)
+_LONG_RE: Final = re.compile(r"(foundation|tableau|reserve)\[(0|[1-9][0-9]*)\]")
 
 
 def to_long_name(short: str) -> str:
@@ -34,15 +32,15 @@ def to_long_name(short: str) -> str:
 
 def to_short_name(long: str) -> str:
     """``"tableau[3]"`` -> ``"t3"``; raises :class:`InvalidMoveError` for an unknown name."""
-    m = _LONG_RE.match(long)
-    if not m:
-        raise InvalidMoveError(f"not a pile name: {long!r}")
     if long == "stock":
         return "s"
     if long == "waste":
         return "w"
-    kind, index = long[:-1].split("[")
-    return f"{_LETTER_BY_KIND[kind]}{int(index)}"
+    m = _LONG_RE.fullmatch(long) if isinstance(long, str) else None
+    if not m:
+        raise InvalidMoveError(f"not a pile name: {long!r}")
+    kind, index = m.groups()
+    return f"{_LETTER_BY_KIND[kind]}{index}"
 
 
 @dataclass(frozen=True, slots=True)
