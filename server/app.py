@@ -33,6 +33,7 @@ from solrace.server.protocol.tokens import secret_fingerprint
 from solrace.server.ratings import RatingService
 from solrace.server.settings import LOG_LEVELS, SECRET_MIN_CHARS, Settings
 from solrace.server.store import StoreError, StoreLockedError, StoreUnavailableError, open_store
+from solrace.server.store.sqlite import link_to_nothing
 from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournaments import TournamentService
 from solrace.server.transport import Transport
@@ -143,7 +144,9 @@ class App:
             secret = load_secret(settings)
         except OSError as exc:
             data_dir = settings.data_dir
-            if data_dir.exists() and not data_dir.is_dir():
+            if broken_link := link_to_nothing(data_dir):
+                reason = broken_link
+            elif data_dir.exists() and not data_dir.is_dir():
                 reason = "it is a file, not a folder"
             else:
                 reason = describe_os_error(exc)

@@ -260,6 +260,15 @@ def _check_writable(database: Path) -> None:
             raise PermissionError(errno.EACCES, "it cannot be written", str(path))
 
 
+def link_to_nothing(path: Path) -> str | None:
+    """What is wrong when `path` or a folder above it is a symbolic link to nothing (a volume
+    not mounted, a target moved): the link and its target, in words; None if none is."""
+    for link in reversed((path, *path.parents)):
+        if link.is_symlink() and not link.exists():
+            return f"{link} is a link to {os.readlink(link)}, which does not exist"
+    return None
+
+
 def _read_pid(fd: int) -> int | None:
     """The pid the holder wrote into the lock file (None: not written yet, or unreadable)."""
     try:
@@ -480,7 +489,8 @@ class SqliteStore(SqliteCompetition):
             if isinstance(exc, sqlite3.Error):
                 raise store_error(exc, context) from exc
             if isinstance(exc, OSError):
-                raise StoreError(f"{context}: {describe_os_error(exc)}") from exc
+                reason = link_to_nothing(self.path.parent) or describe_os_error(exc)
+                raise StoreError(f"{context}: {reason}") from exc
             raise
 
     def _configure(self, db: sqlite3.Connection) -> None:

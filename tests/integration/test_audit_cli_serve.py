@@ -4,7 +4,8 @@ write (or every write touching the damage) failing; an
 empty host or data dir (an unset variable) is refused (exit 2), not taken for every
 interface or the working directory; a
 misspelt variable is named with the setting it may mean; a secret file other users may read
-is named in a warning; a `~` in a path given without a shell is the home folder."""
+is named in a warning; a `~` in a path given without a shell is the home folder; a data
+dir behind a link to nothing (a volume not mounted) is named so."""
 
 from __future__ import annotations
 
@@ -272,3 +273,31 @@ async def test_an_empty_data_dir_is_refused_not_the_working_directory(
         ],
     )
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("data_dir", "secret", "said_of"),
+    [
+        ("data", (), "cannot use the data dir {data_dir}"),
+        ("data/node1", (), "cannot use the data dir {data_dir}"),
+        (
+            "data",
+            ("--secret", "s" * 16),
+            "cannot open the SQLite database {data_dir}/solrace.sqlite3",
+        ),
+    ],
+)
+async def test_a_data_dir_behind_a_link_to_nothing_names_the_link(
+    tmp_path: Path, data_dir: str, secret: tuple[str, ...], said_of: str
+) -> None:
+    link, target = tmp_path / "data", tmp_path / "volume" / "solrace"
+    link.symlink_to(target)
+    code, lines = await serve_until_listening_or_exit(
+        "--data-dir", str(tmp_path / data_dir), *secret
+    )
+    where = said_of.format(data_dir=tmp_path / data_dir)
+    assert (code, lines) == (
+        1,
+        [f"solrace serve: error: {where}: {link} is a link to {target}, which does not exist"],
+    )
+    assert not target.exists()  # not made: the volume is the operator's to mount
