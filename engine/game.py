@@ -271,8 +271,10 @@ class Game:
         return True
 
     def play(self, move: Move | str) -> None:
-        """Play one action; an illegal one raises and leaves the board exactly as it was."""
-        if isinstance(move, str):
+        """Play one action; an illegal one raises and leaves the board exactly as it was.
+        Anything but a `Move` is read as notation (`Move.parse`), so a value that is not a
+        move's text is refused with `InvalidMoveError`."""
+        if not isinstance(move, Move):
             move = Move.parse(move)
         saved: _Saved = {}
         self._saved = saved

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from solrace.engine import EngineError, InvalidMoveError, Move, to_short_name
+from solrace.engine import EngineError, InvalidMoveError, Move, deal, to_short_name
 
 
 @pytest.mark.parametrize(
@@ -35,3 +35,15 @@ def test_long_names_with_many_digits_still_read() -> None:
 def test_from_long_refuses_a_malformed_name(long: str) -> None:
     with pytest.raises(EngineError):
         Move.from_long(long, "foundation[0]")
+
+
+@pytest.mark.parametrize("value", [None, 5, 3.5, b"w-t3", ["w-t3"]])
+def test_a_value_that_is_not_a_move_is_refused_by_play(value: object) -> None:
+    game = deal("klondike", "1")
+    before = game.pile_texts()
+    with pytest.raises(InvalidMoveError, match="a move is text"):
+        game.play(value)  # type: ignore[arg-type]
+    with pytest.raises(InvalidMoveError, match="a move is text"):
+        game.is_legal(value)  # type: ignore[arg-type]
+    assert game.pile_texts() == before
+    assert game.ply == 0
