@@ -49,6 +49,13 @@ class EngineSession:
             request = json.loads(line)
         except json.JSONDecodeError as exc:
             return {"ok": False, "error": f"not JSON: {exc.msg} at column {exc.colno}"}
+        except RecursionError:
+            return {"ok": False, "error": "not JSON this engine reads: nested too deeply"}
+        except ValueError:  # the only other failure of json.loads: an int past Python's limit
+            return {
+                "ok": False,
+                "error": "not JSON this engine reads: a number has too many digits",
+            }
         if not isinstance(request, dict):
             return {"ok": False, "error": 'expected a JSON object such as {"cmd": "state"}'}
         try:
