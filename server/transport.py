@@ -26,7 +26,6 @@ One request per connection: its answer closes it, and bytes after its head are d
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import os
@@ -270,10 +269,18 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.lost.set_result(None)
 
     async def _finish(self) -> None:
-        """The hub learns of the close once the message it is handling is answered."""
-        if self.worker is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self.worker)
+        """The hub learns of the close once the message it is handling is answered. Cancelled
+        meanwhile (a stop that gave up waiting: `Transport.wait_closed_sessions`), it cancels
+        that message's handling too, and waits until it has ended."""
+        worker = self.worker
+        if worker is not None:
+            try:
+                await asyncio.shield(worker)
+            except asyncio.CancelledError:
+                await cancel_and_wait([worker])
+                raise
+            except Exception:  # the worker logs its own failures
+                pass
         await self.edge.hub.disconnected(self)
 
     # --- the hub's Session ---------------------------------------------------------------
@@ -685,8 +692,9 @@ class Transport:
     async def wait_closed_sessions(self) -> None:
         """Once the connections are closed: wait for what their sessions' close does (a
         racer marked away in the store), at most `close_timeout_s`. What is still under way
-        then, or when the stop's deadline cuts this wait, is cancelled and waited for, so
-        that none of it outlives the stop: the racers it would have marked away are away
+        then, or when the stop's deadline cuts this wait (the request a connection was
+        handling as it closed included), is cancelled and waited for, so that none of it
+        outlives the stop: the racers it would have marked away are away
         anyway once a node loads the races again (one node), or once this node's presence
         runs out (several nodes)."""
         if self.server is None:

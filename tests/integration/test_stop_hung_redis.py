@@ -2,8 +2,8 @@
 closes its clients with 1012, gives up the Redis work left at its stop deadline, says so,
 and exits 0; once Redis runs again, a node started on it carries the race on from every
 acknowledged move. In process: a stop cut short leaves none of its progress folds, race timer,
-watch over the nodes or marking away of closed connections running, and the stop's wait for
-the clients' goodbyes does not wait for their racers to be marked away."""
+watch over the nodes, marking away of closed connections or their requests running, and the
+stop's wait for the clients' goodbyes does not wait for their racers to be marked away."""
 
 from __future__ import annotations
 
@@ -194,6 +194,38 @@ async def test_a_stop_cut_short_on_redis_hung_leaves_no_progress_fold_running(
         what="the watch over the nodes gone, or failing",
     )
     assert not watch_failures()
+
+
+async def test_a_stop_cut_short_on_redis_hung_leaves_no_client_request_running(
+    own_redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A racer's move waiting on the hung Redis when the node stops: its connection closes
+    (1012), and the stop, giving up the closed connections' work at its deadline, ends the
+    move's handling too, instead of leaving it waiting on Redis (then on the closed store)."""
+    settings = make_settings(
+        tmp_path,
+        store=own_redis_server.url,
+        progress_interval_s=600,
+        close_timeout_s=0.5,
+        stop_timeout_s=1.0,
+    )
+    left: list[asyncio.Task[object]] = []
+    async with racing_on(settings) as (app, race_id, racers):
+        with own_redis_server.frozen():
+            await racers[0].send(MakeMove(race_id=race_id, seq=2, move="deal"))
+            await eventually(lambda: bool(handling()), what="the move's handling under way")
+            await app.stop()
+            left = handling()
+    assert not left
+
+
+def handling() -> list[asyncio.Task[object]]:
+    """The tasks of this process handling a connection's requests (`_work`)."""
+    return [
+        t
+        for t in asyncio.all_tasks()
+        if getattr(t.get_coro(), "__qualname__", "").endswith("Session._work")
+    ]
 
 
 async def test_a_stop_on_redis_hung_waits_for_the_goodbyes_not_for_the_racers_marked_away(
