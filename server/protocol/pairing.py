@@ -12,8 +12,9 @@ Formats (`Format`):
   second loss) and a grand final; optional bracket reset (a second grand final when the
   losers-bracket champion wins the first one).
 - Swiss: a fixed number of rounds (default ceil(log2 N)); round 1 pairs the top half of the seeds
-  against the bottom half, later rounds pair neighbours in the standings with no rematch (a
-  rematch only when no rematch-free pairing exists); with an odd count the lowest-ranked player
+  against the bottom half, later rounds pair neighbours in the standings with no rematch,
+  looking ahead so the rounds left can be paired without one too (a rematch only when no
+  rematch-free pairing is found); with an odd count the lowest-ranked player
   who has not had a bye gets one (a bye is worth a win).
   Standings: points (win 1, draw 1/2, bye 1, loss 0), then Buchholz (sum of the points of the
   opponents met), then total cards on foundations over all races, then seed.
@@ -36,7 +37,7 @@ places, then cards on foundations, then seed. Forfeits rank below everyone who p
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .ranking import competition_ranks
@@ -75,7 +76,11 @@ SUDDEN_DEATH_RACES = 2
 """Extra races an elimination match may play when wins are level after best-of-N."""
 
 _SEARCH_BUDGET = 20_000
-"""Backtracking steps allowed when looking for a rematch-free Swiss pairing."""
+"""Backtracking steps allowed when looking for a rematch-free Swiss pairing, and again for
+looking ahead at the rounds left after it."""
+
+_BYE_SEAT = PlayerId("")
+"""The seat a Swiss player with a bye faces when looking ahead (no player id is empty)."""
 
 
 # --- match scoring ---------------------------------------------------------------------------
@@ -203,14 +208,34 @@ def _plan_swiss(
     if len(order) % 2:
         fresh = [p for p in reversed(order) if p not in had_bye]
         candidates = list(fresh) or [order[-1]]
+    # The bye is a seat too: meeting it twice is a second bye.
+    met |= {frozenset((p, _BYE_SEAT)) for p in had_bye}
+    seats = [*order, _BYE_SEAT] if len(order) % 2 else order
+    rounds_left = swiss_round_count(rules, len(seeds)) - number
+    ahead = [_SEARCH_BUDGET]  # for every look ahead of this round together
     pairs: list[tuple[PlayerId, PlayerId]] | None = None
     bye: PlayerId | None = None
+    first: tuple[PlayerId | None, list[tuple[PlayerId, PlayerId]]] | None = None
     for candidate in candidates:
         rest = [p for p in order if p != candidate]
-        pairs = _fold(rest) if not history else _pair_no_rematch(rest, met, [_SEARCH_BUDGET])
-        if pairs is not None:
-            bye = candidate
+        if not history:  # a folded first round leaves a rematch-free schedule possible
+            pairs, bye = _fold(rest), candidate
             break
+        for option in _rematch_free_pairings(rest, met, [_SEARCH_BUDGET]):
+            first = first or (candidate, option)
+            taken = {frozenset(pair) for pair in option}
+            if candidate is not None:
+                taken.add(frozenset((candidate, _BYE_SEAT)))
+            # Pairing neighbours greedily can leave the players who have not met unpairable
+            # a few rounds on (six players, four rounds: a fifth of the time): take the best
+            # pairing after which the rounds left can still be played without a rematch.
+            if _can_finish(seats, met | taken, rounds_left, ahead) is not False:
+                pairs, bye = option, candidate
+                break
+        if pairs is not None:
+            break
+    if pairs is None and first is not None:  # none leaves a way to the end without a rematch
+        bye, pairs = first
     if pairs is None:  # no rematch-free pairing exists: neighbours, rematches allowed
         bye = candidates[0]
         rest = [p for p in order if p != bye]
@@ -228,25 +253,40 @@ def _fold(order: Sequence[PlayerId]) -> list[tuple[PlayerId, PlayerId]]:
     return [(order[i], order[i + half]) for i in range(half)]
 
 
-def _pair_no_rematch(
+def _rematch_free_pairings(
     order: Sequence[PlayerId], met: set[frozenset[PlayerId]], budget: list[int]
-) -> list[tuple[PlayerId, PlayerId]] | None:
-    """Pair the best remaining player with the nearest one not met yet; backtrack on dead ends."""
+) -> Iterator[list[tuple[PlayerId, PlayerId]]]:
+    """Every pairing of `order` without a pair in `met`, best first: the best remaining
+    player meets the nearest one he has not met, backtracking on dead ends. Each step spends
+    one of `budget`; none is given once it has run out."""
     if not order:
-        return []
+        yield []
+        return
     budget[0] -= 1
     if budget[0] < 0:
-        return None
+        return
     first = order[0]
     for i in range(1, len(order)):
         other = order[i]
         if frozenset((first, other)) in met:
             continue
         rest = [*order[1:i], *order[i + 1 :]]
-        tail = _pair_no_rematch(rest, met, budget)
-        if tail is not None:
-            return [(first, other), *tail]
-    return None
+        for tail in _rematch_free_pairings(rest, met, budget):
+            yield [(first, other), *tail]
+
+
+def _can_finish(
+    seats: Sequence[PlayerId], met: set[frozenset[PlayerId]], rounds: int, budget: list[int]
+) -> bool | None:
+    """Whether `rounds` more rounds can pair `seats` without a pair in `met` or met in one of
+    them; None when `budget` ran out before the search could tell."""
+    if rounds <= 0:
+        return True
+    for pairs in _rematch_free_pairings(seats, met, budget):
+        found = _can_finish(seats, met | {frozenset(pair) for pair in pairs}, rounds - 1, budget)
+        if found is not False:
+            return found
+    return None if budget[0] < 0 else False
 
 
 def _plan_round_robin(
