@@ -55,6 +55,9 @@ class StoreBusyError(StartupError):
         self.holder_pid = holder_pid
 
 
+#: Exit status of a start interrupted by Ctrl-C: what a shell reports for SIGINT (128 + 2).
+INTERRUPTED_STATUS = 130
+
 #: Characters of the secret a node makes for itself (`<data_dir>/secret`: 32 random bytes).
 SECRET_FILE_CHARS = 64
 
@@ -393,13 +396,14 @@ def first_missing_folder(path: Path) -> Path | None:
 
 
 async def run(settings: Settings) -> int:
-    # A node that cannot start leaves no trace: a data folder this start created (the secret,
-    # an empty database) goes again, so a mistyped port or Redis URL is harmless to retry.
+    # A node that cannot start, or is interrupted while starting (Ctrl-C: cancelled), leaves
+    # no trace: a data folder this start created (the secret, an empty database) goes again,
+    # so a mistyped port or Redis URL is harmless to retry.
     created = first_missing_folder(settings.data_dir.absolute())
     try:
         app = App(fit_to_descriptors(settings))  # a process-wide limit: here, not in App
         await app.start()
-    except StartupError:
+    except (StartupError, asyncio.CancelledError):
         if created is not None:
             shutil.rmtree(created, ignore_errors=True)
         raise
@@ -583,7 +587,7 @@ def describe_settings_error(exc: ValidationError | SettingsError, args: argparse
 def main(argv: Sequence[str] | None = None) -> int:
     """`solrace serve [flags]`. Exit status: 0 after a clean shutdown, 2 for invalid
     settings, 1 when the node cannot start (one line on stderr says why; the traceback is
-    logged at DEBUG)."""
+    logged at DEBUG), 130 when Ctrl-C interrupts its start."""
     args = build_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
     try:
         settings = settings_from_args(args)
@@ -599,13 +603,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in unknown_settings(os.environ):
         log.warning("%s", line)
     try:
-        with contextlib.suppress(KeyboardInterrupt):
-            return asyncio.run(run(settings))
+        return asyncio.run(run(settings))
     except StartupError as exc:
         log.debug("start-up failed", exc_info=True)
         print(f"solrace serve: error: {exc}", file=sys.stderr)
         return 1
-    return 0
+    except KeyboardInterrupt:  # Ctrl-C once started is a clean stop (`run`): this is before
+        print("solrace serve: interrupted while starting", file=sys.stderr)
+        return INTERRUPTED_STATUS
 
 
 if __name__ == "__main__":

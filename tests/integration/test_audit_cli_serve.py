@@ -5,7 +5,8 @@ empty host or data dir (an unset variable) is refused (exit 2), not taken for ev
 interface or the working directory; a
 misspelt variable is named with the setting it may mean; a secret file other users may read
 is named in a warning; a `~` in a path given without a shell is the home folder; a data
-dir behind a link to nothing (a volume not mounted) is named so."""
+dir behind a link to nothing (a volume not mounted) is named so; Ctrl-C while it starts is
+one line and exit 130, and the data dir that start made is removed."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from solrace.server.store import SqliteStore
+from tests.test_cli import AS_IN_A_TERMINAL
 
 START_WITHIN_S = 30
 
@@ -301,3 +303,47 @@ async def test_a_data_dir_behind_a_link_to_nothing_names_the_link(
         [f"solrace serve: error: {where}: {link} is a link to {target}, which does not exist"],
     )
     assert not target.exists()  # not made: the volume is the operator's to mount
+
+
+async def test_ctrl_c_while_starting_is_one_line_and_exit_130_and_leaves_no_data_dir(
+    tmp_path: Path,
+) -> None:
+    reached = asyncio.Event()
+
+    async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reached.set()  # the node is starting: it waits for this "Redis" to answer
+        await reader.read()
+        writer.close()
+
+    redis = await asyncio.start_server(never_answer, "127.0.0.1", 0)
+    port = redis.sockets[0].getsockname()[1]
+    data_dir = tmp_path / "data"
+    process = await asyncio.create_subprocess_exec(
+        *AS_IN_A_TERMINAL,
+        "serve",
+        "--port",
+        "0",
+        "--redis",
+        f"redis://127.0.0.1:{port}/0",
+        "--data-dir",
+        str(data_dir),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("SOLRACE_")},
+    )
+    try:
+        async with asyncio.timeout(START_WITHIN_S):
+            await reached.wait()
+            process.send_signal(signal.SIGINT)
+            _, err = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        redis.close()
+    assert (process.returncode, err.decode().splitlines()) == (
+        130,
+        ["solrace serve: interrupted while starting"],
+    )
+    assert not data_dir.exists()  # its secret, made at this start, went with it
