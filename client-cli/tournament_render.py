@@ -575,14 +575,15 @@ def progress_lines(before: TournamentModel | None, after: TournamentModel) -> li
 
 def round_end(view: TournamentModel, rnd: RoundModel) -> str:
     """`round 1 ended`; a round of heats before the final says who goes through: the
-    players of the next round once it is drawn, else those the standings keep in."""
+    players of the next round once it is drawn (its byes too), else those the standings
+    keep in."""
     if not is_heats(view) or any(is_final_heat(m) for m in rnd.matches):
         return f"round {rnd.number} ended"
     names = names_of(view)
     following = [r for r in view.rounds if r.number == rnd.number + 1]
     if following:
         seed = {p: i for i, p in enumerate(view.seeds)}
-        drawn = {p for m in following[0].matches for p in m.players}
+        drawn = {p for m in following[0].matches for p in m.players} | set(following[0].byes)
         through = sorted(drawn, key=lambda p: seed.get(p, len(seed)))
     else:
         through = [s.player_id for s in view.standings if not s.is_eliminated]

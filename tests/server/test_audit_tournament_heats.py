@@ -19,6 +19,7 @@ from solrace.server.protocol.pairing import (
     score_match,
 )
 from solrace.server.protocol.tournament_errors import MatchId, PlayerId
+from tests.client.test_tournament_render import log_to_the_end, started
 
 
 def players(count: int) -> list[PlayerId]:
@@ -98,3 +99,18 @@ def test_every_player_races_or_has_a_bye_and_only_heats_eliminate(
     table = compute_standings(rules, seeds, history)
     assert table[0].player == winner and table[0].rank == 1
     assert [s.player for s in table if not s.is_eliminated] == [winner]
+
+
+def test_the_bots_say_a_bye_of_the_next_round_among_those_going_through() -> None:
+    """Five players in heats of two: seed 1 has a bye in rounds 1 and 2, and the end of
+    round 1 names him among those going through (the next round's heat and bye)."""
+    t, names = started(FormatRules(Format.HEATS, heat_size=2, advance_per_heat=1), 5)
+    log = log_to_the_end(t, names)
+    assert log[:5] == [
+        "round 1 started: R1-H1 n2 vs n5, R1-H2 n3 vs n4; bye: n1",
+        "round 1, R1-H1 n2 vs n5: order n2, n5 (1 race)",
+        "round 1, R1-H2 n3 vs n4: order n3, n4 (1 race)",
+        "round 1 ended: through n1, n2, n3",
+        "round 2 started: R2-H1 n2 vs n3; bye: n1",
+    ]
+    assert log[-1] == "tournament finished: champion n1"
