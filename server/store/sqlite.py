@@ -34,6 +34,7 @@ import errno
 import fcntl
 import logging
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -190,10 +191,11 @@ _UNAVAILABLE_CODES = frozenset(
 )
 
 
-def store_error(exc: sqlite3.Error, context: str) -> StoreError:
-    """The store's error for a `sqlite3` one (raise it `from exc`): `StoreUnavailableError`
-    if the database is busy, locked, full or failing, else `StoreError`."""
-    message = f"{context}: {exc}"
+def store_error(exc: sqlite3.Error, context: str, after: str = "") -> StoreError:
+    """The store's error for a `sqlite3` one (raise it `from exc`), `after` added to its
+    message: `StoreUnavailableError` if the database is busy, locked, full or failing, else
+    `StoreError`."""
+    message = f"{context}: {exc}{after}"
     if _primary_code(exc) in _UNAVAILABLE_CODES:
         return StoreUnavailableError(message)
     return StoreError(message)
@@ -276,6 +278,20 @@ def _read_pid(fd: int) -> int | None:
     except (OSError, UnicodeDecodeError):
         return None
     return int(text) if text.isdigit() else None
+
+
+#: Free space under which a folder's disk is said to be full when SQLite fails in it.
+FULL_DISK_BYTES = 2**20
+
+
+def _disk_full_note(folder: Path) -> str:
+    """ " (its disk is full: ...)" when the disk of `folder` has less than `FULL_DISK_BYTES`
+    free for this process, else ""."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f" (its disk is full: {free:,} bytes free in {folder})" if free < FULL_DISK_BYTES else ""
 
 
 def _check_intact(db: sqlite3.Connection, path: Path) -> None:
@@ -487,7 +503,9 @@ class SqliteStore(SqliteCompetition):
             await self.close()
             context = f"cannot open the SQLite database {self.path}"
             if isinstance(exc, sqlite3.Error):
-                raise store_error(exc, context) from exc
+                # SQLite says "disk I/O error" when its shared-memory file cannot grow
+                full = _disk_full_note(self.path.parent)
+                raise store_error(exc, context, after=full) from exc
             if isinstance(exc, OSError):
                 reason = link_to_nothing(self.path.parent) or describe_os_error(exc)
                 raise StoreError(f"{context}: {reason}") from exc

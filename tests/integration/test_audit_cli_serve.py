@@ -6,12 +6,14 @@ interface or the working directory; a
 misspelt variable is named with the setting it may mean; a secret file other users may read
 is named in a warning; a `~` in a path given without a shell is the home folder; a data
 dir behind a link to nothing (a volume not mounted) is named so; Ctrl-C while it starts is
-one line and exit 130, and the data dir that start made is removed."""
+one line and exit 130, and the data dir that start made is removed; a database on a full
+disk is said to be on a full disk."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -347,3 +349,53 @@ async def test_ctrl_c_while_starting_is_one_line_and_exit_130_and_leaves_no_data
         ["solrace serve: interrupted while starting"],
     )
     assert not data_dir.exists()  # its secret, made at this start, went with it
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs mounted for the test (root only; skipped where it cannot be mounted)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount = shutil.which("mount")
+    if os.geteuid() != 0 or mount is None:
+        pytest.skip("mounting a small tmpfs needs root")
+    made = subprocess.run(
+        [mount, "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
+        capture_output=True,
+        check=False,
+    )
+    if made.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> None:
+    """Write into `disk` until it has no byte left."""
+    with (disk / "filler").open("wb") as file:
+        while True:
+            try:
+                file.write(b"\0" * 65536)
+                file.flush()
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+                break
+        with contextlib.suppress(OSError):  # what the last flush could not write
+            file.truncate(file.tell())
+    assert shutil.disk_usage(disk).free == 0
+
+
+async def test_a_database_on_a_full_disk_is_said_to_be_on_a_full_disk(small_disk: Path) -> None:
+    data_dir = small_disk / "data"
+    database = data_dir / "solrace.sqlite3"
+    await make_database(database)
+    fill(small_disk)
+    code, lines = await serve_until_listening_or_exit(
+        "--data-dir", str(data_dir), "--secret", "s" * 16
+    )
+    assert code == 1, lines
+    line = lines[-1]  # after a warning that the lock file could not take the pid
+    assert line.startswith(f"solrace serve: error: cannot open the SQLite database {database}: ")
+    assert line.endswith(f" (its disk is full: 0 bytes free in {data_dir})"), line
