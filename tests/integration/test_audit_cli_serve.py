@@ -27,6 +27,7 @@ import pytest
 
 from solrace.server.store import SqliteStore
 from tests.test_cli import AS_IN_A_TERMINAL
+from tests.waiting import eventually
 
 START_WITHIN_S = 30
 
@@ -310,40 +311,42 @@ async def test_a_data_dir_behind_a_link_to_nothing_names_the_link(
 async def test_ctrl_c_while_starting_is_one_line_and_exit_130_and_leaves_no_data_dir(
     tmp_path: Path,
 ) -> None:
-    reached = asyncio.Event()
-
-    async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        reached.set()  # the node is starting: it waits for this "Redis" to answer
-        await reader.read()
-        writer.close()
-
-    redis = await asyncio.start_server(never_answer, "127.0.0.1", 0)
-    port = redis.sockets[0].getsockname()[1]
+    database = tmp_path / "races.sqlite3"
+    await make_database(database)
     data_dir = tmp_path / "data"
-    process = await asyncio.create_subprocess_exec(
-        *AS_IN_A_TERMINAL,
-        "serve",
-        "--port",
-        "0",
-        "--redis",
-        f"redis://127.0.0.1:{port}/0",
-        "--data-dir",
-        str(data_dir),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        env={k: v for k, v in os.environ.items() if not k.startswith("SOLRACE_")},
-    )
-    try:
-        async with asyncio.timeout(START_WITHIN_S):
-            await reached.wait()
-            process.send_signal(signal.SIGINT)
-            _, err = await process.communicate()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        redis.close()
+    with contextlib.closing(sqlite3.connect(database, isolation_level=None)) as holder:
+        # Held by another program: the node's start waits for it (SQLite's busy timeout).
+        holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("CREATE TABLE held (x)")
+        process = await asyncio.create_subprocess_exec(
+            *AS_IN_A_TERMINAL,
+            "serve",
+            "--port",
+            "0",
+            "--store",
+            f"sqlite:{database}",
+            "--data-dir",
+            str(data_dir),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+            env={k: v for k, v in os.environ.items() if not k.startswith("SOLRACE_")},
+        )
+        lock = database.with_name(database.name + ".lock")
+
+        def starting() -> bool:  # its pid is in the lock file: it now opens the database
+            return lock.exists() and lock.read_text().strip() == str(process.pid)
+
+        try:
+            async with asyncio.timeout(START_WITHIN_S):
+                await eventually(starting)
+                process.send_signal(signal.SIGINT)
+                _, err = await process.communicate()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
     assert (process.returncode, err.decode().splitlines()) == (
         130,
         ["solrace serve: interrupted while starting"],
