@@ -107,7 +107,8 @@ def _most_seats(rules: FormatRules, players: int) -> int:
         heats = math.ceil(left / rules.heat_size)
         small, bigger = divmod(left, heats)  # `bigger` heats of small + 1, the rest of small
         through = bigger * min(rules.advance_per_heat, small)
-        left = through + (heats - bigger) * min(rules.advance_per_heat, small - 1)
+        alone = small == 1  # heats of two, an odd field: the one left alone has a bye
+        left = through + (heats - bigger) * (1 if alone else min(rules.advance_per_heat, small - 1))
     return seats + left
 
 

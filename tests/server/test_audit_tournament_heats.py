@@ -19,6 +19,7 @@ from solrace.server.protocol.pairing import (
     score_match,
 )
 from solrace.server.protocol.tournament_errors import MatchId, PlayerId
+from solrace.server.protocol.tournament_view import _most_seats
 from tests.client.test_tournament_render import log_to_the_end, started
 
 
@@ -114,3 +115,16 @@ def test_the_bots_say_a_bye_of_the_next_round_among_those_going_through() -> Non
         "round 2 started: R2-H1 n2 vs n3; bye: n1",
     ]
     assert log[-1] == "tournament finished: champion n1"
+
+
+@given(count=st.integers(2, 40), heat_size=st.integers(2, 6), advance=st.integers(1, 6))
+def test_the_view_size_estimate_counts_every_seat_heats_can_fill(
+    count: int, heat_size: int, advance: int
+) -> None:
+    """The field cap rests on `_most_seats`, an upper bound of the seats of a whole
+    tournament: heats with byes (heats of two, an odd field) seat more rounds than it
+    counted when the player alone in a heat went out."""
+    rules = FormatRules(Format.HEATS, heat_size=heat_size, advance_per_heat=advance)
+    history = play_heats(rules, players(count), None)
+    seats = sum(len(p.players) for played in history for p in played.plan.pairings)
+    assert seats <= _most_seats(rules, count)
