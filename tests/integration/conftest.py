@@ -79,3 +79,27 @@ async def client(server: App) -> AsyncIterator[ClientFactory]:
     yield open_client
     for each in clients:
         await each.close()
+
+
+@pytest.fixture
+async def redis_nodes(tmp_path: Path) -> AsyncIterator[ServerFactory]:
+    """In-process nodes on the Redis URL each is given (`await redis_nodes(url, **overrides)`),
+    each with its own data folder; `prepare` is called with a node before it starts. Every one
+    is stopped afterwards, even if one fails."""
+    apps: list[App] = []
+
+    async def start(
+        redis_url: str, *, prepare: Callable[[App], None] | None = None, **overrides: Any
+    ) -> App:
+        folder = tmp_path / f"node{len(apps) + 1}"
+        app = App(make_settings(folder, store=None, redis=redis_url, **overrides))
+        if prepare is not None:
+            prepare(app)
+        await app.start()
+        apps.append(app)
+        return app
+
+    yield start
+    async with contextlib.AsyncExitStack() as stopping:
+        for app in apps:
+            stopping.push_async_callback(app.stop)

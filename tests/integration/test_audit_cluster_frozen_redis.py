@@ -7,11 +7,6 @@ a race finished that way counts in its tournament. The store's timeout is made s
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from solrace.server.app import App
@@ -25,7 +20,7 @@ from solrace.server.protocol.tournament_messages import (
     WatchTournament,
 )
 from solrace.server.store.redis import RedisStore
-from tests.integration.conftest import make_settings
+from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import create_race, play, seat_and_start
 from tests.integration.solver import scoring_line
 from tests.integration.test_tournaments import FAST, admin_act, create
@@ -38,37 +33,22 @@ pytestmark = pytest.mark.redis
 #: Each store call's wait for Redis here (the store's default is 5 s, three tries).
 STORE_TIMEOUT_S = 0.3
 
-NodeFactory = Callable[..., Awaitable[App]]
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[NodeFactory]:
-    """In-process nodes whose store gives up on a silent Redis after `STORE_TIMEOUT_S`."""
-    apps: list[App] = []
-
-    async def start(redis_url: str, **overrides: Any) -> App:
-        folder = tmp_path / f"node{len(apps) + 1}"
-        app = App(make_settings(folder, store=None, redis=redis_url, **overrides))
-        assert isinstance(app.store, RedisStore)
-        app.store.timeout_s = STORE_TIMEOUT_S
-        await app.start()
-        apps.append(app)
-        return app
-
-    yield start
-    async with contextlib.AsyncExitStack() as stopping:  # every one, even if one fails
-        for app in apps:
-            stopping.push_async_callback(app.stop)
-
 
 def url(app: App) -> str:
     return f"ws://127.0.0.1:{app.port}"
 
 
+def short_store_timeout(app: App) -> None:
+    """The node's store gives up on a silent Redis after `STORE_TIMEOUT_S`."""
+    assert isinstance(app.store, RedisStore)
+    app.store.timeout_s = STORE_TIMEOUT_S
+
+
 async def test_a_finish_answered_unavailable_but_stored_after_a_freeze_reaches_both_nodes(
-    own_redis_server: RedisServer, cluster: NodeFactory
+    own_redis_server: RedisServer, redis_nodes: ServerFactory
 ) -> None:
-    first, second = await cluster(own_redis_server.url), await cluster(own_redis_server.url)
+    first = await redis_nodes(own_redis_server.url, prepare=short_store_timeout)
+    second = await redis_nodes(own_redis_server.url, prepare=short_store_timeout)
     alice = await connect_client(url(first), "alice")
     bob = await connect_client(url(second), "bob")
     race_id = await create_race(alice, seats=2)
@@ -100,10 +80,10 @@ async def test_a_finish_answered_unavailable_but_stored_after_a_freeze_reaches_b
 
 
 async def test_a_tournament_race_finished_by_a_save_answered_unavailable_counts(
-    own_redis_server: RedisServer, cluster: NodeFactory
+    own_redis_server: RedisServer, redis_nodes: ServerFactory
 ) -> None:
-    first = await cluster(own_redis_server.url, **FAST)
-    second = await cluster(own_redis_server.url, **FAST)
+    first = await redis_nodes(own_redis_server.url, prepare=short_store_timeout, **FAST)
+    second = await redis_nodes(own_redis_server.url, prepare=short_store_timeout, **FAST)
     admin = await connect_client(url(first), "director")
     ann, bob = await connect_client(url(first), "ann"), await connect_client(url(second), "bob")
     tid = (await create(admin, "single_elimination", time_limit_s=300)).tournament_id

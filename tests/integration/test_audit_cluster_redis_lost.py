@@ -5,18 +5,13 @@ the races they follow, and tell each racer and spectator of a race the store no 
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from solrace.server.app import App
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import Error, Progress, RaceSnapshot, Watch
-from tests.integration.conftest import make_settings
+from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import play, start_race
 from tests.integration.wsclient import connect_client
 from tests.redis_server import RedisServer
@@ -24,30 +19,11 @@ from tests.waiting import eventually
 
 pytestmark = pytest.mark.redis
 
-NodeFactory = Callable[..., Awaitable[App]]
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[NodeFactory]:
-    apps: list[App] = []
-
-    async def start(redis_url: str, **overrides: Any) -> App:
-        folder = tmp_path / f"node{len(apps) + 1}"
-        app = App(make_settings(folder, store=None, redis=redis_url, **overrides))
-        await app.start()
-        apps.append(app)
-        return app
-
-    yield start
-    async with contextlib.AsyncExitStack() as stopping:  # every one, even if one fails
-        for app in apps:
-            stopping.push_async_callback(app.stop)
-
 
 async def test_a_race_redis_lost_is_said_to_every_node_s_sessions_at_once(
-    own_redis_server: RedisServer, cluster: NodeFactory
+    own_redis_server: RedisServer, redis_nodes: ServerFactory
 ) -> None:
-    first, second = await cluster(own_redis_server.url), await cluster(own_redis_server.url)
+    first, second = await redis_nodes(own_redis_server.url), await redis_nodes(own_redis_server.url)
     alice = await connect_client(f"ws://127.0.0.1:{first.port}", "alice")
     bob = await connect_client(f"ws://127.0.0.1:{second.port}", "bob")
     carol = await connect_client(f"ws://127.0.0.1:{second.port}")  # a spectator

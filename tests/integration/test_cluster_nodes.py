@@ -45,7 +45,7 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.records import RaceStatus
 from solrace.server.protocol.replay import verify_replay
-from tests.integration.conftest import make_settings
+from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import create_race, play, seat_and_start, start_race
 from tests.integration.process import ServerProcess
 from tests.integration.wsclient import WAIT_S, Client
@@ -55,24 +55,6 @@ from tests.waiting import eventually
 pytestmark = pytest.mark.redis
 
 EVENTS = (RaceUpdate, RaceStarted, Progress, RaceFinished)
-NodeFactory = Callable[..., Awaitable[App]]
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[NodeFactory]:
-    """In-process nodes, each with its own data folder, sharing only the Redis they are given."""
-    apps: list[App] = []
-
-    async def start(redis_url: str, **overrides: Any) -> App:
-        folder = tmp_path / f"node{len(apps) + 1}"
-        app = App(make_settings(folder, store=None, redis=redis_url, **overrides))
-        await app.start()
-        apps.append(app)
-        return app
-
-    yield start
-    for app in apps:
-        await app.stop()
 
 
 @pytest.fixture
@@ -116,10 +98,10 @@ def endless_number(moves: int) -> str:
 
 
 async def test_three_nodes_see_one_race_s_events_in_the_same_order(
-    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
+    redis_nodes: ServerFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
 ) -> None:
     # Every progress event sent at once (not batched), so every version reaches everyone.
-    node_a, node_b, node_c = [await cluster(redis_url, progress_interval_s=0) for _ in range(3)]
+    node_a, node_b, node_c = [await redis_nodes(redis_url, progress_interval_s=0) for _ in range(3)]
     alice = await clients(url(node_a), "alice")
     bob = await clients(url(node_b), "bob")
     carol = await clients(url(node_c))  # an anonymous spectator
@@ -171,11 +153,11 @@ class FakeClock:
 
 
 async def test_two_nodes_timing_out_one_race_produce_one_result(
-    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
+    redis_nodes: ServerFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
 ) -> None:
     # Tickers that never fire on their own: the test drives both nodes' clocks and ticks.
-    node_a = await cluster(redis_url, tick_s=3600.0)
-    node_b = await cluster(redis_url, tick_s=3600.0)
+    node_a = await redis_nodes(redis_url, tick_s=3600.0)
+    node_b = await redis_nodes(redis_url, tick_s=3600.0)
     clock = FakeClock(node_a.hub.clock())
     node_a.hub.clock = node_b.hub.clock = clock
     alice = await clients(url(node_a), "alice")
@@ -210,11 +192,14 @@ async def test_two_nodes_timing_out_one_race_produce_one_result(
 
 
 async def test_a_killed_node_s_players_carry_on_at_a_surviving_node(
-    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str, tmp_path: Path
+    redis_nodes: ServerFactory,
+    clients: Callable[..., Awaitable[Client]],
+    redis_url: str,
+    tmp_path: Path,
 ) -> None:
     doomed = await ServerProcess.start(tmp_path / "doomed", "--redis", redis_url)
     try:
-        survivor = await cluster(redis_url)
+        survivor = await redis_nodes(redis_url)
         alice = await clients(doomed.url, "alice")
         bob = await clients(url(survivor), "bob")
         carol = await clients(url(survivor))
@@ -274,11 +259,11 @@ def away_updates(client: Client, player_id: str) -> list[RaceUpdate]:
 
 
 async def test_a_second_connection_on_another_node_closes_the_first(
-    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
+    redis_nodes: ServerFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
 ) -> None:
     """Two tabs, two nodes: the later connection replaces the earlier (4003), which goes
     without marking the racer away, as on one node."""
-    node_a, node_b = await cluster(redis_url), await cluster(redis_url)
+    node_a, node_b = await redis_nodes(redis_url), await redis_nodes(redis_url)
     alice = await clients(url(node_a), "alice")
     bob = await clients(url(node_b), "bob")
     race_id = await start_race(alice, [bob])
@@ -303,10 +288,10 @@ async def test_a_second_connection_on_another_node_closes_the_first(
 
 
 async def test_two_hellos_on_two_nodes_at_once_leave_one_connection(
-    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
+    redis_nodes: ServerFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
 ) -> None:
     """Every node reads the claims in one order: of two hellos at once the later stays."""
-    node_a, node_b = await cluster(redis_url), await cluster(redis_url)
+    node_a, node_b = await redis_nodes(redis_url), await redis_nodes(redis_url)
     first = await clients(url(node_a), "alice")
     assert first.welcome is not None and first.welcome.token is not None
     token = first.welcome.token
@@ -335,12 +320,12 @@ def snapshot_epoch(spectator: Client) -> str:
 
 
 async def test_a_move_while_redis_restarts_is_refused_then_both_nodes_carry_on(
-    cluster: NodeFactory,
+    redis_nodes: ServerFactory,
     clients: Callable[..., Awaitable[Client]],
     own_redis_server: RedisServer,
 ) -> None:
-    node_a = await cluster(own_redis_server.url)
-    node_b = await cluster(own_redis_server.url)
+    node_a = await redis_nodes(own_redis_server.url)
+    node_b = await redis_nodes(own_redis_server.url)
     alice = await clients(url(node_a), "alice")
     bob = await clients(url(node_b), "bob")
     race_id = await create_race(alice, seats=2)
@@ -381,14 +366,14 @@ async def test_a_move_while_redis_restarts_is_refused_then_both_nodes_carry_on(
 
 
 async def test_a_stuck_spectator_is_dropped_without_delaying_the_players(
-    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
+    redis_nodes: ServerFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
 ) -> None:
     # Every move's progress an event of its own (no batches): a stream the spectator can
     # fall behind on.
-    node_a = await cluster(redis_url, progress_interval_s=0)
+    node_a = await redis_nodes(redis_url, progress_interval_s=0)
     # No keepalive pings: unanswered by a spectator that reads nothing, they would close it
     # (1011) after 40 s, before its queue overflows if the race goes slowly.
-    node_c = await cluster(
+    node_c = await redis_nodes(
         redis_url,
         max_outgoing=16,
         send_buffer_bytes=4096,
@@ -450,7 +435,10 @@ async def test_a_stuck_spectator_is_dropped_without_delaying_the_players(
 
 
 async def test_a_racer_whose_node_is_killed_and_who_never_comes_back_forfeits(
-    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str, tmp_path: Path
+    redis_nodes: ServerFactory,
+    clients: Callable[..., Awaitable[Client]],
+    redis_url: str,
+    tmp_path: Path,
 ) -> None:
     """The killed node said nothing on its way out: the surviving node finds it silent past
     its ttl, marks its racer away, and the grace (1 s here) makes her `gone`."""
@@ -458,7 +446,7 @@ async def test_a_racer_whose_node_is_killed_and_who_never_comes_back_forfeits(
         tmp_path / "doomed", "--redis", redis_url, "--grace-s", "1", env={"SOLRACE_NODE_TTL_S": "1"}
     )
     try:
-        survivor = await cluster(redis_url, node_ttl_s=1.0)
+        survivor = await redis_nodes(redis_url, node_ttl_s=1.0)
         alice = await clients(doomed.url, "alice")
         bob = await clients(url(survivor), "bob")
         carol = await clients(url(survivor))
@@ -483,16 +471,16 @@ async def test_a_racer_whose_node_is_killed_and_who_never_comes_back_forfeits(
 
 
 async def test_a_node_with_another_secret_does_not_start(
-    cluster: NodeFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
+    redis_nodes: ServerFactory, clients: Callable[..., Awaitable[Client]], redis_url: str
 ) -> None:
     """Several nodes must sign tokens with one secret: a node with its own (no SOLRACE_SECRET,
     a secret file of its own data folder) would refuse every token the others gave. It does
     not start, and says why; a node with the same secret starts."""
-    first = await cluster(redis_url, secret=None)  # its own secret file
+    first = await redis_nodes(redis_url, secret=None)  # its own secret file
     own = (first.settings.data_dir / "secret").read_text()
     with pytest.raises(StartupError, match="is not the one the other nodes on redis://"):
-        await cluster(redis_url, secret=None)  # another folder: another secret
-    same = await cluster(redis_url, secret=own)
+        await redis_nodes(redis_url, secret=None)  # another folder: another secret
+    same = await redis_nodes(redis_url, secret=own)
     alice = await clients(url(first), "alice")
     assert alice.welcome is not None and alice.welcome.token is not None
     again = await clients(url(same), token=alice.welcome.token)

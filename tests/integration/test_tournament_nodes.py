@@ -36,7 +36,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.server.store import StoreUnavailableError
 from solrace.server.tournament_live import Live
 from solrace.server.tournament_relay import ChangeNotice
-from tests.integration.conftest import make_settings
+from tests.integration.conftest import ServerFactory, make_settings
 from tests.integration.helpers import play
 from tests.integration.solver import scoring_line
 from tests.integration.test_tournaments import FAST, admin_act, create
@@ -287,55 +287,44 @@ async def test_a_tournament_node_b_cannot_read_leaves_its_tick_to_the_others(
 
 
 async def test_a_race_finish_a_killed_node_stored_but_never_counted_counts_once_it_is_found_gone(
-    tmp_path: Path, redis_url: str, clients: Opener
+    redis_nodes: ServerFactory, redis_url: str, clients: Opener
 ) -> None:
     """The node that stores a race's finish counts it in its tournament; one killed in between
     (here: its tournament hook taken away, the same state) left the final decided in the store
     and the tournament running. Once a node is found gone, the nodes resume their tournaments
     as at a start: the finish counts."""
-    apps: list[App] = []
-    try:
-        for n in (1, 2):
-            settings = make_settings(
-                tmp_path / f"node{n}", store=None, redis=redis_url, node_ttl_s=1.0, **FAST
-            )
-            apps.append(App(settings))
-            await apps[-1].start()
-        first, second = apps
-        admin = await clients(first, "director")
-        ann, bob = await clients(first, "ann"), await clients(second, "bob")
-        tid = (await create(admin, "single_elimination", time_limit_s=300)).tournament_id
-        for player in (ann, bob):
-            await player.send(JoinTournament(tournament_id=tid))
-            await player.expect(TournamentView, lambda m: tid_of(m, tid))
-        await admin.send(admin_act(tid, "start"))
-        race_id = (await ann.expect(TournamentRace)).race_id
-        for player in (ann, bob):
-            await player.expect(RaceStarted, lambda m: m.race_id == race_id)
-        number = first.hub.races[race_id].race.record.game_number
-        await play(ann, race_id, scoring_line("klondike", number))  # ahead of bob: she wins
-        # The node storing the finish (ann's, for her resign comes last) never counts it.
-        first.hub.keeper.remove_finish_hook(first.tournaments.race_finished)
-        await bob.send(Resign(race_id=race_id))
-        await ann.send(Resign(race_id=race_id))
-        for racer in (ann, bob):
-            await racer.expect(RaceFinished, lambda m: m.race_id == race_id)
-        stored = await second.store.get_tournament(tid)
-        assert stored is not None and stored.phase == "running"
+    first, second = [await redis_nodes(redis_url, node_ttl_s=1.0, **FAST) for _ in range(2)]
+    admin = await clients(first, "director")
+    ann, bob = await clients(first, "ann"), await clients(second, "bob")
+    tid = (await create(admin, "single_elimination", time_limit_s=300)).tournament_id
+    for player in (ann, bob):
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView, lambda m: tid_of(m, tid))
+    await admin.send(admin_act(tid, "start"))
+    race_id = (await ann.expect(TournamentRace)).race_id
+    for player in (ann, bob):
+        await player.expect(RaceStarted, lambda m: m.race_id == race_id)
+    number = first.hub.races[race_id].race.record.game_number
+    await play(ann, race_id, scoring_line("klondike", number))  # ahead of bob: she wins
+    # The node storing the finish (ann's, for her resign comes last) never counts it.
+    first.hub.keeper.remove_finish_hook(first.tournaments.race_finished)
+    await bob.send(Resign(race_id=race_id))
+    await ann.send(Resign(race_id=race_id))
+    for racer in (ann, bob):
+        await racer.expect(RaceFinished, lambda m: m.race_id == race_id)
+    stored = await second.store.get_tournament(tid)
+    assert stored is not None and stored.phase == "running"
 
-        # A third node announces itself (seen alive at the next watch, every 0.2 s), then
-        # goes silent: it is found gone.
-        assert first.broker is not None
-        await first.broker.announce("ghost", 400)
+    # A third node announces itself (seen alive at the next watch, every 0.2 s), then
+    # goes silent: it is found gone.
+    assert first.broker is not None
+    await first.broker.announce("ghost", 400)
 
-        async def is_decided() -> bool:
-            record = await second.store.get_tournament(tid)
-            return record is not None and record.phase == "finished"
+    async def is_decided() -> bool:
+        record = await second.store.get_tournament(tid)
+        return record is not None and record.phase == "finished"
 
-        await eventually_async(is_decided, within=10, what="the final counted")
-        await admin.send(WatchTournament(tournament_id=tid))
-        view = await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")
-        assert view.tournament.champion == ann.player_id
-    finally:
-        for app in apps:
-            await app.stop()
+    await eventually_async(is_decided, within=10, what="the final counted")
+    await admin.send(WatchTournament(tournament_id=tid))
+    view = await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+    assert view.tournament.champion == ann.player_id
