@@ -208,7 +208,9 @@ async def test_the_result_screen_fits_60x20(server_url: str, alice: Session) -> 
     try:
         async with app.run_test(size=SMALL) as pilot:
             race_id = await race_on_screen(app, "klondike", [bob])
-            await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
+            # The screen has drawn the deal: an `x` before that is disarmed by the redraw.
+            board = await widget(app.screen, "#board", BoardWidget)
+            await eventually(lambda: "t0" in board.text, what="the board drawn")
             await pilot.press("x", "x")
             await eventually(
                 lambda: alice.state.races[race_id].racers[PlayerId(alice.me or "")].is_done,
