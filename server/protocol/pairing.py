@@ -14,8 +14,9 @@ Formats (`Format`):
 - Swiss: a fixed number of rounds (default ceil(log2 N)); round 1 pairs the top half of the seeds
   against the bottom half, later rounds pair neighbours in the standings with no rematch,
   looking ahead so the rounds left can be paired without one too (a rematch only when no
-  rematch-free pairing is found); with an odd count the lowest-ranked player
-  who has not had a bye gets one (a bye is worth a win).
+  rematch-free pairing is found); dropped players are not paired (the state machine drops
+  a Swiss player who forfeits as a no-show); with an odd count of players still in, the
+  lowest-ranked of them who has not had a bye gets one (a bye is worth a win).
   Standings: points (win 1, draw 1/2, bye 1, loss 0), then Buchholz (sum of the points of the
   opponents met), then total cards on foundations over all races, then seed.
 - round robin: circle method (seed 1 fixed, the others rotate); with an odd count one player sits

@@ -347,10 +347,10 @@ class Tournament(Stored):
 
         `absent`: racers of `result` who took no part in the race (the server passes those
         who ended it gone without a single move). They are no-shows: each forfeits the match
-        (`PlayerForfeited`, reason `no_show`, as when the no-show timer runs out) and the race
-        counts for the others only; when nobody else is left nothing is recorded. While the
-        tournament does not forfeit no-shows (paused, or `no_show_grace` None) they are
-        ranked as the race ranked them.
+        (`PlayerForfeited`, reason `no_show`, as when the no-show timer runs out; a Swiss
+        also drops him, `PlayerDropped`) and the race counts for the others only; when
+        nobody else is left nothing is recorded. While the tournament does not forfeit
+        no-shows (paused, or `no_show_grace` None) they are ranked as the race ranked them.
 
         A repeat of an already recorded result is ignored, so at-least-once delivery is safe.
         """
@@ -387,7 +387,8 @@ class Tournament(Stored):
         return not self.is_paused and self.settings.no_show_grace is not None
 
     def tick(self, *, now: float) -> list[TournamentEvent]:
-        """Forfeit players absent from their race once the grace period has passed."""
+        """Forfeit players absent from their race once the grace period has passed (a Swiss
+        also drops them: they are not paired again)."""
         grace = self.settings.no_show_grace
         if self.phase is not Phase.RUNNING or not self._forfeits_no_shows or grace is None:
             return []
@@ -576,7 +577,18 @@ class Tournament(Stored):
 
     def _forfeit(self, match: Match, player: PlayerId, reason: str) -> list[TournamentEvent]:
         match.forfeited.add(player)
-        return [PlayerForfeited(match.match_id, player, reason)]
+        events: list[TournamentEvent] = [PlayerForfeited(match.match_id, player, reason)]
+        if (
+            reason == "no_show"
+            and self.settings.rules.format is Format.SWISS
+            and player not in self.dropped
+        ):
+            # A Swiss pairs everyone still in each round: a player who did not come is
+            # withdrawn, as if he had dropped out, so that he is neither paired against one
+            # who plays nor handed the bye (worth a win) ahead of them.
+            self.dropped.append(player)
+            events.append(PlayerDropped(player))
+        return events
 
     def _match_ended(self, rnd: Round, match: Match, outcome: MatchOutcome) -> MatchEnded:
         return MatchEnded(
