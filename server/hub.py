@@ -274,13 +274,19 @@ class Hub:
         return runtime
 
     async def _change_each(
-        self, runtimes: Sequence[RaceRuntime], change: Change, player_id: PlayerId, what: str
+        self,
+        runtimes: Sequence[RaceRuntime],
+        change: Change,
+        player_id: PlayerId,
+        what: str,
+        *,
+        away: bool = False,
     ) -> None:
-        """Apply `change` to each race about `player_id`; a race that refuses it (the store
-        away, the race ended meanwhile) is logged ("race R: P not <what>") and the others go
-        on."""
+        """Apply `change` to each race about `player_id` (`away`: it marks the player away);
+        a race that refuses it (the store away, the race ended meanwhile) is logged ("race R:
+        P not <what>") and the others go on."""
         for runtime in runtimes:
-            await self.keeper.apply_or_log(runtime, change, player_id, what)
+            await self.keeper.apply_or_log(runtime, change, player_id, what, away=away)
 
     # --- routing ---------------------------------------------------------------------------
 
@@ -502,7 +508,7 @@ class Hub:
             self.claims.forget(player_id)
         away = self._gone_from_here(player_id, session, self.clock())
         await self._change_each(
-            self.keeper.live_races_of(player_id), away, player_id, "marked away"
+            self.keeper.live_races_of(player_id), away, player_id, "marked away", away=True
         )
 
     async def _replaced_elsewhere(

@@ -191,7 +191,7 @@ class NodePresence:
             await self.keeper.catch_up_progress(runtime)
             for player_id, holder in stale:
                 change = connection_change(player_id, False, now, holder)
-                await self.keeper.apply_or_log(runtime, change, player_id, "marked away")
+                await self.keeper.apply_or_log(runtime, change, player_id, "marked away", away=True)
 
     async def _claim_secret(self) -> None:
         """Note this node's secret in the store again, as at its start (`App`): a Redis
@@ -232,7 +232,9 @@ class NodePresence:
                 if session is None or session.closed or racer.connected or racer.is_done:
                     continue
                 change = connection_change(player_id, True, now, self.holder_of(session))
-                await self.keeper.apply_or_log(runtime, change, player_id, "marked back")
+                await self.keeper.apply_or_log(
+                    runtime, change, player_id, "marked back", away=False
+                )
 
 
 __all__ = ["NodePresence"]

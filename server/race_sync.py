@@ -61,7 +61,7 @@ from solrace.server.race_delivery import RaceDelivery
 from solrace.server.race_progress import FOLD_RETRY_S, ProgressBatches
 from solrace.server.race_relay import RaceRelay
 from solrace.server.race_writes import RaceWriter
-from solrace.server.runtime import RaceRuntime
+from solrace.server.runtime import RaceRuntime, UnstoredConnection
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import Store, StoreError
@@ -481,37 +481,41 @@ class RaceKeeper:
         return True
 
     async def apply_or_log(
-        self, runtime: RaceRuntime, change: Change, player_id: PlayerId, what: str
+        self, runtime: RaceRuntime, change: Change, player_id: PlayerId, what: str, *, away: bool
     ) -> None:
         """`apply_to_race` for a change of `player_id`'s connection that nobody waits on (a
-        racer marked back, away, handed over): a refusal is logged ("race R: P not <what>"),
-        not raised. One the store could not take (`unavailable`) is applied again by the tick
-        once it takes changes again, before the race's due transitions (a racer back during
-        an outage is not put out as `gone`, one who left is); one the race refused (it ended
-        meanwhile) is dropped."""
+        racer marked back, away, handed over; `away`: it marks the racer away): a refusal is
+        logged ("race R: P not <what>"), not raised. One the store could not take
+        (`unavailable`) is applied again by the tick once it takes changes again, before the
+        race's due transitions (a racer back during an outage is not put out as `gone`, one
+        who left is), with the racer's other changes waiting that can still matter
+        (`RaceRuntime.keep_unstored`); one the race refused (it ended meanwhile) is dropped."""
         try:
             await self.apply_to_race(runtime, change)
         except RaceError as exc:
             log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
             if exc.code is ErrorCode.UNAVAILABLE:
-                runtime.unstored_connections.append((change, player_id, what))
+                runtime.keep_unstored(UnstoredConnection(change, player_id, what, away))
 
     async def _store_connections(self, runtime: RaceRuntime) -> None:
         """Apply the connection changes the store could not take (`apply_or_log`), in the
         order they came; `RaceError(UNAVAILABLE)` while it still cannot take them (the rest
         wait). Each looks at the racer's connection as it is now: a racer marked back through
-        a connection closed since, or away through one replaced since, is left as it is."""
+        a connection closed since, or away through one replaced since, is left as it is. A
+        change of the racer refused meanwhile may drop the one being applied (`keep_unstored`):
+        the newer one comes after it."""
         while runtime.unstored_connections:
-            change, player_id, what = runtime.unstored_connections[0]
+            unstored = runtime.unstored_connections[0]
+            player_id, what = unstored.player_id, unstored.what
             try:
-                await self.apply_to_race(runtime, change)
+                await self.apply_to_race(runtime, unstored.change)
             except RaceError as exc:
                 if exc.code is ErrorCode.UNAVAILABLE:
                     raise
                 log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
             else:
                 log.debug("race %s: %s %s, once stored", runtime.race_id, player_id, what)
-            del runtime.unstored_connections[0]
+            runtime.forget_unstored(unstored)
 
     async def _changed(self, runtime: RaceRuntime, events: list[RaceEvent]) -> None:
         """After this node stored `events` (once across nodes): a race it finished goes to

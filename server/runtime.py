@@ -95,6 +95,19 @@ class RacerBoard:
             self.rejections.popitem(last=False)
 
 
+@dataclass(frozen=True, eq=False)
+class UnstoredConnection:
+    """A change of a racer's connection that the store refused (`RaceKeeper.apply_or_log`)."""
+
+    change: Callable[[Race], list[RaceEvent]]
+    player_id: PlayerId
+    #: What it does, for the log: "marked back", "marked away", "handed over", ...
+    what: str
+    #: It marks the racer away; else it marks the racer connected, or hands its connection
+    #: over to another one.
+    away: bool
+
+
 class RaceRuntime:
     def __init__(self, race: Race, saved: RaceRecord | None = None) -> None:
         self.race = race
@@ -131,12 +144,10 @@ class RaceRuntime:
         #: Racers whose won or stuck board's change could not be stored, with the moves it
         #: was to publish (several nodes): the tick applies it (`settle_later`).
         self.unsettled: dict[PlayerId, list[MoveRecord]] = {}
-        #: Changes of racers' connections the store could not take (each with its racer
-        #: and what it does, for the log): the tick applies them again, in this order, once
-        #: the store takes them (`RaceKeeper.apply_or_log`).
-        self.unstored_connections: list[
-            tuple[Callable[[Race], list[RaceEvent]], PlayerId, str]
-        ] = []
+        #: Changes of racers' connections the store could not take: the tick applies them
+        #: again, in this order, once the store takes them (`RaceKeeper.apply_or_log`). At
+        #: most two per racer (`keep_unstored`).
+        self.unstored_connections: list[UnstoredConnection] = []
         #: The last fold was refused for this race's own reason (not an outage of the
         #: store): said once until a fold goes through.
         self.fold_refused = False
@@ -158,6 +169,34 @@ class RaceRuntime:
     def is_storing_move(self) -> bool:
         """A move of the race is being stored (`storing_move`)."""
         return self._moves_storing > 0
+
+    def keep_unstored(self, unstored: UnstoredConnection) -> None:
+        """Keep a change of a racer's connection that the store refused, for the tick to
+        apply once the store takes changes again, with only what can still matter then, so
+        that a racer connecting and leaving again and again through a long outage has two
+        changes waiting at most, its last coming back and the leaving after it:
+        - a change marking the racer connected (or handing its connection over) drops the
+          racer's earlier ones: applied, it sets the racer's connection whatever the earlier
+          ones left (connected, through the connection holding its claim by then or the one
+          named); when no connection holds the claim by then, that connection's close or
+          hand-over came after it, and waits after it or went in already;
+        - a change marking the racer away is dropped if one already waits since the racer's
+          last coming back: applied in order, the first puts the racer away, its grace
+          running from then, and the later one finds it away and changes nothing."""
+        waiting = self.unstored_connections
+        player_id = unstored.player_id
+        if not unstored.away:
+            waiting[:] = [each for each in waiting if each.player_id != player_id]
+        elif any(each.player_id == player_id and each.away for each in waiting):
+            return
+        waiting.append(unstored)
+
+    def forget_unstored(self, unstored: UnstoredConnection) -> None:
+        """`unstored` is stored, or refused for good: it waits no more (if a newer change of
+        its racer has not dropped it already)."""
+        self.unstored_connections[:] = [
+            each for each in self.unstored_connections if each is not unstored
+        ]
 
     def settle_later(self, player_id: PlayerId, moves: Iterable[MoveRecord] = ()) -> None:
         """The racer's won or stuck board (or progress behind its moves) could not be stored

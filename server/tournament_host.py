@@ -147,7 +147,7 @@ class HubRaceHost:
         for player, session in here:
             self.hub.watching.catch_up(session, runtime)  # it may have started meanwhile
             change = connection_change(player, True, now, self.hub.holder_of(session))
-            await self.hub.keeper.apply_or_log(runtime, change, player, "marked here")
+            await self.hub.keeper.apply_or_log(runtime, change, player, "marked here", away=False)
 
     def release_deal(self, race_id: RaceId) -> None:
         self.hub.keeper.release_deal(race_id)

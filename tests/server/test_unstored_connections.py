@@ -1,0 +1,117 @@
+"""Changes of racers' connections the store refused, waiting for the tick to store them
+(server/runtime.py `RaceRuntime.keep_unstored`, server/race_sync.py `apply_or_log` and
+`_store_connections`): only what can still matter waits, at most two changes a racer. A
+racer reconnecting through an outage over real sockets: tests/integration/test_outage_bounds.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from solrace.server.hub import Hub
+from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.race_changes import connection_change
+from solrace.server.runtime import RaceRuntime, UnstoredConnection
+from tests.server.sessions import (
+    HeldSaves,
+    RecordingSession,
+    opened,
+    running_hub,
+    start_race_of_two,
+)
+
+T1, T2, T3 = 1_000_000, 2_000_000, 3_000_000  # server times (ms) of the changes
+
+
+def player(session: RecordingSession) -> PlayerId:
+    assert session.player_id is not None
+    return session.player_id
+
+
+def holder(runtime: RaceRuntime, player_id: PlayerId) -> str:
+    held = runtime.race.racers[player_id].holder
+    assert held is not None
+    return held
+
+
+async def stored_racers(hub: Hub, race_id: RaceId) -> dict[PlayerId, tuple[bool, int | None]]:
+    """Each racer's connection as the store has it: connected, and away since when."""
+    record = await hub.keeper.store.get_race(race_id)
+    assert record is not None
+    return {r.player_id: (r.connected, r.disconnected_at_ms) for r in record.racers}
+
+
+async def test_a_racer_marked_away_again_and_again_waits_once_away_since_the_first() -> None:
+    """A racer of a gone node is marked away at every presence watch while the store refuses
+    it: one change waits, and the racer is stored away since the first (its grace runs from
+    then; the later ones would find it away and change nothing)."""
+    store = HeldSaves()
+    async with opened(store), running_hub(store) as hub:
+        race_id, alice, _ = await start_race_of_two(hub)
+        runtime, away = hub.races[race_id], player(alice)
+        held_by = holder(runtime, away)
+        store.failing = True
+        for at in (T1, T2, T3):
+            change = connection_change(away, False, at, held_by)
+            await hub.keeper.apply_or_log(runtime, change, away, "marked away", away=True)
+        assert [u.what for u in runtime.unstored_connections] == ["marked away"]
+
+        store.failing = False
+        await hub.tick()
+        assert not runtime.unstored_connections
+        assert (await stored_racers(hub, race_id))[away] == (False, T1)
+
+
+async def test_a_racer_coming_back_drops_its_earlier_changes_only() -> None:
+    """A racer marked away, then back through another connection, while the store refuses
+    both: only its coming back waits. Another racer's change stays, and both are stored once
+    the store takes them."""
+    store = HeldSaves()
+    async with opened(store), running_hub(store) as hub:
+        race_id, alice, bob = await start_race_of_two(hub)
+        runtime, one, other = hub.races[race_id], player(alice), player(bob)
+        held_by, other_held_by = holder(runtime, one), holder(runtime, other)
+        store.failing = True
+        keeper = hub.keeper
+        gone = connection_change(other, False, T1, other_held_by)
+        await keeper.apply_or_log(runtime, gone, other, "marked away", away=True)
+        away = connection_change(one, False, T1, held_by)
+        await keeper.apply_or_log(runtime, away, one, "marked away", away=True)
+        back = connection_change(one, True, T2, "elsewhere:7")
+        await keeper.apply_or_log(runtime, back, one, "marked back", away=False)
+        assert [(u.player_id, u.what) for u in runtime.unstored_connections] == [
+            (other, "marked away"),
+            (one, "marked back"),
+        ]
+
+        store.failing = False
+        await hub.tick()
+        assert not runtime.unstored_connections
+        assert await stored_racers(hub, race_id) == {one: (True, None), other: (False, T1)}
+        assert runtime.race.racers[one].holder == "elsewhere:7"
+
+
+async def test_a_change_refused_while_an_older_one_is_stored_waits_after_it() -> None:
+    """While the tick stores a racer's waiting change, a newer change of the racer is
+    refused and drops it from the waiting ones: the tick stores the newer one after it,
+    and does not take it for the one it stored."""
+    store = HeldSaves()
+    async with opened(store), running_hub(store) as hub:
+        race_id, alice, _ = await start_race_of_two(hub)
+        runtime, one = hub.races[race_id], player(alice)
+        held_by = holder(runtime, one)
+        store.failing = True
+        away = connection_change(one, False, T1, held_by)
+        await hub.keeper.apply_or_log(runtime, away, one, "marked away", away=True)
+
+        store.failing, store.holding = False, True
+        ticking = asyncio.create_task(hub.tick())
+        await asyncio.wait_for(store.held.wait(), timeout=5)  # the away change being saved
+        back = connection_change(one, True, T2, held_by)
+        runtime.keep_unstored(UnstoredConnection(back, one, "marked back", away=False))
+        store.holding = False
+        store.release.set()
+        await asyncio.wait_for(ticking, timeout=5)
+
+        assert not runtime.unstored_connections
+        assert (await stored_racers(hub, race_id))[one] == (True, None)
