@@ -197,13 +197,17 @@ class NodePresence:
         """Note this node's secret in the store again, as at its start (`App`): a Redis
         restarted without its data has none, and a node with another secret starting on it
         would be let in (every token of one refused by the other). Another secret noted
-        there instead of ours is logged as an error, once."""
+        there instead of ours is logged as an error, once. It waits for the store a fifth of
+        the ttl at most, as an announce waits for the broker: a store that hangs (its own
+        timeouts, three tries of 5 s, outlast the ttl) would hold up the next announces, and
+        the other nodes would take this one for gone. The next watch tries again."""
         if self._fingerprint is None:
             return
         try:
-            theirs = await self.store.claim_secret(self._fingerprint)
-        except StoreError as exc:
-            self.claiming_secret.failed(str(exc))
+            async with asyncio.timeout(self.settings.node_ttl_s / 5):
+                theirs = await self.store.claim_secret(self._fingerprint)
+        except (StoreError, TimeoutError) as exc:
+            self.claiming_secret.failed(str(exc) or "no answer in time")  # a timeout says nothing
             return
         self.claiming_secret.worked()
         if theirs == self._fingerprint:

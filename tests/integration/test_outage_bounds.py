@@ -1,20 +1,28 @@
 """What a node keeps and waits for while its store is away: the connection changes of a racer
 who keeps reconnecting during an outage stay bounded (server/runtime.py
-`RaceRuntime.keep_unstored`)."""
+`RaceRuntime.keep_unstored`), and the noting of the token secret at each presence watch waits
+on a hung store's Redis no longer than an announce waits on the broker's
+(server/node_presence.py `_claim_secret`)."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
 
 from solrace.server.app import App
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.runtime import RaceRuntime
+from solrace.server.store.redis import RedisStore
+from tests.integration.conftest import make_settings
 from tests.integration.helpers import start_race
 from tests.integration.test_audit_reconnect_outage import node, shows, write_locked
 from tests.integration.wsclient import WAIT_S, connect_client
-from tests.waiting import eventually
+from tests.redis_server import RedisServer
+from tests.waiting import eventually, eventually_async
 
 #: Reconnections of one racer while the store refuses writes.
 RECONNECTS = 12
@@ -99,3 +107,72 @@ async def test_a_racer_reconnecting_through_an_outage_and_staying_is_stored_conn
         await eventually(shows(bob, player_id, True), within=WAIT_S)
         for each in (staying, bob):
             await each.close()
+
+
+# --- a store's Redis that hangs, the broker's running -------------------------------------
+
+#: Several nodes' presence, fast: an announce every 0.2 s, bounded by that.
+NODE_TTL_S = 1.0
+#: The store's own wait for each Redis reply (three tries a call): far longer than the test.
+STORE_TIMEOUT_S = 60.0
+
+
+def slow_store(app: App) -> None:
+    """The node's store waits `STORE_TIMEOUT_S` for each reply of a silent Redis."""
+    assert isinstance(app.store, RedisStore)
+    app.store.timeout_s = STORE_TIMEOUT_S
+
+
+@pytest.mark.redis
+async def test_a_hung_store_does_not_hold_up_the_presence_watch(
+    tmp_path: Path,
+    own_redis_server: RedisServer,
+    redis_url: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The store on one Redis, the broker on another; the store's freezes (SIGSTOP:
+    connections open, no answer). Each presence watch notes the token secret in the store
+    after announcing the node: that waited on the store's own timeouts (three tries of
+    `STORE_TIMEOUT_S` here; 5 s each by default, three times the default ttl), and no
+    announce went out meanwhile: the node's presence ran out, and the other nodes take a
+    node whose presence ran out for gone. It gives up after a fifth of the ttl, as an
+    announce does, says so once, and the announces go on."""
+    caplog.set_level(logging.WARNING, logger="solrace.server.node_presence")
+    settings = make_settings(
+        tmp_path / "node", store=own_redis_server.url, broker=redis_url, node_ttl_s=NODE_TTL_S
+    )
+    app = App(settings)
+    slow_store(app)
+    broker = aioredis.Redis.from_url(redis_url)
+    await app.start()
+    try:
+        assert app.hub.presence is not None
+        node_id = app.hub.presence.node_id
+
+        async def alive_until_ms() -> float:
+            score = await broker.zscore("solrace:live:nodes", node_id)
+            assert score is not None, "the node's presence ran out"
+            return float(score)
+
+        def said(text: str) -> Callable[[], bool]:
+            return lambda: any(text in record.getMessage() for record in caplog.records)
+
+        with own_redis_server.frozen():
+            froze_at = await alive_until_ms()
+
+            async def announced_since() -> bool:
+                return await alive_until_ms() > froze_at + 2 * NODE_TTL_S * 1000
+
+            await eventually_async(
+                announced_since, within=WAIT_S, what="announces while the store hangs"
+            )
+            await eventually(
+                said("noting this node's token secret in the store failed: no answer in time"),
+                within=WAIT_S,
+            )
+        await eventually(
+            said("noting this node's token secret in the store works again"), within=WAIT_S
+        )
+    finally:
+        await app.stop()
+        await broker.aclose()
