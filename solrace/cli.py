@@ -35,6 +35,8 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+#: What asks for help as the first word (`solrace help serve`, `solrace --help`).
+HELP_WORDS: Final = ("-h", "--help", "help")
 #: Exit status when stdout's reader went away: 128 + SIGPIPE, as for a process the signal ended.
 BROKEN_PIPE_STATUS: Final = 141
 #: What a shell reports for a command stopped by SIGINT (128 + 2).
@@ -71,10 +73,10 @@ def _main(args: list[str]) -> int:
     if not args:  # as argparse for a missing subcommand: the usage on stderr, status 2
         print(f"solrace: a command is required\n\n{_usage()}", file=sys.stderr)
         return 2
-    if args[0] in ("-h", "--help", "help"):
-        if len(args) > 1:  # `solrace help serve`: that command's own help
+    if args[0] in HELP_WORDS:
+        if len(args) > 1 and args[1] not in HELP_WORDS:  # `solrace help serve`: its own help
             return _main([args[1], "--help"])
-        print(_usage())
+        print(_usage())  # `solrace help`, and `solrace help help` too
         return 0
     if args[0] == "--version":
         from solrace import __version__

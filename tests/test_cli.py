@@ -89,6 +89,16 @@ def test_main_in_process_returns_the_command_status(capsys: pytest.CaptureFixtur
     assert main(["no-such-command"]) == 2
 
 
+@pytest.mark.parametrize("args", [["help", "help"], ["--help", "-h"]])
+def test_help_about_help_prints_the_usage(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 0
+    said = capsys.readouterr()
+    assert said.err == ""
+    assert said.out.startswith("usage: solrace COMMAND [ARGS...]\n")
+
+
 def test_no_command_prints_the_usage_as_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     # `solrace` alone printed the usage and exited 0, as if it had done something.
     assert main([]) == 2
