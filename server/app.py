@@ -419,41 +419,80 @@ async def run(settings: Settings) -> int:
     return 0
 
 
-#: The flags of `solrace serve`: (setting, help); the help's "(default ...)" is the setting's.
-#: Every other setting is read from the environment only (docs/operations.md lists them all).
-SERVE_FLAGS: tuple[tuple[str, str], ...] = (
-    ("host", "interface to listen on"),
-    ("port", "TCP port, 0 for any free one"),
-    ("data_dir", "data folder"),
-    ("store", "store URL: sqlite:PATH, redis://HOST:PORT/DB (several nodes) or memory:"),
-    ("redis", "redis://[:PASSWORD@]HOST:PORT/DB: store and broker of several nodes (one Redis)"),
-    ("broker", "live events between nodes: memory: or redis://..."),
-    ("secret", f"token signing secret, {SECRET_MIN_CHARS} characters or more"),
-    ("log_level", f"{', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}, any case"),
-    ("max_frame_bytes", "frame size cap"),
-    ("rate_capacity", "rate budget credits"),
-    ("rate_refill_per_s", "credits per second"),
-    ("idle_timeout_s", "close silent sockets after this many seconds"),
+#: The flags of `solrace serve`: (setting, metavar, help); the help's "(default ...)" is the
+#: setting's. Every other setting is read from the environment only (docs/operations.md lists
+#: them all).
+SERVE_FLAGS: tuple[tuple[str, str, str], ...] = (
+    (
+        "host",
+        "HOST",
+        "interface to listen on: an address or name of this machine, 0.0.0.0 for every one",
+    ),
+    ("port", "PORT", "TCP port; 0: any free one, which the log names"),
+    ("data_dir", "DIR", "folder of the SQLite database, its lock and the token secret"),
+    (
+        "store",
+        "URL",
+        "where races, players and ratings are kept: sqlite:PATH, redis://HOST:PORT/DB "
+        "(several nodes), or memory:, which keeps nothing after exit",
+    ),
+    ("redis", "URL", "redis://[:PASSWORD@]HOST:PORT/DB: store and broker of several nodes"),
+    ("broker", "URL", "live events between nodes: memory: (one node) or redis://..."),
+    (
+        "secret",
+        "SECRET",
+        f"token signing secret, {SECRET_MIN_CHARS} characters or more, the same on every node "
+        "of one Redis; SOLRACE_SECRET keeps it out of ps",
+    ),
+    ("log_level", "LEVEL", f"{', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}, any case"),
+    (
+        "max_frame_bytes",
+        "BYTES",
+        "largest message a client may send; a larger one closes its connection with 1009",
+    ),
+    (
+        "rate_capacity",
+        "N",
+        "messages (frames) a connection may send at once; one more closes it with 1008",
+    ),
+    ("rate_refill_per_s", "N", "messages per second a connection may send after that"),
+    ("idle_timeout_s", "SECONDS", "close a connection that sends nothing for this long, with 4004"),
     (
         "stop_timeout_s",
+        "SECONDS",
         "on Redis: a stop (SIGTERM) gives up the Redis work left this long after the clients close",
     ),
-    ("origins", "accepted browser Origin values"),
-    ("max_connections", "open connections on the node"),
+    (
+        "origins",
+        "ORIGIN",
+        "browser Origin values accepted, space between them; a client sending none is accepted",
+    ),
+    ("max_connections", "N", "open connections on the node; one more is answered 503"),
     (
         "max_connections_per_address",
-        "open connections from one IP address; 0: no per-address limits, for a node behind a proxy",
+        "N",
+        "open connections from one IP address, 429 past it; 0: no per-address limits, for a "
+        "node behind a proxy",
     ),
-    ("connect_burst", "handshakes from one address at once"),
-    ("connect_per_s", "handshakes per second from one address"),
-    ("countdown_s", "countdown before a start"),
-    ("grace_s", "reconnect grace before forfeit"),
-    ("spectator_delay_casual_s", "spectator board delay of a casual race"),
-    ("spectator_delay_rated_s", "spectator board delay of a rated race"),
-    ("progress_interval_s", "fold racers' moves into their progress this often; 0: each move"),
-    ("min_time_limit_s", "shortest race allowed"),
-    ("admin_token", f"tournament admin token, {SECRET_MIN_CHARS} characters or more"),
-    ("max_tournament_players", "most players one tournament may register"),
+    ("connect_burst", "N", "handshakes one IP address may make at once, 429 past it"),
+    ("connect_per_s", "N", "handshakes per second one IP address may make after that"),
+    ("countdown_s", "SECONDS", "countdown before a race starts"),
+    ("grace_s", "SECONDS", "how long a racer may be away before forfeiting as gone"),
+    ("spectator_delay_casual_s", "SECONDS", "how late spectators see the boards of a casual race"),
+    ("spectator_delay_rated_s", "SECONDS", "how late spectators see the boards of a rated race"),
+    (
+        "progress_interval_s",
+        "SECONDS",
+        "fold racers' moves into their progress this often; 0: each move",
+    ),
+    ("min_time_limit_s", "SECONDS", "shortest time limit a race or tournament may ask for"),
+    (
+        "admin_token",
+        "TOKEN",
+        f"tournament admin token, {SECRET_MIN_CHARS} characters or more; SOLRACE_ADMIN_TOKEN "
+        "keeps it out of ps",
+    ),
+    ("max_tournament_players", "N", "most players one tournament may register"),
 )
 
 #: Said for a setting whose default is None (worked out at start, or none).
@@ -491,9 +530,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
         prog="solrace serve",
         description="Run the race server. Every flag also reads SOLRACE_<NAME> from the "
-        "environment (e.g. SOLRACE_PORT=9000); flags win.",
+        "environment (e.g. SOLRACE_PORT=9000); flags win. More settings are read from the "
+        "environment only (SOLRACE_MAX_SEATS, SOLRACE_NODE_TTL_S, ...): docs/operations.md "
+        "lists every one.",
     )
-    for setting, help_text in SERVE_FLAGS:
+    for setting, metavar, help_text in SERVE_FLAGS:
         annotation = Settings.model_fields[setting].annotation
         kind: type[Any] = str
         # A path stays text: the settings read it, so `--data-dir ''` is refused as
@@ -502,7 +543,10 @@ def build_parser() -> argparse.ArgumentParser:
             if annotation is candidate or candidate in getattr(annotation, "__args__", ()):
                 kind = candidate
                 break
-        options: dict[str, Any] = {"help": f"{help_text} (default {default_text(setting)})"}
+        options: dict[str, Any] = {
+            "help": f"{help_text} (default {default_text(setting)})",
+            "metavar": metavar,
+        }
         if setting == "origins":
             options["nargs"] = "*"
         else:

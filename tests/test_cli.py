@@ -147,8 +147,17 @@ def test_serve_help_lists_every_log_level_the_settings_take(
     assert done.value.code == 0
     shown = " ".join(capsys.readouterr().out.split())
     assert (
-        "--log-level LOG_LEVEL DEBUG, INFO, WARNING, ERROR or CRITICAL, any case (default INFO)"
+        "--log-level LEVEL DEBUG, INFO, WARNING, ERROR or CRITICAL, any case (default INFO)"
         in shown
     )
     for level in LOG_LEVELS:  # what the help lists is what the settings take
         assert Settings(log_level=level.lower()).log_level == level
+
+
+def test_serve_help_names_the_unit_of_each_duration() -> None:
+    from solrace.server.app import build_parser
+
+    for action in build_parser()._actions:
+        setting = action.dest
+        if setting.endswith("_s") and not setting.endswith("_per_s"):
+            assert action.metavar == "SECONDS", setting
