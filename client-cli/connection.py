@@ -44,7 +44,7 @@ from websockets.http11 import Response
 
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_server, encode
-from solrace.server.protocol.errors import ProtocolError
+from solrace.server.protocol.errors import ProtocolError, SchemaError
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
@@ -80,6 +80,7 @@ from solrace.tasks import cancel_and_wait
 
 from .defaults import url_problem
 from .tls_probe import may_be_tls_port, speaks_tls
+from .wire_text import one_line
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,8 @@ FATAL_CLOSE_CODES: Final = frozenset(
     {CloseCode.UNSUPPORTED_PROTOCOL, CloseCode.AUTH_FAILED, CloseCode.REPLACED}
 )
 MAX_FRAME: Final = 1 << 20
+#: How many frames it cannot read a connection logs (then one line says the rest are not).
+MAX_UNREADABLE_LOGGED: Final = 10
 
 
 class LinkStatus(StrEnum):
@@ -164,6 +167,28 @@ CLOSE_MEANINGS: Final[dict[int, str]] = {
     CloseCode.IDLE_TIMEOUT: "idle too long: the server heard nothing from this client",
     CloseCode.TOO_SLOW: "this client read too slowly: the server's queue for it overflowed",
 }
+
+
+#: What a close this client sent means, where it failed the link itself over what the server
+#: sent (websockets does so, and then reports no close code but 1006, "the link dropped").
+OWN_CLOSE_MEANINGS: Final[dict[int, str]] = {
+    CloseCode.PROTOCOL_ERROR: "the server sent a frame WebSocket does not allow",
+    CloseCode.INVALID_PAYLOAD: "the server sent a text frame that is not UTF-8",
+    CloseCode.MESSAGE_TOO_BIG: "the server sent a frame too big for this client",
+    CloseCode.INTERNAL_ERROR: "the server stopped answering this client's keepalive pings",
+}
+
+
+def link_end_text(ws: ClientConnection) -> str:
+    """Why a closed link ended, for the user: the server's close (`close_text`), or, when this
+    client failed the link over a frame the server sent (too big, not WebSocket) or a
+    keepalive the server left unanswered, what this client's own close says."""
+    protocol = ws.protocol
+    sent = protocol.close_sent
+    if protocol.close_rcvd is None and sent is not None and sent.code in OWN_CLOSE_MEANINGS:
+        said = f": {sent.reason}" if sent.reason else ""
+        return f"{OWN_CLOSE_MEANINGS[sent.code]} ({sent.code}{said})"
+    return close_text(ws.close_code, ws.close_reason or "")
 
 
 def close_text(code: int | None, reason: str = "") -> str:
@@ -379,6 +404,8 @@ class Connection:
         self._closing = False
         self._pings: dict[int, int] = {}
         self._ping_nonce = 0
+        #: Frames from the server this client could not read (ignored, the first ones logged).
+        self._unreadable = 0
 
     # --- public API ----------------------------------------------------------------------
 
@@ -560,18 +587,29 @@ class Connection:
             ) from None
         sent_at = _now_ms()
         await ws.send(encode(hello))
+        # One deadline for the whole answer: a WebSocket server that keeps sending frames
+        # that are no welcome (a ticker, an echo) must not hold the hello open for good.
+        deadline = asyncio.get_running_loop().time() + self.open_timeout_s
         while True:
             try:
-                data = await asyncio.wait_for(ws.recv(), self.open_timeout_s)
+                async with asyncio.timeout_at(deadline):
+                    data = await ws.recv()
             except TimeoutError:
                 raise ConnectionFailedError(
                     f"{self.url} did not answer the hello within {self.open_timeout_s:g} s "
                     "(is it a solrace server?)"
                 ) from None
-            if isinstance(data, str):
-                continue
             try:
-                message = decode_server(data)
+                message = self._decode(data)
+            except SchemaError as exc:
+                if exc.request_type == "welcome":  # a welcome of another protocol version?
+                    raise ConnectionFailedError(
+                        f"{self.url} answered the hello with a welcome this client cannot "
+                        f"read ({one_line(str(exc))[:200]}): is it a solrace server of another "
+                        "version?",
+                        fatal=True,
+                    ) from None
+                continue
             except ProtocolError:
                 continue
             if isinstance(message, Error):
@@ -579,6 +617,12 @@ class Connection:
                     f"{message.code}: {message.message}", fatal=True, error_code=message.code
                 )
             if isinstance(message, Welcome):
+                if message.protocol != PROTOCOL_VERSION:
+                    raise ConnectionFailedError(
+                        f"{self.url} speaks protocol {message.protocol}, this client protocol "
+                        f"{PROTOCOL_VERSION}: play there with a solrace of the server's version",
+                        fatal=True,
+                    )
                 received = _now_ms()
                 self.clock_offset_ms = message.server_time_ms - (sent_at + received) // 2
                 self.welcome = message
@@ -587,6 +631,30 @@ class Connection:
                 if message.name:
                     self.name = message.name
                 return message
+
+    def _decode(self, data: str | bytes) -> ServerMessage:
+        """A frame from the server as its message; one this client cannot read raises
+        `ProtocolError` (`SchemaError`: a map that is no message it knows) and is logged: the
+        first `MAX_UNREADABLE_LOGGED` of this connection, then a line saying the rest are not."""
+        try:
+            if isinstance(data, str):
+                raise ProtocolError(
+                    f"a text frame ({len(data)} characters): the protocol is binary"
+                )
+            return decode_server(data)
+        except ProtocolError as exc:
+            self._unreadable += 1
+            if self._unreadable <= MAX_UNREADABLE_LOGGED:
+                log.warning(
+                    "ignored a frame from %s that this client cannot read: %s",
+                    self.url,
+                    one_line(str(exc))[:300],
+                )
+                if self._unreadable == MAX_UNREADABLE_LOGGED:
+                    log.warning(
+                        "further frames from %s that cannot be read are not logged", self.url
+                    )
+            raise
 
     async def _resume(self, ws: ClientConnection) -> None:
         """After a (re)connect: resync followed races, follow the lobby again if it was
@@ -698,11 +766,9 @@ class Connection:
 
     async def _read(self, ws: ClientConnection) -> None:
         async for data in ws:
-            if isinstance(data, str):
-                continue
             try:
-                message = decode_server(data)
-            except ProtocolError:
+                message = self._decode(data)
+            except ProtocolError:  # logged; a newer server's message is no reason to stop
                 continue
             reply = self._observe(message)
             await self._queue.put(message)  # first: a send failing now must not lose it
@@ -760,12 +826,13 @@ class Connection:
             code = ws.close_code
             if code in FATAL_CLOSE_CODES or code == CloseCode.NORMAL:
                 self.status = LinkStatus.CLOSED
-                detail = close_text(code, ws.close_reason or "")
-                await self._queue.put(StatusChange(LinkStatus.CLOSED, detail))
+                await self._queue.put(StatusChange(LinkStatus.CLOSED, link_end_text(ws)))
                 return
             self.status = LinkStatus.RECONNECTING
-            # What it means is enough: the link is coming back.
-            await self._queue.put(StatusChange(LinkStatus.RECONNECTING, close_text(code)))
+            # What it means is enough (the server's reason is left out): the link is coming
+            # back. A close of this client's own says its reason: the frame's size, say.
+            detail = close_text(code) if ws.protocol.close_rcvd else link_end_text(ws)
+            await self._queue.put(StatusChange(LinkStatus.RECONNECTING, detail))
             if self._backoff is None:
                 low, high = self.backoff_s
                 self._backoff = Backoff(low, high, self.stable_after_s)
