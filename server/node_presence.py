@@ -20,7 +20,7 @@ from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.race import Racer
 from solrace.server.protocol.records import LIVE_STATUSES, RacerRecord
 from solrace.server.protocol.tokens import secret_fingerprint
-from solrace.server.race_changes import connection_change
+from solrace.server.race_changes import connected_through, connection_change
 from solrace.server.race_sync import RaceKeeper
 from solrace.server.session import Session, node_of_holder
 from solrace.server.settings import Settings
@@ -226,7 +226,8 @@ class NodePresence:
 
     async def _mark_own_racers_back(self, now: int) -> None:
         """Racers connected here whom the race has as away (another node took this one for
-        gone while its announces failed) are connected again, held here."""
+        gone while its announces failed) are connected again, held here, if their connection
+        is still open when the change is applied (`connected_through`)."""
         for runtime in list(self.keeper.races.values()):
             race = runtime.race
             if not race.is_live:
@@ -235,7 +236,8 @@ class NodePresence:
                 session = self.players.get(player_id)
                 if session is None or session.closed or racer.connected or racer.is_done:
                     continue
-                change = connection_change(player_id, True, now, self.holder_of(session))
+                holder = self.holder_of(session)
+                change = connected_through(player_id, session, holder, now, self.players)
                 await self.keeper.apply_or_log(
                     runtime, change, player_id, "marked back", away=False
                 )

@@ -9,7 +9,7 @@ event reports). None of them does I/O.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from solrace.engine import Audience, deal
 from solrace.server.protocol.ids import PlayerId
@@ -18,6 +18,7 @@ from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import RacerState
 from solrace.server.protocol.views import board_for
 from solrace.server.runtime import RacerBoard, RaceRuntime
+from solrace.server.session import Session
 
 Change = Callable[[Race], list[RaceEvent]]
 
@@ -98,6 +99,28 @@ def connection_change(player_id: PlayerId, connected: bool, now_ms: int, holder:
     return lambda race: race.set_connected(player_id, connected, now_ms, holder)
 
 
+def connected_through(
+    player_id: PlayerId,
+    session: Session,
+    holder: str,
+    now_ms: int,
+    players: Mapping[PlayerId, Session],
+) -> Change:
+    """The racer is connected through `session` (named `holder` in its races), if `session`
+    is still open and the player's connection in `players` when the change is applied; else
+    nothing. The change may wait for the race's lock, or for the store (`apply_or_log`), while
+    `session` closes; its leaving may have gone first, found the racer away and changed
+    nothing, so marking the racer connected then would leave it connected through a closed
+    connection, never put out."""
+
+    def change(race: Race) -> list[RaceEvent]:
+        if session.closed or players.get(player_id) is not session:
+            return []
+        return race.set_connected(player_id, True, now_ms, holder)
+
+    return change
+
+
 def new_epoch() -> str:
     """A fresh name for a race's event numbering (`Race.new_epoch`)."""
     return secrets.token_hex(4)
@@ -118,6 +141,7 @@ def own_board(runtime: RaceRuntime, player_id: PlayerId) -> Board:
 __all__ = [
     "Change",
     "board_progress",
+    "connected_through",
     "connection_change",
     "is_progress_only",
     "mover_of",

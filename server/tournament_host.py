@@ -16,7 +16,7 @@ from solrace.server.broker import Broker
 from solrace.server.hub import Hub
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import RaceRecord
-from solrace.server.race_changes import Change, connection_change
+from solrace.server.race_changes import Change, connected_through
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
@@ -76,7 +76,8 @@ class RaceHost(Protocol):
         self, runtime: RaceRuntime, here: Sequence[tuple[PlayerId, Session]]
     ) -> None:
         """Each (racer, session) connected here is caught up on the race's events and marked
-        connected in it through this node, as a hello would; a refusal is logged."""
+        connected in it through this node, as a hello would, if `session` is still open and
+        the player's connection here when the change is applied; a refusal is logged."""
         ...
 
     def release_deal(self, race_id: RaceId) -> None:
@@ -146,7 +147,8 @@ class HubRaceHost:
         now = self.hub.clock()
         for player, session in here:
             self.hub.watching.catch_up(session, runtime)  # it may have started meanwhile
-            change = connection_change(player, True, now, self.hub.holder_of(session))
+            holder = self.hub.holder_of(session)
+            change = connected_through(player, session, holder, now, self.hub.players)
             await self.hub.keeper.apply_or_log(runtime, change, player, "marked here", away=False)
 
     def release_deal(self, race_id: RaceId) -> None:

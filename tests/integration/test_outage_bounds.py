@@ -6,11 +6,13 @@ on a hung store's Redis no longer than an announce waits on the broker's
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis
 import redis.asyncio as aioredis
 
 from solrace.server.app import App
@@ -176,3 +178,79 @@ async def test_a_hung_store_does_not_hold_up_the_presence_watch(
     finally:
         await app.stop()
         await broker.aclose()
+
+
+# --- a store's Redis that refuses writes, the broker's running --------------------------------
+
+
+@contextlib.contextmanager
+def refusing_writes(server: RedisServer) -> Iterator[None]:
+    """The store's Redis answers reads and refuses every write (NOREPLICAS: it wants a
+    replica it does not have) inside the block, as a Redis that lost its replicas does."""
+    with redis.Redis.from_url(server.url) as admin:
+        admin.config_set("min-replicas-to-write", 1)
+        try:
+            yield
+        finally:
+            admin.config_set("min-replicas-to-write", 0)
+
+
+def waiting_of(runtime: RaceRuntime, player_id: str) -> list[str]:
+    """What the connection changes of `player_id` waiting for the store do."""
+    return [u.what for u in runtime.unstored_connections if u.player_id == player_id]
+
+
+@pytest.mark.redis
+async def test_a_racer_marked_back_by_the_watch_who_leaves_while_the_store_refuses_stays_away(
+    tmp_path: Path, own_redis_server: RedisServer, redis_url: str
+) -> None:
+    """Node b took node a for gone (a's announces stopped) and marked a's racers away; a,
+    heard again, marks them back at its watch while the store refuses writes, and one of them
+    leaves before the store takes writes again. Her leaving found her away in the race (the
+    refused change was undone), changed nothing and did not wait; the watch's change, applied
+    once the store took writes, then had her connected through her closed connection: never
+    put out, however long she stayed away. Now it finds that connection closed and leaves her
+    away; the racer still connected is stored connected."""
+    settings = {"store": own_redis_server.url, "broker": redis_url, "node_ttl_s": NODE_TTL_S}
+    node_a = App(make_settings(tmp_path / "a", grace_s=600, **settings))
+    node_b = App(make_settings(tmp_path / "b", grace_s=600, **settings))
+    async with contextlib.AsyncExitStack() as stack:
+        for app in (node_a, node_b):
+            await app.start()
+            stack.push_async_callback(app.stop)
+        presence_a, presence_b = node_a.hub.presence, node_b.hub.presence
+        assert presence_a is not None and presence_b is not None
+        url = f"ws://127.0.0.1:{node_a.port}"
+        alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
+        stack.push_async_callback(bob.close)
+        race_id = await start_race(alice, [bob])
+        runtime = node_a.hub.races[race_id]
+        leaving, staying = alice.player_id, bob.player_id
+
+        async def stored_connected() -> dict[str, bool]:
+            record = await node_a.store.get_race(race_id)
+            assert record is not None
+            return {r.player_id: r.connected for r in record.racers}
+
+        async def both_away() -> bool:
+            return not any((await stored_connected()).values())
+
+        await eventually(lambda: presence_a.node_id in presence_b._nodes_known, within=WAIT_S)
+        await presence_a.give_up()  # a announces no more: b takes it for gone
+        await eventually_async(both_away, within=WAIT_S, what="b marking a's racers away")
+        copy = runtime.race.racers
+        await eventually(lambda: not copy[PlayerId(leaving)].connected, within=WAIT_S)
+
+        with refusing_writes(own_redis_server):
+            presence_a.start()  # a is heard again, and marks its racers back: refused
+            await eventually(lambda: waiting_of(runtime, leaving) == ["marked back"], within=WAIT_S)
+            await alice.close()
+            await eventually(lambda: leaving not in node_a.hub.players, within=WAIT_S)
+            await eventually(lambda: not node_a.transport.finishing, within=WAIT_S)
+
+        async def staying_back() -> bool:
+            return (await stored_connected())[staying]
+
+        await eventually_async(staying_back, within=WAIT_S, what="bob stored connected")
+        await eventually(lambda: not runtime.unstored_connections, within=WAIT_S)
+        assert await stored_connected() == {leaving: False, staying: True}

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 
+from solrace.server.broker import MemoryBroker
 from solrace.server.hub import Hub
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.race_changes import connection_change
 from solrace.server.runtime import RaceRuntime, UnstoredConnection
+from solrace.server.tournament_host import HubRaceHost
 from tests.server.sessions import (
     HeldSaves,
     RecordingSession,
@@ -115,3 +117,68 @@ async def test_a_change_refused_while_an_older_one_is_stored_waits_after_it() ->
 
         assert not runtime.unstored_connections
         assert (await stored_racers(hub, race_id))[one] == (True, None)
+
+
+# --- a racer marked connected through a connection that closes before the store takes it ---
+
+
+async def marked_away_by_another_node(hub: Hub, race_id: RaceId, racer: PlayerId) -> None:
+    """The race stores `racer` away through the connection it holds, as another node's watch
+    does for the racers of a node it took for gone."""
+    runtime = hub.races[race_id]
+    gone = connection_change(racer, False, T1, holder(runtime, racer))
+    await hub.keeper.apply_to_race(runtime, gone)
+    assert (await stored_racers(hub, race_id))[racer] == (False, T1)
+
+
+async def test_a_racer_marked_back_by_the_watch_and_gone_before_the_store_took_it_stays_away() -> (
+    None
+):
+    """Several nodes: the presence watch marks a racer connected here back (another node
+    had marked it away) while the store refuses writes; its connection closes meanwhile, and
+    its leaving finds the racer away (the refused change was undone), changes nothing and
+    does not wait. Once the store takes writes, the waiting change finds the connection
+    closed and leaves the racer away: it marked the racer connected through the closed
+    connection, and the racer, gone, was never put out."""
+    store = HeldSaves()
+    async with opened(store), running_hub(store, broker=MemoryBroker()) as hub:
+        assert hub.presence is not None
+        race_id, alice, _ = await start_race_of_two(hub)
+        runtime, one = hub.races[race_id], player(alice)
+        await marked_away_by_another_node(hub, race_id, one)
+
+        store.failing = True
+        await hub.presence.watch(hub.clock())
+        assert [(u.player_id, u.what) for u in runtime.unstored_connections] == [
+            (one, "marked back")
+        ]
+        alice.closed = True
+        await hub.disconnected(alice)
+
+        store.failing = False
+        await hub.tick()
+        assert not runtime.unstored_connections
+        assert (await stored_racers(hub, race_id))[one] == (False, T1)
+
+
+async def test_a_seated_racer_marked_here_and_gone_before_the_store_took_it_stays_away() -> None:
+    """The same for a tournament race opened elsewhere, whose seated racer connected here is
+    marked here (`HubRaceHost.mark_connected_here`) while the store refuses writes."""
+    store = HeldSaves()
+    async with opened(store), running_hub(store, broker=MemoryBroker()) as hub:
+        race_id, alice, _ = await start_race_of_two(hub)
+        runtime, one = hub.races[race_id], player(alice)
+        await marked_away_by_another_node(hub, race_id, one)
+
+        store.failing = True
+        await HubRaceHost(hub, None).mark_connected_here(runtime, [(one, alice)])
+        assert [(u.player_id, u.what) for u in runtime.unstored_connections] == [
+            (one, "marked here")
+        ]
+        alice.closed = True
+        await hub.disconnected(alice)
+
+        store.failing = False
+        await hub.tick()
+        assert not runtime.unstored_connections
+        assert (await stored_racers(hub, race_id))[one] == (False, T1)
