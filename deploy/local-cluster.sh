@@ -73,6 +73,14 @@ with socket.socket() as s:
 PY
 }
 
+need_haproxy() {  # haproxy on PATH, or a line saying how to get it there
+    command -v haproxy >/dev/null && return
+    if [ -x /usr/sbin/haproxy ]; then  # Debian's place, not on an ordinary user's PATH
+        die "no haproxy on PATH, but /usr/sbin/haproxy is installed: run PATH=\"\$PATH:/usr/sbin\" $0 start"
+    fi
+    die "no haproxy (Debian: apt-get install haproxy)"
+}
+
 free_or_die() {  # free_or_die PORT WHAT: a port taken by another program stops the start
     if port_taken "$1"; then
         die "port $1 ($2) is taken by another program: stop it, or move the cluster's ports (SOLRACE_LB_PORT, SOLRACE_NODE_PORT, SOLRACE_REDIS_PORT)"
@@ -126,7 +134,7 @@ start_node() {
 
 start_haproxy() {
     if running_pid haproxy "haproxy" >/dev/null; then return; fi
-    command -v haproxy >/dev/null || die "no haproxy (Debian: apt-get install haproxy)"
+    need_haproxy
     export SOLRACE_LB_BIND="127.0.0.1:$lb_port"
     export SOLRACE_NODE1="127.0.0.1:$(port_of 1)"
     export SOLRACE_NODE2="127.0.0.1:$(port_of 2)"
@@ -144,7 +152,7 @@ cmd_start() {
         || die "solrace is not importable by $python (pip install -e .)"
     # Every program is looked for before any starts: a missing one leaves nothing running.
     command -v redis-server >/dev/null || die "no redis-server (Debian: apt-get install redis-server)"
-    command -v haproxy >/dev/null || die "no haproxy (Debian: apt-get install haproxy)"
+    need_haproxy
     # And every port the parts not running yet will take: one taken leaves nothing started.
     running_pid redis "redis-server" >/dev/null || free_or_die "$redis_port" redis
     for n in "${nodes[@]}"; do
