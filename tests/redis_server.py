@@ -1,9 +1,9 @@
 """A real `redis-server` for tests: loopback, a port from the OS, AOF on, its own folder.
 
-The process is ours from `start()` to `stop()`: readiness is a PING that answers (polled
-against a deadline), and `restart()` stops and starts it on the same folder and port so a test
-can cut Redis off mid-race and check what the append-only file kept; `frozen()` stops it where
-it is (SIGSTOP), a Redis that hangs with its connections open.
+The process is ours from `start()` to `stop()`: readiness is an answer from that very process
+(its `process_id`, polled against a deadline), and `restart()` stops and starts it on the same
+folder and port so a test can cut Redis off mid-race and check what the append-only file kept;
+`frozen()` stops it where it is (SIGSTOP), a Redis that hangs with its connections open.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ class RedisServer:
                         f"redis-server exited with {self.process.returncode}: {self.tail_log()}"
                     )
                 try:
-                    if client.ping():
+                    if self._answered_by_our_process(client):
                         return
                 except redis.exceptions.RedisError:
                     pass  # not listening or still loading the AOF
@@ -139,6 +139,14 @@ class RedisServer:
                 time.sleep(POLL_S)  # the poll interval of a deadline-bound wait
         finally:
             client.close()
+
+    def _answered_by_our_process(self, client: redis.Redis) -> bool:
+        """Whether the server on our port is the process we started: on a port another
+        process took between asking and binding (another test run on the machine), a PING
+        would be answered by that one's server while ours is still on its way out."""
+        assert self.process is not None
+        info = client.info("server")
+        return int(info["process_id"]) == self.process.pid
 
     @contextlib.contextmanager
     def frozen(self) -> Iterator[None]:
