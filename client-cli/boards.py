@@ -21,21 +21,38 @@ from solrace.engine import (
 from solrace.server.protocol.messages import BoardModel, PileModel
 
 
+class UnusableBoardError(ValueError):
+    """A board (or a move's changed piles) from the server that is no board of its game: an
+    unknown game, a pile the game does not have, a card that does not parse. Kept, it would
+    break every later look at it (drawing, local move checks), so it is refused whole."""
+
+
 def pile_from_model(model: PileModel) -> PileView:
     return PileView(model.name, model.down, tuple(model.cards))
 
 
+def checked(board: BoardView) -> BoardView:
+    """`board`, if it is a board of its game; else `UnusableBoardError` saying why."""
+    try:
+        rules_board(board)
+    except EngineError as exc:
+        raise UnusableBoardError(str(exc)) from None
+    return board
+
+
 def board_from_model(model: BoardModel) -> BoardView:
-    """The engine's view of a board the server sent."""
-    return BoardView(
-        game_id=model.game,
-        piles={p.name: pile_from_model(p) for p in model.piles},
-        round=model.round,
-        phase=model.phase or "play",
-        base_rank=model.base_rank,
-        progress=(model.on_foundations, model.total),
-        won=model.won,
-        stuck=model.stuck,
+    """The engine's view of a board the server sent (`UnusableBoardError` if it is none)."""
+    return checked(
+        BoardView(
+            game_id=model.game,
+            piles={p.name: pile_from_model(p) for p in model.piles},
+            round=model.round,
+            phase=model.phase or "play",
+            base_rank=model.base_rank,
+            progress=(model.on_foundations, model.total),
+            won=model.won,
+            stuck=model.stuck,
+        )
     )
 
 
@@ -67,7 +84,8 @@ def apply_ack(
     """`board` after the server accepted `move` and sent the changed `piles`.
 
     An ack carries piles and counts but not the round, phase or base rank; those follow from
-    the rules, so they are recomputed on a rebuilt board that plays the move itself.
+    the rules, so they are recomputed on a rebuilt board that plays the move itself. Piles
+    that make it no board of its game raise `UnusableBoardError`.
     """
     new_piles = dict(board.piles)
     for model in piles:
@@ -90,7 +108,7 @@ def apply_ack(
         won=won,
         stuck=stuck,
     )
-    rebuilt = rules_board(after)
+    rebuilt = rules_board(checked(after))
     base = rebuilt.base_rank()
     return BoardView(
         game_id=after.game_id,

@@ -263,6 +263,9 @@ class PlainMode:
         if race_id is None or race_id != self.race_id:
             return
         race = self.session.state.races[race_id]
+        if isinstance(incoming, Board | MoveAck) and race.unusable is not None:
+            self.say(f"error: {race.unusable}")  # dropped: the board stays as it was
+            return
         if isinstance(incoming, RaceUpdate | RaceSnapshot):
             self._on_update(race)
         elif isinstance(incoming, RaceStarted):

@@ -293,6 +293,8 @@ class RaceScreen(Screen[None]):
             line = f"from {self.source[0]}{count}: pick a target (Esc cancels)"
         if race is not None and race.last_rejection is not None and not line:
             line = f"refused {race.last_rejection.move}: {race.last_rejection.reason}"
+        if race is not None and race.unusable is not None and not line:
+            line = race.unusable
         style = "yellow" if line else ""
         racer = race.racers.get(me) if race is not None and me is not None else None
         if race is not None and race.is_live and racer is not None and racer.is_done:

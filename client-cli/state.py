@@ -8,6 +8,7 @@ plain mode and the bots all read this one object.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -45,7 +46,10 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.server.protocol.vocab import RacerStateName, RaceStatusName
 
-from .boards import apply_ack, board_from_model
+from .boards import UnusableBoardError, apply_ack, board_from_model
+from .wire_text import one_line
+
+log = logging.getLogger(__name__)
 
 LIVE_STATUSES: frozenset[RaceStatusName] = frozenset(s.value for s in records.LIVE_STATUSES)
 DONE_STATES: frozenset[RacerStateName] = frozenset(s.value for s in records.DONE_STATES)
@@ -137,6 +141,10 @@ class RaceState:
     #: had the race (`unknown_race`, `is_gone`: after a reconnect, a race lost unnoticed or
     #: finished and forgotten while the link was down): no longer live, its end unknown here.
     gone: str | None = None
+    #: Why the last board (or move ack) the server sent for this race was no board of its
+    #: game (`boards.UnusableBoardError`): it was dropped and the board kept as it was; None
+    #: again with the next board or ack.
+    unusable: str | None = None
 
     @property
     def game(self) -> str | None:
@@ -317,7 +325,14 @@ class RaceState:
                     message.commitment or self.commitment or "",
                 )
         elif isinstance(message, Board):
-            self.boards[message.player_id] = board_from_model(message.board)
+            try:
+                board = board_from_model(message.board)
+            except UnusableBoardError as exc:
+                racer = self.racers.get(message.player_id)
+                self._unusable(f"a board of {racer.name if racer else message.player_id}", exc)
+                return
+            self.unusable = None  # (a board that can be used makes the one dropped old news)
+            self.boards[message.player_id] = board
             self.plies[message.player_id] = message.ply
             self.delays[message.player_id] = message.delayed_ms
         elif isinstance(message, MoveRejected):
@@ -329,8 +344,15 @@ class RaceState:
             elif is_gone(message) and self.is_live:
                 self.gone = message.message
 
+    def _unusable(self, what: str, exc: UnusableBoardError) -> None:
+        """Note (and log) a board from the server that was dropped, unusable."""
+        self.unusable = one_line(f"ignored {what} from the server: {exc}")
+        log.warning("race %s: %s", self.race_id, self.unusable)
+
     def apply_ack(self, player_id: PlayerId, ack: MoveAck) -> bool:
-        """Apply an ack to `player_id`'s board; False if the board already has that move."""
+        """Apply an ack to `player_id`'s board; False if the board already has that move (or
+        its piles make no board of the game: `unusable` says so)."""
+        self.unusable = None
         board = self.boards.get(player_id)
         ply = self.plies.get(player_id, 0)
         if board is None or ack.ply < ply:
@@ -339,15 +361,19 @@ class RaceState:
             move = Move.parse(ack.move)
         except EngineError:
             return False
-        self.boards[player_id] = apply_ack(
-            board,
-            move,
-            ack.piles,
-            on_foundations=ack.on_foundations,
-            total=ack.total,
-            won=ack.won,
-            stuck=ack.stuck,
-        )
+        try:
+            self.boards[player_id] = apply_ack(
+                board,
+                move,
+                ack.piles,
+                on_foundations=ack.on_foundations,
+                total=ack.total,
+                won=ack.won,
+                stuck=ack.stuck,
+            )
+        except UnusableBoardError as exc:
+            self._unusable(f"the ack of {ack.move}", exc)
+            return False
         self.plies[player_id] = ack.ply + 1
         self.last_rejection = None
         # The ack is this racer's own progress (the server's progress batches skip the mover).
