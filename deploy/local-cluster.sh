@@ -6,10 +6,11 @@
 #   deploy/local-cluster.sh status       what runs, and each /healthz
 #   deploy/local-cluster.sh stop         SIGTERM everything it started (SIGKILL after 10 s)
 #   deploy/local-cluster.sh kill-node N  SIGKILL node N (a crash drill); `start` brings it back
+#   deploy/local-cluster.sh --help       the commands, the folder and the ports
 #
-# Everything lives in $SOLRACE_CLUSTER_DIR (default ./cluster): pid files in run/, logs in
-# logs/, Redis's AOF in redis/, each node's folder in nodeN/, the shared token secret in
-# secret. Ports: SOLRACE_LB_PORT (8080), SOLRACE_NODE_PORT (8771, 8772, 8773),
+# Everything lives in $SOLRACE_CLUSTER_DIR (default ./cluster, made by `start`): pid files in
+# run/, logs in logs/, Redis's AOF in redis/, each node's folder in nodeN/, the shared token
+# secret in secret. Ports: SOLRACE_LB_PORT (8080), SOLRACE_NODE_PORT (8771, 8772, 8773),
 # SOLRACE_REDIS_PORT (6390). Needs redis-server, haproxy and solrace installed.
 set -euo pipefail
 
@@ -22,8 +23,8 @@ python="${PYTHON:-python3}"
 nodes=(1 2 3)
 wait_s=15
 
-mkdir -p "$dir/run" "$dir/logs" "$dir/redis"
-dir="$(cd "$dir" && pwd)"
+# Only `start` makes the folder: status, stop or help elsewhere leave nothing behind.
+if [ -d "$dir" ]; then dir="$(cd "$dir" && pwd)"; fi
 redis_url="redis://127.0.0.1:${redis_port}/0"
 
 die() { echo "local-cluster: $*" >&2; exit 1; }
@@ -159,6 +160,8 @@ cmd_start() {
         running_pid "node$n" "solrace" >/dev/null || free_or_die "$(port_of "$n")" "node $n"
     done
     running_pid haproxy "haproxy" >/dev/null || free_or_die "$lb_port" haproxy
+    mkdir -p "$dir/run" "$dir/logs" "$dir/redis"
+    dir="$(cd "$dir" && pwd)"
     if [ ! -f "$dir/secret" ]; then
         (umask 077 && "$python" -c 'import secrets; print(secrets.token_hex(32))' >"$dir/secret")
     fi
@@ -222,10 +225,23 @@ cmd_kill_node() {
     say "node $n killed (SIGKILL); haproxy marks it down within ~4 s"
 }
 
+usage() {
+    cat <<EOF
+usage: $0 start|stop|status|kill-node N
+  start        start whatever is not running (Redis, three nodes, HAProxy), wait until healthy
+  status       what runs, and each /healthz; exit 1 if anything is down
+  stop         SIGTERM everything it started (SIGKILL after 10 s)
+  kill-node N  SIGKILL node N (1, 2 or 3: a crash drill); start brings it back
+Files in \$SOLRACE_CLUSTER_DIR (now $dir); ports SOLRACE_LB_PORT ($lb_port),
+SOLRACE_NODE_PORT ($node_port and the next two), SOLRACE_REDIS_PORT ($redis_port). deploy/README.md.
+EOF
+}
+
 case "${1:-}" in
     start) cmd_start ;;
     stop) cmd_stop ;;
     status) cmd_status ;;
     kill-node) cmd_kill_node "${2:-}" ;;
-    *) die "usage: $0 start|stop|status|kill-node N" ;;
+    -h | --help | help) usage ;;
+    *) die "usage: $0 start|stop|status|kill-node N ($0 --help says more)" ;;
 esac

@@ -144,7 +144,8 @@ def test_a_port_another_program_holds_stops_the_start(
         other.server_close()
         stopped = cluster.run("stop")
     assert stopped.returncode == 0, stopped.stderr
-    assert list((cluster.folder / "run").iterdir()) == []
+    run = cluster.folder / "run"
+    assert not run.exists() or list(run.iterdir()) == []
 
 
 def test_haproxy_cfg_checks_without_warnings() -> None:
@@ -213,3 +214,34 @@ def test_a_missing_program_stops_the_start_before_anything_runs(
     finally:
         stopped = cluster.run("stop")
     assert stopped.returncode == 0, stopped.stderr
+
+
+def test_commands_other_than_start_leave_no_folder_behind(tmp_path: Path) -> None:
+    """`status`, `stop`, `kill-node`, `--help` and a typo, run where no cluster was started,
+    say so and make no `./cluster` there; `--help` prints the usage and exits 0."""
+    env = {k: v for k, v in os.environ.items() if k != "SOLRACE_CLUSTER_DIR"}
+    env["PYTHON"] = sys.executable
+    said = {}
+    for args, status in [
+        (["--help"], 0),
+        (["status"], 1),
+        (["stop"], 0),
+        (["kill-node", "1"], 1),
+        (["strat"], 1),
+    ]:
+        done = subprocess.run(
+            [str(SCRIPT), *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == status, (args, done.stdout, done.stderr)
+        said[args[0]] = done
+    assert list(tmp_path.iterdir()) == []
+    assert said["--help"].stdout.startswith(f"usage: {SCRIPT} start|stop|status|kill-node N\n")
+    assert "redis: stopped" in said["status"].stdout
+    assert "node 1 is not running" in said["kill-node"].stderr
+    assert said["strat"].stderr.startswith(f"local-cluster: usage: {SCRIPT} start|stop|")
