@@ -16,7 +16,10 @@ Formats (`Format`):
   looking ahead so the rounds left can be paired without one too (a rematch only when no
   rematch-free pairing is found); dropped players are not paired (the state machine drops
   a Swiss player who forfeits as a no-show); with an odd count of players still in, the
-  lowest-ranked of them who has not had a bye gets one (a bye is worth a win).
+  lowest-ranked of them who has not had a bye gets one (a bye is worth a win). A field of
+  24 or more set to over 7/8 of its most rounds takes each round whole from the round
+  robin's schedule instead (the unplayed one that best pairs equal points), rematch-free
+  by construction.
   Standings: points (win 1, draw 1/2, bye 1, loss 0), then Buchholz (sum of the points of the
   opponents met), then total cards on foundations over all races, then seed.
 - round robin: circle method (seed 1 fixed, the others rotate); with an odd count one player sits
@@ -79,6 +82,17 @@ SUDDEN_DEATH_RACES = 2
 _SEARCH_BUDGET = 20_000
 """Backtracking steps allowed when looking for a rematch-free Swiss pairing, and again for
 looking ahead at the rounds left after it."""
+
+_SCHEDULE_MIN_PLAYERS = 24
+"""A Swiss of at least this many players set to nearly its most rounds
+(`_SCHEDULE_MIN_SHARE`) takes its rounds from the round robin's schedule
+(`_follows_schedule`)."""
+
+_SCHEDULE_MIN_SHARE = 0.875
+"""The share of its most rounds (N - 1, N when N is odd) past which such a Swiss does: with
+random results the search paired every measured Swiss below it without a rematch (32
+players over 24 rounds, 48 over 36, 64 over 52), and some above it with rematches (40
+players over 39 rounds, 48 over 47, 64 over 56)."""
 
 _BYE_SEAT = PlayerId("")
 """The seat a Swiss player with a bye faces when looking ahead (no player id is empty)."""
@@ -204,6 +218,11 @@ def _plan_swiss(
         ]
     met = {frozenset((a, b)) for a in seeds for b in tally[a].opponents}
     had_bye = {p for p in seeds if tally[p].byes}
+    if _follows_schedule(rules, len(seeds)):
+        scheduled, sits_out = _pair_by_schedule(
+            seeds, order, tally, met, had_bye, first=not history
+        )
+        return _swiss_plan(number, seeds, scheduled, sits_out)
 
     candidates: list[PlayerId | None] = [None]
     if len(order) % 2:
@@ -237,16 +256,160 @@ def _plan_swiss(
             break
     if pairs is None and first is not None:  # none leaves a way to the end without a rematch
         bye, pairs = first
-    if pairs is None:  # no rematch-free pairing exists: neighbours, rematches allowed
-        bye = candidates[0]
-        rest = [p for p in order if p != bye]
-        pairs = [(rest[i], rest[i + 1]) for i in range(0, len(rest), 2)]
+    if pairs is None:  # none found in standings order: the hardest to pair first, or rematches
+        pairs, bye = _pair_at_last(order, candidates, met)
+    return _swiss_plan(number, seeds, pairs, bye)
+
+
+def _pair_at_last(
+    order: Sequence[PlayerId], candidates: Sequence[PlayerId | None], met: set[frozenset[PlayerId]]
+) -> tuple[list[tuple[PlayerId, PlayerId]], PlayerId | None]:
+    """A pairing of `order` (best first) when the search in standings order found none
+    without a rematch: a search that pairs first the player with the fewest opponents left
+    to meet (often finding one where the other gave up), else few rematches (each player
+    in turn meets the nearest he has not met, the nearest if none). The bye
+    (odd count) to the first of `candidates` that leaves a rematch-free pairing, else the
+    first."""
+    for candidate in candidates:
+        rest = [p for p in order if p != candidate]
+        found = _pair_hardest_first(rest, met, [_SEARCH_BUDGET])
+        if found is not None:
+            return found, candidate
+    rest = [p for p in order if p != candidates[0]]
+    pairs: list[tuple[PlayerId, PlayerId]] = []
+    while rest:
+        one = rest.pop(0)
+        other = next((p for p in rest if frozenset((one, p)) not in met), rest[0])
+        rest.remove(other)
+        pairs.append((one, other))
+    return pairs, candidates[0]
+
+
+def _pair_hardest_first(
+    order: Sequence[PlayerId], met: set[frozenset[PlayerId]], budget: list[int]
+) -> list[tuple[PlayerId, PlayerId]] | None:
+    """A pairing of `order` without a pair in `met`, or None: the player with the fewest
+    opponents left to meet (the best-ranked of them on a tie) meets the nearest of them in
+    `order`, backtracking on dead ends. Each step spends one of `budget`."""
+    if not order:
+        return []
+    budget[0] -= 1
+    if budget[0] < 0:
+        return None
+    options = {p: [q for q in order if q != p and frozenset((p, q)) not in met] for p in order}
+    one = min(order, key=lambda p: len(options[p]))
+    here = order.index(one)
+    for other in sorted(options[one], key=lambda q: abs(order.index(q) - here)):
+        rest = [p for p in order if p not in (one, other)]
+        tail = _pair_hardest_first(rest, met, budget)
+        if tail is not None:
+            return [(one, other), *tail]
+        if budget[0] < 0:
+            return None
+    return None
+
+
+def _swiss_plan(
+    number: int,
+    seeds: Sequence[PlayerId],
+    pairs: Sequence[tuple[PlayerId, PlayerId]],
+    bye: PlayerId | None,
+) -> RoundPlan:
     seed_of = {p: i for i, p in enumerate(seeds)}
     pairings = tuple(
         Pairing(MatchId(f"R{number}-{i + 1}"), tuple(sorted(pair, key=seed_of.__getitem__)))
         for i, pair in enumerate(pairs)
     )
     return RoundPlan(pairings, () if bye is None else (bye,))
+
+
+def _follows_schedule(rules: FormatRules, player_count: int) -> bool:
+    """Whether a Swiss takes its rounds from the circle method's schedule: a field of at
+    least `_SCHEDULE_MIN_PLAYERS` set to more rounds than `_SCHEDULE_MIN_SHARE` of the most
+    it can play. There the search, bounded, can leave the last rounds with no rematch-free
+    pairing, while any order of the schedule's rounds is rematch-free to the last one."""
+    most = player_count if player_count % 2 else player_count - 1
+    rounds = swiss_round_count(rules, player_count)
+    return player_count >= _SCHEDULE_MIN_PLAYERS and rounds > most * _SCHEDULE_MIN_SHARE
+
+
+def _pair_by_schedule(
+    seeds: Sequence[PlayerId],
+    order: Sequence[PlayerId],
+    tally: Mapping[PlayerId, _Tally],
+    met: set[frozenset[PlayerId]],
+    had_bye: set[PlayerId],
+    *,
+    first: bool,
+) -> tuple[list[tuple[PlayerId, PlayerId]], PlayerId | None]:
+    """A Swiss round taken whole from the round robin's schedule (`_circle_round`): of its
+    rounds not yet played, the one that best pairs players of equal points (the least
+    points apart in all, then the nearest in the standings; in round 1, nearest to the top
+    half against the bottom half), the bye (odd count) going to its dummy seat's partner.
+    Since no two of the schedule's rounds share a pair, the rounds so taken never make a
+    rematch nor a second bye.
+
+    Players the chosen round cannot seat (their partner in it dropped out, or they have met
+    since, or the bye would be a second one) are paired among themselves as an ordinary
+    Swiss round would be; that only happens after a drop-out."""
+    rank = {p: i for i, p in enumerate(order)}
+    lowest = min((tally[p].points for p in order), default=0.0)
+    half = len(order) // 2
+    rounds = len(seeds) - 1 + len(seeds) % 2
+    best: tuple[tuple[int, float, int, int], list[tuple[PlayerId | None, PlayerId | None]]]
+    best = ((len(seeds), 0.0, 0, 0), [])
+    for index in range(rounds):
+        schedule = _circle_round(seeds, index)
+        clashes, apart, distance = 0, 0.0, 0
+        for a, b in schedule:
+            if a is not None and b is not None and a in rank and b in rank:
+                clashes += frozenset((a, b)) in met
+                apart += abs(tally[a].points - tally[b].points)
+                gap = abs(rank[a] - rank[b])
+                distance += abs(gap - half) if first else gap
+            elif (a is None) != (b is None) and (alone := a or b) in rank:
+                assert alone is not None
+                clashes += alone in had_bye
+                apart += tally[alone].points - lowest
+                distance += len(order) - 1 - rank[alone]
+        key = (clashes, apart, distance, index)
+        if index == 0 or key < best[0]:
+            best = (key, schedule)
+    pairs: list[tuple[PlayerId, PlayerId]] = []
+    bye: PlayerId | None = None
+    left: list[PlayerId] = []
+    for a, b in best[1]:
+        seated = [p for p in (a, b) if p is not None and p in rank]
+        if len(seated) == 2 and frozenset(seated) not in met:
+            pairs.append((seated[0], seated[1]))
+        elif len(seated) == 1 and None in (a, b) and seated[0] not in had_bye:
+            bye = seated[0]
+        else:
+            left.extend(seated)
+    if len(left) % 2 and bye is not None:
+        left.append(bye)
+        bye = None
+    if left:
+        rest, extra = _pair_plainly(sorted(left, key=rank.__getitem__), met, had_bye)
+        pairs += rest
+        bye = bye if extra is None else extra
+    return pairs, bye
+
+
+def _pair_plainly(
+    order: Sequence[PlayerId], met: set[frozenset[PlayerId]], had_bye: set[PlayerId]
+) -> tuple[list[tuple[PlayerId, PlayerId]], PlayerId | None]:
+    """`order` (best first) paired as a Swiss round without looking ahead: the bye (odd
+    count) to the lowest-ranked player without one, passed up when the others cannot be
+    paired without a rematch (`_pair_at_last` when none is found)."""
+    candidates: list[PlayerId | None] = [None]
+    if len(order) % 2:
+        candidates = [p for p in reversed(order) if p not in had_bye] or [order[-1]]
+    for candidate in candidates:
+        rest = [p for p in order if p != candidate]
+        for option in _rematch_free_pairings(rest, met, [_SEARCH_BUDGET]):
+            return option, candidate
+    return _pair_at_last(order, candidates, met)
 
 
 def _fold(order: Sequence[PlayerId]) -> list[tuple[PlayerId, PlayerId]]:
@@ -290,24 +453,32 @@ def _can_finish(
     return None if budget[0] < 0 else False
 
 
-def _plan_round_robin(
-    seeds: Sequence[PlayerId], history: Sequence[PlayedRound], dropped: frozenset[PlayerId]
-) -> RoundPlan | None:
+def _circle_round(
+    seeds: Sequence[PlayerId], index: int
+) -> list[tuple[PlayerId | None, PlayerId | None]]:
+    """Round `index` (from 0) of the circle method over `seeds`: seed 1 stays, the others
+    rotate one seat per round; with an odd count a dummy seat (None) makes one player sit
+    out. Its len(seeds) - 1 rounds (len(seeds) if odd) pair everyone with everyone once."""
     circle: list[PlayerId | None] = [*seeds]
     if len(circle) % 2:
         circle.append(None)
     size = len(circle)
-    index = len(history)
-    if index >= size - 1 or sum(p not in dropped for p in seeds) < 2:
-        return None
     rotating = circle[1:]
     shift = index % len(rotating)
     turned = [circle[0], *rotating[len(rotating) - shift :], *rotating[: len(rotating) - shift]]
+    return [(turned[i], turned[size - 1 - i]) for i in range(size // 2)]
+
+
+def _plan_round_robin(
+    seeds: Sequence[PlayerId], history: Sequence[PlayedRound], dropped: frozenset[PlayerId]
+) -> RoundPlan | None:
+    index = len(history)
+    if index >= len(seeds) - 1 + len(seeds) % 2 or sum(p not in dropped for p in seeds) < 2:
+        return None
     seed_of = {p: i for i, p in enumerate(seeds)}
     pairings: list[Pairing] = []
     byes: list[PlayerId] = []
-    for i in range(size // 2):
-        a, b = turned[i], turned[size - 1 - i]
+    for a, b in _circle_round(seeds, index):
         present = [p for p in (a, b) if p is not None and p not in dropped]
         if len(present) == 2:
             match_id = MatchId(f"R{index + 1}-{len(pairings) + 1}")

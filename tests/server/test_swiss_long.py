@@ -1,0 +1,100 @@
+"""Swisses of big fields set to many rounds: no rematch and no second bye to the last round,
+whether the rounds come from the search (up to 7/8 of the most rounds) or from the round
+robin's schedule (beyond, from 24 players on)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from solrace.server.protocol.pairing import (
+    Format,
+    FormatRules,
+    MatchOutcome,
+    PlayedRound,
+    RaceResult,
+    plan_round,
+    score_match,
+    swiss_round_count,
+)
+from solrace.server.protocol.tournament_errors import MatchId, PlayerId
+from tests.server.test_audit_tournament_swiss import play_swiss, players, rematches
+
+
+def byes_of(history: list[PlayedRound]) -> list[PlayerId]:
+    return [p for played in history for p in played.plan.byes]
+
+
+@pytest.mark.parametrize(("count", "seed"), [(32, 1), (32, 2), (64, 0)])
+def test_as_many_rounds_as_an_even_field_allows_have_no_rematch(count: int, seed: int) -> None:
+    """N - 1 rounds: the search, bounded, paired the last rounds of 32 players with 51 and
+    101 rematches (these results), 64 players with 4,316 in five such Swisses."""
+    rules = FormatRules(Format.SWISS, swiss_rounds=count - 1)
+    history = play_swiss(rules, players(count), random.Random(seed))
+    assert len(history) == count - 1
+    assert rematches(history) == []
+    assert byes_of(history) == []
+
+
+def test_an_odd_field_over_as_many_rounds_as_players_sits_each_player_out_once() -> None:
+    """33 players, 33 rounds: everyone meets everyone once and has one bye (36 rematches
+    with the search)."""
+    rules = FormatRules(Format.SWISS, swiss_rounds=33)
+    history = play_swiss(rules, players(33), random.Random(1))
+    assert len(history) == 33
+    assert rematches(history) == []
+    assert sorted(byes_of(history)) == sorted(players(33))
+
+
+def test_a_search_in_standings_order_that_finds_nothing_is_followed_by_one_hardest_first() -> None:
+    """32 players over 16 rounds (half the most, so the search pairs them): with these
+    results the search in standings order found no rematch-free pairing for some round in
+    its 20,000 steps and paired neighbours, 10 rematches in all. Pairing first the player
+    with the fewest opponents left to meet finds one."""
+    rules = FormatRules(Format.SWISS, swiss_rounds=16)
+    history = play_swiss(rules, players(32), random.Random(2))
+    assert len(history) == 16
+    assert rematches(history) == []
+
+
+def play_with_drop_outs(
+    rules: FormatRules, seeds: list[PlayerId], rng: random.Random, leaving: dict[int, PlayerId]
+) -> tuple[list[PlayedRound], list[PlayerId]]:
+    """Every round to the end, with random results; `leaving[r]` drops out after round r."""
+    history: list[PlayedRound] = []
+    dropped: list[PlayerId] = []
+    while (plan := plan_round(rules, seeds, history, dropped)) is not None:
+        seated = [p for pairing in plan.pairings for p in pairing.players] + list(plan.byes)
+        assert sorted(seated) == sorted(p for p in seeds if p not in dropped)
+        assert len(plan.byes) == len(seated) % 2
+        outcomes: dict[MatchId, MatchOutcome] = {}
+        for pairing in plan.pairings:
+            order = list(pairing.players)
+            rng.shuffle(order)
+            race = RaceResult.from_order(order, {p: rng.randint(0, 52) for p in order})
+            done = score_match(rules, pairing.match_id, pairing.players, [race], seeds=seeds)
+            assert done is not None
+            outcomes[pairing.match_id] = done
+        history.append(PlayedRound(plan, outcomes))
+        if len(history) in leaving:
+            dropped.append(leaving[len(history)])
+    return history, dropped
+
+
+def test_a_scheduled_swiss_seats_everyone_still_in_once_after_drop_outs() -> None:
+    """One drop-out from 30 players over 29 rounds: each round, the player whose scheduled
+    opponent left gets the bye (the field is odd from then on), a different one each round,
+    and nobody meets anybody twice."""
+    rules = FormatRules(Format.SWISS, swiss_rounds=29)
+    seeds = players(30)
+    history, _ = play_with_drop_outs(rules, seeds, random.Random(3), {5: seeds[7]})
+    assert len(history) == swiss_round_count(rules, 30) == 29
+    assert rematches(history) == []
+    byes = byes_of(history)
+    assert len(byes) == 24 and len(set(byes)) == 24
+    # More drop-outs: every round still seats each player still in once (checked as it is
+    # played), with at most one bye.
+    many = {3: seeds[0], 4: seeds[29], 9: seeds[12], 10: seeds[13], 20: seeds[5]}
+    history, dropped = play_with_drop_outs(rules, seeds, random.Random(4), many)
+    assert len(dropped) == 5 and len(history) == 29
