@@ -159,6 +159,7 @@ class Hub:
                 self.keeper,
                 self.players,
                 holder_of=self.holder_of,
+                claimant_of=self.claimant_of,
                 clock=self._now,
                 secret=secret,
             )

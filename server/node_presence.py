@@ -3,7 +3,8 @@
 Each node announces itself on the broker every fifth of `node_ttl_s` and reads back the
 nodes alive. A racer connected through a node found gone is marked away (its grace runs, and
 it forfeits unless it comes back); a racer of this node whom another node marked away while
-this node's announces failed is marked connected again. Moves a gone node stored without
+this node's announces failed is marked connected again, and one a race has as connected
+through a connection of this node that closed is marked away. Moves a gone node stored without
 folding their progress into the race are folded in from the stored moves, also for its racers
 who came back elsewhere before it was found gone.
 """
@@ -56,6 +57,7 @@ class NodePresence:
         players: Mapping[PlayerId, Session],
         *,
         holder_of: Callable[[Session], str],
+        claimant_of: Callable[[PlayerId], Session | None],
         clock: Callable[[], int],
         secret: bytes | None = None,
     ) -> None:
@@ -67,6 +69,7 @@ class NodePresence:
         self.keeper = keeper
         self.players = players
         self.holder_of = holder_of
+        self.claimant_of = claimant_of
         self.clock = clock
         #: The fingerprint of this node's token secret, noted in the store again at every
         #: watch (`_claim_secret`); None: not checked.
@@ -135,7 +138,8 @@ class NodePresence:
 
     async def watch(self, now: int) -> None:
         """Announce this node; mark its own racers connected again if anyone marked them
-        away; then, once its announces have gone through for a whole ttl (so every live node
+        away, and away if a race has them connected through a connection of this node that
+        closed; then, once its announces have gone through for a whole ttl (so every live node
         has announced since, even after a Redis restart that forgot them all), mark away the
         racers held by nodes that are not alive, so their grace runs and they forfeit unless
         they come back. Races in the store held by a node found gone are loaded here first
@@ -151,6 +155,7 @@ class NodePresence:
             self._clean_since_ms = now
         await self._claim_secret()
         await self._mark_own_racers_back(now)
+        await self._mark_own_closed_racers_away(now)
         self._nodes_known |= alive
         if now - self._clean_since_ms < self.settings.node_ttl_s * 1000:
             return
@@ -241,6 +246,32 @@ class NodePresence:
                 await self.keeper.apply_or_log(
                     runtime, change, player_id, "marked back", away=False
                 )
+
+    async def _mark_own_closed_racers_away(self, now: int) -> None:
+        """Racers a race has as connected through a connection of this node, who have no
+        connection open here and no connection change waiting here for the store, are marked
+        away through it (if the race still names it when the change is applied). Their
+        leaving can miss: it finds the race naming another node's connection and changes
+        nothing, and that node's handing over to the connection (`Hub._replaced_elsewhere`),
+        refused by the store then, is stored after it."""
+        for runtime in list(self.keeper.races.values()):
+            race = runtime.race
+            if not race.is_live:
+                continue
+            waiting = {each.player_id for each in runtime.unstored_connections}
+            for player_id, racer in list(race.racers.items()):
+                holder = racer.holder
+                if (
+                    not racer.connected
+                    or racer.is_done
+                    or holder is None
+                    or node_of_holder(holder) != self.node_id
+                    or player_id in waiting
+                    or self.claimant_of(player_id) is not None
+                ):
+                    continue
+                change = connection_change(player_id, False, now, holder)
+                await self.keeper.apply_or_log(runtime, change, player_id, "marked away", away=True)
 
 
 __all__ = ["NodePresence"]

@@ -1,9 +1,10 @@
 """Races on several nodes: their channels. After storing a change to a race a node publishes a
 small notice on the race's channel (`race:<id>`: the new version and the moves behind it, if
 any); each node that follows the race (it has sessions in it, or recovered it) plays the
-notice's moves on its boards, and reloads the record when the notice is newer than its copy
-(and the boards too when a move was not a board's next one), which forwards the events its
-own sessions have not had. A gap in the channel (the broker says messages may be lost), or a
+notice's moves on its boards, and reloads the record when the notice is newer than its copy,
+or says the record changed without an event (a racer's connection handed over), and the boards
+too when a move was not a board's next one; the reload forwards the events its own sessions
+have not had. A gap in the channel (the broker says messages may be lost), or a
 notice that cannot be read, reloads the record and every board from the store.
 
 A notice is a wake-up, not the truth: the record in the store is. `RaceRelay` is this node's end
@@ -38,6 +39,9 @@ class RaceNotice(Notice):
     epoch: str
     version: int
     moves: list[MoveRecord] = Field(default_factory=list)
+    #: The change stored made no event (a racer's connection handed over to another one),
+    #: so the version did not move on: a copy at that version reloads the record too.
+    reload: bool = False
 
 
 def race_channel(race_id: RaceId) -> str:
@@ -63,12 +67,17 @@ class RaceRelay:
         #: Notices to the other nodes that the broker refused (they reload on the gap).
         self.publishing = Outage(log, "publishing race notices")
 
-    async def publish(self, runtime: RaceRuntime, moves: Sequence[MoveRecord]) -> None:
+    async def publish(
+        self, runtime: RaceRuntime, moves: Sequence[MoveRecord], *, reload: bool = False
+    ) -> None:
         """Tell the nodes following the race that its record moved on to this copy's version
-        (through `moves`, if any). A refusal is logged (once per outage), not raised: the
-        change is stored."""
+        (through `moves`, if any; `reload`: the record changed without an event, its version
+        did not move on). A refusal is logged (once per outage), not raised: the change is
+        stored."""
         race = runtime.race
-        notice = RaceNotice(epoch=race.epoch, version=race.version, moves=list(moves))
+        notice = RaceNotice(
+            epoch=race.epoch, version=race.version, moves=list(moves), reload=reload
+        )
         try:
             await self.broker.publish(race_channel(runtime.race_id), notice.encode())
         except BrokerError as exc:
@@ -138,7 +147,7 @@ class RaceRelay:
             if not runtime.apply_stored_move(move):
                 behind = True
         race = runtime.race
-        if behind or notice.epoch != race.epoch or notice.version > race.version:
+        if behind or notice.reload or notice.epoch != race.epoch or notice.version > race.version:
             await self.reload(runtime, reload_boards=behind)
 
 

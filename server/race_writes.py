@@ -84,7 +84,8 @@ class RaceWriter:
                 runtime.after_restart = None
                 self.forward(runtime)
                 if self.relay is not None:
-                    await self.relay.publish(runtime, moves)
+                    # A change with no event (a hand-over) leaves the version where it was.
+                    await self.relay.publish(runtime, moves, reload=not events)
                 return events
             # Another node changed the race first: take its record and apply ours again.
             try:

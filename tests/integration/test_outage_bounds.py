@@ -254,3 +254,53 @@ async def test_a_racer_marked_back_by_the_watch_who_leaves_while_the_store_refus
         await eventually_async(staying_back, within=WAIT_S, what="bob stored connected")
         await eventually(lambda: not runtime.unstored_connections, within=WAIT_S)
         assert await stored_connected() == {leaving: False, staying: True}
+
+
+@pytest.mark.redis
+async def test_a_racer_who_moves_to_another_node_and_leaves_while_the_store_refuses_is_put_away(
+    tmp_path: Path, own_redis_server: RedisServer, redis_url: str
+) -> None:
+    """Alice plays on node b; while the store refuses writes she connects to node a (a marks
+    her back: refused, it waits) and b hands her race over to a's connection (refused, it
+    waits), and she leaves a. Her leaving on a found the race naming b's connection (a's
+    coming back was undone), changed nothing and did not wait; b's handing over, applied once
+    the store took writes, then had her connected through a's closed connection, for good:
+    she was never put out. a's presence watch marks a racer away whom a race has connected
+    through a closed connection of a."""
+    settings = {"store": own_redis_server.url, "broker": redis_url, "node_ttl_s": NODE_TTL_S}
+    node_a = App(make_settings(tmp_path / "a", grace_s=600, **settings))
+    node_b = App(make_settings(tmp_path / "b", grace_s=600, **settings))
+    async with contextlib.AsyncExitStack() as stack:
+        for app in (node_a, node_b):
+            await app.start()
+            stack.push_async_callback(app.stop)
+        url_a, url_b = f"ws://127.0.0.1:{node_a.port}", f"ws://127.0.0.1:{node_b.port}"
+        alice, bob = await connect_client(url_b, "alice"), await connect_client(url_b, "bob")
+        stack.push_async_callback(bob.close)
+        race_id = await start_race(alice, [bob])
+        assert alice.welcome is not None and alice.welcome.token is not None
+        player_id = PlayerId(alice.player_id)
+        on_b = node_b.hub.races[race_id]
+
+        with refusing_writes(own_redis_server):
+            moved = await connect_client(url_a, token=alice.welcome.token)
+            await eventually(lambda: player_id in node_a.hub.players, within=WAIT_S)
+            await eventually(lambda: waiting_of(on_b, player_id) == ["handed over"], within=WAIT_S)
+            on_a = node_a.hub.races[race_id]
+            assert waiting_of(on_a, player_id) == ["marked back"]
+            await moved.close()
+            await eventually(lambda: player_id not in node_a.hub.players, within=WAIT_S)
+            await eventually(lambda: not node_a.transport.finishing, within=WAIT_S)
+
+        async def stored_away() -> bool:
+            record = await node_a.store.get_race(race_id)
+            assert record is not None
+            [racer] = [r for r in record.racers if r.player_id == player_id]
+            return not racer.connected and racer.disconnected_at_ms is not None
+
+        await eventually(
+            lambda: not on_a.unstored_connections and not on_b.unstored_connections,
+            within=WAIT_S,
+        )
+        await eventually_async(stored_away, within=WAIT_S, what="alice stored away")
+        await eventually(shows(bob, player_id, False), within=WAIT_S)
