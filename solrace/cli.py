@@ -20,7 +20,11 @@ COMMANDS: Final = {
     "watch": ("solrace.client.app", "watch_main", "watch live races"),
     "replay": ("solrace.client.app", "replay_main", "step through a finished race"),
     "bot": ("solrace.client.bots", "main", "run bot players against a server"),
-    "tournament": ("solrace.client.tournament_cli", "main", "create, join or show tournaments"),
+    "tournament": (
+        "solrace.client.tournament_cli",
+        "main",
+        "tournaments (create, join, play, watch, administer, bots), leaderboards, profiles",
+    ),
     "verify": ("solrace.server.verify", "main", "check a race replay file offline"),
     "engine": ("solrace.engine.cli", "engine_main", "the rules engine over JSON lines (stdin)"),
     "deal": ("solrace.engine.cli", "deal_main", "print the layout of a deal"),
