@@ -1,7 +1,7 @@
 """The tournament service's tick when nothing is due: what it costs each running tournament.
 
 Run: python bench/tournament_tick.py [--players 256 64] [--ticks 50] [--away 8] [--profile]
-     [--finished 0 1000 10000]
+     [--finished 0 1000 10000] [--open 100 1000]
 
 For each player count, a Swiss (rounds as the server sets them: ceil(log2 N)) on the SQLite
 store in a temporary folder, built in-process through the service as a node builds it: the
@@ -25,6 +25,10 @@ it), the hub has a broker (so the tick reads the stored versions first: another 
 have saved a version not announced here), and the store holds N finished, settled
 tournaments besides the running Swiss (small documents: the tick never loads a finished one,
 the question is whether their versions are read).
+
+With `--open N ...`, the same on Redis with N more tournaments open beside the Swiss (created
+through the service after it, in registration: the node holds them all, and the tick reads
+every open tournament's version).
 """
 
 from __future__ import annotations
@@ -101,12 +105,18 @@ def play_round(rng: random.Random, now: float) -> Command:
 
 
 async def build(
-    tmp: Path, players: int, away: int, seed: int, redis: str | None = None, finished: int = 0
+    tmp: Path,
+    players: int,
+    away: int,
+    seed: int,
+    redis: str | None = None,
+    finished: int = 0,
+    opened: int = 0,
 ) -> tuple[TournamentService, Hub, str, int]:
     """A running Swiss of `players` in its last round (`away` of them gone before it
     started): the service, its hub, the tournament id and its document's size. With `redis`
     (a URL), on that Redis with a broker (several nodes), `finished` finished tournaments
-    stored first."""
+    stored first and `opened` tournaments in registration created after the Swiss."""
     url = redis or f"sqlite:{tmp / f'bench-{players}-{away}.sqlite3'}"
     settings = Settings(store=url, countdown_s=0, admin_token=TOKEN)
     store = open_store(url)
@@ -154,23 +164,36 @@ async def build(
             for session in sessions[:away]:  # gone before the last round starts
                 await hub.disconnected(session)
         live = await service._mutate(tid, play_round(rng, service._now()))
+    for n in range(opened):
+        await hub.handle(
+            admin,
+            CreateTournament(admin_token=TOKEN, name=f"open-{n}", game="klondike", format="swiss"),
+        )
     live = service.live[tid]
     assert live.tournament.phase is Phase.RUNNING
     return service, hub, tid, len(live.document())
 
 
 async def run(
-    players: int, away: int, ticks: int, profile: bool, seed: int, finished: int | None = None
+    players: int,
+    away: int,
+    ticks: int,
+    profile: bool,
+    seed: int,
+    finished: int | None = None,
+    opened: int = 0,
 ) -> None:
     """Time the ticks of one case: on SQLite, or (`finished` not None) on a Redis the bench
-    starts, with a broker and that many finished tournaments stored."""
+    starts, with a broker, that many finished tournaments stored and `opened` open ones."""
     with tempfile.TemporaryDirectory() as folder:
         if finished is None:
             await time_ticks(Path(folder), players, away, ticks, profile, seed)
             return
         redis, url = start_redis(Path(folder) / "redis")
         try:
-            await time_ticks(Path(folder), players, away, ticks, profile, seed, url, finished)
+            await time_ticks(
+                Path(folder), players, away, ticks, profile, seed, url, finished, opened
+            )
         finally:
             stop_process(redis)
 
@@ -184,8 +207,9 @@ async def time_ticks(
     seed: int,
     redis: str | None = None,
     finished: int = 0,
+    opened: int = 0,
 ) -> None:
-    service, hub, tid, size = await build(folder, players, away, seed, redis, finished)
+    service, hub, tid, size = await build(folder, players, away, seed, redis, finished, opened)
     await service.tick()  # marks the last round's connected players present
     live = service.live[tid]
     walls, cpus = [], []
@@ -198,7 +222,7 @@ async def time_ticks(
     absent = sum(1 for m in live.tournament.live_matches() for p in m.racing if p not in m.present)
     case = f"away {away}" if away else "present"
     if redis:
-        case += f", Redis, {finished} finished"
+        case += f", Redis, {finished} finished, {opened} more open"
     print(
         f"swiss {players:>3} players, round {len(live.tournament.rounds)}, {case:<8}"
         f" ({absent} absent), document {size / 1024:,.0f} KiB:"
@@ -233,12 +257,22 @@ def main() -> None:
         help="also time the present case on Redis with a broker, with each number of finished"
         " tournaments stored",
     )
+    parser.add_argument(
+        "--open",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also time the present case on Redis with a broker, with each number of more"
+        " tournaments open (in registration)",
+    )
     args = parser.parse_args()
     for players in args.players:
         for away in (0, args.away):
             asyncio.run(run(players, away, args.ticks, args.profile, args.seed))
         for finished in args.finished:
             asyncio.run(run(players, 0, args.ticks, args.profile, args.seed, finished))
+        for opened in args.open:
+            asyncio.run(run(players, 0, args.ticks, args.profile, args.seed, 0, opened))
 
 
 if __name__ == "__main__":
