@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import ValidationError
@@ -284,6 +285,26 @@ def load_identity(key: str, name: str | None = None) -> Identity | None:
     return Identity(name, tokens[name])
 
 
+def keys_with_token_elsewhere(key: str, name: str) -> list[str]:
+    """Other keys of `key`'s scheme, host and port (another path or query: a mistyped
+    `--server`, since a solrace server answers on every path) with a token saved for `name`."""
+    place = urlsplit(key)
+    if place.scheme not in ("ws", "wss"):
+        return []
+    try:
+        with locked_json():
+            entries = read_json()
+    except OSError:
+        return []
+    found: list[str] = []
+    for other, entry in sorted(entries.items()):
+        there = urlsplit(other)
+        same_place = (there.scheme, there.netloc) == (place.scheme, place.netloc)
+        if other != key and same_place and isinstance(entry, dict) and _tokens(entry).get(name):
+            found.append(other)
+    return found
+
+
 def known_players(key: str) -> dict[str, PlayerId]:
     """Name -> player id of every identity saved for server `key` (from their tokens)."""
     found: dict[str, PlayerId] = {}
@@ -456,6 +477,9 @@ async def connect_player(url: str, key: str, name: str | None, role: Role = "pla
             if from_legacy
             else ""
         )
+        elsewhere = keys_with_token_elsewhere(key, name)
+        if elsewhere:  # the same server under another path: a typo, likely
+            note += f" (it has one for {name!r} at {elsewhere[0]}: is --server mistyped?)"
         raise IdentityError(
             f"name_taken: {name!r} belongs to someone else on {where} and {identity_file()} "
             f"has no token for it{note}; choose another --name"
