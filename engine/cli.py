@@ -110,7 +110,9 @@ def engine_main(argv: Sequence[str]) -> int:
 
 
 def _use_colour(stream: IO[str]) -> bool:
-    return "NO_COLOR" not in os.environ and stream.isatty()
+    """Colour on a terminal, unless NO_COLOR is set to something (https://no-color.org: an
+    empty NO_COLOR asks for nothing, as the terminal client reads it too)."""
+    return not os.environ.get("NO_COLOR") and stream.isatty()
 
 
 def render_game(game: Game, colour: bool) -> str:

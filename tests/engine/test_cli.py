@@ -215,10 +215,10 @@ def test_deal_refuses_bad_input_clearly(args: tuple[str, ...], message: str) -> 
     assert result.stdout == ""
 
 
-def _deal_on_a_terminal(no_color: bool) -> str:
+def _deal_on_a_terminal(no_color: bool, value: str = "1") -> str:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     if no_color:
-        env["NO_COLOR"] = "1"
+        env["NO_COLOR"] = value
     leader, follower = pty.openpty()
     try:
         proc = subprocess.Popen(
@@ -248,3 +248,8 @@ def test_deal_uses_colour_on_a_terminal_unless_no_color() -> None:
     assert "Klondike (klondike), game 1" in coloured and "Klondike (klondike), game 1" in plain
     assert "\x1b[31m" in coloured  # red cards in red
     assert "\x1b[" not in plain
+
+
+def test_deal_keeps_colour_when_no_color_is_empty() -> None:
+    """no-color.org: NO_COLOR turns colour off when it is set to something, not when empty."""
+    assert "\x1b[31m" in _deal_on_a_terminal(no_color=True, value="")
