@@ -82,6 +82,10 @@ class NodePresence:
         self._nodes_known: set[str] = set()
         self._clean_since_ms: int | None = None
         self._watcher: asyncio.Task[None] | None = None
+        #: The work of a watch on the store and the races (`_act`), which a watch waits for
+        #: a fifth of the ttl at most: a store that hangs does not hold up the announces.
+        self._acting: asyncio.Task[None] | None = None
+        self.acting = Outage(log, "marking racers after a watch of the nodes")
         #: This node has announced itself and not withdrawn since (`stop`).
         self._announced = False
         #: Called, in order, each time nodes are found gone (`watch`).
@@ -110,11 +114,13 @@ class NodePresence:
             )
 
     async def give_up(self) -> None:
-        """Stop watching: the watch is cancelled and waited for (also when this node's stop
-        was cut short, `stop` not run or not to its end). The presence is left to run out."""
-        if self._watcher is not None:
-            await cancel_and_wait([self._watcher])
-            self._watcher = None
+        """Stop watching: the watch and its work on the races are cancelled and waited for
+        (also when this node's stop was cut short, `stop` not run or not to its end). The
+        presence is left to run out."""
+        tasks = [task for task in (self._watcher, self._acting) if task is not None]
+        self._watcher = self._acting = None
+        if tasks:
+            await cancel_and_wait(tasks)
 
     async def _watch_forever(self) -> None:
         async def step() -> None:
@@ -137,27 +143,54 @@ class NodePresence:
         return alive
 
     async def watch(self, now: int) -> None:
-        """Announce this node; mark its own racers connected again if anyone marked them
-        away, and away if a race has them connected through a connection of this node that
-        closed; then, once its announces have gone through for a whole ttl (so every live node
-        has announced since, even after a Redis restart that forgot them all), mark away the
-        racers held by nodes that are not alive, so their grace runs and they forfeit unless
-        they come back. Races in the store held by a node found gone are loaded here first
-        (no other node may hold them: all their racers were on it). When a node is found
-        gone, every live race held here has the progress of its boards stored if the race
-        is behind them (a racer of the gone node who came back here before it was found
-        gone: the gone node may have stored moves without their progress)."""
+        """Announce this node; then, on the store and the races (`_act`), waited for a fifth
+        of the ttl at most: a store that hangs (its own timeouts, three tries of 5 s, outlast
+        the ttl) would hold up the next announces, and the other nodes would take this node
+        for gone. Work still under way when the next watch comes is waited for again then,
+        not started twice. Its failure, when it ends after its watch gave up on it, is
+        raised by the next watch."""
         alive = await self._announce()
         if alive is None:
             self._clean_since_ms = None  # nobody is judged on what this node cannot see
             return
         if self._clean_since_ms is None:
             self._clean_since_ms = now
+        judging = now - self._clean_since_ms >= self.settings.node_ttl_s * 1000
+        acting = self._acting
+        if acting is not None and acting.done():
+            self._acting = None
+            acting.result()
+        if self._acting is None:
+            self._acting = asyncio.create_task(
+                self._act(now, alive, judging=judging), name="solrace-nodes-acting"
+            )
+        acting = self._acting
+        done, _ = await asyncio.wait({acting}, timeout=self.settings.node_ttl_s / 5)
+        if not done:
+            self.acting.failed("no answer in time")
+            return
+        self._acting = None
+        acting.result()
+        self.acting.worked()
+
+    async def _act(self, now: int, alive: set[str], *, judging: bool) -> None:
+        """A watch's work on the store and the races, `alive` being the nodes alive: note
+        the token secret in the store; mark this node's own racers connected again if
+        anyone marked them away, and away if a race has them connected through a
+        connection of this node that closed; then, if `judging` (this node's announces have
+        gone through for a whole ttl, so every live node has announced since, even after a
+        Redis restart that forgot them all), mark away the racers held by nodes that are not
+        alive, so their grace runs and they forfeit unless they come back. Races in the
+        store held by a node found gone are loaded here first (no other node may hold them:
+        all their racers were on it). When a node is found gone, every live race held here
+        has the progress of its boards stored if the race is behind them (a racer of the
+        gone node who came back here before it was found gone: the gone node may have
+        stored moves without their progress)."""
         await self._claim_secret()
         await self._mark_own_racers_back(now)
         await self._mark_own_closed_racers_away(now)
         self._nodes_known |= alive
-        if now - self._clean_since_ms < self.settings.node_ttl_s * 1000:
+        if not judging:
             return
         gone, self._nodes_known = self._nodes_known - alive, set(alive)
         if gone:
@@ -203,9 +236,9 @@ class NodePresence:
         restarted without its data has none, and a node with another secret starting on it
         would be let in (every token of one refused by the other). Another secret noted
         there instead of ours is logged as an error, once. It waits for the store a fifth of
-        the ttl at most, as an announce waits for the broker: a store that hangs (its own
-        timeouts, three tries of 5 s, outlast the ttl) would hold up the next announces, and
-        the other nodes would take this one for gone. The next watch tries again."""
+        the ttl at most, as an announce waits for the broker, so that a store that hangs
+        (its own timeouts, three tries of 5 s, outlast the ttl) does not hold up the marking
+        of racers after it. The next watch tries again."""
         if self._fingerprint is None:
             return
         try:

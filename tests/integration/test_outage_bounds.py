@@ -304,3 +304,68 @@ async def test_a_racer_who_moves_to_another_node_and_leaves_while_the_store_refu
         )
         await eventually_async(stored_away, within=WAIT_S, what="alice stored away")
         await eventually(shows(bob, player_id, False), within=WAIT_S)
+
+
+@pytest.mark.redis
+async def test_a_hung_store_does_not_hold_up_the_presence_watch_of_a_node_finding_one_gone(
+    tmp_path: Path,
+    own_redis_server: RedisServer,
+    redis_url: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The store on one Redis, which freezes, the broker on another. Node b stops announcing
+    meanwhile: node a, finding it gone, lists the live races in the store and marks b's racer
+    away. Each watch of a waited on that (the store's own timeouts, three tries of
+    `STORE_TIMEOUT_S` here), with no announce sent: a's presence ran out, and the other nodes
+    would take a for gone too. A watch waits a fifth of the ttl at most for that work, says
+    so once, and the announces go on; once the store answers, b's racer is stored away."""
+    caplog.set_level(logging.WARNING, logger="solrace.server.node_presence")
+    settings = {"store": own_redis_server.url, "broker": redis_url, "node_ttl_s": NODE_TTL_S}
+    node_a = App(make_settings(tmp_path / "a", **settings))
+    node_b = App(make_settings(tmp_path / "b", **settings))
+    slow_store(node_a)
+    broker = aioredis.Redis.from_url(redis_url)
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(broker.aclose)
+        for app in (node_a, node_b):
+            await app.start()
+            stack.push_async_callback(app.stop)
+        presence_a, presence_b = node_a.hub.presence, node_b.hub.presence
+        assert presence_a is not None and presence_b is not None
+        alice = await connect_client(f"ws://127.0.0.1:{node_a.port}", "alice")
+        bob = await connect_client(f"ws://127.0.0.1:{node_b.port}", "bob")
+        for each in (alice, bob):
+            stack.push_async_callback(each.close)
+        race_id = await start_race(alice, [bob])
+        await eventually(lambda: presence_b.node_id in presence_a._nodes_known, within=WAIT_S)
+
+        async def alive_until_ms() -> float:
+            score = await broker.zscore("solrace:live:nodes", presence_a.node_id)
+            assert score is not None, "node a's presence ran out"
+            return float(score)
+
+        with own_redis_server.frozen():
+            froze_at = await alive_until_ms()
+            await presence_b.give_up()  # b announces no more: a finds it gone
+
+            async def announced_since() -> bool:
+                return await alive_until_ms() > froze_at + 3 * NODE_TTL_S * 1000
+
+            await eventually_async(
+                announced_since, within=WAIT_S, what="announces while the store hangs"
+            )
+            await eventually(
+                lambda: any(
+                    "marking racers after a watch of the nodes failed: no answer in time"
+                    in record.getMessage()
+                    for record in caplog.records
+                ),
+                within=WAIT_S,
+            )
+
+        async def bob_stored_away() -> bool:
+            record = await node_a.store.get_race(race_id)
+            assert record is not None
+            return not {r.player_id: r.connected for r in record.racers}[bob.player_id]
+
+        await eventually_async(bob_stored_away, within=WAIT_S, what="bob stored away")
