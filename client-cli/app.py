@@ -23,7 +23,7 @@ from solrace.server.protocol.messages import ReplayModel
 from solrace.server.protocol.replay import verify_replay
 from solrace.tasks import cancel_and_wait
 
-from .arg_types import positive, seconds
+from .arg_types import invite_code, positive, race_id, seconds
 from .bots import MIN_SEATS, Bot, option_list, parse_noting_defaults
 from .connection import Connection, ConnectionFailedError
 from .defaults import DEFAULT_SERVER_URL, server_url
@@ -105,9 +105,10 @@ def build_play_parser() -> argparse.ArgumentParser:
         help="deal N in the created race (casual only: its racers are told the creator chose "
         "the deal; default a number drawn by the server in secret)",
     )
-    first_race.add_argument("--race", type=RaceId, help="join this race id (not with --create)")
+    first_race.add_argument("--race", type=race_id, help="join this race id (not with --create)")
     parser.add_argument(
         "--invite",
+        type=invite_code,
         help="invite code: of the private race --race joins, or makes the race --create makes "
         "private (with --server)",
     )
@@ -347,7 +348,7 @@ def build_watch_parser() -> argparse.ArgumentParser:
         "live race when one ends.",
     )
     parser.add_argument(
-        "race", nargs="?", type=RaceId, help="race id (default: pick from the live races)"
+        "race", nargs="?", type=race_id, help="race id (default: pick from the live races)"
     )
     parser.add_argument(
         "--server",

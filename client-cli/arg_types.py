@@ -1,10 +1,20 @@
-"""Argparse types of the client's numeric options: a value out of range is refused by the
-command line (exit status 2, the option named), before anything connects."""
+"""Argparse types of the client's numeric options, race ids and invite codes: a value out of
+range, or one the protocol does not take, is refused by the command line (exit status 2, the
+option named), before anything connects."""
 
 from __future__ import annotations
 
 import argparse
 import math
+from typing import Final
+
+from pydantic import TypeAdapter, ValidationError
+
+from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.messages import InviteCode, RaceIdText
+
+_RACE_ID: Final = TypeAdapter(RaceIdText)
+_INVITE_CODE: Final = TypeAdapter(InviteCode)
 
 
 def positive(text: str) -> int:
@@ -29,4 +39,33 @@ def seconds(text: str) -> float:
     return value
 
 
-__all__ = ["positive", "seconds"]
+def _words(exc: ValidationError) -> str:
+    """What the protocol says of a value it does not take (`at most 32 characters`)."""
+    error = exc.errors()[0]
+    context = error.get("ctx") or {}
+    if error["type"] == "string_too_long":
+        return f"at most {context['max_length']} characters"
+    if error["type"] == "string_too_short":
+        return f"at least {context['min_length']} character"
+    if error["type"] == "string_pattern_mismatch":  # an invite code's `\S`
+        return "all blanks"
+    return str(error["msg"])
+
+
+def race_id(text: str) -> RaceId:
+    """A race id as the protocol takes one (1-32 characters)."""
+    try:
+        return RaceId(_RACE_ID.validate_python(text))
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is no race id: {_words(exc)}") from None
+
+
+def invite_code(text: str) -> str:
+    """An invite code as the protocol takes one (1-64 characters, not all blanks)."""
+    try:
+        return _INVITE_CODE.validate_python(text)
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is no invite code: {_words(exc)}") from None
+
+
+__all__ = ["invite_code", "positive", "race_id", "seconds"]

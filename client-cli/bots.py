@@ -44,6 +44,7 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.vocab import RacerStateName
 
+from . import arg_types
 from .arg_types import seconds
 from .bot_identities import HeldName, free_names, hold
 from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
@@ -548,7 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
         "turned over) or random (any legal move) (default greedy)",
     )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--race", type=RaceId, help="join this race id")
+    where.add_argument("--race", type=arg_types.race_id, help="join this race id")
     where.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
     parser.add_argument(
         "--seats",
@@ -563,7 +564,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--game-number", help="deal of the created race (default: drawn by the server in secret)"
     )
-    parser.add_argument("--invite", help="invite code (to create a private race or join one)")
+    parser.add_argument(
+        "--invite",
+        type=arg_types.invite_code,
+        help="invite code (to create a private race or join one)",
+    )
     parser.add_argument(
         "--start",
         action="store_true",

@@ -20,6 +20,9 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from solrace.engine import EngineError, Move
 from solrace.server.protocol.errors import ErrorCode
@@ -55,6 +58,7 @@ from solrace.tasks import cancel_and_wait
 from .boards import check_move
 from .connection import Connection, Incoming, LinkStatus, StatusChange
 from .state import ClientState, RaceState
+from .tournament_args import validation_text
 
 Listener = Callable[[Incoming], None]
 Predicate = Callable[[ServerMessage], bool]
@@ -95,6 +99,23 @@ class RequestError(Exception):
         super().__init__(f"{message} ({code})")
         self.code = code
         self.message = message
+
+
+M = TypeVar("M", bound=BaseModel)
+
+#: How a refusal of `client_message` names the fields a person types.
+TYPED_FIELDS: Final = {"race_id": "race id", "invite_code": "invite code", "game": "game"}
+
+
+def client_message(model: type[M], **fields: Any) -> M:
+    """`model(**fields)`; fields the protocol refuses (a race id or an invite code typed too
+    long, an empty one) raise `RequestError` (`invalid_message`) saying which and why, as the
+    server's refusal would, and nothing is sent."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        text = validation_text(exc, TYPED_FIELDS)
+        raise RequestError(ErrorCode.INVALID_MESSAGE.value, text) from None
 
 
 def answer_to(message: ClientMessage, until: Predicate) -> Predicate:
@@ -340,7 +361,8 @@ class Session:
 
         known = set(self.state.races)
         reply = await self.request(
-            CreateRace(
+            client_message(
+                CreateRace,
                 game=game,
                 seats=seats,
                 time_limit_s=time_limit_s,
@@ -367,9 +389,10 @@ class Session:
                 and any(r.player_id == me for r in m.race.racers)
             )
 
+        join = client_message(JoinRace, race_id=race_id, invite_code=invite_code)
         try:
             return await join_or_resume(
-                lambda: self.request(JoinRace(race_id=race_id, invite_code=invite_code), seated),
+                lambda: self.request(join, seated),
                 lambda: self.resume(race_id),
             )
         except RequestError as exc:
@@ -448,7 +471,7 @@ class Session:
         server does not hold live (unknown, or finished long ago) raises `RequestError`
         (`unknown_race`)."""
         await self.request(
-            Watch(race_id=race_id),
+            client_message(Watch, race_id=race_id),
             lambda m: getattr(m, "race_id", None) == race_id and not isinstance(m, Error),
         )
 
@@ -457,7 +480,7 @@ class Session:
 
     async def get_replay(self, race_id: RaceId) -> ReplayModel:
         reply = await self.request(
-            GetReplay(race_id=race_id),
+            client_message(GetReplay, race_id=race_id),
             lambda m: isinstance(m, Replay) and m.replay.race_id == race_id,
         )
         assert isinstance(reply, Replay)
