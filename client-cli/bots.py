@@ -58,6 +58,7 @@ from .session import (
     Predicate,
     RequestError,
     answer_to,
+    client_message,
     join_or_resume,
     read_until,
     request_reading,
@@ -279,13 +280,15 @@ class Bot:
         """Create a race and sit in it; returns its id."""
         invite = options.get("invite_code")
         number = options.get("game_number")
-        message = CreateRace(
-            game=game,
-            seats=seats,
-            time_limit_s=time_limit_s,
-            invite_code=invite if isinstance(invite, str) else None,
-            game_number=number if isinstance(number, str) else None,
-        )
+        with self._refusals_named():
+            message = client_message(
+                CreateRace,
+                game=game,
+                seats=seats,
+                time_limit_s=time_limit_s,
+                invite_code=invite if isinstance(invite, str) else None,
+                game_number=number if isinstance(number, str) else None,
+            )
         self._known_at_create = frozenset(self.state.races)
         self._create_answer = answer_to(message, self._created)
         reply = await self.request(message, self._created)

@@ -104,18 +104,32 @@ class RequestError(Exception):
 M = TypeVar("M", bound=BaseModel)
 
 #: How a refusal of `client_message` names the fields a person types.
-TYPED_FIELDS: Final = {"race_id": "race id", "invite_code": "invite code", "game": "game"}
+TYPED_FIELDS: Final = {
+    "race_id": "race id",
+    "invite_code": "invite code",
+    "game": "game",
+    "seats": "seats",
+    "time_limit_s": "seconds",
+}
+#: The largest whole number a msgpack frame carries (a signed 64-bit integer).
+WIRE_INT_MAX: Final = 2**63 - 1
 
 
 def client_message(model: type[M], **fields: Any) -> M:
     """`model(**fields)`; fields the protocol refuses (a race id or an invite code typed too
-    long, an empty one) raise `RequestError` (`invalid_message`) saying which and why, as the
-    server's refusal would, and nothing is sent."""
+    long, an empty one), or a number too big for a frame (`WIRE_INT_MAX`: seats typed as 30
+    digits), raise `RequestError` (`invalid_message`) saying which and why, as the server's
+    refusal would, and nothing is sent."""
     try:
-        return model(**fields)
+        message = model(**fields)
     except ValidationError as exc:
         text = validation_text(exc, TYPED_FIELDS)
         raise RequestError(ErrorCode.INVALID_MESSAGE.value, text) from None
+    for name, value in fields.items():
+        if isinstance(value, int) and abs(value) > WIRE_INT_MAX:
+            words = f"{TYPED_FIELDS.get(name, name)}: {value} is too big to send"
+            raise RequestError(ErrorCode.INVALID_MESSAGE.value, words)
+    return message
 
 
 def answer_to(message: ClientMessage, until: Predicate) -> Predicate:

@@ -113,3 +113,39 @@ async def test_the_lobby_refuses_a_join_of_an_id_too_long_and_goes_on(alice: Ses
         )
         assert app.race_id is None and isinstance(app.screen, LobbyScreen)
     assert app.return_code in (None, 0)
+
+
+HUGE = 10**27  # more than a msgpack frame's 64 bits hold
+
+
+async def test_a_number_too_big_for_a_frame_is_refused_not_a_traceback(alice: Session) -> None:
+    """Seats or seconds typed as 28 digits ended in msgpack's `OverflowError` traceback."""
+    with pytest.raises(RequestError) as refused:
+        await alice.create_race("klondike", HUGE, 300)
+    assert refused.value.message == f"seats: {HUGE} is too big to send"
+    with pytest.raises(RequestError) as refused:
+        await alice.create_race("klondike", 2, HUGE)
+    assert refused.value.message == f"seconds: {HUGE} is too big to send"
+    assert alice.closed is None and await alice.list_races() is not None
+
+
+async def test_the_line_mode_and_a_bot_refuse_seats_too_big_for_a_frame(
+    server_url: str, tmp_path: Path
+) -> None:
+    player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "pat")
+    try:
+        await player.expect("connected to")
+        await player.send(f"create klondike {HUGE}")
+        await player.expect(f"refused create: seats: {HUGE} is too big to send (invalid_message)")
+        await player.send("quit")
+        assert await player.finish() == 0
+    finally:
+        await player.kill()
+    argv = ["bot", "--server", server_url, "--create", "klondike", "--time-limit", str(HUGE)]
+    bot = await Child.start(tmp_path, *argv)
+    try:
+        assert await bot.finish() == 1
+        assert f"invalid_message: seconds: {HUGE} is too big to send" in bot.output
+        assert "Traceback" not in bot.output
+    finally:
+        await bot.kill()
