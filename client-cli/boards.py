@@ -31,12 +31,18 @@ def pile_from_model(model: PileModel) -> PileView:
     return PileView(model.name, model.down, tuple(model.cards))
 
 
-def checked(board: BoardView) -> BoardView:
-    """`board`, if it is a board of its game; else `UnusableBoardError` saying why."""
+def checked_rules_board(board: BoardView) -> Game:
+    """`rules_board(board)`; a view that is no board of its game raises `UnusableBoardError`
+    saying why."""
     try:
-        rules_board(board)
+        return rules_board(board)
     except EngineError as exc:
         raise UnusableBoardError(str(exc)) from None
+
+
+def checked(board: BoardView) -> BoardView:
+    """`board`, if it is a board of its game; else `UnusableBoardError` saying why."""
+    checked_rules_board(board)
     return board
 
 
@@ -108,7 +114,7 @@ def apply_ack(
         won=won,
         stuck=stuck,
     )
-    rebuilt = rules_board(checked(after))
+    rebuilt = checked_rules_board(after)
     base = rebuilt.base_rank()
     return BoardView(
         game_id=after.game_id,
