@@ -94,7 +94,7 @@ def build_play_parser() -> argparse.ArgumentParser:
         "--time-limit",
         type=positive,
         default=600,
-        help="seconds of the race created at the start (default 600)",
+        help="seconds the race this command creates lasts (default 600)",
     )
     parser.add_argument(
         "--rated", action="store_true", help="the created race changes ratings (default casual)"

@@ -565,7 +565,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--time-limit", type=int, default=600, help="seconds of the created race (default 600)"
     )
     parser.add_argument(
-        "--game-number", help="deal of the created race (default: drawn by the server in secret)"
+        "--game-number",
+        metavar="N",
+        help="deal N in the created race (default: a number drawn by the server in secret)",
     )
     parser.add_argument(
         "--invite",
@@ -595,8 +597,19 @@ def build_parser() -> argparse.ArgumentParser:
         "the rate budget its server's welcome says (by default "
         f"{SERVER_RATE_CAPACITY:.0f} messages at once, {SERVER_RATE_REFILL_PER_S:.0f} a second)",
     )
-    parser.add_argument("--max-moves", type=int, default=1000, help="resign after this many")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the strategies")
+    parser.add_argument(
+        "--max-moves",
+        type=arg_types.positive,
+        default=1000,
+        help="a bot resigns after this many moves (default 1000)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the strategies: bot i (0, 1, ...) picks its moves with SEED+i, so a run "
+        "can be played again (default: a fresh seed each run)",
+    )
     return parser
 
 

@@ -43,8 +43,8 @@ Only what acts as the player (join, check-in, leave, play) connects with its sav
 the server keeps one connection per player and closes the older one (4003), so a read-only
 command or an admin act run in another terminal must not take over a racing player's
 connection. Reads (show, watch, list, leaderboard, profile) and admin acts (authorized by the
-admin token) connect anonymously; `create`, whose creator is named in the audit, uses the
-server's separate admin identity (`identity.py`)."""
+admin token) connect anonymously; `create`, whose creator is named in the audit, connects
+as this config folder's separate admin identity on the server (`create --help`)."""
 
 TOURNAMENT_HELP = "the tournament's id (t...; 'solrace tournament list' shows them)"
 ADMIN_ACTS = ("open-check-in", "start", "pause", "resume", "forfeit", "correct", "drop")

@@ -172,6 +172,8 @@ def test_bot_help_says_what_the_strategy_is_and_its_default() -> None:
     assert "--strategy {random,greedy} how the bots pick moves:" in text
     assert "or random (any legal move) (default greedy)" in text
     assert "--start start the race once every bot has joined (needs --create:" in text
+    assert "--max-moves MAX_MOVES a bot resigns after this many moves (default 1000)" in text
+    assert "bot i (0, 1, ...) picks its moves with SEED+i" in text
 
 
 def test_every_help_says_what_server_it_talks_to_without_server() -> None:
@@ -228,6 +230,8 @@ async def test_play_creates_a_private_race_with_invite_in_line_mode(
         ),
         (tournament_main, ["bots", "T1", "--count", "0"], "argument --count: 0: must be 1 or more"),
         (play_main, ["--plain", "--seats", "x"], "argument --seats: 'x' is not a whole number"),
+        (bots.main, ["--max-moves", "-5"], "argument --max-moves: -5: must be 1 or more"),
+        (bots.main, ["--max-moves", "0"], "argument --max-moves: 0: must be 1 or more"),
     ],
 )
 def test_a_delay_below_zero_or_no_number_and_no_bots_at_all_are_refused_by_the_command_line(
