@@ -282,12 +282,15 @@ class Hub:
         what: str,
         *,
         away: bool = False,
+        through: str | None = None,
     ) -> None:
-        """Apply `change` to each race about `player_id` (`away`: it marks the player away);
-        a race that refuses it (the store away, the race ended meanwhile) is logged ("race R:
-        P not <what>") and the others go on."""
+        """Apply `change` to each race about `player_id` (`away`: it marks the player away,
+        `through` the connection it marks away); a race that refuses it (the store away, the
+        race ended meanwhile) is logged ("race R: P not <what>") and the others go on."""
         for runtime in runtimes:
-            await self.keeper.apply_or_log(runtime, change, player_id, what, away=away)
+            await self.keeper.apply_or_log(
+                runtime, change, player_id, what, away=away, through=through
+            )
 
     # --- routing ---------------------------------------------------------------------------
 
@@ -509,7 +512,12 @@ class Hub:
             self.claims.forget(player_id)
         away = self._gone_from_here(player_id, session, self.clock())
         await self._change_each(
-            self.keeper.live_races_of(player_id), away, player_id, "marked away", away=True
+            self.keeper.live_races_of(player_id),
+            away,
+            player_id,
+            "marked away",
+            away=True,
+            through=self.holder_of(session),
         )
 
     async def _replaced_elsewhere(

@@ -229,7 +229,9 @@ class NodePresence:
             await self.keeper.catch_up_progress(runtime)
             for player_id, holder in stale:
                 change = connection_change(player_id, False, now, holder)
-                await self.keeper.apply_or_log(runtime, change, player_id, "marked away", away=True)
+                await self.keeper.apply_or_log(
+                    runtime, change, player_id, "marked away", away=True, through=holder
+                )
 
     async def _claim_secret(self) -> None:
         """Note this node's secret in the store again, as at its start (`App`): a Redis
@@ -304,7 +306,9 @@ class NodePresence:
                 ):
                     continue
                 change = connection_change(player_id, False, now, holder)
-                await self.keeper.apply_or_log(runtime, change, player_id, "marked away", away=True)
+                await self.keeper.apply_or_log(
+                    runtime, change, player_id, "marked away", away=True, through=holder
+                )
 
 
 __all__ = ["NodePresence"]

@@ -481,10 +481,18 @@ class RaceKeeper:
         return True
 
     async def apply_or_log(
-        self, runtime: RaceRuntime, change: Change, player_id: PlayerId, what: str, *, away: bool
+        self,
+        runtime: RaceRuntime,
+        change: Change,
+        player_id: PlayerId,
+        what: str,
+        *,
+        away: bool,
+        through: str | None = None,
     ) -> None:
         """`apply_to_race` for a change of `player_id`'s connection that nobody waits on (a
-        racer marked back, away, handed over; `away`: it marks the racer away): a refusal is
+        racer marked back, away, handed over; `away`: it marks the racer away, `through` the
+        connection it marks away, if known): a refusal is
         logged ("race R: P not <what>"), not raised. One the store could not take
         (`unavailable`) is applied again by the tick once it takes changes again, before the
         race's due transitions (a racer back during an outage is not put out as `gone`, one
@@ -495,7 +503,7 @@ class RaceKeeper:
         except RaceError as exc:
             log.warning("race %s: %s not %s: %s", runtime.race_id, player_id, what, exc)
             if exc.code is ErrorCode.UNAVAILABLE:
-                runtime.keep_unstored(UnstoredConnection(change, player_id, what, away))
+                runtime.keep_unstored(UnstoredConnection(change, player_id, what, away, through))
 
     async def _store_connections(self, runtime: RaceRuntime) -> None:
         """Apply the connection changes the store could not take (`apply_or_log`), in the

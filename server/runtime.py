@@ -106,6 +106,9 @@ class UnstoredConnection:
     #: It marks the racer away; else it marks the racer connected, or hands its connection
     #: over to another one.
     away: bool
+    #: A change marking the racer away: the connection it marks away (its holder name,
+    #: `Racer.holder`), if known.
+    through: str | None = None
 
 
 class RaceRuntime:
@@ -180,15 +183,24 @@ class RaceRuntime:
           ones left (connected, through the connection holding its claim by then or the one
           named); when no connection holds the claim by then, that connection's close or
           hand-over came after it, and waits after it or went in already;
-        - a change marking the racer away is dropped if one already waits since the racer's
-          last coming back: applied in order, the first puts the racer away, its grace
-          running from then, and the later one finds it away and changes nothing."""
+        - a change marking the racer away is dropped if one through the same connection
+          already waits (the racer marked away again for the same leaving): applied in
+          order, the first puts the racer away, its grace running from then, and the later
+          one finds it away and changes nothing;
+        - a change marking the racer away through another connection drops the racer's
+          waiting ones marking it away: the racer connected through that connection after
+          them (its coming back stored meanwhile), and an earlier leaving applied after it
+          would put the racer away through that connection since the earlier time, its
+          grace running from before it came back."""
         waiting = self.unstored_connections
         player_id = unstored.player_id
         if not unstored.away:
             waiting[:] = [each for each in waiting if each.player_id != player_id]
-        elif any(each.player_id == player_id and each.away for each in waiting):
-            return
+        else:
+            leavings = [each for each in waiting if each.player_id == player_id and each.away]
+            if any(each.through == unstored.through for each in leavings):
+                return
+            waiting[:] = [each for each in waiting if each not in leavings]
         waiting.append(unstored)
 
     def forget_unstored(self, unstored: UnstoredConnection) -> None:
