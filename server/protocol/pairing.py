@@ -17,7 +17,7 @@ Formats (`Format`):
   rematch-free pairing is found); dropped players are not paired (the state machine drops
   a Swiss player who forfeits as a no-show); with an odd count of players still in, the
   lowest-ranked of them who has not had a bye gets one (a bye is worth a win). A field of
-  24 or more set to over 7/8 of its most rounds takes each round whole from the round
+  over 32 players set to over 60% of its most rounds takes each round whole from the round
   robin's schedule instead (the unplayed one that best pairs equal points), rematch-free
   by construction.
   Standings: points (win 1, draw 1/2, bye 1, loss 0), then Buchholz (sum of the points of the
@@ -83,16 +83,21 @@ _SEARCH_BUDGET = 20_000
 """Backtracking steps allowed when looking for a rematch-free Swiss pairing, and again for
 looking ahead at the rounds left after it."""
 
-_SCHEDULE_MIN_PLAYERS = 24
-"""A Swiss of at least this many players set to nearly its most rounds
-(`_SCHEDULE_MIN_SHARE`) takes its rounds from the round robin's schedule
-(`_follows_schedule`)."""
+_HARDEST_FIRST_BUDGET = 2_000
+"""Backtracking steps allowed to the search that pairs the hardest player first, which
+`_plan_swiss` runs when the search in standings order finds no rematch-free pairing (each
+of its steps costs more: 64 players with no pairing to find take ~0.2 s)."""
 
-_SCHEDULE_MIN_SHARE = 0.875
-"""The share of its most rounds (N - 1, N when N is odd) past which such a Swiss does: with
-random results the search paired every measured Swiss below it without a rematch (32
-players over 24 rounds, 48 over 36, 64 over 52), and some above it with rematches (40
-players over 39 rounds, 48 over 47, 64 over 56)."""
+_SCHEDULE_MIN_PLAYERS = 33
+"""A Swiss of at least this many players set to many rounds (`_SCHEDULE_MIN_SHARE`) takes
+its rounds from the round robin's schedule (`_follows_schedule`). With random results the
+search paired every smaller field measured without a rematch (10 to 20 Swisses each of 24,
+28 and 32 players over N - 1 rounds)."""
+
+_SCHEDULE_MIN_SHARE = 0.6
+"""The share of its most rounds (N - 1, N when N is odd) past which such a Swiss does. Below
+it the search paired 10 Swisses each of 48 players over 28 rounds and 64 over 37 without a
+rematch; above it, 1 of 10 of 64 players over 48 rounds had rematches."""
 
 _BYE_SEAT = PlayerId("")
 """The seat a Swiss player with a bye faces when looking ahead (no player id is empty)."""
@@ -272,7 +277,7 @@ def _pair_at_last(
     first."""
     for candidate in candidates:
         rest = [p for p in order if p != candidate]
-        found = _pair_hardest_first(rest, met, [_SEARCH_BUDGET])
+        found = _pair_hardest_first(rest, met)
         if found is not None:
             return found, candidate
     rest = [p for p in order if p != candidates[0]]
@@ -286,27 +291,33 @@ def _pair_at_last(
 
 
 def _pair_hardest_first(
-    order: Sequence[PlayerId], met: set[frozenset[PlayerId]], budget: list[int]
+    order: Sequence[PlayerId], met: set[frozenset[PlayerId]]
 ) -> list[tuple[PlayerId, PlayerId]] | None:
-    """A pairing of `order` without a pair in `met`, or None: the player with the fewest
-    opponents left to meet (the best-ranked of them on a tie) meets the nearest of them in
-    `order`, backtracking on dead ends. Each step spends one of `budget`."""
-    if not order:
-        return []
-    budget[0] -= 1
-    if budget[0] < 0:
-        return None
-    options = {p: [q for q in order if q != p and frozenset((p, q)) not in met] for p in order}
-    one = min(order, key=lambda p: len(options[p]))
-    here = order.index(one)
-    for other in sorted(options[one], key=lambda q: abs(order.index(q) - here)):
-        rest = [p for p in order if p not in (one, other)]
-        tail = _pair_hardest_first(rest, met, budget)
-        if tail is not None:
-            return [(one, other), *tail]
+    """A pairing of `order` (best first) without a pair in `met`, or None: the player with
+    the fewest opponents left to meet (the best-ranked of them on a tie) meets the nearest
+    of them among those left to pair, backtracking on dead ends, for at most
+    `_HARDEST_FIRST_BUDGET` steps."""
+    free = {p: {q for q in order if q != p and frozenset((p, q)) not in met} for p in order}
+    budget = [_HARDEST_FIRST_BUDGET]
+
+    def pair(left: list[PlayerId]) -> list[tuple[PlayerId, PlayerId]] | None:
+        if not left:
+            return []
+        budget[0] -= 1
         if budget[0] < 0:
             return None
-    return None
+        here = {p: i for i, p in enumerate(left)}
+        one = min(left, key=lambda p: len(free[p] & here.keys()))
+        mine = here[one]
+        for other in sorted(free[one] & here.keys(), key=lambda q: (abs(here[q] - mine), here[q])):
+            tail = pair([p for p in left if p not in (one, other)])
+            if tail is not None:
+                return [(one, other), *tail]
+            if budget[0] < 0:
+                return None
+        return None
+
+    return pair(list(order))
 
 
 def _swiss_plan(
@@ -351,7 +362,8 @@ def _pair_by_schedule(
 
     Players the chosen round cannot seat (their partner in it dropped out, or they have met
     since, or the bye would be a second one) are paired among themselves as an ordinary
-    Swiss round would be; that only happens after a drop-out."""
+    Swiss round would be; that only happens after a drop-out (or when earlier rounds were
+    not paired from the schedule: a Swiss started by an older version)."""
     rank = {p: i for i, p in enumerate(order)}
     lowest = min((tally[p].points for p in order), default=0.0)
     half = len(order) // 2
