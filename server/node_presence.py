@@ -116,11 +116,16 @@ class NodePresence:
     async def give_up(self) -> None:
         """Stop watching: the watch and its work on the races are cancelled and waited for
         (also when this node's stop was cut short, `stop` not run or not to its end). The
-        presence is left to run out."""
+        presence is left to run out. A watch whose cancellation a client swallowed (a Redis
+        client may, `periodic.run_every`) goes on, and may start its work before it ends:
+        that work is cancelled and waited for too."""
         tasks = [task for task in (self._watcher, self._acting) if task is not None]
         self._watcher = self._acting = None
         if tasks:
             await cancel_and_wait(tasks)
+        acting, self._acting = self._acting, None
+        if acting is not None:
+            await cancel_and_wait([acting])
 
     async def _watch_forever(self) -> None:
         async def step() -> None:
