@@ -25,6 +25,7 @@ from pydantic_settings import SettingsError
 from solrace.engine import EngineError
 from solrace.server.admission import fit_to_descriptors
 from solrace.server.broker import Broker, BrokerError, BrokerUnavailableError, open_broker
+from solrace.server.http_head import DEFAULT_WS_PATH
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.os_errors import describe_os_error
@@ -212,10 +213,12 @@ class App:
             )
             undo.push_async_callback(self._close_clients)
             self._running = undo.pop_all()
+        ws_path = self.settings.ws_path
         log.info(
-            "listening on ws://%s:%d (store %s, broker %s, node %s)",
+            "listening on ws://%s:%d%s (store %s, broker %s, node %s)",
             f"[{self.settings.host}]" if ":" in self.settings.host else self.settings.host,
             self.port,
+            "" if ws_path == DEFAULT_WS_PATH else ws_path,  # ws://HOST:PORT asks for /
             redact(self.settings.store_url()),
             redact(self.settings.broker_url()),
             self.hub.node_id,
@@ -429,6 +432,12 @@ SERVE_FLAGS: tuple[tuple[str, str, str], ...] = (
         "interface to listen on: an address or name of this machine, 0.0.0.0 for every one",
     ),
     ("port", "PORT", "TCP port; 0: any free one, which the log names"),
+    (
+        "ws_path",
+        "PATH",
+        "the path clients connect to, ws://HOST:PORT/PATH: behind a proxy that forwards its "
+        "prefix unchanged, that prefix; a handshake on another path is answered 404",
+    ),
     ("data_dir", "DIR", "folder of the SQLite database, its lock and the token secret"),
     (
         "store",

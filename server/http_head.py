@@ -19,6 +19,8 @@ no clock, so the cases are tested without a server (tests/server/test_http_head.
   `NotHttp` too, with its reason: websockets' protocol would close such a request unanswered.
 - A head over `MAX_HEAD_BYTES` is `TooLarge` (431). websockets answers 431 itself to a line
   over 8 KiB or more than 128 headers.
+- A path the server does not serve (neither a probe nor the WebSocket path, the query aside)
+  is `NotFound` (404), whatever the method: a WebSocket handshake is taken on one path only.
 - Another method than GET or HEAD is `NotAllowed` (405) before the protocol reads the head:
   a body it cannot parse would fail it.
 - A body announced on a probe (`/healthz`, `/metrics`) is discarded, the probe answered as one
@@ -34,8 +36,12 @@ from dataclasses import dataclass
 MAX_HEAD_BYTES = 64 * 1024
 #: Header lines that may announce a request body (names are case-insensitive).
 BODY_HEADERS = (b"content-length:", b"transfer-encoding:")
-#: Plain HTTP paths, which answer GET and HEAD; the WebSocket opens on any other with a GET.
+#: Plain HTTP paths, which answer GET and HEAD; the WebSocket opens with a GET on the one path
+#: the server is set to (`HeadReader`'s `ws_path`, `/` by default).
 PROBE_PATHS = ("/healthz", "/metrics")
+#: The path WebSocket clients connect to unless the server is set to another (`ws://HOST:PORT`
+#: asks for it).
+DEFAULT_WS_PATH = "/"
 
 #: The bytes an HTTP method (a token) is made of.
 _TOKEN_BYTES = frozenset(
@@ -49,9 +55,14 @@ _TARGET = re.compile(rb"[\x21-\x7e]+")
 _VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 
 
+def path_of(target: str) -> str:
+    """A request target's path: what comes before its query (`/?x=1` is `/`)."""
+    return target.split("?", 1)[0]
+
+
 def is_probe(path: str) -> bool:
     """Is `path` (a request target, its query included) one of the plain HTTP paths?"""
-    return path.split("?", 1)[0] in PROBE_PATHS
+    return path_of(path) in PROBE_PATHS
 
 
 def allowed_methods(path: str) -> str:
@@ -86,6 +97,15 @@ class NotAllowed:
 
 
 @dataclass(frozen=True)
+class NotFound:
+    """A path the server does not serve (`method` on `path`, a request target): answer 404,
+    naming the WebSocket path; what follows is discarded."""
+
+    method: str
+    path: str
+
+
+@dataclass(frozen=True)
 class HandshakeBody:
     """A handshake (not a probe) that announces a body: answer 400; what follows is
     discarded."""
@@ -100,7 +120,7 @@ class WholeHead:
     rest: bytes
 
 
-Verdict = Incomplete | NotHttp | TooLarge | NotAllowed | HandshakeBody | WholeHead
+Verdict = Incomplete | NotHttp | TooLarge | NotFound | NotAllowed | HandshakeBody | WholeHead
 
 INCOMPLETE = Incomplete()
 
@@ -166,10 +186,12 @@ def _announces_body(lines: list[bytes]) -> bool:
 
 class HeadReader:
     """One connection's request head, kept until it is whole. Every verdict but
-    `Incomplete` is the last: the reader is done with the connection then."""
+    `Incomplete` is the last: the reader is done with the connection then. `ws_path` is the
+    path WebSocket handshakes are taken on; the probes answer on theirs."""
 
-    def __init__(self) -> None:
+    def __init__(self, ws_path: str = DEFAULT_WS_PATH) -> None:
         self._head = bytearray()
+        self._ws_path = ws_path
 
     @property
     def held(self) -> bytes:
@@ -205,6 +227,8 @@ class HeadReader:
         if not _TARGET.fullmatch(target):
             return NotHttp("a request target is printable ASCII")
         method, path, _ = (part.decode("ascii", "replace") for part in lines[0].split(b" "))
+        if not is_probe(path) and path_of(path) != self._ws_path:
+            return NotFound(method, path)
         if method not in ("GET", "HEAD"):
             return NotAllowed(method, path)
         if _announces_body(lines):
@@ -216,16 +240,19 @@ class HeadReader:
 
 
 __all__ = [
+    "DEFAULT_WS_PATH",
     "MAX_HEAD_BYTES",
     "PROBE_PATHS",
     "HandshakeBody",
     "HeadReader",
     "Incomplete",
     "NotAllowed",
+    "NotFound",
     "NotHttp",
     "TooLarge",
     "Verdict",
     "WholeHead",
     "allowed_methods",
     "is_probe",
+    "path_of",
 ]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from solrace.server.http_head import DEFAULT_WS_PATH, PROBE_PATHS
 from solrace.server.protocol.ratelimit import DEFAULT_RATE_CAPACITY, DEFAULT_RATE_REFILL_PER_S
 
 #: The shortest token secret a node signs with (given, or read from its secret file).
@@ -15,6 +17,9 @@ SECRET_MIN_CHARS = 16
 #: The longest duration a setting (`..._s`) takes: a week. Longer ones overflow the clocks
 #: they are added to (an infinite countdown would stop every race from being created).
 MAX_DURATION_S = 7 * 24 * 3600.0
+
+#: A WebSocket path: `/`, then printable ASCII without a query (`?`) or a fragment (`#`).
+_WS_PATH = re.compile(r"/[\x21-\x22\x24-\x3e\x40-\x7e]*")
 
 #: How a Redis URL begins (TCP, TLS, a Unix socket): what the store and the broker open as
 #: Redis (`open_store`, `open_broker`), and what several nodes must keep their races in.
@@ -32,6 +37,11 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
+    ws_path: str = Field(
+        default=DEFAULT_WS_PATH,
+        description="the path WebSocket clients connect to (ws://HOST:PORT/PATH, the query "
+        "aside); a request on any other path but /healthz and /metrics is answered 404",
+    )
     data_dir: Path = Path("data")
     store: str | None = Field(
         default=None, description="store URL; default sqlite:<data_dir>/solrace.sqlite3"
@@ -250,6 +260,17 @@ class Settings(BaseSettings):
                 "empty: it would listen on every interface; for that give 0.0.0.0, else "
                 "an address or name of this machine"
             )
+        return value
+
+    @field_validator("ws_path")
+    @classmethod
+    def _a_ws_path(cls, value: str) -> str:
+        if not _WS_PATH.fullmatch(value):
+            raise ValueError(
+                "a path begins with / and has no space, query or fragment (/ or /solrace, say)"
+            )
+        if value in PROBE_PATHS:
+            raise ValueError(f"{value} answers plain HTTP requests: give the WebSocket another")
         return value
 
     @field_validator("data_dir", mode="before")

@@ -20,6 +20,8 @@ a client that does not read cannot make the server write on its behalf (a pong p
 answer per request) without bound.
 
 The same port answers `GET` (and `HEAD`) `/healthz` and `/metrics`; other methods get 405.
+The WebSocket opens on one path (`Settings.ws_path`, `/` by default; the query aside): a
+request on any other path is answered 404, naming that one.
 One request per connection: its answer closes it, and bytes after its head are discarded.
 """
 
@@ -46,15 +48,17 @@ from websockets.typing import Origin
 from solrace.server.admission import Admission, Refusal, client_key
 from solrace.server.http_head import (
     MAX_HEAD_BYTES,
-    PROBE_PATHS,
     HandshakeBody,
     HeadReader,
     Incomplete,
     NotAllowed,
+    NotFound,
     NotHttp,
     TooLarge,
     WholeHead,
     allowed_methods,
+    is_probe,
+    path_of,
 )
 from solrace.server.hub import Hub
 from solrace.server.metrics import CONTENT_TYPE, Metrics
@@ -161,7 +165,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.max_outgoing = settings.max_outgoing
         self.max_outgoing_bytes = settings.max_outgoing_bytes
         #: The request head read so far, until it is whole (None after: frames follow).
-        self.head: HeadReader | None = HeadReader()
+        self.head: HeadReader | None = HeadReader(settings.ws_path)
         #: Over budget while messages read before were waiting: the close once they are handled.
         self.closing_after: tuple[CloseCode, str] | None = None
         self.fragments: list[bytes] = []
@@ -373,6 +377,8 @@ class WebSocketSession(Session, asyncio.Protocol):
                 )
             case NotHttp(reason=reason):
                 return self._not_http(reason)
+            case NotFound(method=method):
+                return self._refuse(self._not_found(method))
             case NotAllowed(method=method, path=path):
                 return self._refuse(self._not_allowed(method, path))
             case HandshakeBody():
@@ -405,6 +411,19 @@ class WebSocketSession(Session, asyncio.Protocol):
         self._flush()
         return b""
 
+    def _not_found(self, method: str) -> Response:
+        """The answer to a request on a path the server does not serve: 404, naming the
+        WebSocket path (a HEAD gets the headers alone). Logged at DEBUG, like a probe: a
+        scanner trying paths must not flood the log."""
+        self.ws.logger = probe_log
+        response = self.ws.reject(
+            HTTPStatus.NOT_FOUND, f"this server's WebSocket path is {self.edge.settings.ws_path}\n"
+        )
+        response.headers["Server"] = "solrace"
+        if method == "HEAD":
+            response.body = b""
+        return response
+
     def _not_allowed(self, method: str, path: str) -> Response:
         allowed = allowed_methods(path)
         response = self.ws.reject(
@@ -418,8 +437,8 @@ class WebSocketSession(Session, asyncio.Protocol):
         ws = self.ws
         if ws.eof_sent:
             return  # a request the protocol could not read: it closes the stream unanswered
-        path = request.path.split("?", 1)[0]
-        if path in PROBE_PATHS:
+        path = path_of(request.path)  # the WebSocket path or a probe's (`HeadReader`)
+        if is_probe(path):
             ws.logger = probe_log  # the protocol logs the answer and the close with it
         method = request.method
         if method not in ("GET", "HEAD"):
