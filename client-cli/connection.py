@@ -219,7 +219,8 @@ def _refusal_text(response: Response) -> str:
 
 #: What a WebSocket server answers only to a request it would take: a success or a redirect
 #: instead of the upgrade, or "no such page", is an HTTP server, not a solrace server (which
-#: refuses only with 400, 403, 429, 431 or 503).
+#: refuses with 400, 403, 429, 431 or 503, and a path it does not serve with a 404 of its own:
+#: `Server: solrace`).
 _NOT_A_REFUSAL: Final = frozenset({404})
 
 
@@ -228,6 +229,9 @@ def _handshake_failure(url: str, exc: InvalidStatus) -> ConnectionFailedError:
     server's limits, a proxy with no node up: retried, never before its `Retry-After`), or
     the answer of something that is not a solrace server at all."""
     response = exc.response
+    if response.status_code == 404 and response.headers.get("Server") == "solrace":
+        # A solrace server with no WebSocket at this path: its answer names the one it has.
+        return ConnectionFailedError(f"{url} refused the path: {_refusal_text(response)}")
     if response.status_code < 400 or response.status_code in _NOT_A_REFUSAL:
         return ConnectionFailedError(
             f"{url} is not a solrace server: its answer is no WebSocket handshake "

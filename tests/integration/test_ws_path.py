@@ -12,9 +12,11 @@ from pydantic import ValidationError
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from solrace.client.connection import Connection, ConnectionFailedError
 from solrace.server.app import App, main
 from solrace.server.protocol.messages import Ping, Pong
 from solrace.server.settings import Settings
+from tests.client.process import Child
 from tests.integration.conftest import ServerFactory
 from tests.integration.test_http_edges import exchange, parse
 from tests.integration.wsclient import Client
@@ -199,3 +201,27 @@ def test_serve_refuses_a_ws_path_in_one_line(capsys: pytest.CaptureFixture[str])
 def test_the_setting_reads_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOLRACE_WS_PATH", "/play")
     assert Settings().ws_path == "/play"
+
+
+async def test_the_client_says_the_server_refused_the_path(app: App) -> None:
+    """The terminal client said `is not a solrace server` of any 404; a solrace server's
+    404 is said as a refusal of the path, with the path the server serves."""
+    url = base(app) + "/anything"
+    with pytest.raises(ConnectionFailedError) as failed:
+        await Connection(url, name="typo", open_timeout_s=WAIT_S).connect()
+    assert str(failed.value) == (
+        f"{url} refused the path: HTTP 404: this server's WebSocket path is /"
+    )
+
+
+async def test_solrace_play_on_a_mistyped_path_says_so_and_exits_1(
+    app: App, tmp_path: Path
+) -> None:
+    url = base(app) + "/anything"
+    player = await Child.start(tmp_path, "play", "--plain", "--server", url, "--name", "typo")
+    try:
+        await player.expect(f"{url} refused the path: HTTP 404: this server's WebSocket path is /")
+        assert await player.finish() == 1
+        assert "Traceback" not in player.output
+    finally:
+        await player.kill()
