@@ -55,6 +55,7 @@ from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
 from .render import result_line
 from .session import (
     REQUEST_TIMEOUT_S,
+    BoardSyncs,
     Predicate,
     RequestError,
     answer_to,
@@ -171,6 +172,8 @@ class Bot:
         self._strategy_race: RaceId | None = None
         #: How many times the link came back (a new session: subscriptions must be renewed).
         self.reconnects = 0
+        #: When a board the state ignored (no board of its game) calls for a sync of its race.
+        self.board_syncs = BoardSyncs()
         #: Called with every server message once it is folded into the state (a progress
         #: report reads the tournament views a bot gets, also while it races).
         self.on_message: Callable[[ServerMessage], None] | None = None
@@ -227,7 +230,9 @@ class Bot:
     async def next_message(self, wait_s: float | None) -> ServerMessage | None:
         """The next server message, folded into the state; None after `wait_s` or on a link
         change (a reconnect is counted, a closed link raises `BotError`). A bot stopped while
-        it waits leaves the message in the queue (`Connection.recv_within`)."""
+        it waits leaves the message in the queue (`Connection.recv_within`). A board or an
+        ack the state had to ignore (no board of its game) is followed by a `sync` of its
+        race, as a session's pump does (`BoardSyncs`)."""
         incoming = await self.conn.recv_within(wait_s)
         if incoming is None:
             return None
@@ -236,10 +241,14 @@ class Bot:
                 raise BotError(f"{self.name}: connection closed ({incoming.detail})")
             if incoming.status is LinkStatus.CONNECTED:
                 self.reconnects += 1
+                self.board_syncs.reconnected()
             return None
         self.state.apply(incoming)
         if self.on_message is not None:
             self.on_message(incoming)
+        race_id = self.board_syncs.due(incoming, self.state, self.conn.followed)
+        if race_id is not None:
+            await self.conn.send(Sync(race_id=race_id))
         return incoming
 
     async def request(

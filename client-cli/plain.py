@@ -889,6 +889,7 @@ class PlainMode:
             return
         if outcome.ok:
             self.say(f"ok {outcome.move}")
-            self.print_board()
+            if race is None or race.unusable is None:
+                self.print_board()  # (an ack ignored: the board its sync brings prints)
         else:
             self.say(f"refused {outcome.move}: {outcome.reason}")

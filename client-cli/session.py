@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -69,6 +70,10 @@ Reader = Callable[[float | None], Awaitable[ServerMessage | None]]
 
 #: Seconds a request waits for its answer (unless its caller has a reason to wait less).
 REQUEST_TIMEOUT_S = 10.0
+#: Syncs a race gets in a row for boards the client had to ignore (`RaceState.unusable`)
+#: before a usable board of it comes: a server that keeps sending such boards is not asked
+#: again and again.
+MAX_BOARD_SYNCS: Final = 3
 
 
 def tournament_view_of(tournament_id: str) -> Predicate:
@@ -239,6 +244,52 @@ class MoveOutcome:
         return self.ack is not None
 
 
+class BoardSyncs:
+    """When to sync a race whose board the state had to ignore (`RaceState.unusable`: a
+    board or a move's ack from the server that is no board of its game), so that the sync's
+    answer brings the server's board back without a reconnect: one sync at a time per race,
+    at most `MAX_BOARD_SYNCS` in a row before a usable board of it comes."""
+
+    def __init__(self) -> None:
+        #: Races whose board sync waits for its answer.
+        self._waiting: set[RaceId] = set()
+        #: Race id -> board syncs sent since the last usable board of the race came.
+        self._sent: dict[RaceId, int] = {}
+
+    def reconnected(self) -> None:
+        """The link is back: its resume synced every followed race, so counting starts afresh."""
+        self._waiting.clear()
+        self._sent.clear()
+
+    def due(
+        self, message: ServerMessage, state: ClientState, followed: AbstractSet[RaceId]
+    ) -> RaceId | None:
+        """The race to sync now that `state` has folded in `message`, if any: its race, if it
+        is a board or an ack the state ignored, the race is `followed`, no sync of it waits
+        for its answer and fewer than `MAX_BOARD_SYNCS` went since its last usable board."""
+        race_id = getattr(message, "race_id", None)
+        if race_id is None:
+            return None
+        if isinstance(message, RaceSnapshot) or (
+            isinstance(message, Error) and message.request == "sync"
+        ):
+            self._waiting.discard(race_id)  # the sync's answer (its board follows)
+            return None
+        race = state.races.get(race_id)
+        if not isinstance(message, Board | MoveAck) or race is None:
+            return None
+        if race.unusable is None:
+            if isinstance(message, Board):
+                self._sent.pop(race_id, None)  # a usable board: the run of syncs is over
+            return None
+        sent = self._sent.get(race_id, 0)
+        if race_id in self._waiting or race_id not in followed or sent >= MAX_BOARD_SYNCS:
+            return None
+        self._waiting.add(race_id)
+        self._sent[race_id] = sent + 1
+        return RaceId(race_id)
+
+
 class Session:
     def __init__(self, conn: Connection, state: ClientState | None = None) -> None:
         self.conn = conn
@@ -251,6 +302,7 @@ class Session:
         self.closed: str | None = None
         self._waiters: list[tuple[Predicate, asyncio.Future[ServerMessage]]] = []
         self._settled: ServerMessage | None = None
+        self.board_syncs = BoardSyncs()
 
     @classmethod
     @asynccontextmanager
@@ -273,12 +325,21 @@ class Session:
     # --- reading -------------------------------------------------------------------------
 
     async def pump(self) -> None:
-        """Read forever (until the link is closed for good)."""
+        """Read forever (until the link is closed for good). A board or a move's ack the
+        state had to ignore (no board of its game) is followed by a `sync` of its race, whose
+        answer brings the server's board again (`BoardSyncs`)."""
         while True:
             incoming = await self.conn.recv()
             self.dispatch(incoming)
-            if isinstance(incoming, StatusChange) and incoming.status is LinkStatus.CLOSED:
-                return
+            if isinstance(incoming, StatusChange):
+                if incoming.status is LinkStatus.CLOSED:
+                    return
+                if incoming.status is LinkStatus.CONNECTED:
+                    self.board_syncs.reconnected()
+                continue
+            race_id = self.board_syncs.due(incoming, self.state, self.conn.followed)
+            if race_id is not None:
+                await self.conn.send(Sync(race_id=race_id))
 
     def dispatch(self, incoming: Incoming) -> None:
         self._settled = None

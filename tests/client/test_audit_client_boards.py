@@ -37,7 +37,6 @@ from tests.waiting import eventually
 
 from .conftest import widget
 from .process import Child
-from .test_connection_follow import drop_link
 
 Frame = dict[str, Any]
 #: Changes one frame from the server into a hostile one, or None to pass it on as it is.
@@ -124,11 +123,13 @@ def test_an_ack_whose_piles_make_no_board_is_ignored_and_the_board_kept(kind: st
 @dataclass
 class SpoilingRelay:
     """Passes frames between clients and the real server at `upstream`, but the first frame
-    from the server that `tamper` changes goes on changed (once for all connections)."""
+    from the server that `tamper` changes goes on changed (once for all connections). With
+    `held`, the client's frames from its first `sync` after that on wait until it is set."""
 
     upstream: str
     tamper: Tamper
     spoiled: list[Frame] = field(default_factory=list)
+    held: asyncio.Event | None = None
 
     def _down(self, data: bytes | str) -> bytes | str:
         if self.spoiled or isinstance(data, str):
@@ -139,6 +140,12 @@ class SpoilingRelay:
         self.spoiled.append(changed)
         return encode_raw(changed)
 
+    def _holds(self, data: bytes | str) -> bool:
+        """Does the client's frame `data` wait for `held`?"""
+        if self.held is None or self.held.is_set() or not self.spoiled:
+            return False
+        return isinstance(data, bytes) and unpack_map(data).get("type") == "sync"
+
     async def _relay(self, ws: ServerConnection) -> None:
         async with connect(self.upstream, max_size=None, compression=None) as up:
 
@@ -148,6 +155,9 @@ class SpoilingRelay:
 
             async def upward() -> None:
                 async for data in ws:
+                    if self._holds(data):
+                        assert self.held is not None
+                        await self.held.wait()
                     await up.send(data)
 
             tasks = [asyncio.create_task(down()), asyncio.create_task(upward())]
@@ -192,8 +202,9 @@ async def test_the_play_screen_says_a_board_it_ignored_and_plays_on(
     server_url: str, tamper: Tamper, said: str
 ) -> None:
     """The screen keeps the board it had (none yet, for the first board) and says what it
-    ignored; once a reconnect's sync brings the server's board again, moves go on."""
-    relay = SpoilingRelay(server_url, tamper)
+    ignored; once the sync it sends then brings the server's board again (held back by the
+    relay until the screen has been looked at), moves go on."""
+    relay = SpoilingRelay(server_url, tamper, held=asyncio.Event())
     async with relay.running() as url:
         conn = Connection(url, name="alice", backoff_s=(0.05, 0.1))
         await conn.connect()
@@ -221,7 +232,8 @@ async def test_the_play_screen_says_a_board_it_ignored_and_plays_on(
                     await pilot.press("d")
                 await eventually(lambda: str(message.render()) == said, what="the board ignored")
                 assert race.plies.get(me, 0) == 0  # the board as it was
-                await drop_link(session)  # the sync after the reconnect brings the board
+                assert relay.held is not None
+                relay.held.set()  # the sync sent for the board ignored brings the board
                 plies = 0 if tamper is junk_first_board else 1
                 await eventually(lambda: race.plies.get(me) == plies, what="the board synced")
                 await eventually(lambda: "t6" in board.text, what="the synced deal drawn")
