@@ -260,6 +260,10 @@ class PlainMode:
                 self.closed.set()
             return
         race_id = getattr(incoming, "race_id", None)
+        if race_id is None and isinstance(incoming, Error):
+            if not self.session.was_awaited(incoming):  # a refusal of a request not waited for
+                self.say(f"error: {incoming.message} ({incoming.code})")
+            return
         if race_id is None or race_id != self.race_id:
             return
         race = self.session.state.races[race_id]
