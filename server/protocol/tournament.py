@@ -347,8 +347,8 @@ class Tournament(Stored):
 
         `absent`: racers of `result` who took no part in the race (the server passes those
         who ended it gone without a single move). They are no-shows: each forfeits the match
-        (`PlayerForfeited`, reason `no_show`, as when the no-show timer runs out; a Swiss
-        also drops him, `PlayerDropped`) and the race counts for the others only; when
+        (`PlayerForfeited`, reason `no_show`, as when the no-show timer runs out) and, but
+        in heats, is withdrawn (`PlayerDropped`); the race counts for the others only; when
         nobody else is left nothing is recorded. While the tournament does not forfeit
         no-shows (paused, or `no_show_grace` None) they are ranked as the race ranked them.
 
@@ -387,8 +387,8 @@ class Tournament(Stored):
         return not self.is_paused and self.settings.no_show_grace is not None
 
     def tick(self, *, now: float) -> list[TournamentEvent]:
-        """Forfeit players absent from their race once the grace period has passed (a Swiss
-        also drops them: they are not paired again)."""
+        """Forfeit players absent from their race once the grace period has passed, and
+        withdraw them (heats leave them out of the advancers): they are not paired again."""
         grace = self.settings.no_show_grace
         if self.phase is not Phase.RUNNING or not self._forfeits_no_shows or grace is None:
             return []
@@ -580,12 +580,15 @@ class Tournament(Stored):
         events: list[TournamentEvent] = [PlayerForfeited(match.match_id, player, reason)]
         if (
             reason == "no_show"
-            and self.settings.rules.format is Format.SWISS
+            and self.settings.rules.format is not Format.HEATS
             and player not in self.dropped
         ):
-            # A Swiss pairs everyone still in each round: a player who did not come is
-            # withdrawn, as if he had dropped out, so that he is neither paired against one
-            # who plays nor handed the bye (worth a win) ahead of them.
+            # A player who did not come is withdrawn, as if he had dropped out: a Swiss
+            # neither pairs him against one who plays nor hands him the bye (worth a win)
+            # ahead of them, a round robin gives his scheduled opponents a bye instead of a
+            # wait for him, and an elimination's later match he would reach (the losers
+            # bracket, the third-place match) is a walkover. A heat's forfeit already
+            # leaves him out of its advancers: he is in no later heat.
             self.dropped.append(player)
             events.append(PlayerDropped(player))
         return events

@@ -106,30 +106,12 @@ def test_after_a_no_show_the_bye_goes_to_the_lowest_ranked_player_still_in() -> 
     assert [e for e in events if isinstance(e, PlayerDropped)] == [PlayerDropped(P6)]
 
 
-def test_other_forfeits_do_not_withdraw_a_swiss_player() -> None:
-    """A forfeit the admin rules is about one match: the player is paired again. So is a
-    no-show in the other formats (the round robin's schedule, an elimination's bracket)."""
+def test_an_admin_forfeit_does_not_withdraw_a_swiss_player() -> None:
+    """A forfeit the admin rules is about one match: the player is paired again. (A no-show
+    is withdrawn in the other formats too: tests/server/test_no_show_withdrawn.py.)"""
     t, _ = swiss(4, 3)
     t.forfeit(ADMIN, MatchId("R1-1"), P3, now=6.0)
     assert t.dropped == []
-    rr = Tournament.create(
-        TournamentId("t2"),
-        "klondike",
-        TournamentSettings(
-            FormatRules(Format.ROUND_ROBIN), check_in_required=False, no_show_grace=60.0
-        ),
-        admin=ADMIN,
-        now=0.0,
-        deal_source=deals,
-    )
-    for player in (P1, P2, P3, P4):
-        rr.register(player, now=1.0)
-    rr.start(ADMIN, now=5.0)
-    for player in (P1, P2, P3):
-        rr.report_present(player, now=6.0)
-    forfeits = rr.tick(now=65.0)
-    assert [e.player for e in forfeits if isinstance(e, PlayerForfeited)] == [P4]
-    assert rr.dropped == []
 
 
 def test_pairing_gives_the_bye_to_the_lowest_ranked_player_still_in() -> None:
