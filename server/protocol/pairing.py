@@ -14,8 +14,9 @@ Formats (`Format`):
 - Swiss: a fixed number of rounds (default ceil(log2 N)); round 1 pairs the top half of the seeds
   against the bottom half, later rounds pair neighbours in the standings with no rematch,
   looking ahead so the rounds left can be paired without one too (a rematch only when no
-  rematch-free pairing is found); dropped players are not paired (the state machine drops
-  a Swiss player who forfeits as a no-show); with an odd count of players still in, the
+  rematch-free pairing is found, each search within a budget of work shared by the whole
+  round); dropped players are not paired (the state machine drops a player who forfeits as
+  a no-show); with an odd count of players still in, the
   lowest-ranked of them who has not had a bye gets one (a bye is worth a win). A field of
   over 32 players set to over 60% of its most rounds takes each round whole from the round
   robin's schedule instead (the unplayed one that best pairs equal points), rematch-free
@@ -23,7 +24,8 @@ Formats (`Format`):
   Standings: points (win 1, draw 1/2, bye 1, loss 0), then Buchholz (sum of the points of the
   opponents met), then total cards on foundations over all races, then seed.
 - round robin: circle method (seed 1 fixed, the others rotate); with an odd count one player sits
-  out each round (a bye, worth a win), as does the opponent of a player who dropped out.
+  out each round (a bye, worth a win), as does the opponent of a player who dropped out (or
+  was dropped as a no-show).
   Standings: points, then Sonneborn-Berger (points of beaten opponents plus half those of drawn
   ones), then cards on foundations, then seed.
 - heats: N-player races; players are dealt into heats of at most `heat_size` by seed (snake
@@ -79,14 +81,29 @@ __all__ = [
 SUDDEN_DEATH_RACES = 2
 """Extra races an elimination match may play when wins are level after best-of-N."""
 
-_SEARCH_BUDGET = 20_000
-"""Backtracking steps allowed when looking for a rematch-free Swiss pairing, and again for
-looking ahead at the rounds left after it."""
+_SEARCH_BUDGET = 200_000
+"""Work allowed to the search for a rematch-free Swiss pairing in standings order, for all
+the candidates for the bye together. A step of the search spends `_STEP_COST` and one unit
+per player it has left to pair (its cost grows with them), so the budgets bound a round's
+planning in time whatever the field. The planning runs on the event loop, in the change
+that ends the round before: with these budgets the worst round measured of the biggest
+fields took ~70 ms of CPU (bench/README.md, "Planning a Swiss round"). They count work,
+not time, so a round is planned the same on every node and at every try."""
 
-_HARDEST_FIRST_BUDGET = 2_000
-"""Backtracking steps allowed to the search that pairs the hardest player first, which
-`_plan_swiss` runs when the search in standings order finds no rematch-free pairing (each
-of its steps costs more: 64 players with no pairing to find take ~0.2 s)."""
+_AHEAD_BUDGET = 200_000
+"""Work allowed to looking ahead, for every pairing the search gives in a round together:
+whether the rounds left after it can still be paired without a rematch (spent as the
+search spends its budget)."""
+
+_STEP_COST = 32
+"""What a step of the search in standings order spends besides one per player left to pair
+(a step with a few players left costs about as much as one with 32 more)."""
+
+_HARDEST_FIRST_BUDGET = 600_000
+"""Work allowed to the search that pairs the hardest player first, which `_plan_swiss`
+runs when the search in standings order finds no rematch-free pairing, for all the
+candidates for the bye together. A step spends the players it has left to pair times the
+players of the round (it counts, for each of them, the opponents left to meet)."""
 
 _SCHEDULE_MIN_PLAYERS = 33
 """A Swiss of at least this many players set to many rounds (`_SCHEDULE_MIN_SHARE`) takes
@@ -237,7 +254,8 @@ def _plan_swiss(
     met |= {frozenset((p, _BYE_SEAT)) for p in had_bye}
     seats = [*order, _BYE_SEAT] if len(order) % 2 else order
     rounds_left = swiss_round_count(rules, len(seeds)) - number
-    ahead = [_SEARCH_BUDGET]  # for every look ahead of this round together
+    ahead = [_AHEAD_BUDGET]  # for every look ahead of this round together
+    search = [_SEARCH_BUDGET]  # for every candidate for the bye together
     pairs: list[tuple[PlayerId, PlayerId]] | None = None
     bye: PlayerId | None = None
     first: tuple[PlayerId | None, list[tuple[PlayerId, PlayerId]]] | None = None
@@ -246,7 +264,7 @@ def _plan_swiss(
         if not history:  # a folded first round leaves a rematch-free schedule possible
             pairs, bye = _fold(rest), candidate
             break
-        for option in _rematch_free_pairings(rest, met, [_SEARCH_BUDGET]):
+        for option in _rematch_free_pairings(rest, met, search):
             first = first or (candidate, option)
             taken = {frozenset(pair) for pair in option}
             if candidate is not None:
@@ -274,10 +292,14 @@ def _pair_at_last(
     to meet (often finding one where the other gave up), else few rematches (each player
     in turn meets the nearest he has not met, the nearest if none). The bye
     (odd count) to the first of `candidates` that leaves a rematch-free pairing, else the
-    first."""
+    first. The searches of all the candidates share `_HARDEST_FIRST_BUDGET`."""
+    budget = [_HARDEST_FIRST_BUDGET]
+    free = _unmet(order, met)
     for candidate in candidates:
+        if budget[0] < 0:
+            break
         rest = [p for p in order if p != candidate]
-        found = _pair_hardest_first(rest, met)
+        found = _pair_hardest_first(rest, free, budget)
         if found is not None:
             return found, candidate
     rest = [p for p in order if p != candidates[0]]
@@ -290,20 +312,33 @@ def _pair_at_last(
     return pairs, candidates[0]
 
 
-def _pair_hardest_first(
+def _unmet(
     order: Sequence[PlayerId], met: set[frozenset[PlayerId]]
+) -> dict[PlayerId, set[PlayerId]]:
+    """Each player of `order` with the others of `order` he has not met."""
+    seen: dict[PlayerId, set[PlayerId]] = {p: {p} for p in order}
+    for pair in met:
+        for player in pair:
+            if player in seen:
+                seen[player] |= pair
+    everyone = set(order)
+    return {p: everyone - seen[p] for p in order}
+
+
+def _pair_hardest_first(
+    order: Sequence[PlayerId], free: Mapping[PlayerId, set[PlayerId]], budget: list[int]
 ) -> list[tuple[PlayerId, PlayerId]] | None:
-    """A pairing of `order` (best first) without a pair in `met`, or None: the player with
-    the fewest opponents left to meet (the best-ranked of them on a tie) meets the nearest
-    of them among those left to pair, backtracking on dead ends, for at most
-    `_HARDEST_FIRST_BUDGET` steps."""
-    free = {p: {q for q in order if q != p and frozenset((p, q)) not in met} for p in order}
-    budget = [_HARDEST_FIRST_BUDGET]
+    """A pairing of `order` (best first) in which each player meets one of his `free` (the
+    players he has not met), or None: the player with the fewest of them left to pair (the
+    best-ranked on a tie) meets the nearest of those, backtracking on dead ends, while
+    `budget` lasts (each step spends the players left to pair times the players of
+    `order`: it counts, for each of them, the opponents left to meet)."""
+    size = len(order)
 
     def pair(left: list[PlayerId]) -> list[tuple[PlayerId, PlayerId]] | None:
         if not left:
             return []
-        budget[0] -= 1
+        budget[0] -= len(left) * size
         if budget[0] < 0:
             return None
         here = {p: i for i, p in enumerate(left)}
@@ -417,9 +452,10 @@ def _pair_plainly(
     candidates: list[PlayerId | None] = [None]
     if len(order) % 2:
         candidates = [p for p in reversed(order) if p not in had_bye] or [order[-1]]
+    search = [_SEARCH_BUDGET]  # for every candidate together
     for candidate in candidates:
         rest = [p for p in order if p != candidate]
-        for option in _rematch_free_pairings(rest, met, [_SEARCH_BUDGET]):
+        for option in _rematch_free_pairings(rest, met, search):
             return option, candidate
     return _pair_at_last(order, candidates, met)
 
@@ -434,11 +470,12 @@ def _rematch_free_pairings(
 ) -> Iterator[list[tuple[PlayerId, PlayerId]]]:
     """Every pairing of `order` without a pair in `met`, best first: the best remaining
     player meets the nearest one he has not met, backtracking on dead ends. Each step spends
-    one of `budget`; none is given once it has run out."""
+    `_STEP_COST` of `budget` and one more per player it has left to pair; none is given
+    once it has run out."""
     if not order:
         yield []
         return
-    budget[0] -= 1
+    budget[0] -= _STEP_COST + len(order)
     if budget[0] < 0:
         return
     first = order[0]
@@ -449,6 +486,8 @@ def _rematch_free_pairings(
         rest = [*order[1:i], *order[i + 1 :]]
         for tail in _rematch_free_pairings(rest, met, budget):
             yield [(first, other), *tail]
+        if budget[0] < 0:  # out: the other partners would each be one more step refused
+            return
 
 
 def _can_finish(
