@@ -248,25 +248,31 @@ class BoardSyncs:
     """When to sync a race whose board the state had to ignore (`RaceState.unusable`: a
     board or a move's ack from the server that is no board of its game), so that the sync's
     answer brings the server's board back without a reconnect: one sync at a time per race,
-    at most `MAX_BOARD_SYNCS` in a row before a usable board of it comes."""
+    at most `MAX_BOARD_SYNCS` in a row before a usable board comes for each racer whose board
+    was ignored (a spectator's sync brings every racer's board: another racer's good one does
+    not end the run)."""
 
     def __init__(self) -> None:
         #: Races whose board sync waits for its answer.
         self._waiting: set[RaceId] = set()
-        #: Race id -> board syncs sent since the last usable board of the race came.
+        #: Race id -> board syncs sent since the run of ignored boards of the race began.
         self._sent: dict[RaceId, int] = {}
+        #: Race id -> the racers whose last board (or this player's ack) was ignored.
+        self._ignored: dict[RaceId, set[PlayerId | None]] = {}
 
     def reconnected(self) -> None:
         """The link is back: its resume synced every followed race, so counting starts afresh."""
         self._waiting.clear()
         self._sent.clear()
+        self._ignored.clear()
 
     def due(
         self, message: ServerMessage, state: ClientState, followed: AbstractSet[RaceId]
     ) -> RaceId | None:
         """The race to sync now that `state` has folded in `message`, if any: its race, if it
         is a board or an ack the state ignored, the race is `followed`, no sync of it waits
-        for its answer and fewer than `MAX_BOARD_SYNCS` went since its last usable board."""
+        for its answer and fewer than `MAX_BOARD_SYNCS` went since the run of ignored boards
+        began (it ends once every racer whose board was ignored has a usable one again)."""
         race_id = getattr(message, "race_id", None)
         if race_id is None:
             return None
@@ -278,10 +284,16 @@ class BoardSyncs:
         race = state.races.get(race_id)
         if not isinstance(message, Board | MoveAck) or race is None:
             return None
+        ignored = self._ignored.setdefault(race_id, set())
         if race.unusable is None:
             if isinstance(message, Board):
-                self._sent.pop(race_id, None)  # a usable board: the run of syncs is over
+                ignored.discard(message.player_id)
+                if not ignored:  # every board ignored is usable again: the run is over
+                    self._sent.pop(race_id, None)
+            if not ignored:
+                del self._ignored[race_id]
             return None
+        ignored.add(message.player_id if isinstance(message, Board) else state.player_id)
         sent = self._sent.get(race_id, 0)
         if race_id in self._waiting or race_id not in followed or sent >= MAX_BOARD_SYNCS:
             return None
