@@ -19,8 +19,9 @@ no clock, so the cases are tested without a server (tests/server/test_http_head.
   `NotHttp` too, with its reason: websockets' protocol would close such a request unanswered.
 - A head over `MAX_HEAD_BYTES` is `TooLarge` (431). websockets answers 431 itself to a line
   over 8 KiB or more than 128 headers.
-- A path the server does not serve (neither a probe nor the WebSocket path, the query aside)
-  is `NotFound` (404), whatever the method: a WebSocket handshake is taken on one path only.
+- A path the server does not serve (neither a probe nor the WebSocket path, the query aside;
+  a target in absolute form by its path) is `NotFound` (404), whatever the method: a WebSocket
+  handshake is taken on one path only.
 - Another method than GET or HEAD is `NotAllowed` (405) before the protocol reads the head:
   a body it cannot parse would fail it.
 - A body announced on a probe (`/healthz`, `/metrics`) is discarded, the probe answered as one
@@ -55,8 +56,19 @@ _TARGET = re.compile(rb"[\x21-\x7e]+")
 _VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 
 
+#: The scheme and authority an absolute-form request target begins with (`http://host:port`).
+_ABSOLUTE_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
+
+
 def path_of(target: str) -> str:
-    """A request target's path: what comes before its query (`/?x=1` is `/`)."""
+    """A request target's path: what comes before its query (`/?x=1` is `/`). A target in
+    absolute form (`http://host:port/path?x=1`, which a server must take: RFC 9112, 3.2.2,
+    and HAProxy forwards as a client sent it) is its path (`/path`; `/` if it has none)."""
+    start = _ABSOLUTE_START.match(target)
+    if start is not None:
+        target = target[start.end() :]
+        if not target.startswith("/"):
+            target = "/" + target
     return target.split("?", 1)[0]
 
 
