@@ -286,8 +286,9 @@ def load_identity(key: str, name: str | None = None) -> Identity | None:
 
 
 def keys_with_token_elsewhere(key: str, name: str) -> list[str]:
-    """Other keys of `key`'s scheme, host and port (another path or query: a mistyped
-    `--server`, since a solrace server answers on every path) with a token saved for `name`."""
+    """Other keys of `key`'s scheme, host and port (another path or query: the same server
+    under a URL written another way, such as a query it ignores, a proxy's second path or an
+    older server that answered on every path) with a token saved for `name`."""
     place = urlsplit(key)
     if place.scheme not in ("ws", "wss"):
         return []

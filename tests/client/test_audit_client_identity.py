@@ -10,13 +10,14 @@ from solrace.client.identity import IdentityError, connect_player, identity_file
 from .test_identity import player_of
 
 
-async def test_name_taken_under_a_mistyped_path_names_the_url_with_the_token(
+async def test_name_taken_under_another_url_of_the_server_names_the_url_with_the_token(
     server_url: str,
 ) -> None:
     """It said only that `identity.json` has no token for the name there, as if someone else
-    had taken it."""
+    had taken it. (A mistyped path is refused by the server itself now, with a 404; a query
+    the server ignores still reaches it under another URL.)"""
     await player_of(server_url, "alice")
-    typo = f"{server_url}/solrce"
+    typo = f"{server_url}/?room=1"
     with pytest.raises(IdentityError) as refused:
         await connect_player(typo, typo, "alice")
     assert str(refused.value) == (
