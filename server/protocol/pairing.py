@@ -681,7 +681,8 @@ def compute_standings(
     history: Sequence[PlayedRound],
     dropped: Iterable[PlayerId] = (),
 ) -> list[Standing]:
-    """Live standings, best first; once the tournament is over the first line is the champion."""
+    """Live standings, best first; once the tournament is over the first line still in (not
+    dropped, not eliminated) is the champion (`Tournament.champion`)."""
     out = frozenset(dropped)
     if rules.format in (Format.SINGLE_ELIMINATION, Format.DOUBLE_ELIMINATION):
         return elimination_standings(rules, seeds, history, out)

@@ -235,9 +235,16 @@ class Tournament(Stored):
         return played
 
     def champion(self) -> PlayerId | None:
+        """Once finished: the winner of an elimination's last match or of the heats' final
+        (nobody if he dropped out), or the best-ranked player still in of a Swiss or a round
+        robin (one who dropped out, or was withdrawn as a no-show, keeps his line in the
+        standings, not the title)."""
         if self.phase is not Phase.FINISHED:
             return None
-        top = self.standings()[0]
+        table = self.standings()
+        if self.settings.rules.format in (Format.SWISS, Format.ROUND_ROBIN):
+            return next((line.player for line in table if not line.is_dropped), None)
+        top = table[0]
         return None if top.is_eliminated or top.is_dropped else top.player
 
     def live_matches(self) -> list[Match]:

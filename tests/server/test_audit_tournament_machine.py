@@ -80,7 +80,10 @@ def check_end(t: Tournament, log: list[TournamentEvent]) -> None:
     champion = t.champion()
     table = t.standings()
     fmt = t.settings.rules.format
-    if champion is not None:
+    if fmt is Format.SWISS or fmt is Format.ROUND_ROBIN:  # the best-ranked still in
+        still_in = [s.player for s in table if not s.is_dropped]
+        assert champion == (still_in[0] if still_in else None)
+    elif champion is not None:
         assert champion not in t.dropped and table[0].player == champion
     if fmt is not Format.SWISS and fmt is not Format.ROUND_ROBIN:
         left = [s.player for s in table if not s.is_eliminated and not s.is_dropped]

@@ -143,3 +143,30 @@ def test_a_single_elimination_semi_final_no_show_leaves_the_third_place_match_a_
     win(t, final.match_id, P1, P2, now=80.0)
     assert t.phase is Phase.FINISHED
     assert [s.player for s in t.standings()][:3] == [P1, P2, P3]
+
+
+def test_a_round_robin_leader_withdrawn_last_leaves_the_title_to_the_best_still_in() -> None:
+    """p1 wins rounds 1 and 2, then never comes to round 3: withdrawn, he keeps his two
+    points and the top line of the standings (on Sonneborn-Berger over p4), and the
+    tournament finished with no champion at all ("champion nobody"). The title goes to the
+    best-ranked player still in: p4, level on points."""
+    t, events = running(FormatRules(Format.ROUND_ROBIN), 4)
+    assert requested(events) == [(P1, P4), (P2, P3)]
+    win(t, "R1-1", P1, P4, now=10.0)
+    win(t, "R1-2", P3, P2, now=11.0)
+    win(t, "R2-1", P1, P3, now=20.0)
+    events = win(t, "R2-2", P4, P2, now=21.0)
+    assert requested(events) == [(P1, P2), (P3, P4)]
+    t.report_present(P2, now=22.0)
+    win(t, "R3-2", P4, P3, now=30.0)
+    ticked = t.tick(now=85.0)  # p1's no-show grace (60 s from round 3's start) has run out
+    assert [e for e in ticked if isinstance(e, PlayerDropped)] == [PlayerDropped(P1)]
+    assert t.phase is Phase.FINISHED
+    table = t.standings()
+    assert [(s.player, s.points, s.is_dropped) for s in table[:2]] == [
+        (P1, 2.0, True),
+        (P4, 2.0, False),
+    ]
+    assert t.champion() == P4
+    [finished] = [e for e in ticked if isinstance(e, TournamentFinished)]
+    assert finished.champion == P4
