@@ -7,15 +7,10 @@ Property tests (hypothesis) draw the same examples on every run, on any machine:
 (examples seeded by the test itself), no database of past failures replayed, no deadline (on a
 loaded machine an example may take longer than hypothesis' 200 ms, which it calls a failure).
 A test's own `@settings` keeps these unless it names them.
-
-Garbage is collected after each test, so that a resource a test leaves open (a socket, a Redis
-connection of its closed event loop) is reported, as an error of that test's teardown, where it
-was left, not in whichever later test the collector happens to run.
 """
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,14 +24,6 @@ pytest_plugins = ["tests.hang_watch"]
 
 settings.register_profile("solrace", derandomize=True, database=None, deadline=None)
 settings.load_profile("solrace")
-
-
-@pytest.fixture(autouse=True)
-def _collect_garbage_after_each_test() -> Iterator[None]:
-    """Set up before the test's other fixtures, so it runs after their teardown (its event
-    loop closed): what the test left unclosed is collected, and warned about, here."""
-    yield
-    gc.collect()
 
 
 @pytest.fixture(scope="session")
