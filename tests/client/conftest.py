@@ -13,7 +13,9 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from solrace.client.connection import Connection
+from solrace.client.screens import RaceScreen
 from solrace.client.session import Session
+from solrace.client.widgets import BoardWidget
 from solrace.server.app import App
 from solrace.server.settings import Settings
 from tests.waiting import eventually
@@ -92,6 +94,22 @@ async def widget(screen: Screen[Any], selector: str, kind: type[W]) -> W:
     """The widget `selector` of `screen` once mounted (a screen just pushed composes later)."""
     await eventually(lambda: bool(screen.query(selector)), what=f"{selector} mounted")
     return screen.query_one(selector, kind)
+
+
+async def keys_reach(screen: RaceScreen) -> BoardWidget:
+    """The race screen's board once the screen has mounted, drawn the deal and focused the
+    board: a key pressed from then on reaches the race (one pressed before may be lost)."""
+    board = await widget(screen, "#board", BoardWidget)
+    await eventually(
+        lambda: (
+            screen.focused is board
+            and board.board is not None
+            and bool(board.text)
+            and board.placeholder not in board.text
+        ),
+        what="the board drawn and focused",
+    )
+    return board
 
 
 def child_env(tmp_path: Path) -> dict[str, str]:

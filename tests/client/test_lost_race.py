@@ -26,7 +26,7 @@ from solrace.server.protocol.messages import LeaveRace, Resign
 from solrace.server.store.memory import MemoryStore
 from tests.waiting import eventually
 
-from .conftest import open_session, widget
+from .conftest import keys_reach, open_session, widget
 
 LOST = "the server lost this race (its store was restarted without its data)"
 
@@ -61,6 +61,7 @@ async def racing_against(app: PlayApp, alice: Session, bob: Bot) -> tuple[RaceId
     await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
     screen = app.screen
     assert isinstance(screen, RaceScreen)
+    await keys_reach(screen)  # so that the keys a test presses are not lost, but refused
     message = await widget(screen, "#message", Static)
     return race_id, message, await widget(screen, "#race-head", Static)
 

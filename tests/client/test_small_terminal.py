@@ -28,7 +28,7 @@ from solrace.server.protocol.replay import result_time
 from tests.server.test_verify import MOVES, sample
 from tests.waiting import eventually
 
-from .conftest import Opened, open_session, widget
+from .conftest import Opened, keys_reach, open_session, widget
 from .test_tournament_screen import act, create, register
 
 SMALL = (60, 20)
@@ -209,8 +209,8 @@ async def test_the_result_screen_fits_60x20(server_url: str, alice: Session) -> 
         async with app.run_test(size=SMALL) as pilot:
             race_id = await race_on_screen(app, "klondike", [bob])
             # The screen has drawn the deal: an `x` before that is disarmed by the redraw.
-            board = await widget(app.screen, "#board", BoardWidget)
-            await eventually(lambda: "t0" in board.text, what="the board drawn")
+            assert isinstance(app.screen, RaceScreen)
+            await keys_reach(app.screen)
             await pilot.press("x", "x")
             await eventually(
                 lambda: alice.state.races[race_id].racers[PlayerId(alice.me or "")].is_done,

@@ -39,7 +39,7 @@ from solrace.server.protocol.tournament_messages import (
 from tests.integration.solver import scoring_line
 from tests.waiting import eventually
 
-from .conftest import TOKEN, Opened, url_of
+from .conftest import TOKEN, Opened, keys_reach, url_of
 from .process import Child, FullTerminal
 from .test_plain import ends_when_connected_elsewhere
 from .test_tournament_screen import act, create, is_view, opened_id, register
@@ -106,12 +106,14 @@ async def join_on_screen(app: PlayApp, pilot: Pilot[None]) -> TournamentScreen:
 
 
 async def seated_race(app: PlayApp, session: Session) -> RaceId:
-    """The race screen the server's seating opened by itself, once its deal is here."""
+    """The race screen the server's seating opened by itself, once its deal is drawn and keys
+    reach it."""
     await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
     race = app.screen
     assert isinstance(race, RaceScreen)
     race_id = race.race_id
     await eventually(lambda: session.state.my_board(race_id) is not None, what="the deal")
+    await keys_reach(race)
     return race_id
 
 

@@ -24,7 +24,7 @@ from solrace.server.app import App
 from solrace.server.protocol.ids import PlayerId, RaceId
 from tests.waiting import eventually
 
-from .conftest import open_session, widget
+from .conftest import keys_reach, open_session
 from .process import FullTerminal
 
 
@@ -43,11 +43,7 @@ async def racing(
     await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
     screen = app.screen
     assert isinstance(screen, RaceScreen)
-    # Keys go where the screen's focus is once it has mounted: the board, with the deal drawn.
-    board = await widget(screen, "#board", BoardWidget)
-    await eventually(
-        lambda: screen.focused is board and "t0" in board.text, what="the board drawn and focused"
-    )
+    await keys_reach(screen)
     return screen, race_id
 
 
