@@ -24,16 +24,15 @@ import random
 import statistics
 import time
 
+from swiss_play import played_at_random
+
 from solrace.server.protocol.pairing import (
     Format,
     FormatRules,
-    MatchOutcome,
     Pairing,
     PlayedRound,
-    RaceResult,
     RoundPlan,
     plan_round,
-    score_match,
 )
 from solrace.server.protocol.tournament_errors import MatchId, PlayerId
 
@@ -55,20 +54,6 @@ def timed_plan(
         plan = plan_round(rules, seeds, history, dropped)
         best = min(best, time.process_time() - started)
     return plan, best
-
-
-def played(
-    rules: FormatRules, seeds: list[PlayerId], plan: RoundPlan, rng: random.Random
-) -> PlayedRound:
-    outcomes: dict[MatchId, MatchOutcome] = {}
-    for pairing in plan.pairings:
-        order = list(pairing.players)
-        rng.shuffle(order)
-        race = RaceResult.from_order(order, {p: rng.randint(0, 52) for p in order})
-        done = score_match(rules, pairing.match_id, pairing.players, [race], seeds=seeds)
-        assert done is not None
-        outcomes[pairing.match_id] = done
-    return PlayedRound(plan, outcomes)
 
 
 def rematches(history: list[PlayedRound]) -> int:
@@ -97,7 +82,7 @@ def whole_swiss(field: str, *, drops: bool, seed: int, repeat: int) -> str:
         if plan is None:
             break
         times.append(spent)
-        history.append(played(rules, seeds, plan, rng))
+        history.append(played_at_random(rules, seeds, plan, rng))
         if drops and len(history) % 3 == 2:
             dropped.append(seeds[(7 * len(history)) % count])
     worst = max(range(len(times)), key=times.__getitem__)
@@ -122,7 +107,7 @@ def no_pairing(repeat: int) -> str:
             tuple(Pairing(MatchId(f"R{number}-{i + 1}"), pair) for i, pair in enumerate(pairs)),
             tuple(p for p in second if p not in seated),
         )
-        history.append(played(rules, seeds, plan, rng))
+        history.append(played_at_random(rules, seeds, plan, rng))
     planned, spent = timed_plan(rules, seeds, history, [], repeat)
     assert planned is not None
     met = {frozenset(pairing.players) for rnd in history for pairing in rnd.plan.pairings}

@@ -7,18 +7,16 @@ from __future__ import annotations
 import random
 
 import pytest
+from swiss_play import played_at_random
 
 from solrace.server.protocol.pairing import (
     Format,
     FormatRules,
-    MatchOutcome,
     PlayedRound,
-    RaceResult,
     plan_round,
-    score_match,
     swiss_round_count,
 )
-from solrace.server.protocol.tournament_errors import MatchId, PlayerId
+from solrace.server.protocol.tournament_errors import PlayerId
 from tests.server.test_audit_tournament_swiss import play_swiss, players, rematches
 
 
@@ -80,15 +78,7 @@ def play_with_drop_outs(
         seated = [p for pairing in plan.pairings for p in pairing.players] + list(plan.byes)
         assert sorted(seated) == sorted(p for p in seeds if p not in dropped)
         assert len(plan.byes) == len(seated) % 2
-        outcomes: dict[MatchId, MatchOutcome] = {}
-        for pairing in plan.pairings:
-            order = list(pairing.players)
-            rng.shuffle(order)
-            race = RaceResult.from_order(order, {p: rng.randint(0, 52) for p in order})
-            done = score_match(rules, pairing.match_id, pairing.players, [race], seeds=seeds)
-            assert done is not None
-            outcomes[pairing.match_id] = done
-        history.append(PlayedRound(plan, outcomes))
+        history.append(played_at_random(rules, seeds, plan, rng))
         if len(history) in leaving:
             dropped.append(leaving[len(history)])
     return history, dropped

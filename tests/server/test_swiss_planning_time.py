@@ -10,18 +10,16 @@ import random
 from collections.abc import Iterator, Sequence
 
 import pytest
+from swiss_play import played_at_random
 
 from solrace.server.protocol import pairing as pairing_module
 from solrace.server.protocol.pairing import (
     Format,
     FormatRules,
-    MatchOutcome,
     Pairing,
     PlayedRound,
-    RaceResult,
     RoundPlan,
     plan_round,
-    score_match,
     swiss_round_count,
 )
 from solrace.server.protocol.tournament_errors import MatchId, PlayerId
@@ -53,21 +51,6 @@ def players(count: int) -> list[PlayerId]:
     return [PlayerId(f"p{i}") for i in range(1, count + 1)]
 
 
-def played(
-    rules: FormatRules, seeds: list[PlayerId], plan: RoundPlan, rng: random.Random
-) -> PlayedRound:
-    """`plan` played: each race won by either player at random."""
-    outcomes: dict[MatchId, MatchOutcome] = {}
-    for pairing in plan.pairings:
-        order = list(pairing.players)
-        rng.shuffle(order)
-        race = RaceResult.from_order(order, {p: rng.randint(0, 52) for p in order})
-        done = score_match(rules, pairing.match_id, pairing.players, [race], seeds=seeds)
-        assert done is not None
-        outcomes[pairing.match_id] = done
-    return PlayedRound(plan, outcomes)
-
-
 def planned_within_limit(
     count: StepCount, rules: FormatRules, seeds: list[PlayerId], history: list[PlayedRound]
 ) -> RoundPlan | None:
@@ -91,7 +74,7 @@ def test_no_round_of_the_biggest_odd_field_over_31_rounds_holds_the_loop(
     history: list[PlayedRound] = []
     count = StepCount(monkeypatch)
     while (plan := planned_within_limit(count, rules, seeds, history)) is not None:
-        history.append(played(rules, seeds, plan, rng))
+        history.append(played_at_random(rules, seeds, plan, rng))
     assert len(history) == 31
 
 
@@ -115,7 +98,7 @@ def test_a_round_with_no_rematch_free_pairing_is_planned_quickly(
             tuple(Pairing(MatchId(f"R{number}-{i + 1}"), pair) for i, pair in enumerate(pairs)),
             tuple(p for p in second if p not in seated),
         )
-        history.append(played(rules, seeds, crossed, rng))
+        history.append(played_at_random(rules, seeds, crossed, rng))
     plan = planned_within_limit(StepCount(monkeypatch), rules, seeds, history)
     assert plan is not None and plan.byes == ()
     assert sorted(p for pairing in plan.pairings for p in pairing.players) == sorted(seeds)
