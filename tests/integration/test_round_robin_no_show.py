@@ -5,14 +5,9 @@ instead of a race that waits out the no-show grace for him."""
 from __future__ import annotations
 
 from solrace.server.protocol.messages import RaceStarted, Resign
-from solrace.server.protocol.tournament_messages import (
-    JoinTournament,
-    TournamentRace,
-    TournamentView,
-    WatchTournament,
-)
+from solrace.server.protocol.tournament_messages import TournamentRace, TournamentView
 from tests.integration.conftest import ServerFactory
-from tests.integration.test_tournaments import FAST, admin_act, connect, create
+from tests.integration.no_shows import GHOST, started_without_the_ghost
 from tests.integration.wsclient import Client
 
 
@@ -33,22 +28,13 @@ async def test_a_round_robin_player_who_never_comes_is_not_paired_again(
     start and forfeits round 1 once the grace (1 s) runs out. Round 2 then pairs ann-cid
     and gives bob a bye, round 3 ann-bob and cid's bye: before, each paired the ghost again
     and his opponent won only when the grace ran out once more."""
-    app = await start_server(**FAST)
-    admin = await connect(app, "director")
-    names = ("ann", "bob", "cid", "ghost")
-    clients = {name: await connect(app, name) for name in names}
-    ids = {name: client.player_id for name, client in clients.items()}
-    try:
-        view = await create(admin, "round_robin", no_show_grace_s=1)
-        tid = view.tournament_id
-        await admin.send(WatchTournament(tournament_id=tid))
-        await admin.expect(TournamentView)
-        for name in names:
-            await clients[name].send(JoinTournament(tournament_id=tid))
-            await clients[name].expect(TournamentView)
-        await clients["ghost"].close()
-        await admin.send(admin_act(tid, "start"))
-        running = await admin.expect(TournamentView, lambda m: m.tournament.rounds)
+    names = ("ann", "bob", "cid", GHOST)
+    async with started_without_the_ghost(start_server, "round_robin", names, no_show_grace_s=1) as (
+        admin,
+        clients,
+        ids,
+        running,
+    ):
         assert [m.players for m in running.tournament.rounds[0].matches] == [
             [ids["ann"], ids["ghost"]],
             [ids["bob"], ids["cid"]],
@@ -73,6 +59,3 @@ async def test_a_round_robin_player_who_never_comes_is_not_paired_again(
         ghost_line = next(s for s in final.tournament.standings if s.player_id == ids["ghost"])
         assert ghost_line.is_dropped and ghost_line.points == 0
         assert final.tournament.standings[-1].player_id == ids["ghost"]
-    finally:
-        for client in (admin, *clients.values()):
-            await client.close()

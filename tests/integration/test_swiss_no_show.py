@@ -4,14 +4,9 @@ tick and is withdrawn, so the next round neither pairs him nor hands him the bye
 from __future__ import annotations
 
 from solrace.server.protocol.messages import RaceStarted, Resign
-from solrace.server.protocol.tournament_messages import (
-    JoinTournament,
-    TournamentRace,
-    TournamentView,
-    WatchTournament,
-)
+from solrace.server.protocol.tournament_messages import TournamentRace, TournamentView
 from tests.integration.conftest import ServerFactory
-from tests.integration.test_tournaments import FAST, admin_act, connect, create
+from tests.integration.no_shows import GHOST, started_without_the_ghost
 
 
 async def test_a_swiss_player_who_never_comes_is_not_paired_again_nor_given_the_bye(
@@ -21,22 +16,10 @@ async def test_a_swiss_player_who_never_comes_is_not_paired_again_nor_given_the_
     bye. The ghost disconnects before the start; ann and cid resign their race. The ghost
     is then last (no point, no card; cid, or ann, has as few points but a better seed) and
     has had no bye, so the round 2 he was paired into gave it to him."""
-    app = await start_server(**FAST)
-    admin = await connect(app, "director")
-    names = ("ann", "bob", "cid", "ghost", "eve")
-    clients = {name: await connect(app, name) for name in names}
-    ids = {name: client.player_id for name, client in clients.items()}
-    try:
-        view = await create(admin, "swiss", swiss_rounds=3, no_show_grace_s=1)
-        tid = view.tournament_id
-        await admin.send(WatchTournament(tournament_id=tid))
-        await admin.expect(TournamentView)
-        for name in names:
-            await clients[name].send(JoinTournament(tournament_id=tid))
-            await clients[name].expect(TournamentView)
-        await clients["ghost"].close()
-        await admin.send(admin_act(tid, "start"))
-        running = await admin.expect(TournamentView, lambda m: m.tournament.rounds)
+    names = ("ann", "bob", "cid", GHOST, "eve")
+    async with started_without_the_ghost(
+        start_server, "swiss", names, swiss_rounds=3, no_show_grace_s=1
+    ) as (admin, clients, ids, running):
         first = running.tournament.rounds[0]
         assert [m.players for m in first.matches] == [
             [ids["ann"], ids["cid"]],
@@ -59,6 +42,3 @@ async def test_a_swiss_player_who_never_comes_is_not_paired_again_nor_given_the_
         assert model.dropped == [ids["ghost"]]
         ghost_line = next(s for s in model.standings if s.player_id == ids["ghost"])
         assert ghost_line.is_dropped and ghost_line.points == 0
-    finally:
-        for client in (admin, *clients.values()):
-            await client.close()
