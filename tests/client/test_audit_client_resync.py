@@ -7,20 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections import Counter
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
 
 from textual.widgets import Static
-from websockets.asyncio.client import connect
-from websockets.asyncio.server import ServerConnection, serve
-from websockets.exceptions import ConnectionClosed
 
 from solrace.client.boards import board_from_model
 from solrace.client.bots import Bot
-from solrace.client.connection import Connection, Incoming, StatusChange
+from solrace.client.connection import Connection
 from solrace.client.plain import PlainMode
 from solrace.client.render import render_plain
 from solrace.client.screens import RaceScreen
@@ -30,126 +23,13 @@ from solrace.client.tui import PlayApp
 from solrace.client.widgets import BoardWidget
 from solrace.engine import BoardView
 from solrace.server.app import App
-from solrace.server.protocol.codec import encode_raw, unpack_map
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.messages import Board
 from solrace.server.race_changes import own_board
 from solrace.tasks import cancel_and_wait
 from tests.waiting import eventually
 
 from .conftest import widget
-
-Frame = dict[str, Any]
-#: Changes one frame from the server into a hostile one, or None to pass it on as it is.
-Tamper = Callable[[Frame], Frame | None]
-
-
-@dataclass
-class Relay:
-    """Passes frames between one client and the real server at `upstream`; the first `times`
-    frames from the server that `tamper` changes go on changed (None: every one), and the
-    types of the client's messages are counted (`sent`)."""
-
-    upstream: str
-    tamper: Tamper
-    times: int | None = 1
-    spoiled: list[Frame] = field(default_factory=list)
-    sent: Counter[str] = field(default_factory=Counter)
-
-    def _down(self, data: bytes | str) -> bytes | str:
-        if isinstance(data, str) or (self.times is not None and len(self.spoiled) >= self.times):
-            return data
-        changed = self.tamper(unpack_map(data))
-        if changed is None:
-            return data
-        self.spoiled.append(changed)
-        return encode_raw(changed)
-
-    def _up(self, data: bytes | str) -> bytes | str:
-        if isinstance(data, bytes):
-            self.sent[str(unpack_map(data).get("type"))] += 1
-        return data
-
-    async def _relay(self, ws: ServerConnection) -> None:
-        async with connect(self.upstream, max_size=None, compression=None) as up:
-
-            async def down() -> None:
-                async for data in up:
-                    await ws.send(self._down(data))
-
-            async def upward() -> None:
-                async for data in ws:
-                    await up.send(self._up(data))
-
-            tasks = [asyncio.create_task(down()), asyncio.create_task(upward())]
-            try:
-                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            except ConnectionClosed:
-                pass
-            finally:
-                await cancel_and_wait(tasks)
-
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[str]:
-        """Serve on a loopback port from the OS; its URL."""
-        async with serve(self._relay, "127.0.0.1", 0, max_size=None, compression=None) as server:
-            yield f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-
-
-def junk_board(frame: Frame) -> Frame | None:
-    """A `board`, its piles one klondike does not have."""
-    if frame.get("type") != "board":
-        return None
-    board = {**frame["board"], "piles": [{"name": "zz", "down": 0, "cards": ["??"]}]}
-    return {**frame, "board": board}
-
-
-def junk_ack(frame: Frame) -> Frame | None:
-    """A `move_ack`, its changed piles one klondike does not have."""
-    if frame.get("type") != "move_ack":
-        return None
-    return {**frame, "piles": [{"name": "t0", "down": 0, "cards": ["AS"]}]}
-
-
-@dataclass
-class Player:
-    """A session through `url` (pumped), what it heard, and a bot racing it directly."""
-
-    session: Session
-    pump: asyncio.Task[None]
-    heard: list[Incoming]
-
-    @classmethod
-    @asynccontextmanager
-    async def racing(cls, url: str, server_url: str) -> AsyncIterator[tuple[Player, Bot]]:
-        conn = Connection(url, name="alice", backoff_s=(0.05, 0.1))
-        await conn.connect()
-        conn.recv_nowait()
-        session = Session(conn)
-        heard: list[Incoming] = []
-        session.listeners.append(heard.append)
-        pump = asyncio.create_task(session.pump())
-        bot = Bot(server_url, "bob", make_strategy("greedy", seed=3), delay_s=5)
-        await bot.connect()
-        try:
-            yield cls(session, pump, heard), bot
-        finally:
-            await bot.close()
-            await cancel_and_wait([pump])
-            await conn.close()
-
-    @property
-    def me(self) -> PlayerId:
-        return PlayerId(self.session.me or "")
-
-    def boards_heard(self, race_id: RaceId) -> int:
-        return sum(1 for m in self.heard if isinstance(m, Board) and m.race_id == race_id)
-
-    def board(self, race_id: RaceId) -> BoardView | None:
-        return self.session.state.my_board(race_id)
-
-    def links(self) -> list[StatusChange]:
-        return [m for m in self.heard if isinstance(m, StatusChange)]
+from .spoiling import Player, Relay, junk_ack, junk_board
 
 
 def servers_board(server_app: App, race_id: RaceId, me: PlayerId) -> BoardView:

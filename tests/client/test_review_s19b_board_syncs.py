@@ -15,7 +15,7 @@ from solrace.server.protocol.messages import Board
 from solrace.tasks import cancel_and_wait
 from tests.waiting import eventually
 
-from .test_audit_client_resync import Frame, Relay, junk_board
+from .spoiling import Frame, Relay, junk_board
 
 
 async def test_a_spectator_syncs_a_few_times_only_for_one_racer_s_bad_boards(
