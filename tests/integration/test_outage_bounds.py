@@ -8,21 +8,25 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 import redis.asyncio as aioredis
 
 from solrace.server.app import App
-from solrace.server.protocol.ids import PlayerId
+from solrace.server.node_presence import NodePresence
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.runtime import RaceRuntime
 from solrace.server.store.redis import RedisStore
 from tests.integration.conftest import make_settings
 from tests.integration.helpers import start_race
 from tests.integration.test_audit_reconnect_outage import node, shows, write_locked
-from tests.integration.wsclient import WAIT_S, connect_client
+from tests.integration.wsclient import WAIT_S, Client, connect_client
 from tests.redis_server import RedisServer
 from tests.waiting import eventually, eventually_async
 
@@ -35,14 +39,45 @@ def pending(runtime: RaceRuntime) -> int:
     return len(runtime.unstored_connections)
 
 
-async def reconnect_and_leave(app: App, url: str, token: str, player_id: str) -> None:
-    """The racer connects again (marked back: refused) and its connection closes (marked away:
-    refused), each waited for until the hub is done with it."""
-    again = await connect_client(url, token=token)
-    await eventually(lambda: player_id in app.hub.players, within=WAIT_S)
-    await again.close()
-    await eventually(lambda: player_id not in app.hub.players, within=WAIT_S)
-    await eventually(lambda: not app.transport.finishing, within=WAIT_S)
+@dataclass
+class Racing:
+    """alice racing bob on `app`, and what she needs to connect again."""
+
+    app: App
+    url: str
+    bob: Client
+    race_id: RaceId
+    runtime: RaceRuntime
+    token: str
+    player_id: str
+
+    async def reconnect_and_leave(self) -> None:
+        """alice connects again (marked back: refused) and her connection closes (marked away:
+        refused), each waited for until the hub is done with it."""
+        app, player_id = self.app, self.player_id
+        again = await connect_client(self.url, token=self.token)
+        await eventually(lambda: player_id in app.hub.players, within=WAIT_S)
+        await again.close()
+        await eventually(lambda: player_id not in app.hub.players, within=WAIT_S)
+        await eventually(lambda: not app.transport.finishing, within=WAIT_S)
+
+
+@asynccontextmanager
+async def alice_gone_in_an_outage(
+    app: App, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> AsyncIterator[Racing]:
+    """alice and bob race on `app`; then, for the block, the store's database (in `data_dir`)
+    is write-locked, and alice's connection has closed in it (marking her away: refused)."""
+    url = f"ws://127.0.0.1:{app.port}"
+    alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
+    race_id = await start_race(alice, [bob])
+    assert alice.welcome is not None and alice.welcome.token is not None
+    runtime = app.hub.races[race_id]
+    racing = Racing(app, url, bob, race_id, runtime, alice.welcome.token, alice.player_id)
+    with write_locked(data_dir / "solrace.sqlite3"):
+        await alice.close()
+        await eventually(lambda: "not marked away" in caplog.text, within=WAIT_S)
+        yield racing
 
 
 async def test_a_racer_reconnecting_through_an_outage_keeps_its_latest_state_only(
@@ -55,29 +90,22 @@ async def test_a_racer_reconnecting_through_an_outage_keeps_its_latest_state_onl
     in order marked it away at its first close: its comings back in between found no
     connection open by then and did nothing, so the grace ran from the first close)."""
     async with node(tmp_path, grace_s=600) as app:
-        url = f"ws://127.0.0.1:{app.port}"
-        alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
-        race_id = await start_race(alice, [bob])
-        assert alice.welcome is not None and alice.welcome.token is not None
-        token, player_id = alice.welcome.token, alice.player_id
-        runtime = app.hub.races[race_id]
-        with write_locked(tmp_path / "solrace.sqlite3"):
-            await alice.close()
-            await eventually(lambda: "not marked away" in caplog.text, within=WAIT_S)
+        async with alice_gone_in_an_outage(app, tmp_path, caplog) as racing:
+            runtime, player_id = racing.runtime, racing.player_id
             for _ in range(RECONNECTS):
-                await reconnect_and_leave(app, url, token, player_id)
+                await racing.reconnect_and_leave()
                 assert 1 <= pending(runtime) <= 2
             last_close = app.hub.clock()
-            await reconnect_and_leave(app, url, token, player_id)
+            await racing.reconnect_and_leave()
             assert pending(runtime) <= 2
         await eventually(lambda: not runtime.unstored_connections, within=WAIT_S)
-        stored = await app.store.get_race(race_id)
+        stored = await app.store.get_race(racing.race_id)
         assert stored is not None
         [away] = [r for r in stored.racers if r.player_id == player_id]
         assert not away.connected
         assert away.disconnected_at_ms is not None and away.disconnected_at_ms >= last_close
-        await eventually(shows(bob, player_id, False), within=WAIT_S)
-        await bob.close()
+        await eventually(shows(racing.bob, player_id, False), within=WAIT_S)
+        await racing.bob.close()
 
 
 async def test_a_racer_reconnecting_through_an_outage_and_staying_is_stored_connected(
@@ -86,28 +114,21 @@ async def test_a_racer_reconnecting_through_an_outage_and_staying_is_stored_conn
     """The same racer stays on its last connection: one change waits (its coming back), and
     once the store takes writes the race has it connected through that connection."""
     async with node(tmp_path) as app:
-        url = f"ws://127.0.0.1:{app.port}"
-        alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
-        race_id = await start_race(alice, [bob])
-        assert alice.welcome is not None and alice.welcome.token is not None
-        token, player_id = alice.welcome.token, alice.player_id
-        runtime = app.hub.races[race_id]
-        with write_locked(tmp_path / "solrace.sqlite3"):
-            await alice.close()
-            await eventually(lambda: "not marked away" in caplog.text, within=WAIT_S)
+        async with alice_gone_in_an_outage(app, tmp_path, caplog) as racing:
+            runtime, player_id = racing.runtime, racing.player_id
             for _ in range(RECONNECTS):
-                await reconnect_and_leave(app, url, token, player_id)
-            staying = await connect_client(url, token=token)
+                await racing.reconnect_and_leave()
+            staying = await connect_client(racing.url, token=racing.token)
             await eventually(lambda: player_id in app.hub.players, within=WAIT_S)
             assert pending(runtime) == 1
         await eventually(lambda: not runtime.unstored_connections, within=WAIT_S)
-        stored = await app.store.get_race(race_id)
+        stored = await app.store.get_race(racing.race_id)
         assert stored is not None
         [back] = [r for r in stored.racers if r.player_id == player_id]
         assert back.connected
         assert back.holder == app.hub.holder_of(app.hub.players[PlayerId(player_id)])
-        await eventually(shows(bob, player_id, True), within=WAIT_S)
-        for each in (staying, bob):
+        await eventually(shows(racing.bob, player_id, True), within=WAIT_S)
+        for each in (staying, racing.bob):
             await each.close()
 
 
@@ -123,6 +144,51 @@ def slow_store(app: App) -> None:
     """The node's store waits `STORE_TIMEOUT_S` for each reply of a silent Redis."""
     assert isinstance(app.store, RedisStore)
     app.store.timeout_s = STORE_TIMEOUT_S
+
+
+def nodes_a_and_b(
+    data_dir: Path, store: RedisServer, broker_url: str, **overrides: Any
+) -> tuple[App, App]:
+    """Nodes a and b, not started (data in `data_dir`/a and /b): the store on `store`, the
+    broker at `broker_url`, presence with a ttl of `NODE_TTL_S`."""
+    settings = {"store": store.url, "broker": broker_url, "node_ttl_s": NODE_TTL_S, **overrides}
+    return (
+        App(make_settings(data_dir / "a", **settings)),
+        App(make_settings(data_dir / "b", **settings)),
+    )
+
+
+async def start_nodes(
+    stack: contextlib.AsyncExitStack, node_a: App, node_b: App
+) -> tuple[NodePresence, NodePresence]:
+    """Starts both nodes, each stopped when `stack` closes; their presence watches."""
+    for app in (node_a, node_b):
+        await app.start()
+        stack.push_async_callback(app.stop)
+    presence_a, presence_b = node_a.hub.presence, node_b.hub.presence
+    assert presence_a is not None and presence_b is not None
+    return presence_a, presence_b
+
+
+async def alive_until_ms(broker: aioredis.Redis, node_id: str) -> float:
+    """Until when (ms) the broker has node `node_id` alive: its presence's score."""
+    score = await broker.zscore("solrace:live:nodes", node_id)
+    assert score is not None, f"the presence of node {node_id} ran out"
+    return float(score)
+
+
+async def announced_past(broker: aioredis.Redis, node_id: str, since_ms: float, ttls: int) -> None:
+    """Waits until node `node_id` is alive `ttls` ttls past `since_ms`: it went on announcing."""
+
+    async def announced_since() -> bool:
+        return await alive_until_ms(broker, node_id) > since_ms + ttls * NODE_TTL_S * 1000
+
+    await eventually_async(announced_since, within=WAIT_S, what="announces while the store hangs")
+
+
+def said(caplog: pytest.LogCaptureFixture, text: str) -> Callable[[], bool]:
+    """Whether a record `caplog` caught says `text`."""
+    return lambda: any(text in record.getMessage() for record in caplog.records)
 
 
 @pytest.mark.redis
@@ -150,31 +216,13 @@ async def test_a_hung_store_does_not_hold_up_the_presence_watch(
     try:
         assert app.hub.presence is not None
         node_id = app.hub.presence.node_id
-
-        async def alive_until_ms() -> float:
-            score = await broker.zscore("solrace:live:nodes", node_id)
-            assert score is not None, "the node's presence ran out"
-            return float(score)
-
-        def said(text: str) -> Callable[[], bool]:
-            return lambda: any(text in record.getMessage() for record in caplog.records)
-
         with own_redis_server.frozen():
-            froze_at = await alive_until_ms()
-
-            async def announced_since() -> bool:
-                return await alive_until_ms() > froze_at + 2 * NODE_TTL_S * 1000
-
-            await eventually_async(
-                announced_since, within=WAIT_S, what="announces while the store hangs"
-            )
-            await eventually(
-                said("noting this node's token secret in the store failed: no answer in time"),
-                within=WAIT_S,
-            )
-        await eventually(
-            said("noting this node's token secret in the store works again"), within=WAIT_S
-        )
+            froze_at = await alive_until_ms(broker, node_id)
+            await announced_past(broker, node_id, froze_at, 2)
+            failed = "noting this node's token secret in the store failed: no answer in time"
+            await eventually(said(caplog, failed), within=WAIT_S)
+        works = "noting this node's token secret in the store works again"
+        await eventually(said(caplog, works), within=WAIT_S)
     finally:
         await app.stop()
         await broker.aclose()
@@ -211,15 +259,9 @@ async def test_a_racer_marked_back_by_the_watch_who_leaves_while_the_store_refus
     once the store took writes, then had her connected through her closed connection: never
     put out, however long she stayed away. Now it finds that connection closed and leaves her
     away; the racer still connected is stored connected."""
-    settings = {"store": own_redis_server.url, "broker": redis_url, "node_ttl_s": NODE_TTL_S}
-    node_a = App(make_settings(tmp_path / "a", grace_s=600, **settings))
-    node_b = App(make_settings(tmp_path / "b", grace_s=600, **settings))
+    node_a, node_b = nodes_a_and_b(tmp_path, own_redis_server, redis_url, grace_s=600)
     async with contextlib.AsyncExitStack() as stack:
-        for app in (node_a, node_b):
-            await app.start()
-            stack.push_async_callback(app.stop)
-        presence_a, presence_b = node_a.hub.presence, node_b.hub.presence
-        assert presence_a is not None and presence_b is not None
+        presence_a, presence_b = await start_nodes(stack, node_a, node_b)
         url = f"ws://127.0.0.1:{node_a.port}"
         alice, bob = await connect_client(url, "alice"), await connect_client(url, "bob")
         stack.push_async_callback(bob.close)
@@ -267,13 +309,9 @@ async def test_a_racer_who_moves_to_another_node_and_leaves_while_the_store_refu
     the store took writes, then had her connected through a's closed connection, for good:
     she was never put out. a's presence watch marks a racer away whom a race has connected
     through a closed connection of a."""
-    settings = {"store": own_redis_server.url, "broker": redis_url, "node_ttl_s": NODE_TTL_S}
-    node_a = App(make_settings(tmp_path / "a", grace_s=600, **settings))
-    node_b = App(make_settings(tmp_path / "b", grace_s=600, **settings))
+    node_a, node_b = nodes_a_and_b(tmp_path, own_redis_server, redis_url, grace_s=600)
     async with contextlib.AsyncExitStack() as stack:
-        for app in (node_a, node_b):
-            await app.start()
-            stack.push_async_callback(app.stop)
+        await start_nodes(stack, node_a, node_b)
         url_a, url_b = f"ws://127.0.0.1:{node_a.port}", f"ws://127.0.0.1:{node_b.port}"
         alice, bob = await connect_client(url_b, "alice"), await connect_client(url_b, "bob")
         stack.push_async_callback(bob.close)
@@ -320,18 +358,12 @@ async def test_a_hung_store_does_not_hold_up_the_presence_watch_of_a_node_findin
     would take a for gone too. A watch waits a fifth of the ttl at most for that work, says
     so once, and the announces go on; once the store answers, b's racer is stored away."""
     caplog.set_level(logging.WARNING, logger="solrace.server.node_presence")
-    settings = {"store": own_redis_server.url, "broker": redis_url, "node_ttl_s": NODE_TTL_S}
-    node_a = App(make_settings(tmp_path / "a", **settings))
-    node_b = App(make_settings(tmp_path / "b", **settings))
+    node_a, node_b = nodes_a_and_b(tmp_path, own_redis_server, redis_url)
     slow_store(node_a)
     broker = aioredis.Redis.from_url(redis_url)
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(broker.aclose)
-        for app in (node_a, node_b):
-            await app.start()
-            stack.push_async_callback(app.stop)
-        presence_a, presence_b = node_a.hub.presence, node_b.hub.presence
-        assert presence_a is not None and presence_b is not None
+        presence_a, presence_b = await start_nodes(stack, node_a, node_b)
         alice = await connect_client(f"ws://127.0.0.1:{node_a.port}", "alice")
         bob = await connect_client(f"ws://127.0.0.1:{node_b.port}", "bob")
         for each in (alice, bob):
@@ -339,29 +371,12 @@ async def test_a_hung_store_does_not_hold_up_the_presence_watch_of_a_node_findin
         race_id = await start_race(alice, [bob])
         await eventually(lambda: presence_b.node_id in presence_a._nodes_known, within=WAIT_S)
 
-        async def alive_until_ms() -> float:
-            score = await broker.zscore("solrace:live:nodes", presence_a.node_id)
-            assert score is not None, "node a's presence ran out"
-            return float(score)
-
         with own_redis_server.frozen():
-            froze_at = await alive_until_ms()
+            froze_at = await alive_until_ms(broker, presence_a.node_id)
             await presence_b.give_up()  # b announces no more: a finds it gone
-
-            async def announced_since() -> bool:
-                return await alive_until_ms() > froze_at + 3 * NODE_TTL_S * 1000
-
-            await eventually_async(
-                announced_since, within=WAIT_S, what="announces while the store hangs"
-            )
-            await eventually(
-                lambda: any(
-                    "marking racers after a watch of the nodes failed: no answer in time"
-                    in record.getMessage()
-                    for record in caplog.records
-                ),
-                within=WAIT_S,
-            )
+            await announced_past(broker, presence_a.node_id, froze_at, 3)
+            failed = "marking racers after a watch of the nodes failed: no answer in time"
+            await eventually(said(caplog, failed), within=WAIT_S)
 
         async def bob_stored_away() -> bool:
             record = await node_a.store.get_race(race_id)
