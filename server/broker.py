@@ -259,6 +259,9 @@ class LocalFanout:
         return None
 
     async def _close_subscriptions(self) -> None:
+        self._end_subscriptions()
+
+    def _end_subscriptions(self) -> None:
         for subscribers in list(self.subscriptions.values()):
             for subscription in subscribers:
                 subscription.end()
@@ -373,20 +376,32 @@ class RedisBroker(LocalFanout):
         try:
             await _ask_redis("Redis refused the broker", client.ping, pooled=False)
         except BaseException:
-            await client.aclose()
+            try:
+                await client.aclose()
+            finally:
+                client.connection_pool.abort()
             raise
         self._client = client
         self._reader = asyncio.create_task(self._read_forever(), name="solrace-broker-reader")
 
     async def close(self) -> None:
-        if self._reader is not None:
-            await cancel_and_wait([self._reader])
-            self._reader = None
-        await self._drop_pubsub()
-        await self._close_subscriptions()
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Stop reading, end the subscriptions and close the connections. Cancelled (a stop's
+        deadline while Redis answers nothing), it still ends every subscription (their readers
+        stop) and closes the connections, saying nothing more to Redis."""
+        try:
+            if self._reader is not None:
+                await cancel_and_wait([self._reader])
+                self._reader = None
+            await self._drop_pubsub()
+            await self._close_subscriptions()
+            if self._client is not None:
+                await self._client.aclose()
+        finally:
+            self._pubsub, self.is_connected = None, False
+            self._end_subscriptions()
+            if self._client is not None:
+                self._client.connection_pool.abort()
+                self._client = None
 
     async def publish(self, channel: str, data: bytes) -> None:
         wire = self._wire(channel)

@@ -45,7 +45,7 @@ class WaitingPool(aioredis.ConnectionPool):
     Once disconnected in full (the client's `aclose`), the pool is closed: a request is
     refused (`ConnectionError`) instead of opening a new connection that nothing would close,
     and a connection given back after that (one that was connecting, or in use, while the
-    pool closed) is disconnected."""
+    pool closed) is disconnected. `abort` closes the pool and its connections without a wait."""
 
     def __init__(self, *, wait_s: float = POOL_WAIT_S, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -84,6 +84,21 @@ class WaitingPool(aioredis.ConnectionPool):
         if inuse_connections:
             self.closed = True
         await super().disconnect(inuse_connections)
+
+    def abort(self) -> None:
+        """Close every connection at once, waiting for nothing, and close the pool: what a
+        `disconnect` cut short left open (a stop's deadline reached while Redis answered
+        nothing cancels it before it closes a socket). Each socket is dropped with unsent
+        data, if any: nothing more will be read from it."""
+        self.closed = True
+        for connection in (*self._available_connections, *self._in_use_connections):
+            # redis-py's own synchronous close (`_close`) waits to flush what is unsent,
+            # which a frozen Redis never takes: the transport is aborted instead.
+            writer = connection._writer
+            if writer is not None:
+                writer.transport.abort()
+            connection._reader = None
+            connection._writer = None
 
     async def _wait_for_room(self) -> None:
         if not self._room.locked():

@@ -242,9 +242,14 @@ class RedisStore(RedisCompetition):
             raise
 
     async def close(self) -> None:
+        """Close the connections; cancelled (a stop's deadline), they are closed all the same,
+        without waiting for Redis."""
         if self._redis is not None:
-            await self._redis.aclose()
-            self._redis = None
+            try:
+                await self._redis.aclose()
+            finally:
+                self._redis.connection_pool.abort()
+                self._redis = None
 
     # --- players ---------------------------------------------------------------------------
 

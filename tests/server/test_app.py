@@ -30,6 +30,9 @@ from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
 from solrace.server.settings import SECRET_MIN_CHARS, Settings
 from solrace.server.store import StoreUnavailableError
 from solrace.server.store.sqlite import SqliteStore, StoreLockedError, lock_path_for
+from tests.open_redis import describe, left_open
+from tests.redis_server import RedisServer
+from tests.waiting import eventually
 
 
 def test_defaults_listen_on_loopback_8765_with_sqlite_in_data(
@@ -821,3 +824,27 @@ async def test_a_client_that_never_answers_the_close_leaves_the_redis_work_its_d
     messages = [r.getMessage() for r in caplog.records if r.name == "solrace.server"]
     assert not [m for m in messages if "given up" in m], messages
     assert messages[-1] == "stopped"
+
+
+@pytest.mark.redis
+async def test_a_stop_cut_short_by_a_frozen_redis_leaves_no_redis_connection_open(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, own_redis_server: RedisServer
+) -> None:
+    """Redis answers nothing while the node stops: the store's and the broker's closing are
+    given up at the stop's deadline, yet every connection to Redis is closed by the time
+    `stop` returns (a node embedded in another program, or a test, would keep the sockets),
+    and no task of the node outlives it (the channel readers ended with the broker)."""
+    app = App(node_settings(tmp_path, store=own_redis_server.url, stop_timeout_s=0.5))
+    await app.start()
+    assert left_open() != []  # the store's and the broker's connections
+    with own_redis_server.frozen(), caplog.at_level(logging.WARNING, "solrace.server"):
+        await app.stop()
+    given_up = [r.getMessage() for r in caplog.records if "given up" in r.getMessage()]
+    assert len(given_up) == 1 and "closing the store" in given_up[0], given_up
+    assert [describe(conn, stack) for conn, stack in left_open()] == []
+
+    def node_tasks() -> list[str]:
+        names = [task.get_name() for task in asyncio.all_tasks()]
+        return [name for name in names if name.startswith("solrace")]
+
+    await eventually(lambda: node_tasks() == [], what="the node's tasks ended")
