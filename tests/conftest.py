@@ -20,7 +20,7 @@ from hypothesis import settings
 
 from tests.redis_server import RedisServer, find_redis_server, is_redis_required
 
-pytest_plugins = ["tests.hang_watch"]
+pytest_plugins = ["tests.hang_watch", "tests.open_redis"]
 
 settings.register_profile("solrace", derandomize=True, database=None, deadline=None)
 settings.load_profile("solrace")
