@@ -7,8 +7,11 @@ racer reconnecting through an outage over real sockets: tests/integration/test_o
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import NamedTuple
 
-from solrace.server.broker import MemoryBroker
+from solrace.server.broker import Broker, MemoryBroker
 from solrace.server.hub import Hub
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.race_changes import connection_change
@@ -43,14 +46,54 @@ async def stored_racers(hub: Hub, race_id: RaceId) -> dict[PlayerId, tuple[bool,
     return {r.player_id: (r.connected, r.disconnected_at_ms) for r in record.racers}
 
 
+def waiting(runtime: RaceRuntime) -> list[tuple[PlayerId, str]]:
+    """Whose connection changes wait for the store, and what each does."""
+    return [(u.player_id, u.what) for u in runtime.unstored_connections]
+
+
+class Racing(NamedTuple):
+    """A hub on a store whose saves can fail, and its race of alice and bob."""
+
+    store: HeldSaves
+    hub: Hub
+    race_id: RaceId
+    runtime: RaceRuntime
+    alice: RecordingSession
+    bob: RecordingSession
+
+    async def store_back(self) -> None:
+        """The store takes writes again: the tick stores every change that waited."""
+        self.store.failing = False
+        await self.hub.tick()
+        assert not self.runtime.unstored_connections
+
+    async def alice_leaves_and_stays_away(self, what: str) -> None:
+        """alice's change `what` is the one waiting for the store; her connection closes;
+        once the store takes writes she is stored away since `T1` (as another node marked her)."""
+        one = player(self.alice)
+        assert waiting(self.runtime) == [(one, what)]
+        self.alice.closed = True
+        await self.hub.disconnected(self.alice)
+        await self.store_back()
+        assert (await stored_racers(self.hub, self.race_id))[one] == (False, T1)
+
+
+@asynccontextmanager
+async def race_of_two(broker: Broker | None = None) -> AsyncIterator[Racing]:
+    """A hub on a `HeldSaves` store (with `broker`: several nodes) running a race of two."""
+    store = HeldSaves()
+    async with opened(store), running_hub(store, broker=broker) as hub:
+        race_id, alice, bob = await start_race_of_two(hub)
+        yield Racing(store, hub, race_id, hub.races[race_id], alice, bob)
+
+
 async def test_a_racer_marked_away_again_and_again_waits_once_away_since_the_first() -> None:
     """A racer of a gone node is marked away at every presence watch while the store refuses
     it: one change waits, and the racer is stored away since the first (its grace runs from
     then; the later ones would find it away and change nothing)."""
-    store = HeldSaves()
-    async with opened(store), running_hub(store) as hub:
-        race_id, alice, _ = await start_race_of_two(hub)
-        runtime, away = hub.races[race_id], player(alice)
+    async with race_of_two() as racing:
+        store, hub, race_id, runtime, alice, _ = racing
+        away = player(alice)
         held_by = holder(runtime, away)
         store.failing = True
         for at in (T1, T2, T3):
@@ -58,9 +101,7 @@ async def test_a_racer_marked_away_again_and_again_waits_once_away_since_the_fir
             await hub.keeper.apply_or_log(runtime, change, away, "marked away", away=True)
         assert [u.what for u in runtime.unstored_connections] == ["marked away"]
 
-        store.failing = False
-        await hub.tick()
-        assert not runtime.unstored_connections
+        await racing.store_back()
         assert (await stored_racers(hub, race_id))[away] == (False, T1)
 
 
@@ -68,10 +109,9 @@ async def test_a_racer_coming_back_drops_its_earlier_changes_only() -> None:
     """A racer marked away, then back through another connection, while the store refuses
     both: only its coming back waits. Another racer's change stays, and both are stored once
     the store takes them."""
-    store = HeldSaves()
-    async with opened(store), running_hub(store) as hub:
-        race_id, alice, bob = await start_race_of_two(hub)
-        runtime, one, other = hub.races[race_id], player(alice), player(bob)
+    async with race_of_two() as racing:
+        store, hub, race_id, runtime, alice, bob = racing
+        one, other = player(alice), player(bob)
         held_by, other_held_by = holder(runtime, one), holder(runtime, other)
         store.failing = True
         keeper = hub.keeper
@@ -81,14 +121,9 @@ async def test_a_racer_coming_back_drops_its_earlier_changes_only() -> None:
         await keeper.apply_or_log(runtime, away, one, "marked away", away=True)
         back = connection_change(one, True, T2, "elsewhere:7")
         await keeper.apply_or_log(runtime, back, one, "marked back", away=False)
-        assert [(u.player_id, u.what) for u in runtime.unstored_connections] == [
-            (other, "marked away"),
-            (one, "marked back"),
-        ]
+        assert waiting(runtime) == [(other, "marked away"), (one, "marked back")]
 
-        store.failing = False
-        await hub.tick()
-        assert not runtime.unstored_connections
+        await racing.store_back()
         assert await stored_racers(hub, race_id) == {one: (True, None), other: (False, T1)}
         assert runtime.race.racers[one].holder == "elsewhere:7"
 
@@ -97,10 +132,9 @@ async def test_a_change_refused_while_an_older_one_is_stored_waits_after_it() ->
     """While the tick stores a racer's waiting change, a newer change of the racer is
     refused and drops it from the waiting ones: the tick stores the newer one after it,
     and does not take it for the one it stored."""
-    store = HeldSaves()
-    async with opened(store), running_hub(store) as hub:
-        race_id, alice, _ = await start_race_of_two(hub)
-        runtime, one = hub.races[race_id], player(alice)
+    async with race_of_two() as racing:
+        store, hub, race_id, runtime, alice, _ = racing
+        one = player(alice)
         held_by = holder(runtime, one)
         store.failing = True
         away = connection_change(one, False, T1, held_by)
@@ -140,45 +174,24 @@ async def test_a_racer_marked_back_by_the_watch_and_gone_before_the_store_took_i
     does not wait. Once the store takes writes, the waiting change finds the connection
     closed and leaves the racer away: it marked the racer connected through the closed
     connection, and the racer, gone, was never put out."""
-    store = HeldSaves()
-    async with opened(store), running_hub(store, broker=MemoryBroker()) as hub:
+    async with race_of_two(MemoryBroker()) as racing:
+        store, hub, race_id, _, alice, _ = racing
         assert hub.presence is not None
-        race_id, alice, _ = await start_race_of_two(hub)
-        runtime, one = hub.races[race_id], player(alice)
-        await marked_away_by_another_node(hub, race_id, one)
+        await marked_away_by_another_node(hub, race_id, player(alice))
 
         store.failing = True
         await hub.presence.watch(hub.clock())
-        assert [(u.player_id, u.what) for u in runtime.unstored_connections] == [
-            (one, "marked back")
-        ]
-        alice.closed = True
-        await hub.disconnected(alice)
-
-        store.failing = False
-        await hub.tick()
-        assert not runtime.unstored_connections
-        assert (await stored_racers(hub, race_id))[one] == (False, T1)
+        await racing.alice_leaves_and_stays_away("marked back")
 
 
 async def test_a_seated_racer_marked_here_and_gone_before_the_store_took_it_stays_away() -> None:
     """The same for a tournament race opened elsewhere, whose seated racer connected here is
     marked here (`HubRaceHost.mark_connected_here`) while the store refuses writes."""
-    store = HeldSaves()
-    async with opened(store), running_hub(store, broker=MemoryBroker()) as hub:
-        race_id, alice, _ = await start_race_of_two(hub)
-        runtime, one = hub.races[race_id], player(alice)
+    async with race_of_two(MemoryBroker()) as racing:
+        store, hub, race_id, runtime, alice, _ = racing
+        one = player(alice)
         await marked_away_by_another_node(hub, race_id, one)
 
         store.failing = True
         await HubRaceHost(hub, None).mark_connected_here(runtime, [(one, alice)])
-        assert [(u.player_id, u.what) for u in runtime.unstored_connections] == [
-            (one, "marked here")
-        ]
-        alice.closed = True
-        await hub.disconnected(alice)
-
-        store.failing = False
-        await hub.tick()
-        assert not runtime.unstored_connections
-        assert (await stored_racers(hub, race_id))[one] == (False, T1)
+        await racing.alice_leaves_and_stays_away("marked here")
