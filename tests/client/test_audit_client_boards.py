@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from solrace.client.screens import RaceScreen
 from solrace.client.state import ClientState
 from solrace.client.tui import PlayApp
 from solrace.client.widgets import BoardWidget
@@ -25,7 +24,7 @@ from tests.waiting import eventually
 
 from .conftest import widget
 from .process import Child
-from .spoiling import Player, Relay, Tamper, junk_ack, junk_board
+from .spoiling import Player, Relay, Tamper, junk_ack, junk_board, race_on_the_play_screen
 
 ME = PlayerId("palice0000000")
 RACE = RaceId("r0000000001")
@@ -124,13 +123,7 @@ async def test_the_play_screen_says_a_board_it_ignored_and_plays_on(
         session = player.session
         app = PlayApp(session)
         async with app.run_test(size=(100, 30)) as pilot:
-            app.create_race("klondike", 2, 600)
-            await eventually(lambda: app.race_id is not None, what="race created")
-            race_id = RaceId(app.race_id or "")
-            await bot.join(race_id)
-            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-            screen = app.screen
-            assert isinstance(screen, RaceScreen)
+            race_id, screen = await race_on_the_play_screen(app, bot)
             message = await widget(screen, "#message", Static)
             race = session.state.races[race_id]
             me = PlayerId(session.me or "")

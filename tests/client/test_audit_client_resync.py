@@ -16,7 +16,6 @@ from solrace.client.bots import Bot
 from solrace.client.connection import Connection
 from solrace.client.plain import PlainMode
 from solrace.client.render import render_plain
-from solrace.client.screens import RaceScreen
 from solrace.client.session import MAX_BOARD_SYNCS, Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp
@@ -29,7 +28,7 @@ from solrace.tasks import cancel_and_wait
 from tests.waiting import eventually
 
 from .conftest import widget
-from .spoiling import Player, Relay, junk_ack, junk_board
+from .spoiling import Player, Relay, junk_ack, junk_board, race_on_the_play_screen
 
 
 def servers_board(server_app: App, race_id: RaceId, me: PlayerId) -> BoardView:
@@ -81,13 +80,7 @@ async def test_the_play_screen_gets_the_board_back_after_one_it_ignored(
     async with relay.running() as url, Player.racing(url, server_url) as (player, bot):
         app = PlayApp(player.session)
         async with app.run_test(size=(100, 30)) as pilot:
-            app.create_race("klondike", 2, 600)
-            await eventually(lambda: app.race_id is not None, what="race created")
-            race_id = RaceId(app.race_id or "")
-            await bot.join(race_id)
-            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-            screen = app.screen
-            assert isinstance(screen, RaceScreen)
+            race_id, screen = await race_on_the_play_screen(app, bot)
             board = await widget(screen, "#board", BoardWidget)
             message = await widget(screen, "#message", Static)
             await eventually(lambda: relay.spoiled != [], what="the board spoiled")
