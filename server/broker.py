@@ -158,7 +158,9 @@ class Subscription:
 class ChannelListener:
     """A task that reads one channel of `broker` and hands each message (None: a gap, some
     may be lost) to `receive`, in order; a message `receive` fails on is logged to `errors`,
-    and the reading goes on."""
+    and the reading goes on. `stop` ends the reading even if `receive` swallowed the
+    cancellation (a Redis client may: `periodic.run_every`): the task still says it is
+    being cancelled, and the reader looks after each message."""
 
     def __init__(
         self,
@@ -190,11 +192,14 @@ class ChannelListener:
             self._subscription = None
 
     async def _read(self, subscription: Subscription) -> None:
+        task = asyncio.current_task()
         async for data in subscription:
             try:
                 await self.receive(data)
             except Exception:
                 self.errors.exception("a message of channel %s not handled", self.channel)
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError  # asked to stop during the message, which lost it
 
 
 class Broker(Protocol):

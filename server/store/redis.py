@@ -153,6 +153,14 @@ def _sha1(text: str) -> str:
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
 
+def _raise_dropped_cancellation(task: asyncio.Task[Any] | None, cancels: int) -> None:
+    """`CancelledError` if `task` was asked to stop more times than the `cancels` it had when
+    a store call began: a cancellation came during the call, and the call ended without
+    raising it (the client dropped it)."""
+    if task is not None and task.cancelling() > cancels:
+        raise asyncio.CancelledError
+
+
 KNOWN_KEPT = 4096  # live races whose stored JSON this store remembers (newest kept)
 
 
@@ -195,18 +203,33 @@ class RedisStore(RedisCompetition):
         """`_call` for a write that must know whether it is a retry: `work(is_retry)`, where
         `is_retry` is True once an earlier attempt failed on the link. That attempt may have
         been applied with only its reply lost, so the retry takes finding its own write
-        stored for its success, not for someone else's write."""
+        stored for its success, not for someone else's write.
+
+        A cancellation of the calling task that redis-py dropped on the way is raised again
+        (`CancelledError`) as soon as the attempt ends, with its answer or its failure: on
+        Python 3.11 each command is sent through `asyncio.wait_for` (the client has a socket
+        timeout), which returns the send's result, and loses the cancellation, when the send
+        ends as the cancellation comes. The task would otherwise go on as if never asked to
+        stop (a loop of store calls, such as a channel's reader, would run on)."""
+        task = asyncio.current_task()
+        cancels = 0 if task is None else task.cancelling()
         for attempt in range(ATTEMPTS):
             try:
-                return await work(attempt > 0)
+                result = await work(attempt > 0)
             except OUTAGE_ERRORS as exc:
+                _raise_dropped_cancellation(task, cancels)
                 if attempt == ATTEMPTS - 1:
                     raise StoreUnavailableError(f"redis unreachable: {exc}") from exc
                 await asyncio.sleep(RETRY_PAUSE_S * (attempt + 1))  # back off, then reconnect
             except StoreError:
+                _raise_dropped_cancellation(task, cancels)
                 raise
             except RedisError as exc:
+                _raise_dropped_cancellation(task, cancels)
                 raise StoreError(f"redis refused: {exc}") from exc
+            else:
+                _raise_dropped_cancellation(task, cancels)
+                return result
         raise AssertionError("unreachable")
 
     async def claim_secret(self, fingerprint: str) -> str:

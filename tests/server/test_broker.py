@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -12,6 +14,7 @@ from solrace.server.broker import (
     Broker,
     BrokerError,
     BrokerUnavailableError,
+    ChannelListener,
     MemoryBroker,
     RedisBroker,
     Subscription,
@@ -128,6 +131,32 @@ async def test_an_ended_subscription_gives_what_is_queued_then_stops() -> None:
     await broker.publish("race:r1", b"two")  # dropped
     assert [item async for item in subscription] == [b"one"]
     await broker.close()
+
+
+async def test_a_listener_stops_though_its_handler_swallowed_the_cancellation(
+    nodes: tuple[Broker, Broker],
+) -> None:
+    """A handler's store call may lose the cancellation of the listener's task (redis-py
+    on Python 3.11 does, now and then): `stop` still ends the reading once the message is
+    handled, instead of the reader waiting for the next message (a node's stop waited out
+    its whole deadline on the tournaments' channel)."""
+    node_a, node_b = nodes
+    handling = asyncio.Event()
+    handled: list[bytes | None] = []
+
+    async def swallowing_receive(data: bytes | None) -> None:
+        handled.append(data)
+        handling.set()
+        with contextlib.suppress(asyncio.CancelledError):  # as a Redis client may drop it
+            await asyncio.Event().wait()
+
+    listener = ChannelListener(node_b, "tournaments", swallowing_receive, logging.getLogger())
+    await listener.start()
+    await node_a.publish("tournaments", b"one")
+    async with asyncio.timeout(WAIT_S):
+        await handling.wait()
+        await listener.stop()
+    assert handled == [b"one"]
 
 
 def test_unknown_broker_urls_are_refused() -> None:
