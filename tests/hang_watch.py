@@ -1,13 +1,15 @@
-"""A last guard against a test that never ends: the run stops, with every thread's stack.
+"""A last guard against a test that never ends: its process stops, with every thread's stack.
 
 pytest-timeout (120 s, pyproject.toml) stops a slow test by raising in the main thread from a
 signal handler. An exception raised there can be lost (in a finaliser, in a callback that
 swallows it), and a test's teardown after it has no limit at all. A run stuck that way used to
 go on until the machine's memory ran out (a helper looping forever on one deal in a thousand,
 killed 20 minutes later with no word of where). Here a thread watches each test; one still
-running `HUNG_PAST_TIMEOUT_S` after its own pytest-timeout limit ends the run at once with the
-stacks, as a red run that says where it hung. A test without a limit (`--timeout=0`) is not
-watched, nor one stopped in the debugger (pytest-timeout stands down then too).
+running `HUNG_PAST_TIMEOUT_S` after its own pytest-timeout limit ends its process at once with
+the stacks: in one process (`-n 0`) the run ends there; under pytest-xdist the worker ends,
+xdist reports the test as crashed and goes on in a new worker, and the run ends red. Either way
+the output says where it hung. A test without a limit (`--timeout=0`) is not watched, nor one
+stopped in the debugger (pytest-timeout stands down then too).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class HangWatch:
             capture.suspend_global_capture(in_=True)  # write to the real terminal
         sys.stderr.write(
             f"\n+++ {test} still running after {self.limit_s:.0f} s, past its pytest-timeout: "
-            "the run stops here; every thread's stack follows +++\n"
+            "this process stops here; every thread's stack follows +++\n"
         )
         sys.stderr.flush()
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
