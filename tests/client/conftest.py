@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -12,11 +12,14 @@ import pytest
 from textual.screen import Screen
 from textual.widget import Widget
 
+from solrace.client.bots import Bot
 from solrace.client.connection import Connection
-from solrace.client.screens import RaceScreen
+from solrace.client.screens import LobbyScreen, RaceScreen
 from solrace.client.session import Session
+from solrace.client.tui import PlayApp
 from solrace.client.widgets import BoardWidget
 from solrace.server.app import App
+from solrace.server.protocol.ids import RaceId
 from solrace.server.settings import Settings
 from tests.waiting import eventually
 
@@ -94,6 +97,24 @@ async def widget(screen: Screen[Any], selector: str, kind: type[W]) -> W:
     """The widget `selector` of `screen` once mounted (a screen just pushed composes later)."""
     await eventually(lambda: bool(screen.query(selector)), what=f"{selector} mounted")
     return screen.query_one(selector, kind)
+
+
+async def race_on_screen(
+    app: PlayApp, bots: Sequence[Bot], game: str = "klondike", game_number: str | None = None
+) -> tuple[RaceId, RaceScreen]:
+    """From the lobby of `app`: a race of `game` (on deal `game_number`, if named; 600 s) with
+    a seat for each of `bots`, created on the app and joined by the bots: its id and its race
+    screen, once shown (`keys_reach` waits for the deal drawn)."""
+    await eventually(lambda: isinstance(app.screen, LobbyScreen), what="the lobby")
+    app.create_race(game, len(bots) + 1, 600, game_number=game_number)
+    await eventually(lambda: app.race_id is not None, what="race created")
+    race_id = RaceId(app.race_id or "")
+    for bot in bots:
+        await bot.join(race_id)
+    await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+    screen = app.screen
+    assert isinstance(screen, RaceScreen)
+    return race_id, screen
 
 
 async def keys_reach(screen: RaceScreen) -> BoardWidget:

@@ -17,16 +17,13 @@ from websockets.exceptions import ConnectionClosed
 
 from solrace.client.bots import Bot
 from solrace.client.connection import Connection, Incoming, StatusChange
-from solrace.client.screens import RaceScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
-from solrace.client.tui import PlayApp
 from solrace.engine import BoardView
 from solrace.server.protocol.codec import encode_raw, unpack_map
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Board
 from solrace.tasks import cancel_and_wait
-from tests.waiting import eventually
 
 Frame = dict[str, Any]
 #: Changes one frame from the server into a hostile one, or None to pass it on as it is.
@@ -153,16 +150,3 @@ class Player:
 
     def links(self) -> list[StatusChange]:
         return [m for m in self.heard if isinstance(m, StatusChange)]
-
-
-async def race_on_the_play_screen(app: PlayApp, bot: Bot) -> tuple[RaceId, RaceScreen]:
-    """The play screen `app` creates a klondike race of two (600 s) and `bot` joins it: the
-    race's id and its race screen, once shown."""
-    app.create_race("klondike", 2, 600)
-    await eventually(lambda: app.race_id is not None, what="race created")
-    race_id = RaceId(app.race_id or "")
-    await bot.join(race_id)
-    await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-    screen = app.screen
-    assert isinstance(screen, RaceScreen)
-    return race_id, screen

@@ -22,9 +22,9 @@ from solrace.server.protocol.messages import Board, MoveAck, PileModel
 from solrace.server.protocol.views import board_model
 from tests.waiting import eventually
 
-from .conftest import widget
+from .conftest import race_on_screen, widget
 from .process import Child
-from .spoiling import Player, Relay, Tamper, junk_ack, junk_board, race_on_the_play_screen
+from .spoiling import Player, Relay, Tamper, junk_ack, junk_board
 
 ME = PlayerId("palice0000000")
 RACE = RaceId("r0000000001")
@@ -123,7 +123,7 @@ async def test_the_play_screen_says_a_board_it_ignored_and_plays_on(
         session = player.session
         app = PlayApp(session)
         async with app.run_test(size=(100, 30)) as pilot:
-            race_id, screen = await race_on_the_play_screen(app, bot)
+            race_id, screen = await race_on_screen(app, [bot])
             message = await widget(screen, "#message", Static)
             race = session.state.races[race_id]
             me = PlayerId(session.me or "")

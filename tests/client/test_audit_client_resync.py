@@ -27,8 +27,8 @@ from solrace.server.race_changes import own_board
 from solrace.tasks import cancel_and_wait
 from tests.waiting import eventually
 
-from .conftest import widget
-from .spoiling import Player, Relay, junk_ack, junk_board, race_on_the_play_screen
+from .conftest import race_on_screen, widget
+from .spoiling import Player, Relay, junk_ack, junk_board
 
 
 def servers_board(server_app: App, race_id: RaceId, me: PlayerId) -> BoardView:
@@ -80,7 +80,7 @@ async def test_the_play_screen_gets_the_board_back_after_one_it_ignored(
     async with relay.running() as url, Player.racing(url, server_url) as (player, bot):
         app = PlayApp(player.session)
         async with app.run_test(size=(100, 30)) as pilot:
-            race_id, screen = await race_on_the_play_screen(app, bot)
+            race_id, screen = await race_on_screen(app, [bot])
             board = await widget(screen, "#board", BoardWidget)
             message = await widget(screen, "#message", Static)
             await eventually(lambda: relay.spoiled != [], what="the board spoiled")

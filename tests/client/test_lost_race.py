@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from solrace.client.bots import Bot, build_parser, parse_noting_defaults, run_bots
 from solrace.client.plain import PlainMode
-from solrace.client.screens import LobbyScreen, RaceScreen
+from solrace.client.screens import LobbyScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp, WatchApp
@@ -26,7 +26,7 @@ from solrace.server.protocol.messages import LeaveRace, Resign
 from solrace.server.store.memory import MemoryStore
 from tests.waiting import eventually
 
-from .conftest import keys_reach, open_session, widget
+from .conftest import keys_reach, open_session, race_on_screen, widget
 
 LOST = "the server lost this race (its store was restarted without its data)"
 
@@ -52,15 +52,8 @@ async def bob(server_url: str) -> AsyncIterator[Bot]:
 async def racing_against(app: PlayApp, alice: Session, bob: Bot) -> tuple[RaceId, Static, Static]:
     """From the lobby of `app` (alice's), a race created and joined by `bob`, on its screen
     with alice's deal: the race and the screen's message line and head."""
-    await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
-    app.create_race("klondike", 2, 600)
-    await eventually(lambda: app.race_id is not None, what="race created")
-    race_id = RaceId(app.race_id or "")
-    await bob.join(race_id)
-    await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+    race_id, screen = await race_on_screen(app, [bob])
     await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
-    screen = app.screen
-    assert isinstance(screen, RaceScreen)
     await keys_reach(screen)  # so that the keys a test presses are not lost, but refused
     message = await widget(screen, "#message", Static)
     return race_id, message, await widget(screen, "#race-head", Static)

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Select, Static
 
 from solrace.client.bots import Bot
-from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
+from solrace.client.screens import LobbyScreen, ResultScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tournament_lobby import TournamentListScreen
@@ -23,12 +23,12 @@ from solrace.client.tournament_screen import TournamentApp, TournamentScreen
 from solrace.client.tui import PlayApp, ReplayApp, WatchApp
 from solrace.client.watching import WatchPicker, WatchScreen
 from solrace.client.widgets import BoardWidget
-from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.replay import result_time
 from tests.server.test_verify import MOVES, sample
 from tests.waiting import eventually
 
-from .conftest import Opened, keys_reach, open_session, widget
+from .conftest import Opened, keys_reach, open_session, race_on_screen, widget
 from .test_tournament_screen import act, create, register
 
 SMALL = (60, 20)
@@ -135,20 +135,6 @@ async def test_the_lobby_keeps_its_one_row_forms_at_80x24(alice: Session) -> Non
         assert "esc Quit" in line and "^p palette" in line  # the palette's key has room here
 
 
-async def race_on_screen(app: PlayApp, game: str, bots: list[Bot]) -> RaceId:
-    """From the lobby: `app` creates a race of `game` with a seat each for `bots`, they join,
-    and the race screen is up: the race's id."""
-    await eventually(lambda: isinstance(app.screen, LobbyScreen), what="the lobby")
-    app.create_race(game, len(bots) + 1, 600)
-    await eventually(lambda: app.race_id is not None, what="race created")
-    race_id = app.race_id
-    assert race_id is not None
-    for bot in bots:
-        await bot.join(race_id)
-    await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-    return race_id
-
-
 async def test_the_race_screen_fits_60x20(server_url: str, alice: Session) -> None:
     """The head line lost the deal's commitment past the right edge, the footer `l Back`,
     and the board's header (Queen of Italy's) half of what to do first."""
@@ -157,7 +143,7 @@ async def test_the_race_screen_fits_60x20(server_url: str, alice: Session) -> No
     app = PlayApp(alice)
     try:
         async with app.run_test(size=SMALL) as pilot:
-            race_id = await race_on_screen(app, "queen-of-italy", [bob])
+            race_id, _ = await race_on_screen(app, [bob], "queen-of-italy")
             screen = app.screen
             board = await widget(screen, "#board", BoardWidget)
             await eventually(lambda: "t0" in board.text, what="the board drawn")
@@ -185,7 +171,7 @@ async def test_a_race_of_ten_keeps_its_board_at_60x20(server_url: str, alice: Se
         for bot in bots:
             await bot.connect()
         async with app.run_test(size=SMALL) as pilot:
-            await race_on_screen(app, "klondike", bots)
+            await race_on_screen(app, bots)
             screen = app.screen
             board = await widget(screen, "#board", BoardWidget)
             await eventually(lambda: "t6" in board.text, what="the board drawn")
@@ -207,10 +193,9 @@ async def test_the_result_screen_fits_60x20(server_url: str, alice: Session) -> 
     app = PlayApp(alice)
     try:
         async with app.run_test(size=SMALL) as pilot:
-            race_id = await race_on_screen(app, "klondike", [bob])
+            race_id, racing = await race_on_screen(app, [bob])
             # The screen has drawn the deal: an `x` before that is disarmed by the redraw.
-            assert isinstance(app.screen, RaceScreen)
-            await keys_reach(app.screen)
+            await keys_reach(racing)
             await pilot.press("x", "x")
             await eventually(
                 lambda: alice.state.races[race_id].racers[PlayerId(alice.me or "")].is_done,

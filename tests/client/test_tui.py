@@ -25,7 +25,7 @@ from solrace.server.app import App as ServerApp
 from solrace.server.protocol.ids import PlayerId, RaceId
 from tests.waiting import eventually
 
-from .conftest import keys_reach, open_session, server_settings, widget
+from .conftest import keys_reach, open_session, race_on_screen, server_settings, widget
 
 
 async def test_lobby_create_join_and_race_to_the_end(server_url: str, alice: Session) -> None:
@@ -386,14 +386,8 @@ async def test_l_leaves_a_race_screen_for_the_lobby_and_ctrl_r_comes_back(
     await bot.connect()
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
-            app.create_race("klondike", 2, 600)
-            await eventually(lambda: app.race_id is not None, what="race created")
-            race_id = RaceId(app.race_id or "")
-            await bot.join(race_id)
-            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-            assert isinstance(app.screen, RaceScreen)
-            await keys_reach(app.screen)
+            race_id, screen = await race_on_screen(app, [bot])
+            await keys_reach(screen)
             await pilot.press("l")
             await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
             assert race_id in alice.state.races_to_play()

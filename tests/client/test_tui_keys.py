@@ -24,7 +24,7 @@ from solrace.server.app import App
 from solrace.server.protocol.ids import PlayerId, RaceId
 from tests.waiting import eventually
 
-from .conftest import keys_reach, open_session
+from .conftest import keys_reach, open_session, race_on_screen
 from .process import FullTerminal
 
 
@@ -33,16 +33,8 @@ async def racing(
 ) -> tuple[RaceScreen, RaceId]:
     """The app's player in a started race against `bot` (on deal `game_number`, if named):
     its race screen and race id."""
-    await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
-    app.create_race("klondike", 2, 600, game_number=game_number)
-    await eventually(lambda: app.race_id is not None, what="race created")
-    race_id = app.race_id
-    assert race_id is not None
-    await bot.join(race_id)
+    race_id, screen = await race_on_screen(app, [bot], game_number=game_number)
     await eventually(lambda: alice.state.my_board(race_id) is not None, what="the deal")
-    await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-    screen = app.screen
-    assert isinstance(screen, RaceScreen)
     await keys_reach(screen)
     return screen, race_id
 
