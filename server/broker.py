@@ -26,7 +26,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from solrace.server.outage import Outage
 from solrace.server.redis_client import redis_client
 from solrace.server.settings import REDIS_SCHEMES, REDIS_URL_FORMS
-from solrace.tasks import cancel_and_wait
+from solrace.tasks import cancel_and_wait, raise_lost_cancellation
 
 T = TypeVar("T")
 
@@ -192,14 +192,12 @@ class ChannelListener:
             self._subscription = None
 
     async def _read(self, subscription: Subscription) -> None:
-        task = asyncio.current_task()
         async for data in subscription:
             try:
                 await self.receive(data)
             except Exception:
                 self.errors.exception("a message of channel %s not handled", self.channel)
-            if task is not None and task.cancelling():
-                raise asyncio.CancelledError  # asked to stop during the message, which lost it
+            raise_lost_cancellation()  # asked to stop during the message, which lost it
 
 
 class Broker(Protocol):

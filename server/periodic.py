@@ -20,6 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from solrace.server.outage import Outage
+from solrace.tasks import raise_lost_cancellation
 
 
 async def run_every(
@@ -33,7 +34,6 @@ async def run_every(
     """Await `step()` every `every_s` seconds (after each pause) until cancelled; a failure
     is logged as `what failed` and the next step comes as usual (one of `outages` once until
     a step works again, with no traceback)."""
-    task = asyncio.current_task()
     outage = Outage(log, what)
     while True:
         await asyncio.sleep(every_s)  # the node's timer, not a wait in a test
@@ -45,5 +45,4 @@ async def run_every(
             log.exception("%s failed", what)
         else:
             outage.worked()
-        if task is not None and task.cancelling():
-            raise asyncio.CancelledError  # asked to stop during the step, which lost it
+        raise_lost_cancellation()  # asked to stop during the step, which lost it

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from solrace.tasks import cancel_and_wait
+from solrace.tasks import cancel_and_wait, raise_lost_cancellation, stop_requests
 
 
 async def idle(started: asyncio.Event) -> None:
@@ -63,3 +63,33 @@ async def test_the_callers_own_cancellation_is_not_swallowed() -> None:
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(reaper, 5)
     assert task.cancelled()
+
+
+async def test_a_cancellation_swallowed_by_work_is_raised_again_after_it() -> None:
+    """The work catches its task's cancellation and returns; `raise_lost_cancellation` (from
+    the count before the work) raises it again."""
+    inside = asyncio.Event()
+    after: list[str] = []
+
+    async def swallowing() -> None:
+        try:
+            inside.set()
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            pass  # lost, as redis-py's `wait_for` on Python 3.11 can lose it
+
+    async def loop_step() -> None:
+        since = stop_requests()
+        await swallowing()
+        after.append(f"ended with {stop_requests() - since} lost")
+        raise_lost_cancellation(since)
+        after.append("went on")
+
+    task = asyncio.create_task(loop_step())
+    await asyncio.wait_for(inside.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert after == ["ended with 1 lost"]
+
+    raise_lost_cancellation()  # a task not asked to stop: nothing to raise

@@ -57,6 +57,7 @@ from solrace.server.store.base import (
 )
 from solrace.server.store.redis_competition import OPEN_VERSIONS, RedisCompetition
 from solrace.server.store.redis_tx import watched
+from solrace.tasks import raise_lost_cancellation, stop_requests
 
 T = TypeVar("T")
 
@@ -153,14 +154,6 @@ def _sha1(text: str) -> str:
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
 
-def _raise_dropped_cancellation(task: asyncio.Task[Any] | None, cancels: int) -> None:
-    """`CancelledError` if `task` was asked to stop more times than the `cancels` it had when
-    a store call began: a cancellation came during the call, and the call ended without
-    raising it (the client dropped it)."""
-    if task is not None and task.cancelling() > cancels:
-        raise asyncio.CancelledError
-
-
 KNOWN_KEPT = 4096  # live races whose stored JSON this store remembers (newest kept)
 
 
@@ -211,24 +204,23 @@ class RedisStore(RedisCompetition):
         timeout), which returns the send's result, and loses the cancellation, when the send
         ends as the cancellation comes. The task would otherwise go on as if never asked to
         stop (a loop of store calls, such as a channel's reader, would run on)."""
-        task = asyncio.current_task()
-        cancels = 0 if task is None else task.cancelling()
+        cancels = stop_requests()
         for attempt in range(ATTEMPTS):
             try:
                 result = await work(attempt > 0)
             except OUTAGE_ERRORS as exc:
-                _raise_dropped_cancellation(task, cancels)
+                raise_lost_cancellation(cancels)
                 if attempt == ATTEMPTS - 1:
                     raise StoreUnavailableError(f"redis unreachable: {exc}") from exc
                 await asyncio.sleep(RETRY_PAUSE_S * (attempt + 1))  # back off, then reconnect
             except StoreError:
-                _raise_dropped_cancellation(task, cancels)
+                raise_lost_cancellation(cancels)
                 raise
             except RedisError as exc:
-                _raise_dropped_cancellation(task, cancels)
+                raise_lost_cancellation(cancels)
                 raise StoreError(f"redis refused: {exc}") from exc
             else:
-                _raise_dropped_cancellation(task, cancels)
+                raise_lost_cancellation(cancels)
                 return result
         raise AssertionError("unreachable")
 
