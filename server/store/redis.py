@@ -207,21 +207,18 @@ class RedisStore(RedisCompetition):
         cancels = stop_requests()
         for attempt in range(ATTEMPTS):
             try:
-                result = await work(attempt > 0)
+                try:
+                    return await work(attempt > 0)
+                finally:
+                    raise_lost_cancellation(cancels)  # answered or failed: no retry then
             except OUTAGE_ERRORS as exc:
-                raise_lost_cancellation(cancels)
                 if attempt == ATTEMPTS - 1:
                     raise StoreUnavailableError(f"redis unreachable: {exc}") from exc
                 await asyncio.sleep(RETRY_PAUSE_S * (attempt + 1))  # back off, then reconnect
             except StoreError:
-                raise_lost_cancellation(cancels)
                 raise
             except RedisError as exc:
-                raise_lost_cancellation(cancels)
                 raise StoreError(f"redis refused: {exc}") from exc
-            else:
-                raise_lost_cancellation(cancels)
-                return result
         raise AssertionError("unreachable")
 
     async def claim_secret(self, fingerprint: str) -> str:
