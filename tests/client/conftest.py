@@ -26,9 +26,12 @@ from tests.waiting import eventually
 W = TypeVar("W", bound=Widget)
 
 
-async def open_session(url: str, name: str | None) -> tuple[Session, asyncio.Task[None]]:
-    """A connected session of `name` (None: an anonymous spectator) and its pump."""
-    conn = Connection(url, name=name)
+async def open_session(
+    url: str, name: str | None, **options: Any
+) -> tuple[Session, asyncio.Task[None]]:
+    """A connected session of `name` (None: an anonymous spectator) and its pump; `options`
+    go to its `Connection`."""
+    conn = Connection(url, name=name, **options)
     await conn.connect()
     conn.recv_nowait()
     session = Session(conn)

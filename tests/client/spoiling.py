@@ -16,7 +16,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from solrace.client.bots import Bot
-from solrace.client.connection import Connection, Incoming, StatusChange
+from solrace.client.connection import Incoming, StatusChange
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.engine import BoardView
@@ -24,6 +24,8 @@ from solrace.server.protocol.codec import encode_raw, unpack_map
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Board
 from solrace.tasks import cancel_and_wait
+
+from .conftest import open_session
 
 Frame = dict[str, Any]
 #: Changes one frame from the server into a hostile one, or None to pass it on as it is.
@@ -122,13 +124,9 @@ class Player:
     async def racing(cls, url: str, server_url: str) -> AsyncIterator[tuple[Player, Bot]]:
         """alice's session through `url` and the bot bob on `server_url` (greedy, 5 s
         between moves), both connected; closed after the block."""
-        conn = Connection(url, name="alice", backoff_s=(0.05, 0.1))
-        await conn.connect()
-        conn.recv_nowait()
-        session = Session(conn)
+        session, pump = await open_session(url, "alice", backoff_s=(0.05, 0.1))
         heard: list[Incoming] = []
         session.listeners.append(heard.append)
-        pump = asyncio.create_task(session.pump())
         bot = Bot(server_url, "bob", make_strategy("greedy", seed=3), delay_s=5)
         await bot.connect()
         try:
@@ -136,7 +134,7 @@ class Player:
         finally:
             await bot.close()
             await cancel_and_wait([pump])
-            await conn.close()
+            await session.conn.close()
 
     @property
     def me(self) -> PlayerId:

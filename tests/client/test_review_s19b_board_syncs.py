@@ -4,17 +4,15 @@ sync's answer does not start the count afresh."""
 
 from __future__ import annotations
 
-import asyncio
-
 from solrace.client.bots import Bot
-from solrace.client.connection import Connection
-from solrace.client.session import MAX_BOARD_SYNCS, Session
+from solrace.client.session import MAX_BOARD_SYNCS
 from solrace.client.strategy import make_strategy
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import Board
 from solrace.tasks import cancel_and_wait
 from tests.waiting import eventually
 
+from .conftest import open_session
 from .spoiling import Frame, Relay, junk_board
 
 
@@ -32,13 +30,9 @@ async def test_a_spectator_syncs_a_few_times_only_for_one_racer_s_bad_boards(
 
     relay = Relay(server_url, ann_s_boards, times=None)
     async with relay.running() as url:
-        conn = Connection(url, name=None)
-        await conn.connect()
-        conn.recv_nowait()
-        watcher = Session(conn)
+        watcher, pump = await open_session(url, None)
         heard: list[object] = []
         watcher.listeners.append(heard.append)
-        pump = asyncio.create_task(watcher.pump())
         try:
             race_id = await ann.create("klondike", 2, 120)
             await watcher.watch(race_id)
@@ -62,6 +56,6 @@ async def test_a_spectator_syncs_a_few_times_only_for_one_racer_s_bad_boards(
             assert PlayerId(bob.state.player_id or "") in race.boards
         finally:
             await cancel_and_wait([pump])
-            await conn.close()
+            await watcher.conn.close()
             await ann.close()
             await bob.close()
