@@ -1,24 +1,18 @@
 """Tournaments at run time: requests, the round's races, results, no-shows, restarts.
 
-The rules are pure (`protocol/tournament.py`); this service loads a tournament's document
-from the store, applies one command to it, saves it with a compare-and-set on its version
-(so of two nodes moving one tournament on, one wins and the other reloads and tries again),
-and only then acts on the events: it opens each requested race through its race host (the
-hub's races, `tournament_host.py`; `Hub.open_seated_race`: the match's players seated, the
-round's secret deal), tells the seated players (`tournament_race`) and pushes the new view to
-the tournament's watchers.
+`TournamentService` is the service a node runs, built in layers of one module each: the one
+way to change a tournament (`tournament_changes.py`), the players' and directors' requests on
+top of it (`tournament_requests.py`), and here what runs with the node: its start and stop,
+the tick, the hub's hooks and the changes other nodes announce.
 
 The hub calls `race_finished` when a race ends; the finishing order (ties share a place) and
 cards on foundations become the match's result, except for racers who ended it gone without a
 single move: they never showed up, and forfeit as no-shows (as the no-show timer would have
-them) instead of counting as racers. A race whose match was decided meanwhile (a
-forfeit, a drop-out, an admin correction: `RaceCancelled`) is stopped: cancelled through the
-hub like any race change, so its racers and spectators see it end, and it neither counts nor
-changes ratings. `tick` reports players connected during their match as present and forfeits
-no-shows once the grace period has passed since the race was requested (that time is stored
-with the tournament, so a restart continues the timer; after a restart nobody is forfeited
-until `min(no_show_grace, grace_s)` has passed since it: players get the race's reconnect
-grace to come back, but no longer than their own no-show grace).
+them) instead of counting as racers. `tick` reports players connected during their match as
+present and forfeits no-shows once the grace period has passed since the race was requested
+(that time is stored with the tournament, so a restart continues the timer; after a restart
+nobody is forfeited until `min(no_show_grace, grace_s)` has passed since it: players get the
+race's reconnect grace to come back, but no longer than their own no-show grace).
 After a restart, `start` reopens requested races that were never stored, feeds results of
 races that finished while the tournament was not told, and releases the deals of ended rounds
 still held (finished tournaments too: the document notes which rounds may be, `held_deals`).
@@ -33,169 +27,48 @@ connected in the stored race record.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import random
-import secrets
-from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any
 
-from solrace.engine import random_ranked_number
-from solrace.server.identities import identity_of
-from solrace.server.keyed_locks import KeyedLocks
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
+from solrace.server.protocol.pairing import RaceResult
 from solrace.server.protocol.race import absent_racers, placings_of
 from solrace.server.protocol.records import LIVE_STATUSES, RaceRecord, RaceStatus
-from solrace.server.protocol.tournament import Tournament
-from solrace.server.protocol.tournament_errors import (
-    MatchId,
-    TournamentError,
-    TournamentId,
-    WrongPhaseError,
-)
-from solrace.server.protocol.tournament_events import (
-    RaceCancelled,
-    RaceRequested,
-    RoundEnded,
-    TournamentEvent,
-)
-from solrace.server.protocol.tournament_messages import (
-    TOURNAMENT_ID_PREFIX,
-    TOURNAMENT_LIST_LIMIT,
-    CheckIn,
-    CreateTournament,
-    JoinTournament,
-    LeaveTournament,
-    ListTournaments,
-    TournamentAdmin,
-    TournamentList,
-    TournamentRace,
-    TournamentSummary,
-    UnwatchTournament,
-    WatchTournament,
-    tournament_of_race,
-    tournament_race_id,
-)
-from solrace.server.protocol.tournament_model import format_rules
-from solrace.server.protocol.tournament_state import Phase, TournamentSettings
-from solrace.server.protocol.tournament_view import build_summary, largest_field
-from solrace.server.race_setup import check_race_settings, new_race_record
+from solrace.server.protocol.tournament_events import TournamentEvent
+from solrace.server.protocol.tournament_messages import TournamentRace, tournament_of_race
+from solrace.server.protocol.tournament_state import Phase
 from solrace.server.ratings import RatingService
-from solrace.server.routing import Handler
 from solrace.server.session import Session
 from solrace.server.store.base import StoreError, TournamentVersion
 from solrace.server.timers import run_every
 from solrace.server.tournament_host import RaceHost
-from solrace.server.tournament_live import (
-    Command,
-    Live,
-    RaceLink,
-    admin_command,
-    cancel_race,
-    refusal,
-)
+from solrace.server.tournament_live import Live
 from solrace.server.tournament_relay import ChangeNotice, TournamentRelay
-from solrace.server.tournament_views import TournamentViews
+from solrace.server.tournament_requests import TournamentRequests
 from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.tournaments")
-
-SAVE_ATTEMPTS = 8
-#: Tournament summaries kept for lists (`TournamentService._summaries`): a few lists' worth
-#: (`TOURNAMENT_LIST_LIMIT` each), whatever the number of tournaments a server has held.
-SUMMARIES_KEPT = 4 * TOURNAMENT_LIST_LIMIT
 
 
 def _version_of(stored: TournamentVersion | None) -> int | None:
     return None if stored is None else stored.version
 
 
-@dataclass(frozen=True)
-class _Summary:
-    """A tournament's summary for `list_tournaments` and the version it shows: it stands
-    while the store lists that version of the tournament."""
-
-    version: int
-    summary: TournamentSummary
-
-    def is_of(self, version: int) -> bool:
-        return self.version == version
-
-
-@dataclass(frozen=True)
-class _Saved:
-    """A saved change: the tournament as saved, the events that changed it, and the races
-    they requested by the id each was given (linked in the saved document)."""
-
-    live: Live
-    events: list[TournamentEvent]
-    races: dict[RaceId, RaceRequested]
-
-
-def _link_races(live: Live, events: list[TournamentEvent]) -> dict[RaceId, RaceRequested]:
-    """Give each race `events` request the tournament's next race id, linked to its match in
-    `live`: the requests by their ids."""
-    races = {}
-    for event in events:
-        if isinstance(event, RaceRequested):
-            race_id = tournament_race_id(live.tournament_id, live.next_race)
-            live.next_race += 1
-            live.links[race_id] = RaceLink(event.match_id, event.round_number, event.race_number)
-            races[race_id] = event
-    return races
-
-
-class TournamentService:
+class TournamentService(TournamentRequests):
     """Tournaments at run time (the module's docstring); the races they request are
     `host`'s: what the service asks of them is all in `RaceHost`."""
 
     def __init__(
         self, host: RaceHost, ratings: RatingService, rng: random.Random | None = None
     ) -> None:
-        self.host = host
-        self.store = self.host.store
-        self.settings = self.host.settings
-        self.ratings = ratings
-        self.rng = rng or random.SystemRandom()
-        self.live: dict[str, Live] = {}
-        self._locks = KeyedLocks()
+        super().__init__(host, ratings, rng)
         self._started_at = 0.0
         self._ticker: asyncio.Task[None] | None = None
-        #: Each watched tournament's watchers and the views that go to them and requesters.
-        self.views = TournamentViews(self.settings.tournament_view_push_s)
-        #: Summaries for `list_tournaments` and the version each shows, the latest used last:
-        #: at most `SUMMARIES_KEPT`.
-        self._summaries: OrderedDict[str, _Summary] = OrderedDict()
-        #: Tournaments a saved change left with a race not opened or deals not released (the
-        #: store was away), each as that change left it: the tick tries again.
-        self._repairs: dict[str, Live] = {}
         #: Tournaments whose stored version (None: not among the open ones) this node cannot
         #: read (written by a newer solrace, or damaged): the tick leaves each alone until its
         #: version changes (`_load_readable`).
         self._unreadable: dict[str, int | None] = {}
-        self.relay: TournamentRelay | None = None
-
-    @property
-    def handlers(self) -> dict[type[Any], Handler]:
-        return {
-            CreateTournament: self._create,
-            ListTournaments: self._list,
-            WatchTournament: self._watch,
-            UnwatchTournament: self._unwatch,
-            JoinTournament: self._join,
-            CheckIn: self._check_in,
-            LeaveTournament: self._leave,
-            TournamentAdmin: self._admin,
-        }
-
-    def _deal(self, round_number: int, race_number: int) -> str:
-        return random_ranked_number(self.rng)
-
-    def _now(self) -> float:
-        return self.host.clock() / 1000
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -271,14 +144,6 @@ class TournamentService:
         """Several nodes: the races opened here reach their players connected elsewhere."""
         if notices:
             await self._announce(live.tournament_id, live.version, notices)
-
-    async def _announce(
-        self, tournament_id: str, version: int, notices: list[TournamentRace]
-    ) -> None:
-        """Several nodes: the others hear that the tournament changed (saved as `version`,
-        opening the races of `notices`); one node: nothing to do."""
-        if self.relay is not None:
-            await self.relay.publish(tournament_id, version, notices)
 
     async def _repair(self) -> None:
         """Open the pending races a saved change could not open and release the deals of
@@ -445,84 +310,7 @@ class TournamentService:
             return False
         return any(r.player_id == player and r.connected for r in record.racers)
 
-    # --- the one way to change a tournament ------------------------------------------------
-
-    async def _load(self, tournament_id: str) -> Live:
-        record = await self.store.get_tournament(tournament_id)
-        if record is None:
-            raise RaceError(ErrorCode.UNKNOWN_TOURNAMENT, f"no tournament {tournament_id!r}")
-        known = self.live.get(tournament_id)
-        if known is not None and known.version == record.version:
-            return known
-        live = Live.from_record(record, self._deal)
-        if known is not None:
-            live.tournament.remember_outcomes_of(known.tournament)
-        if live.tournament.phase is not Phase.FINISHED:
-            self.live[tournament_id] = live
-        else:
-            self.live.pop(tournament_id, None)
-        return live
-
-    async def _mutate(self, tournament_id: str, command: Command) -> Live:
-        """Apply `command` to the stored tournament, save it (compare-and-set on the version),
-        then open requested races and push the view. A refusal changes nothing."""
-        saved = await self._save_change(tournament_id, command)
-        if isinstance(saved, Live):  # nothing changed
-            return saved
-        notices = await self._carry_out(saved)
-        self.views.push(saved.live)
-        await self._announce(tournament_id, saved.live.version, notices)
-        return saved.live
-
-    async def _save_change(self, tournament_id: str, command: Command) -> _Saved | Live:
-        """Apply `command` to a copy of the stored tournament, give the races it requests
-        their ids and save it, loading and applying again while another node saves first:
-        what was saved and the events it produced, or the live tournament if nothing
-        changed. A refusal changes nothing."""
-        async with self._locks.hold(tournament_id):
-            for _ in range(SAVE_ATTEMPTS):
-                live = await self._load(tournament_id)
-                fresh = Live.from_record(live.to_record(), self._deal)  # a copy to change
-                fresh.tournament.remember_outcomes_of(live.tournament)
-                before = fresh.document()
-                try:
-                    events = command(fresh)
-                except TournamentError as exc:
-                    raise refusal(exc) from None
-                races = _link_races(fresh, events)
-                for event in events:  # its deals are held until `_release_held` is done
-                    if isinstance(event, RoundEnded):
-                        fresh.held_deals[event.round_number] = live.version + 1
-                if fresh.document() == before:
-                    return live
-                fresh.version = live.version + 1
-                if not await self.store.save_tournament(fresh.to_record(), live.version):
-                    continue  # another node moved it on first: load and apply again
-                if fresh.tournament.phase is Phase.FINISHED:
-                    self.live.pop(tournament_id, None)
-                else:
-                    self.live[tournament_id] = fresh
-                return _Saved(fresh, events, races)
-            raise RaceError(ErrorCode.UNAVAILABLE, "the tournament is busy; retry")
-
-    async def _carry_out(self, saved: _Saved) -> list[TournamentRace]:
-        """Open the races a saved change requested, stop the ones it cancelled and release
-        the deals of the rounds it ended: the notices of the races opened."""
-        # The change is saved, so it stands: each step below is on its own, and one the store
-        # refuses is tried again by the tick (`_repairs`), not reported to the requester.
-        # Changes saved meanwhile (the tick, a race's result) push no view until it is done.
-        live, tournament_id = saved.live, saved.live.tournament_id
-        cancelled = [e for e in saved.events if isinstance(e, RaceCancelled)]
-        notices = []
-        with self.views.carrying_out(tournament_id):
-            for race_id, event in saved.races.items():
-                notice = await self._open_race(live, race_id, event.race_number, event.match_id)
-                if notice is not None:
-                    notices.append(notice)
-            for stop in cancelled:
-                await self._stop_race(live, stop)
-            await self._release_held(live)  # the rounds it ended (and any left held before)
-        return notices
+    # --- other nodes' changes --------------------------------------------------------------
 
     async def _remote_change(self, notice: ChangeNotice | None) -> None:
         """Another node changed a tournament (None: changes may have been missed)."""
@@ -565,132 +353,6 @@ class TournamentService:
             log.warning("race %s: seated players not marked here: %s", notice.race_id, exc)
         for _, session in here:
             session.send(notice)
-
-    async def _release_held(self, live: Live) -> None:
-        """Release the deals of `live`'s ended rounds still held (`Live.held_deals`), then
-        note them released in the stored document, so a restart need not look at them again,
-        and (several nodes) announce it, so the other nodes' spectators of those races get
-        the final boards. Each step may be done twice (a crash between them, two nodes): all
-        are idempotent. One the store refuses is tried again by the tick (`_repairs`)."""
-        rounds = live.tournament.rounds
-        released: dict[int, int] = {}
-        for round_number, ended_in in live.held_deals.items():
-            if round_number > len(rounds) or not rounds[round_number - 1].is_ended:
-                continue  # reopened by a correction: its new races hold the deal again
-            try:
-                await self._release_deals(live, round_number)
-            except StoreError as exc:
-                log.warning(
-                    "tournament %s: round %d's deals not released yet: %s",
-                    live.tournament_id,
-                    round_number,
-                    exc,
-                )
-                self._repairs[live.tournament_id] = live
-                continue
-            released[round_number] = ended_in
-        if not released:
-            return
-
-        def note(fresh: Live) -> list[TournamentEvent]:
-            for round_number, ended_in in released.items():
-                # A round that ended again since (a correction reopened it) stays held.
-                if fresh.held_deals.get(round_number) == ended_in:
-                    del fresh.held_deals[round_number]
-            return []
-
-        version = live.version
-        try:
-            saved = await self._save_change(live.tournament_id, note)
-        except (RaceError, StoreError) as exc:
-            log.warning("tournament %s: releases not noted yet: %s", live.tournament_id, exc)
-            self._repairs[live.tournament_id] = live
-        else:
-            if isinstance(saved, _Saved):
-                self.views.push(saved.live)
-            version = saved.live.version if isinstance(saved, _Saved) else saved.version
-        # Whichever path released them (a change, a restart, the tick's repair after an
-        # outage), other nodes hear of it: their spectators of these races get the boards.
-        await self._announce(live.tournament_id, version, [])
-
-    async def _release_deals(self, live: Live, round_number: int) -> None:
-        """The round ended: its races' game numbers and salts may be known (replays, checks).
-        Until now they were held, because other matches raced on the same deal. `StoreError`
-        if the store refused one (the rest are left for the next try)."""
-        for race_id, link in live.links.items():
-            if link.round_number != round_number:
-                continue
-            for _ in range(SAVE_ATTEMPTS):
-                record = await self.store.get_race(race_id)
-                if record is None or not record.deal_held:
-                    break
-                released = record.model_copy(update={"deal_held": False})
-                if await self.store.save_race_if(released, record):
-                    break
-            else:
-                raise StoreError(f"race {race_id} kept changing while its deal was released")
-            self.host.release_deal(race_id)  # this node's copy, and its spectators
-
-    async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
-        """Cancel the race of a match decided meanwhile (its result would not count)."""
-        race_id = live.race_id_of(event.match_id, event.race_number)
-        if race_id is None:
-            return
-        try:
-            runtime = await self.host.load_race(race_id)
-            if runtime is None or not runtime.race.is_live:
-                return
-            await self.host.apply_to_race(runtime, cancel_race(self.host.clock()))
-        except (RaceError, StoreError) as exc:  # the race runs on; its result is ignored
-            log.warning("tournament %s: race %s not stopped: %s", live.tournament_id, race_id, exc)
-            return
-        log.info(
-            "tournament %s: race %s stopped (%s decided)",
-            live.tournament_id,
-            race_id,
-            event.match_id,
-        )
-
-    async def _open_race(
-        self, live: Live, race_id: RaceId, race_number: int, match_id: MatchId
-    ) -> TournamentRace | None:
-        """Open a match's race; its notice went to the seated players connected here."""
-        t = live.tournament
-        rnd, match = t.find_match(match_id)
-        record = new_race_record(
-            self.settings,
-            race_id,
-            game=t.game_id,
-            game_number=rnd.game_numbers[race_number],
-            seats=len(match.racing),
-            time_limit_s=live.time_limit_s,
-            rated=t.settings.rated,
-            invite_code=secrets.token_hex(8),  # seats are the server's to fill
-            creator=match.racing[0],
-            now_ms=self.host.clock(),
-            deal_held=True,  # other matches of the round race on this deal
-        )
-        seated = [(p, live.names.get(p, p)) for p in match.racing]
-        try:
-            await self.host.open_seated_race(record, seated)
-        except (RaceError, StoreError) as exc:
-            log.warning("tournament %s: race %s not opened yet: %s", t.tournament_id, race_id, exc)
-            self._repairs[t.tournament_id] = live
-            return None
-        notice = TournamentRace(
-            tournament_id=t.tournament_id,
-            match_id=match_id,
-            round=rnd.number,
-            race_number=race_number,
-            race_id=race_id,
-            players=list(match.racing),
-        )
-        for player in match.racing:
-            session = self.host.session_of(player)
-            if session is not None:
-                session.send(notice)
-        log.info("tournament %s: race %s for %s", t.tournament_id, race_id, match_id)
-        return notice
 
     # --- the hub's hook --------------------------------------------------------------------
 
@@ -745,175 +407,5 @@ class TournamentService:
                 "(the round's matches race on one deal)",
             )
 
-    # --- requests --------------------------------------------------------------------------
 
-    def _check_admin(self, token: str) -> None:
-        expected = self.settings.admin_token
-        if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
-            raise RaceError(ErrorCode.NOT_ADMIN, "a valid admin token is needed for that")
-
-    async def _create(self, session: Session, message: CreateTournament) -> None:
-        self._check_admin(message.admin_token)
-        admin, name = identity_of(session)
-        settings = self.settings
-        check_race_settings(settings, message.game, message.time_limit_s)
-        try:
-            rules = format_rules(message)
-        except TournamentError as exc:
-            raise refusal(exc) from None
-        if rules.format is Format.HEATS and rules.heat_size > settings.max_seats:
-            raise RaceError(
-                ErrorCode.INVALID_SETTINGS,
-                f"heat_size {rules.heat_size}: this server's races seat at most"
-                f" {settings.max_seats} players",
-            )
-        most = largest_field(rules, settings.max_tournament_players)
-        for field_name, asked in (
-            ("max_players", message.max_players),
-            ("min_players", message.min_players),
-        ):
-            if asked is not None and asked > most:
-                raise RaceError(
-                    ErrorCode.INVALID_SETTINGS, f"{field_name} {asked}: {self._field_limit(rules)}"
-                )
-        grace = message.no_show_grace_s
-        tournament_id = TournamentId(TOURNAMENT_ID_PREFIX + secrets.token_hex(3))
-        try:
-            tournament = Tournament.create(
-                tournament_id,
-                message.game,
-                TournamentSettings(
-                    rules,
-                    min_players=message.min_players,
-                    max_players=message.max_players,
-                    check_in_required=message.check_in_required,
-                    no_show_grace=None if grace is None else float(grace),
-                    rated=message.rated,
-                ),
-                admin=admin,
-                now=self._now(),
-                deal_source=self._deal,
-            )
-        except TournamentError as exc:
-            raise refusal(exc) from None
-        live = Live(
-            tournament,
-            version=1,
-            name=message.name,
-            time_limit_s=message.time_limit_s,
-            created_at_ms=self.host.clock(),
-            names={admin: name},
-        )
-        if not await self.store.save_tournament(live.to_record(), None):
-            raise RaceError(ErrorCode.UNAVAILABLE, "tournament id taken; retry")
-        self.live[tournament_id] = live
-        self.views.send(session, live)
-        log.info("%s created tournament %s (%s)", name, tournament_id, message.format)
-
-    def _field_limit(self, rules: FormatRules) -> str:
-        """Why a tournament of `rules` takes no more players, for a refusal."""
-        cap = self.settings.max_tournament_players
-        most = largest_field(rules, cap)
-        if most == cap:
-            return (
-                f"this server takes at most {cap} players per tournament"
-                " (SOLRACE_MAX_TOURNAMENT_PLAYERS)"
-            )
-        return (
-            f"a {rules.format.value} of best-of-{rules.best_of} races takes at most {most}"
-            " players (its view, sent whole to every watcher, must stay small)"
-        )
-
-    async def _list(self, session: Session, message: ListTournaments) -> None:
-        """At most `TOURNAMENT_LIST_LIMIT` tournaments, oldest first, so a list stays one frame
-        however many a server has held: the unfinished ones first, then the latest finished;
-        the others are counted in `more`. With `skip_finished` N, a later page: the finished
-        ones before the N latest, and no unfinished one. The store is asked for the open
-        tournaments' versions and one page of the finished ones' (not every one ever held),
-        and a summary is made once per stored version (`_summary`)."""
-        limit, skip = TOURNAMENT_LIST_LIMIT, message.skip_finished
-        shown: list[TournamentVersion] = []
-        more = 0
-        if not skip:
-            unfinished = [v for v in await self.store.open_tournament_versions() if not v.finished]
-            shown, more = unfinished[:limit], max(0, len(unfinished) - limit)
-        page, finished = await self.store.finished_tournament_versions(skip, limit - len(shown))
-        more += max(0, finished - skip - len(page))
-        # One that finished between the two reads is in both: listed once.
-        listed = {v.tournament_id: v for v in shown + page}.values()
-        summaries = []
-        for version in sorted(listed, key=lambda v: v.order):
-            summary = await self._summary(version)
-            if summary is not None:
-                summaries.append(summary)
-        session.send(TournamentList(tournaments=summaries, more=more))
-
-    async def _summary(self, stored: TournamentVersion) -> TournamentSummary | None:
-        """The summary of a tournament at its `stored` version (None: no longer stored). Made
-        once per version and kept (`_summaries`, the latest used): a finished 256-player
-        Swiss's document is ~0.5 MB and ~25 ms to read and score, so reading every listed
-        document at every list let one client keep the node busy."""
-        tournament_id = stored.tournament_id
-        known = self._summaries.get(tournament_id)
-        if known is None or not known.is_of(stored.version):
-            live = self.live.get(tournament_id)
-            if live is None or live.version != stored.version:
-                record = await self.store.get_tournament(tournament_id)
-                if record is None:
-                    return None
-                live = Live.from_record(record, self._deal)
-            known = _Summary(live.version, build_summary(live.tournament, live.name))
-            self._summaries[tournament_id] = known
-        self._summaries.move_to_end(tournament_id)
-        while len(self._summaries) > SUMMARIES_KEPT:
-            self._summaries.popitem(last=False)
-        return known.summary
-
-    async def _watch(self, session: Session, message: WatchTournament) -> None:
-        self.views.watch(session, await self._load(message.tournament_id))
-
-    async def _unwatch(self, session: Session, message: UnwatchTournament) -> None:
-        self.views.unwatch(session, message.tournament_id)
-
-    async def _join(self, session: Session, message: JoinTournament) -> None:
-        player, name = identity_of(session)
-        now = self._now()
-
-        def command(live: Live) -> list[TournamentEvent]:
-            t = live.tournament
-            rules = t.settings.rules
-            is_open = t.phase in (Phase.REGISTRATION, Phase.CHECK_IN)
-            most = largest_field(rules, self.settings.max_tournament_players)
-            if is_open and player not in t.registered and len(t.registered) >= most:
-                raise WrongPhaseError(f"the tournament is full: {self._field_limit(rules)}")
-            live.names[player] = name
-            return t.register(player, now=now)
-
-        self.views.answer(session, await self._mutate(message.tournament_id, command))
-
-    async def _check_in(self, session: Session, message: CheckIn) -> None:
-        player, _ = identity_of(session)
-        now = self._now()
-        live = await self._mutate(
-            message.tournament_id, lambda live: live.tournament.check_in(player, now=now)
-        )
-        self.views.answer(session, live)
-
-    async def _leave(self, session: Session, message: LeaveTournament) -> None:
-        player, _ = identity_of(session)
-        now = self._now()
-        live = await self._mutate(
-            message.tournament_id, lambda live: live.tournament.drop(player, actor=player, now=now)
-        )
-        self.views.answer(session, live)
-
-    async def _admin(self, session: Session, message: TournamentAdmin) -> None:
-        self._check_admin(message.admin_token)
-        ratings: dict[PlayerId, float] = {}
-        if message.act == "start":  # seeding by rating: the tournament's game is needed
-            live = await self._load(message.tournament_id)
-            table = await self.ratings.game_ratings(live.tournament.game_id)
-            ratings = {p: float(r.display()) for p, r in table.items()}
-        now = self._now()
-        command = admin_command(message, ratings, now)
-        self.views.answer(session, await self._mutate(message.tournament_id, command))
+__all__ = ["TournamentService"]

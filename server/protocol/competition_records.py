@@ -3,8 +3,8 @@
 Ratings are kept per (player, game id); a rated race updates every racer at once through one
 `RatingUpdate`, which the store applies at most once per race and only over the ratings it was
 computed from (see `Store.apply_rating_update`). A tournament is stored as one versioned
-document (`TournamentRecord.document`, owned by `server/tournaments.py`) so two nodes cannot
-both move it on: each save names the version it read.
+document (`TournamentRecord.document`, owned by `server/tournament_changes.py`) so two nodes
+cannot both move it on: each save names the version it read.
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ from solrace.server.protocol.tournament_messages import (
     tournament_of_race,
 )
 from solrace.server.store import StoreUnavailableError
+from solrace.server.tournament_changes import SAVE_ATTEMPTS
 from solrace.server.tournament_live import Live
-from solrace.server.tournaments import SAVE_ATTEMPTS
 from tests.integration.conftest import ServerFactory, make_settings
 from tests.integration.test_tournaments import FAST, admin_act, connect, create
 from tests.integration.wsclient import Client

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+import solrace.server.tournament_requests
 import solrace.server.tournament_views
-import solrace.server.tournaments
 from solrace.client.bots import Bot
 from solrace.client.connection import Connection
 from solrace.client.strategy import make_strategy
@@ -178,7 +178,7 @@ async def test_the_list_pages_through_the_older_finished_tournaments(
 ) -> None:
     """A list holds a bounded number of tournaments; the older finished ones are counted, and
     a list with `skip_finished` shows them, page by page."""
-    monkeypatch.setattr(solrace.server.tournaments, "TOURNAMENT_LIST_LIMIT", 2)
+    monkeypatch.setattr(solrace.server.tournament_requests, "TOURNAMENT_LIST_LIMIT", 2)
     app = await start_server(**FAST)
     older = (await bots_play(app, "single_elimination", 2, who="a"))[0]
     newer = (await bots_play(app, "single_elimination", 2, who="b"))[0]

@@ -1,79 +1,40 @@
 """The tournament service in-process (server/tournaments.py): a hub on a memory store, the
-service over its races (`HubRaceHost`), sessions said hello, and a clock the test moves on;
-the test ticks the service itself. End-to-end tournaments are in tests/integration."""
+service over its races (`HubRaceHost`), sessions said hello, and a clock the test moves on
+(tests/server/tournament_service.py); the test ticks the service itself. End-to-end
+tournaments are in tests/integration."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-import solrace.server.tournaments
-from solrace.server.broker import Broker, MemoryBroker
+from solrace.server.broker import MemoryBroker
 from solrace.server.hub import Hub
 from solrace.server.protocol.competition_records import TournamentRecord
-from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
-from solrace.server.protocol.pairing import Format, FormatRules
-from solrace.server.protocol.tournament import Tournament
-from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
 from solrace.server.protocol.tournament_messages import (
     CreateTournament,
     JoinTournament,
-    ListTournaments,
     TournamentAdmin,
-    TournamentList,
     TournamentView,
     WatchTournament,
 )
-from solrace.server.protocol.tournament_state import Phase, TournamentSettings
-from solrace.server.ratings import RatingService
+from solrace.server.protocol.tournament_state import Phase
 from solrace.server.store import MemoryStore, Store
 from solrace.server.store.base import StoreUnavailableError, TournamentVersion
 from solrace.server.store.redis import RedisStore
-from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournament_live import Live
-from solrace.server.tournaments import TournamentService
-from tests.server.sessions import RecordingSession, opened, running_hub
+from tests.server.sessions import RecordingSession, opened
+from tests.server.tournament_service import (
+    T0_MS,
+    TOKEN,
+    Clock,
+    CountedReads,
+    hello,
+    node,
+    record_in,
+)
 from tests.waiting import eventually
-
-TOKEN = "let-me-admin-please"
-T0_MS = 1_000_000_000
-
-
-class CountedReads(MemoryStore):
-    """The memory store, counting its reads of tournaments: whole documents (one each, also
-    those a listing returns; `read`: the ids of those), and the reads of the open
-    tournaments' versions and of a page of finished ones'."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.documents = 0
-        self.read: set[str] = set()
-        self.open_reads = 0
-        self.finished_reads = 0
-
-    async def get_tournament(self, tournament_id: str) -> TournamentRecord | None:
-        self.documents += 1
-        self.read.add(tournament_id)
-        return await super().get_tournament(tournament_id)
-
-    async def list_open_tournaments(self) -> list[TournamentRecord]:
-        records = await super().list_open_tournaments()
-        self.documents += len(records)
-        self.read.update(r.tournament_id for r in records)
-        return records
-
-    async def open_tournament_versions(self) -> list[TournamentVersion]:
-        self.open_reads += 1
-        return await super().open_tournament_versions()
-
-    async def finished_tournament_versions(
-        self, skip: int, limit: int
-    ) -> tuple[list[TournamentVersion], int]:
-        self.finished_reads += 1
-        return await super().finished_tournament_versions(skip, limit)
 
 
 class RedisVersionReads(RedisStore):
@@ -88,45 +49,6 @@ class RedisVersionReads(RedisStore):
         versions = await super().open_tournament_versions()
         self.asked.append(sorted(v.tournament_id for v in versions))
         return versions
-
-
-class Clock:
-    """The hub's clock (ms), moved on by the test."""
-
-    def __init__(self) -> None:
-        self.now_ms = T0_MS
-
-    def __call__(self) -> int:
-        return self.now_ms
-
-    def advance(self, seconds: float) -> None:
-        self.now_ms += int(seconds * 1000)
-
-
-@contextlib.asynccontextmanager
-async def node(
-    store: Store, clock: Clock, broker: Broker | None = None
-) -> AsyncIterator[tuple[Hub, TournamentService]]:
-    """A hub on `store` (not started: nothing ticks but the test) and its tournament service,
-    plugged in as the composition root plugs it."""
-    async with running_hub(store, clock=clock, broker=broker, admin_token=TOKEN) as hub:
-        service = TournamentService(HubRaceHost(hub, broker), RatingService(store))
-        hub.plug_in(
-            handlers=service.handlers,
-            race_finished=service.race_finished,
-            watch_check=service.check_watch,
-            session_closed=service.views.session_closed,
-        )
-        try:
-            yield hub, service
-        finally:
-            await service.stop()
-
-
-async def hello(hub: Hub, name: str, session_id: int) -> RecordingSession:
-    session = RecordingSession(session_id)
-    await hub.handle(session, Hello(protocol=PROTOCOL_VERSION, name=name))
-    return session
 
 
 async def started_final(
@@ -268,29 +190,6 @@ async def test_on_several_nodes_a_tick_reads_no_version_of_a_finished_tournament
         assert store.asked == [[]] and service.live == {}
 
 
-def record_in(tid: str, phase: str) -> TournamentRecord:
-    """A stored single elimination of ann and bob in `phase` (registration, running, or
-    finished: bob dropped by the director, its deals released), as the service saves one."""
-    director = PlayerId("director")
-    settings = TournamentSettings(FormatRules(Format.SINGLE_ELIMINATION), check_in_required=False)
-    t = Tournament.create(
-        TournamentId(tid),
-        "klondike",
-        settings,
-        admin=director,
-        now=0.0,
-        deal_source=lambda round_number, race_number: "1002",
-    )
-    if phase != "registration":
-        for player in ("ann", "bob"):
-            t.register(PlayerId(player), now=1.0)
-        t.start(director, now=2.0)
-    if phase == "finished":
-        t.drop(PlayerId("bob"), actor=director, now=3.0)
-    assert t.phase.value == phase
-    return Live(t, version=1, name=tid, time_limit_s=60, created_at_ms=0).to_record()
-
-
 async def test_a_start_reads_the_open_tournaments_only() -> None:
     """A store that has held many tournaments (here 200 settled ones): a node's start loads
     the unfinished one and the finished one whose deals may still be held, and reads no
@@ -311,43 +210,6 @@ async def test_a_start_reads_the_open_tournaments_only() -> None:
             assert list(service.live) == [tid]
             released = await store.get_tournament("theld")
             assert released is not None and released.settled  # its deals released at start
-
-
-async def test_the_list_pages_its_tournaments_and_keeps_few_summaries(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The unfinished tournaments first, then the latest finished, `more` counting the rest,
-    and later pages of older finished ones, as the store pages them; each summary is made
-    once per stored version, and only the latest used are kept (`SUMMARIES_KEPT`)."""
-    monkeypatch.setattr(solrace.server.tournaments, "SUMMARIES_KEPT", 3)
-    phases = ["finished", "finished", "running", "finished", "registration", "finished"]
-    clock = Clock()
-    async with opened(CountedReads()) as store, node(store, clock) as (hub, service):
-        for n, phase in enumerate(phases):
-            assert await store.save_tournament(record_in(f"t{n}", phase), None)
-        lister = await hello(hub, "lister", 9)
-
-        async def listed(limit: int, skip: int = 0) -> tuple[list[str], int]:
-            monkeypatch.setattr(solrace.server.tournaments, "TOURNAMENT_LIST_LIMIT", limit)
-            await hub.handle(lister, ListTournaments(skip_finished=skip))
-            answer = lister.sent[-1]
-            assert isinstance(answer, TournamentList)
-            assert len(service._summaries) <= 3
-            return [s.tournament_id for s in answer.tournaments], answer.more
-
-        assert await listed(6) == ([f"t{n}" for n in range(6)], 0)
-        assert await listed(4) == (["t2", "t3", "t4", "t5"], 2)
-        assert await listed(1) == (["t2"], 5)
-        assert await listed(2, skip=2) == (["t0", "t1"], 0)  # t3 and t5 were seen
-        assert await listed(1, skip=1) == (["t3"], 2)
-        assert await listed(4, skip=9) == ([], 0)
-
-        store.documents = 0  # kept: t0, t1, t3 (the latest used)
-        assert await listed(2) == (["t2", "t4"], 4)
-        assert store.documents == 2  # made again: t0's and t1's summaries make room
-        store.documents = 0
-        assert await listed(1, skip=1) == (["t3"], 2)
-        assert store.documents == 0  # kept
 
 
 async def test_on_several_nodes_a_tick_loads_an_unfinished_tournament_it_never_heard_of() -> None:
