@@ -34,7 +34,7 @@ from solrace.server.protocol.tokens import secret_fingerprint
 from solrace.server.ratings import RatingService
 from solrace.server.settings import LOG_LEVELS, SECRET_MIN_CHARS, Settings
 from solrace.server.store import StoreError, StoreLockedError, StoreUnavailableError, open_store
-from solrace.server.store.sqlite import link_to_nothing
+from solrace.server.store.sqlite_files import link_to_nothing
 from solrace.server.tournament_host import HubRaceHost
 from solrace.server.tournaments import TournamentService
 from solrace.server.transport import Transport

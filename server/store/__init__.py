@@ -13,7 +13,8 @@ from solrace.server.store.base import (
     UnknownRaceError,
 )
 from solrace.server.store.memory import MemoryStore
-from solrace.server.store.sqlite import SqliteStore, StoreLockedError
+from solrace.server.store.sqlite import SqliteStore
+from solrace.server.store.sqlite_files import StoreLockedError
 
 __all__ = [
     "MemoryStore",

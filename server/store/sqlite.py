@@ -12,31 +12,18 @@ write commits before the call returns: an acknowledged move survives a kill -9 (
 synchronous=NORMAL is durable against process crashes; `durable=True` selects FULL, a flush
 per commit, for power loss too).
 
-One server per file: `exclusive=True` (what `solrace serve` asks for) holds an exclusive
-`flock` on the lock file beside the database (`solrace.sqlite3` -> `solrace.sqlite3.lock`) while the
-store is open, so a second server on the same file refuses to start instead of recovering
-(and timing out) the first one's races. The kernel drops the lock when the process ends,
-kill -9 included; the file itself stays (it only holds the last holder's pid).
-
-The database carries the version of its tables in `PRAGMA user_version` (`SCHEMA_VERSION`):
-a new file is stamped with it; an older file is brought up to it in place, in one
-transaction: a file of version 0 (made before the stamp existed) gets any table it lacks, a
-file of version 1 its tournaments' `finished` and `settled` columns (filled from the stored
-records) and their indexes; and a file of a higher version (a newer solrace's tables) is
-refused at open, `NewerSchemaError`, before anything in it is changed. So is a damaged file
-(`DamagedDatabaseError`: SQLite's quick check of its pages at open finds a problem).
+Its parts are modules of their own: the moves' writer (`SqliteMoves`, sqlite_moves.py), the
+ratings and tournaments (`SqliteCompetition`, sqlite_competition.py), the file lock and the
+checks that say why a file cannot be opened (sqlite_files.py), the tables and their version
+(sqlite_schema.py), and SQLite's errors as the store's (sqlite_errors.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
-import fcntl
 import logging
 import os
-import shutil
 import sqlite3
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -46,19 +33,23 @@ from solrace.server.os_errors import describe_os_error
 from solrace.server.periodic import run_every
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
-from solrace.server.store.base import (
-    NameTakenError,
-    PlyConflictError,
-    StoreError,
-    StoreUnavailableError,
-    UnknownRaceError,
-    rating_falls_due,
+from solrace.server.store.base import NameTakenError, StoreError, rating_falls_due
+from solrace.server.store.sqlite_competition import SqliteCompetition
+from solrace.server.store.sqlite_errors import store_error
+from solrace.server.store.sqlite_files import (
+    check_writable,
+    disk_full_note,
+    hold_lock,
+    link_to_nothing,
+    lock_path_for,
 )
-from solrace.server.store.sqlite_competition import (
-    COMPETITION_SCHEMA,
-    TOURNAMENT_INDEXES,
-    SqliteCompetition,
-    add_tournament_columns,
+from solrace.server.store.sqlite_moves import SqliteMoves, worker
+from solrace.server.store.sqlite_schema import (
+    SCHEMA_VERSION,
+    NewerSchemaError,
+    check_intact,
+    create_tables,
+    schema_version,
 )
 from solrace.server.store.sqlite_tx import transaction
 from solrace.tasks import cancel_and_wait
@@ -70,10 +61,6 @@ log = logging.getLogger("solrace.server.store")
 #: How long a write waits for another connection's write to finish (this store's other
 #: connection, or another process on the file) before it fails with `StoreUnavailableError`.
 BUSY_TIMEOUT_S = 5.0
-#: How long the moves' writer, on the event loop's thread, waits for a write lock before it
-#: hands its batch to a thread of its own, which waits `busy_timeout_s`: a lock held outside the
-#: server (an operator's `sqlite3` session) must not stall every connection with the loop.
-LOOP_BUSY_TIMEOUT_S = 0.02
 CHECKPOINT_EVERY_S = 1.0
 #: A log longer than this (pages; ~256 MiB of 4 KiB pages) after a checkpoint is started over:
 #: under steady moves a checkpoint running beside the writer never copies the log to its end,
@@ -89,348 +76,8 @@ LOG_KEPT_BYTES = 64 * 2**20
 CATCH_UP_COPIES = 4
 HELD_COPY_PAGES = 1024
 
-#: The version of the tables (`SCHEMA` and `COMPETITION_SCHEMA`) kept in the database's
-#: `PRAGMA user_version`. A change to them that an older solrace could not use raises it
-#: (2: the tournaments' `finished` and `settled` columns).
-SCHEMA_VERSION = 2
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS players (
-    player_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE COLLATE NOCASE,
-    created_at_ms INTEGER NOT NULL
-);
--- Names are owned case-blind beyond ASCII (COLLATE NOCASE folds ASCII only): the key is
--- Python's str.casefold() of the name, as in the other stores.
-CREATE TABLE IF NOT EXISTS player_names (
-    name_key TEXT PRIMARY KEY,
-    player_id TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS races (
-    race_id TEXT PRIMARY KEY,
-    status TEXT NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS races_status ON races (status);
-CREATE TABLE IF NOT EXISTS moves (
-    race_id TEXT NOT NULL REFERENCES races (race_id),
-    player_id TEXT NOT NULL,
-    ply INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    move TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    PRIMARY KEY (race_id, player_id, ply),
-    UNIQUE (race_id, player_id, seq)
-);
-"""
-
-
-# The usual case in one statement (it runs on the event loop's thread: each Python call
-# counts): stored only if `ply` is the player's next one; a race not stored fails the foreign
-# key (the writer enforces it) and a seq already stored the UNIQUE constraint. Nothing
-# inserted: the checks one by one say why. (The race was also looked up here, which the
-# foreign key already does: ~26 -> ~22 us a move, 20-move batches over 500 races.)
-_INSERT_NEXT_MOVE = """
-INSERT INTO moves (race_id, player_id, ply, seq, move, at_ms)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6
-WHERE (SELECT COALESCE(MAX(ply) + 1, 0) FROM moves WHERE race_id = ?1 AND player_id = ?2) = ?3
-"""
-
-
-class StoreLockedError(StoreError):
-    """Another live process (another `solrace serve`) has this database open."""
-
-    def __init__(self, lock_path: Path, holder_pid: int | None) -> None:
-        self.lock_path = lock_path
-        self.holder_pid = holder_pid
-        holder = "another process" if holder_pid is None else f"process {holder_pid}"
-        super().__init__(
-            f"{lock_path} is held by {holder}: another solrace serve uses this database"
-        )
-
-
-class NewerSchemaError(StoreError):
-    """The database's tables are of a later version than this solrace knows (its
-    `user_version` is above `SCHEMA_VERSION`); nothing in it was changed."""
-
-    def __init__(self, path: Path, found: int) -> None:
-        self.path = path
-        self.found = found
-        super().__init__(
-            f"the SQLite database {path} has schema version {found}, this version knows up to "
-            f"{SCHEMA_VERSION}: written by a newer solrace, or damaged: start the version that "
-            "wrote it, or restore a backup"
-        )
-
-
-class DamagedDatabaseError(StoreError):
-    """SQLite's quick check of the database found a problem in it (a page damaged, a link
-    between pages broken); nothing in it was changed."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        self.path = path
-        self.problem = problem
-        super().__init__(
-            f"the SQLite database {path} is damaged ({problem}): restore a backup, or save "
-            f"what is left of it (sqlite3 {path} .recover | sqlite3 NEW-FILE)"
-        )
-
-
-#: SQLite's primary result codes for a database that is there but cannot be used just now:
-#: another connection held the lock past the busy timeout, the disk is full or failing. A
-#: retry later may succeed, so they are `StoreUnavailableError`; any other is a `StoreError`.
-_UNAVAILABLE_CODES = frozenset(
-    {
-        sqlite3.SQLITE_BUSY,
-        sqlite3.SQLITE_LOCKED,
-        sqlite3.SQLITE_IOERR,
-        sqlite3.SQLITE_FULL,
-        sqlite3.SQLITE_CANTOPEN,
-        sqlite3.SQLITE_PROTOCOL,
-    }
-)
-
-
-def store_error(exc: sqlite3.Error, context: str, after: str = "") -> StoreError:
-    """The store's error for a `sqlite3` one (raise it `from exc`), `after` added to its
-    message: `StoreUnavailableError` if the database is busy, locked, full or failing, else
-    `StoreError`."""
-    message = f"{context}: {exc}{after}"
-    if _primary_code(exc) in _UNAVAILABLE_CODES:
-        return StoreUnavailableError(message)
-    return StoreError(message)
-
-
-def _primary_code(exc: sqlite3.Error) -> int | None:
-    """SQLite's primary result code of an error; None for one Python's sqlite3 raises
-    itself (a closed connection, ...)."""
-    code: int | None = getattr(exc, "sqlite_errorcode", None)
-    return None if code is None else code & 0xFF
-
-
-def _worker(name: str = "solrace-sqlite") -> ThreadPoolExecutor:
-    """The thread every call but the moves' writes runs on (or, named otherwise, the one the
-    moves' writer waits for a lock on)."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-
-
-#: The files SQLite keeps beside a database in WAL mode: its name plus these.
-LOG_FILES = ("-wal", "-shm")
-
-
-def lock_path_for(database: Path) -> Path:
-    """The lock file of a database: beside it, its name plus `.lock`
-    (`data/solrace.sqlite3` -> `data/solrace.sqlite3.lock`): one per database file, whatever
-    its suffix (`a.db` and `a.sqlite3` in one folder are two databases, two locks)."""
-    return database.with_name(database.name + ".lock")
-
-
-def _hold_lock(path: Path) -> int:
-    """Take the exclusive lock on `path` (created if need be) without waiting, write our pid
-    into it and return its descriptor: closing that, or the process ending, releases it.
-    `StoreLockedError` if another open file description holds it (another process, or another
-    store of this process)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = _read_pid(fd)
-        os.close(fd)
-        raise StoreLockedError(path, holder) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    except OSError as exc:  # the lock is what matters; the pid only helps the message
-        log.warning("could not write the pid into %s: %s", path, exc)
-    return fd
-
-
-def _check_writable(database: Path) -> None:
-    """`OSError` naming the database or the log file beside it (`-wal`, `-shm`, those that
-    exist) if it cannot be written (read-only, immutable, on a read-only disk) or the database
-    is a folder. SQLite opens a file it cannot write read-only without a word, and every write
-    of the server (a name, a move, a checkpoint) would then fail. Asked of the system, not
-    tried: opening and closing a file would release the locks SQLite holds on it in this
-    process."""
-    if database.is_dir():
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(database))
-    for path in (database, *(database.with_name(database.name + end) for end in LOG_FILES)):
-        if path.exists() and not os.access(path, os.W_OK):
-            raise PermissionError(errno.EACCES, "it cannot be written", str(path))
-
-
-def link_to_nothing(path: Path) -> str | None:
-    """What is wrong when `path` or a folder above it is a symbolic link to nothing (a volume
-    not mounted, a target moved): the link and its target, in words; None if none is."""
-    for link in reversed((path, *path.parents)):
-        if link.is_symlink() and not link.exists():
-            return f"{link} is a link to {os.readlink(link)}, which does not exist"
-    return None
-
-
-def _read_pid(fd: int) -> int | None:
-    """The pid the holder wrote into the lock file (None: not written yet, or unreadable)."""
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return int(text) if text.isdigit() else None
-
-
-#: Free space under which a folder's disk is said to be full when SQLite fails in it.
-FULL_DISK_BYTES = 2**20
-
-
-def _disk_full_note(folder: Path) -> str:
-    """ " (its disk is full: ...)" when the disk of `folder` has less than `FULL_DISK_BYTES`
-    free for this process, else ""."""
-    try:
-        free = shutil.disk_usage(folder).free
-    except OSError:
-        return ""
-    return f" (its disk is full: {free:,} bytes free in {folder})" if free < FULL_DISK_BYTES else ""
-
-
-def _check_intact(db: sqlite3.Connection, path: Path) -> None:
-    """`DamagedDatabaseError` with the first problem SQLite's quick check finds in the file
-    (`PRAGMA quick_check`: every page and the links between them, not whether the indexes
-    match their tables). It reads the whole file once: 0.7 s for 410 MiB, cached."""
-    (first,) = db.execute("PRAGMA quick_check(1)").fetchone()
-    if first != "ok":
-        problem = " ".join(str(first).split()).removeprefix("*** in database main *** ")
-        raise DamagedDatabaseError(path, problem)
-
-
-def _schema_version(db: sqlite3.Connection) -> int:
-    (version,) = db.execute("PRAGMA user_version").fetchone()
-    return int(version)
-
-
-def _create_tables(db: sqlite3.Connection, path: Path) -> None:
-    """Bring a database of an older version (0: new, or made before the version was kept)
-    to `SCHEMA_VERSION` in one transaction: create the tables it lacks, give the players of a
-    file made before `player_names` existed their keys, give its tournaments the columns
-    their indexes need (`add_tournament_columns`), stamp the version. The version is
-    read again under the write lock: another process may have stamped it meanwhile (ours:
-    nothing to do; a higher one: `NewerSchemaError`, nothing written)."""
-
-    def create() -> None:
-        found = _schema_version(db)
-        if found == SCHEMA_VERSION:
-            return
-        if not 0 <= found < SCHEMA_VERSION:
-            raise NewerSchemaError(path, found)
-        began = time.monotonic()
-        upgrading = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'").fetchone()
-        if upgrading:  # not a new file: the upgrade may take a while; say so first
-            log.info(
-                "upgrading %s from schema version %d to %d (once; a large database takes "
-                "a while, in one transaction: a stop meanwhile leaves it as it was)",
-                path,
-                found,
-                SCHEMA_VERSION,
-            )
-        for statement in _statements(SCHEMA + COMPETITION_SCHEMA):
-            db.execute(statement)
-        db.executemany(
-            "INSERT OR IGNORE INTO player_names (name_key, player_id) VALUES (?, ?)",
-            [(n.casefold(), p) for p, n in db.execute("SELECT player_id, name FROM players")],
-        )
-        add_tournament_columns(db)
-        for statement in _statements(TOURNAMENT_INDEXES):
-            db.execute(statement)
-        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        if upgrading:
-            log.info("upgraded %s in %.1f s", path, time.monotonic() - began)
-
-    transaction(db, create)
-
-
-def _statements(script: str) -> list[str]:
-    """The statements of a script of `CREATE ... ;` (one `execute` each: `executescript`
-    would commit the transaction it runs in)."""
-    lines = [line for line in script.splitlines() if not line.lstrip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
-
-
-def _move_params(move: MoveRecord) -> tuple[str, str, int, int, str, int]:
-    """`_INSERT_NEXT_MOVE`'s parameters for `move` (numbered: a tuple is cheaper than a map)."""
-    return (move.race_id, move.player_id, move.ply, move.seq, move.move, move.at_ms)
-
-
-def _insert_move(db: sqlite3.Connection, move: MoveRecord) -> StoreError | None:
-    """Insert one move inside the caller's transaction; a refusal is returned, not raised."""
-    try:
-        inserted = db.execute(_INSERT_NEXT_MOVE, _move_params(move)).rowcount
-    except sqlite3.IntegrityError:
-        inserted = 0
-    if inserted == 1:
-        return None
-    return _why_not_inserted(db, move)
-
-
-def _why_not_inserted(db: sqlite3.Connection, move: MoveRecord) -> StoreError:
-    """The refusal of a move `_INSERT_NEXT_MOVE` did not store (nothing is written here)."""
-    if db.execute("SELECT 1 FROM races WHERE race_id = ?", (move.race_id,)).fetchone() is None:
-        return UnknownRaceError(move.race_id)
-    (last,) = db.execute(
-        "SELECT MAX(ply) FROM moves WHERE race_id = ? AND player_id = ?",
-        (move.race_id, move.player_id),
-    ).fetchone()
-    expected = 0 if last is None else last + 1
-    if expected != move.ply:
-        return PlyConflictError(f"expected ply {expected}, got {move.ply}")
-    return PlyConflictError(f"seq {move.seq} is already stored")
-
-
-class _BatchRefused(Exception):
-    """A move of the batch was not stored: roll the batch back and go move by move."""
-
-
-def _insert_moves(db: sqlite3.Connection, moves: list[MoveRecord]) -> list[StoreError | None]:
-    """One transaction for a batch of moves; each is checked on its own (a refusal stores
-    nothing for that move and does not affect the others). The usual batch, every move
-    accepted, is one statement run over all of them; otherwise move by move, to say why."""
-
-    def insert_all() -> None:
-        try:
-            stored = db.executemany(_INSERT_NEXT_MOVE, [_move_params(m) for m in moves]).rowcount
-        except sqlite3.IntegrityError:
-            raise _BatchRefused from None
-        if stored != len(moves):
-            raise _BatchRefused
-
-    try:
-        transaction(db, insert_all)
-    except _BatchRefused:
-        return transaction(db, lambda: [_insert_move(db, move) for move in moves])
-    return [None] * len(moves)
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    """Another connection holds the write lock (SQLite gave up waiting for it)."""
-    return _primary_code(exc) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-
-
-def _settle(
-    batch: list[tuple[MoveRecord, asyncio.Future[None]]],
-    outcomes: list[StoreError | None] | StoreError,
-) -> None:
-    """Answer each move of a batch: stored (None), refused, or the batch's one error."""
-    for i, (_, future) in enumerate(batch):
-        if future.done():  # the caller went away; the move is stored all the same
-            continue
-        outcome = outcomes if isinstance(outcomes, StoreError) else outcomes[i]
-        if outcome is None:
-            future.set_result(None)
-        else:
-            future.set_exception(outcome)
-
-
-class SqliteStore(SqliteCompetition):
+class SqliteStore(SqliteMoves, SqliteCompetition):
     """Every call reports a failure as a `StoreError`: `StoreUnavailableError` when the
     database is busy (another writer held it past `busy_timeout_s`), locked, full or failing,
     so a caller may retry; the store carries on once the cause is gone."""
@@ -451,7 +98,7 @@ class SqliteStore(SqliteCompetition):
         self.exclusive = exclusive
         self.lock_path = lock_path_for(self.path)
         self._lock_fd: int | None = None
-        self._executor: ThreadPoolExecutor | None = _worker()
+        self._executor: ThreadPoolExecutor | None = worker()
         self._db: sqlite3.Connection | None = None
         #: The moves' connection, used on the event loop's thread only.
         self._writer: sqlite3.Connection | None = None
@@ -496,7 +143,7 @@ class SqliteStore(SqliteCompetition):
         is not a database, ...). A store that failed to open, or was closed, may be opened
         again."""
         if self._executor is None:
-            self._executor = _worker()
+            self._executor = worker()
         try:
             await self._open()
         except BaseException as exc:
@@ -504,7 +151,7 @@ class SqliteStore(SqliteCompetition):
             context = f"cannot open the SQLite database {self.path}"
             if isinstance(exc, sqlite3.Error):
                 # SQLite says "disk I/O error" when its shared-memory file cannot grow
-                full = _disk_full_note(self.path.parent)
+                full = disk_full_note(self.path.parent)
                 raise store_error(exc, context, after=full) from exc
             if isinstance(exc, OSError):
                 reason = link_to_nothing(self.path.parent) or describe_os_error(exc)
@@ -522,9 +169,9 @@ class SqliteStore(SqliteCompetition):
     async def _open(self) -> None:
         def connect() -> sqlite3.Connection:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            _check_writable(self.path)
+            check_writable(self.path)
             if self.exclusive and self._lock_fd is None:
-                self._lock_fd = _hold_lock(self.lock_path)
+                self._lock_fd = hold_lock(self.lock_path)
             db = sqlite3.connect(
                 self.path,
                 check_same_thread=False,
@@ -534,14 +181,14 @@ class SqliteStore(SqliteCompetition):
             try:
                 # Before anything is written (the log mode too): a newer solrace's file
                 # is left as it is.
-                found = _schema_version(db)
+                found = schema_version(db)
                 if not 0 <= found <= SCHEMA_VERSION:
                     raise NewerSchemaError(self.path, found)
-                _check_intact(db, self.path)
+                check_intact(db, self.path)
                 db.execute("PRAGMA journal_mode=WAL")  # the file's, kept in it
                 self._configure(db)
                 if found < SCHEMA_VERSION:
-                    _create_tables(db, self.path)
+                    create_tables(db, self.path)
             except BaseException:
                 db.close()
                 raise
@@ -707,91 +354,6 @@ class SqliteStore(SqliteCompetition):
 
         return [RaceRecord.model_validate_json(text) for text in await self._run(select)]
 
-    async def append_move(self, move: MoveRecord) -> None:
-        """Store one move, committed before this returns.
-
-        The moves appended during one turn of the event loop share one transaction and its
-        one commit, made right after that turn on the loop's thread (group commit): each gets
-        its own answer, and none returns before the commit that holds it. A batch that finds
-        the database locked waits for it off the loop (`_hand_over`).
-        """
-        if self._writer is None:
-            raise StoreError("store is not open")
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((move, future))
-        self._flush_soon()
-        await future
-
-    @property
-    def _loop_wait_s(self) -> float:
-        """How long the writer waits for a lock on the loop's thread."""
-        return min(LOOP_BUSY_TIMEOUT_S, self.busy_timeout_s)
-
-    @property
-    def moves_wait_for_lock(self) -> bool:
-        """A batch of moves the writer found locked waits for the lock off the loop."""
-        return self._handed_over is not None
-
-    def _flush_soon(self) -> None:
-        """Flush the waiting moves after the loop's current turn (the moves of every
-        connection read meanwhile share the commit), unless a flush is due already or the
-        writer is held (`checkpoint`, `_hand_over`: they call this once done)."""
-        if (
-            self._pending
-            and self._flush_due is None
-            and not self._writer_held
-            and self._handed_over is None
-        ):
-            self._flush_due = asyncio.get_running_loop().call_soon(self._flush_moves)
-
-    def _flush_moves(self) -> None:
-        self._flush_due = None
-        if self._writer_held or self._handed_over is not None:
-            return  # flushed once the writer is free
-        batch, self._pending = self._pending, []
-        if not batch:
-            return
-        assert self._writer is not None
-        try:
-            outcomes = _insert_moves(self._writer, [move for move, _ in batch])
-        except sqlite3.Error as exc:
-            if _is_busy(exc):  # locked past `LOOP_BUSY_TIMEOUT_S`: wait off the loop
-                self._handed_over = asyncio.create_task(self._hand_over(batch))
-                return
-            _settle(batch, store_error(exc, f"moves not stored in {self.path}"))
-            return
-        _settle(batch, outcomes)
-
-    async def _hand_over(self, batch: list[tuple[MoveRecord, asyncio.Future[None]]]) -> None:
-        """Write a batch the writer found locked on a thread of its own (`_locked_writes`:
-        not the worker, where it would wait for every read and checkpoint queued there),
-        which waits up to `busy_timeout_s` for the lock; the moves that come meanwhile wait,
-        in order. The loop does not use the writer meanwhile."""
-        writer = self._writer
-        assert writer is not None
-        moves = [move for move, _ in batch]
-
-        def write() -> list[StoreError | None]:
-            writer.execute(f"PRAGMA busy_timeout={round(self.busy_timeout_s * 1000)}")
-            try:
-                return _insert_moves(writer, moves)
-            except sqlite3.Error as exc:
-                raise store_error(exc, f"moves not stored in {self.path}") from exc
-            finally:  # back to the loop's wait (as the writer was opened)
-                writer.execute(f"PRAGMA busy_timeout={round(self._loop_wait_s * 1000)}")
-
-        if self._locked_writes is None:
-            self._locked_writes = _worker("solrace-sqlite-moves")
-        try:
-            outcomes = await asyncio.get_running_loop().run_in_executor(self._locked_writes, write)
-        except StoreError as exc:
-            _settle(batch, exc)
-        else:
-            _settle(batch, outcomes)
-        finally:
-            self._handed_over = None
-            self._flush_soon()
-
     async def get_moves(self, race_id: RaceId) -> list[MoveRecord]:
         def select(db: sqlite3.Connection) -> list[tuple[str, str, int, int, str, int]]:
             rows: list[tuple[str, str, int, int, str, int]] = db.execute(
@@ -812,3 +374,14 @@ class SqliteStore(SqliteCompetition):
             )
             for r in await self._run(select)
         ]
+
+
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "CATCH_UP_COPIES",
+    "CHECKPOINT_EVERY_S",
+    "HELD_COPY_PAGES",
+    "LOG_KEPT_BYTES",
+    "LOG_RESTART_PAGES",
+    "SqliteStore",
+]

@@ -19,7 +19,7 @@ import pytest
 
 from solrace.server.protocol.messages import MakeMove, MoveAck, RaceSnapshot, Sync
 from solrace.server.store import SqliteStore
-from solrace.server.store.sqlite import SCHEMA_VERSION
+from solrace.server.store.sqlite_schema import SCHEMA_VERSION
 from tests.integration.helpers import play, start_race
 from tests.integration.process import ServerProcess
 from tests.integration.wsclient import connect_client

@@ -25,11 +25,10 @@ from solrace.server.app import (
     unknown_settings,
 )
 from solrace.server.protocol.codec import decode_server, encode
-from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
 from solrace.server.settings import SECRET_MIN_CHARS, Settings
 from solrace.server.store import StoreUnavailableError
-from solrace.server.store.sqlite import SqliteStore, StoreLockedError, lock_path_for
 from tests.open_redis import describe, left_open
 from tests.redis_server import RedisServer
 from tests.waiting import eventually
@@ -581,18 +580,6 @@ async def test_only_the_same_sqlite_file_is_locked(tmp_path: Path) -> None:
     assert lock_files(tmp_path) == {"a.sqlite3.lock", "a.db.lock"}
 
 
-async def test_a_store_refused_its_lock_opens_once_the_holder_closes(tmp_path: Path) -> None:
-    holder = SqliteStore(tmp_path / "x.sqlite3", exclusive=True)
-    waiting = SqliteStore(tmp_path / "x.sqlite3", exclusive=True)
-    await holder.open()
-    with pytest.raises(StoreLockedError):
-        await waiting.open()
-    await holder.close()
-    await waiting.open()  # the same object, after a failed open
-    assert await waiting.get_race(RaceId("nothing")) is None
-    await waiting.close()
-
-
 async def test_a_database_locked_by_another_connection_names_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -620,12 +607,6 @@ async def test_a_database_locked_by_another_connection_names_the_file(
 
 def lock_files(folder: Path) -> set[str]:
     return {p.name for p in folder.glob("*.lock")}
-
-
-def test_the_lock_file_is_the_database_s_name_plus_lock() -> None:
-    assert lock_path_for(Path("data/solrace.sqlite3")) == Path("data/solrace.sqlite3.lock")
-    assert lock_path_for(Path("data/a.db")) != lock_path_for(Path("data/a.sqlite3"))
-    assert lock_path_for(Path("data/races.lock")) == Path("data/races.lock.lock")
 
 
 def test_operations_md_lists_every_setting_and_flag() -> None:

@@ -1,4 +1,4 @@
-"""The version of the SQLite store's tables (server/store/sqlite.py), kept in the database's
+"""The version of the SQLite store's tables (server/store/sqlite_schema.py), kept in the database's
 `PRAGMA user_version`: a new file is stamped, a file made before the stamp existed (version
 0, the tables already there) opens and is stamped, and a file of a later version (a newer
 solrace's tables) is refused at open with nothing in it changed. Real files on disk."""
@@ -13,8 +13,8 @@ import pytest
 
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.store import NameTakenError, SqliteStore
-from solrace.server.store.sqlite import SCHEMA, SCHEMA_VERSION, NewerSchemaError
 from solrace.server.store.sqlite_competition import COMPETITION_SCHEMA
+from solrace.server.store.sqlite_schema import SCHEMA, SCHEMA_VERSION, NewerSchemaError
 from tests.server.test_store_contract import race
 
 

@@ -10,10 +10,7 @@ each refused call costs the test 50 ms.
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
-import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,11 +19,10 @@ from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Error, Hello, Welcome
-from solrace.server.store import SqliteStore, StoreError, StoreUnavailableError
-from solrace.server.store.sqlite import store_error
+from solrace.server.store import SqliteStore, StoreUnavailableError
+from tests.server.conftest import Holder
 from tests.server.sessions import RecordingSession, running_hub
 from tests.server.test_store_contract import move, race
-from tests.waiting import eventually
 
 BUSY_TIMEOUT_S = 0.05
 
@@ -38,40 +34,11 @@ def tournament(version: int) -> TournamentRecord:
 
 
 @pytest.fixture
-def database(tmp_path: Path) -> Path:
-    return tmp_path / "solrace.sqlite3"
-
-
-@pytest.fixture
 async def store(database: Path) -> AsyncIterator[SqliteStore]:
     opened = SqliteStore(database, busy_timeout_s=BUSY_TIMEOUT_S)
     await opened.open()
     yield opened
     await opened.close()
-
-
-class Holder:
-    """Another connection on the file that takes its write lock and lets it go again."""
-
-    def __init__(self, database: Path) -> None:
-        # Any thread may let the lock go (`check_same_thread`).
-        self.db = sqlite3.connect(
-            database, isolation_level=None, timeout=0, check_same_thread=False
-        )
-
-    def lock(self) -> None:
-        # The file is in WAL mode: EXCLUSIVE shuts every other writer out; readers go on.
-        self.db.execute("BEGIN EXCLUSIVE")
-
-    def release(self) -> None:
-        self.db.execute("ROLLBACK")
-
-
-@pytest.fixture
-def holder(database: Path) -> Iterator[Holder]:
-    other = Holder(database)
-    yield other
-    other.db.close()
 
 
 async def test_every_write_to_a_locked_database_is_unavailable_until_the_lock_goes(
@@ -106,47 +73,6 @@ async def test_every_write_to_a_locked_database_is_unavailable_until_the_lock_go
     assert await store.save_tournament(tournament(1), None)
 
 
-async def test_a_locked_database_holds_the_moves_not_the_event_loop(
-    database: Path, holder: Holder
-) -> None:
-    """The moves' writer runs on the event loop's thread: it waits `LOOP_BUSY_TIMEOUT_S` for a
-    lock, then hands its batch to a thread of its own, which waits the store's busy timeout
-    (30 s here). The loop goes on meanwhile (it stood still for the whole busy timeout);
-    moves that come meanwhile wait behind the batch, and all are stored in order once the
-    lock goes. The lock is let go by another thread once the loop has turned, or after 10 s:
-    a loop that stood still would only turn after that. The batch does not wait for the
-    worker thread either, busy here until the end (reads and checkpoints queue there)."""
-    store = SqliteStore(database, busy_timeout_s=30)
-    await store.open()
-    worker_free = threading.Event()
-    try:
-        assert await store.save_race_if(race(), None)
-        holder.lock()
-        turned = threading.Event()
-
-        def release_once_the_loop_turns() -> bool:
-            seen = turned.wait(10)
-            holder.release()
-            return seen
-
-        busy_worker = asyncio.create_task(store._run(lambda _: worker_free.wait(30)))
-        first = asyncio.create_task(store.append_move(move(0)))
-        releasing = asyncio.get_running_loop().run_in_executor(None, release_once_the_loop_turns)
-        await eventually(lambda: store.moves_wait_for_lock, what="the batch handed over")
-        second = asyncio.create_task(store.append_move(move(1)))
-        turned.set()
-        assert await releasing, "the loop stood still while the lock was held"
-        await asyncio.wait_for(asyncio.gather(first, second), 30)
-        assert not busy_worker.done()
-        worker_free.set()
-        assert await busy_worker
-        assert await store.get_moves(RaceId("r1")) == [move(0), move(1)]
-        assert not store.moves_wait_for_lock
-    finally:
-        worker_free.set()
-        await store.close()
-
-
 async def test_opening_a_locked_database_is_unavailable(database: Path, holder: Holder) -> None:
     """A file another connection has locked since before the store opened it (creating the
     schema is a write)."""
@@ -161,29 +87,6 @@ async def test_opening_a_locked_database_is_unavailable(database: Path, holder: 
         assert (await store.create_player(PlayerId("p1"), "Ann", 1_000)).name == "Ann"
     finally:
         await store.close()
-
-
-def test_only_a_busy_locked_full_or_failing_database_is_unavailable(tmp_path: Path) -> None:
-    db = sqlite3.connect(tmp_path / "errors.sqlite3", isolation_level=None, timeout=0)
-    other = sqlite3.connect(tmp_path / "errors.sqlite3", isolation_level=None, timeout=0)
-    try:
-        db.execute("CREATE TABLE t (x)")
-        other.execute("BEGIN EXCLUSIVE")
-        with pytest.raises(sqlite3.OperationalError) as busy:
-            db.execute("INSERT INTO t VALUES (1)")
-        other.execute("ROLLBACK")
-        with pytest.raises(sqlite3.OperationalError) as no_table:  # a bug: retrying won't help
-            db.execute("SELECT * FROM nowhere")
-    finally:
-        db.close()
-        other.close()
-    with pytest.raises(sqlite3.ProgrammingError) as closed:  # raised by Python: no code
-        db.execute("SELECT 1")
-
-    assert isinstance(store_error(busy.value, "here"), StoreUnavailableError)
-    for other_error in (no_table.value, closed.value):
-        error = store_error(other_error, "here")
-        assert type(error) is StoreError and str(error) == f"here: {other_error}"
 
 
 async def test_the_hub_answers_unavailable_while_the_database_is_locked(

@@ -18,8 +18,8 @@ import redis.asyncio as aioredis
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.store import SqliteStore, Store
 from solrace.server.store.redis import RedisStore
-from solrace.server.store.sqlite import SCHEMA, SCHEMA_VERSION
 from solrace.server.store.sqlite_competition import COMPETITION_SCHEMA
+from solrace.server.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
 from tests.server.reply_losing_proxy import reply_losing_proxy
 
 #: `tournaments` as schema version 1 made it.
