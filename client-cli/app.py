@@ -25,7 +25,8 @@ from solrace.tasks import cancel_and_wait
 
 from .arg_types import invite_code, positive, race_id, seconds
 from .bots import MIN_SEATS, Bot, option_list, parse_noting_defaults
-from .connection import Connection, ConnectionFailedError
+from .connect_failures import ConnectionFailedError
+from .connection import Connection
 from .defaults import DEFAULT_SERVER_URL, server_url
 from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import NAME_RULE, connect_player, data_dir, embedded_key, name_problem

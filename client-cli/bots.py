@@ -47,10 +47,12 @@ from solrace.server.protocol.vocab import RacerStateName
 from . import arg_types
 from .arg_types import seconds
 from .bot_identities import HeldName, free_names, hold
-from .connection import Connection, ConnectionFailedError, LinkStatus, StatusChange
+from .connect_failures import ConnectionFailedError
+from .connection import Connection
 from .defaults import DEFAULT_SERVER_URL, server_url
 from .held_deals import deal_line
 from .identity import NAME_LIMIT, NAME_RULE, name_problem
+from .link_status import LinkStatus, StatusChange
 from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
 from .render import result_line
 from .session import (

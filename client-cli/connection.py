@@ -16,6 +16,11 @@ hides a flaky network from its user:
 
 The user reads `await conn.recv()`: server messages, plus a `StatusChange` when the link goes
 down or comes back (the app shows "reconnecting…").
+
+Its parts elsewhere: the supervisor that notices a lost link and brings it back
+(link_supervisor.py, the base class of `Connection`) with its `Backoff` (backoff.py); what a
+reader gets (link_status.py); a failure to connect said in words (connect_failures.py) and
+what a close means (link_closes.py).
 """
 
 from __future__ import annotations
@@ -23,26 +28,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
-import re
-import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Final
 
 from pydantic import ValidationError
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import (
-    ConnectionClosed,
-    InvalidHandshake,
-    InvalidMessage,
-    InvalidStatus,
-)
-from websockets.http11 import Response
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_server, encode
 from solrace.server.protocol.errors import ProtocolError, SchemaError
 from solrace.server.protocol.ids import RaceId
@@ -78,226 +72,19 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.tasks import cancel_and_wait
 
+from .backoff import Backoff
+from .connect_failures import ConnectionFailedError, closed_error, connect_failure
 from .defaults import url_problem
+from .link_status import Incoming, LinkStatus
+from .link_supervisor import LinkSupervisor, close_quietly
 from .tls_probe import may_be_tls_port, speaks_tls
 from .wire_text import one_line
 
 log = logging.getLogger(__name__)
 
-#: Close codes after which connecting again cannot help.
-FATAL_CLOSE_CODES: Final = frozenset(
-    {CloseCode.UNSUPPORTED_PROTOCOL, CloseCode.AUTH_FAILED, CloseCode.REPLACED}
-)
 MAX_FRAME: Final = 1 << 20
 #: How many frames it cannot read a connection logs (then one line says the rest are not).
 MAX_UNREADABLE_LOGGED: Final = 10
-
-
-class LinkStatus(StrEnum):
-    CONNECTED = "connected"
-    RECONNECTING = "reconnecting"
-    CLOSED = "closed"
-
-
-@dataclass(frozen=True, slots=True)
-class StatusChange:
-    """The link went down, came back, or is closed for good (`detail` says why)."""
-
-    status: LinkStatus
-    detail: str = ""
-
-
-Incoming = ServerMessage | StatusChange
-
-
-class ConnectionFailedError(Exception):
-    """The server could not be reached or refused the hello (`fatal`: retrying cannot help).
-
-    `close_code`: the close code the server ended the hello with (4001: a refused token);
-    `error_code`: the code of the `error` it answered the hello with (`name_taken`);
-    `retry_after_s`: how long the server asked to wait before trying again (the `Retry-After`
-    of a handshake it refused past its connection limits, 429 or 503)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        fatal: bool = False,
-        close_code: int | None = None,
-        error_code: str | None = None,
-        retry_after_s: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.fatal = fatal
-        self.close_code = close_code
-        self.error_code = error_code
-        self.retry_after_s = retry_after_s
-
-
-def _closed_error(exc: ConnectionClosed) -> ConnectionFailedError:
-    """A link the server closed before it was up (during the hello or the resume)."""
-    code = exc.rcvd.code if exc.rcvd else None
-    reason = exc.rcvd.reason if exc.rcvd else ""
-    return ConnectionFailedError(
-        f"the server closed the connection: {close_text(code, reason)}",
-        fatal=code in FATAL_CLOSE_CODES,
-        close_code=code,
-    )
-
-
-#: A link that dropped without a close frame (websockets' code for it; never on the wire).
-ABNORMAL_CLOSURE: Final = 1006
-
-#: What a close code means to the user of this client, for every code of the server's table
-#: (`closecodes.CLOSE_REASONS` says why the server sends each) and a dropped link.
-CLOSE_MEANINGS: Final[dict[int, str]] = {
-    CloseCode.NORMAL: "the server ended the connection",
-    CloseCode.GOING_AWAY: "going away: a proxy between (or the server) closed the link",
-    CloseCode.PROTOCOL_ERROR: "the server refused a frame WebSocket does not allow",
-    CloseCode.UNSUPPORTED_DATA: "the server refused a text frame: it takes binary frames only",
-    ABNORMAL_CLOSURE: "the link dropped",
-    CloseCode.INVALID_PAYLOAD: "the server could not read a frame",
-    CloseCode.POLICY_VIOLATION: "too fast: the server's rate limit closed the link",
-    CloseCode.MESSAGE_TOO_BIG: "a message too big for the server",
-    CloseCode.INTERNAL_ERROR: "a server error (or the link stopped answering its keepalive)",
-    CloseCode.SERVICE_RESTART: "the server is restarting",
-    CloseCode.UNSUPPORTED_PROTOCOL: "the server does not speak this client's protocol version",
-    CloseCode.AUTH_FAILED: "the server refused this player's token",
-    CloseCode.REPLACED: "this player connected again elsewhere",
-    CloseCode.IDLE_TIMEOUT: "idle too long: the server heard nothing from this client",
-    CloseCode.TOO_SLOW: "this client read too slowly: the server's queue for it overflowed",
-}
-
-
-#: What a close this client sent means, where it failed the link itself over what the server
-#: sent (websockets does so, and then reports no close code but 1006, "the link dropped").
-OWN_CLOSE_MEANINGS: Final[dict[int, str]] = {
-    CloseCode.PROTOCOL_ERROR: "the server sent a frame WebSocket does not allow",
-    CloseCode.INVALID_PAYLOAD: "the server sent a text frame that is not UTF-8",
-    CloseCode.MESSAGE_TOO_BIG: "the server sent a frame too big for this client",
-    CloseCode.INTERNAL_ERROR: "the server stopped answering this client's keepalive pings",
-}
-
-
-def link_end_text(ws: ClientConnection) -> str:
-    """Why a closed link ended, for the user: the server's close (`close_text`), or, when this
-    client failed the link over a frame the server sent (too big, not WebSocket) or a
-    keepalive the server left unanswered, what this client's own close says."""
-    protocol = ws.protocol
-    sent = protocol.close_sent
-    if protocol.close_rcvd is None and sent is not None and sent.code in OWN_CLOSE_MEANINGS:
-        said = f": {sent.reason}" if sent.reason else ""
-        return f"{OWN_CLOSE_MEANINGS[sent.code]} ({sent.code}{said})"
-    return close_text(ws.close_code, ws.close_reason or "")
-
-
-def close_text(code: int | None, reason: str = "") -> str:
-    """What a close means, for the user, its code (and the server's reason, if given) in
-    brackets: `the server is restarting (1012)`, `this player connected again elsewhere (4003:
-    connected again elsewhere)`; a code this client does not know is `link lost (CODE)`.
-    Every line of the client that names a close says it with this."""
-    if code is None:
-        return "link lost"
-    meaning = CLOSE_MEANINGS.get(code, "link lost")
-    return f"{meaning} ({code}: {reason})" if reason else f"{meaning} ({code})"
-
-
-#: A tag of an HTML page (`_refusal_text` keeps its words).
-_TAG: Final = re.compile(r"<[^>]*>")
-
-
-def _refusal_text(response: Response) -> str:
-    """The status and the reason of a refused handshake: the server's one-line body, or the
-    words of a proxy's HTML page (HAProxy's 503 with no node up), at most 200 characters."""
-    body = response.body.decode("utf-8", "replace")
-    if body.lstrip().startswith("<"):
-        body = _TAG.sub(" ", body)
-    reason = " ".join(body.split())
-    said = f": {reason[:200]}" if reason else ""
-    return f"HTTP {response.status_code}{said}"
-
-
-#: What a WebSocket server answers only to a request it would take: a success or a redirect
-#: instead of the upgrade, or "no such page", is an HTTP server, not a solrace server (which
-#: refuses with 400, 403, 429, 431 or 503, and a path it does not serve with a 404 of its own:
-#: `Server: solrace`).
-_NOT_A_REFUSAL: Final = frozenset({404})
-
-
-def _handshake_failure(url: str, exc: InvalidStatus) -> ConnectionFailedError:
-    """A handshake answered with an HTTP status instead of the upgrade: a refusal (the
-    server's limits, a proxy with no node up: retried, never before its `Retry-After`), or
-    the answer of something that is not a solrace server at all."""
-    response = exc.response
-    if response.status_code == 404 and response.headers.get("Server") == "solrace":
-        # A solrace server with no WebSocket at this path: its answer names the one it has.
-        return ConnectionFailedError(f"{url} refused the path: {_refusal_text(response)}")
-    if response.status_code < 400 or response.status_code in _NOT_A_REFUSAL:
-        return ConnectionFailedError(
-            f"{url} is not a solrace server: its answer is no WebSocket handshake "
-            f"({_refusal_text(response)})"
-        )
-    return ConnectionFailedError(
-        f"{url} refused the connection: {_refusal_text(response)}",
-        retry_after_s=_retry_after_s(response),
-    )
-
-
-#: What OpenSSL says of an answer to its hello that is no TLS record (a plain ws:// server).
-_NOT_TLS: Final = "WRONG_VERSION_NUMBER"
-
-#: OpenSSL's verify codes of a certificate whose issuer is not trusted here: self-signed
-#: (18, or 19 in the chain), or of a CA this machine does not have (2, 20, 21).
-_UNTRUSTED_ISSUER: Final = frozenset({2, 18, 19, 20, 21})
-
-
-def _connect_failure(url: str, exc: BaseException) -> ConnectionFailedError:
-    """What a failure to open the link to `url` (before any WebSocket frame) means."""
-    if isinstance(exc, InvalidStatus):  # refused before the upgrade, e.g. too many connections
-        return _handshake_failure(url, exc)
-    if isinstance(exc, InvalidMessage):
-        if not isinstance(exc.__cause__, ValueError):  # the link closed during the handshake
-            return ConnectionFailedError(f"cannot reach {url}: {exc}")
-        # An answer that is no HTTP/1.1 response (an HTTP/1.0 server, another protocol).
-        return ConnectionFailedError(
-            f"{url} is not a solrace server: its answer is no WebSocket handshake ({exc.__cause__})"
-        )
-    if isinstance(exc, ConnectionRefusedError):
-        return ConnectionFailedError(
-            f"cannot reach {url}: connection refused (no server is listening there)"
-        )
-    if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_code in _UNTRUSTED_ISSUER:
-        # A self-signed certificate, or one of a private CA: Python's default context trusts
-        # the CA file SSL_CERT_FILE names instead of the system's. (A certificate for another
-        # name, or expired, is said as OpenSSL says it: trusting a CA would not help.)
-        return ConnectionFailedError(
-            f"cannot reach {url}: {exc} (a certificate this machine does not trust: "
-            "SSL_CERT_FILE=CA.pem before the command trusts the CA certificates in CA.pem)"
-        )
-    if isinstance(exc, ssl.SSLError):
-        # wss:// to a server that speaks plain ws://: its answer is no TLS record.
-        plain = " (a server without TLS: try ws://)" if exc.reason == _NOT_TLS else ""
-        return ConnectionFailedError(f"cannot reach {url}: {exc}{plain}")
-    return ConnectionFailedError(f"cannot reach {url}: {exc}")
-
-
-def _retry_after_s(response: Response) -> float | None:
-    """`Retry-After` in seconds (the server sends no dates), at most a minute; None if absent
-    or unreadable."""
-    value = response.headers.get("Retry-After")
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return None if seconds is None or seconds < 0 else min(seconds, 60.0)
-
-
-async def _close_quietly(ws: ClientConnection) -> None:
-    """Close a link being given up; a failure to close it is logged, not raised."""
-    try:
-        await ws.close()
-    except Exception:
-        log.warning("closing the link to %s failed", ws.remote_address, exc_info=True)
 
 
 @dataclass(slots=True)
@@ -312,37 +99,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(slots=True)
-class Backoff:
-    """The waits between tries to open a link: exponential from `low` up to `high`, with
-    jitter (each wait is 50-100 % of its step).
-
-    A link that lived `stable_after_s` starts the next round of tries at `low` again; one that
-    died sooner (a server that welcomes and closes at once) does not, so a server that keeps
-    dropping new links is tried ever more slowly, down to one try per `high`."""
-
-    low: float
-    high: float
-    stable_after_s: float
-    _step: float = 0.0
-
-    def __post_init__(self) -> None:
-        self._step = self.low
-
-    def next_wait(self, not_before_s: float = 0.0) -> float:
-        """Seconds to wait before the next try (never less than `not_before_s`, a server's
-        Retry-After); the step after it doubles, up to `high`."""
-        wait = max(not_before_s, self._step * (0.5 + random.random() / 2))
-        self._step = min(self.high, self._step * 2)
-        return wait
-
-    def link_lost(self, lived_s: float) -> None:
-        """A link that was up for `lived_s` is lost: the backoff restarts if it lived long."""
-        if lived_s >= self.stable_after_s:
-            self._step = self.low
-
-
-class Connection:
+class Connection(LinkSupervisor):
     """A protocol client that survives disconnects; see the module docstring."""
 
     def __init__(
@@ -519,7 +276,7 @@ class Connection:
         self._supervisor = None
         ws = self._ws
         if ws is not None:
-            await _close_quietly(ws)
+            await close_quietly(ws)
         if supervisor is not None:
             await cancel_and_wait([supervisor])
         await self._stop_tasks()
@@ -547,7 +304,7 @@ class Connection:
                 ping_interval=20,
             )
         except (InvalidHandshake, OSError, TimeoutError) as exc:
-            failure = _connect_failure(self.url, exc)
+            failure = connect_failure(self.url, exc)
             if may_be_tls_port(self.url, exc) and await speaks_tls(self.url):
                 # Retrying ws:// cannot help: the port wants a TLS handshake first.
                 raise ConnectionFailedError(
@@ -560,10 +317,10 @@ class Connection:
         except ConnectionClosed as exc:
             # A restart (1012) or a newer session (4003) right after the welcome: the link is
             # not up, so it is a failed connect (retried unless the code says otherwise).
-            await _close_quietly(ws)
-            raise _closed_error(exc) from None
+            await close_quietly(ws)
+            raise closed_error(exc) from None
         except BaseException:
-            await _close_quietly(ws)
+            await close_quietly(ws)
             raise
         # Only now is the link up: no await from here on, so nothing sent meanwhile can slip
         # between the end of the resume and the socket becoming the one `send` uses.
@@ -795,70 +552,5 @@ class Connection:
                 if now - pending.sent_at >= self.resend_after_s:
                     await self._send_pending(ws, pending)
 
-    async def _stop_tasks(self) -> None:
-        tasks, self._tasks = self._tasks, []
-        await cancel_and_wait(tasks)
 
-    # --- the supervisor: notice a lost link and bring it back ------------------------------
-
-    async def _supervise(self) -> None:
-        """Follow the link until it is closed for good; a failure of this task itself (a bug)
-        closes the link for good too, said with a `StatusChange`, rather than leave the user
-        waiting on a link nobody brings back."""
-        try:
-            await self._follow_link()
-        except Exception as exc:
-            log.exception("the connection to %s failed", self.url)
-            ws, self._ws = self._ws, None
-            if ws is not None:
-                await _close_quietly(ws)
-            await self._stop_tasks()
-            self.status = LinkStatus.CLOSED
-            await self._queue.put(StatusChange(LinkStatus.CLOSED, f"client error: {exc!r}"))
-
-    async def _follow_link(self) -> None:
-        while not self._closing:
-            ws = self._ws
-            if ws is None:
-                return
-            await ws.wait_closed()
-            self._ws = None
-            lived_s = time.monotonic() - self._opened_at
-            await self._stop_tasks()
-            if self._closing:
-                return
-            code = ws.close_code
-            if code in FATAL_CLOSE_CODES or code == CloseCode.NORMAL:
-                self.status = LinkStatus.CLOSED
-                await self._queue.put(StatusChange(LinkStatus.CLOSED, link_end_text(ws)))
-                return
-            self.status = LinkStatus.RECONNECTING
-            # What it means is enough (the server's reason is left out): the link is coming
-            # back. A close of this client's own says its reason: the frame's size, say.
-            detail = close_text(code) if ws.protocol.close_rcvd else link_end_text(ws)
-            await self._queue.put(StatusChange(LinkStatus.RECONNECTING, detail))
-            if self._backoff is None:
-                low, high = self.backoff_s
-                self._backoff = Backoff(low, high, self.stable_after_s)
-            self._backoff.link_lost(lived_s)
-            await self._reconnect(self._backoff)
-
-    async def _reconnect(self, backoff: Backoff) -> None:
-        """Open a new link, waiting before each try as `backoff` says (carried over from the
-        last round when the lost link was short-lived), and never less than the `Retry-After`
-        of a handshake the server refused."""
-        not_before_s = 0.0
-        while not self._closing:
-            await asyncio.sleep(backoff.next_wait(not_before_s))
-            try:
-                await self._open()
-            except ConnectionFailedError as exc:
-                if exc.fatal:
-                    self.status = LinkStatus.CLOSED
-                    await self._queue.put(StatusChange(LinkStatus.CLOSED, str(exc)))
-                    return
-                not_before_s = exc.retry_after_s or 0.0
-                await self._queue.put(StatusChange(LinkStatus.RECONNECTING, str(exc)))
-                continue
-            await self._queue.put(StatusChange(LinkStatus.CONNECTED, "reconnected"))
-            return
+__all__ = ["MAX_FRAME", "MAX_UNREADABLE_LOGGED", "Connection", "PendingMove"]

@@ -51,7 +51,8 @@ from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
 
-from .connection import Connection, ConnectionFailedError
+from .connect_failures import ConnectionFailedError
+from .connection import Connection
 from .defaults import same_server
 
 try:

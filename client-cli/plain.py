@@ -42,8 +42,8 @@ from solrace.server.protocol.messages import (
 from solrace.tasks import cancel_and_wait
 
 from .boards import rules_board
-from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import deal_line
+from .link_status import Incoming, LinkStatus, StatusChange
 from .render import render_plain, result_line
 from .session import LinkClosedError, MoveTimeoutError, Predicate, RequestError, Session
 from .state import NOT_SEATED, RaceState, is_gone, is_lost

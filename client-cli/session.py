@@ -57,7 +57,8 @@ from solrace.server.protocol.tournament_messages import TournamentView
 from solrace.tasks import cancel_and_wait
 
 from .boards import check_move
-from .connection import Connection, Incoming, LinkStatus, StatusChange
+from .connection import Connection
+from .link_status import Incoming, LinkStatus, StatusChange
 from .state import ClientState, RaceState
 from .tournament_args import validation_text
 

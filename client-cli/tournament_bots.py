@@ -41,7 +41,8 @@ from solrace.tasks import cancel_and_wait
 
 from .bot_identities import hold
 from .bots import Bot, BotError, BotRefusedError, numbered
-from .connection import Connection, ConnectionFailedError
+from .connect_failures import ConnectionFailedError
+from .connection import Connection
 from .session import RequestError, Session, tournament_view_of
 from .stopping import Stopped, run_until_stopped
 from .strategy import make_strategy

@@ -43,7 +43,8 @@ from solrace.server.protocol.tournament_messages import (
 )
 
 from .bot_identities import known_bots
-from .connection import Connection, ConnectionFailedError
+from .connect_failures import ConnectionFailedError
+from .connection import Connection
 from .identity import (
     connect_player,
     known_players,

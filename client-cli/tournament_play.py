@@ -39,9 +39,10 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.tasks import cancel_and_wait
 
-from .connection import ConnectionFailedError, Incoming, StatusChange
+from .connect_failures import ConnectionFailedError
 from .held_deals import HeldDeals, race_label
 from .identity import connect_player
+from .link_status import Incoming, StatusChange
 from .plain import (
     EXIT_CLOSED,
     QUIT_WORDS,

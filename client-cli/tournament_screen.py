@@ -32,7 +32,7 @@ from solrace.server.protocol.tournament_messages import (
     WatchTournament,
 )
 
-from .connection import LinkStatus
+from .link_status import LinkStatus
 from .session import RequestError, Session, tournament_view_of
 from .tournament_render import must_check_in, names_of, render_board, render_title
 from .tui import PlayApp, WatchApp, _SessionApp

@@ -54,8 +54,8 @@ from solrace.server.protocol.tournament_messages import (
     WatchTournament,
 )
 
-from .connection import Incoming, LinkStatus, StatusChange
 from .held_deals import HeldDeals
+from .link_status import Incoming, LinkStatus, StatusChange
 from .screens import LobbyScreen, RaceScreen, ResultScreen
 from .session import LinkClosedError, RequestError, Session, tournament_view_of
 from .tournament_render import must_check_in

@@ -19,8 +19,8 @@ from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import RaceList, ReplayModel, ResultEntry
 from solrace.server.protocol.replay import shorten
 
-from .connection import Incoming
 from .identity import NAME_LIMIT
+from .link_status import Incoming
 from .replay import ReplayCursor
 from .widgets import (
     BoardWidget,

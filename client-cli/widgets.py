@@ -20,7 +20,7 @@ from solrace.engine import BoardView
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.vocab import RacerStateName
 
-from .connection import LinkStatus
+from .link_status import LinkStatus
 from .render import Hit, Rendered, render_board, wants_color
 from .state import RacerStatus, RaceState
 from .wire_text import as_text

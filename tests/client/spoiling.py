@@ -16,7 +16,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from solrace.client.bots import Bot
-from solrace.client.connection import Incoming, StatusChange
+from solrace.client.link_status import Incoming, StatusChange
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.engine import BoardView

@@ -14,13 +14,9 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from solrace.client.connection import (
-    MAX_FRAME,
-    Connection,
-    ConnectionFailedError,
-    LinkStatus,
-    StatusChange,
-)
+from solrace.client.connect_failures import ConnectionFailedError
+from solrace.client.connection import MAX_FRAME, Connection
+from solrace.client.link_status import LinkStatus, StatusChange
 from solrace.server.protocol.codec import encode_raw
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Error
 

@@ -12,7 +12,7 @@ import pytest
 
 from solrace.client.bot_identities import bots_file, free_names, hold
 from solrace.client.bots import Bot, default_bot_name, held_names
-from solrace.client.connection import ConnectionFailedError
+from solrace.client.connect_failures import ConnectionFailedError
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
 from solrace.server.protocol.ids import PlayerId

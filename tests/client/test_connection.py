@@ -7,22 +7,12 @@ from pathlib import Path
 
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
-from websockets.datastructures import Headers
-from websockets.http11 import Response
 
-from solrace.client.connection import (
-    CLOSE_MEANINGS,
-    Connection,
-    ConnectionFailedError,
-    LinkStatus,
-    PendingMove,
-    StatusChange,
-    _refusal_text,
-    close_text,
-)
+from solrace.client.connect_failures import ConnectionFailedError
+from solrace.client.connection import Connection, PendingMove
+from solrace.client.link_status import LinkStatus, StatusChange
 from solrace.client.session import Session
 from solrace.server.app import App
-from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Board, MoveAck, Welcome
 from tests.waiting import eventually
@@ -55,19 +45,6 @@ async def test_a_forged_token_fails_for_good(server_url: str) -> None:
         assert exc.fatal
     else:
         raise AssertionError("a forged token was accepted")
-
-
-async def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
-    app = App(server_settings(tmp_path))
-    await app.start()
-    port = app.port
-    await app.stop()
-    try:
-        await Connection(f"ws://127.0.0.1:{port}", name="x", open_timeout_s=2).connect()
-    except ConnectionFailedError as exc:
-        assert "cannot reach" in str(exc) or "closed" in str(exc)
-    else:
-        raise AssertionError("connected to a stopped server")
 
 
 async def race_with_two(
@@ -196,54 +173,6 @@ async def test_server_restart_keeps_identity_and_race(tmp_path: Path) -> None:
         await app.stop()
 
 
-async def test_a_reconnect_the_server_refuses_waits_as_long_as_its_retry_after(
-    tmp_path: Path,
-) -> None:
-    """One handshake per 2.5 s from this address (Retry-After 3): the reconnect right after a
-    drop is refused (429), and the next try waits for the Retry-After instead of the backoff's
-    fraction of a second, so it is let in and nothing is refused twice."""
-    app = App(server_settings(tmp_path, connect_burst=1, connect_per_s=0.4))
-    await app.start()
-    conn = Connection(f"ws://127.0.0.1:{app.port}", name="ann", backoff_s=(0.2, 0.4))
-    try:
-        await conn.connect()
-        assert isinstance(conn.recv_nowait(), Welcome)
-        (session,) = app.transport.sessions
-        session.close(CloseCode.SERVICE_RESTART, "restart")  # the client comes back
-        changes: list[StatusChange] = []
-        async with asyncio.timeout(20):
-            while not changes or changes[-1].status is not LinkStatus.CONNECTED:
-                item = await conn.recv()
-                if isinstance(item, StatusChange):
-                    changes.append(item)
-        refused = [c.detail for c in changes if "refused" in c.detail]
-        assert refused == [
-            f"ws://127.0.0.1:{app.port} refused the connection: HTTP 429: connecting too "
-            "often from your address: wait a moment"
-        ]
-        value = app.metrics.registry.get_sample_value(
-            "solrace_connections_refused_total", {"reason": "too_often"}
-        )
-        assert value == 1
-    finally:
-        await conn.close()
-        await app.stop()
-
-
-def test_a_proxy_s_html_refusal_is_said_in_its_words() -> None:
-    """HAProxy's 503 page with no node up was shown raw in the reconnect line."""
-    page = (
-        b"<html><body><h1>503 Service Unavailable</h1>\n"
-        b"No server is available to handle this request.\n</body></html>\n"
-    )
-    response = Response(503, "Service Unavailable", Headers(), page)
-    assert _refusal_text(response) == (
-        "HTTP 503: 503 Service Unavailable No server is available to handle this request."
-    )
-    plain = Response(429, "Too Many Requests", Headers(), b"connecting too often\n")
-    assert _refusal_text(plain) == "HTTP 429: connecting too often"
-
-
 async def test_a_url_that_is_no_websocket_url_is_said_so_at_once() -> None:
     """`--server 127.0.0.1:8765` (no scheme) said `cannot reach`, as if it had been tried; a
     port that is no port (`:99999`, `:8765 x`) ended in a traceback."""
@@ -256,71 +185,6 @@ async def test_a_url_that_is_no_websocket_url_is_said_so_at_once() -> None:
         with pytest.raises(ConnectionFailedError, match="is not a WebSocket URL") as refused:
             await Connection(url).connect()
         assert refused.value.fatal
-
-
-async def answering(reply: bytes) -> asyncio.Server:
-    """A TCP server on a loopback port from the OS that answers any request with `reply`."""
-
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        writer.write(reply)
-        await writer.drain()
-        writer.close()
-
-    return await asyncio.start_server(answer, "127.0.0.1", 0)
-
-
-def url_of_server(server: asyncio.Server) -> str:
-    return f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-
-
-@pytest.mark.parametrize(
-    ("reply", "said"),
-    [
-        (
-            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
-            "is not a solrace server: its answer is no WebSocket handshake (HTTP 200: hello)",
-        ),
-        (
-            b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found",
-            "is not a solrace server: its answer is no WebSocket handshake (HTTP 404: not found)",
-        ),
-        (
-            b"HTTP/1.0 200 OK\r\n\r\n<html>index</html>",
-            "is not a solrace server: its answer is no WebSocket handshake (unsupported "
-            "protocol; expected HTTP/1.1: HTTP/1.0 200 OK)",
-        ),
-    ],
-    ids=["http-200", "http-404", "http-1.0"],
-)
-async def test_a_server_that_is_no_websocket_server_is_said_so(reply: bytes, said: str) -> None:
-    """A plain web server at the URL was `refused the connection: HTTP 200: hello`, or `cannot
-    reach URL: did not receive a valid HTTP response`."""
-    server = await answering(reply)
-    url = url_of_server(server)
-    try:
-        with pytest.raises(ConnectionFailedError) as failed:
-            await Connection(url, name="x", open_timeout_s=5).connect()
-        assert str(failed.value) == f"{url} {said}"
-    finally:
-        server.close()
-        await server.wait_closed()
-
-
-async def test_a_solrace_refusal_is_still_a_refusal() -> None:
-    """Statuses a solrace server (or a proxy before it) refuses with keep their wording."""
-    server = await answering(
-        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\nContent-Length: 4\r\n\r\nbusy"
-    )
-    url = url_of_server(server)
-    try:
-        with pytest.raises(ConnectionFailedError) as failed:
-            await Connection(url, name="x", open_timeout_s=5).connect()
-        assert str(failed.value) == f"{url} refused the connection: HTTP 503: busy"
-        assert failed.value.retry_after_s == 2.0
-    finally:
-        server.close()
-        await server.wait_closed()
 
 
 async def test_a_websocket_server_that_does_not_answer_the_hello_is_named() -> None:
@@ -339,41 +203,3 @@ async def test_a_websocket_server_that_does_not_answer_the_hello_is_named() -> N
         str(failed.value)
         == f"{url} did not answer the hello within 0.5 s (is it a solrace server?)"
     )
-
-
-async def test_a_port_nobody_listens_on_is_said_plainly() -> None:
-    """It was `cannot reach URL: [Errno 111] Connect call failed ('127.0.0.1', PORT)`."""
-    server = await answering(b"")
-    url = url_of_server(server)
-    server.close()
-    await server.wait_closed()  # the port the OS gave is free again: nothing listens there
-    with pytest.raises(ConnectionFailedError) as failed:
-        await Connection(url, name="x", open_timeout_s=5).connect()
-    assert (
-        str(failed.value)
-        == f"cannot reach {url}: connection refused (no server is listening there)"
-    )
-
-
-async def test_wss_to_a_server_without_tls_says_to_try_ws(server_url: str) -> None:
-    url = server_url.replace("ws://", "wss://")
-    with pytest.raises(ConnectionFailedError) as failed:
-        await Connection(url, name="x", open_timeout_s=5).connect()
-    text = str(failed.value)
-    assert text.startswith(f"cannot reach {url}: "), text
-    assert text.endswith("(a server without TLS: try ws://)"), text
-
-
-def test_a_close_is_said_by_what_it_means() -> None:
-    """A close is named by what it means, its code in brackets (a restarting server's 1012 was
-    `link lost (1012)`), with the server's reason when it gave one; every code of the server's
-    table has a meaning."""
-    assert close_text(1012) == "the server is restarting (1012)"
-    assert close_text(1001) == "going away: a proxy between (or the server) closed the link (1001)"
-    assert close_text(1011) == "a server error (or the link stopped answering its keepalive) (1011)"
-    assert (
-        close_text(4001, "bad token") == "the server refused this player's token (4001: bad token)"
-    )
-    assert close_text(4999) == "link lost (4999)"
-    assert close_text(None) == "link lost"
-    assert all(code in CLOSE_MEANINGS for code in CloseCode)

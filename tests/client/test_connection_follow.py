@@ -8,7 +8,8 @@ import asyncio
 
 import pytest
 
-from solrace.client.connection import Connection, Incoming, LinkStatus
+from solrace.client.connection import Connection
+from solrace.client.link_status import Incoming, LinkStatus
 from solrace.client.session import RequestError, Session, tournament_view_of
 from solrace.server.app import App
 from solrace.server.protocol.messages import (

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from textual.widgets import DataTable
 
-from solrace.client.connection import LinkStatus, StatusChange
+from solrace.client.link_status import LinkStatus, StatusChange
 from solrace.client.screens import LobbyScreen
 from solrace.client.session import Session
 from solrace.client.tui import PlayApp

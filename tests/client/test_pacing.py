@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from solrace.client.bots import Bot
-from solrace.client.connection import close_text
+from solrace.client.link_closes import close_text
 from solrace.client.pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App

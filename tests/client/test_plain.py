@@ -16,7 +16,8 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.client.app import play_main
-from solrace.client.connection import Connection, LinkStatus, StatusChange
+from solrace.client.connection import Connection
+from solrace.client.link_status import LinkStatus, StatusChange
 from solrace.client.plain import PlainMode, acts_after_start, move_text
 from solrace.client.session import Session
 from solrace.client.wire_text import printable

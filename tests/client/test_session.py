@@ -18,7 +18,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from solrace.client.connection import Connection, Incoming, LinkStatus, StatusChange
+from solrace.client.connection import Connection
+from solrace.client.link_status import Incoming, LinkStatus, StatusChange
 from solrace.client.session import (
     REQUEST_TIMEOUT_S,
     LinkClosedError,

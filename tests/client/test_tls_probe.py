@@ -15,7 +15,8 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 import solrace.client.connection
-from solrace.client.connection import Connection, ConnectionFailedError
+from solrace.client.connect_failures import ConnectionFailedError
+from solrace.client.connection import Connection
 from solrace.client.tls_probe import speaks_tls
 
 #: How long the test waits for the connect to fail (against the probe's hour-long timeout).

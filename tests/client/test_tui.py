@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 
 from solrace.client.app import build_play_parser, run_app
 from solrace.client.bots import Bot
-from solrace.client.connection import LinkStatus
+from solrace.client.link_status import LinkStatus
 from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy

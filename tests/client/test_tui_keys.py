@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Static
 
 from solrace.client.bots import Bot
-from solrace.client.connection import LinkStatus
+from solrace.client.link_status import LinkStatus
 from solrace.client.render import Hit
 from solrace.client.screens import LobbyScreen, RaceScreen
 from solrace.client.session import Session

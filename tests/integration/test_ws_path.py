@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from solrace.client.connection import Connection, ConnectionFailedError
+from solrace.client.connect_failures import ConnectionFailedError
+from solrace.client.connection import Connection
 from solrace.server.app import App, main
 from solrace.server.protocol.messages import Ping, Pong
 from solrace.server.settings import Settings
