@@ -24,7 +24,8 @@ from solrace.server.protocol.replay import verify_replay
 from solrace.tasks import cancel_and_wait
 
 from .arg_types import invite_code, positive, race_id, seconds
-from .bots import MIN_SEATS, Bot, option_list, parse_noting_defaults
+from .bot_args import MIN_SEATS, option_list, parse_noting_defaults
+from .bots import Bot
 from .connect_failures import ConnectionFailedError
 from .connection import Connection
 from .defaults import DEFAULT_SERVER_URL, server_url

@@ -1,4 +1,5 @@
-"""Bot players: `solrace bot`, and the opponent `solrace play` seats on its embedded server.
+"""Bot players: the bots of `solrace bot` (run by `bot_cli.py`), and the opponent `solrace play`
+seats on its embedded server.
 
 Each bot is one `Connection` and one `ClientState`; it plays its own board with a strategy
 (`strategy.py`), one move at a time (the next move waits for the last one's ack), `delay_s`
@@ -9,17 +10,13 @@ process and event loop.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import secrets
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from solrace.cli import INTERRUPTED_STATUS
-from solrace.engine import GAME_IDS
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import RaceId
@@ -44,17 +41,11 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.vocab import RacerStateName
 
-from . import arg_types
-from .arg_types import seconds
-from .bot_identities import HeldName, free_names, hold
+from .bot_identities import HeldName
 from .connect_failures import ConnectionFailedError
 from .connection import Connection
-from .defaults import DEFAULT_SERVER_URL, server_url
-from .held_deals import deal_line
-from .identity import NAME_LIMIT, NAME_RULE, name_problem
 from .link_status import LinkStatus, StatusChange
-from .pacing import SERVER_RATE_CAPACITY, SERVER_RATE_REFILL_PER_S, RateBudget
-from .render import result_line
+from .pacing import RateBudget
 from .session import (
     REQUEST_TIMEOUT_S,
     BoardSyncs,
@@ -67,18 +58,10 @@ from .session import (
     request_reading,
 )
 from .state import UNKNOWN, ClientState, RaceState
-from .stopping import Stopped, run_until_stopped
-from .strategy import STRATEGIES, Strategy, make_strategy
-from .wire_text import printable
+from .strategy import Strategy
 
 #: Seconds before a resign or a move the server could not store is sent again.
 RESIGN_RETRY_S = 1.0
-#: How long a stopped bot waits for the answer to a create it sent (to leave that race).
-CREATE_ANSWER_S = 2.0
-#: The fewest seats a race may have: the server refuses a `create_race` with fewer
-#: (`invalid_settings`, "seats: 2..MAX"; MAX is the server's `max_seats` setting, 16 unless
-#: its operator changed it, so only the server can say whether a number is too high).
-MIN_SEATS: Final = 2
 #: Why a bot stops that the server may say first: a board the bot's own move left stuck, or
 #: won, puts the racer out at once (the server's state can come before the bot asks its
 #: strategy, or the race's end, if it was the last one in), as the strategy words it.
@@ -541,299 +524,12 @@ async def first_open_race(bot: Bot, *, invite_code: str | None = None) -> RaceId
     return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="solrace bot",
-        description="Run one or many bot players against a race server. With --create the "
-        "first bot creates the race and prints 'race ID'; the others join it. With --race "
-        "every bot joins that race; with neither, they join the first open race. Stopped (Ctrl-C, "
-        "SIGTERM, SIGHUP), the bots leave their race if it has not started.",
-    )
-    parser.add_argument(
-        "--server",
-        type=server_url,
-        default=DEFAULT_SERVER_URL,
-        help=f"server URL (default {DEFAULT_SERVER_URL})",
-    )
-    parser.add_argument(
-        "--strategy",
-        choices=STRATEGIES,
-        default="greedy",
-        help="how the bots pick moves: greedy (the move that gains most: cards out, cards "
-        "turned over) or random (any legal move) (default greedy)",
-    )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--race", type=arg_types.race_id, help="join this race id")
-    where.add_argument("--create", metavar="GAME", choices=GAME_IDS, help="create a race")
-    parser.add_argument(
-        "--seats",
-        type=int,
-        default=2,
-        help=f"seats of the race --create makes: {MIN_SEATS} or more, up to the server's most "
-        "(default 2)",
-    )
-    parser.add_argument(
-        "--time-limit", type=int, default=600, help="seconds of the created race (default 600)"
-    )
-    parser.add_argument(
-        "--game-number",
-        metavar="N",
-        help="deal N in the created race (default: a number drawn by the server in secret)",
-    )
-    parser.add_argument(
-        "--invite",
-        type=arg_types.invite_code,
-        help="invite code (to create a private race or join one)",
-    )
-    parser.add_argument(
-        "--start",
-        action="store_true",
-        help="start the race once every bot has joined (needs --create: only a race's "
-        "creator may start it)",
-    )
-    parser.add_argument("--count", type=int, default=1, help="how many bots (default 1)")
-    parser.add_argument(
-        "--name",
-        default=None,
-        help=f"bot name (numbered when --count > 1; default bot-1, bot-2, ...): {NAME_RULE}. "
-        "A bot's token is kept (bots.json in the config folder), so the next run is the same "
-        "player; a name someone else has on the server gets a random suffix (kept too), and "
-        "a line on stderr says the name the bot plays as",
-    )
-    parser.add_argument(
-        "--delay",
-        type=seconds,
-        default=0.25,
-        help="seconds between moves (default 0.25); at any delay, 0 too, a bot keeps within "
-        "the rate budget its server's welcome says (by default "
-        f"{SERVER_RATE_CAPACITY:.0f} messages at once, {SERVER_RATE_REFILL_PER_S:.0f} a second)",
-    )
-    parser.add_argument(
-        "--max-moves",
-        type=arg_types.positive,
-        default=1000,
-        help="a bot resigns after this many moves (default 1000)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="seed of the strategies: bot i (0, 1, ...) picks its moves with SEED+i, so a run "
-        "can be played again (default: a fresh seed each run)",
-    )
-    return parser
-
-
-def held_names(server: str, base: str | None, count: int) -> list[tuple[str, HeldName | None]]:
-    """The bots' names, held for this program (`bot_identities`): `--name` (numbered when
-    `count` > 1), each held unless another program holds it; without a name, the first
-    `bot-N` names no other program holds."""
-    if base is None:
-        return [(held.asked, held) for held in free_names(server, default_bot_name, count)]
-    names = [base] if count == 1 else [numbered(base, i + 1) for i in range(count)]
-    return [(name, hold(server, name)) for name in names]
-
-
-def default_bot_name(number: int) -> str:
-    """The default name of the `solrace bot` numbered `number`."""
-    return numbered("bot", number)
-
-
-def numbered(stem: str, number: int) -> str:
-    """`stem-number`, `stem` cut so that it fits the server's longest name."""
-    suffix = f"-{number}"
-    return stem[: NAME_LIMIT - len(suffix)] + suffix
-
-
-async def run_bots(args: argparse.Namespace) -> int:
-    """The bots of `solrace bot`, to the end of their race (0) or a failure (1). Stopped by
-    Ctrl-C, SIGTERM or SIGHUP (`run_until_stopped`: 128 + the signal), they first leave
-    their race if it has not started: nobody should join a race of bots that are gone."""
-    bots = _make_bots(args)
-    race_of: list[RaceId] = []  # the bots' race, once known
-
-    async def leave() -> None:
-        await _leave_on_stop(bots, race_of[0] if race_of else None)
-
-    try:
-        outcome = await run_until_stopped(
-            _race(args, bots, race_of), on_stop=leave, name="solrace-bots"
-        )
-    finally:
-        await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
-    return outcome.status if isinstance(outcome, Stopped) else outcome
-
-
-async def _leave_on_stop(bots: list[Bot], race_id: RaceId | None) -> None:
-    """Stopped: leave the bots' race if it is open, else say it goes on without them; one
-    line. A race created but not yet answered is waited for a little (`CREATE_ANSWER_S`)."""
-    if race_id is None and bots:
-        race_id = await bots[0].created_race(CREATE_ANSWER_S)
-    if race_id is None:
-        return
-    me = {bot.state.player_id for bot in bots}
-    creator = next(
-        (bot for bot in bots if bot.race and bot.race.info and bot.race.info.creator in me), None
-    )
-    left: list[str] = []
-    failures: list[str] = []
-    # The creator last: its leave may cancel the race for the others.
-    for bot in sorted(bots, key=lambda b: b is creator):
-        try:
-            if await bot.leave(race_id):
-                left.append(bot.name)
-        except (BotError, ConnectionFailedError) as exc:
-            failures.append(str(exc))
-    if left:
-        print(printable(f"stopped: left race {race_id} ({', '.join(left)})"), flush=True)
-    elif not failures:
-        race = bots[0].race
-        status = race.status if race is not None else UNKNOWN
-        print(
-            printable(
-                f"stopped: race {race_id} ({status}) goes on without the bots; the server "
-                "puts them out (gone) after its grace period"
-            ),
-            flush=True,
-        )
-    for failure in failures:
-        print(printable(f"solrace bot: cannot leave race {race_id}: {failure}"), file=sys.stderr)
-
-
-def _make_bots(args: argparse.Namespace) -> list[Bot]:
-    return [
-        Bot(
-            args.server,
-            name,
-            make_strategy(
-                args.strategy,
-                seed=None if args.seed is None else args.seed + i,
-                max_moves=args.max_moves,
-            ),
-            delay_s=args.delay,
-            held=held,
-        )
-        for i, (name, held) in enumerate(held_names(args.server, args.name, args.count))
-    ]
-
-
-async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[RaceId]) -> int:
-    """Connect, create or find the race (its id goes into `race_of`), join, play."""
-    try:
-        await asyncio.gather(*(bot.connect() for bot in bots))
-        for bot in bots:
-            if bot.name != bot.asked:  # taken: a suffix (`Bot.connect`, or kept from before)
-                taken = f"the name {bot.asked!r} is taken on {args.server}"
-                print(
-                    printable(f"solrace bot: {taken}: this bot plays as {bot.name!r}"),
-                    file=sys.stderr,
-                    flush=True,
-                )
-        if args.create:
-            race_id = await bots[0].create(
-                args.create,
-                args.seats,
-                args.time_limit,
-                invite_code=args.invite,
-                game_number=args.game_number,
-            )
-            print(printable(f"race {race_id}"), flush=True)
-            others = bots[1:]
-        else:
-            found: RaceId | None = args.race or await first_open_race(
-                bots[0], invite_code=args.invite
-            )
-            if found is None:
-                print("solrace bot: no open race to join (use --create)", file=sys.stderr)
-                return 1
-            race_id = found
-            others = bots
-        race_of.append(race_id)
-        for bot in others:
-            await bot.join(race_id, args.invite)
-        if not args.create:  # said once joined: a race that refuses them is not announced
-            print(printable(f"race {race_id}"), flush=True)
-        if args.start:  # with --create (`bot_problems`): the first bot made the race
-            await bots[0].start()
-        results = await asyncio.gather(*(bot.play() for bot in bots))
-    except (ConnectionFailedError, BotError) as exc:
-        print(printable(f"solrace bot: {exc}"), file=sys.stderr)
-        return 1
-    race = bots[0].race
-    if race is not None and race.results is not None:
-        for entry in race.results:
-            print(printable(result_line(entry)), flush=True)
-        if race.commitment_ok is not None:
-            print(printable(deal_line(race)), flush=True)
-    for result in results:
-        if result.reason:
-            print(printable(f"{result.name}: {result.reason}"), flush=True)
-    return 1 if race is not None and race.is_off_server else 0
-
-
-def parse_noting_defaults(
-    parser: argparse.ArgumentParser, argv: Sequence[str], dests: Sequence[str]
-) -> tuple[argparse.Namespace, frozenset[str]]:
-    """`parser.parse_args(argv)`, and which of `dests` (options with a default) were given:
-    argparse leaves an attribute the namespace already has alone unless its option is given
-    (abbreviated, `--opt=value` or not), so each starts as None and gets its default after."""
-    args = parser.parse_args(list(argv), namespace=argparse.Namespace(**dict.fromkeys(dests)))
-    given = frozenset(dest for dest in dests if getattr(args, dest) is not None)
-    for dest in dests:
-        if dest not in given:
-            setattr(args, dest, parser.get_default(dest))
-    return args, given
-
-
-def option_list(options: Sequence[str]) -> str:
-    """`--a`, `--a and --b`, `--a, --b and --c`, with the verb that goes with them."""
-    if len(options) == 1:
-        return f"{options[0]} goes"
-    return f"{', '.join(options[:-1])} and {options[-1]} go"
-
-
-def bot_problems(args: argparse.Namespace, given: frozenset[str]) -> list[str]:
-    """What is wrong with `solrace bot`'s options (`given`: the options with a default that
-    were given), each said; an option that would change nothing is one of them."""
-    problems = []
-    if args.count < 1:
-        problems.append("--count must be at least 1")
-    if args.name is not None and (problem := name_problem(args.name)) is not None:
-        problems.append(problem)
-    if not args.create:
-        unused = ["--seats"] if "seats" in given else []
-        unused += ["--time-limit"] if "time_limit" in given else []
-        unused += ["--game-number"] if args.game_number is not None else []
-        if unused:
-            problems.append(f"{option_list(unused)} with --create GAME (the race the bots make)")
-        if args.start:
-            problems.append(
-                "--start needs --create GAME: only a race's creator may start it (the bots "
-                "start the race they create)"
-            )
-    elif args.seats < MIN_SEATS:
-        problems.append(
-            f"--seats {args.seats}: a race has {MIN_SEATS} seats or more (the server refuses fewer)"
-        )
-    elif args.count > args.seats:
-        problems.append(
-            f"--count {args.count} is more than --seats {args.seats}: every bot needs a seat "
-            f"of the race it creates (give --seats {args.count}, or fewer bots)"
-        )
-    return problems
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`solrace bot ...`."""
-    args, given = parse_noting_defaults(
-        build_parser(), sys.argv[1:] if argv is None else argv, ("seats", "time_limit")
-    )
-    problems = bot_problems(args, given)
-    for problem in problems:
-        print(f"solrace bot: {problem}", file=sys.stderr)
-    if problems:
-        return 2
-    try:
-        return asyncio.run(run_bots(args))
-    except KeyboardInterrupt:
-        return INTERRUPTED_STATUS
+__all__ = [
+    "OUT_BY_ITSELF",
+    "RESIGN_RETRY_S",
+    "Bot",
+    "BotError",
+    "BotRefusedError",
+    "BotResult",
+    "first_open_race",
+]

@@ -40,7 +40,8 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.tasks import cancel_and_wait
 
 from .bot_identities import hold
-from .bots import Bot, BotError, BotRefusedError, numbered
+from .bot_names import numbered
+from .bots import Bot, BotError, BotRefusedError
 from .connect_failures import ConnectionFailedError
 from .connection import Connection
 from .session import RequestError, Session, tournament_view_of

@@ -19,7 +19,7 @@ COMMANDS: Final = {
     "play": ("solrace.client.app", "play_main", "play a race in the terminal"),
     "watch": ("solrace.client.app", "watch_main", "watch live races"),
     "replay": ("solrace.client.app", "replay_main", "step through a finished race"),
-    "bot": ("solrace.client.bots", "main", "run bot players against a server"),
+    "bot": ("solrace.client.bot_cli", "main", "run bot players against a server"),
     "tournament": (
         "solrace.client.tournament_cli",
         "main",

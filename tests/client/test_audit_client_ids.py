@@ -13,7 +13,7 @@ import pytest
 from textual.widgets import Button, Input
 
 from solrace.client.app import build_play_parser, build_watch_parser
-from solrace.client.bots import build_parser as build_bot_parser
+from solrace.client.bot_args import build_parser as build_bot_parser
 from solrace.client.screens import LobbyScreen
 from solrace.client.session import RequestError, Session
 from solrace.client.tui import PlayApp

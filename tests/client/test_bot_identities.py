@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from solrace.client.bot_identities import bots_file, free_names, hold
-from solrace.client.bots import Bot, default_bot_name, held_names
+from solrace.client.bot_names import default_bot_name, held_names
+from solrace.client.bots import Bot
 from solrace.client.connect_failures import ConnectionFailedError
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App

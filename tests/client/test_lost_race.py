@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator
 import pytest
 from textual.widgets import Static
 
-from solrace.client.bots import Bot, build_parser, parse_noting_defaults, run_bots
+from solrace.client.bot_args import build_parser, parse_noting_defaults
+from solrace.client.bot_cli import run_bots
+from solrace.client.bots import Bot
 from solrace.client.plain import PlainMode
 from solrace.client.screens import LobbyScreen
 from solrace.client.session import Session

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from solrace.client import bots
+from solrace.client import bot_args, bot_cli
 from solrace.client.app import (
     PLAY_DEFAULTED,
     build_play_parser,
@@ -20,7 +20,7 @@ from solrace.client.app import (
     play_main,
     play_problems,
 )
-from solrace.client.bots import parse_noting_defaults
+from solrace.client.bot_args import parse_noting_defaults
 from solrace.client.defaults import DEFAULT_SERVER_URL
 from solrace.client.session import Session
 from solrace.client.tournament_cli import build_parser as build_tournament_parser
@@ -168,7 +168,7 @@ def test_play_help_says_the_bot_s_defaults() -> None:
 
 
 def test_bot_help_says_what_the_strategy_is_and_its_default() -> None:
-    text = help_text(bots.build_parser())
+    text = help_text(bot_args.build_parser())
     assert "--strategy {random,greedy} how the bots pick moves:" in text
     assert "or random (any legal move) (default greedy)" in text
     assert "--start start the race once every bot has joined (needs --create:" in text
@@ -180,7 +180,7 @@ def test_every_help_says_what_server_it_talks_to_without_server() -> None:
     """`bot --help` said the default server; `watch`, `replay` and `tournament` did not, and
     `play` gave an example, not what it does without one (an embedded server)."""
     default = f"--server SERVER server URL (default {DEFAULT_SERVER_URL})"
-    assert default in help_text(bots.build_parser())
+    assert default in help_text(bot_args.build_parser())
     assert default in help_text(build_watch_parser())
     assert default in help_text(build_replay_parser())
     assert default in help_text(build_tournament_parser())
@@ -220,8 +220,8 @@ async def test_play_creates_a_private_race_with_invite_in_line_mode(
 @pytest.mark.parametrize(
     ("main", "argv", "said"),
     [
-        (bots.main, ["--delay", "-1"], "argument --delay: -1: must be a number of seconds"),
-        (bots.main, ["--delay", "nan"], "argument --delay: nan: must be a number of seconds"),
+        (bot_cli.main, ["--delay", "-1"], "argument --delay: -1: must be a number of seconds"),
+        (bot_cli.main, ["--delay", "nan"], "argument --delay: nan: must be a number of seconds"),
         (play_main, ["--plain", "--bot-delay", "inf"], "argument --bot-delay: inf: must be a"),
         (
             tournament_main,
@@ -230,8 +230,8 @@ async def test_play_creates_a_private_race_with_invite_in_line_mode(
         ),
         (tournament_main, ["bots", "T1", "--count", "0"], "argument --count: 0: must be 1 or more"),
         (play_main, ["--plain", "--seats", "x"], "argument --seats: 'x' is not a whole number"),
-        (bots.main, ["--max-moves", "-5"], "argument --max-moves: -5: must be 1 or more"),
-        (bots.main, ["--max-moves", "0"], "argument --max-moves: 0: must be 1 or more"),
+        (bot_cli.main, ["--max-moves", "-5"], "argument --max-moves: -5: must be 1 or more"),
+        (bot_cli.main, ["--max-moves", "0"], "argument --max-moves: 0: must be 1 or more"),
     ],
 )
 def test_a_delay_below_zero_or_no_number_and_no_bots_at_all_are_refused_by_the_command_line(

@@ -4,7 +4,7 @@ stop signals where a mistake must not stop the test run; SIGINT and SIGTERM are 
 while `run_until_stopped` handles them.
 
 The commands' own stops (a real child process, a real server) are in test_plain.py,
-test_bots.py and test_tournament_play.py."""
+test_bot_cli.py and test_tournament_play.py."""
 
 from __future__ import annotations
 

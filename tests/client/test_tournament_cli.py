@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from solrace.client.bots import Bot, held_names
+from solrace.client.bot_names import held_names
+from solrace.client.bots import Bot
 from solrace.client.identity import admin_name, connect_player, known_players, load_identity
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
