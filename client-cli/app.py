@@ -31,7 +31,8 @@ from .connection import Connection
 from .defaults import DEFAULT_SERVER_URL, server_url
 from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import NAME_RULE, connect_player, data_dir, embedded_key, name_problem
-from .plain import PlainMode, held_race_lines, play_screen_back
+from .leaving import held_race_lines, play_screen_back
+from .plain import PlainMode
 from .replay import replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy

@@ -16,74 +16,34 @@ back in it: at the start the oldest such race it is still in becomes the current
 first: a race it is out of, gone or resigned, says so and is not resumed), and `join RACE` of
 a race one sits in resumes it. A link closed for good (4003: the same player connected
 again elsewhere) ends the program with exit code 1.
+
+The mode is a class in layers, each in its own module: `PlainEvents` (plain_events.py) keeps
+the state and says the server's messages as they arrive, `PlainWaiting` (plain_waiting.py)
+waits for the current race's start or end and looks at the lines typed meanwhile, and
+`PlainMode` (here) runs the program and its commands. The command words and the help are in
+plain_words.py, the lines that say what the program's end does to each race in leaving.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from typing import Final, TextIO
+from collections.abc import AsyncIterator
+from typing import Final
 
 from solrace.engine import GAME_IDS, EngineError, Move
-from solrace.server.protocol.closecodes import CloseCode
-from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.messages import (
-    Board,
-    Error,
-    MoveAck,
-    MoveRejected,
-    Progress,
-    RaceFinished,
-    RaceSnapshot,
-    RaceStarted,
-    RaceUpdate,
-)
+from solrace.server.protocol.ids import RaceId
 from solrace.tasks import cancel_and_wait
 
 from .boards import rules_board
-from .held_deals import deal_line
-from .link_status import Incoming, LinkStatus, StatusChange
-from .render import render_plain, result_line
-from .session import LinkClosedError, MoveTimeoutError, Predicate, RequestError, Session
-from .state import NOT_SEATED, RaceState, is_gone, is_lost
+from .leaving import leaving_line
+from .plain_events import closed_text
+from .plain_waiting import PlainWaiting
+from .plain_words import CREATE_USAGE, HELP, QUIT_WORDS, RACE_COMMANDS, move_text
+from .session import LinkClosedError, MoveTimeoutError, RequestError
+from .state import NOT_SEATED, RaceState
 from .stopping import Stopped, run_until_stopped
-from .typed_lines import Typed, TypedLines
-from .wire_text import printable
 
-HELP = """\
-commands:
-  MOVE                a move: deal (or d), w-t3, t6-f0, t2-t5:3 (piles s w f0.. t0.. r0..)
-  board               print the board (waits for the start; an open race: says so)
-  moves               list the legal moves (waits for the start)
-  list                list open and running races
-  create GAME [SEATS [SECONDS]]   create a race (games: {games})
-  join RACE [INVITE]  sit in a race (a race you already sit in: back into it)
-  start               start the race you created
-  resign              give up the current race (before the start: at the start)
-  wait                wait until the current race ends, then print the result
-  leave               leave a race that has not started
-  help                this text
-  quit                leave the program (also q, exit, end of input, Ctrl-C): open races you
-                      created are left; a live race is forfeited unless you come back
-Commands run in the order typed; while one waits for an open race's start, start runs at
-once, and at a terminal leave, board, list, help and quit too."""
-
-CREATE_USAGE: Final = "create GAME [SEATS [SECONDS]]"
-QUIT_WORDS: Final = frozenset({"quit", "exit", "q"})
-#: Commands typed while another waits for an open race's start that run at once: what can
-#: start the race or end the wait, and what answers without it.
-TYPED_MEANWHILE: Final = frozenset({"start", "leave", "board", "list", "help"})
-#: A live race's status as a sentence says it ("while it is counting down").
-STATUS_WORDS: Final = {"countdown": "counting down"}
-NO_RACE: Final = "no current race: create or join one first ('list' shows the races)"
-#: Commands that act on the current race.
-RACE_COMMANDS: Final = frozenset({"board", "moves", "start", "resign", "leave", "wait"})
-#: Commands that act on the current race once it has started (before, they wait for it), as
-#: a move does.
-AFTER_START: Final = frozenset({"board", "moves", "resign", "wait"})
-#: The command words that are no move (any other line is read as one).
-COMMAND_WORDS: Final = RACE_COMMANDS | {"help", "list", "create", "join"}
 #: Exit code when the link closed for good (4003, 4001...).
 EXIT_CLOSED: Final = 1
 
@@ -94,266 +54,10 @@ def _retrieve(task: asyncio.Task[None]) -> None:
         task.exception()
 
 
-def move_text(line: str) -> str:
-    """The move a line types: `d` (the full-screen board's key for a deal) is `deal`, in
-    either case as every move and command is (`D`, `Deal`, `W-T3`)."""
-    return "deal" if line.lower() == "d" else line
-
-
-def line_mode_back(race_id: RaceId) -> str:
-    """How a player of `solrace play --plain` comes back to a race it left."""
-    return f"come back with 'join {race_id}' (or --race {race_id})"
-
-
-def play_screen_back(race_id: RaceId) -> str:
-    """How a player of `solrace play`'s screen comes back to a race it left."""
-    return f"come back with solrace play (Ctrl+R resumes {race_id})"
-
-
-def tournament_back(tournament_id: str) -> Callable[[RaceId], str]:
-    """How a player of tournament `tournament_id` comes back to its race, from either mode."""
-
-    def back(race_id: RaceId) -> str:
-        return f"come back with 'solrace tournament play {tournament_id}'"
-
-    return back
-
-
-def leaving_line(
-    me: PlayerId | None, race: RaceState, back: Callable[[RaceId], str] = line_mode_back
-) -> str | None:
-    """What the program's end does to `race` for player `me` (the line mode's `quit`, the
-    play screen's), or None if `me` holds no seat in it; `back` says how to come back."""
-    if not race.is_live or me is None or me not in race.racers:
-        return None
-    if race.racers[me].state not in ("joined", "playing"):
-        return None
-    how_back = back(race.race_id)
-    grace = "its grace period" if race.info is None else f"{race.info.grace_ms / 1000:g} s"
-    if race.status == "open":
-        return (
-            f"leaving race {race.race_id} before its start: your seat is given up after "
-            f"{grace} away unless you {how_back}"
-        )
-    status = STATUS_WORDS.get(race.status, race.status)
-    return (
-        f"leaving race {race.race_id} while it is {status}: you forfeit (gone) after "
-        f"{grace} away unless you {how_back}"
-    )
-
-
-def held_race_lines(session: Session, back: Callable[[RaceId], str]) -> list[str]:
-    """`leaving_line` of every live race the session's player still holds."""
-    me = session.me
-    lines = (leaving_line(me, race, back) for race in session.state.races.values())
-    return [line for line in lines if line is not None]
-
-
-def acts_after_start(line: str) -> bool:
-    """Does `line` act on the current race once it has started (a move, `board`, `moves`,
-    `resign`, `wait`), so that typed before the start it waits for it? A line that cannot be
-    read as a move does not: it is said at once."""
-    word = line.split(maxsplit=1)[0].lower()
-    if word in AFTER_START:
-        return True
-    if word in COMMAND_WORDS:
-        return False
-    try:
-        Move.parse(move_text(line))
-    except EngineError:
-        return False
-    return True
-
-
-def closed_text(detail: str) -> str:
-    """The line for a link closed for good (`detail`: the close as `connection.close_text`
-    says it, maybe within the hello's failure)."""
-    if f"({CloseCode.REPLACED.value}" in detail:
-        return (
-            f"connection closed: {detail}; another program uses the same identity, this one stops"
-        )
-    return f"connection closed: {detail}; this program stops"
-
-
-class PlainMode:
+class PlainMode(PlainWaiting):
     #: Seconds a typed move waits for its answer before the prompt comes back (the move is
     #: still sent again until answered; the late answer is printed when it comes).
     MOVE_WAIT_S = 30.0
-
-    def __init__(
-        self,
-        session: Session,
-        out: TextIO,
-        *,
-        width: int = 80,
-        interactive: bool = False,
-        no_race: str = NO_RACE,
-        back: Callable[[RaceId], str] = line_mode_back,
-    ) -> None:
-        self.session = session
-        self.out = out
-        self.width = width
-        #: How the player comes back to a race once the program has ended (`leaving_line`).
-        self.back = back
-        #: What a command on the current race says when there is none (a tournament's line
-        #: mode has races that come, not races to create or join).
-        self.no_race = no_race
-        #: The input is a person at a terminal, not a script (a pipe, a file): while a command
-        #: waits for an open race's start, what they type meanwhile may act at once.
-        self.interactive = interactive
-        self.race_id: RaceId | None = None
-        #: Set when the link is closed for good: `run` ends.
-        self.closed = asyncio.Event()
-        self._seen: dict[PlayerId, tuple[int, str]] = {}
-        #: Races this program created: those still open are left on `quit`.
-        self._created: set[RaceId] = set()
-        self._status: dict[RaceId, str] = {}
-        #: Moves whose wait ran out (sequence numbers): their answer is said when it comes,
-        #: once. Any other answer not waited for is a second answer to a move sent again
-        #: (`duplicate`), already said.
-        self._late: set[int] = set()
-        #: The one `quit` (the end of the input and a stop signal may both ask for it).
-        self._quitting: asyncio.Task[None] | None = None
-        #: The command lines read and not run yet (read all the while `run` runs).
-        self._input = TypedLines()
-        #: `quit` typed while a command waited for an open race's start: it ends `run`.
-        self._quit_asked = False
-        #: The last `reconnecting…` line said while the link is down: a failed try that gives
-        #: the same reason again is not said again (a server down for a minute is tried a
-        #: dozen times).
-        self._reconnecting_said: str | None = None
-        session.listeners.append(self.on_event)
-
-    def say(self, text: str) -> None:
-        self.out.write(printable(text) + "\n")
-        self.out.flush()
-
-    @property
-    def race(self) -> RaceState | None:
-        return None if self.race_id is None else self.session.state.races.get(self.race_id)
-
-    def name_of(self, race: RaceState, player_id: PlayerId) -> str:
-        racer = race.racers.get(player_id)
-        return racer.name if racer else player_id
-
-    def print_board(self) -> None:
-        board = None if self.race_id is None else self.session.state.my_board(self.race_id)
-        if board is None:
-            self.say("no board yet")
-            return
-        self.say(render_plain(board, self.width))
-
-    # --- events --------------------------------------------------------------------------
-
-    def on_event(self, incoming: Incoming) -> None:
-        if isinstance(incoming, StatusChange):
-            if incoming.status is LinkStatus.RECONNECTING:
-                line = f"reconnecting… ({incoming.detail})"
-                if line != self._reconnecting_said:
-                    self.say(line)
-                self._reconnecting_said = line
-            elif incoming.status is LinkStatus.CONNECTED:
-                self._reconnecting_said = None
-                self.say("reconnected")
-            else:
-                self.say(closed_text(incoming.detail))
-                self.closed.set()
-            return
-        race_id = getattr(incoming, "race_id", None)
-        if race_id is None and isinstance(incoming, Error):
-            if not self.session.was_awaited(incoming):  # a refusal of a request not waited for
-                self.say(f"error: {incoming.message} ({incoming.code})")
-            return
-        if race_id is None or race_id != self.race_id:
-            return
-        race = self.session.state.races[race_id]
-        if isinstance(incoming, Board | MoveAck) and race.unusable is not None:
-            self.say(f"error: {race.unusable}")  # dropped: the board stays as it was
-            return
-        if isinstance(incoming, RaceUpdate | RaceSnapshot):
-            self._on_update(race)
-        elif isinstance(incoming, RaceStarted):
-            limit = (incoming.ends_at_ms - incoming.started_at_ms) // 1000
-            chosen = ""
-            if race.deal_chosen and race.info and race.info.creator != self.session.me:
-                chosen = ", the creator chose its deal"
-            self.say(f"race started ({limit}s{chosen}); commitment {incoming.commitment}")
-        elif isinstance(incoming, Board) and incoming.player_id == self.session.me:
-            self.print_board()
-        elif isinstance(incoming, Progress) and incoming.progress.player_id == self.session.me:
-            entry = incoming.progress  # a change of the own state: the resign's confirmation
-            if (
-                entry.state == "resigned"
-                and self._seen.get(entry.player_id, (0, ""))[1] != "resigned"
-            ):
-                self.say(f"resigned from race {race_id}")
-            self._seen[entry.player_id] = (entry.on_foundations, entry.state)
-        elif isinstance(incoming, Progress):
-            entry = incoming.progress
-            mark = (entry.on_foundations, entry.state)
-            if self._seen.get(entry.player_id) != mark:
-                self._seen[entry.player_id] = mark
-                name = self.name_of(race, entry.player_id)
-                self.say(
-                    f"progress {name} {entry.on_foundations}/{entry.total} {entry.state} "
-                    f"({entry.moves} moves)"
-                )
-        elif isinstance(incoming, RaceFinished):
-            self.print_result(race)
-        elif isinstance(incoming, MoveAck | MoveRejected) and not self.session.was_awaited(
-            incoming
-        ):
-            # The answer to a move whose wait ran out (the link was down: the move was sent
-            # again once it was back): said now, so that nobody plays it twice; once, though
-            # a move sent twice may be answered twice.
-            if incoming.seq not in self._late:
-                return
-            self._late.discard(incoming.seq)
-            if isinstance(incoming, MoveAck):
-                self.say(f"ok {incoming.move} (answered late)")
-                self.print_board()
-            else:
-                self.say(f"refused {incoming.move}: {incoming.reason} (answered late)")
-        elif isinstance(incoming, Error) and race.lost is not None and incoming.request is None:
-            self.say_lost(race)  # said even to a wait: it ends any wait on the race
-        elif is_gone(incoming) and race.gone is not None and not self.session.was_awaited(incoming):
-            self.say(self.gone_text(race, race.gone))  # a wait says it when it ends
-        elif isinstance(incoming, Error) and not self.session.was_awaited(incoming):
-            self.say(f"error: {incoming.message} ({incoming.code})")
-
-    def say_lost(self, race: RaceState) -> None:
-        """Say that the server lost `race` (its `lost`), and what the player can do."""
-        line = f"race {race.race_id}: {race.lost}: it cannot go on and will have no result"
-        if self.session.state.tournament_of(race.race_id) is None:
-            line += " ('create' or 'join' another race, or 'quit')"
-        self.say(line)
-
-    def _on_update(self, race: RaceState) -> None:
-        info = race.info
-        if info is None:
-            return
-        names = sorted(r.name for r in info.racers)
-        joined = ",".join(names)
-        key = f"{info.status}|{joined}"
-        if self._status.get(race.race_id) == key:
-            return
-        self._status[race.race_id] = key
-        if info.status == "countdown" and info.start_at_ms is not None:
-            wait = max(0, info.start_at_ms - self.session.conn.server_now_ms()) / 1000
-            self.say(f"countdown: starting in {wait:.0f}s ({joined})")
-        elif info.status == "open":
-            self.say(f"waiting for players: {len(names)}/{info.seats} ({joined})")
-        elif info.status == "cancelled":
-            self.say("race cancelled")
-
-    def print_result(self, race: RaceState) -> None:
-        self.say("race finished")
-        for entry in race.results or []:
-            self.say(result_line(entry))
-        if race.commitment_ok is not None:
-            self.say(deal_line(race))
-        elif race.deal_held:
-            self.say("deal held until the tournament round ends (checked then)")
 
     # --- the program ---------------------------------------------------------------------
 
@@ -682,189 +386,6 @@ class PlainMode:
         assert self.race_id is not None
         await self.session.resign(self.race_id)  # confirmed: `on_event` said so
 
-    async def wait_start(self) -> bool:
-        """Wait for the own board of the current race (the start); False if it cannot come
-        (the race is over, the player left it, the server lost it or no longer has it, or
-        `quit` was typed meanwhile)."""
-        race_id = self.race_id
-        if race_id is None:
-            self.say(self.no_race)
-            return False
-        said = told = False
-        while self.session.state.my_board(race_id) is None:
-            race = self.session.state.races.get(race_id)
-            if self.race_id is None:
-                return False  # left (`leave` typed meanwhile said so)
-            if race is not None and race.is_finished:
-                self.say(f"race {race_id} is over ({race.status})")
-                return False
-            if race is not None and race.lost is not None:
-                if not told:  # lost during the wait: `on_event` said so
-                    self.say_lost(race)
-                return False
-            if race is not None and race.gone is not None:
-                self.say(self.gone_text(race, race.gone))
-                return False
-            if race is not None and race.info is not None and self.session.me not in race.racers:
-                self.say(f"race {race_id}: you no longer sit in it")
-                return False
-            if not said:
-                more = f" ({self._open_text(race)})" if race and race.status == "open" else ""
-                self.say(f"waiting for the start…{more}")
-                said = True
-            news = await self._race_news(
-                race_id,
-                lambda m: (
-                    getattr(m, "race_id", None) == race_id
-                    and (
-                        isinstance(m, Board | RaceFinished | RaceUpdate | RaceSnapshot)
-                        or is_lost(m)
-                        or is_gone(m)
-                    )
-                ),
-            )
-            if not news:
-                return False
-            told = self._is_lost(race_id)
-        return True
-
-    def _is_lost(self, race_id: RaceId) -> bool:
-        race = self.session.state.races.get(race_id)
-        return race is not None and race.lost is not None
-
-    def _open_text(self, race: RaceState) -> str:
-        """Where an open race stands, and what starts it."""
-        info = race.info
-        if info is None:
-            return "the race is open"
-        mine = info.creator == self.session.me
-        starts = "'start' starts it" if mine else "its creator starts it"
-        where = f"race {race.race_id} is open, {len(info.racers)}/{info.seats} seated"
-        if self.interactive:
-            return f"{where}; {starts}, 'leave' leaves it, 'quit' quits"
-        # A script's lines keep their order (but for `start`): a `leave` or `quit` after this
-        # line runs only once the race has started.
-        return f"{where}; {starts}; the script's next lines run once it starts (Ctrl-C quits)"
-
-    async def _race_news(self, race_id: RaceId, until: Predicate) -> bool:
-        """Wait for the next message about `race_id` that `until` accepts: True once it came.
-        While the race is open (nothing sure starts it), lines typed meanwhile are looked at
-        (`_typed_meanwhile`): False if one of them ends the wait (`quit`)."""
-        news = self.session.expect(until)
-        try:
-            while not news.done():
-                self._input.more.clear()  # before looking: a line typed meanwhile wakes the wait
-                race = self.session.state.races.get(race_id)
-                if race is not None and race.status == "open":
-                    if not await self._typed_meanwhile(race_id):
-                        return False
-                    if news.done():
-                        break
-                await self._input.wait_more(news)
-            news.result()  # a link closed for good raises here
-            return True
-        finally:
-            if not news.done():
-                news.cancel()
-            elif not news.cancelled():
-                news.exception()  # retrieved: a link closed meanwhile is not logged
-
-    async def _typed_meanwhile(self, race_id: RaceId) -> bool:
-        """Lines typed while a command waits for the start of the open race `race_id`
-        (`_first_to_run_now`: at a terminal `start`, `leave`, `board`, `list` and `help` run
-        now, `quit` or the end of the input (Ctrl-D) ends the wait (False) unless the start
-        is on its way after all, and any
-        other line keeps its place, after the start, and says so; in a script only `start`
-        runs now). Lines after a `create` or a `join` (of another race) keep their
-        place too. Returns once none is left to run now, or the race is no longer open."""
-        while True:
-            race = self.session.state.races.get(race_id)
-            if race is None or race.status != "open" or self.race_id != race_id:
-                return True
-            typed = self._first_to_run_now()
-            if typed is None:
-                # At a terminal the end of the input (Ctrl-D) is a `quit` typed: a person ended it.
-                if self.interactive and self._input.ended:
-                    return not await self._quits_the_wait(race_id, None)
-                return True
-            if typed.text in QUIT_WORDS:
-                return not await self._quits_the_wait(race_id, typed)
-            self._input.waiting.remove(typed)
-            await self.command(typed.text)
-
-    async def _quits_the_wait(self, race_id: RaceId, typed: Typed | None) -> bool:
-        """`quit` (`typed`; None: the end of a terminal's input) while a command waits for the
-        start of `race_id`: True if it ends the wait, False if the start is on its way after
-        all (a countdown: everything runs in order)."""
-        if await self._start_on_its_way(race_id):
-            return False
-        if typed is not None:
-            self._input.waiting.remove(typed)
-        self._quit_asked = True
-        return True
-
-    def _first_to_run_now(self) -> Typed | None:
-        """The first line typed that runs at once while a command waits for an open race's
-        start (`_typed_meanwhile`); at a terminal, those before it that wait their turn say
-        so, once. A script's lines keep their order, but for a `start` (which only its creator
-        may give: waiting for it would wait for good)."""
-        for typed in self._input.waiting:
-            word = typed.text.split()[0].lower()
-            if word == "start" or (
-                self.interactive and (typed.text in QUIT_WORDS or word in TYPED_MEANWHILE)
-            ):
-                return typed
-            if self.interactive and not typed.said:
-                typed.said = True
-                self.say(f"waiting for the start… ('{typed.text}' runs then)")
-            if word in ("create", "join"):
-                return None  # what follows is about another race
-        return None
-
-    async def _start_on_its_way(self, race_id: RaceId) -> bool:
-        """Is the start of `race_id` on its way after all (a countdown)? Asked of the server
-        (its snapshot), so that a join it has already seen (the race filled: the countdown)
-        is known here before `quit` gives up waiting."""
-        try:
-            race = await self.session.resume(race_id)
-        except LinkClosedError:
-            raise
-        except (RequestError, TimeoutError):
-            return False
-        return race.status != "open"
-
-    async def wait_end(self) -> None:
-        race = self.race
-        if race is None:
-            self.say(self.no_race)
-            return
-        race_id = race.race_id
-        # None: left meanwhile; lost: the server lost the race (`on_event` said so).
-        while not race.is_finished and race.lost is None and self.race_id is not None:
-            if race.gone is not None:
-                self.say(self.gone_text(race, race.gone))
-                return
-            # Not an error (awaited, it would count as reported and `on_event` would not say
-            # it), but the one that says the race is lost (which `on_event` always says), or
-            # the answer to the race's sync after a reconnect that finds it gone (said here).
-            news = await self._race_news(
-                race_id,
-                lambda m: (
-                    getattr(m, "race_id", None) == race_id
-                    and (not isinstance(m, Error) or is_lost(m) or is_gone(m))
-                ),
-            )
-            if not news:
-                return
-
-    def gone_text(self, race: RaceState, gone: str) -> str:
-        """What is said of `race` once the server no longer has it (`gone`: its words)."""
-        where = self.session.race_on_server(race.race_id)
-        return (
-            f"race {race.race_id}: the server no longer has it ({gone}); if it has finished, "
-            f"'solrace replay {where}' shows it"
-        )
-
     async def move(self, text: str) -> None:
         text = move_text(text)
         try:
@@ -897,3 +418,6 @@ class PlainMode:
                 self.print_board()  # (an ack ignored: the board its sync brings prints)
         else:
             self.say(f"refused {outcome.move}: {outcome.reason}")
+
+
+__all__ = ["EXIT_CLOSED", "PlainMode"]

@@ -52,7 +52,7 @@ from .identity import (
     name_problem,
     player_id_of,
 )
-from .plain import closed_text
+from .plain_events import closed_text
 from .session import (
     LinkClosedError,
     RequestError,

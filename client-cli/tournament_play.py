@@ -42,15 +42,10 @@ from solrace.tasks import cancel_and_wait
 from .connect_failures import ConnectionFailedError
 from .held_deals import HeldDeals, race_label
 from .identity import connect_player
+from .leaving import held_race_lines, tournament_back
 from .link_status import Incoming, StatusChange
-from .plain import (
-    EXIT_CLOSED,
-    QUIT_WORDS,
-    PlainMode,
-    acts_after_start,
-    held_race_lines,
-    tournament_back,
-)
+from .plain import EXIT_CLOSED, PlainMode
+from .plain_words import QUIT_WORDS, acts_after_start
 from .session import RequestError, Session, tournament_view_of
 from .stopping import Stopped, run_until_stopped
 from .tournament_render import (

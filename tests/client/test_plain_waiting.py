@@ -5,11 +5,13 @@ will start) no longer stops the input: at a terminal, `start`, `leave`, `board` 
 typed meanwhile act at once, other lines keep their place and run once the race has started;
 a script (a pipe) keeps its lines in order but for a `start`, which would otherwise wait for
 good. A racer back in
-a race it is already out of (gone, resigned) is told so, not that its seat was kept."""
+a race it is already out of (gone, resigned) is told so, not that its seat was kept. An error
+that comes while `wait` waits for the end is printed (in this process)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,10 +23,12 @@ from solrace.client.plain import PlainMode
 from solrace.client.session import Session
 from solrace.server.app import App
 from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.messages import Watch
 from tests.waiting import eventually
 
 from .conftest import Opened, server_settings
 from .process import Child
+from .test_plain import Opponent
 
 #: What a wait that never ends gets before the test says so (a line comes at once).
 AT_ONCE_S = 10.0
@@ -282,3 +286,27 @@ async def test_a_race_one_resigned_from_is_skipped_for_the_next_one_still_on(
     assert f"back in race {still_on} (running" in said, said
     assert mode.race_id == still_on
     assert "your races in progress" not in said  # the resigned one is not offered either
+
+
+async def test_an_error_that_comes_during_wait_is_printed(server_url: str) -> None:
+    racer = await Opponent.open(server_url, "erin")
+    out = io.StringIO()
+    mode = PlainMode(racer.session, out)
+    waiting: asyncio.Task[None] | None = None
+    try:
+        await mode.command("create klondike 2 60")
+        race_id = mode.race_id
+        assert race_id is not None
+        waiting = asyncio.create_task(mode.command("wait"))
+        await eventually(lambda: bool(racer.session._waiters), what="the wait registered")
+        # An error about the race that no request of the plain mode waits for.
+        await racer.session.conn.send(Watch(race_id=race_id))
+        await eventually(lambda: "error:" in out.getvalue(), what="the error printed")
+        assert "error: racers cannot watch their own race (not_allowed)" in out.getvalue()
+        assert not waiting.done()  # still waiting for the end
+    finally:
+        if waiting is not None:
+            waiting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+        await racer.close()
