@@ -38,7 +38,7 @@ from .wire_text import printable
 
 
 def closed_text(detail: str) -> str:
-    """The line for a link closed for good (`detail`: the close as `connection.close_text`
+    """The line for a link closed for good (`detail`: the close as `link_closes.close_text`
     says it, maybe within the hello's failure)."""
     if f"({CloseCode.REPLACED.value}" in detail:
         return (
