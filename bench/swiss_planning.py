@@ -26,15 +26,15 @@ import time
 
 from swiss_play import played_at_random
 
-from solrace.server.protocol.pairing import (
+from solrace.server.protocol.pairing import plan_round
+from solrace.server.protocol.tournament_errors import MatchId, PlayerId
+from solrace.server.protocol.tournament_model import (
     Format,
     FormatRules,
     Pairing,
     PlayedRound,
     RoundPlan,
-    plan_round,
 )
-from solrace.server.protocol.tournament_errors import MatchId, PlayerId
 
 DEFAULT_FIELDS = ("256:auto", "237:16", "133:31", "113:37", "89:48", "69:63")
 

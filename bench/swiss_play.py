@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import random
 
-from solrace.server.protocol.pairing import (
+from solrace.server.protocol.match_scoring import score_match
+from solrace.server.protocol.tournament_errors import MatchId, PlayerId
+from solrace.server.protocol.tournament_model import (
     FormatRules,
     MatchOutcome,
     PlayedRound,
     RaceResult,
     RoundPlan,
-    score_match,
 )
-from solrace.server.protocol.tournament_errors import MatchId, PlayerId
 
 
 def played_at_random(

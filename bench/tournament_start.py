@@ -38,10 +38,10 @@ from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
-from solrace.server.protocol.pairing import Format, FormatRules
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
 from solrace.server.protocol.tournament_messages import ListTournaments, TournamentList
+from solrace.server.protocol.tournament_model import Format, FormatRules
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.ratings import RatingService
 from solrace.server.session import Session

@@ -53,13 +53,14 @@ from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
-from solrace.server.protocol.pairing import RaceResult, swiss_round_count
+from solrace.server.protocol.swiss import swiss_round_count
 from solrace.server.protocol.tournament_events import TournamentEvent
 from solrace.server.protocol.tournament_messages import (
     CreateTournament,
     JoinTournament,
     TournamentAdmin,
 )
+from solrace.server.protocol.tournament_model import RaceResult
 from solrace.server.protocol.tournament_state import Phase
 from solrace.server.ratings import RatingService
 from solrace.server.session import Session

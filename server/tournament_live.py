@@ -15,7 +15,6 @@ from solrace.server.protocol.competition_records import TournamentRecord, docume
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import RaceEvent
-from solrace.server.protocol.pairing import RaceResult
 from solrace.server.protocol.race import Race
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
@@ -31,6 +30,7 @@ from solrace.server.protocol.tournament_errors import (
 )
 from solrace.server.protocol.tournament_events import TournamentEvent
 from solrace.server.protocol.tournament_messages import TournamentAdmin
+from solrace.server.protocol.tournament_model import RaceResult
 from solrace.server.protocol.tournament_state import Match, Phase
 from solrace.server.protocol.tournament_view import pending_race_id
 

@@ -20,7 +20,6 @@ from typing import Any
 from solrace.server.identities import identity_of
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId
-from solrace.server.protocol.pairing import Format, FormatRules
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import TournamentError, TournamentId, WrongPhaseError
 from solrace.server.protocol.tournament_events import TournamentEvent
@@ -38,7 +37,7 @@ from solrace.server.protocol.tournament_messages import (
     UnwatchTournament,
     WatchTournament,
 )
-from solrace.server.protocol.tournament_model import format_rules
+from solrace.server.protocol.tournament_model import Format, FormatRules, format_rules
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_summary, largest_field
 from solrace.server.race_setup import check_race_settings

@@ -32,11 +32,11 @@ import random
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.pairing import RaceResult
 from solrace.server.protocol.race import absent_racers, placings_of
 from solrace.server.protocol.records import LIVE_STATUSES, RaceRecord, RaceStatus
 from solrace.server.protocol.tournament_events import TournamentEvent
 from solrace.server.protocol.tournament_messages import TournamentRace, tournament_of_race
+from solrace.server.protocol.tournament_model import RaceResult
 from solrace.server.protocol.tournament_state import Phase
 from solrace.server.ratings import RatingService
 from solrace.server.session import Session

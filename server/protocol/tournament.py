@@ -35,16 +35,9 @@ from typing import Annotated, Any
 
 from pydantic import TypeAdapter
 
-from .pairing import (
-    Format,
-    MatchOutcome,
-    PlayedRound,
-    RaceResult,
-    Standing,
-    compute_standings,
-    plan_round,
-    score_match,
-)
+from .match_scoring import score_match
+from .pairing import plan_round
+from .standings import compute_standings
 from .tournament_bracket import BracketMatch, describe_bracket
 from .tournament_errors import (
     CorrectionRefusedError,
@@ -78,7 +71,15 @@ from .tournament_events import (
     TournamentResumed,
     TournamentStarted,
 )
-from .tournament_model import AS_SORTED_LIST, Stored
+from .tournament_model import (
+    AS_SORTED_LIST,
+    Format,
+    MatchOutcome,
+    PlayedRound,
+    RaceResult,
+    Standing,
+    Stored,
+)
 from .tournament_state import AuditEntry, Match, Phase, Round, TournamentSettings
 
 __all__ = ["SCHEMA_VERSION", "DealSource", "Tournament"]

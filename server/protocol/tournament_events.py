@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .pairing import Pairing, RaceResult, Standing
 from .tournament_errors import MatchId, PlayerId
+from .tournament_model import Pairing, RaceResult, Standing
 
 __all__ = [
     "CheckInOpened",

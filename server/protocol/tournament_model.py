@@ -2,7 +2,8 @@
 
 Frozen dataclasses. Those stored with a tournament derive from `Stored`: the tournament's
 document is their fields as pydantic serializes them (see `Tournament.to_dict`). The rules
-that use them live in `pairing` (planning, scoring, standings) and `tournament_bracket`.
+that use them live in `pairing` (planning, a module per format: `tournament_bracket`, `swiss`,
+`round_robin`, `heats`), `match_scoring` and `standings`.
 """
 
 from __future__ import annotations

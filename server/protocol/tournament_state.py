@@ -15,9 +15,18 @@ from typing import Annotated, Any
 from pydantic import GetCoreSchemaHandler, GetPydanticSchema
 from pydantic_core import core_schema
 
-from .pairing import FormatRules, MatchOutcome, Pairing, PlayedRound, RaceResult, RoundPlan
 from .tournament_errors import InvalidSettingsError, MatchId, PlayerId
-from .tournament_model import AS_SORTED_LIST, BY_SORTED_KEY, Stored
+from .tournament_model import (
+    AS_SORTED_LIST,
+    BY_SORTED_KEY,
+    FormatRules,
+    MatchOutcome,
+    Pairing,
+    PlayedRound,
+    RaceResult,
+    RoundPlan,
+    Stored,
+)
 
 __all__ = ["AuditEntry", "Match", "Phase", "Round", "TournamentSettings"]
 

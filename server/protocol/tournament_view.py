@@ -15,14 +15,8 @@ import math
 from collections.abc import Callable, Mapping
 
 from .ids import RaceId
-from .pairing import (
-    SUDDEN_DEATH_RACES,
-    Format,
-    FormatRules,
-    MatchOutcome,
-    race_wins,
-    swiss_round_count,
-)
+from .match_scoring import SUDDEN_DEATH_RACES, race_wins
+from .swiss import swiss_round_count
 from .tournament import Tournament
 from .tournament_errors import MatchId
 from .tournament_messages import (
@@ -37,6 +31,7 @@ from .tournament_messages import (
     TournamentModel,
     TournamentSummary,
 )
+from .tournament_model import Format, FormatRules, MatchOutcome
 from .tournament_state import Match, Phase
 
 RaceIdOf = Callable[[MatchId, int], RaceId | None]

@@ -14,7 +14,6 @@ from solrace.client.tournament_render import (
     render_tournament,
 )
 from solrace.server.protocol.ids import RaceId
-from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import MatchId, PlayerId, TournamentId
 from solrace.server.protocol.tournament_messages import (
@@ -24,6 +23,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentModel,
     TournamentSummary,
 )
+from solrace.server.protocol.tournament_model import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament_state import TournamentSettings
 from solrace.server.protocol.tournament_view import build_view
 

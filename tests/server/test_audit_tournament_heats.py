@@ -7,18 +7,18 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solrace.server.protocol.pairing import (
+from solrace.server.protocol.heats import heat_advancers
+from solrace.server.protocol.match_scoring import score_match
+from solrace.server.protocol.pairing import plan_round
+from solrace.server.protocol.standings import compute_standings
+from solrace.server.protocol.tournament_errors import MatchId, PlayerId
+from solrace.server.protocol.tournament_model import (
     Format,
     FormatRules,
     MatchOutcome,
     PlayedRound,
     RaceResult,
-    compute_standings,
-    heat_advancers,
-    plan_round,
-    score_match,
 )
-from solrace.server.protocol.tournament_errors import MatchId, PlayerId
 from solrace.server.protocol.tournament_view import _most_seats
 from tests.client.test_tournament_render import log_to_the_end, started
 

@@ -11,7 +11,6 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
     CorrectionRefusedError,
@@ -27,6 +26,7 @@ from solrace.server.protocol.tournament_events import (
     TournamentEvent,
     TournamentFinished,
 )
+from solrace.server.protocol.tournament_model import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_view
 

@@ -8,17 +8,17 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solrace.server.protocol.pairing import (
+from solrace.server.protocol.match_scoring import score_match
+from solrace.server.protocol.pairing import plan_round
+from solrace.server.protocol.swiss import swiss_round_count
+from solrace.server.protocol.tournament_errors import MatchId, PlayerId
+from solrace.server.protocol.tournament_model import (
     Format,
     FormatRules,
     MatchOutcome,
     PlayedRound,
     RaceResult,
-    plan_round,
-    score_match,
-    swiss_round_count,
 )
-from solrace.server.protocol.tournament_errors import MatchId, PlayerId
 
 
 def players(count: int) -> list[PlayerId]:

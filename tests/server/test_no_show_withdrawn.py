@@ -4,7 +4,6 @@ would have reached is a walkover. (The Swiss: tests/server/test_swiss_no_show.py
 
 from __future__ import annotations
 
-from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import MatchId, PlayerId, TournamentId
 from solrace.server.protocol.tournament_events import (
@@ -15,6 +14,7 @@ from solrace.server.protocol.tournament_events import (
     TournamentEvent,
     TournamentFinished,
 )
+from solrace.server.protocol.tournament_model import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 
 ADMIN = PlayerId("admin")

@@ -9,14 +9,10 @@ import random
 import pytest
 from swiss_play import played_at_random
 
-from solrace.server.protocol.pairing import (
-    Format,
-    FormatRules,
-    PlayedRound,
-    plan_round,
-    swiss_round_count,
-)
+from solrace.server.protocol.pairing import plan_round
+from solrace.server.protocol.swiss import swiss_round_count
 from solrace.server.protocol.tournament_errors import PlayerId
+from solrace.server.protocol.tournament_model import Format, FormatRules, PlayedRound
 from tests.server.test_audit_tournament_swiss import play_swiss, players, rematches
 
 

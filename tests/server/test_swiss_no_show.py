@@ -3,15 +3,9 @@ handed the bye (worth a win) ahead of the players who play."""
 
 from __future__ import annotations
 
-from solrace.server.protocol.pairing import (
-    Format,
-    FormatRules,
-    PlayedRound,
-    RaceResult,
-    compute_standings,
-    plan_round,
-    score_match,
-)
+from solrace.server.protocol.match_scoring import score_match
+from solrace.server.protocol.pairing import plan_round
+from solrace.server.protocol.standings import compute_standings
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import MatchId, PlayerId, TournamentId
 from solrace.server.protocol.tournament_events import (
@@ -21,6 +15,7 @@ from solrace.server.protocol.tournament_events import (
     RoundStarted,
     TournamentEvent,
 )
+from solrace.server.protocol.tournament_model import Format, FormatRules, PlayedRound, RaceResult
 from solrace.server.protocol.tournament_state import TournamentSettings
 
 ADMIN = PlayerId("admin")

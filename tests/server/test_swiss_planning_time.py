@@ -12,31 +12,32 @@ from collections.abc import Iterator, Sequence
 import pytest
 from swiss_play import played_at_random
 
-from solrace.server.protocol import pairing as pairing_module
-from solrace.server.protocol.pairing import (
+from solrace.server.protocol import swiss, swiss_search
+from solrace.server.protocol.pairing import plan_round
+from solrace.server.protocol.swiss import swiss_round_count
+from solrace.server.protocol.tournament_errors import MatchId, PlayerId
+from solrace.server.protocol.tournament_model import (
     Format,
     FormatRules,
     Pairing,
     PlayedRound,
     RoundPlan,
-    plan_round,
-    swiss_round_count,
 )
-from solrace.server.protocol.tournament_errors import MatchId, PlayerId
 from solrace.server.protocol.tournament_view import largest_field
 
 STEP_LIMIT = 20_000
-"""Steps of the search in standings order (`_rematch_free_pairings`, look-ahead included)
+"""Steps of the search in standings order (`rematch_free_pairings`, look-ahead included)
 allowed to one round: its shared budgets allow ~12,000. With a budget for each candidate for
 the bye, the first test's late rounds took millions (8 to 16 s of CPU for one round)."""
 
 
 class StepCount:
-    """Counts the steps of `_rematch_free_pairings` (each call, the recursive ones too)."""
+    """Counts the steps of `rematch_free_pairings` (each call, the recursive ones too), where
+    the Swiss planning calls it and where the searches do."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.steps = 0
-        search = pairing_module._rematch_free_pairings
+        search = swiss_search.rematch_free_pairings
 
         def counted(
             order: Sequence[PlayerId], met: set[frozenset[PlayerId]], budget: list[int]
@@ -44,7 +45,8 @@ class StepCount:
             self.steps += 1
             yield from search(order, met, budget)
 
-        monkeypatch.setattr(pairing_module, "_rematch_free_pairings", counted)
+        monkeypatch.setattr(swiss, "rematch_free_pairings", counted)
+        monkeypatch.setattr(swiss_search, "rematch_free_pairings", counted)
 
 
 def players(count: int) -> list[PlayerId]:

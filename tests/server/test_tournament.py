@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
     CorrectionRefusedError,
@@ -42,6 +41,7 @@ from solrace.server.protocol.tournament_events import (
     TournamentStarted,
 )
 from solrace.server.protocol.tournament_messages import MatchModel, TournamentModel
+from solrace.server.protocol.tournament_model import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament_state import Match, Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import build_view
 

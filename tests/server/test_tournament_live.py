@@ -10,7 +10,6 @@ import pytest
 
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.ids import RaceId
-from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import (
     InvalidResultError,
@@ -21,6 +20,7 @@ from solrace.server.protocol.tournament_errors import (
 )
 from solrace.server.protocol.tournament_events import RaceRequested
 from solrace.server.protocol.tournament_messages import TournamentAdmin
+from solrace.server.protocol.tournament_model import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament_state import TournamentSettings
 from solrace.server.tournament_live import Live, RaceLink, admin_command
 from solrace.server.tournament_views import view_of

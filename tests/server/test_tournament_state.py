@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import MatchId, PlayerId, TournamentId
 from solrace.server.protocol.tournament_events import (
@@ -26,6 +25,7 @@ from solrace.server.protocol.tournament_events import (
     RaceRequested,
     TournamentEvent,
 )
+from solrace.server.protocol.tournament_model import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament_state import TournamentSettings
 
 STORED = Path(__file__).parent / "data" / "stored_tournaments.json"

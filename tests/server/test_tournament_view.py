@@ -8,10 +8,10 @@ import random
 import pytest
 
 from solrace.server.protocol.codec import encode
-from solrace.server.protocol.pairing import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
 from solrace.server.protocol.tournament_messages import TournamentView
+from solrace.server.protocol.tournament_model import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.protocol.tournament_view import (
     VIEW_BUDGET_BYTES,

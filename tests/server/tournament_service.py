@@ -12,9 +12,9 @@ from solrace.server.broker import Broker
 from solrace.server.hub import Hub
 from solrace.server.protocol.competition_records import TournamentRecord
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
-from solrace.server.protocol.pairing import Format, FormatRules
 from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import PlayerId, TournamentId
+from solrace.server.protocol.tournament_model import Format, FormatRules
 from solrace.server.protocol.tournament_state import TournamentSettings
 from solrace.server.ratings import RatingService
 from solrace.server.store import MemoryStore, Store
