@@ -61,13 +61,14 @@ from solrace.server.protocol.records import (
     RaceRecord,
 )
 from solrace.server.race_changes import Change
+from solrace.server.race_finish_hooks import RaceFinishedHook
 from solrace.server.race_quota import RaceQuota
 from solrace.server.race_setup import (
     check_create_race,
     game_number_of,
     new_race_record,
 )
-from solrace.server.race_sync import RaceFinishedHook, RaceKeeper
+from solrace.server.race_sync import RaceKeeper
 from solrace.server.replays import Replays
 from solrace.server.routing import Handler, Routes
 from solrace.server.runtime import RaceRuntime

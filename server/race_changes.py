@@ -1,6 +1,6 @@
 """Changes to a race, as functions of it (`Race -> events`), and what its events say.
 
-`RaceKeeper.apply_to_race` applies a `Change` under the race's lock and stores the result;
+`RaceApplier.apply_to_race` applies a `Change` under the race's lock and stores the result;
 the functions here build the usual ones (a racer's board, a connection coming or going, the
 opening figures) and read events back (is a batch progress only, whose moves a progress
 event reports). None of them does I/O.

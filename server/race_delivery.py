@@ -87,7 +87,7 @@ class RaceDelivery:
         does). None to a racer of the race (one who watched it before joining), and none at
         all while the race's deal is held: other matches of its tournament round race on the
         same deal, and anyone may watch (a player's second, anonymous connection too); they
-        go out once it is released (`RaceKeeper.release_deal`)."""
+        go out once it is released (`HeldDeals.release_deal`)."""
         targets = runtime.spectators if only is None else {only}
         if not targets or not runtime.boards or runtime.race.record.deal_held:
             return

@@ -1,7 +1,7 @@
 """Racers' progress in batches. A move that only moves its racer on (not won, not stuck) is
 not a change of the race each: the figures of the moves of the next `progress_interval_s`
 are folded into the race together, one progress event per racer, or at once ahead of any
-other change of the race (`RaceKeeper.apply_to_race` takes the batch first, so that a finish,
+other change of the race (`RaceApplier.apply_to_race` takes the batch first, so that a finish,
 a resign or a time-out ranks on current figures). Each move is answered at once by its ack,
 which carries the racer's own figures.
 

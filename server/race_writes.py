@@ -75,7 +75,7 @@ class RaceWriter:
                 if self.relay is not None:
                     # The save may still land (a Redis that froze runs what it was sent
                     # once it runs again), with no notice published: the tick reloads the
-                    # race, and the reload tells the other nodes (`RaceKeeper.refresh`).
+                    # race, and the reload tells the other nodes (`RaceLoader.refresh`).
                     runtime.stale = True
                 self.roll_back(runtime)
                 raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc

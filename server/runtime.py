@@ -97,7 +97,7 @@ class RacerBoard:
 
 @dataclass(frozen=True, eq=False)
 class UnstoredConnection:
-    """A change of a racer's connection that the store refused (`RaceKeeper.apply_or_log`)."""
+    """A change of a racer's connection that the store refused (`RaceApplier.apply_or_log`)."""
 
     change: Callable[[Race], list[RaceEvent]]
     player_id: PlayerId
@@ -148,7 +148,7 @@ class RaceRuntime:
         #: was to publish (several nodes): the tick applies it (`settle_later`).
         self.unsettled: dict[PlayerId, list[MoveRecord]] = {}
         #: Changes of racers' connections the store could not take: the tick applies them
-        #: again, in this order, once the store takes them (`RaceKeeper.apply_or_log`). At
+        #: again, in this order, once the store takes them (`RaceApplier.apply_or_log`). At
         #: most two per racer (`keep_unstored`).
         self.unstored_connections: list[UnstoredConnection] = []
         #: The last fold was refused for this race's own reason (not an outage of the

@@ -1,6 +1,6 @@
 """Changes of racers' connections the store refused, waiting for the tick to store them
-(server/runtime.py `RaceRuntime.keep_unstored`, server/race_sync.py `apply_or_log` and
-`_store_connections`): only what can still matter waits, at most two changes a racer. A
+(server/runtime.py `RaceRuntime.keep_unstored`, server/race_apply.py `apply_or_log` and
+`store_connections`): only what can still matter waits, at most two changes a racer. A
 racer reconnecting through an outage over real sockets: tests/integration/test_outage_bounds.py.
 """
 
