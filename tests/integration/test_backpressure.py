@@ -37,7 +37,7 @@ from solrace.server.protocol.messages import (
     Watch,
     Welcome,
 )
-from solrace.server.transport import WebSocketSession
+from solrace.server.websocket_session import WebSocketSession
 from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import create_race, start_race
 from tests.integration.wsclient import Client

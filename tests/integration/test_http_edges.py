@@ -15,7 +15,7 @@ from websockets.frames import Opcode
 from solrace.server.app import App
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
-from solrace.server.transport import WebSocketSession
+from solrace.server.websocket_session import WebSocketSession
 from tests.integration.conftest import ServerFactory
 from tests.integration.frames import LINE_END_MASKS, client_frame
 from tests.integration.wsclient import Client

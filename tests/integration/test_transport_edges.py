@@ -17,7 +17,7 @@ from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import encode, encode_raw
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.messages import PROTOCOL_VERSION, Error, Hello, Ping, Pong, Welcome
-from solrace.server.transport import WebSocketSession
+from solrace.server.websocket_session import WebSocketSession
 from tests.integration.conftest import ServerFactory
 from tests.integration.wsclient import Client
 from tests.waiting import eventually
