@@ -398,25 +398,55 @@ def first_missing_folder(path: Path) -> Path | None:
     return missing
 
 
+class StopSignals:
+    """SIGTERM and SIGINT (Ctrl-C), handled from before the node starts, so that none finds
+    it without a handler: while it starts, the first one cancels the start (`run` undoes it);
+    once it serves (`started`), it asks for a clean stop (`stop`)."""
+
+    def __init__(self, starting: asyncio.Task[Any] | None) -> None:
+        #: The first signal received, if any.
+        self.received: signal.Signals | None = None
+        self.stop = asyncio.Event()
+        self._starting = starting
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def started(self) -> None:
+        """The node serves: a signal now stops it cleanly."""
+        self._starting = None
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        if self.received is None:
+            self.received = sig
+        self.stop.set()
+        if self._starting is not None:
+            self._starting.cancel()
+            self._starting = None
+
+
 async def run(settings: Settings) -> int:
-    # A node that cannot start, or is interrupted while starting (Ctrl-C: cancelled), leaves
-    # no trace: a data folder this start created (the secret, an empty database) goes again,
-    # so a mistyped port or Redis URL is harmless to retry.
+    # A node that cannot start, or is stopped while starting (Ctrl-C, SIGTERM: the start is
+    # cancelled), leaves no trace: a data folder this start created (the secret, an empty
+    # database) goes again, so a mistyped port or Redis URL is harmless to retry.
     created = first_missing_folder(settings.data_dir.absolute())
+    signals = StopSignals(asyncio.current_task())
     try:
         app = App(fit_to_descriptors(settings))  # a process-wide limit: here, not in App
         await app.start()
     except (StartupError, asyncio.CancelledError):
         if created is not None:
             shutil.rmtree(created, ignore_errors=True)
+        if signals.received is signal.SIGINT:
+            raise KeyboardInterrupt from None  # `main` says so: interrupted while starting
+        if signals.received is signal.SIGTERM:
+            print("solrace serve: stopped while starting (SIGTERM)", file=sys.stderr)
+            return 0
         raise
+    signals.started()
     # A process-wide choice, so here and not in App (tests run many in one process).
     tune_gc_for_serving()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    await signals.stop.wait()
     log.info("signal received: shutting down")
     await app.stop()
     return 0
@@ -638,9 +668,10 @@ def describe_settings_error(exc: ValidationError | SettingsError, args: argparse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`solrace serve [flags]`. Exit status: 0 after a clean shutdown, 2 for invalid
-    settings, 1 when the node cannot start (one line on stderr says why; the traceback is
-    logged at DEBUG), 130 when Ctrl-C interrupts its start."""
+    """`solrace serve [flags]`. Exit status: 0 after a clean shutdown (SIGTERM or Ctrl-C; a
+    SIGTERM while it starts undoes the start and exits 0 too), 2 for invalid settings, 1 when
+    the node cannot start (one line on stderr says why; the traceback is logged at DEBUG), 130
+    when Ctrl-C interrupts its start."""
     args = build_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
     try:
         settings = settings_from_args(args)

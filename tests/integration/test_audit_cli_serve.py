@@ -6,8 +6,9 @@ interface or the working directory; a
 misspelt variable is named with the setting it may mean; a secret file other users may read
 is named in a warning; a `~` in a path given without a shell is the home folder; a data
 dir behind a link to nothing (a volume not mounted) is named so; Ctrl-C while it starts is
-one line and exit 130, and the data dir that start made is removed; a database on a full
-disk is said to be on a full disk."""
+one line and exit 130 (SIGTERM: exit 0), and the data dir that start made is removed; a
+SIGTERM as soon as it listens is a clean stop; a database on a full disk is said to be on a
+full disk."""
 
 from __future__ import annotations
 
@@ -308,8 +309,16 @@ async def test_a_data_dir_behind_a_link_to_nothing_names_the_link(
     assert not target.exists()  # not made: the volume is the operator's to mount
 
 
-async def test_ctrl_c_while_starting_is_one_line_and_exit_130_and_leaves_no_data_dir(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("sig", "status", "said"),
+    [
+        (signal.SIGINT, 130, "solrace serve: interrupted while starting"),
+        (signal.SIGTERM, 0, "solrace serve: stopped while starting (SIGTERM)"),
+    ],
+    ids=["ctrl-c", "sigterm"],
+)
+async def test_a_stop_while_starting_is_one_line_and_leaves_no_data_dir(
+    tmp_path: Path, sig: signal.Signals, status: int, said: str
 ) -> None:
     database = tmp_path / "races.sqlite3"
     await make_database(database)
@@ -341,17 +350,48 @@ async def test_ctrl_c_while_starting_is_one_line_and_exit_130_and_leaves_no_data
         try:
             async with asyncio.timeout(START_WITHIN_S):
                 await eventually(starting)
-                process.send_signal(signal.SIGINT)
+                process.send_signal(sig)
                 _, err = await process.communicate()
         finally:
             if process.returncode is None:
                 process.kill()
                 await process.wait()
-    assert (process.returncode, err.decode().splitlines()) == (
-        130,
-        ["solrace serve: interrupted while starting"],
-    )
+    assert (process.returncode, err.decode().splitlines()) == (status, [said])
     assert not data_dir.exists()  # its secret, made at this start, went with it
+
+
+async def test_a_sigterm_as_it_says_it_listens_is_a_clean_stop(tmp_path: Path) -> None:
+    """The stop signals are handled from before the start: one sent as soon as the node
+    says it listens (before its start-up's last steps) stops it cleanly, exit 0."""
+    process = await asyncio.create_subprocess_exec(
+        *AS_IN_A_TERMINAL,
+        "serve",
+        "--port",
+        "0",
+        "--data-dir",
+        str(tmp_path / "data"),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("SOLRACE_")},
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(START_WITHIN_S):
+            while line := await process.stderr.readline():
+                lines.append(line.decode().rstrip("\n"))
+                if "listening on" in lines[-1]:
+                    process.send_signal(signal.SIGTERM)
+                    break
+            lines += (await process.stderr.read()).decode().splitlines()
+            await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 0, lines
+    assert lines[-1].endswith("stopped"), lines
 
 
 @pytest.fixture
