@@ -1,13 +1,13 @@
 """Several nodes: one connection per player across them.
 
-On one node a player's later hello closes the earlier connection with 4003 (`Hub.claimant_of`).
-Across nodes, each node announces every hello that identifies a player (by token or by name)
-on the broker (channel `claims`: the player, the node, the session). Redis hands a channel's
-messages to every subscriber in the order it took them, so every node agrees which of two
-claims came last. A node closes its connection of a player (4003) when another connection's
-claim comes after that connection's own: it must have seen its own claim come back first. If
-the other claim comes first, the other connection is the earlier one and its own node closes
-it.
+On one node a player's later hello closes the earlier connection with 4003
+(`PlayerSessions.claimant_of`). Across nodes, each node announces every hello that identifies a
+player (by token or by name) on the broker (channel `claims`: the player, the node, the
+session). Redis hands a channel's messages to every subscriber in the order it took them, so
+every node agrees which of two claims came last. A node closes its connection of a player (4003)
+when another connection's claim comes after that connection's own: it must have seen its own
+claim come back first. If the other claim comes first, the other connection is the earlier one
+and its own node closes it.
 
 The broker delivers at most once: a claim it loses (Redis down, or refusing it) leaves both
 connections open, as before there were claims; the race's holder (the connection last marked
@@ -95,7 +95,8 @@ class ClaimRelay:
         if local is None:
             return
         if claim.node == self.node_id:
-            # Two connections of one node settle it there (`Hub.claimant_of`): only ours counts.
+            # Two connections of one node settle it there (`PlayerSessions.claimant_of`): only
+            # ours counts.
             if claim.session == local.session_id:
                 self._confirmed[player_id] = local.session_id  # it came back: later ones win
                 await self.confirmed(player_id, local)

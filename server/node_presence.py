@@ -44,8 +44,8 @@ def _gone_holder(racer: Racer | RacerRecord, alive: set[str]) -> str | None:
 class NodePresence:
     """This node's presence on the broker and its watch over the other nodes' (`watch`,
     run every fifth of the ttl once `start`ed), acting on the races of `keeper` and the
-    sessions of this node's players (`players`, kept by the hub); `holder_of` names a
-    session's connection in its races (`Hub.holder_of`)."""
+    sessions of this node's players (`players`, kept by the hub's `PlayerSessions`);
+    `holder_of` names a session's connection in its races (`PlayerSessions.holder_of`)."""
 
     def __init__(
         self,
@@ -292,8 +292,8 @@ class NodePresence:
         connection open here and no connection change waiting here for the store, are marked
         away through it (if the race still names it when the change is applied). Their
         leaving can miss: it finds the race naming another node's connection and changes
-        nothing, and that node's handing over to the connection (`Hub._replaced_elsewhere`),
-        refused by the store then, is stored after it."""
+        nothing, and that node's handing over to the connection
+        (`PlayerSessions._replaced_elsewhere`), refused by the store then, is stored after it."""
         for runtime in list(self.keeper.races.values()):
             race = runtime.race
             if not race.is_live:

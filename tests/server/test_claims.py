@@ -118,7 +118,7 @@ async def two_nodes(
         running_hub(store, broker=broker) as node_a,
         running_hub(store, broker=broker) as node_b,
     ):
-        claims_a, claims_b = node_a.claims, node_b.claims
+        claims_a, claims_b = node_a.sessions.claims, node_b.sessions.claims
         assert claims_a is not None and claims_b is not None
         for relay in (claims_a, claims_b):
             await relay.start()

@@ -1,0 +1,200 @@
+"""The lobby's requests about races: the list of live races (`list_races`), and a player's own
+seat in a race: create one, join, leave, start, resign. A race whose seats the server fills (a
+tournament's) is opened here too (`open_seated_race`).
+
+Each change goes through the race keeper (`RaceKeeper.apply_to_race`, `store_new_race`); a
+race's checks and record are race_setup.py's, the quotas race_quota.py's.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+from collections.abc import Callable, Sequence
+
+from solrace.server.identities import identity_of
+from solrace.server.lobby import LobbyFeed, race_list
+from solrace.server.player_sessions import PlayerSessions
+from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.messages import (
+    CreateRace,
+    JoinRace,
+    LeaveRace,
+    ListRaces,
+    RaceEvent,
+    RaceInfo,
+    RaceList,
+    Resign,
+    StartRace,
+)
+from solrace.server.protocol.race import Race
+from solrace.server.protocol.records import (
+    LIVE_STATUSES,
+    RaceRecord,
+)
+from solrace.server.race_quota import RaceQuota
+from solrace.server.race_setup import (
+    check_create_race,
+    game_number_of,
+    new_race_record,
+)
+from solrace.server.race_sync import RaceKeeper
+from solrace.server.runtime import RaceRuntime
+from solrace.server.session import Session
+from solrace.server.settings import Settings
+from solrace.server.store import Store
+from solrace.server.watching import Watching
+
+log = logging.getLogger("solrace.server.race_requests")
+
+
+async def requested_race(keeper: RaceKeeper, requested: str) -> RaceRuntime:
+    """The race a client's request names (its id as sent: it becomes a `RaceId` here)."""
+    race_id = RaceId(requested)
+    runtime = await keeper.load_race(race_id)
+    if runtime is None:
+        raise RaceError(ErrorCode.UNKNOWN_RACE, f"no live race {race_id!r}")
+    return runtime
+
+
+class RaceRequests:
+    """Answers the lobby's requests on the races `keeper` holds (several nodes: the list is
+    read from the `store`): new races within the `quota`, each deal drawn with `rng` unless
+    the creator chose one; a racer's connection as `sessions` name it; a racer stops watching
+    (`watching`) the race it joins."""
+
+    def __init__(
+        self,
+        keeper: RaceKeeper,
+        store: Store,
+        settings: Settings,
+        lobby: LobbyFeed,
+        quota: RaceQuota,
+        watching: Watching,
+        sessions: PlayerSessions,
+        *,
+        rng: random.Random,
+        clock: Callable[[], int],
+    ) -> None:
+        self.keeper = keeper
+        self.store = store
+        self.settings = settings
+        self.lobby = lobby
+        self.quota = quota
+        self.watching = watching
+        self.sessions = sessions
+        self.rng = rng
+        self.clock = clock
+
+    async def _live_race_infos(self) -> list[RaceInfo]:
+        if self.keeper.is_cluster:
+            records = await self.store.list_races(LIVE_STATUSES)
+            return [Race(r, "", 1).info() for r in records]
+        return [rt.race.info() for rt in self.keeper.races.values() if rt.race.is_live]
+
+    async def race_list(self) -> RaceList:
+        return race_list(await self._live_race_infos())
+
+    async def list_races(self, session: Session, message: ListRaces) -> None:
+        races, frame = await self.lobby.current()
+        session.send_frame(frame)
+        if message.follow:
+            self.lobby.follow(session, races)
+        else:
+            self.lobby.unfollow(session)
+
+    async def create_race(self, session: Session, message: CreateRace) -> None:
+        player_id, name = identity_of(session)
+        check_create_race(self.settings, message)
+        with self.quota.reserve(player_id):
+            await self._create_checked_race(session, message, player_id, name)
+
+    async def _create_checked_race(
+        self, session: Session, message: CreateRace, player_id: PlayerId, name: str
+    ) -> None:
+        number = game_number_of(message, self.rng)
+        now = self.clock()
+        record = new_race_record(
+            self.settings,
+            RaceId("r" + secrets.token_hex(5)),
+            game=message.game,
+            game_number=number,
+            seats=message.seats,
+            time_limit_s=message.time_limit_s,
+            rated=message.rated,
+            invite_code=message.invite_code,
+            creator=player_id,
+            now_ms=now,
+            deal_chosen=message.game_number is not None,
+        )
+        await self.keeper.store_new_race(
+            record,
+            lambda race: race.join(
+                player_id, name, message.invite_code, now, self.sessions.claimant_holder(session)
+            ),
+            created_by=player_id,
+        )
+        log.info("%s created race %s (%s)", name, record.race_id, record.game)
+
+    async def join_race(self, session: Session, message: JoinRace) -> None:
+        player_id, name = identity_of(session)
+        runtime = await requested_race(self.keeper, message.race_id)
+        if player_id not in runtime.race.racers:  # a seat already held is resumed, not taken
+            self.quota.check_races_of(player_id)
+        now = self.clock()
+        await self.keeper.apply_to_race(
+            runtime,
+            lambda race: race.join(
+                player_id, name, message.invite_code, now, self.sessions.claimant_holder(session)
+            ),
+        )
+        # A racer does not watch its own race: one that watched it first stops watching.
+        self.watching.unwatch(session, runtime)
+
+    async def leave_race(self, session: Session, message: LeaveRace) -> None:
+        player_id, _ = identity_of(session)
+        runtime = await requested_race(self.keeper, message.race_id)
+        now = self.clock()
+        events = await self.keeper.apply_to_race(runtime, lambda race: race.leave(player_id, now))
+        for event in events:
+            session.send(event)  # no longer a racer, so not among the recipients
+        session.versions.pop(runtime.race_id, None)  # nor does it follow the race any more
+
+    async def start_race(self, session: Session, message: StartRace) -> None:
+        player_id, _ = identity_of(session)
+        runtime = await requested_race(self.keeper, message.race_id)
+        now = self.clock()
+        await self.keeper.apply_to_race(runtime, lambda race: race.request_start(player_id, now))
+
+    async def resign(self, session: Session, message: Resign) -> None:
+        player_id, _ = identity_of(session)
+        runtime = await requested_race(self.keeper, message.race_id)
+        now = self.clock()
+        await self.keeper.apply_to_race(runtime, lambda race: race.resign(player_id, now))
+
+    async def open_seated_race(
+        self, record: RaceRecord, seated: Sequence[tuple[PlayerId, str]]
+    ) -> None:
+        """Open a race whose seats the server fills (a tournament's): every (player id, name)
+        is seated with the record's invite code, so the countdown starts at once; the grace of
+        a seated player not connected here runs from now. An existing race id is left alone."""
+        if record.race_id in self.keeper.races or await self.store.get_race(record.race_id):
+            return
+        now = self.clock()
+        here = {p: self.sessions.holder_of(s) for p, s in self.sessions.players.items()}
+
+        def seat(race: Race) -> list[RaceEvent]:
+            events: list[RaceEvent] = []
+            for player_id, name in seated:
+                events += race.join(player_id, name, record.invite_code, now)
+            for player_id, _ in seated:
+                connected = player_id in here
+                events += race.set_connected(player_id, connected, now, here.get(player_id))
+            return events
+
+        await self.keeper.store_new_race(record, seat)
+
+
+__all__ = ["RaceRequests", "requested_race"]
