@@ -235,8 +235,9 @@ def _who(racer: ReplayRacer) -> str:
 
 
 def _check_racer_times(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport) -> None:
-    """A finished race's racer is done (its state set at the start or later, a time-out at the
-    race's end) and made no move after its state changed or after the race finished."""
+    """A finished race's racer is done (its state set between the start and the finish, a
+    time-out at the race's end) and made no move after its state changed or after the race
+    finished."""
     who = _who(racer)
     state, at = racer.state, racer.state_at_ms
     if state in (RacerState.JOINED, RacerState.PLAYING):
@@ -249,6 +250,11 @@ def _check_racer_times(replay: ReplayModel, racer: ReplayRacer, report: VerifyRe
         report.problems.append(
             f"{who}: state {shorten(state)} at {at}, before the race started "
             f"({replay.started_at_ms})"
+        )
+    if at > replay.finished_at_ms:
+        report.problems.append(
+            f"{who}: state {shorten(state)} at {at}, after the race finished "
+            f"({replay.finished_at_ms})"
         )
     if state == RacerState.TIMED_OUT and at != replay.ends_at_ms:
         report.problems.append(
@@ -356,7 +362,8 @@ def entry_text(entry: ResultEntry) -> str:
 
 def _race_problems(replay: ReplayModel) -> list[str]:
     """What no finished race can look like, whatever its moves: no racers, a racer listed
-    twice, a race that finished before it started."""
+    twice, a race that finished before it started, a time limit that does not end its time
+    after the start (a race's end is its start plus its time limit)."""
     problems = []
     if not replay.racers:
         problems.append("the replay has no racers")
@@ -374,6 +381,12 @@ def _race_problems(replay: ReplayModel) -> list[str]:
         problems.append(
             f"the race finished ({replay.finished_at_ms}) before it started "
             f"({replay.started_at_ms})"
+        )
+    limit_ms = replay.time_limit_s * 1000
+    if replay.ends_at_ms != replay.started_at_ms + limit_ms:
+        problems.append(
+            f"the time limit ends at {replay.ends_at_ms}, not {replay.time_limit_s} s after "
+            f"the start ({replay.started_at_ms + limit_ms})"
         )
     return problems
 

@@ -296,6 +296,7 @@ def test_moves_after_a_resignation_do_not_verify(
         ("joined", 2000, "ann (p1): state joined in a race that has finished"),
         ("resigned", None, "ann (p1): state resigned without the time it was set"),
         ("resigned", 999, "ann (p1): state resigned at 999, before the race started (1000)"),
+        ("resigned", 2001, "ann (p1): state resigned at 2001, after the race finished (2000)"),
     ],
 )
 def test_a_racer_state_no_race_can_end_with(state: str, at_ms: int | None, problem: str) -> None:
@@ -329,6 +330,19 @@ def test_moves_outside_the_race_do_not_verify() -> None:
     assert problems_of(backwards)[:2] == [
         "the time limit ends (900) before the race starts (1000)",
         "the race finished (900) before it started (1000)",
+    ]
+
+
+def test_a_time_limit_that_does_not_end_when_it_says_does_not_verify() -> None:
+    """The race's end is its start plus its time limit: a file that changes one of the three
+    (a longer limit shown, a later end) is forged."""
+    data = resigned_at(2000)
+    assert problems_of(data) == []
+    assert problems_of(data | {"time_limit_s": 600}) == [
+        "the time limit ends at 61000, not 600 s after the start (601000)"
+    ]
+    assert problems_of(data | {"ends_at_ms": 3_661_000}) == [
+        "the time limit ends at 3661000, not 60 s after the start (61000)"
     ]
 
 
