@@ -92,6 +92,10 @@ class RaceDelivery:
         if not targets or not runtime.boards or runtime.race.record.deal_held:
             return
         racers = runtime.race.racers
+        # What new spectators' watches sent them since the last batch: not sent again.
+        sent_on_watch = runtime.boards_sent_on_watch
+        if only is None:
+            runtime.boards_sent_on_watch = {}
         for player_id, board in runtime.boards.items():
             delayed = runtime.advance_spectator_board(player_id, now)
             if only is None:
@@ -100,8 +104,14 @@ class RaceDelivery:
                 board.spectators_ply = delayed.ply
             frame = runtime.spectator_board_frame(player_id)
             for session in targets:
-                if session.player_id not in racers:
-                    session.send_frame(frame)
+                if session.player_id in racers:
+                    continue
+                if only is None:
+                    if sent_on_watch.get(session, {}).get(player_id) is frame:
+                        continue  # its watch sent it this very board
+                else:
+                    sent_on_watch.setdefault(session, {})[player_id] = frame
+                session.send_frame(frame)
 
     def forward(self, runtime: RaceRuntime) -> None:
         """Send this node's sessions the events they have not had, in version order (a

@@ -117,6 +117,10 @@ class RaceRuntime:
         self.race_id: RaceId = race.race_id
         self.boards: dict[PlayerId, RacerBoard] = {}
         self.spectators: set[Session] = set()
+        #: New spectators since the last batch of spectators' boards, each with the board
+        #: frame of each racer its watch sent it (`RaceDelivery.push_spectator_boards`): the
+        #: batch does not send it the same again.
+        self.boards_sent_on_watch: dict[Session, dict[PlayerId, bytes]] = {}
         #: Moves of the race being stored now (`storing_move`).
         self._moves_storing = 0
         #: Who created the race here (the race's `creator` passes on when they leave; the

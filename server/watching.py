@@ -103,6 +103,7 @@ class Watching:
     def unwatch(self, session: Session, runtime: RaceRuntime) -> None:
         """`session` no longer watches the race (an `unwatch`, or it took a seat in it)."""
         runtime.spectators.discard(session)
+        runtime.boards_sent_on_watch.pop(session, None)
         session.watching.discard(runtime.race_id)
 
     def closed(self, session: Session) -> None:
@@ -111,6 +112,7 @@ class Watching:
             runtime = self.keeper.races.get(race_id)
             if runtime is not None:
                 runtime.spectators.discard(session)
+                runtime.boards_sent_on_watch.pop(session, None)
 
 
 __all__ = ["WatchCheck", "Watching"]

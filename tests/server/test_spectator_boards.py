@@ -67,10 +67,34 @@ async def test_a_new_spectator_gets_every_board_and_nobody_else_gets_anything() 
         # The others' boards move on with the next batch, not with each new spectator.
         assert all(boards_of(w) == [] for w in watchers)
 
+        late.sent.clear()
         hub.keeper.delivery.push_spectator_boards(runtime, clock.now)
-        for watcher in [*watchers, late]:
-            assert [(b.player_id, b.ply) for b in boards_of(watcher)][-1:] == [(alice.player_id, 3)]
-        assert all(len(boards_of(w)) == 1 for w in watchers)  # only the board that moved
+        for watcher in watchers:  # only the board that moved
+            assert [(b.player_id, b.ply) for b in boards_of(watcher)] == [(alice.player_id, 3)]
+        assert boards_of(late) == []  # its watch sent it these very boards
+
+
+async def test_the_first_spectator_gets_each_board_once() -> None:
+    """The first watch of a race sends every board; the next batch does not send the same
+    boards again (it sent each twice), only boards that moved on since."""
+    clock = Clock()
+    async with running_hub(clock=clock, spectator_batch_s=3600.0) as hub:
+        race_id, alice, _ = await start_race_of_two(hub, game_number=GAME_NUMBER)
+        runtime = hub.races[race_id]
+        watcher = RecordingSession(10)
+        await hub.handle(watcher, Hello(protocol=PROTOCOL_VERSION))
+        watcher.sent.clear()
+        await hub.handle(watcher, Watch(race_id=race_id))
+        assert len(boards_of(watcher)) == 2
+        watcher.sent.clear()
+        hub.keeper.delivery.push_spectator_boards(runtime, clock.now)
+        assert boards_of(watcher) == []
+        move = deal("klondike", GAME_NUMBER).legal_moves()[0]
+        clock.now += 10
+        await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move=str(move)))
+        hub.keeper.delivery.push_spectator_boards(runtime, clock.now)
+        assert [(b.player_id, b.ply) for b in boards_of(watcher)] == [(alice.player_id, 1)]
+        assert runtime.boards_sent_on_watch == {}
 
 
 async def test_a_spectator_board_is_encoded_once_per_ply() -> None:
