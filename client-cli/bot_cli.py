@@ -15,7 +15,7 @@ from solrace.server.protocol.ids import RaceId
 
 from .bot_args import bot_problems, build_parser, parse_noting_defaults
 from .bot_names import held_names
-from .bots import Bot, BotError, first_open_race
+from .bots import Bot, BotError, first_open_race, renamed_text
 from .connect_failures import ConnectionFailedError
 from .held_deals import deal_line
 from .render import result_line
@@ -105,13 +105,9 @@ async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[RaceId]
     try:
         await asyncio.gather(*(bot.connect() for bot in bots))
         for bot in bots:
-            if bot.name != bot.asked:  # taken: a suffix (`Bot.connect`, or kept from before)
-                taken = f"the name {bot.asked!r} is taken on {args.server}"
-                print(
-                    printable(f"solrace bot: {taken}: this bot plays as {bot.name!r}"),
-                    file=sys.stderr,
-                    flush=True,
-                )
+            renamed = renamed_text(bot, args.server)
+            if renamed is not None:
+                print(printable(f"solrace bot: {renamed}"), file=sys.stderr, flush=True)
         if args.create:
             race_id = await bots[0].create(
                 args.create,

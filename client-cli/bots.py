@@ -512,6 +512,15 @@ class Bot:
         )
 
 
+def renamed_text(bot: Bot, server: str) -> str | None:
+    """What to tell the user of a bot that plays under another name than it asked for (the
+    name is someone else's on `server`: a random suffix, `Bot.connect`, or one kept from an
+    earlier run); None if it plays as asked."""
+    if bot.name == bot.asked:
+        return None
+    return f"the name {bot.asked!r} is taken on {server}: this bot plays as {bot.name!r}"
+
+
 async def first_open_race(bot: Bot, *, invite_code: str | None = None) -> RaceId | None:
     """The id of an open race with a free seat, asking the server for its list (a private
     race only with an invite code: it may be that race's)."""
@@ -532,4 +541,5 @@ __all__ = [
     "BotRefusedError",
     "BotResult",
     "first_open_race",
+    "renamed_text",
 ]

@@ -39,9 +39,9 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.tasks import cancel_and_wait
 
-from .bot_identities import hold
+from .bot_identities import free_names
 from .bot_names import numbered
-from .bots import Bot, BotError, BotRefusedError
+from .bots import Bot, BotError, BotRefusedError, renamed_text
 from .connect_failures import ConnectionFailedError
 from .connection import Connection
 from .session import RequestError, Session, tournament_view_of
@@ -194,8 +194,13 @@ class Progress:
 
 
 async def _play_all(bots: Sequence[Bot], tournament_id: str) -> TournamentModel:
-    """Connect the bots and run each through the tournament; the first failure stops all."""
+    """Connect the bots (a bot whose name is someone else's on the server says on stderr
+    what it plays as) and run each through the tournament; the first failure stops all."""
     await asyncio.gather(*(bot.connect() for bot in bots))
+    for bot in bots:
+        renamed = renamed_text(bot, bot.conn.url)
+        if renamed is not None:
+            print(printable(f"solrace tournament: {renamed}"), file=sys.stderr, flush=True)
     runs = [asyncio.create_task(play_tournament(bot, tournament_id)) for bot in bots]
     try:
         done, _ = await asyncio.wait(runs, return_when=asyncio.FIRST_EXCEPTION)
@@ -269,11 +274,13 @@ async def withdraw(bots: Sequence[Bot], progress: Progress) -> None:
 
 def make_bots(args: argparse.Namespace) -> list[Bot]:
     """The bots `tbot-1`, ... (or `--name` numbered), each name held so that its identity is
-    kept for the next run (`bot_identities`; none while another program holds it)."""
-    names = [numbered(args.name or "tbot", i + 1) for i in range(args.count)]
+    kept for the next run (`bot_identities`): the first numbers no other program holds (a
+    second run at once plays as the next ones, as `solrace bot` does)."""
+    stem = args.name or "tbot"
+    held = free_names(args.server, lambda number: numbered(stem, number), args.count)
     bots = [
-        Bot(args.server, name, make_strategy(args.strategy, seed=i), held=hold(args.server, name))
-        for i, name in enumerate(names)
+        Bot(args.server, name.asked, make_strategy(args.strategy, seed=i), held=name)
+        for i, name in enumerate(held)
     ]
     for bot in bots:
         bot.delay_s = args.delay

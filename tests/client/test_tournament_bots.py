@@ -149,3 +149,43 @@ async def test_a_join_refused_for_one_bot_withdraws_the_other_only(
     assert tournament_server.tournaments.live[tid].tournament.registered == [
         opened_id(opened, "ann")
     ]
+
+
+async def test_a_second_run_at_once_plays_as_the_next_free_numbers() -> None:
+    """A name is one program's at a time: bots made while others hold `tbot-1` and `tbot-2`
+    are `tbot-3` and `tbot-4` (they were new players with random suffixes, saved nowhere)."""
+    args = bots_args("ws://127.0.0.1:9", "t1", 2)
+    first = make_bots(args)
+    second = make_bots(args)
+    try:
+        assert [bot.asked for bot in [*first, *second]] == ["tbot-1", "tbot-2", "tbot-3", "tbot-4"]
+        assert all(bot.held is not None for bot in [*first, *second])
+    finally:
+        for bot in [*first, *second]:
+            await bot.close()
+    again = make_bots(args)  # released: the same players again
+    try:
+        assert [bot.asked for bot in again] == ["tbot-1", "tbot-2"]
+    finally:
+        for bot in again:
+            await bot.close()
+
+
+async def test_a_bot_whose_name_is_taken_says_what_it_plays_as(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await opened.open("tbot-1")  # the name is someone else's on the server
+    tid = await finished_tournament(opened)  # the bot connects, then its join is refused
+    url = url_of(tournament_server)
+    bots = make_bots(bots_args(url, tid, 1))
+    try:
+        with pytest.raises(BotError, match="phase finished"):
+            await _play_all(bots, tid)
+    finally:
+        for bot in bots:
+            await bot.close()
+    name = bots[0].name
+    assert name.startswith("tbot-1-")
+    assert capsys.readouterr().err.splitlines() == [
+        f"solrace tournament: the name 'tbot-1' is taken on {url}: this bot plays as {name!r}"
+    ]
