@@ -321,7 +321,7 @@ class PlainMode(PlainWaiting):
                 wrong = f": too many words ({' '.join(args[3:])!r})"
             self.say(f"{CREATE_USAGE}{wrong}; games: {', '.join(GAME_IDS)}")
             return
-        bad = next((a for a in args[1:] if not (a.isascii() and a.isdigit())), None)
+        bad = next((a for a in args[1:] if not (a.isascii() and a.isdigit() and int(a))), None)
         if bad is not None:
             self.say(f"{CREATE_USAGE}: SEATS and SECONDS are positive whole numbers, not {bad!r}")
             return

@@ -385,7 +385,14 @@ async def test_refused_commands_print_the_refusal_not_a_success(
             await player.expect("no current race: create or join one first")
         await player.send("join")
         await player.expect("join RACE [INVITE]")
-        for typo, bad in [("x", "x"), ("2 abc", "abc"), ("2 -60", "-60"), ("-2", "-2")]:
+        for typo, bad in [
+            ("x", "x"),
+            ("2 abc", "abc"),
+            ("2 -60", "-60"),
+            ("-2", "-2"),
+            ("0", "0"),
+            ("2 00", "00"),
+        ]:
             await player.send(f"create klondike {typo}")
             line = await player.expect("create GAME [SEATS [SECONDS]]")
             assert line.endswith(f": SEATS and SECONDS are positive whole numbers, not {bad!r}")
