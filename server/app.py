@@ -587,7 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
             "metavar": metavar,
         }
         if setting == "origins":
-            options["nargs"] = "*"
+            options["nargs"] = "+"  # none given would turn the check off, as unset does
         else:
             options["type"] = kind
         parser.add_argument("--" + setting.replace("_", "-"), **options)

@@ -262,6 +262,15 @@ class Settings(BaseSettings):
             )
         return value
 
+    @field_validator("origins")
+    @classmethod
+    def _some_origins(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not value:  # an unset variable in a compose file, as a rule
+            raise ValueError(
+                "empty: it would accept every Origin, as no setting does; name the ones to accept"
+            )
+        return value
+
     @field_validator("ws_path")
     @classmethod
     def _a_ws_path(cls, value: str) -> str:

@@ -345,6 +345,27 @@ def test_origins_that_are_not_a_json_list_say_how_to_write_them(
     ]
 
 
+def test_no_origins_are_refused_not_taken_for_any(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty list of origins (an unset variable in a compose file) would accept every
+    Origin as if the check were not asked for: refused, as `--origins` with no value."""
+    monkeypatch.setenv("SOLRACE_ORIGINS", "[]")
+    code, lines = serve(capsys, "--data-dir", str(tmp_path))
+    assert (code, lines) == (
+        2,
+        [
+            "solrace serve: error: invalid SOLRACE_ORIGINS []: empty: it would accept every "
+            "Origin, as no setting does; name the ones to accept (a JSON list: "
+            """SOLRACE_ORIGINS='["https://example.org"]')"""
+        ],
+    )
+    monkeypatch.delenv("SOLRACE_ORIGINS")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--origins"])
+    assert "--origins: expected at least one argument" in capsys.readouterr().err
+
+
 def test_an_unknown_log_level_is_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
