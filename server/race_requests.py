@@ -33,6 +33,7 @@ from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import (
     LIVE_STATUSES,
     RaceRecord,
+    RaceStatus,
 )
 from solrace.server.race_quota import RaceQuota
 from solrace.server.race_setup import (
@@ -55,8 +56,20 @@ async def requested_race(keeper: RaceKeeper, requested: str) -> RaceRuntime:
     race_id = RaceId(requested)
     runtime = await keeper.load_race(race_id)
     if runtime is None:
-        raise RaceError(ErrorCode.UNKNOWN_RACE, f"no live race {race_id!r}")
+        raise RaceError(ErrorCode.UNKNOWN_RACE, await _not_held_text(keeper, race_id))
     return runtime
+
+
+async def _not_held_text(keeper: RaceKeeper, race_id: RaceId) -> str:
+    """Why a request's race is not one to act on, in words: a race the store keeps as finished
+    (long enough ago to be out of memory) or cancelled says so, and a finished one where its
+    replay is; any other id is no live race."""
+    record = await keeper.store.get_race(race_id)
+    if record is not None and record.status is RaceStatus.FINISHED:
+        return f"race {race_id!r} has finished: its replay is there to fetch (get_replay)"
+    if record is not None and record.status is RaceStatus.CANCELLED:
+        return f"race {race_id!r} was cancelled"
+    return f"no live race {race_id!r}"
 
 
 class RaceRequests:

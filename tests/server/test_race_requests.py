@@ -1,15 +1,22 @@
 """The lobby's requests about races (server/race_requests.py): the list says which deals their
-creator chose, and a chosen deal is kept as its creator wrote it."""
+creator chose, a chosen deal is kept as its creator wrote it, and a request naming a race
+finished long ago says so (not "no live race")."""
 
 from __future__ import annotations
 
 from solrace.server.protocol.commitment import is_commitment_valid
+from solrace.server.protocol.errors import ErrorCode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     CreateRace,
+    Error,
     Hello,
+    JoinRace,
     ListRaces,
     RaceList,
+    Resign,
+    Watch,
 )
 from tests.server.sessions import RecordingSession, running_hub, start_race_of_two
 
@@ -37,3 +44,42 @@ async def test_a_named_deal_is_kept_as_one_writes_it() -> None:
         record = hub.races[race_id].race.record
         assert record.game_number == "5"
         assert is_commitment_valid(record.commitment, record.game, "5", record.salt)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+async def test_a_race_finished_long_ago_is_named_finished_not_unknown() -> None:
+    """Once a finished race is out of memory (`finished_kept_s`), a request naming it says it
+    has finished and where its replay is; an id the store does not know is no live race."""
+    clock = Clock()
+    async with running_hub(clock=clock, finished_kept_s=1.0) as hub:
+        race_id, alice, bob = await start_race_of_two(hub)
+        for racer in (alice, bob):
+            await hub.handle(racer, Resign(race_id=race_id))
+        clock.now += 10_000
+        await hub.keeper.tick()  # the finished race is forgotten
+        assert race_id not in hub.races
+        watcher = RecordingSession(9)
+        await hub.handle(watcher, Hello(protocol=PROTOCOL_VERSION, name="carol"))
+        watcher.sent.clear()
+        await hub.handle(watcher, Watch(race_id=race_id))
+        await hub.handle(watcher, JoinRace(race_id=race_id))
+        await hub.handle(watcher, Watch(race_id="rnone"))
+        said = f"race {race_id!r} has finished: its replay is there to fetch (get_replay)"
+        assert watcher.sent == [
+            Error(code=ErrorCode.UNKNOWN_RACE.value, message=said, request=kind, race_id=race_id)
+            for kind in ("watch", "join_race")
+        ] + [
+            Error(
+                code=ErrorCode.UNKNOWN_RACE.value,
+                message="no live race 'rnone'",
+                request="watch",
+                race_id=RaceId("rnone"),
+            )
+        ]
