@@ -47,6 +47,7 @@ from solrace.server.http_head import HeadReader
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_client, encode
 from solrace.server.protocol.errors import DecodeError, ErrorCode, SchemaError
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import Error
 from solrace.server.protocol.ratelimit import CreditBucket
 from solrace.server.session import Session
@@ -407,6 +408,7 @@ class WebSocketSession(Session, asyncio.Protocol):
                             code=ErrorCode.INVALID_MESSAGE.value,
                             message=str(exc),
                             request=exc.request_type,
+                            race_id=None if exc.race_id is None else RaceId(exc.race_id),
                         )
                     )
                     await asyncio.sleep(0)  # a run of bad frames does not hold the loop

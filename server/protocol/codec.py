@@ -23,6 +23,7 @@ from solrace.server.protocol.messages import (
     PileFields,
     ServerMessage,
 )
+from solrace.server.protocol.wire import MAX_ID_CHARS
 
 _packers = threading.local()
 _MOVE_VALIDATOR = MakeMove.__pydantic_validator__
@@ -157,6 +158,13 @@ def _request_type(value: dict[str, Any]) -> str | None:
     return kind if isinstance(kind, str) and len(kind) <= MAX_TYPE_CHARS else None
 
 
+def _request_race(value: dict[str, Any]) -> str | None:
+    """The map's `race_id`, if it is one a request may name (a string of 1 to
+    `MAX_ID_CHARS` characters), for the reply to name it."""
+    race_id = value.get("race_id")
+    return race_id if isinstance(race_id, str) and 0 < len(race_id) <= MAX_ID_CHARS else None
+
+
 def _check_type(value: dict[str, Any]) -> None:
     """`SchemaError` for a `type` that is there but not a short string, before pydantic sees
     it: its error about an unknown tag quotes the tag's repr, and the repr of an array nested
@@ -251,13 +259,13 @@ def decode_client(data: bytes) -> ClientMessage:
         try:
             move: MakeMove = _MOVE_VALIDATOR.validate_python(value)
         except ValidationError as exc:
-            raise SchemaError(_describe(exc, "move"), "move") from None
+            raise SchemaError(_describe(exc, "move"), "move", _request_race(value)) from None
         return move
     _check_type(value)
     try:
         return CLIENT_ADAPTER.validate_python(value)
     except ValidationError as exc:
-        raise SchemaError(_describe(exc), _request_type(value)) from None
+        raise SchemaError(_describe(exc), _request_type(value), _request_race(value)) from None
 
 
 def decode_server(data: bytes) -> ServerMessage:

@@ -55,9 +55,13 @@ class DecodeError(ProtocolError):
 class SchemaError(ProtocolError):
     """A msgpack map that is not a valid message (answered by an `error` reply)."""
 
-    def __init__(self, message: str, request_type: str | None = None) -> None:
+    def __init__(
+        self, message: str, request_type: str | None = None, race_id: str | None = None
+    ) -> None:
         super().__init__(message)
         self.request_type = request_type
+        #: The race the map names, when its `race_id` is a valid one (the reply names it too).
+        self.race_id = race_id
 
 
 class RaceError(ProtocolError):

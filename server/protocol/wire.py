@@ -7,8 +7,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: The longest race or tournament id a client may send.
+MAX_ID_CHARS = 32
 #: A race's or a tournament's id.
-IdText = Annotated[str, Field(min_length=1, max_length=32)]
+IdText = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 #: A short label: a game id, a player id, a match id.
 ShortText = Annotated[str, Field(max_length=64)]
 
@@ -20,4 +22,4 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-__all__ = ["IdText", "Message", "ShortText"]
+__all__ = ["MAX_ID_CHARS", "IdText", "Message", "ShortText"]

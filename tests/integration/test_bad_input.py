@@ -69,16 +69,19 @@ async def test_bad_input_while_a_race_goes_on(server: App, client: ClientFactory
     sloppy = await client()
     await sloppy.send(ListRaces())
     assert (await sloppy.expect(Error)).code == "hello_required"
-    for frame, request in [
-        ({"type": "teleport"}, "teleport"),
-        ({"type": "hello", "protocol": "1"}, "hello"),
-        ({"type": "ping", "nonce": 1, "extra": True}, "ping"),
-        ({"no_type": 1}, None),
-        ({"type": "move", "race_id": race_id, "seq": -1, "move": "deal"}, "move"),
+    for frame, request, named in [
+        ({"type": "teleport"}, "teleport", None),
+        ({"type": "hello", "protocol": "1"}, "hello", None),
+        ({"type": "ping", "nonce": 1, "extra": True}, "ping", None),
+        ({"no_type": 1}, None, None),
+        ({"type": "move", "race_id": race_id, "seq": -1, "move": "deal"}, "move", race_id),
+        ({"type": "watch", "race_id": race_id, "extra": 1}, "watch", race_id),
+        ({"type": "watch", "race_id": "r" * 33}, "watch", None),  # no race id: too long
     ]:
         await sloppy.send_raw(encode_raw(frame))
         error = await sloppy.expect(Error)
-        assert (error.code, error.request) == ("invalid_message", request)
+        # The error names the request, and the race when the frame named a valid race id.
+        assert (error.code, error.request, error.race_id) == ("invalid_message", request, named)
     # A name another player's token owns: an error, not a welcome.
     await sloppy.send(Hello(protocol=1, name="alice"))
     refusal = await sloppy.expect(Error, lambda e: e.code == "name_taken")
