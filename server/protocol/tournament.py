@@ -432,9 +432,10 @@ class Tournament(Stored):
         if self.phase in (Phase.REGISTRATION, Phase.CHECK_IN):
             events = self.unregister(player, now=now)
         else:
-            self._require(Phase.RUNNING, doing="drop out")
+            # Someone not in it is told so, whatever the phase (not that the phase forbids it).
             if player not in self.seeds or player in self.dropped:
                 raise UnknownPlayerError(f"{player!r} is not playing in this tournament")
+            self._require(Phase.RUNNING, doing="drop out")
             self.dropped.append(player)
             events = [PlayerDropped(player)]
             for match in self.live_matches():

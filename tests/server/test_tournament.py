@@ -23,6 +23,7 @@ from solrace.server.protocol.tournament_errors import (
     TournamentError,
     TournamentId,
     UnknownMatchError,
+    UnknownPlayerError,
     WrongPhaseError,
 )
 from solrace.server.protocol.tournament_events import (
@@ -533,6 +534,12 @@ def test_drop_out_forfeits_the_live_match_and_is_never_paired_again() -> None:
     later = [m for e in of_type(log, RoundStarted) if e.round_number > 1 for m in e.matches]
     assert all(quitter not in m.players for m in later)
     assert next(s for s in t.standings() if s.player == quitter).is_dropped
+    # Finished: a player of it may not drop out; someone never in it is told that instead.
+    with pytest.raises(WrongPhaseError, match="drop out"):
+        t.drop(request.players[0], actor=request.players[0], now=9_999.0)
+    for outsider in (quitter, PlayerId("nobody")):
+        with pytest.raises(UnknownPlayerError, match="is not playing in this tournament"):
+            t.drop(outsider, actor=outsider, now=9_999.0)
 
 
 # --- pause, correction, audit -----------------------------------------------------------------
