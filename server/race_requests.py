@@ -66,6 +66,8 @@ async def _not_held_text(keeper: RaceKeeper, race_id: RaceId) -> str:
     replay is; any other id is no live race."""
     record = await keeper.store.get_race(race_id)
     if record is not None and record.status is RaceStatus.FINISHED:
+        if record.deal_held:  # a tournament round's deal: no replay before the round ends
+            return f"race {race_id!r} has finished: its replay comes when its round ends"
         return f"race {race_id!r} has finished: its replay is there to fetch (get_replay)"
     if record is not None and record.status is RaceStatus.CANCELLED:
         return f"race {race_id!r} was cancelled"

@@ -18,6 +18,8 @@ from solrace.server.protocol.messages import (
     Resign,
     Watch,
 )
+from solrace.server.store.memory import MemoryStore
+from tests.server.protocol.test_race import running
 from tests.server.sessions import RecordingSession, running_hub, start_race_of_two
 
 
@@ -83,3 +85,30 @@ async def test_a_race_finished_long_ago_is_named_finished_not_unknown() -> None:
                 race_id=RaceId("rnone"),
             )
         ]
+
+
+async def test_a_held_deal_race_finished_long_ago_says_when_its_replay_comes() -> None:
+    """A tournament race whose deal is still held has no replay until its round ends
+    (`get_replay` answers `not_finished`): the refusal does not send the client there."""
+    race = running(2)
+    race.tick(61_000)  # finished at its time limit
+    record = race.to_record().model_copy(update={"deal_held": True, "race_id": RaceId("r1")})
+    store = MemoryStore()
+    await store.open()
+    try:
+        assert await store.save_race_if(record, None)
+        async with running_hub(store, clock=lambda: 10_000_000) as hub:  # long after
+            watcher = RecordingSession(5)
+            await hub.handle(watcher, Hello(protocol=PROTOCOL_VERSION))
+            watcher.sent.clear()
+            await hub.handle(watcher, Watch(race_id="r1"))
+            assert watcher.sent == [
+                Error(
+                    code=ErrorCode.UNKNOWN_RACE.value,
+                    message="race 'r1' has finished: its replay comes when its round ends",
+                    request="watch",
+                    race_id=RaceId("r1"),
+                )
+            ]
+    finally:
+        await store.close()
