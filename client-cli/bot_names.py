@@ -13,9 +13,15 @@ def held_names(server: str, base: str | None, count: int) -> list[tuple[str, Hel
     `count` > 1), each held unless another program holds it; without a name, the first
     `bot-N` names no other program holds."""
     if base is None:
-        return [(held.asked, held) for held in free_names(server, default_bot_name, count)]
+        return [(held.asked, held) for held in free_numbered(server, "bot", count)]
     names = [base] if count == 1 else [numbered(base, i + 1) for i in range(count)]
     return [(name, hold(server, name)) for name in names]
+
+
+def free_numbered(server: str, stem: str, count: int) -> list[HeldName]:
+    """`count` names `stem-1`, `stem-2`, ... held for this program, passing over those other
+    programs hold (a second run at once plays as the next numbers)."""
+    return free_names(server, lambda number: numbered(stem, number), count)
 
 
 def default_bot_name(number: int) -> str:
@@ -29,4 +35,4 @@ def numbered(stem: str, number: int) -> str:
     return stem[: NAME_LIMIT - len(suffix)] + suffix
 
 
-__all__ = ["default_bot_name", "held_names", "numbered"]
+__all__ = ["default_bot_name", "free_numbered", "held_names", "numbered"]

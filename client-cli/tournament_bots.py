@@ -39,8 +39,7 @@ from solrace.server.protocol.tournament_messages import (
 )
 from solrace.tasks import cancel_and_wait
 
-from .bot_identities import free_names
-from .bot_names import numbered
+from .bot_names import free_numbered
 from .bots import Bot, BotError, BotRefusedError, renamed_text
 from .connect_failures import ConnectionFailedError
 from .connection import Connection
@@ -276,8 +275,7 @@ def make_bots(args: argparse.Namespace) -> list[Bot]:
     """The bots `tbot-1`, ... (or `--name` numbered), each name held so that its identity is
     kept for the next run (`bot_identities`): the first numbers no other program holds (a
     second run at once plays as the next ones, as `solrace bot` does)."""
-    stem = args.name or "tbot"
-    held = free_names(args.server, lambda number: numbered(stem, number), args.count)
+    held = free_numbered(args.server, args.name or "tbot", args.count)
     bots = [
         Bot(args.server, name.asked, make_strategy(args.strategy, seed=i), held=name)
         for i, name in enumerate(held)
