@@ -46,8 +46,9 @@ class EmbeddedServer:
         return f"ws://127.0.0.1:{self._app.port}"
 
     async def start(self) -> str:
-        from solrace.server.app import App, StartupError, StoreBusyError
+        from solrace.server.app import App
         from solrace.server.settings import Settings
+        from solrace.server.startup_errors import StartupError, StoreBusyError
 
         self.folder.mkdir(parents=True, exist_ok=True)
         options: dict[str, Any] = {

@@ -15,7 +15,11 @@ from typing import Final
 
 #: name -> (module, function, one-line help). Each function takes argv and returns an exit code.
 COMMANDS: Final = {
-    "serve": ("solrace.server.app", "main", "run the race server (SQLite by default, or Redis)"),
+    "serve": (
+        "solrace.server.serve_cli",
+        "main",
+        "run the race server (SQLite by default, or Redis)",
+    ),
     "play": ("solrace.client.app", "play_main", "play a race in the terminal"),
     "watch": ("solrace.client.app", "watch_main", "watch live races"),
     "replay": ("solrace.client.app", "replay_main", "step through a finished race"),

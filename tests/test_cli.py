@@ -155,7 +155,7 @@ def test_serve_help_lists_every_log_level_the_settings_take(
 
 
 def test_serve_help_names_the_unit_of_each_duration() -> None:
-    from solrace.server.app import build_parser
+    from solrace.server.serve_cli import build_parser
 
     for action in build_parser()._actions:
         setting = action.dest

@@ -28,7 +28,7 @@ class ServerProcess:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "solrace.server.app",
+            "solrace.server.serve_cli",
             "--port",
             "0",
             "--data-dir",

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from solrace.server.app import StartupError
+from solrace.server.startup_errors import StartupError
 from solrace.server.store.redis import RedisStore
 from tests.integration.conftest import ServerFactory
 from tests.integration.wsclient import WAIT_S

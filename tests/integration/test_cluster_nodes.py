@@ -18,7 +18,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from solrace.engine import deal
-from solrace.server.app import App, StartupError
+from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.errors import ErrorCode
@@ -45,6 +45,7 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.records import RaceStatus
 from solrace.server.protocol.replay import verify_replay
+from solrace.server.startup_errors import StartupError
 from tests.integration.conftest import ServerFactory
 from tests.integration.helpers import create_race, play, seat_and_start, start_race
 from tests.integration.process import ServerProcess

@@ -14,8 +14,9 @@ from websockets.exceptions import InvalidStatus
 
 from solrace.client.connect_failures import ConnectionFailedError
 from solrace.client.connection import Connection
-from solrace.server.app import App, main
+from solrace.server.app import App
 from solrace.server.protocol.messages import Ping, Pong
+from solrace.server.serve_cli import main
 from solrace.server.settings import Settings
 from tests.client.process import Child
 from tests.integration.conftest import ServerFactory

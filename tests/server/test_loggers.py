@@ -12,11 +12,15 @@ from pathlib import Path
 import solrace.server
 import solrace.tasks
 
-#: Loggers named otherwise on purpose: the node itself, the WebSocket library's lines (the
-#: logger made in websocket_protocol and handed to the protocol by websocket_session), and the
-#: store's modules under the store's name.
+#: Loggers named otherwise on purpose: the node itself (its start and stop, its token secret, the
+#: process and command line of `solrace serve`), the WebSocket library's lines (the logger made in
+#: websocket_protocol and handed to the protocol by websocket_session), and the store's modules
+#: under the store's name.
 OWN_NAMES = {
     ("solrace.server.app", "log"): "solrace.server",
+    ("solrace.server.node_secret", "log"): "solrace.server",
+    ("solrace.server.serve_process", "log"): "solrace.server",
+    ("solrace.server.serve_cli", "log"): "solrace.server",
     ("solrace.server.websocket_protocol", "ws_log"): "solrace.server.websocket",
     ("solrace.server.websocket_session", "ws_log"): "solrace.server.websocket",
 }
