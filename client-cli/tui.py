@@ -56,7 +56,9 @@ from solrace.server.protocol.tournament_messages import (
 
 from .held_deals import HeldDeals
 from .link_status import Incoming, LinkStatus, StatusChange
-from .screens import LobbyScreen, RaceScreen, ResultScreen
+from .lobby_screen import LobbyScreen
+from .race_screen import RaceScreen
+from .result_screen import ResultScreen
 from .session import LinkClosedError, RequestError, Session, tournament_view_of
 from .tournament_render import must_check_in
 from .watching import ReplayScreen, WatchPicker, WatchScreen

@@ -14,7 +14,8 @@ from textual.widget import Widget
 
 from solrace.client.bots import Bot
 from solrace.client.connection import Connection
-from solrace.client.screens import LobbyScreen, RaceScreen
+from solrace.client.lobby_screen import LobbyScreen
+from solrace.client.race_screen import RaceScreen
 from solrace.client.session import Session
 from solrace.client.tui import PlayApp
 from solrace.client.widgets import BoardWidget

@@ -14,7 +14,7 @@ from textual.widgets import Button, Input
 
 from solrace.client.app import build_play_parser, build_watch_parser
 from solrace.client.bot_args import build_parser as build_bot_parser
-from solrace.client.screens import LobbyScreen
+from solrace.client.lobby_screen import LobbyScreen
 from solrace.client.session import RequestError, Session
 from solrace.client.tui import PlayApp
 from solrace.server.protocol.ids import RaceId

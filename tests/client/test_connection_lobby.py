@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import DataTable
 
 from solrace.client.link_status import LinkStatus, StatusChange
-from solrace.client.screens import LobbyScreen
+from solrace.client.lobby_screen import LobbyScreen
 from solrace.client.session import Session
 from solrace.client.tui import PlayApp
 from solrace.server.protocol.messages import RaceList

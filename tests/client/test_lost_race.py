@@ -14,8 +14,8 @@ from textual.widgets import Static
 from solrace.client.bot_args import build_parser, parse_noting_defaults
 from solrace.client.bot_cli import run_bots
 from solrace.client.bots import Bot
+from solrace.client.lobby_screen import LobbyScreen
 from solrace.client.plain import PlainMode
-from solrace.client.screens import LobbyScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp, WatchApp

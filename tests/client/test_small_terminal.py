@@ -15,7 +15,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Select, Static
 
 from solrace.client.bots import Bot
-from solrace.client.screens import LobbyScreen, ResultScreen
+from solrace.client.lobby_screen import LobbyScreen
+from solrace.client.result_screen import ResultScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tournament_lobby import TournamentListScreen

@@ -20,7 +20,9 @@ import pytest
 from textual.pilot import Pilot
 
 from solrace.client.bots import Bot
-from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
+from solrace.client.lobby_screen import LobbyScreen
+from solrace.client.race_screen import RaceScreen
+from solrace.client.result_screen import ResultScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tournament_bots import play_tournament

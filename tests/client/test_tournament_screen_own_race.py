@@ -4,7 +4,7 @@ stay idle, so every step waits on a pushed view or a screen change, never on a r
 
 from __future__ import annotations
 
-from solrace.client.screens import RaceScreen
+from solrace.client.race_screen import RaceScreen
 from solrace.client.tournament_screen import TournamentApp, TournamentScreen
 from solrace.client.tui import PlayApp
 from tests.waiting import eventually

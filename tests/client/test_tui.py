@@ -15,7 +15,9 @@ from textual.widgets import DataTable, Static
 from solrace.client.app import build_play_parser, run_app
 from solrace.client.bots import Bot
 from solrace.client.link_status import LinkStatus
-from solrace.client.screens import LobbyScreen, RaceScreen, ResultScreen
+from solrace.client.lobby_screen import LobbyScreen
+from solrace.client.race_screen import RaceScreen
+from solrace.client.result_screen import ResultScreen
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp, WatchApp

@@ -13,8 +13,9 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Static
 
 from solrace.client.bots import Bot
 from solrace.client.link_status import LinkStatus
+from solrace.client.lobby_screen import LobbyScreen
+from solrace.client.race_screen import RaceScreen
 from solrace.client.render import Hit
-from solrace.client.screens import LobbyScreen, RaceScreen
 from solrace.client.session import Session
 from solrace.client.state import RacerStatus
 from solrace.client.strategy import make_strategy

@@ -1,7 +1,8 @@
-"""The play screens: lobby, race and result. They read `ClientState` and act through the app.
-
-Each screen has `update_view()`, which the app calls after every server message, and never
-changes the state itself: only server messages do (`state.py`).
+"""The play app's race screen: the own board, the clock, every racer's progress; moves by
+keys, mouse or typing, and how the screen names the player's own state once out of a race
+others still play (`OUT_WORDS`). It reads `ClientState` and acts through the app;
+`update_view()`, which the app calls after every server message, never changes the state
+itself: only server messages do (`state.py`).
 """
 
 from __future__ import annotations
@@ -13,202 +14,22 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
+from textual.widgets import Input, Static
 
 from solrace.engine import GAME_IDS, Move, game_class
 from solrace.server.protocol.ids import RaceId
-from solrace.server.protocol.replay import result_time
 
 from .boards import check_move, rules_board
 from .render import Hit
-from .widgets import (
-    BoardWidget,
-    FittedTable,
-    KeysFooter,
-    RacersPanel,
-    clock_text,
-    columned_table,
-    link_text,
-    wrap_parts,
-)
-from .wire_text import as_text
+from .widgets import BoardWidget, KeysFooter, RacersPanel, clock_text, link_text, wrap_parts
 
 if TYPE_CHECKING:
-    from .state import RaceState
     from .tui import PlayApp
 
 
-class LobbyScreen(Screen[None]):
-    """Open and running races; create, join (by id or invite code), start."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f5", "refresh", "Refresh"),
-        Binding("ctrl+s", "start", "Start"),
-        Binding("ctrl+r", "resume", "Resume"),
-        Binding("ctrl+t", "tournaments", "Tournaments"),
-        Binding("escape", "quit", "Quit"),
-    ]
-
-    @property
-    def play(self) -> PlayApp:
-        from .tui import PlayApp
-
-        assert isinstance(self.app, PlayApp)
-        return self.app
-
-    async def action_quit(self) -> None:
-        """Esc anywhere but the list (a field, a button, the checkbox) goes back to the list;
-        on the list it quits, leaving the open races this app created (`PlayApp.action_quit`)."""
-        races = self.query_one("#races", DataTable)
-        if self.focused is not None and self.focused is not races:
-            races.focus()
-            return
-        await self.play.action_quit()
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="lobby-head")
-        yield columned_table("races", "race", "game", "status", "players", "time", "")
-        # Each row's button first: it stays on screen however narrow the terminal.
-        with Horizontal(id="create-form", classes="form"):
-            yield Button("Create", id="create", compact=True)
-            yield Select(
-                [(g, g) for g in GAME_IDS],
-                value=self.play.game,
-                allow_blank=False,
-                id="game",
-                compact=True,
-            )
-            yield Input("2", placeholder="seats", id="seats", type="integer", compact=True)
-            yield Input("600", placeholder="seconds", id="time", type="integer", compact=True)
-            yield Checkbox("rated", id="rated", compact=True)
-            yield Input(placeholder="invite code", id="invite", compact=True)
-        with Horizontal(id="join-form", classes="form"):
-            yield Button("Join", id="join", compact=True)
-            yield Input(placeholder="race id to join", id="join-id", compact=True)
-            yield Button("Start", id="start", compact=True)
-            yield Button("Leave", id="leave", compact=True)
-            yield Button("Refresh", id="refresh", compact=True)
-            yield Button("Resume", id="resume", compact=True)
-            yield Button("Tournaments", id="tournaments", compact=True)
-        yield Static(id="lobby-status")
-        yield KeysFooter()
-
-    def on_mount(self) -> None:
-        self.update_view()
-
-    def on_screen_resume(self) -> None:
-        self.action_refresh()  # and the server pushes the list on every change while here
-
-    def on_screen_suspend(self) -> None:
-        self.play.refresh_lobby(follow=False)  # a race screen needs no lobby pushes
-
-    def action_refresh(self) -> None:
-        self.play.refresh_lobby()
-
-    def action_start(self) -> None:
-        self.play.start_current()
-
-    def action_resume(self) -> None:
-        self.play.resume_race()
-
-    def action_tournaments(self) -> None:
-        from .tournament_lobby import TournamentListScreen
-
-        self.app.push_screen(TournamentListScreen())
-
-    def update_view(self) -> None:
-        app = self.play
-        state = app.session.state
-        head = f"{link_text(app.session)}solrace — {state.name or 'anonymous'}"
-        if state.lobby_more:
-            head += f" — {state.lobby_more} more live races not listed"
-        self.query_one("#lobby-head", Static).update(Text(head, style="bold"))
-        rows: list[tuple[str | None, tuple[Text, ...]]] = []
-        stacked: list[tuple[str | None, tuple[Text, ...]]] = []
-        for info in sorted(state.lobby.values(), key=lambda i: i.created_at_ms):
-            names = ", ".join(r.name for r in info.racers)
-            flags = " ".join(
-                f
-                for f, on in (
-                    ("rated", info.rated),
-                    ("private", info.private),
-                    ("chosen-deal", info.deal_chosen),
-                )
-                if on
-            )
-            cells = (
-                as_text(info.race_id),
-                as_text(info.game),
-                as_text(info.status),
-                as_text(f"{len(info.racers)}/{info.seats} {names}"),
-                Text(f"{info.time_limit_s}s"),
-                Text(flags),
-            )
-            rows.append((info.race_id, cells))
-            # Where the six columns do not fit (60 columns): three, of two lines.
-            race, game, status, players, time, _ = cells
-            terms = Text(f"{time.plain} {flags}".strip())
-            stacked.append((info.race_id, (race + "\n" + game, status + "\n" + terms, players)))
-        # A pushed list must not move the player's choice: `fill` keeps the cursor's race.
-        table = self.query_one("#races", FittedTable)
-        table.fill(rows, stacked=(("race", "status", "players"), stacked))
-        self.query_one("#lobby-status", Static).update(app.lobby_status())
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        race_id = event.row_key.value
-        if race_id:
-            self.query_one("#join-id", Input).value = race_id
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        button = event.button.id
-        if button == "create":
-            game = self.query_one("#game", Select).value
-            seats = self.query_one("#seats", Input).value
-            limit = self.query_one("#time", Input).value
-            invite = self.query_one("#invite", Input).value.strip() or None
-            rated = self.query_one("#rated", Checkbox).value
-            try:
-                count = form_number(seats, "seats", 2)
-                seconds = form_number(limit, "seconds", 600)
-            except ValueError as exc:
-                self.app.notify(str(exc), severity="warning", markup=False)
-                return
-            # Numbers out of range are the server's to refuse (it says its bounds).
-            self.play.create_race(str(game), count, seconds, rated=rated, invite_code=invite)
-        elif button == "join":
-            race_id = RaceId(self.query_one("#join-id", Input).value.strip())
-            invite = self.query_one("#invite", Input).value.strip() or None
-            if race_id:
-                self.play.join_race(race_id, invite)
-        elif button == "start":
-            self.play.start_current()
-        elif button == "leave":
-            self.play.leave_current()
-        elif button == "refresh":
-            self.action_refresh()
-        elif button == "resume":
-            self.action_resume()
-        elif button == "tournaments":
-            self.action_tournaments()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "join-id" and event.value.strip():
-            invite = self.query_one("#invite", Input).value.strip() or None
-            self.play.join_race(RaceId(event.value.strip()), invite)
-
-
-def form_number(text: str, what: str, default: int) -> int:
-    """A whole number typed in a form field (empty: `default`); `ValueError` saying what is
-    wrong with anything else."""
-    text = text.strip()
-    if not text:
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{what}: {text!r} is not a whole number") from None
+__all__ = ["OUT_WORDS", "RaceScreen"]
 
 
 #: How the race screen names the player's own state once out of a race others still play.
@@ -523,133 +344,3 @@ def _long(short: str, piles: Mapping[str, object]) -> str:
         if _short_of(name) == short:
             return name
     return short
-
-
-class ResultScreen(Screen[None]):
-    """The ranking, the revealed deal and its commitment check, and a rematch."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "rematch", "Rematch"),
-        Binding("l", "lobby", "Lobby"),
-        Binding("t", "tournament", "Tournament"),
-        Binding("q", "app.quit", "Quit"),
-    ]
-
-    def __init__(self, race_id: RaceId) -> None:
-        super().__init__()
-        self.race_id = race_id
-        self.tournament_id: str | None = None
-        #: The deal's line as plain text (tests and logs read it).
-        self.reveal_text = ""
-
-    @property
-    def play(self) -> PlayApp:
-        from .tui import PlayApp
-
-        assert isinstance(self.app, PlayApp)
-        return self.app
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="result-head")
-        yield columned_table(
-            "ranking",
-            # The time says what it is: `in 93.012s`, `last card out at 8.700s`.
-            *("rank", "player", "result", "cards", "time"),
-            cursor_type="none",
-        )
-        yield Static(id="reveal")
-        with Horizontal(classes="form"):
-            yield Button("Rematch", id="rematch", compact=True)
-            yield Button("Lobby", id="lobby", compact=True)
-            yield Button("Quit", id="quit", compact=True)
-        yield KeysFooter()
-
-    def on_mount(self) -> None:
-        self.tournament_id = self.play.session.state.tournament_of(self.race_id)
-        if self.tournament_id is not None:  # the tournament comes back by itself
-            self.query_one("#rematch", Button).display = False
-            self.set_timer(self.play.RESULT_PAUSE_S, self._back_to_tournament)
-        self.update_view()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "tournament":
-            return self.tournament_id is not None
-        if action == "rematch":
-            return self.tournament_id is None
-        return True
-
-    def _back_to_tournament(self) -> None:
-        if self.app.screen is self:
-            self.action_tournament()
-
-    def action_tournament(self) -> None:
-        if self.tournament_id is not None:
-            self.play.back_to_tournament(self.race_id)
-
-    def update_view(self) -> None:
-        race = self.play.session.state.races.get(self.race_id)
-        if race is None:
-            return
-        me = self.play.session.state.player_id
-        mine = next((e for e in race.results or [] if e.player_id == me), None)
-        head = f"race {self.race_id} finished"
-        if mine is not None:
-            head += f": you are #{mine.rank} of {len(race.results or [])}"
-        notice = self.play.session.state.tournament_race(self.race_id)
-        if notice is not None:
-            head += f"  (tournament {notice.tournament_id}, match {notice.match_id})"
-        if self.tournament_id is not None:
-            head += "\nthe tournament comes back in a moment (t: now)"
-        self.query_one("#result-head", Static).update(Text(head, style="bold"))
-        rows = [
-            (
-                None,
-                (
-                    Text(str(entry.rank)),
-                    as_text(entry.name + (" (you)" if entry.player_id == me else "")),
-                    as_text(entry.state),
-                    Text(f"{entry.on_foundations}/{entry.total}"),
-                    Text(result_time(entry)),
-                ),
-            )
-            for entry in race.results or []
-        ]
-        self.query_one("#ranking", FittedTable).fill(rows)
-        reveal = self._reveal(race)
-        self.reveal_text = reveal.plain
-        self.query_one("#reveal", Static).update(reveal)
-
-    def _reveal(self, race: RaceState) -> Text:
-        """The deal and its commitment check; a tournament race's deal is held until its
-        round ends, then the app fetches and checks it (`held_deals.py`)."""
-        deals = self.play.deals
-        if race.commitment_ok is None and race.deal_held:
-            if self.race_id in deals.checking:
-                return Text("the round is over: fetching the deal to check it…", style="dim")
-            failure = deals.failures.get(self.race_id)
-            if failure is not None:
-                return Text(f"deal not checked: {failure}", style="yellow")
-            return Text("deal held until the tournament round ends", style="dim")
-        if race.commitment_ok is None:
-            return Text("waiting for the reveal…", style="dim")
-        deal = f"deal {race.game} #{race.game_number}"
-        if self.tournament_id is not None:
-            deal += " (the round's deal)"
-        ok, bad = ("", "") if self.play.ascii else (" ✓", " ✗")
-        if race.commitment_ok:
-            return Text(f"{deal}: commitment {race.commitment}{ok} verified", style="green")
-        return Text(f"{deal}: commitment does NOT match{bad}", style="bold red")
-
-    async def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "rematch":
-            self.action_rematch()
-        elif event.button.id == "lobby":
-            self.action_lobby()
-        elif event.button.id == "quit":
-            await self.play.action_quit()
-
-    def action_rematch(self) -> None:
-        self.play.rematch(self.race_id)
-
-    def action_lobby(self) -> None:
-        self.play.back_to_lobby()
