@@ -124,6 +124,7 @@ start_node() {
     mkdir -p "$dir/node$n"
     # Every node signs tokens with the same secret, so a player may reconnect to any node.
     # Clients arrive from HAProxy's address: it limits connections per client, not the node.
+    # Other SOLRACE_* settings (SOLRACE_ADMIN_TOKEN for tournaments, ...) come from our caller.
     SOLRACE_STORE="$redis_url" SOLRACE_SECRET="$(cat "$dir/secret")" \
         SOLRACE_MAX_CONNECTIONS_PER_ADDRESS=0 \
         nohup "$python" -m solrace.cli serve --host 127.0.0.1 --port "$port" \

@@ -106,6 +106,25 @@ async def test_start_status_kill_node_and_stop(cluster: Cluster) -> None:
     assert (cluster.folder / "redis" / "appendonlydir").is_dir()  # the AOF stays
 
 
+async def test_connections_right_after_a_node_dies_land_on_live_nodes(cluster: Cluster) -> None:
+    """Until its health checks fail (two, 2 s apart) HAProxy still counts a killed node as up,
+    and under `leastconn` the dead node, with no connections, is its first choice: each new
+    client used to get a 503 after about 3 s of attempts on it. A refused attempt now goes to
+    another node (`option redispatch`)."""
+    started = cluster.run("start")
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert cluster.run("kill-node", "2").returncode == 0
+    clients: list[Client] = []
+    try:
+        for n in range(4):  # held open: leastconn spreads them, node 2 always looking emptiest
+            clients.append(await Client.open(cluster.lb_url))
+            welcome = await clients[-1].hello(f"after-kill-{n}")
+            assert welcome.player_id is not None
+    finally:
+        for client in clients:
+            await client.close()
+
+
 class Healthy(http.server.BaseHTTPRequestHandler):
     """Another program on a node's port that answers the health check."""
 
