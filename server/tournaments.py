@@ -40,7 +40,7 @@ from solrace.server.protocol.tournament_model import RaceResult
 from solrace.server.protocol.tournament_state import Phase
 from solrace.server.ratings import RatingService
 from solrace.server.session import Session
-from solrace.server.store.base import StoreError, TournamentVersion
+from solrace.server.store.base import StoreError, StoreUnavailableError, TournamentVersion
 from solrace.server.timers import run_every
 from solrace.server.tournament_host import RaceHost
 from solrace.server.tournament_live import Live
@@ -69,6 +69,8 @@ class TournamentService(TournamentRequests):
         #: read (written by a newer solrace, or damaged): the tick leaves each alone until its
         #: version changes (`_load_readable`).
         self._unreadable: dict[str, int | None] = {}
+        #: The first store outage a tournament met during the tick under way (`_tick_failed`).
+        self._tick_outage: StoreUnavailableError | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -158,11 +160,23 @@ class TournamentService(TournamentRequests):
             try:
                 await self._announce_races(live, await self._resume(live))
             except (RaceError, StoreError) as exc:
-                log.warning("tournament %s: not repaired yet: %s", tournament_id, exc)
+                self._tick_failed(tournament_id, "not repaired yet", exc)
                 self._repairs.setdefault(tournament_id, live)
 
     async def _tick_forever(self) -> None:
         await run_every(self.settings.tournament_tick_s, self.tick, log, "tournament tick")
+
+    def _tick_failed(self, tournament_id: str, what: str, exc: Exception) -> None:
+        """A step of the tick failed for one tournament, which the tick leaves until the next
+        one. A store outage is noted (the first one) for the end of the tick, which raises it
+        so that `run_every` says it once until a tick works again: during an outage every
+        tick would fail the same way for every tournament. Anything else is a warning."""
+        if not isinstance(exc, StoreUnavailableError):
+            log.warning("tournament %s: %s: %s", tournament_id, what, exc)
+            return
+        log.debug("tournament %s: %s: %s", tournament_id, what, exc)
+        if self._tick_outage is None:
+            self._tick_outage = StoreUnavailableError(f"tournament {tournament_id}: {what}: {exc}")
 
     async def tick(self) -> None:
         """Finish what a store outage interrupted; mark connected players present; forfeit
@@ -177,14 +191,18 @@ class TournamentService(TournamentRequests):
         stored versions of the open tournaments are read first (one small read a tick, the
         settled ones left out): one saved since is loaded before it is looked at, and an
         unfinished one not held here (created elsewhere, its notice lost) is loaded and held
-        from then on."""
+        from then on.
+
+        A store outage raises `StoreUnavailableError`: at once if the stored versions cannot
+        be read, else at the end of the tick, once the other tournaments have had their turn
+        (`_tick_failed`). `run_every` then says it once until a tick works again."""
+        self._tick_outage = None
         await self._repair()
         now = self._now()
         try:
             stored = await self._versions_elsewhere()
-        except StoreError as exc:
-            log.warning("tournament tick skipped: versions unknown: %s", exc)
-            return
+        except StoreUnavailableError as exc:
+            raise StoreUnavailableError(f"versions unknown: {exc}") from exc
         if stored is not None:
             await self._load_unheard(stored)
         for tournament_id, held in list(self.live.items()):
@@ -211,7 +229,7 @@ class TournamentService(TournamentRequests):
             try:
                 present = {p for p, rid in absent.items() if await self._is_present(p, rid)}
             except StoreError as exc:
-                log.warning("tournament %s: presence unknown: %s", tournament_id, exc)
+                self._tick_failed(tournament_id, "presence unknown", exc)
                 continue
             if not present and not (may_forfeit and live.tournament.has_no_shows_due(now=now)):
                 continue  # nothing to change: the store is not read
@@ -230,7 +248,9 @@ class TournamentService(TournamentRequests):
             try:
                 await self._mutate(tournament_id, command)
             except (RaceError, StoreError) as exc:  # this one's trouble: the others go on
-                log.warning("tournament %s: tick refused: %s", tournament_id, exc)
+                self._tick_failed(tournament_id, "tick refused", exc)
+        if self._tick_outage is not None:
+            raise self._tick_outage
 
     async def _versions_elsewhere(self) -> dict[str, TournamentVersion] | None:
         """Several nodes: the stored version of each open tournament (another node may have
@@ -259,7 +279,7 @@ class TournamentService(TournamentRequests):
             try:
                 await self._announce_races(live, await self._resume(live))
             except (RaceError, StoreError) as exc:  # the store away: the tick tries again
-                log.warning("tournament %s: not resumed yet: %s", tournament_id, exc)
+                self._tick_failed(tournament_id, "not resumed yet", exc)
                 self._repairs[tournament_id] = live
             except Exception:
                 log.exception("tournament %s: could not resume", tournament_id)
@@ -268,8 +288,8 @@ class TournamentService(TournamentRequests):
         self, tournament_id: str, version: int | None, what: str
     ) -> Live | None:
         """`_load(tournament_id)` for the tick, whose stored version is `version` (None: not
-        among the open ones), or None if it failed: the store away (a warning; the next tick
-        tries again), or a version this node cannot read (written by a newer solrace, or
+        among the open ones), or None if it failed: the store away (`_tick_failed`; the next
+        tick tries again), or a version this node cannot read (written by a newer solrace, or
         damaged: said once, then left alone until its version changes), so that one
         tournament's trouble stops no other's tick. `what` the tick was doing ("loaded")."""
         if tournament_id in self._unreadable and self._unreadable[tournament_id] == version:
@@ -277,7 +297,7 @@ class TournamentService(TournamentRequests):
         try:
             live = await self._load(tournament_id)
         except (RaceError, StoreError) as exc:
-            log.warning("tournament %s: not %s: %s", tournament_id, what, exc)
+            self._tick_failed(tournament_id, f"not {what}", exc)
             return None
         except Exception:
             log.exception(

@@ -5,6 +5,7 @@ the hub on the broker: not yet.)
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -32,7 +33,7 @@ from solrace.server.protocol.messages import (
     Watch,
 )
 from solrace.server.protocol.replay import verify_replay
-from tests.integration.conftest import make_settings
+from tests.integration.conftest import ServerFactory, make_settings
 from tests.integration.helpers import play, start_race
 from tests.integration.process import ServerProcess
 from tests.integration.wsclient import connect_client
@@ -201,3 +202,45 @@ async def test_a_race_redis_lost_is_said_to_its_sessions_and_its_spectators_get_
         for each in clients:
             await each.close()
         await app.stop()
+
+
+async def test_a_redis_outage_is_said_once_by_the_tournament_tick(
+    own_redis_server: RedisServer, redis_nodes: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis killed under a node: its tournament tick, which reads the stored versions at
+    every tick, says the outage in one warning (not one a tick), and says when it works again
+    once Redis is back."""
+    caplog.set_level(logging.DEBUG, logger="solrace.server.tournaments")
+    ticks = 0
+
+    def count_ticks(app: App) -> None:
+        tick = app.tournaments.tick
+
+        async def counted() -> None:
+            nonlocal ticks
+            ticks += 1
+            await tick()
+
+        app.tournaments.tick = counted  # type: ignore[method-assign]
+
+    await redis_nodes(own_redis_server.url, prepare=count_ticks, tournament_tick_s=0.05)
+    own_redis_server.kill()
+    killed_at = ticks
+    await eventually(lambda: ticks >= killed_at + 6, what="six ticks while Redis is away")
+
+    def warnings() -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.name == "solrace.server.tournaments" and r.levelno >= logging.WARNING
+        ]
+
+    [failed] = warnings()
+    assert failed.startswith("tournament tick failed: versions unknown: ")
+    assert failed.endswith("(said once until it works again)")
+
+    own_redis_server.start()
+    await eventually(
+        lambda: any(w.startswith("tournament tick works again after ") for w in warnings()),
+        what="the tick saying it works again",
+    )
