@@ -25,6 +25,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from solrace.server.redis_url import check_redis_url
+
 #: Connections one client keeps to Redis at most (a node has two clients: store, broker).
 MAX_CONNECTIONS: Final = 256
 #: How long a request waits for a free connection when all are busy, unless told.
@@ -138,8 +140,10 @@ def redis_client(
     max_connections: int = MAX_CONNECTIONS,
 ) -> aioredis.Redis:
     """A client of `url` on a bounded pool that waits when full (`ValueError` if the URL does
-    not parse). `timeout_s`: for connecting, each reply, and a free connection (None: the
-    socket waits as long as it takes, a free connection `POOL_WAIT_S`)."""
+    not parse, or has a query option this server does not take: `check_redis_url`).
+    `timeout_s`: for connecting, each reply, and a free connection (None: the socket waits as
+    long as it takes, a free connection `POOL_WAIT_S`)."""
+    check_redis_url(url)
     pool = WaitingPool.from_url(
         url,
         max_connections=max_connections,

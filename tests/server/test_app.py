@@ -212,6 +212,28 @@ def test_a_malformed_redis_url_is_one_line(
 
 
 @pytest.mark.redis
+@pytest.mark.parametrize(
+    ("query", "refusal"),
+    [
+        ("foo=bar", "'foo' is not a query option of a redis:// URL here; accepted: "),
+        ("ssl_cert_reqs=none", "'ssl_cert_reqs' is not a query option of a redis:// URL here; "),
+        ("socket_timeout=abc", "'socket_timeout' is not a query option of a redis:// URL here; "),
+    ],
+)
+def test_a_redis_url_option_not_taken_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, redis_url: str, query: str, refusal: str
+) -> None:
+    """An option redis-py does not take (or takes on rediss:// only) made the first connect
+    fail with a traceback; here it is named, with the ones accepted."""
+    url = f"{redis_url}?{query}"
+    argv = ["--port", "0", "--data-dir", str(tmp_path), "--redis", url, "--secret", "s" * 16]
+    code, lines = serve(capsys, *argv)
+    assert code == 1
+    [line] = lines
+    assert line.startswith(f"solrace serve: error: {url}: invalid Redis URL: {refusal}")
+
+
+@pytest.mark.redis
 def test_an_unreachable_or_malformed_broker_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int, redis_url: str
 ) -> None:

@@ -1,0 +1,78 @@
+"""What a Redis URL may say here, checked before a client is made (`check_redis_url`).
+
+redis-py passes a query option it does not know to the connection as it is, and the first
+connect fails with a `TypeError` (`?foo=bar`, or `?ssl_cert_reqs=none` on `redis://`, which
+only `rediss://` takes); the options it does know win over what the caller gives, so
+`?socket_timeout=` or `?max_connections=` would quietly replace the server's own timeouts
+and pool size. Here a URL takes only the options listed below, each with a value of its kind:
+anything else is a `ValueError` naming the option and the ones accepted.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+from urllib.parse import parse_qsl, urlsplit
+
+#: The query options every Redis URL takes, and what their values must be.
+COMMON_OPTIONS: Final = {
+    "db": "a whole number",
+    "client_name": "a name",
+    "health_check_interval": "a whole number of seconds",
+}
+#: What a URL of a TCP connection (`redis://`, `rediss://`) takes as well.
+TCP_OPTIONS: Final = {"socket_keepalive": "yes or no"}
+#: What a TLS URL (`rediss://`) takes as well: its certificates and how they are checked.
+TLS_OPTIONS: Final = {
+    "ssl_cert_reqs": "none, optional or required",
+    "ssl_ca_certs": "a file",
+    "ssl_ca_path": "a folder",
+    "ssl_certfile": "a file",
+    "ssl_keyfile": "a file",
+    "ssl_check_hostname": "yes or no",
+}
+
+_YES_NO = {"true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"}
+_CERT_REQS = {"none", "optional", "required"}
+
+
+def accepted_options(scheme: str) -> dict[str, str]:
+    """The query options a URL of `scheme` (`redis`, `rediss`, `unix`) takes, and their kind."""
+    options = dict(COMMON_OPTIONS)
+    if scheme in ("redis", "rediss"):
+        options |= TCP_OPTIONS
+    if scheme == "rediss":
+        options |= TLS_OPTIONS
+    return options
+
+
+def check_redis_url(url: str) -> None:
+    """`ValueError` if the query of `url` has an option this server does not take from a
+    Redis URL, or one without a value of its kind (the password is never in the message)."""
+    parts = urlsplit(url)
+    accepted = accepted_options(parts.scheme)
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name in ("password", "username"):
+            raise ValueError(
+                f"the {name} goes before the host, not in the query: "
+                f"{parts.scheme}://[USER]:PASSWORD@HOST:PORT/DB"
+            )
+        if name not in accepted:
+            raise ValueError(
+                f"{name!r} is not a query option of a {parts.scheme}:// URL here; "
+                f"accepted: {', '.join(accepted)}"
+            )
+        if not _fits(name, value):
+            raise ValueError(f"{name}={value!r}: should be {accepted[name]}")
+
+
+def _fits(name: str, value: str) -> bool:
+    if not value:
+        return False
+    kind = accepted_options("rediss")[name]
+    if kind.startswith("a whole number"):
+        return value.isascii() and value.isdigit()
+    if kind == "yes or no":
+        return value.lower() in _YES_NO
+    if name == "ssl_cert_reqs":
+        return value in _CERT_REQS
+    return True
