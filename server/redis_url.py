@@ -4,12 +4,14 @@ redis-py passes a query option it does not know to the connection as it is, and 
 connect fails with a `TypeError` (`?foo=bar`, or `?ssl_cert_reqs=none` on `redis://`, which
 only `rediss://` takes); the options it does know win over what the caller gives, so
 `?socket_timeout=` or `?max_connections=` would quietly replace the server's own timeouts
-and pool size. Here a URL takes only the options listed below, each with a value of its kind:
-anything else is a `ValueError` naming the option and the ones accepted.
+and pool size; and it reads a database that is no number (`/abc`) as database 0. Here the
+database must be a whole number, and a URL takes only the options listed below, each with a
+value of its kind: anything else is a `ValueError` naming what is wrong.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Final
 from urllib.parse import parse_qsl, urlsplit
 
@@ -33,6 +35,9 @@ TLS_OPTIONS: Final = {
 
 _YES_NO = {"true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"}
 _CERT_REQS = {"none", "optional", "required"}
+#: The path of a TCP URL: none (`redis://HOST:PORT`, database 0) or `/DB`. redis-py reads a
+#: path that is no number (`/abc`) as database 0, without a word: another cluster's data.
+_DATABASE = re.compile(r"(/[0-9]+)?/?")
 
 
 def accepted_options(scheme: str) -> dict[str, str]:
@@ -46,9 +51,15 @@ def accepted_options(scheme: str) -> dict[str, str]:
 
 
 def check_redis_url(url: str) -> None:
-    """`ValueError` if the query of `url` has an option this server does not take from a
-    Redis URL, or one without a value of its kind (the password is never in the message)."""
+    """`ValueError` if the database of a `redis://` or `rediss://` URL (its path) is not a
+    whole number, or if its query has an option this server does not take from a Redis URL,
+    or one without a value of its kind (the password is never in the message)."""
     parts = urlsplit(url)
+    if parts.scheme in ("redis", "rediss") and not _DATABASE.fullmatch(parts.path):
+        raise ValueError(
+            f"the database {parts.path.removeprefix('/')!r} is not a whole number "
+            f"({parts.scheme}://HOST:PORT/DB: /0 for the first)"
+        )
     accepted = accepted_options(parts.scheme)
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
         if name in ("password", "username"):

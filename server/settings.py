@@ -228,6 +228,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _one_store(self) -> Settings:
+        # The same URL in both names one store: taken.
         if self.redis and self.store and self.store != self.redis:
             raise ValueError(
                 "--store and --redis name two stores: nodes on a Redis keep everything in it "

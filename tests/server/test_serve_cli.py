@@ -301,6 +301,14 @@ def test_two_stores_at_once_are_refused(capsys: pytest.CaptureFixture[str], tmp_
     ]
 
 
+def test_the_same_redis_url_as_store_and_redis_is_one_store() -> None:
+    """`--store URL --redis URL` names one store (docs/operations.md, "Start-up errors"): taken,
+    the Redis the node keeps everything in and links through."""
+    url = "redis://127.0.0.1:6379/0"
+    settings = Settings(store=url, redis=url)
+    assert (settings.store_url(), settings.broker_url()) == (url, url)
+
+
 def test_a_flag_it_cannot_read_is_one_line_not_the_usage(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
