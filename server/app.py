@@ -9,8 +9,10 @@ import errno
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterator
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
+from redis.exceptions import AuthenticationError
 
 from solrace.engine import EngineError
 from solrace.server.broker import Broker, BrokerError, BrokerUnavailableError, open_broker
@@ -144,7 +146,7 @@ class App:
             if url.startswith("sqlite:"):  # its message names the file (locked, unreadable, ...)
                 raise StartupError(str(exc)) from exc
             if isinstance(exc, StoreUnavailableError):
-                raise StartupError(f"cannot reach Redis at {url} ({exc.__cause__ or exc})") from exc
+                raise _redis_away(self.settings.store_url(), exc) from exc
             raise StartupError(f"{url}: {exc}") from exc
 
     @contextlib.contextmanager
@@ -196,7 +198,7 @@ class App:
         try:
             await broker.open()
         except BrokerUnavailableError as exc:
-            raise StartupError(f"cannot reach Redis at {url} ({exc.__cause__ or exc})") from exc
+            raise _redis_away(self.settings.broker_url(), exc) from exc
         except BrokerError as exc:  # a malformed URL, or one Redis refuses
             raise StartupError(f"{url}: {exc}") from exc
 
@@ -282,3 +284,22 @@ class App:
             if not in_time.expired():
                 raise  # the part's own timeout, not the deadline
             self._cut_short.append(what)
+
+
+def _redis_away(url: str, exc: StoreError | BrokerError) -> StartupError:
+    """Why the Redis at `url` could not be used, for the operator: it asks for a password the
+    URL lacks, or refused the one in the URL (redis-py calls both a connection error), or it
+    cannot be reached. The password is never in the message."""
+    cause = exc.__cause__ or exc
+    shown = redact(url)
+    if not isinstance(cause, AuthenticationError):
+        return StartupError(f"cannot reach Redis at {shown} ({cause})")
+    if not urlsplit(url).password:
+        return StartupError(
+            f"Redis at {shown} asks for a password: put it in the URL, "
+            "redis://:PASSWORD@HOST:PORT/DB (rediss://... for TLS)"
+        )
+    return StartupError(
+        f"Redis at {shown} refused the password in the URL ({cause}): give the one Redis "
+        "is set to (its requirepass, or the password of the user the URL names)"
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from pydantic import ValidationError
 from websockets.asyncio.client import connect
 
@@ -22,6 +23,7 @@ from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello, Welcome
 from solrace.server.settings import Settings
 from solrace.server.startup_errors import StartupError
 from solrace.server.store import StoreUnavailableError
+from solrace.server.url_redaction import redact
 from tests.open_redis import describe, left_open
 from tests.redis_server import RedisServer
 from tests.server.serve_command import REDIS_FORMS, serve
@@ -195,6 +197,36 @@ def test_an_unreachable_redis_is_one_line(
         f"solrace serve: error: cannot reach Redis at redis://***@127.0.0.1:{closed_port}/0 ("
     )
     assert "hunter2" not in line
+
+
+@pytest.mark.redis
+def test_a_redis_that_asks_for_a_password_says_what_to_do(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, own_redis_server: RedisServer
+) -> None:
+    """A Redis with a password, and a URL without one, or with a wrong one: it was reached,
+    so not `cannot reach Redis (HELLO must be called ...)`; the line says what to put in the
+    URL, for the store and for the broker, and never shows the password given."""
+    with redis.Redis.from_url(own_redis_server.url) as admin:
+        admin.config_set("requirepass", "hunter2hunter2")
+    plain = own_redis_server.url
+    wrong = plain.replace("redis://", "redis://:not-the-one@")
+    right = plain.replace("redis://", "redis://:hunter2hunter2@")
+    asks = (
+        "asks for a password: put it in the URL, redis://:PASSWORD@HOST:PORT/DB (rediss://... "
+        "for TLS)"
+    )
+    refused = (
+        f"solrace serve: error: Redis at {redact(wrong)} refused the password in the URL "
+        "(invalid username-password pair or user is disabled.): give the one Redis is set to "
+        "(its requirepass, or the password of the user the URL names)"
+    )
+    for stores, said in [
+        (["--redis", plain], f"solrace serve: error: Redis at {plain} {asks}"),
+        (["--redis", wrong], refused),
+        (["--redis", right, "--broker", plain], f"solrace serve: error: Redis at {plain} {asks}"),
+    ]:
+        argv = ["--port", "0", "--data-dir", str(tmp_path), "--secret", "s" * 16, *stores]
+        assert serve(capsys, *argv) == (1, [said])
 
 
 def test_a_malformed_redis_url_is_one_line(
