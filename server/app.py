@@ -100,10 +100,10 @@ class App:
         async with contextlib.AsyncExitStack() as undo:
             await self._open_store()
             undo.push_async_callback(self._stop_part, "closing the store", self.store.close)
-            await self._check_secret()
             if self.broker is not None:
                 await self._open_broker(self.broker)
                 undo.push_async_callback(self._stop_part, "closing the broker", self.broker.close)
+            await self._check_secret()
             with self._loading_stored_data():
                 await self.hub.start()
                 undo.push_async_callback(
@@ -179,8 +179,23 @@ class App:
     async def _check_secret(self) -> None:
         """Several nodes must sign tokens with one secret, or a player's token from one node
         is refused by the next: the first node's is noted in the store, and a node with
-        another one does not start."""
+        another one does not start. Nor does one while nodes alive note another with their
+        presence (`Broker.node_secrets`), even if the store notes none (a Redis restarted
+        without its data, the key deleted): it would note its own, and the nodes alive would
+        find their secret refused."""
         ours = secret_fingerprint(self.hub.secret)
+        if self.broker is not None:
+            try:
+                secrets = await self.broker.node_secrets()
+            except BrokerError as exc:
+                raise StartupError(f"{redact(self.settings.broker_url())}: {exc}") from exc
+            if differ := sorted(node for node, theirs in secrets.items() if theirs != ours):
+                raise StartupError(
+                    "this node's token secret is not the one the other nodes on "
+                    f"{redact(self.settings.store_url())} sign with (node(s) alive with "
+                    f"another: {', '.join(differ)}): give every node the same --secret "
+                    "(SOLRACE_SECRET; deploy/README.md)"
+                )
         try:
             theirs = await self.store.claim_secret(ours)
         except StoreError as exc:

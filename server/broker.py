@@ -6,6 +6,10 @@ store, and the broker only wakes nodes up. So a subscription yields `bytes`, or 
 messages may have been lost (its bounded queue overflowed, or the link to Redis dropped and
 came back): the subscriber then reloads what it needs from the store. A slow subscriber
 never slows a publisher or the other subscribers; it only gets a gap.
+
+It also keeps which nodes are alive (`announce`, `withdraw`) and the digest of each live
+node's token secret (`note_secret`, `node_secrets`): what a node starting checks its own
+against (`App`), and the nodes compare at every watch (`NodePresence`).
 """
 
 from __future__ import annotations
@@ -53,6 +57,30 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 return redis.call('ZRANGE', KEYS[1], 0, -1)
+"""
+
+#: KEYS[1]: the nodes alive (as `ANNOUNCE` keeps them), KEYS[2]: their secrets' fingerprints
+#: by node. ARGV[1], ARGV[2]: a node alive and its fingerprint, to note ('' notes nothing).
+#: The fingerprints of nodes no longer alive are dropped; those of the live ones returned,
+#: as node, fingerprint, node, fingerprint, ...
+NODE_SECRETS = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[1] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+end
+local noted = redis.call('HGETALL', KEYS[2])
+local live = {}
+for i = 1, #noted, 2 do
+  local until_ms = redis.call('ZSCORE', KEYS[1], noted[i])
+  if until_ms and tonumber(until_ms) > now then
+    live[#live + 1] = noted[i]
+    live[#live + 1] = noted[i + 1]
+  else
+    redis.call('HDEL', KEYS[2], noted[i])
+  end
+end
+return live
 """
 
 
@@ -227,6 +255,17 @@ class Broker(Protocol):
         for its time to run out). `BrokerError` if that could not be said."""
         ...
 
+    async def note_secret(self, node_id: str, fingerprint: str) -> dict[str, str]:
+        """Note the fingerprint of the token secret of `node_id`, alive (announced), with its
+        presence; the fingerprint each node alive noted, by node (`node_secrets`)."""
+        ...
+
+    async def node_secrets(self) -> dict[str, str]:
+        """The fingerprint of the token secret each node alive noted with its presence, by
+        node: nodes that must sign with one secret can tell which of them do not. A node's
+        is forgotten once it is no longer alive. `BrokerError` if they could not be read."""
+        ...
+
 
 class LocalFanout:
     """This node's subscriptions by channel; backends feed it."""
@@ -279,6 +318,7 @@ class MemoryBroker(LocalFanout):
         #: Seconds, for node presence (tests move it on instead of waiting).
         self.clock: Callable[[], float] = time.monotonic
         self._nodes: dict[str, float] = {}  # node id -> when its presence expires
+        self._secrets: dict[str, str] = {}  # node id -> its secret's fingerprint
 
     async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
         now = self.clock()
@@ -288,6 +328,16 @@ class MemoryBroker(LocalFanout):
 
     async def withdraw(self, node_id: str) -> None:
         self._nodes.pop(node_id, None)
+
+    async def note_secret(self, node_id: str, fingerprint: str) -> dict[str, str]:
+        self._secrets[node_id] = fingerprint
+        return await self.node_secrets()
+
+    async def node_secrets(self) -> dict[str, str]:
+        now = self.clock()
+        alive = {n for n, until in self._nodes.items() if until > now}
+        self._secrets = {n: f for n, f in self._secrets.items() if n in alive}
+        return dict(self._secrets)
 
     async def open(self) -> None:
         return None
@@ -422,6 +472,21 @@ class RedisBroker(LocalFanout):
     async def withdraw(self, node_id: str) -> None:
         key = self.prefix + "nodes"
         await _ask_redis("node presence not withdrawn", lambda: self._client.zrem(key, node_id))
+
+    async def note_secret(self, node_id: str, fingerprint: str) -> dict[str, str]:
+        return await self._node_secrets(node_id, fingerprint)
+
+    async def node_secrets(self) -> dict[str, str]:
+        return await self._node_secrets("", "")
+
+    async def _node_secrets(self, node_id: str, fingerprint: str) -> dict[str, str]:
+        keys = (self.prefix + "nodes", self.prefix + "node-secrets")
+        pairs = await _ask_redis(
+            "the nodes' secret fingerprints not read",
+            lambda: self._client.eval(NODE_SECRETS, 2, *keys, node_id, fingerprint),
+        )
+        text = [p.decode() if isinstance(p, bytes) else str(p) for p in pairs]
+        return dict(zip(text[::2], text[1::2], strict=True))
 
     async def subscribe(self, channel: str) -> Subscription:
         subscription, first = self._add(channel)

@@ -41,6 +41,13 @@ def _gone_holder(racer: Racer | RacerRecord, alive: set[str]) -> str | None:
     return None
 
 
+def _nodes(ids: list[str]) -> str:
+    """`node a signs with` or `nodes a, b sign with`, for the secrets' error."""
+    if len(ids) == 1:
+        return f"node {ids[0]} signs with"
+    return f"nodes {', '.join(ids)} sign with"
+
+
 class NodePresence:
     """This node's presence on the broker and its watch over the other nodes' (`watch`,
     run every fifth of the ttl once `start`ed), acting on the races of `keeper` and the
@@ -75,8 +82,9 @@ class NodePresence:
         #: watch (`_claim_secret`); None: not checked.
         self._fingerprint = None if secret is None else secret_fingerprint(secret)
         self.claiming_secret = Outage(log, "noting this node's token secret in the store")
-        #: The fingerprint another node noted in the store instead of ours, if any (said once).
-        self._other_fingerprint: str | None = None
+        #: What was said last of other secrets (`_say_other_secrets`): the fingerprint noted in
+        #: the store and the nodes alive with another than ours; None: nothing to say.
+        self._other_secrets: tuple[str, tuple[str, ...]] | None = None
         #: Every node seen alive and not yet found gone (`watch`), and since when this
         #: node's announces have all gone through (None: the last one failed).
         self._nodes_known: set[str] = set()
@@ -241,32 +249,56 @@ class NodePresence:
     async def _claim_secret(self) -> None:
         """Note this node's secret in the store again, as at its start (`App`): a Redis
         restarted without its data has none, and a node with another secret starting on it
-        would be let in (every token of one refused by the other). Another secret noted
-        there instead of ours is logged as an error, once. It waits for the store a fifth of
-        the ttl at most, as an announce waits for the broker, so that a store that hangs
-        (its own timeouts, three tries of 5 s, outlast the ttl) does not hold up the marking
-        of racers after it. The next watch tries again."""
+        would be let in (every token of one refused by the other). Note it with this node's
+        presence too, where every node alive notes its own (`Broker.note_secret`), so that a
+        node starting can see whether the nodes alive sign with its secret, and each node
+        which nodes do not (`_say_other_secrets`). It waits a fifth of the ttl at most, as an
+        announce waits for the broker, so that a store that hangs (its own timeouts, three
+        tries of 5 s, outlast the ttl) does not hold up the marking of racers after it. The
+        next watch tries again."""
         if self._fingerprint is None:
             return
         try:
             async with asyncio.timeout(self.settings.node_ttl_s / 5):
-                theirs = await self.store.claim_secret(self._fingerprint)
-        except (StoreError, TimeoutError) as exc:
+                noted = await self.store.claim_secret(self._fingerprint)
+                secrets = await self.broker.note_secret(self.node_id, self._fingerprint)
+        except (StoreError, BrokerError, TimeoutError) as exc:
             self.claiming_secret.failed(str(exc) or "no answer in time")  # a timeout says nothing
             return
         self.claiming_secret.worked()
-        if theirs == self._fingerprint:
-            self._other_fingerprint = None
+        self._say_other_secrets(self._fingerprint, noted, secrets)
+
+    def _say_other_secrets(self, ours: str, noted: str, secrets: dict[str, str]) -> None:
+        """An error, said once until it changes, if the store notes another secret than
+        `ours` (`noted`) or nodes alive sign with another (`secrets`: their fingerprints, by
+        node): it names the nodes on each side and whose secret the store notes, so that the
+        operator stops the nodes with the wrong one, whichever this node is."""
+        differ = sorted(node for node, theirs in secrets.items() if theirs != ours)
+        if noted == ours and not differ:
+            self._other_secrets = None
             return
-        if theirs == self._other_fingerprint:
+        if (noted, tuple(differ)) == self._other_secrets:
             return  # said already
-        self._other_fingerprint = theirs
+        self._other_secrets = (noted, tuple(differ))
+        said = []
+        if noted == ours:
+            said.append(f"the store notes this node's token secret, but {_nodes(differ)} another")
+        else:
+            noted_by = sorted(node for node, theirs in secrets.items() if theirs == noted)
+            whose = f"the one {_nodes(noted_by)}" if noted_by else "one no node alive notes"
+            said.append(f"the store notes another token secret than this node's: {whose}")
+            if others := [node for node in differ if node not in noted_by]:
+                said.append(f"{_nodes(others)} yet another")
+        if same := sorted(
+            n for n, theirs in secrets.items() if theirs == ours and n != self.node_id
+        ):
+            said.append(f"{_nodes(same)} this node's")
         log.error(
-            "node %s: the store notes another token secret than this node's (a node with "
-            "another --secret started while the store had none, e.g. a Redis restarted "
-            "without its data): each node refuses the other's tokens (4001); give every node "
-            "the same secret and restart them",
+            "node %s (this node): %s. Nodes with different secrets refuse each other's tokens "
+            "(4001): give every node the same --secret and restart those with another (each "
+            "node's id is in its 'listening on' line)",
             self.node_id,
+            "; ".join(said),
         )
 
     async def _mark_own_racers_back(self, now: int) -> None:

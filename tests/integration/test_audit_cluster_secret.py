@@ -11,6 +11,7 @@ import shutil
 
 import pytest
 
+from solrace.server.broker import RedisBroker
 from solrace.server.startup_errors import StartupError
 from solrace.server.store.redis import RedisStore
 from tests.integration.conftest import ServerFactory
@@ -71,3 +72,60 @@ async def test_a_running_node_says_once_when_the_store_notes_another_secret(
     for _ in range(3):  # three more watches: nothing more said
         await presence.watch(first.hub.clock())
     assert sum("another token secret" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_a_node_with_another_secret_is_refused_while_one_alive_signs_with_its_own(
+    redis_nodes: ServerFactory, redis_url: str
+) -> None:
+    """The secret's key deleted by hand under a running node, then a node started with
+    another secret: the store notes none, but the node alive noted its secret with its
+    presence, so the new node is refused, naming it, and notes nothing (it used to note its
+    own, and the node alive was the one said to have another)."""
+    first = await redis_nodes(redis_url, node_ttl_s=60)
+    store = first.store
+    assert isinstance(store, RedisStore)
+    fingerprint_key = store.prefix + "secret-fingerprint"
+    await store.redis.delete(fingerprint_key)
+
+    with pytest.raises(StartupError) as refused:
+        await redis_nodes(redis_url, node_ttl_s=60, secret="another-secret-of-16-chars")
+    assert str(refused.value) == (
+        f"this node's token secret is not the one the other nodes on {redis_url} sign with "
+        f"(node(s) alive with another: {first.hub.node_id}): give every node the same --secret "
+        "(SOLRACE_SECRET; deploy/README.md)"
+    )
+    assert await store.redis.get(fingerprint_key) is None
+
+
+async def test_nodes_with_two_secrets_each_name_the_other_and_whose_the_store_notes(
+    redis_nodes: ServerFactory, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis lost what the running node had noted (here: those keys deleted), and a node with
+    another secret started before the running one noted its secret again: each node's log
+    names the other, and says whose secret the store notes, so that the operator can stop
+    the one with the wrong secret, whichever it is."""
+    caplog.set_level(logging.ERROR, logger="solrace.server.node_presence")
+    first = await redis_nodes(redis_url, node_ttl_s=60)  # its own watches: every 12 s
+    store = first.store
+    assert isinstance(store, RedisStore)
+    broker = first.broker
+    assert isinstance(broker, RedisBroker)
+    lost = [store.prefix + "secret-fingerprint", broker.prefix + "nodes"]
+    await store.redis.delete(*lost, broker.prefix + "node-secrets")
+    second = await redis_nodes(redis_url, node_ttl_s=60, secret="another-secret-of-16-chars")
+    a, b = first.hub.node_id, second.hub.node_id
+
+    for node in (first, second):
+        assert node.hub.presence is not None
+        await node.hub.presence.watch(node.hub.clock())
+    advice = (
+        ". Nodes with different secrets refuse each other's tokens (4001): give every node "
+        "the same --secret and restart those with another (each node's id is in its "
+        "'listening on' line)"
+    )
+    assert [r.getMessage() for r in caplog.records] == [
+        f"node {a} (this node): the store notes another token secret than this node's: the "
+        f"one node {b} signs with{advice}",
+        f"node {b} (this node): the store notes this node's token secret, but node {a} signs "
+        f"with another{advice}",
+    ]

@@ -253,6 +253,21 @@ async def test_a_node_that_withdraws_is_gone_at_once(nodes: tuple[Broker, Broker
     await node_a.withdraw("a")  # twice is harmless
 
 
+async def test_each_node_alive_notes_its_secret_s_fingerprint_with_its_presence(
+    nodes: tuple[Broker, Broker],
+) -> None:
+    """What a node starting reads to tell whether the nodes alive sign with its secret: the
+    fingerprint each noted, kept while the node is alive and dropped once it withdraws."""
+    node_a, node_b = nodes
+    await node_a.announce("a", 60_000)
+    assert await node_a.note_secret("a", "fa") == {"a": "fa"}
+    await node_b.announce("b", 60_000)
+    assert await node_b.note_secret("b", "fb") == {"a": "fa", "b": "fb"}
+    assert await node_a.node_secrets() == {"a": "fa", "b": "fb"}
+    await node_a.withdraw("a")
+    assert await node_b.node_secrets() == {"b": "fb"}
+
+
 @pytest.mark.redis
 async def test_a_command_redis_refuses_is_a_broker_error_not_redis_s(redis_url: str) -> None:
     """Redis answering with an error (a user's NOPERM here, a replica's READONLY after a
