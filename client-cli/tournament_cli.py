@@ -17,23 +17,18 @@ from typing import Final, TypeVar
 from pydantic import ValidationError
 
 from solrace.cli import INTERRUPTED_STATUS
-from solrace.engine import GAME_IDS
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import (
     ClientMessage,
     Error,
-    ListRaces,
     Ping,
     Pong,
-    RaceList,
     ServerMessage,
 )
 from solrace.server.protocol.tournament_messages import (
-    GetLeaderboard,
     GetProfile,
     Leaderboard,
-    ListTournaments,
     Profile,
     TournamentList,
     TournamentModel,
@@ -95,9 +90,6 @@ ADMIN_COMMANDS = frozenset({"start", "pause", "resume", "admin"})
 #: Commands that act as a registered player: without `--name`, the saved identity only (never
 #: a new player named after the login name, who could not be registered).
 REGISTERED_COMMANDS = frozenset({"check-in", "leave", "play"})
-#: Most tournaments whose players are read to find a player's id by name (three messages
-#: each: with the leaderboards, within the connection's rate budget of 100).
-NAME_SEARCH_TOURNAMENTS = 20
 #: Most audit actors whose names `show` asks for (one request each).
 AUDIT_NAMES = 10
 
@@ -301,9 +293,10 @@ async def _ask(conn: Connection, message: ClientMessage, kind: type[AnswerT]) ->
 
 
 async def _profile(conn: Connection, args: argparse.Namespace) -> int:
-    """`profile [PLAYER]` on an anonymous connection: PLAYER is an id or a name (default:
-    --name, else the name used last), its id found from the saved identities (the
-    player's and the bots'), the live races, the leaderboards or the tournaments' players."""
+    """`profile [PLAYER]` on an anonymous connection: PLAYER is a name or an id (default:
+    --name, else the name used last). A name of the saved identities (the player's and the
+    bots') is asked for by its id; any other is asked for by name (the server knows every
+    name it registered), then as an id."""
     wanted = args.player or args.name
     if wanted is None:
         last = load_identity(args.server)
@@ -311,50 +304,17 @@ async def _profile(conn: Connection, args: argparse.Namespace) -> int:
             return fail(f"profile: no identity saved for {args.server}; name a player")
         wanted = last.name
     player_id = {**known_bots(args.server), **known_players(args.server)}.get(wanted)
-    candidates = [player_id] if player_id else []
-    if wanted != player_id and len(wanted) <= 64:
-        candidates.append(PlayerId(wanted))  # maybe an id already
-    for candidate in candidates:
-        profile = await _ask(conn, GetProfile(player_id=candidate), Profile)
+    requests = [GetProfile(player_id=player_id)] if player_id else []
+    if len(wanted) <= 64:
+        requests.append(GetProfile(name=wanted))
+        if wanted != player_id:
+            requests.append(GetProfile(player_id=wanted))  # maybe an id
+    for request in requests:
+        profile = await _ask(conn, request, Profile)
         if profile is not None:
             print(printable(render(profile) or ""), flush=True)
             return 0
-    player_id = await _find_player(conn, wanted)
-    if player_id is not None:
-        profile = await _ask(conn, GetProfile(player_id=player_id), Profile)
-        if profile is not None:
-            print(printable(render(profile) or ""), flush=True)
-            return 0
-    return fail(
-        f"unknown_player: no player named {wanted!r} (or with that id) on {args.server} "
-        "(names are looked up in your saved identities and bots, the live races, the leaderboards "
-        "and the tournaments)"
-    )
-
-
-async def _find_player(conn: Connection, name: str) -> PlayerId | None:
-    """The id of the player called `name` (names are unique on a server), from what the
-    protocol lists with names: live races, leaderboards, tournaments' players."""
-    races = await _ask(conn, ListRaces(), RaceList)
-    if races is not None:
-        for info in races.races:
-            for racer in info.racers:
-                if racer.name == name:
-                    return racer.player_id
-    for game in GAME_IDS:
-        board = await _ask(conn, GetLeaderboard(game=game, limit=100), Leaderboard)
-        if board is not None:
-            for row in board.entries:
-                if row.name == name:
-                    return row.player_id
-    listed = await _ask(conn, ListTournaments(), TournamentList)
-    if listed is None:
-        return None
-    for summary in listed.tournaments[:NAME_SEARCH_TOURNAMENTS]:
-        names = await _player_ids(conn, summary.tournament_id)
-        if name in names:
-            return names[name]
-    return None
+    return fail(f"unknown_player: no player named {wanted!r} (or with that id) on {args.server}")
 
 
 async def _player_ids(conn: Connection, tournament_id: str) -> dict[str, PlayerId]:

@@ -202,12 +202,19 @@ class RatingService:
         return entries
 
     async def get_profile(self, session: Session, message: GetProfile) -> None:
-        # A client names a player as plain text: it becomes a `PlayerId` here.
-        requested = message.player_id
-        player_id = session.player_id if requested is None else PlayerId(requested)
-        player = None if player_id is None else await self.store.get_player(player_id)
-        if player is None:
-            raise RaceError(ErrorCode.UNKNOWN_PLAYER, "no such player (say which, or hello first)")
+        if message.name is not None:
+            player = await self.store.get_player_by_name(message.name)
+            if player is None:
+                raise RaceError(ErrorCode.UNKNOWN_PLAYER, f"no player named {message.name!r}")
+        else:
+            # A client names a player as plain text: it becomes a `PlayerId` here.
+            requested = message.player_id
+            player_id = session.player_id if requested is None else PlayerId(requested)
+            player = None if player_id is None else await self.store.get_player(player_id)
+            if player is None:
+                raise RaceError(
+                    ErrorCode.UNKNOWN_PLAYER, "no such player (say which, or hello first)"
+                )
         ratings = []
         for record in sorted(await self.store.get_ratings(player.player_id), key=lambda r: r.game):
             rating = to_rating(record)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.vocab import FormatName, MatchStateName, PhaseName
@@ -262,10 +262,18 @@ class GetLeaderboard(Message):
 
 
 class GetProfile(Message):
-    """A player's profile; without `player_id`, the sender's own."""
+    """A player's profile, named by `player_id` or by `name` (names compare case-blind); with
+    neither, the sender's own."""
 
     type: Literal["get_profile"] = "get_profile"
     player_id: Label | None = None
+    name: Label | None = None
+
+    @model_validator(mode="after")
+    def _names_one_player(self) -> GetProfile:
+        if self.player_id is not None and self.name is not None:
+            raise ValueError("name a player by player_id or by name, not both")
+        return self
 
 
 class CreateTournament(Message):

@@ -106,6 +106,10 @@ class Store(Protocol):
 
     async def get_player(self, player_id: PlayerId) -> PlayerRecord | None: ...
 
+    async def get_player_by_name(self, name: str) -> PlayerRecord | None:
+        """The player who owns `name` (names compare case-blind); None if nobody does."""
+        ...
+
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         """Save `race` only if the stored record still equals `expected` (None: no record yet);
         False stores nothing. The compare-and-set behind transitions that must happen once

@@ -43,6 +43,10 @@ class MemoryStore(MemoryCompetition):
     async def get_player(self, player_id: PlayerId) -> PlayerRecord | None:
         return self._players.get(player_id)
 
+    async def get_player_by_name(self, name: str) -> PlayerRecord | None:
+        player_id = self._names.get(name.casefold())
+        return None if player_id is None else self._players.get(player_id)
+
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         if self._races.get(race.race_id) != expected:
             return False

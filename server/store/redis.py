@@ -289,6 +289,12 @@ class RedisStore(RedisCompetition):
             created_at_ms=int(fields["created_at_ms"]),
         )
 
+    async def get_player_by_name(self, name: str) -> PlayerRecord | None:
+        player_id: str | None = await self._call(
+            lambda: self.redis.get(self._key("name", name.casefold()))
+        )
+        return None if player_id is None else await self.get_player(PlayerId(player_id))
+
     # --- races -----------------------------------------------------------------------------
 
     @property

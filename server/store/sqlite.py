@@ -311,6 +311,20 @@ class SqliteStore(SqliteMoves, SqliteCompetition):
             return None
         return PlayerRecord(player_id=PlayerId(row[0]), name=row[1], created_at_ms=row[2])
 
+    async def get_player_by_name(self, name: str) -> PlayerRecord | None:
+        def select(db: sqlite3.Connection) -> tuple[str, str, int] | None:
+            row: tuple[str, str, int] | None = db.execute(
+                "SELECT players.player_id, players.name, players.created_at_ms"
+                " FROM player_names JOIN players USING (player_id) WHERE name_key = ?",
+                (name.casefold(),),
+            ).fetchone()
+            return row
+
+        row = await self._run(select)
+        if row is None:
+            return None
+        return PlayerRecord(player_id=PlayerId(row[0]), name=row[1], created_at_ms=row[2])
+
     async def save_race_if(self, race: RaceRecord, expected: RaceRecord | None) -> bool:
         text = race.model_dump_json()
         due = rating_falls_due(race, expected)

@@ -151,6 +151,22 @@ async def test_profile_takes_a_name_found_where_the_server_lists_names(
     assert len(err) == 1 and "unknown_player" in err[0] and "'nobody'" in err[0]
 
 
+async def test_profile_finds_any_player_the_server_registered_by_name(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name is the server's to resolve: carl, in no race, board or tournament and not
+    saved here, is found (his name in any case), and only a name nobody has is unknown."""
+    url = url_of(tournament_server)
+    carl = await opened.open("carl")
+    await carl.conn.close()
+    for asked in ("carl", "CARL"):
+        assert await cli(url, "profile", asked) == 0, asked
+        assert capsys.readouterr().out.splitlines() == ["carl: no rated races yet"], asked
+    assert await cli(url, "profile", "carla") == 1
+    said = f"unknown_player: no player named 'carla' (or with that id) on {url}"
+    assert capsys.readouterr().err.strip() == f"solrace tournament: {said}"
+
+
 async def test_profile_finds_a_bot_this_machine_ran_by_its_name(
     tournament_server: App, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,6 +15,7 @@ import random
 import pytest
 
 from solrace.server.app import App
+from solrace.server.protocol.codec import encode_raw
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import Error, Progress, RaceFinished, RaceUpdate, Resign
 from solrace.server.protocol.records import RaceRecord
@@ -128,6 +129,24 @@ async def test_a_leaderboard_of_no_game_and_a_profile_of_nobody_are_refused(app:
     assert (await ann.expect(Error)).code == "unknown_player"
     await ann.send(GetProfile())  # without an id: one's own
     assert (await ann.expect(Profile)).name == "ann"
+    await ann.close()
+
+
+async def test_a_profile_is_found_by_a_name_the_server_registered(app: App) -> None:
+    """By name, whatever its case: any player the server registered; a name nobody owns is
+    `unknown_player` naming it, and a request naming a player twice is refused."""
+    ann, bob = await connect(app, "ann"), await connect(app, "Bob")
+    await bob.close()
+    for asked in ("Bob", "bob"):
+        await ann.send(GetProfile(name=asked))
+        found = await ann.expect(Profile)
+        assert (found.name, found.player_id) == ("Bob", bob.player_id)
+    await ann.send(GetProfile(name="bobby"))
+    refusal = await ann.expect(Error)
+    assert (refusal.code, refusal.message) == ("unknown_player", "no player named 'bobby'")
+    both = {"type": "get_profile", "player_id": bob.player_id, "name": "Bob"}
+    await ann.send_raw(encode_raw(both))
+    assert (await ann.expect(Error)).code == "invalid_message"
     await ann.close()
 
 

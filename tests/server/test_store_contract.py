@@ -153,6 +153,16 @@ async def test_case_blind_names_beyond_ascii(store: Store) -> None:
         await store.create_player(PlayerId("p4"), "STRASSE", 4_000)
 
 
+async def test_a_player_is_found_by_name_whatever_its_case(store: Store) -> None:
+    ann = await store.create_player(PlayerId("p1"), "Ann", 1_000)
+    emile = await store.create_player(PlayerId("p2"), "Émile", 2_000)
+    for asked in ("Ann", "ann", "ANN"):
+        assert await store.get_player_by_name(asked) == ann
+    assert await store.get_player_by_name("éMILE") == emile
+    assert await store.get_player_by_name("Annie") is None
+    assert await store.get_player_by_name("p1") is None  # an id is no name
+
+
 # --- races ---------------------------------------------------------------------------------
 
 
