@@ -24,24 +24,14 @@ from collections.abc import Sequence
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import RaceEvent, RaceFinished
-from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord
-from solrace.server.race_changes import Change, no_change
+from solrace.server.race_changes import Change, chain, no_change
 from solrace.server.race_finish_hooks import FinishHooks
 from solrace.server.race_progress import FOLD_RETRY_S, ProgressBatches
 from solrace.server.race_writes import RaceWriter
 from solrace.server.runtime import RaceRuntime, UnstoredConnection
 
 log = logging.getLogger("solrace.server.race_apply")
-
-
-def _then(first: Change, then: Change) -> Change:
-    """`first`, then `then`, as one change (one compare-and-set)."""
-
-    def both(race: Race) -> list[RaceEvent]:
-        return first(race) + then(race)
-
-    return both
 
 
 class RaceApplier:
@@ -83,7 +73,7 @@ class RaceApplier:
                 # Rankings use current figures and events keep their order: the batch goes
                 # first. Several nodes: with the change, in one compare-and-set.
                 if fold is not no_change or change is not no_change or moves:
-                    both = change if fold is no_change else _then(fold, change)
+                    both = change if fold is no_change else chain(fold, change)
                     events += await self.writer.apply_and_store(
                         runtime, both, [*folded_moves, *moves]
                     )

@@ -2,8 +2,8 @@
 
 `RaceApplier.apply_to_race` applies a `Change` under the race's lock and stores the result;
 the functions here build the usual ones (a racer's board, a connection coming or going, the
-opening figures) and read events back (is a batch progress only, whose moves a progress
-event reports). None of them does I/O.
+opening figures, the figures of the stored moves) and read events back (is a batch progress
+only, whose moves a progress event reports). None of them does I/O.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 
-from solrace.engine import Audience, deal
+from solrace.engine import Audience, EngineError, deal
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import Board, Progress, RaceEvent, RaceSnapshot, RaceStarted
 from solrace.server.protocol.race import Race
-from solrace.server.protocol.records import RacerState
+from solrace.server.protocol.records import MoveRecord, RacerState
 from solrace.server.protocol.views import board_for
-from solrace.server.runtime import RacerBoard, RaceRuntime
+from solrace.server.runtime import RacerBoard, RaceRuntime, replay_board
 from solrace.server.session import Session
 
 Change = Callable[[Race], list[RaceEvent]]
@@ -70,7 +70,9 @@ def opening_progress(race: Race, events: Sequence[RaceEvent]) -> list[RaceEvent]
 
 
 def board_progress(player_id: PlayerId, board: RacerBoard) -> Change:
-    """The change that reports a racer's board as it stands after its last stored move."""
+    """The change that reports a racer's board as it stands after its last stored move: no
+    event if the race counts these moves already and the board is neither won nor stuck
+    (another node reported them first; a compare-and-set lost to it applies this again)."""
     game = board.game
     on, total = game.progress()
     won = game.is_won()
@@ -79,6 +81,9 @@ def board_progress(player_id: PlayerId, board: RacerBoard) -> Change:
     at_ms, reached_ms = board.move_times[-1], board.count_changed_at_ms
 
     def change(race: Race) -> list[RaceEvent]:
+        racer = race.racers.get(player_id)
+        if racer is not None and racer.moves == moves and not (won or stuck):
+            return []
         return race.record_board(
             player_id,
             on_foundations=on,
@@ -91,6 +96,52 @@ def board_progress(player_id: PlayerId, board: RacerBoard) -> Change:
         )
 
     return change
+
+
+def chain(first: Change, then: Change) -> Change:
+    """`first`, then `then`, as one change (one compare-and-set)."""
+
+    def both(race: Race) -> list[RaceEvent]:
+        return first(race) + then(race)
+
+    return both
+
+
+def stored_moves_progress(
+    race: Race, moves: Sequence[MoveRecord]
+) -> tuple[Change, list[MoveRecord]]:
+    """The race's stored `moves` (`Store.get_moves`) against its racers' move counts: the
+    change that brings each racer still playing whose count is behind them to the figures of
+    its stored moves (another node acknowledged them and holds their progress in a batch), as
+    `board_progress` reports them (a won or stuck board puts the racer out), and the moves the
+    race did not count. Racers counted right, and racers out, are left as they are; so is a
+    racer the race counts further by the time the change is applied (a compare-and-set lost
+    to a node that counted later moves): a change never takes a racer back."""
+    by_player: dict[PlayerId, list[MoveRecord]] = {}
+    for move in moves:
+        by_player.setdefault(move.player_id, []).append(move)
+    changes: list[tuple[PlayerId, int, Change]] = []
+    uncounted: list[MoveRecord] = []
+    for player_id, mine in sorted(by_player.items()):
+        racer = race.racers.get(player_id)
+        if racer is None or racer.state is not RacerState.PLAYING or racer.moves >= len(mine):
+            continue
+        try:
+            board = replay_board(race, mine)
+        except EngineError:
+            continue  # stored moves that do not play: nothing to report from them
+        changes.append((player_id, len(mine), board_progress(player_id, board)))
+        uncounted += sorted((m for m in mine if m.ply >= racer.moves), key=lambda m: m.ply)
+
+    def change(race: Race) -> list[RaceEvent]:
+        events: list[RaceEvent] = []
+        for player_id, count, progress in changes:
+            racer = race.racers.get(player_id)
+            if racer is not None and racer.moves < count:
+                events += progress(race)
+        return events
+
+    return (change if changes else no_change), uncounted
 
 
 def connection_change(player_id: PlayerId, connected: bool, now_ms: int, holder: str) -> Change:
@@ -141,6 +192,7 @@ def own_board(runtime: RaceRuntime, player_id: PlayerId) -> Board:
 __all__ = [
     "Change",
     "board_progress",
+    "chain",
     "connected_through",
     "connection_change",
     "is_progress_only",
@@ -149,4 +201,5 @@ __all__ = [
     "no_change",
     "opening_progress",
     "own_board",
+    "stored_moves_progress",
 ]

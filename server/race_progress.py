@@ -131,7 +131,9 @@ class ProgressBatches:
     def folding(self, runtime: RaceRuntime, pending: set[PlayerId]) -> Change:
         """The change that folds in the `pending` racers' figures: their boards' stored moves
         (`RacerBoard.record_stored`; a move being stored meanwhile is not counted), read once, the
-        same however often a compare-and-set makes the change run again."""
+        same however often a compare-and-set makes the change run again. A racer out of the
+        race by then (another node timed the race out, say) keeps the figures it went out with
+        (`Race.record_board`), which count every stored move: the batch changes nothing."""
         figures = [
             (p, b.on_foundations, b.game.total_cards, len(b.move_times), b.count_changed_at_ms)
             for p in sorted(pending)

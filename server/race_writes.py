@@ -3,7 +3,11 @@ race (`Race -> events`); it is applied to this node's copy and the new record st
 the store still holds the record the copy was loaded from (`save_race_if(new,
 expected=old)`). Of two nodes changing a race from the same record one wins; the other takes
 the stored record and applies its change again to the fresh copy, where a start, a finish or
-a time-out someone else already applied yields no event: each happens once.
+a time-out someone else already applied yields no event: each happens once. A store several
+nodes share refuses a record that puts a racer out without counting all its stored moves
+(another node acknowledged them and holds their progress in a batch): the writer reads the
+moves and applies the change again behind their figures, so that a time-out, a forfeit or a
+finish ranks on every acknowledged move, whichever node applies it.
 
 `RaceWriter` does this for the race keeper (race_sync.py), which holds the race's lock around
 it; after each record stored or taken, this node's sessions get the events they missed
@@ -18,10 +22,16 @@ from solrace.server.lobby import LobbyFeed
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.messages import RaceEvent
 from solrace.server.protocol.records import MoveRecord
-from solrace.server.race_changes import Change, is_progress_only, new_epoch
+from solrace.server.race_changes import (
+    Change,
+    chain,
+    is_progress_only,
+    new_epoch,
+    stored_moves_progress,
+)
 from solrace.server.race_relay import RaceRelay
 from solrace.server.runtime import RaceRuntime
-from solrace.server.store import Store, StoreError
+from solrace.server.store import Store, StoreError, UncountedMovesError
 
 CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `unavailable`
 
@@ -60,6 +70,7 @@ class RaceWriter:
         is away, `unknown_race` when it no longer has the race) or `RaceBusyError` when
         other nodes won `CHANGE_ATTEMPTS` rounds in a row."""
         race = runtime.race
+        own_change, own_moves = change, moves
         for _ in range(CHANGE_ATTEMPTS):
             events = change(race)
             if self.relay is None and events and is_progress_only(events):
@@ -71,6 +82,12 @@ class RaceWriter:
                 return events
             try:
                 stored = await self.store.save_race_if(record, runtime.saved)
+            except UncountedMovesError:
+                # A racer this change puts out has acknowledged moves the race does not count
+                # (another node holds their progress in a batch): their figures go in first.
+                counted, uncounted = await self._count_stored_moves(runtime)
+                change, moves = chain(counted, own_change), [*own_moves, *uncounted]
+                continue
             except StoreError as exc:
                 if self.relay is not None:
                     # The save may still land (a Redis that froze runs what it was sent
@@ -100,6 +117,32 @@ class RaceWriter:
             runtime.saved = fresh
             self.forward(runtime)
         raise RaceBusyError(ErrorCode.UNAVAILABLE, "the race is busy; retry")
+
+    async def _count_stored_moves(self, runtime: RaceRuntime) -> tuple[Change, list[MoveRecord]]:
+        """The store refused a record putting a racer out without counting all its stored
+        moves (`UncountedMovesError`; the record stored is still `runtime.saved`): the race
+        goes back to it; the change that brings its racers to the figures of the stored moves
+        (`stored_moves_progress`), for the refused change to be applied behind, and the moves
+        it counts, to be published with it. Those moves are played on this node's boards too
+        (a board whose move is being stored here is left to its move), so that every node's
+        final boards show them."""
+        race = runtime.race
+        saved = runtime.saved
+        assert saved is not None  # only a record stored before has racers to put out
+        try:
+            stored_moves = await self.store.get_moves(runtime.race_id)
+        except StoreError as exc:
+            self.roll_back(runtime)
+            raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
+        race.reset_to(saved)
+        counted, uncounted = stored_moves_progress(race, stored_moves)
+        for move in uncounted:
+            board = runtime.boards.get(move.player_id)
+            if board is None or board.lock.locked():
+                continue
+            if not runtime.apply_stored_move(move):
+                runtime.stale = True  # this board is further behind: the tick reloads it
+        return counted, uncounted
 
     def roll_back(self, runtime: RaceRuntime) -> None:
         """Undo an unstored change: back to the stored record, or to the race as a restart

@@ -95,6 +95,17 @@ class RacerBoard:
             self.rejections.popitem(last=False)
 
 
+def replay_board(race: Race, moves: Iterable[MoveRecord]) -> RacerBoard:
+    """A racer's board rebuilt from the race's deal and the racer's stored `moves` (any
+    order: played by ply); `EngineError` if one does not play."""
+    board = RacerBoard(deal(race.game, race.record.game_number))
+    game = board.game
+    for move in sorted(moves, key=lambda m: m.ply):
+        game.play(move.move)
+        board.record_stored(move)
+    return board
+
+
 @dataclass(frozen=True, eq=False)
 class UnstoredConnection:
     """A change of a racer's connection that the store refused (`RaceApplier.apply_or_log`)."""
@@ -254,11 +265,7 @@ class RaceRuntime:
 
     def restore_board(self, player_id: PlayerId, moves: list[MoveRecord]) -> None:
         """Rebuild one racer's board from its stored moves (the store is the truth)."""
-        board = RacerBoard(deal(self.race.game, self.race.record.game_number))
-        game = board.game
-        for move in sorted(moves, key=lambda m: m.ply):
-            game.play(move.move)
-            board.record_stored(move)
+        board = replay_board(self.race, moves)
         old = self.boards.get(player_id)
         if old is not None:
             board.lock = old.lock  # a holder of the old board's lock still serializes with us

@@ -240,6 +240,8 @@ class Race:
     def progress_of(self, racer: Racer, now_ms: int) -> ProgressEntry:
         started = self.started_at_ms or now_ms
         end = racer.state_at_ms if racer.is_done and racer.state_at_ms else now_ms
+        if self.ends_at_ms is not None:
+            end = min(end, self.ends_at_ms)  # a racer plays no longer than the time limit
         # Validated on purpose: pydantic-core checks these fields faster (~1.4 us) than
         # `model_construct` skips them in Python (~2.4 us, pydantic 2.13).
         return ProgressEntry(
@@ -513,8 +515,11 @@ class Race:
         """A racer's board changed (a move, or the deal): publish its progress. The count on
         the foundations was reached at `reached_ms` (the board's last change of its count, even
         if a batch of moves took the count away and back to what this race last had); without
-        it, now if the count changed."""
+        it, now if the count changed. A racer out of the race keeps the figures it went out
+        with (its results): nothing changes, no event."""
         racer = self.racer(player_id)
+        if racer.state is not RacerState.PLAYING:
+            return []
         started = self.started_at_ms or now_ms
         if reached_ms is not None:
             racer.reached_at_ms = max(0, reached_ms - started)

@@ -10,6 +10,7 @@ from solrace.server.store.base import (
     Store,
     StoreError,
     StoreUnavailableError,
+    UncountedMovesError,
     UnknownRaceError,
 )
 from solrace.server.store.memory import MemoryStore
@@ -26,6 +27,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "StoreUnavailableError",
+    "UncountedMovesError",
     "UnknownRaceError",
     "open_store",
 ]

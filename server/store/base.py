@@ -42,6 +42,13 @@ class NotPlayingError(StoreError):
     racer is out): another node moved it on while this one's copy was stale."""
 
 
+class UncountedMovesError(StoreError):
+    """The record would put a racer out of the race (its state final: finished, stuck,
+    resigned, gone, timed out) without counting every move stored for it: another node
+    acknowledged moves whose progress it has not folded into the race yet. Read the moves and
+    save again with their figures."""
+
+
 class StoreUnavailableError(StoreError):
     """The store cannot be reached or used just now (Redis restarting; a SQLite file another
     connection keeps locked, or a full or failing disk): retry later. A write that raised
@@ -114,7 +121,12 @@ class Store(Protocol):
         """Save `race` only if the stored record still equals `expected` (None: no record yet);
         False stores nothing. The compare-and-set behind transitions that must happen once
         across nodes: of two nodes moving a race on from the same record, one gets True.
-        A save that finishes a rated race puts it among the races to rate (`rating_falls_due`)."""
+        A save that finishes a rated race puts it among the races to rate (`rating_falls_due`).
+        A store several nodes share (Redis) also refuses, with `UncountedMovesError`, a record
+        that puts a racer out with a move count other than the number of its stored moves: a
+        racer's figures are final once it is out, and its results must be those of its moves
+        (once it is out, `append_move` takes no more of them); one node's store relies on its
+        hub, whose boards hold every stored move."""
         ...
 
     async def get_race(self, race_id: RaceId) -> RaceRecord | None: ...

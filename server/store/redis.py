@@ -15,7 +15,10 @@ Writes whose checks must be atomic run as Lua scripts (one round trip, nothing i
 creating a player, saving a race over the record this store last read or wrote (compared by
 the digest of its JSON), appending a move. Otherwise `save_race_if` compares parsed records
 under WATCH/MULTI, so a record written by an older node (other JSON text, same values)
-still compares equal.
+still compares equal. Either way a save that puts a racer out (the `out` field grows) first
+checks that the record counts every move stored for that racer (`UncountedMovesError`), and
+a move appended after it is refused (`NotPlayingError`): a racer's results are those of its
+stored moves, whichever node put it out.
 
 Redis commands are never retried blindly: a write whose reply is lost may have been applied,
 so its retry knows it is one (`_call_with_retry_flag`) and takes finding its own write stored
@@ -52,6 +55,7 @@ from solrace.server.store.base import (
     PlyConflictError,
     StoreError,
     StoreUnavailableError,
+    UncountedMovesError,
     UnknownRaceError,
     rating_falls_due,
 )
@@ -79,17 +83,30 @@ redis.call('HSET', KEYS[2], 'player_id', ARGV[1], 'name', ARGV[2], 'created_at_m
 return 1
 """
 
-# KEYS: race, order counter, new status set, then every status set. ARGV: race_id, status,
-# new record JSON, sha1 of the record JSON expected to be stored, sha1 of the new JSON, the
-# racers out of it (`_out`).
+# KEYS: race, order counter, new status set, rating-due, then every status set. ARGV:
+# race_id, status, new record JSON, sha1 of the record JSON expected to be stored, sha1 of the
+# new JSON, the racers out of it (`_out`), '1' if it falls due for rating, the key prefix of
+# the race's move lists, then each racer out of it and its move count (`_out_counts`: one
+# put out by this save must count all its stored moves; a record saved before the `out`
+# field existed is not checked).
 # 1 stored; 2 the new record is already stored; 0 neither (the caller compares parsed
-# records: another node may have written the same record as other JSON text).
+# records: another node may have written the same record as other JSON text); 3 a racer it
+# puts out does not count all its stored moves (nothing stored).
 SAVE_RACE_IF_TEXT = """
 local current = redis.call('HGET', KEYS[1], 'record')
 local digest = current and redis.sha1hex(current) or ''
 if digest ~= ARGV[4] then
   if digest == ARGV[5] then return 2 end
   return 0
+end
+local was_out = redis.call('HGET', KEYS[1], 'out')
+if was_out and was_out ~= '*' then
+  for i = 9, #ARGV, 2 do
+    if not string.find(was_out, ',' .. ARGV[i] .. ',', 1, true)
+        and redis.call('LLEN', ARGV[8] .. ARGV[i]) ~= tonumber(ARGV[i + 1]) then
+      return 3
+    end
+  end
 end
 local order = redis.call('HGET', KEYS[1], 'order')
 if not order then order = redis.call('INCR', KEYS[2]) end
@@ -144,6 +161,27 @@ def _out(race: RaceRecord) -> str:
     if race.status in (RaceStatus.FINISHED, RaceStatus.CANCELLED):
         return "*"
     return "," + "".join(f"{r.player_id}," for r in race.racers if r.state in DONE_STATES)
+
+
+def _out_counts(race: RaceRecord) -> list[str]:
+    """Each racer out of the race and its move count, flat (player, count, ...), as
+    `SAVE_RACE_IF_TEXT` reads them: a racer it puts out must count all its stored moves."""
+    return [
+        each for r in race.racers if r.state in DONE_STATES for each in (r.player_id, str(r.moves))
+    ]
+
+
+def _newly_out(race: RaceRecord, was_out: str | None) -> list[tuple[str, int]]:
+    """The racers out of `race` who were not out of the stored record (its `out` field,
+    `was_out`), with their counts; none over a finished race, a new one, or one saved before
+    the field existed (its racers may be out with any count: they are taken as they are)."""
+    if was_out is None or was_out == "*":
+        return []
+    return [
+        (r.player_id, r.moves)
+        for r in race.racers
+        if r.state in DONE_STATES and f",{r.player_id}," not in was_out
+    ]
 
 
 def _move_json(move: MoveRecord) -> str:
@@ -327,7 +365,17 @@ class RedisStore(RedisCompetition):
         if expected is not None and known is not None and known[0] is expected:
 
             async def by_digest(is_retry: bool) -> int:
-                args = [race.race_id, race.status.value, text, known[1], digest, _out(race), due]
+                args = [
+                    race.race_id,
+                    race.status.value,
+                    text,
+                    known[1],
+                    digest,
+                    _out(race),
+                    due,
+                    self._key("moves", race.race_id, ""),
+                    *_out_counts(race),
+                ]
                 code = int(await self._scripts["save_race_if_text"](self._race_keys(race), args))
                 return 1 if code == 2 and is_retry else code  # 2 after a lost reply: ours
 
@@ -337,6 +385,8 @@ class RedisStore(RedisCompetition):
                 return True
             if code == 2:
                 return False  # as below: stored is not `expected`
+            if code == 3:
+                raise UncountedMovesError(f"race {race.race_id}: a racer out misses moves")
         stored = await self._save_race_if_parsed(race, expected, text)
         if stored:
             self._remember(race, digest)
@@ -348,12 +398,20 @@ class RedisStore(RedisCompetition):
         key = self._key("race", race.race_id)
 
         async def attempt(pipe: Any, is_retry: bool) -> bool:
-            current, order = await pipe.hmget(key, ["record", "order"])
+            current, order, was_out = await pipe.hmget(key, ["record", "order", "out"])
             stored = None if current is None else RaceRecord.model_validate_json(current)
             if stored != expected:
                 await pipe.unwatch()
                 # A retry finding our own record: the lost reply was a success.
                 return is_retry and stored == race
+            newly_out = _newly_out(race, was_out)
+            if newly_out:  # each must count all its stored moves (`SAVE_RACE_IF_TEXT`)
+                lists = [self._key("moves", race.race_id, p) for p, _ in newly_out]
+                await pipe.watch(*lists)  # a move appended meanwhile refuses the EXEC
+                for list_key, (_, count) in zip(lists, newly_out, strict=True):
+                    if await pipe.llen(list_key) != count:
+                        await pipe.unwatch()
+                        raise UncountedMovesError(f"race {race.race_id}: a racer out misses moves")
             if order is None:
                 order = await self.redis.incr(self._key("race-order"))
             pipe.multi()

@@ -273,10 +273,21 @@ async def test_a_move_the_shared_store_says_is_too_late_is_refused_and_the_copy_
         player = alice.player_id or PlayerId("")
         await hub.handle(alice, MakeMove(race_id=race_id, seq=1, move="deal"))
         await hub.keeper.progress.fold(hub.races[race_id])
-        # Another node resigns alice in the stored race; this node does not hear of it.
+        # Another node resigns alice in the stored race (counting her stored move, as the
+        # shared store requires of a racer put out); this node does not hear of it.
         stored = await store.get_race(race_id)
         assert stored is not None
         elsewhere = Race(stored, epoch="e")
+        board = hub.races[race_id].boards[player]
+        elsewhere.record_board(
+            player,
+            on_foundations=board.on_foundations,
+            total=board.game.total_cards,
+            moves=board.game.ply,
+            won=False,
+            stuck=False,
+            now_ms=hub.clock(),
+        )
         elsewhere.resign(player, hub.clock())
         assert await store.save_race_if(elsewhere.to_record(), stored)
 

@@ -14,6 +14,7 @@ from solrace.server.race_changes import (
     no_change,
     opening_progress,
     own_board,
+    stored_moves_progress,
 )
 from solrace.server.runtime import RacerBoard, RaceRuntime
 from tests.server.protocol.test_race import make_race, running
@@ -76,6 +77,8 @@ def test_a_boards_change_reports_its_figures_as_of_its_last_stored_move() -> Non
         (1, RacerState.PLAYING.value)
     ]
     assert race.racers[ANN].moves == 1
+    # Reported again (another node's report of it came first): the race has it, no event.
+    assert board_progress(ANN, board)(race) == []
     seen = own_board(runtime, ANN)
     assert (seen.player_id, seen.ply, seen.delayed_ms) == (ANN, 1, 0)
 
@@ -88,3 +91,31 @@ def test_a_connection_change_marks_the_racer_away_only_from_the_connection_it_ho
     connection_change(BOB, False, 2200, "node-b/2")(race)
     assert not race.racers[BOB].connected
     assert race.racers[BOB].disconnected_at_ms == 2200
+
+
+def test_the_stored_moves_bring_the_racers_they_are_ahead_of_to_their_figures() -> None:
+    """Moves stored and acknowledged on another node, their progress still in its batch:
+    the change brings their racer to the figures of its stored moves, once, and lists the
+    moves the race did not count; a racer counted right is left as it is."""
+    race = running()
+    race.record_board(ANN, on_foundations=0, total=52, moves=1, won=False, stuck=False, now_ms=1)
+    clicks = [
+        MoveRecord(race_id=RaceId("r1"), player_id=ANN, ply=n, seq=n + 1, move="deal", at_ms=n)
+        for n in range(3)
+    ]
+    bobs = [MoveRecord(race_id=RaceId("r1"), player_id=BOB, ply=0, seq=1, move="deal", at_ms=5)]
+    race.record_board(BOB, on_foundations=0, total=52, moves=1, won=False, stuck=False, now_ms=5)
+    change, uncounted = stored_moves_progress(race, [*clicks, *bobs])
+    assert uncounted == clicks[1:]
+    events = change(race)
+    assert [
+        (e.progress.player_id, e.progress.moves) for e in events if isinstance(e, Progress)
+    ] == [(ANN, 3)]
+    assert race.racers[ANN].moves == 3
+    assert change(race) == []  # applied again (a compare-and-set lost): nothing more
+    assert stored_moves_progress(race, [*clicks, *bobs]) == (no_change, [])
+    # Counted further meanwhile (another node folded a later move first): not taken back.
+    behind, _ = stored_moves_progress(race, clicks[:2])
+    assert behind is no_change
+    stale, _ = stored_moves_progress(running(), clicks[:2])
+    assert stale(race) == [] and race.racers[ANN].moves == 3

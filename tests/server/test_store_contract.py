@@ -38,6 +38,7 @@ from solrace.server.store import (
     PlyConflictError,
     Store,
     StoreUnavailableError,
+    UncountedMovesError,
     UnknownRaceError,
     open_store,
 )
@@ -423,8 +424,8 @@ async def test_redis_refuses_a_move_the_stored_race_no_longer_takes(redis_url: s
         running = race(status=RaceStatus.RUNNING, racers=playing)
         await seed(store, running)
         await store.append_move(move(0, player="p2"))
-        resigned = [playing[0], playing[1].model_copy(update={"state": RacerState.RESIGNED})]
-        p2_out = running.model_copy(update={"racers": resigned})
+        p2_resigned = playing[1].model_copy(update={"state": RacerState.RESIGNED, "moves": 1})
+        p2_out = running.model_copy(update={"racers": [playing[0], p2_resigned]})
         assert await store.save_race_if(p2_out, running)
         with pytest.raises(NotPlayingError):
             await store.append_move(move(1, player="p2"))
@@ -437,6 +438,57 @@ async def test_redis_refuses_a_move_the_stored_race_no_longer_takes(redis_url: s
             ("p1", 0),
             ("p2", 0),
         ]
+    finally:
+        await store.close()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("compared", ["by digest", "parsed"])
+async def test_redis_refuses_to_put_a_racer_out_without_counting_its_stored_moves(
+    redis_url: str, compared: str
+) -> None:
+    """Several nodes share Redis, and a racer's node may hold the progress of its stored
+    moves in a batch: a record that puts the racer out with fewer moves than are stored (its
+    results would leave them out) is refused, and nothing is stored; with the count of its
+    stored moves it is taken, and no move is taken after it. `compared`: the save compares
+    the record it read by its digest (one script) or parsed (WATCH/MULTI)."""
+    store = open_store(redis_url)
+    await store.open()
+    try:
+        playing = [
+            RacerRecord(player_id=PlayerId(p), name=p, state=RacerState.PLAYING)
+            for p in ("p1", "p2")
+        ]
+        running = race(status=RaceStatus.RUNNING, racers=playing)
+        await seed(store, running)
+        for ply in range(3):
+            await store.append_move(move(ply, player="p2"))
+
+        def timed_out(moves: int) -> RaceRecord:
+            racers = [
+                r.model_copy(update={"state": RacerState.TIMED_OUT, "moves": moves * (i == 1)})
+                for i, r in enumerate(playing)
+            ]
+            return running.model_copy(update={"status": RaceStatus.FINISHED, "racers": racers})
+
+        last: RaceRecord | None = running  # the record the store last wrote or read
+
+        def expected() -> RaceRecord:  # that very record, or an equal one
+            assert last is not None
+            return last if compared == "by digest" else last.model_copy(deep=True)
+
+        for behind in (0, 2):
+            with pytest.raises(UncountedMovesError):
+                await store.save_race_if(timed_out(behind), expected())
+            last = await store.get_race(RaceId("r1"))
+            assert last == running
+        await store.append_move(move(3, player="p2"))  # a move stored meanwhile counts too
+        with pytest.raises(UncountedMovesError):
+            await store.save_race_if(timed_out(3), expected())
+        assert await store.save_race_if(timed_out(4), expected())
+        assert await store.get_race(RaceId("r1")) == timed_out(4)
+        with pytest.raises(NotPlayingError):
+            await store.append_move(move(4, player="p2"))
     finally:
         await store.close()
 

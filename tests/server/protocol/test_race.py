@@ -207,6 +207,35 @@ def test_time_limit_times_out_everyone_still_playing() -> None:
     assert caught.value.code is ErrorCode.WRONG_STATUS
 
 
+def test_a_racer_out_keeps_the_figures_it_went_out_with() -> None:
+    """A board reported after its racer is out (another node's batch folded late) changes
+    nothing: the results rank on the figures the racer went out with."""
+    race = running(2)
+    race.record_board(
+        PlayerId("a"), on_foundations=3, total=52, moves=20, won=False, stuck=False, now_ms=9000
+    )
+    finished = race.tick(61000)[-1]
+    assert isinstance(finished, RaceFinished)
+    version = race.version
+    late = race.record_board(
+        PlayerId("a"), on_foundations=4, total=52, moves=25, won=False, stuck=False, now_ms=61005
+    )
+    assert late == [] and race.version == version
+    racer = race.racers[PlayerId("a")]
+    assert (racer.on_foundations, racer.moves) == (3, 20)
+    assert race.results == finished.results
+
+
+def test_a_racer_s_elapsed_time_stops_at_the_time_limit() -> None:
+    race = running(2)
+    playing = race.record_board(
+        PlayerId("a"), on_foundations=1, total=52, moves=5, won=False, stuck=False, now_ms=61004
+    )
+    assert [e.progress.elapsed_ms for e in playing if isinstance(e, Progress)] == [60000]
+    timed_out = race.tick(61004)
+    assert [e.progress.elapsed_ms for e in timed_out if isinstance(e, Progress)] == [60000] * 2
+
+
 def test_grace_period_forfeit() -> None:
     race = running(2)
     assert race.info().grace_ms == 5000  # every racer (and the lobby) may know it
