@@ -4,6 +4,9 @@ even moves another node stores while the change is being stored."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import pytest
 
 from solrace.server.broker import RedisBroker
@@ -32,6 +35,16 @@ class MovesStoredMeanwhile(RedisStore):
         return moves
 
 
+@contextlib.asynccontextmanager
+async def open_broker(url: str) -> AsyncIterator[RedisBroker]:
+    broker = RedisBroker(url)
+    await broker.open()
+    try:
+        yield broker
+    finally:
+        await broker.close()
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 1_700_000_000_000
@@ -46,7 +59,7 @@ async def test_a_time_out_counts_the_moves_another_node_stores_until_it_is_store
     clock = Clock()
     async with (
         opened(MovesStoredMeanwhile(redis_url)) as store,
-        opened(RedisBroker(redis_url)) as broker,
+        open_broker(redis_url) as broker,
         running_hub(
             store, broker=broker, clock=clock, progress_interval_s=600, min_time_limit_s=1
         ) as hub,
