@@ -40,9 +40,11 @@ from solrace.server.protocol.messages import (
     MoveAck,
     MoveRejected,
     Progress,
+    RaceFinished,
     RaceInfo,
     RaceList,
     RaceSnapshot,
+    RaceStarted,
     RaceUpdate,
     Replay,
     ReplayModel,
@@ -316,6 +318,8 @@ class Session:
         self._waiters: list[tuple[Predicate, asyncio.Future[ServerMessage]]] = []
         self._settled: ServerMessage | None = None
         self.board_syncs = BoardSyncs()
+        #: Races synced because their news came before the race itself (`_race_to_learn`).
+        self._learning: set[RaceId] = set()
 
     @classmethod
     @asynccontextmanager
@@ -340,7 +344,8 @@ class Session:
     async def pump(self) -> None:
         """Read forever (until the link is closed for good). A board or a move's ack the
         state had to ignore (no board of its game) is followed by a `sync` of its race, whose
-        answer brings the server's board again (`BoardSyncs`)."""
+        answer brings the server's board again (`BoardSyncs`); so is news of a race the state
+        has no description of (`_race_to_learn`)."""
         while True:
             incoming = await self.conn.recv()
             self.dispatch(incoming)
@@ -351,8 +356,25 @@ class Session:
                     self.board_syncs.reconnected()
                 continue
             race_id = self.board_syncs.due(incoming, self.state, self.conn.followed)
+            if race_id is None:
+                race_id = self._race_to_learn(incoming)
             if race_id is not None:
                 await self.conn.send(Sync(race_id=race_id))
+
+    def _race_to_learn(self, message: ServerMessage) -> RaceId | None:
+        """The race of `message` if it is news of a race (a start, a progress, a finish) the
+        state has no description of, and it was not synced for that before: the server sends
+        a racer's new connection the news of a race it is out of but still seated in (a race
+        resigned or left as gone, not in `welcome.active_races`) from then on, never the race
+        itself. Its `sync` answers with its snapshot: its game, racers and status (a held
+        deal's check names the game)."""
+        if not isinstance(message, RaceStarted | Progress | RaceFinished):
+            return None
+        race = self.state.races.get(message.race_id)
+        if race is None or race.info is not None or message.race_id in self._learning:
+            return None
+        self._learning.add(message.race_id)
+        return message.race_id
 
     def dispatch(self, incoming: Incoming) -> None:
         self._settled = None

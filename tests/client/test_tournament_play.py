@@ -990,3 +990,52 @@ async def test_a_race_resumed_from_the_welcome_has_its_held_deal_checked(
         if run is not None:
             run.cancel()
         await bot.close()
+
+
+async def test_a_race_one_is_out_of_when_connecting_names_its_game_in_the_deal_check(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """`play ID --plain` connecting while a race the player resigned from runs on: the race
+    is not in `welcome.active_races`, and the server pushes its news from then on (its
+    finish first), never the race itself. The line mode still checks the held deal with the
+    race's game, as it does for a race it followed from the start."""
+    url = url_of(server)
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    joining = await Child.start(
+        tmp_path, "tournament", "--server", url, "--name", "pat", "join", tid
+    )
+    try:
+        assert await joining.finish(30) == 0, joining.output
+    finally:
+        await joining.kill()
+    (bob,) = await register(opened, tid, ["bob"])
+    await act(admin, tid, "start")
+    await eventually(lambda: bool(bob.state.tournament_races), what="bob seated")
+    race_id = next(iter(bob.state.tournament_races))
+    await eventually(lambda: bob.state.my_board(race_id) is not None, what="bob's deal")
+    for move in scoring_line("klondike", deal_of(server, race_id)):
+        await bob.move(race_id, move)
+    argv = ["--server", url, "--name", "pat", "play", tid, "--plain"]
+    first = await Child.start(tmp_path, "tournament", *argv)
+    second: Child | None = None
+    try:
+        await first.expect(f"your race {race_id} is on")
+        await first.send("resign")
+        await first.expect("resigned")
+        await first.send("quit")
+        assert await first.finish() == 0, first.output
+        second = await Child.start(tmp_path, "tournament", *argv)
+        await second.expect("tournament running")
+        await bob.resign(race_id)
+        await second.expect("tournament finished: champion bob")
+        assert (
+            f"round 1, match W1-1, race 1 ({race_id}): deal klondike "
+            f"{deal_of(server, race_id)}: commitment verified"
+        ) in second.lines, second.output
+        assert await second.finish() == 0
+    finally:
+        await first.kill()
+        if second is not None:
+            await second.kill()
