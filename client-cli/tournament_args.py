@@ -16,6 +16,7 @@ from solrace.engine import GAME_IDS
 from solrace.server.protocol.messages import ClientMessage
 from solrace.server.protocol.tournament_errors import InvalidSettingsError
 from solrace.server.protocol.tournament_messages import (
+    LEADERBOARD_LIMIT,
     TOURNAMENT_LIST_LIMIT,
     CheckIn,
     CreateTournament,
@@ -285,6 +286,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="GAME",
         help="the game (default klondike): " + ", ".join(GAME_IDS),
     )
+    board.add_argument(
+        "--limit",
+        type=leaderboard_limit,
+        default=20,
+        metavar="N",
+        help=f"how many players, 1 to {LEADERBOARD_LIMIT} (default 20); a board cut short "
+        "says so and which --limit shows more",
+    )
     text = "print a player's ratings and recent results"
     profile = add_command("profile", text)
     profile.add_argument(
@@ -293,6 +302,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="a player's name or id (default: --name, else the name you used last)",
     )
     return parser
+
+
+def leaderboard_limit(text: str) -> int:
+    """`leaderboard --limit`: a whole number of players, 1 to `LEADERBOARD_LIMIT` (the most
+    one `get_leaderboard` may ask for)."""
+    value = positive(text)
+    if value > LEADERBOARD_LIMIT:
+        raise argparse.ArgumentTypeError(f"{value}: at most {LEADERBOARD_LIMIT}")
+    return value
 
 
 #: `--grace` words for no no-show grace (the protocol's `no_show_grace_s: null`).
@@ -466,7 +484,8 @@ def request_of(args: argparse.Namespace) -> ClientMessage | None:
     if command == "list":
         return ListTournaments(skip_finished=args.skip_finished)
     if command == "leaderboard":
-        return GetLeaderboard(game=args.game)
+        # One row more than shown says whether the board goes on (the answer has no count).
+        return GetLeaderboard(game=args.game, limit=min(args.limit + 1, LEADERBOARD_LIMIT))
     if command in ("start", "pause", "resume", "admin"):
         act = args.act if command == "admin" else command
         act = {"open-check-in": "open_check_in", "correct": "correct_result"}.get(act, act)

@@ -96,9 +96,10 @@ AUDIT_NAMES = 10
 AnswerT = TypeVar("AnswerT")
 
 
-def render(message: ServerMessage, skip_finished: int = 0) -> str | None:
+def render(message: ServerMessage, skip_finished: int = 0, limit: int | None = None) -> str | None:
     """`message` as printed; a `tournament_list` asked with `skip_finished` (the page it is
-    says how to ask for the next)."""
+    says how to ask for the next), a `leaderboard` of `leaderboard --limit` (`limit` rows at
+    most: one more says it goes on)."""
     if isinstance(message, TournamentView):
         return render_tournament(message.tournament)
     if isinstance(message, TournamentList):
@@ -111,7 +112,7 @@ def render(message: ServerMessage, skip_finished: int = 0) -> str | None:
             f"solrace tournament list --skip-finished {seen}"
         )
     if isinstance(message, Leaderboard):
-        return render_leaderboard(message)
+        return render_leaderboard(message, limit)
     if isinstance(message, Profile):
         return render_profile(message)
     return None
@@ -234,7 +235,7 @@ async def _print_answers(conn: Connection, args: argparse.Namespace, request: Cl
     except RequestError as exc:
         return print_refusal(exc.code, exc.message, conn)
     while True:
-        text = render(answer, getattr(args, "skip_finished", 0))
+        text = render(answer, getattr(args, "skip_finished", 0), getattr(args, "limit", None))
         assert text is not None
         if args.command == "show" and isinstance(answer, TournamentView):
             view = answer.tournament

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.tournament_bracket import BRACKET_RESET, GRAND_FINAL
 from solrace.server.protocol.tournament_messages import (
+    LEADERBOARD_LIMIT,
     AuditModel,
     BracketMatchModel,
     Leaderboard,
@@ -622,13 +623,25 @@ def render_list(tournaments: list[TournamentSummary]) -> str:
     )
 
 
-def render_leaderboard(board: Leaderboard) -> str:
+def render_leaderboard(board: Leaderboard, limit: int | None = None) -> str:
+    """The board's rows, at most `limit`. The board is asked for one row more than `limit`
+    (its answer has no count): with that row, a last line says the board goes on and which
+    `--limit` lists more; a board of `LEADERBOARD_LIMIT` rows, the most one answer holds,
+    says that the server lists no more."""
+    entries = board.entries if limit is None else board.entries[:limit]
     lines = [f"{board.game} leaderboard"]
-    if not board.entries:
+    if not entries:
         lines.append("no rated races yet")
-    for e in board.entries:
+    for e in entries:
         mark = " (provisional)" if e.provisional else ""
         lines.append(f"{e.rank:>3}. {e.name:<24} {e.rating:>5}  {e.wins}/{e.races} wins{mark}")
+    if len(entries) < len(board.entries):
+        lines.append(
+            f"more players not listed: solrace tournament leaderboard {board.game} "
+            f"--limit {LEADERBOARD_LIMIT} lists up to {LEADERBOARD_LIMIT}"
+        )
+    elif len(entries) == LEADERBOARD_LIMIT:
+        lines.append(f"the first {LEADERBOARD_LIMIT} only: the server lists no more")
     return "\n".join(lines)
 
 

@@ -38,7 +38,10 @@ def request(*argv: str) -> ClientMessage | None:
         (["show", "t1"], WatchTournament(tournament_id="t1")),
         (["watch", "t1"], WatchTournament(tournament_id="t1")),
         (["list", "--skip-finished", "3"], ListTournaments(skip_finished=3)),
-        (["leaderboard", "colorado"], GetLeaderboard(game="colorado")),
+        # One row more than shown: whether the board goes on.
+        (["leaderboard", "colorado"], GetLeaderboard(game="colorado", limit=21)),
+        (["leaderboard", "--limit", "5"], GetLeaderboard(game="klondike", limit=6)),
+        (["leaderboard", "--limit", "100"], GetLeaderboard(game="klondike", limit=100)),
         (["pause", "t1"], TournamentAdmin(tournament_id="t1", admin_token="tok", act="pause")),
         (
             ["admin", "t1", "open-check-in"],

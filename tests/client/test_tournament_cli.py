@@ -21,6 +21,9 @@ from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.client.tournament_cli import _run, build_parser, main, render
 from solrace.server.app import App
+from solrace.server.protocol.competition_records import RatingOutcome
+from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.ratings import build_rating_update
 from solrace.server.protocol.tournament_errors import MatchId
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
@@ -191,6 +194,46 @@ async def test_profile_without_a_player_is_the_saved_one_or_a_clear_error(
     await conn.close()
     assert await cli(url, "profile") == 0
     assert capsys.readouterr().out.splitlines() == ["erin: no rated races yet"]
+
+
+async def rated_players(app: App, count: int) -> None:
+    """`count` players, r-01 first, each with a klondike rating from one rated race of them
+    all, straight into the server's store."""
+    players = [PlayerId(f"p{n:02d}") for n in range(1, count + 1)]
+    for n, player in enumerate(players, 1):
+        await app.store.create_player(player, f"r-{n:02d}", 1_000)
+    update = build_rating_update(RaceId("seeded"), "klondike", [[p] for p in players], {}, 2_000)
+    assert await app.store.apply_rating_update(update) is RatingOutcome.APPLIED
+
+
+async def test_the_leaderboard_lists_limit_rows_and_says_when_more_are_left_out(
+    tournament_server: App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url_of(tournament_server)
+    await rated_players(tournament_server, 25)
+    more = "more players not listed: solrace tournament leaderboard klondike --limit 100"
+    cases = [([], 20, True), (["--limit", "24"], 24, True), (["--limit", "25"], 25, False)]
+    for argv, rows, cut in cases:
+        assert await cli(url, "leaderboard", *argv) == 0, argv
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0] == "klondike leaderboard", argv
+        assert [line.split()[1] for line in lines[1 : rows + 1]] == [
+            f"r-{n:02d}" for n in range(1, rows + 1)
+        ], argv
+        assert lines[rows + 1 :] == ([f"{more} lists up to 100"] if cut else []), argv
+
+
+@pytest.mark.parametrize(
+    ("limit", "complaint"),
+    [("0", "0: must be 1 or more"), ("101", "101: at most 100"), ("ten", "'ten' is not a whole")],
+)
+def test_the_leaderboard_limit_is_1_to_100(
+    limit: str, complaint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(["leaderboard", "--limit", limit])
+    assert stopped.value.code == 2
+    assert f"argument --limit: {complaint}" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

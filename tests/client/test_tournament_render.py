@@ -9,6 +9,7 @@ from solrace.client.tournament_render import (
     progress_lines,
     render_audit,
     render_board,
+    render_leaderboard,
     render_list,
     render_profile,
     render_tournament,
@@ -18,6 +19,8 @@ from solrace.server.protocol.tournament import Tournament
 from solrace.server.protocol.tournament_errors import MatchId, PlayerId, TournamentId
 from solrace.server.protocol.tournament_messages import (
     AuditModel,
+    Leaderboard,
+    LeaderboardRow,
     Profile,
     TournamentList,
     TournamentModel,
@@ -467,6 +470,25 @@ def test_counts_are_singular_for_one() -> None:
 def test_a_profile_without_results_says_so() -> None:
     empty = Profile(player_id=PlayerId("p1"), name="ann", ratings=[], recent=[])
     assert render_profile(empty) == "ann: no rated races yet"
+
+
+def test_a_leaderboard_of_as_many_rows_as_the_server_lists_says_it_lists_no_more() -> None:
+    rows = [
+        LeaderboardRow(
+            rank=n,
+            player_id=PlayerId(f"p{n}"),
+            name=f"r-{n}",
+            rating=1500 - n,
+            races=1,
+            wins=0,
+            provisional=True,
+        )
+        for n in range(1, 101)
+    ]
+    full = render_leaderboard(Leaderboard(game="klondike", entries=rows), 100)
+    assert full.splitlines()[-1] == "the first 100 only: the server lists no more"
+    cut = render_leaderboard(Leaderboard(game="klondike", entries=rows[:3]), 2).splitlines()
+    assert len(cut) == 4 and cut[-1].startswith("more players not listed: ")
 
 
 def long_names(count: int) -> dict[str, str]:
