@@ -7,6 +7,11 @@ only `rediss://` takes); the options it does know win over what the caller gives
 and pool size; and it reads a database that is no number (`/abc`) as database 0. Here the
 database must be a whole number, and a URL takes only the options listed below, each with a
 value of its kind: anything else is a `ValueError` naming what is wrong.
+
+No message here shows a part of the password. A password with a raw `/`, `?` or `#` ends
+the host part early, and what follows it would be read as the database, the query or the
+port (redis-py's own `Port could not be cast to integer value as '...'`): a URL with an `@`
+after its host part is refused before anything else is read, saying what to percent-encode.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ _CERT_REQS = {"none", "optional", "required"}
 #: The path of a TCP URL: none (`redis://HOST:PORT`, database 0) or `/DB`. redis-py reads a
 #: path that is no number (`/abc`) as database 0, without a word: another cluster's data.
 _DATABASE = re.compile(r"(/[0-9]+)?/?")
+#: Why a URL with an `@` after its host part is refused (nothing of the URL is shown).
+ENCODE_THE_PASSWORD: Final = (
+    "the password has a character to percent-encode (/ -> %2F, ? -> %3F, # -> %23, @ -> %40)"
+)
 
 
 def accepted_options(scheme: str) -> dict[str, str]:
@@ -53,8 +62,11 @@ def accepted_options(scheme: str) -> dict[str, str]:
 def check_redis_url(url: str) -> None:
     """`ValueError` if the database of a `redis://` or `rediss://` URL (its path) is not a
     whole number, or if its query has an option this server does not take from a Redis URL,
-    or one without a value of its kind (the password is never in the message)."""
+    or one without a value of its kind; or if an `@` follows its host part: a password
+    with a character to percent-encode. The password is never in the message."""
     parts = urlsplit(url)
+    if any("@" in part for part in (parts.path, parts.query, parts.fragment)):
+        raise ValueError(ENCODE_THE_PASSWORD)
     if parts.scheme in ("redis", "rediss") and not _DATABASE.fullmatch(parts.path):
         raise ValueError(
             f"the database {parts.path.removeprefix('/')!r} is not a whole number "

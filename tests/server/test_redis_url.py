@@ -4,13 +4,16 @@ first connect or lets it replace the server's own timeouts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from solrace.server.broker import BrokerError, RedisBroker
-from solrace.server.redis_url import check_redis_url
+from solrace.server.redis_url import ENCODE_THE_PASSWORD, check_redis_url
 from solrace.server.store.base import StoreError, StoreUnavailableError
 from solrace.server.store.redis import RedisStore
 from solrace.server.url_redaction import redact
+from tests.server.serve_command import serve
 
 TCP = "db, client_name, health_check_interval, socket_keepalive"
 
@@ -87,6 +90,71 @@ def test_a_password_in_the_query_is_refused_and_never_shown() -> None:
         redact("redis://:hunter2@h:1/0?db=1&password=x&a=b")
         == "redis://***@h:1/0?db=1&password=***&a=b"
     )
+
+
+#: Pieces of the password `Zx9?Qw+Secr3t=` (or with `/`, `#`): none may be shown.
+PIECES = ("Zx9", "Qw", "Secr3t")
+
+
+@pytest.mark.parametrize("raw", ["/", "?", "#"])
+async def test_a_password_with_a_character_to_percent_encode_is_refused_unshown(
+    raw: str,
+) -> None:
+    """A raw `/`, `?` or `#` (`openssl rand -base64` gives `/`) ends the host part: the rest
+    of the password was read as the database, a query option or, by redis-py, the port; each
+    refusal showed a piece of it. It is refused saying what to percent-encode, showing none
+    of it, by `check_redis_url`, the store and the broker (before any connection: no Redis
+    is needed at that port)."""
+    url = f"redis://:Zx9{raw}Qw+Secr3t=@127.0.0.1:6379/3"
+    with pytest.raises(ValueError) as refused:
+        check_redis_url(url)
+    with pytest.raises(StoreError) as store_refused:
+        await RedisStore(url).open()
+    with pytest.raises(BrokerError) as broker_refused:
+        await RedisBroker(url).open()
+    said = [str(refused.value), str(store_refused.value), str(broker_refused.value)]
+    assert said == [
+        ENCODE_THE_PASSWORD,
+        f"invalid Redis URL: {ENCODE_THE_PASSWORD}",
+        f"invalid Redis URL: {ENCODE_THE_PASSWORD}",
+    ]
+    assert ENCODE_THE_PASSWORD == (
+        "the password has a character to percent-encode (/ -> %2F, ? -> %3F, # -> %23, @ -> %40)"
+    )
+    assert not [line for line in said for piece in PIECES if piece in line]
+
+
+@pytest.mark.usefixtures("no_solrace_environment")
+@pytest.mark.parametrize("raw", ["/", "?", "#"])
+def test_solrace_serve_refuses_such_a_password_unshown(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, raw: str
+) -> None:
+    url = f"redis://:Zx9{raw}Qw+Secr3t=@127.0.0.1:6379/3"
+    argv = ["--port", "0", "--data-dir", str(tmp_path), "--secret", "s" * 16, "--redis", url]
+    assert serve(capsys, *argv) == (
+        1,
+        [
+            "solrace serve: error: redis://***@127.0.0.1:6379/3: invalid Redis URL: "
+            f"{ENCODE_THE_PASSWORD}"
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:Zx9/Qw+Secr3t=@127.0.0.1:1/3", "redis://***@127.0.0.1:1/3"),
+        ("redis://:Zx9@Qw+Secr3t=@127.0.0.1:1/3", "redis://***@127.0.0.1:1/3"),
+        ("redis:/:Zx9Qw+Secr3t=@127.0.0.1:1/3", "redis:/***@127.0.0.1:1/3"),
+        ("unix:///run/r.sock?db=0&password=Zx9@Qw", "unix:///run/r.sock?db=0&password=***"),
+        ("sqlite:/home/me@work/solrace.sqlite3", "sqlite:/home/me@work/solrace.sqlite3"),
+        ("/home/me@work", "/home/me@work"),
+    ],
+)
+def test_redact_hides_everything_before_the_last_at(url: str, shown: str) -> None:
+    """A password may hold an `@`, or a `/` that ends the host part before it: everything
+    between the scheme and the last `@` is hidden. A file's path is shown as it is."""
+    assert redact(url) == shown
 
 
 @pytest.mark.redis
