@@ -172,12 +172,12 @@ class TournamentRequests(TournamentChanges):
         )
 
     async def _list(self, session: Session, message: ListTournaments) -> None:
-        """At most `TOURNAMENT_LIST_LIMIT` tournaments, oldest first, so a list stays one frame
-        however many a server has held: the unfinished ones first, then the latest finished;
-        the others are counted in `more`. With `skip_finished` N, a later page: the finished
-        ones before the N latest, and no unfinished one. The store is asked for the open
-        tournaments' versions and one page of the finished ones' (not every one ever held),
-        and a summary is made once per stored version (`_summary`)."""
+        """At most `TOURNAMENT_LIST_LIMIT` tournaments, so a list stays one frame however many
+        a server has held: the unfinished ones first, then the latest finished, each part
+        oldest first; the others are counted in `more`. With `skip_finished` N, a later page:
+        the finished ones before the N latest, and no unfinished one. The store is asked for
+        the open tournaments' versions and one page of the finished ones' (not every one ever
+        held), and a summary is made once per stored version (`_summary`)."""
         limit, skip = TOURNAMENT_LIST_LIMIT, message.skip_finished
         shown: list[TournamentVersion] = []
         more = 0
@@ -189,7 +189,7 @@ class TournamentRequests(TournamentChanges):
         # One that finished between the two reads is in both: listed once.
         listed = {v.tournament_id: v for v in shown + page}.values()
         summaries = []
-        for version in sorted(listed, key=lambda v: v.order):
+        for version in sorted(listed, key=lambda v: (v.finished, v.order)):
             summary = await self._summary(version)
             if summary is not None:
                 summaries.append(summary)

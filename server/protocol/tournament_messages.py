@@ -376,9 +376,10 @@ TOURNAMENT_LIST_LIMIT = 500
 
 
 class TournamentList(Message):
-    """The tournaments, oldest first: every one not finished, then the latest finished ones,
-    up to `TOURNAMENT_LIST_LIMIT`; `more` counts those left out (older finished ones: a list
-    with `skip_finished` set to the number of finished ones seen so far shows them)."""
+    """The tournaments: every one not finished, then the latest finished ones (each part
+    oldest first), up to `TOURNAMENT_LIST_LIMIT`; `more` counts those left out (older
+    finished ones: a list with `skip_finished` set to the number of finished ones seen so
+    far shows them)."""
 
     type: Literal["tournament_list"] = "tournament_list"
     tournaments: list[TournamentSummary]

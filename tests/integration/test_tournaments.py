@@ -176,8 +176,9 @@ async def test_six_bots_play_a_swiss_to_a_champion(
 async def test_the_list_pages_through_the_older_finished_tournaments(
     start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A list holds a bounded number of tournaments; the older finished ones are counted, and
-    a list with `skip_finished` shows them, page by page."""
+    """A list holds a bounded number of tournaments, the unfinished first, then the latest
+    finished; the older finished ones are counted, and a list with `skip_finished` shows
+    them, page by page."""
     monkeypatch.setattr(solrace.server.tournament_requests, "TOURNAMENT_LIST_LIMIT", 2)
     app = await start_server(**FAST)
     older = (await bots_play(app, "single_elimination", 2, who="a"))[0]
@@ -187,8 +188,8 @@ async def test_the_list_pages_through_the_older_finished_tournaments(
     await admin.send(ListTournaments())
     first = await admin.expect(TournamentList)
     assert [s.tournament_id for s in first.tournaments] == [
-        newer.tournament_id,
         running.tournament_id,
+        newer.tournament_id,
     ]
     assert first.more == 1
     await admin.send(ListTournaments(skip_finished=1))

@@ -15,9 +15,10 @@ from tests.server.tournament_service import Clock, CountedReads, hello, node, re
 async def test_the_list_pages_its_tournaments_and_keeps_few_summaries(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The unfinished tournaments first, then the latest finished, `more` counting the rest,
-    and later pages of older finished ones, as the store pages them; each summary is made
-    once per stored version, and only the latest used are kept (`SUMMARIES_KEPT`)."""
+    """The unfinished tournaments first, then the latest finished (each part oldest first),
+    `more` counting the rest, and later pages of older finished ones, as the store pages
+    them; each summary is made once per stored version, and only the latest used are kept
+    (`SUMMARIES_KEPT`)."""
     monkeypatch.setattr(solrace.server.tournament_requests, "SUMMARIES_KEPT", 3)
     phases = ["finished", "finished", "running", "finished", "registration", "finished"]
     clock = Clock()
@@ -34,8 +35,9 @@ async def test_the_list_pages_its_tournaments_and_keeps_few_summaries(
             assert len(service._summaries) <= 3
             return [s.tournament_id for s in answer.tournaments], answer.more
 
-        assert await listed(6) == ([f"t{n}" for n in range(6)], 0)
-        assert await listed(4) == (["t2", "t3", "t4", "t5"], 2)
+        # Each part oldest first: the unfinished t2 and t4 before every finished one.
+        assert await listed(6) == (["t2", "t4", "t0", "t1", "t3", "t5"], 0)
+        assert await listed(4) == (["t2", "t4", "t3", "t5"], 2)
         assert await listed(1) == (["t2"], 5)
         assert await listed(2, skip=2) == (["t0", "t1"], 0)  # t3 and t5 were seen
         assert await listed(1, skip=1) == (["t3"], 2)
