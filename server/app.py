@@ -9,7 +9,7 @@ import errno
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterator
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import ValidationError
 from redis.exceptions import AuthenticationError
@@ -303,18 +303,35 @@ class App:
 
 def _redis_away(url: str, exc: StoreError | BrokerError) -> StartupError:
     """Why the Redis at `url` could not be used, for the operator: it asks for a password the
-    URL lacks, or refused the one in the URL (redis-py calls both a connection error), or it
-    cannot be reached. The password is never in the message."""
+    URL lacks, or refused the one in the URL (redis-py calls both a connection error, and
+    over a unix socket wraps that in one more), or it cannot be reached. The password is
+    never in the message."""
     cause = exc.__cause__ or exc
     shown = redact(url)
-    if not isinstance(cause, AuthenticationError):
+    refusal = _authentication_error(exc)
+    if refusal is None:
         return StartupError(f"cannot reach Redis at {shown} ({cause})")
-    if not urlsplit(url).password:
-        return StartupError(
-            f"Redis at {shown} asks for a password: put it in the URL, "
-            "redis://:PASSWORD@HOST:PORT/DB (rediss://... for TLS)"
+    parts = urlsplit(url)
+    if not parts.password and "password" not in parse_qs(parts.query):
+        where = (
+            "unix://:PASSWORD@/PATH?db=N"
+            if parts.scheme == "unix"
+            else "redis://:PASSWORD@HOST:PORT/DB (rediss://... for TLS)"
         )
+        return StartupError(f"Redis at {shown} asks for a password: put it in the URL, {where}")
     return StartupError(
-        f"Redis at {shown} refused the password in the URL ({cause}): give the one Redis "
+        f"Redis at {shown} refused the password in the URL ({refusal}): give the one Redis "
         "is set to (its requirepass, or the password of the user the URL names)"
     )
+
+
+def _authentication_error(exc: BaseException) -> AuthenticationError | None:
+    """The `AuthenticationError` among the causes (and contexts) of `exc`, if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, AuthenticationError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None

@@ -43,6 +43,12 @@ _CERT_REQS = {"none", "optional", "required"}
 #: The path of a TCP URL: none (`redis://HOST:PORT`, database 0) or `/DB`. redis-py reads a
 #: path that is no number (`/abc`) as database 0, without a word: another cluster's data.
 _DATABASE = re.compile(r"(/[0-9]+)?/?")
+#: Where a URL's password (and user) go, by scheme.
+_FORMS: Final = {
+    "redis": "redis://[USER]:PASSWORD@HOST:PORT/DB",
+    "rediss": "rediss://[USER]:PASSWORD@HOST:PORT/DB",
+    "unix": "unix://[USER]:PASSWORD@/PATH?db=N (or unix:///PATH?db=N&password=PASSWORD)",
+}
 #: Why a URL with an `@` after its host part is refused (nothing of the URL is shown).
 ENCODE_THE_PASSWORD: Final = (
     "the password has a character to percent-encode (/ -> %2F, ? -> %3F, # -> %23, @ -> %40)"
@@ -63,7 +69,11 @@ def check_redis_url(url: str) -> None:
     """`ValueError` if the database of a `redis://` or `rediss://` URL (its path) is not a
     whole number, or if its query has an option this server does not take from a Redis URL,
     or one without a value of its kind; or if an `@` follows its host part: a password
-    with a character to percent-encode. The password is never in the message."""
+    with a character to percent-encode. The password is never in the message.
+
+    A `unix://` URL may give its password in the query (`?db=0&password=PASSWORD`, the form
+    redis-py documents for sockets); what follows it in the query is then named by no word
+    of its own, as a raw `&` in the password would make its rest look like options."""
     parts = urlsplit(url)
     if any("@" in part for part in (parts.path, parts.query, parts.fragment)):
         raise ValueError(ENCODE_THE_PASSWORD)
@@ -73,11 +83,22 @@ def check_redis_url(url: str) -> None:
             f"({parts.scheme}://HOST:PORT/DB: /0 for the first)"
         )
     accepted = accepted_options(parts.scheme)
+    after_password = False  # a raw `&` in the password makes its rest look like options
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name in ("password", "username"):
+        if name == "password" and parts.scheme == "unix" and not after_password:
+            after_password = True
+            if parts.fragment:  # a raw `#` in it: the rest would be dropped
+                raise ValueError(ENCODE_THE_PASSWORD)
+            continue
+        if name in ("password", "username") and not after_password:
+            before = "path" if parts.scheme == "unix" else "host"
+            form = _FORMS.get(parts.scheme, _FORMS["redis"])
+            raise ValueError(f"the {name} goes before the {before}, not in the query: {form}")
+        if after_password and (name not in accepted or not _fits(name, value)):
             raise ValueError(
-                f"the {name} goes before the host, not in the query: "
-                f"{parts.scheme}://[USER]:PASSWORD@HOST:PORT/DB"
+                "an option after the password in the query is not one a unix:// URL takes "
+                "here, or has no value of its kind (not shown, as it may be a piece of the "
+                f"password: percent-encode a & in it as %26); accepted: {', '.join(accepted)}"
             )
         if name not in accepted:
             raise ValueError(

@@ -6,9 +6,9 @@ import re
 
 __all__ = ["redact"]
 
-#: A password given as a query option (`?password=...`), which a Redis URL refuses (it
-#: belongs before the host) but the refusal names the URL.
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*")
+#: A password given as a query option (`unix:///PATH?db=0&password=...`), and all that
+#: follows it: a raw `&` or `#` in the password would make its rest look like more options.
+_QUERY_PASSWORD = re.compile(r"([?&]password=).*", re.DOTALL)
 #: The scheme a URL starts with (`redis://`, `unix://`, or `redis:/` with a slash missing).
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/*")
 

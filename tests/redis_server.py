@@ -53,17 +53,22 @@ def free_port() -> int:
 class RedisServer:
     """One `redis-server` process on 127.0.0.1 with its data in `folder`."""
 
-    def __init__(self, binary: str, folder: Path, port: int | None = None) -> None:
+    def __init__(
+        self, binary: str, folder: Path, port: int | None = None, unix_socket: Path | None = None
+    ) -> None:
         self.binary = binary
         self.folder = folder
         self.port = port or free_port()
+        self.unix_socket = unix_socket  # a socket it listens on as well (its owner's only)
         self.process: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def launch(cls, binary: str, folder: Path, attempts: int = 3) -> RedisServer:
+    def launch(
+        cls, binary: str, folder: Path, attempts: int = 3, unix_socket: Path | None = None
+    ) -> RedisServer:
         """Start on a free port; another port if someone took it between asking and binding."""
         for attempt in range(attempts):
-            server = cls(binary, folder)
+            server = cls(binary, folder, unix_socket=unix_socket)
             try:
                 server.start()
             except RedisServerError:
@@ -82,8 +87,10 @@ class RedisServer:
         return self.folder / "redis.log"
 
     def command(self) -> list[str]:
+        on_socket = ["--unixsocket", str(self.unix_socket), "--unixsocketperm", "700"]
         return [
             self.binary,
+            *(on_socket if self.unix_socket is not None else []),
             "--bind",
             "127.0.0.1",
             "--port",

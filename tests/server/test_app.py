@@ -7,6 +7,7 @@ import shutil
 import socket
 import sqlite3
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,65 @@ def test_a_redis_that_asks_for_a_password_says_what_to_do(
     ]:
         argv = ["--port", "0", "--data-dir", str(tmp_path), "--secret", "s" * 16, *stores]
         assert serve(capsys, *argv) == (1, [said])
+
+
+@pytest.fixture
+def socket_redis_server(redis_binary: str, tmp_path: Path) -> Iterator[RedisServer]:
+    """A private server listening on a unix socket as well (`unix_socket`), with a password.
+    The socket is in a short folder of its own: its path may have at most 107 bytes."""
+    with tempfile.TemporaryDirectory(prefix="solrace-") as folder:
+        socket_path = Path(folder) / "r.sock"
+        server = RedisServer.launch(redis_binary, tmp_path / "redis", unix_socket=socket_path)
+        try:
+            with redis.Redis.from_url(server.url) as admin:
+                admin.config_set("requirepass", "hunter2hunter2")
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.mark.redis
+def test_a_redis_socket_that_asks_for_a_password_says_what_to_do(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, socket_redis_server: RedisServer
+) -> None:
+    """Over a unix socket redis-py wraps Redis's refusal in one more connection error: it was
+    said as `cannot reach Redis (HELLO must be called ...)`. It says, as over TCP, that a
+    password is asked for (in the socket URL's form) or that the one given is refused, and
+    shows no password, whether given before the path or in the query."""
+    path = socket_redis_server.unix_socket
+    plain = f"unix://{path}?db=1"
+    refused = (
+        "refused the password in the URL (invalid username-password pair or user is "
+        "disabled.): give the one Redis is set to (its requirepass, or the password of the "
+        "user the URL names)"
+    )
+    for url, said in [
+        (
+            plain,
+            f"Redis at {plain} asks for a password: put it in the URL, unix://:PASSWORD@/PATH?db=N",
+        ),
+        (f"unix://:not-the-one@{path}?db=1", f"Redis at unix://***@{path}?db=1 {refused}"),
+        (f"unix://{path}?db=1&password=not-the-one", f"Redis at {plain}&password=*** {refused}"),
+    ]:
+        argv = ["--port", "0", "--data-dir", str(tmp_path), "--secret", "s" * 16, "--redis", url]
+        assert serve(capsys, *argv) == (1, [f"solrace serve: error: {said}"])
+
+
+@pytest.mark.redis
+async def test_a_redis_socket_url_may_give_its_password_in_the_query(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, socket_redis_server: RedisServer
+) -> None:
+    """`unix:///PATH?db=N&password=PASSWORD`, the form redis-py documents for sockets: the
+    node starts on it, and its log line shows no password."""
+    path = socket_redis_server.unix_socket
+    url = f"unix://{path}?db=1&password=hunter2hunter2"
+    app = App(node_settings(tmp_path, redis=url))
+    with caplog.at_level(logging.INFO, "solrace.server"):
+        await app.start()
+        await app.stop()
+    said = "\n".join(record.getMessage() for record in caplog.records)
+    assert f"(store unix://{path}?db=1&password=***, broker unix://{path}" in said
+    assert "hunter2" not in said
 
 
 def test_a_malformed_redis_url_is_one_line(

@@ -88,8 +88,44 @@ def test_a_password_in_the_query_is_refused_and_never_shown() -> None:
     assert redact(url) == "redis://127.0.0.1:6379/0?password=***"
     assert (
         redact("redis://:hunter2@h:1/0?db=1&password=x&a=b")
-        == "redis://***@h:1/0?db=1&password=***&a=b"
+        == "redis://***@h:1/0?db=1&password=***"
     )
+
+
+@pytest.mark.parametrize(
+    "url", ["unix:///run/r.sock?db=0&password=pw", "unix:///run/r.sock?password=p%26w&db=2"]
+)
+def test_a_socket_url_takes_its_password_in_the_query(url: str) -> None:
+    """The form redis-py documents for sockets (`unix:///PATH?db=0&password=PASSWORD`)."""
+    check_redis_url(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "refusal"),
+    [
+        (
+            "unix:///run/r.sock?db=0&password=Zx9&Qw",
+            "an option after the password in the query is not one a unix:// URL takes here, "
+            "or has no value of its kind (not shown, as it may be a piece of the password: "
+            "percent-encode a & in it as %26); accepted: db, client_name, health_check_interval",
+        ),
+        ("unix:///run/r.sock?db=0&password=Zx9&db=Qw", "an option after the password"),
+        ("unix:///run/r.sock?db=0&password=Zx9#Qw", ENCODE_THE_PASSWORD),
+        (
+            "unix:///run/r.sock?username=Zx9",
+            "the username goes before the path, not in the query: "
+            "unix://[USER]:PASSWORD@/PATH?db=N (or unix:///PATH?db=N&password=PASSWORD)",
+        ),
+    ],
+)
+def test_what_follows_a_socket_urls_password_is_refused_unshown(url: str, refusal: str) -> None:
+    """A raw `&` or `#` in a password in the query makes its rest look like options (or a
+    fragment): refused, naming none of it; the log shows nothing after `password=`."""
+    with pytest.raises(ValueError) as refused:
+        check_redis_url(url)
+    assert refusal in str(refused.value)
+    assert "Qw" not in str(refused.value)
+    assert "Qw" not in redact(url)
 
 
 #: Pieces of the password `Zx9?Qw+Secr3t=` (or with `/`, `#`): none may be shown.
