@@ -4,9 +4,10 @@ end-to-end tests.
 
 `run_bots` says what goes on as lines on stdout (`Progress`): the bots registered (and that
 they wait for the start), each round's pairings, each match's result, each round's end, the
-champion, then the final view. Before any bot connects it asks for the tournament once
-(`open_problem`): an unknown tournament, or one that is no longer open (running, finished),
-is one line on stderr and exit status 1, no bot made. Stopped by Ctrl-C, SIGTERM or SIGHUP
+admin's corrections, drops, pauses and resumes, the champion, then the final view. Before
+any bot connects it asks for the tournament once (`open_problem`): an unknown tournament, or
+one that is no longer open (running, finished), is one line on stderr and exit status 1, no
+bot made. Stopped by Ctrl-C, SIGTERM or SIGHUP
 (`stopping`; or refused) before the tournament has started, it withdraws (`leave_tournament`)
 the bots it registered, so a stopped run leaves no bots behind in the registration; once the
 tournament runs, stopping leaves their matches to the no-show rules.

@@ -538,16 +538,24 @@ def match_result(match: MatchModel, view: TournamentModel) -> str:
 
 def progress_lines(before: TournamentModel | None, after: TournamentModel) -> list[str]:
     """What changed from the view `before` (None: nothing seen yet) to the newer `after`, as
-    lines of a log: check-in opened, a round started (its pairings), a match ended (its
-    winner), a round ended, paused, resumed, finished (the champion)."""
+    lines of a log: check-in opened, a player dropped or withdrawn, a round started (its
+    pairings; a resume that lets it start comes first), a match ended (its winner), a
+    match's result corrected, a round ended, paused, resumed, finished (the champion)."""
     names = names_of(after)
     lines: list[str] = []
     if after.phase == "check_in" and (before is None or before.phase == "registration"):
         lines.append("check-in is open")
+    if before is not None:
+        lines += dropped_lines(before, after)
+    was_paused = before is not None and before.paused
+    resumed = was_paused and not after.paused
     earlier = {r.number: r for r in before.rounds} if before is not None else {}
     for rnd in after.rounds:
         old = earlier.get(rnd.number)
         if old is None:
+            if resumed:  # the resume let the round start: it comes first
+                lines.append("tournament resumed")
+                resumed = False
             pairs = ", ".join(
                 f"{m.match_id} {' vs '.join(names.get(p, p) for p in m.players)}"
                 for m in rnd.matches
@@ -557,21 +565,46 @@ def progress_lines(before: TournamentModel | None, after: TournamentModel) -> li
                 f"round {rnd.number} started: {pairs or 'no matches'}"
                 + (f"; bye: {byes}" if byes else "")
             )
-        ended = {m.match_id for m in old.matches if m.is_ended} if old is not None else set()
+        ended = {m.match_id: m for m in old.matches if m.is_ended} if old is not None else {}
         for match in rnd.matches:
-            if match.is_ended and match.match_id not in ended:
+            if not match.is_ended:
+                continue
+            was = ended.get(match.match_id)
+            if was is None:
                 lines.append(f"round {rnd.number}, {match_result(match, after)}")
+            elif _result_of(was) != _result_of(match):
+                lines.append(f"round {rnd.number}, corrected: {match_result(match, after)}")
         if rnd.is_ended and not (old is not None and old.is_ended):
             lines.append(round_end(after, rnd))
-    was_paused = before is not None and before.paused
     if after.paused and not was_paused:
         lines.append("tournament paused")
-    elif was_paused and not after.paused:
+    elif resumed:
         lines.append("tournament resumed")
     if after.phase == "finished" and (before is None or before.phase != "finished"):
         champion = names.get(after.champion, after.champion) if after.champion else "nobody"
         lines.append(f"tournament finished: champion {champion}")
     return lines
+
+
+def _result_of(match: MatchModel) -> tuple[object, ...]:
+    """What an ended match's result line says: a correction changes some of it."""
+    return (match.winner, match.ranking, match.wins, match.races, match.forfeited)
+
+
+def dropped_lines(before: TournamentModel, after: TournamentModel) -> list[str]:
+    """A line for each player out of the running tournament since `before`: `bob dropped by
+    the director` (an admin's `drop`, in the audit), else `bob withdrawn` (the player left,
+    or did not show up for a race)."""
+    names = names_of(after)
+    by_director = {e.detail for e in after.audit[len(before.audit) :] if e.act == "drop"}
+    known = set(before.dropped)
+    return [
+        f"{names.get(p, p)} dropped by the director"
+        if p in by_director
+        else f"{names.get(p, p)} withdrawn"
+        for p in after.dropped
+        if p not in known
+    ]
 
 
 def round_end(view: TournamentModel, rnd: RoundModel) -> str:

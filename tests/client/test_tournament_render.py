@@ -530,3 +530,43 @@ def test_the_standings_within_a_width_cut_the_player_column() -> None:
     assert table[0].split() == ["#", "player", "pts", "tb", "cards", "W-D-L"]
     assert all(row.split()[1].endswith("…") for row in table[2:])
     assert len({len(row) for row in table[2:]}) == 1  # the columns still line up
+
+
+def test_the_log_says_a_corrected_result_and_who_dropped_out() -> None:
+    """A correction of an ended match and a player out of the running tournament each get
+    their line (the log kept the old winner, and said nothing of a drop)."""
+    t, names = started(FormatRules(Format.SWISS), 6)
+    admin = PlayerId("a")
+    first, second, _ = t.live_matches()
+    a, b = first.racing
+    start = view_of(t, names, 0)
+    t.record_race(first.match_id, 1, RaceResult.from_order([a, b]), now=3)
+    before = view_of(t, names, 1)
+    assert progress_lines(start, before) == [
+        f"round 1, {first.match_id} {names[a]} vs {names[b]}: winner {names[a]} (1 race)"
+    ]
+    tie = RaceResult.from_groups([[a, b]])
+    t.correct_result(admin, first.match_id, 1, tie, now=4)
+    c, d = second.racing
+    t.drop(c, actor=admin, now=5)
+    t.drop(d, actor=d, now=6)
+    lines = progress_lines(before, view_of(t, names, 2))
+    assert lines[:3] == [
+        f"{names[c]} dropped by the director",
+        f"{names[d]} withdrawn",
+        f"round 1, corrected: {first.match_id} {names[a]} vs {names[b]}: draw (1 race)",
+    ]
+
+
+def test_a_resume_comes_before_the_round_it_lets_start() -> None:
+    t, names = started(FormatRules(Format.SINGLE_ELIMINATION), 4)
+    admin = PlayerId("a")
+    first, second = t.live_matches()
+    t.record_race(first.match_id, 1, RaceResult.from_order(list(first.racing)), now=3)
+    t.pause(admin, now=4)
+    t.record_race(second.match_id, 1, RaceResult.from_order(list(second.racing)), now=5)
+    before = view_of(t, names, 1)
+    t.resume(admin, now=6)
+    lines = progress_lines(before, view_of(t, names, 2))
+    assert lines[0] == "tournament resumed", lines
+    assert lines[1].startswith("round 2 started: "), lines
