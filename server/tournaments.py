@@ -71,6 +71,11 @@ class TournamentService(TournamentRequests):
         self._unreadable: dict[str, int | None] = {}
         #: The first store outage a tournament met during the tick under way (`_tick_failed`).
         self._tick_outage: StoreUnavailableError | None = None
+        #: Why the stored versions could not be read, by a store error that is no outage
+        #: (a Redis that refuses the read: BUSY, NOPERM, WRONGTYPE), and the ticks skipped
+        #: for it since they last were read (`_versions_refused`).
+        self._refusal: str | None = None
+        self._refused_ticks = 0
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -195,7 +200,9 @@ class TournamentService(TournamentRequests):
 
         A store outage raises `StoreUnavailableError`: at once if the stored versions cannot
         be read, else at the end of the tick, once the other tournaments have had their turn
-        (`_tick_failed`). `run_every` then says it once until a tick works again."""
+        (`_tick_failed`). `run_every` then says it once until a tick works again. Another
+        store error reading the versions skips the tick, said once while it is the same
+        error (`_versions_refused`)."""
         self._tick_outage = None
         await self._repair()
         now = self._now()
@@ -203,6 +210,10 @@ class TournamentService(TournamentRequests):
             stored = await self._versions_elsewhere()
         except StoreUnavailableError as exc:
             raise StoreUnavailableError(f"versions unknown: {exc}") from exc
+        except StoreError as exc:
+            self._versions_refused(exc)
+            return
+        self._versions_read()
         if stored is not None:
             await self._load_unheard(stored)
         for tournament_id, held in list(self.live.items()):
@@ -251,6 +262,30 @@ class TournamentService(TournamentRequests):
                 self._tick_failed(tournament_id, "tick refused", exc)
         if self._tick_outage is not None:
             raise self._tick_outage
+
+    def _versions_refused(self, exc: StoreError) -> None:
+        """The stored versions could not be read for a reason other than an outage (Redis
+        refused the read): the tick is skipped, and the error is one warning while it stays
+        the same (DEBUG for the ticks after), not a line or a traceback every tick."""
+        reason = str(exc)
+        self._refused_ticks += 1
+        if reason == self._refusal:
+            log.debug("tournament tick skipped again (%d): %s", self._refused_ticks, reason)
+            return
+        self._refusal = reason
+        log.warning(
+            "tournament tick skipped: versions unknown: %s (said once while it fails so)", reason
+        )
+
+    def _versions_read(self) -> None:
+        """The stored versions were read: after refusals, one line says so."""
+        if self._refusal is not None:
+            log.warning(
+                "tournament tick: versions read again after %d skipped tick(s)",
+                self._refused_ticks,
+            )
+            self._refusal = None
+            self._refused_ticks = 0
 
     async def _versions_elsewhere(self) -> dict[str, TournamentVersion] | None:
         """Several nodes: the stored version of each open tournament (another node may have

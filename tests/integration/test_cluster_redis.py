@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
+import redis
 
 from solrace.server.app import App
 from solrace.server.hub import wall_clock_ms
@@ -244,3 +245,49 @@ async def test_a_redis_outage_is_said_once_by_the_tournament_tick(
         lambda: any(w.startswith("tournament tick works again after ") for w in warnings()),
         what="the tick saying it works again",
     )
+
+
+async def test_a_store_error_that_is_no_outage_is_said_once_by_the_tournament_tick(
+    redis_url: str, redis_nodes: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis refuses the tick's read of the stored versions (here WRONGTYPE: the open
+    tournaments' set made a string): a store error, but no outage. The tick is skipped with
+    one warning while the error stays the same, no traceback a tick, and one line says when
+    the versions are read again."""
+    caplog.set_level(logging.DEBUG, logger="solrace.server.tournaments")
+    ticks = 0
+
+    def count_ticks(app: App) -> None:
+        tick = app.tournaments.tick
+
+        async def counted() -> None:
+            nonlocal ticks
+            ticks += 1
+            await tick()
+
+        app.tournaments.tick = counted  # type: ignore[method-assign]
+
+    await redis_nodes(redis_url, prepare=count_ticks, tournament_tick_s=0.05)
+    with redis.Redis.from_url(redis_url) as admin:
+        admin.set("solrace:tournaments-open", "not a sorted set")
+        broken_at = ticks
+        await eventually(lambda: ticks >= broken_at + 6, what="six ticks while Redis refuses")
+
+        def said() -> list[tuple[int, str]]:
+            return [
+                (r.levelno, r.getMessage())
+                for r in caplog.records
+                if r.name == "solrace.server.tournaments" and r.levelno >= logging.WARNING
+            ]
+
+        [(level, skipped)] = said()
+        assert level == logging.WARNING
+        assert skipped.startswith("tournament tick skipped: versions unknown: ")
+        assert "WRONGTYPE" in skipped
+        assert skipped.endswith("(said once while it fails so)")
+        admin.delete("solrace:tournaments-open")
+    await eventually(
+        lambda: any(m.startswith("tournament tick: versions read again after ") for _, m in said()),
+        what="the tick saying the versions are read again",
+    )
+    assert [level for level, _ in said()] == [logging.WARNING, logging.WARNING]
