@@ -335,3 +335,9 @@ def _authentication_error(exc: BaseException) -> AuthenticationError | None:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
+
+
+if __name__ == "__main__":  # `python -m solrace.server.app`: `solrace serve`, as before the split
+    from solrace.server.serve_cli import main
+
+    raise SystemExit(main())

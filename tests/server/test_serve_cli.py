@@ -4,6 +4,8 @@ the environment give, their refusals in the operator's words, the variables that
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,6 +45,22 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--help"])
     assert caught.value.code == 0
     assert "SOLRACE_" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("module", ["solrace.server.serve_cli", "solrace.server.app"])
+def test_the_server_runs_as_a_module(module: str) -> None:
+    """`python -m solrace.server.app`, the way to run the server without the console script
+    before serve_cli.py was split from it, runs `solrace serve` still, as serve_cli does."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("usage: solrace serve ")
+    assert "SOLRACE_" in done.stdout
 
 
 def test_the_traceback_is_kept_at_debug(
