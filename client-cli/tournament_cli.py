@@ -30,6 +30,7 @@ from solrace.server.protocol.tournament_messages import (
     GetProfile,
     Leaderboard,
     Profile,
+    TournamentAdmin,
     TournamentList,
     TournamentModel,
     TournamentView,
@@ -90,6 +91,11 @@ ADMIN_COMMANDS = frozenset({"start", "pause", "resume", "admin"})
 #: Commands that act as a registered player: without `--name`, the saved identity only (never
 #: a new player named after the login name, who could not be registered).
 REGISTERED_COMMANDS = frozenset({"check-in", "leave", "play"})
+#: What `admin correct` adds in a rated tournament: each race was rated once, as it ended.
+RATINGS_KEPT: Final = (
+    "ratings stay as the race was rated: a correction changes the tournament's result "
+    "(standings, winners, champion), not ratings or profiles"
+)
 #: Most audit actors whose names `show` asks for (one request each).
 AUDIT_NAMES = 10
 
@@ -120,6 +126,16 @@ def render(message: ServerMessage, skip_finished: int = 0, limit: int | None = N
 
 #: What `render` prints: the answers a command waits for.
 RENDERED: Final = (TournamentView, TournamentList, Leaderboard, Profile)
+
+
+def is_rated_correction(request: ClientMessage, answer: ServerMessage) -> bool:
+    """`answer` answers a correction in a rated tournament (its output says ratings stay)."""
+    return (
+        isinstance(request, TournamentAdmin)
+        and request.act == "correct_result"
+        and isinstance(answer, TournamentView)
+        and answer.tournament.rated
+    )
 
 
 def is_rendered(message: ServerMessage) -> bool:
@@ -240,6 +256,8 @@ async def _print_answers(conn: Connection, args: argparse.Namespace, request: Cl
         if args.command == "show" and isinstance(answer, TournamentView):
             view = answer.tournament
             text += "\n\n" + render_audit(view, await _actor_names(conn, view))
+        if is_rated_correction(request, answer):
+            text += "\n\n" + RATINGS_KEPT
         print(printable(text), flush=True)
         if args.command != "watch" or is_over(answer):
             return 0

@@ -527,6 +527,35 @@ async def test_a_correction_keeps_the_race_s_cards_unless_cards_are_given(
     ]
 
 
+@pytest.mark.parametrize("rated", [True, False])
+async def test_a_correction_in_a_rated_tournament_says_ratings_stay(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str], rated: bool
+) -> None:
+    """Each race was rated once, as it ended: a correction changes the standings, and its
+    output says that ratings stay as they were (a casual tournament's says nothing of it)."""
+    url = url_of(tournament_server)
+    kind = [] if rated else ["--casual"]
+    assert await cli(url, "--name", "director", "create", "cup", "--no-check-in", *kind) == 0
+    found = re.search(r"\[(t[0-9a-f]+)\]", capsys.readouterr().out)
+    assert found is not None
+    tid = found[1]
+    watcher = await opened.open(None)
+    await watcher.request(WatchTournament(tournament_id=tid), is_view(tid))
+    await tie_race_one(opened, watcher, tid)
+
+    def recorded() -> bool:
+        view = watcher.state.tournaments.get(tid)
+        return view is not None and any(m.races for r in view.rounds for m in r.matches)
+
+    await eventually(recorded, what="race 1 recorded")
+    correct = ["admin", tid, "correct", "--match", "W1-1", "--race", "1"]
+    assert await cli(url, *correct, "--placings", "bob,ann") == 0
+    out = capsys.readouterr().out
+    assert "champion: bob" in out
+    said = "ratings stay as the race was rated: a correction changes the tournament's result"
+    assert (said in out) is rated, out
+
+
 async def test_a_refused_correction_names_the_players_by_name(
     tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
 ) -> None:
