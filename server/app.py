@@ -337,7 +337,7 @@ def _authentication_error(exc: BaseException) -> AuthenticationError | None:
     return None
 
 
-if __name__ == "__main__":  # `python -m solrace.server.app`: `solrace serve`, as before the split
+if __name__ == "__main__":  # `python -m solrace.server.app` is `solrace serve`, as serve_cli is
     from solrace.server.serve_cli import main
 
     raise SystemExit(main())

@@ -49,8 +49,8 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize("module", ["solrace.server.serve_cli", "solrace.server.app"])
 def test_the_server_runs_as_a_module(module: str) -> None:
-    """`python -m solrace.server.app`, the way to run the server without the console script
-    before serve_cli.py was split from it, runs `solrace serve` still, as serve_cli does."""
+    """`python -m solrace.server.app` (documented since before serve_cli.py existed) runs
+    `solrace serve`, as `python -m solrace.server.serve_cli` does."""
     done = subprocess.run(
         [sys.executable, "-m", module, "--help"],
         capture_output=True,
