@@ -190,11 +190,14 @@ class App:
             except BrokerError as exc:
                 raise StartupError(f"{redact(self.settings.broker_url())}: {exc}") from exc
             if differ := sorted(node for node, theirs in secrets.items() if theirs != ours):
+                # A node killed (kill -9, a crash) keeps its presence until its time is up.
+                ttl = f"{self.settings.node_ttl_s:g} s"
                 raise StartupError(
                     "this node's token secret is not the one the other nodes on "
-                    f"{redact(self.settings.store_url())} sign with (node(s) alive with "
-                    f"another: {', '.join(differ)}): give every node the same --secret "
-                    "(SOLRACE_SECRET; deploy/README.md)"
+                    f"{redact(self.settings.store_url())} sign with (node(s) alive, or killed "
+                    f"less than SOLRACE_NODE_TTL_S ({ttl}) ago, with another: "
+                    f"{', '.join(differ)}): give every node the same --secret "
+                    f"(SOLRACE_SECRET; deploy/README.md), or wait {ttl} if that node is gone"
                 )
         try:
             theirs = await self.store.claim_secret(ours)

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import shutil
+from pathlib import Path
 
 import pytest
+import redis
 
 from solrace.server.broker import RedisBroker
 from solrace.server.startup_errors import StartupError
 from solrace.server.store.redis import RedisStore
 from tests.integration.conftest import ServerFactory
+from tests.integration.process import ServerProcess
 from tests.integration.wsclient import WAIT_S
 from tests.redis_server import RedisServer
 from tests.waiting import eventually, eventually_async
@@ -24,6 +28,8 @@ pytestmark = pytest.mark.redis
 
 #: The nodes watch the others every fifth of this (SOLRACE_NODE_TTL_S).
 NODE_TTL_S = 0.5
+#: A node's id in its `listening on ...` line.
+NODE_ID = re.compile(r"\bnode ([0-9a-f]+)\)")
 
 
 async def test_a_node_with_another_secret_is_refused_after_redis_lost_its_data(
@@ -91,10 +97,39 @@ async def test_a_node_with_another_secret_is_refused_while_one_alive_signs_with_
         await redis_nodes(redis_url, node_ttl_s=60, secret="another-secret-of-16-chars")
     assert str(refused.value) == (
         f"this node's token secret is not the one the other nodes on {redis_url} sign with "
-        f"(node(s) alive with another: {first.hub.node_id}): give every node the same --secret "
-        "(SOLRACE_SECRET; deploy/README.md)"
+        "(node(s) alive, or killed less than SOLRACE_NODE_TTL_S (60 s) ago, with another: "
+        f"{first.hub.node_id}): give every node the same --secret (SOLRACE_SECRET; "
+        "deploy/README.md), or wait 60 s if that node is gone"
     )
     assert await store.redis.get(fingerprint_key) is None
+
+
+async def test_a_node_killed_before_a_secret_rotation_is_named_with_the_time_to_wait(
+    redis_nodes: ServerFactory, redis_url: str, tmp_path: Path
+) -> None:
+    """A secret changed as deploy/README.md says (every node gone, the store's key deleted)
+    while a node killed with the old secret still counts as alive: its presence runs until
+    SOLRACE_NODE_TTL_S is up. The node with the new secret is refused naming that node, and
+    the refusal says it may be dead, and how long to wait: it said 'alive' only, and to give
+    every node the same secret, the old one."""
+    killed = await ServerProcess.start(
+        tmp_path / "killed", "--redis", redis_url, env={"SOLRACE_NODE_TTL_S": "30"}
+    )
+    try:
+        [node_id] = [found.group(1) for line in killed.lines if (found := NODE_ID.search(line))]
+    finally:
+        await killed.kill()
+    with redis.Redis.from_url(redis_url) as admin:
+        assert admin.delete("solrace:secret-fingerprint") == 1
+
+    with pytest.raises(StartupError) as refused:
+        await redis_nodes(redis_url, node_ttl_s=30, secret="the-new-secret-of-16-chars")
+    assert str(refused.value) == (
+        f"this node's token secret is not the one the other nodes on {redis_url} sign with "
+        "(node(s) alive, or killed less than SOLRACE_NODE_TTL_S (30 s) ago, with another: "
+        f"{node_id}): give every node the same --secret (SOLRACE_SECRET; deploy/README.md), "
+        "or wait 30 s if that node is gone"
+    )
 
 
 async def test_nodes_with_two_secrets_each_name_the_other_and_whose_the_store_notes(
