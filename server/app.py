@@ -180,9 +180,10 @@ class App:
         """Several nodes must sign tokens with one secret, or a player's token from one node
         is refused by the next: the first node's is noted in the store, and a node with
         another one does not start. Nor does one while nodes alive note another with their
-        presence (`Broker.node_secrets`), even if the store notes none (a Redis restarted
-        without its data, the key deleted): it would note its own, and the nodes alive would
-        find their secret refused."""
+        presence (`Broker.node_secrets`), even if the store notes none (the key deleted by
+        hand, or evicted): it would note its own, and the nodes alive would find their secret
+        refused. A Redis restarted without its data lost the presences too: until the nodes
+        alive note both again (`NodePresence`), neither is there to check."""
         ours = secret_fingerprint(self.hub.secret)
         if self.broker is not None:
             try:
