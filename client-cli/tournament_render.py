@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.swiss import swiss_round_count
 from solrace.server.protocol.tournament_bracket import BRACKET_RESET, GRAND_FINAL
 from solrace.server.protocol.tournament_messages import (
     LEADERBOARD_LIMIT,
@@ -30,6 +31,7 @@ from solrace.server.protocol.tournament_messages import (
     TournamentModel,
     TournamentSummary,
 )
+from solrace.server.protocol.tournament_model import Format, FormatRules
 from solrace.server.protocol.vocab import FormatName
 
 from .wire_text import one_line
@@ -475,12 +477,37 @@ def field_lines(view: TournamentModel) -> list[str]:
     return lines
 
 
+def swiss_rounds_line(view: TournamentModel) -> str | None:
+    """A Swiss's rounds (`swiss_round_count` of its field: the seeded players once it has
+    started, before that those registered): `rounds: 3 of the 10 asked (a Swiss of 4 players
+    plays at most 3, so that nobody meets anyone twice)`, `rounds: 2 (automatic, for 4
+    players)`; None for another format."""
+    if view.format != "swiss":
+        return None
+    field = len(view.seeds) or len(view.players)
+    asked = view.swiss_rounds
+    registered = "" if view.seeds else " registered so far"
+    if field < 2:
+        return f"rounds: {asked if asked else 'automatic'}, as the field allows"
+    played = swiss_round_count(FormatRules(Format.SWISS, swiss_rounds=asked), field)
+    if asked is None:
+        return f"rounds: {played} (automatic, for {field} players{registered})"
+    if played < asked:
+        return (
+            f"rounds: {played} of the {asked} asked (a Swiss of {field} players{registered} "
+            f"plays at most {played}, so that nobody meets anyone twice)"
+        )
+    return f"rounds: {played}"
+
+
 def render_tournament(view: TournamentModel) -> str:
     names = names_of(view)
     state = phase_word(view.phase) + (" (paused)" if view.paused else "")
+    rounds = swiss_rounds_line(view)
     lines = [
         f"{view.name} [{view.tournament_id}] {view.format} of {view.game}, best of "
         f"{view.best_of}, {'rated' if view.rated else 'casual'}: {state}",
+        *([rounds] if rounds else []),
         *field_lines(view),
     ]
     if view.champion is not None:

@@ -238,6 +238,10 @@ class TournamentModel(Message):
     live: list[LiveMatchModel]
     champion: PlayerId | None
     audit: list[AuditModel]
+    #: A Swiss's `swiss_rounds` as created (None: automatic, or not a Swiss); the rounds it
+    #: plays are `swiss.swiss_round_count` of its field, never more than a rematch-free
+    #: schedule.
+    swiss_rounds: int | None = None
 
 
 class TournamentSummary(Message):

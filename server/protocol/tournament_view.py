@@ -220,6 +220,7 @@ def build_view(
             AuditModel(at_ms=round(a.at * 1000), actor=a.actor, act=a.act, detail=a.detail)
             for a in t.audit
         ],
+        swiss_rounds=rules.swiss_rounds if rules.format is Format.SWISS else None,
     )
 
 

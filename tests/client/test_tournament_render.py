@@ -570,3 +570,32 @@ def test_a_resume_comes_before_the_round_it_lets_start() -> None:
     lines = progress_lines(before, view_of(t, names, 2))
     assert lines[0] == "tournament resumed", lines
     assert lines[1].startswith("round 2 started: "), lines
+
+
+def test_a_swiss_says_the_rounds_it_plays_when_fewer_than_asked() -> None:
+    """`--rounds 10` with 4 players plays 3 rounds: the view says so before the start (as
+    far as the players registered go) and once the field is seeded."""
+    rules = FormatRules(Format.SWISS, swiss_rounds=10)
+    settings = TournamentSettings(rules, check_in_required=False)
+    admin = PlayerId("a")
+    t = Tournament.create(
+        TournamentId("t1"), "klondike", settings, admin=admin, now=0, deal_source=lambda r, n: "7"
+    )
+    names = {f"p{i}": f"n{i}" for i in range(1, 5)}
+    for p in names:
+        t.register(PlayerId(p), now=1)
+    lines = render_tournament(view_of(t, names)).splitlines()
+    assert lines[1] == (
+        "rounds: 3 of the 10 asked (a Swiss of 4 players registered so far plays at most 3,"
+        " so that nobody meets anyone twice)"
+    )
+    t.start(admin, now=2)
+    assert render_tournament(view_of(t, names)).splitlines()[1] == (
+        "rounds: 3 of the 10 asked (a Swiss of 4 players plays at most 3, so that nobody"
+        " meets anyone twice)"
+    )
+    automatic, _ = started(FormatRules(Format.SWISS), 5)
+    view = view_of(automatic, {f"p{i}": f"n{i}" for i in range(1, 6)})
+    assert render_tournament(view).splitlines()[1] == "rounds: 3 (automatic, for 5 players)"
+    elimination, names = started(FormatRules(Format.SINGLE_ELIMINATION), 4)
+    assert "rounds: " not in render_tournament(view_of(elimination, names))
