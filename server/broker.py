@@ -83,6 +83,14 @@ end
 return live
 """
 
+#: KEYS[1]: the nodes alive, KEYS[2]: their secrets' fingerprints. ARGV[1]: a node that stops
+#: on purpose, taken out of both at once.
+WITHDRAW = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 0
+"""
+
 
 class Notice(BaseModel):
     """A message nodes send each other on a channel, as JSON. Fields a newer node adds are
@@ -252,7 +260,8 @@ class Broker(Protocol):
 
     async def withdraw(self, node_id: str) -> None:
         """`node_id` stops on purpose: it is not alive from now on (the others need not wait
-        for its time to run out). `BrokerError` if that could not be said."""
+        for its time to run out), and its secret's fingerprint is forgotten with it.
+        `BrokerError` if that could not be said."""
         ...
 
     async def note_secret(self, node_id: str, fingerprint: str) -> dict[str, str]:
@@ -328,6 +337,7 @@ class MemoryBroker(LocalFanout):
 
     async def withdraw(self, node_id: str) -> None:
         self._nodes.pop(node_id, None)
+        self._secrets.pop(node_id, None)
 
     async def note_secret(self, node_id: str, fingerprint: str) -> dict[str, str]:
         self._secrets[node_id] = fingerprint
@@ -470,8 +480,11 @@ class RedisBroker(LocalFanout):
         return {n.decode() if isinstance(n, bytes) else str(n) for n in nodes}
 
     async def withdraw(self, node_id: str) -> None:
-        key = self.prefix + "nodes"
-        await _ask_redis("node presence not withdrawn", lambda: self._client.zrem(key, node_id))
+        keys = (self.prefix + "nodes", self.prefix + "node-secrets")
+        await _ask_redis(
+            "node presence not withdrawn",
+            lambda: self._client.eval(WITHDRAW, 2, *keys, node_id),
+        )
 
     async def note_secret(self, node_id: str, fingerprint: str) -> dict[str, str]:
         return await self._node_secrets(node_id, fingerprint)
