@@ -30,6 +30,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from solrace.server.outage import Outage
 from solrace.server.redis_client import redis_client
 from solrace.server.settings import REDIS_SCHEMES, REDIS_URL_FORMS
+from solrace.server.url_redaction import redact
 from solrace.tasks import cancel_and_wait, raise_lost_cancellation
 
 T = TypeVar("T")
@@ -637,4 +638,5 @@ def open_broker(url: str) -> Broker:
         return MemoryBroker()
     if url.startswith(REDIS_SCHEMES):
         return RedisBroker(url)
-    raise ValueError(f"unsupported broker URL {url!r}; accepted: memory:, {REDIS_URL_FORMS}")
+    shown = redact(url)
+    raise ValueError(f"unsupported broker URL {shown!r}; accepted: memory:, {REDIS_URL_FORMS}")

@@ -16,6 +16,7 @@ from solrace.server.store.base import (
 from solrace.server.store.memory import MemoryStore
 from solrace.server.store.sqlite import SqliteStore
 from solrace.server.store.sqlite_files import StoreLockedError
+from solrace.server.url_redaction import redact
 
 __all__ = [
     "MemoryStore",
@@ -56,4 +57,4 @@ def open_store(url: str, *, exclusive: bool = False) -> Store:
         from solrace.server.store.redis import RedisStore
 
         return RedisStore(url)
-    raise ValueError(f"unsupported store URL {url!r}; accepted: {STORE_URL_FORMS}")
+    raise ValueError(f"unsupported store URL {redact(url)!r}; accepted: {STORE_URL_FORMS}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from solrace.server.broker import BrokerError, RedisBroker
+from solrace.server.broker import BrokerError, RedisBroker, open_broker
 from solrace.server.redis_url import ENCODE_THE_PASSWORD, check_redis_url
 from solrace.server.store.base import StoreError, StoreUnavailableError
 from solrace.server.store.redis import RedisStore
@@ -174,6 +174,27 @@ def test_solrace_serve_refuses_such_a_password_unshown(
             f"{ENCODE_THE_PASSWORD}"
         ],
     )
+
+
+@pytest.mark.usefixtures("no_solrace_environment")
+def test_a_store_url_of_another_scheme_is_named_without_its_password(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A scheme neither store nor broker takes (`redis+unix://`, a one-slash `redis:/`): the
+    refusal names the URL, its password hidden."""
+    url = "redis+unix://:Zx9Qw@h/0"
+    argv = ["--port", "0", "--data-dir", str(tmp_path), "--store", url]
+    assert serve(capsys, *argv) == (
+        1,
+        [
+            "solrace serve: error: unsupported store URL 'redis+unix://***@h/0'; accepted: "
+            "memory:, sqlite:PATH, redis://[:PASSWORD@]HOST:PORT/DB, rediss://... (TLS) or "
+            "unix://PATH (a Redis socket)"
+        ],
+    )
+    with pytest.raises(ValueError) as refused:
+        open_broker("redis:/:Zx9Qw@h/0")
+    assert str(refused.value).startswith("unsupported broker URL 'redis:/***@h/0'; accepted: ")
 
 
 @pytest.mark.parametrize(
