@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from typing import Final
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 #: The query options every Redis URL takes, and what their values must be.
 COMMON_OPTIONS: Final = {
@@ -77,6 +77,12 @@ def check_redis_url(url: str) -> None:
     parts = urlsplit(url)
     if any("@" in part for part in (parts.path, parts.query, parts.fragment)):
         raise ValueError(ENCODE_THE_PASSWORD)
+    if parts.scheme in ("redis", "rediss") and not parts.hostname and _port_is_no_number(parts):
+        # `redis://:PASSWORD/0`: redis-py would name the password as the port.
+        raise ValueError(
+            "no host, and no port number after the ':' (not shown): a password goes before "
+            f"an @, {_FORMS[parts.scheme]}"
+        )
     if parts.scheme in ("redis", "rediss") and not _DATABASE.fullmatch(parts.path):
         raise ValueError(
             f"the database {parts.path.removeprefix('/')!r} is not a whole number "
@@ -107,6 +113,15 @@ def check_redis_url(url: str) -> None:
             )
         if not _fits(name, value):
             raise ValueError(f"{name}={value!r}: should be {accepted[name]}")
+
+
+def _port_is_no_number(parts: SplitResult) -> bool:
+    """Whether the URL has a port that is no number (`urlsplit` says so once it is read)."""
+    try:
+        _ = parts.port
+    except ValueError:
+        return True
+    return False
 
 
 def _fits(name: str, value: str) -> bool:

@@ -160,6 +160,19 @@ async def test_a_password_with_a_character_to_percent_encode_is_refused_unshown(
     assert not [line for line in said for piece in PIECES if piece in line]
 
 
+async def test_a_password_without_its_host_is_not_shown_as_the_port() -> None:
+    """`redis://:PASSWORD/0` (the `@HOST:PORT` left out): redis-py read the password as the
+    port and named it (`Port could not be cast to integer value as '...'`)."""
+    url = "rediss://:Zx9Qw+Secr3t=/0"
+    with pytest.raises(StoreError) as refused:
+        await RedisStore(url).open()
+    assert str(refused.value) == (
+        "invalid Redis URL: no host, and no port number after the ':' (not shown): a password "
+        "goes before an @, rediss://[USER]:PASSWORD@HOST:PORT/DB"
+    )
+    check_redis_url("redis://:6379/0")  # no host (localhost) and a port: taken
+
+
 @pytest.mark.usefixtures("no_solrace_environment")
 @pytest.mark.parametrize("raw", ["/", "?", "#"])
 def test_solrace_serve_refuses_such_a_password_unshown(
