@@ -205,6 +205,22 @@ async def test_a_race_redis_lost_is_said_to_its_sessions_and_its_spectators_get_
         await app.stop()
 
 
+class CountedTicks:
+    """A node's `prepare` hook that counts its tournament ticks (`count`)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, app: App) -> None:
+        tick = app.tournaments.tick
+
+        async def counted() -> None:
+            self.count += 1
+            await tick()
+
+        app.tournaments.tick = counted  # type: ignore[method-assign]
+
+
 async def test_a_redis_outage_is_said_once_by_the_tournament_tick(
     own_redis_server: RedisServer, redis_nodes: ServerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -212,22 +228,11 @@ async def test_a_redis_outage_is_said_once_by_the_tournament_tick(
     every tick, says the outage in one warning (not one a tick), and says when it works again
     once Redis is back."""
     caplog.set_level(logging.DEBUG, logger="solrace.server.tournaments")
-    ticks = 0
-
-    def count_ticks(app: App) -> None:
-        tick = app.tournaments.tick
-
-        async def counted() -> None:
-            nonlocal ticks
-            ticks += 1
-            await tick()
-
-        app.tournaments.tick = counted  # type: ignore[method-assign]
-
-    await redis_nodes(own_redis_server.url, prepare=count_ticks, tournament_tick_s=0.05)
+    ticks = CountedTicks()
+    await redis_nodes(own_redis_server.url, prepare=ticks, tournament_tick_s=0.05)
     own_redis_server.kill()
-    killed_at = ticks
-    await eventually(lambda: ticks >= killed_at + 6, what="six ticks while Redis is away")
+    killed_at = ticks.count
+    await eventually(lambda: ticks.count >= killed_at + 6, what="six ticks while Redis is away")
 
     def warnings() -> list[str]:
         return [
@@ -255,23 +260,12 @@ async def test_a_store_error_that_is_no_outage_is_said_once_by_the_tournament_ti
     one warning while the error stays the same, no traceback a tick, and one line says when
     the versions are read again."""
     caplog.set_level(logging.DEBUG, logger="solrace.server.tournaments")
-    ticks = 0
-
-    def count_ticks(app: App) -> None:
-        tick = app.tournaments.tick
-
-        async def counted() -> None:
-            nonlocal ticks
-            ticks += 1
-            await tick()
-
-        app.tournaments.tick = counted  # type: ignore[method-assign]
-
-    await redis_nodes(redis_url, prepare=count_ticks, tournament_tick_s=0.05)
+    ticks = CountedTicks()
+    await redis_nodes(redis_url, prepare=ticks, tournament_tick_s=0.05)
     with redis.Redis.from_url(redis_url) as admin:
         admin.set("solrace:tournaments-open", "not a sorted set")
-        broken_at = ticks
-        await eventually(lambda: ticks >= broken_at + 6, what="six ticks while Redis refuses")
+        broken_at = ticks.count
+        await eventually(lambda: ticks.count >= broken_at + 6, what="six ticks while Redis refuses")
 
         def said() -> list[tuple[int, str]]:
             return [
