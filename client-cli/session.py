@@ -40,11 +40,9 @@ from solrace.server.protocol.messages import (
     MoveAck,
     MoveRejected,
     Progress,
-    RaceFinished,
     RaceInfo,
     RaceList,
     RaceSnapshot,
-    RaceStarted,
     RaceUpdate,
     Replay,
     ReplayModel,
@@ -61,6 +59,7 @@ from solrace.tasks import cancel_and_wait
 from .boards import check_move
 from .connection import Connection
 from .link_status import Incoming, LinkStatus, StatusChange
+from .races_to_learn import RacesToLearn
 from .state import ClientState, RaceState
 from .tournament_args import validation_text
 
@@ -318,8 +317,8 @@ class Session:
         self._waiters: list[tuple[Predicate, asyncio.Future[ServerMessage]]] = []
         self._settled: ServerMessage | None = None
         self.board_syncs = BoardSyncs()
-        #: Races synced because their news came before the race itself (`_race_to_learn`).
-        self._learning: set[RaceId] = set()
+        #: Races synced because their news came before the race itself.
+        self.races_to_learn = RacesToLearn()
 
     @classmethod
     @asynccontextmanager
@@ -345,7 +344,7 @@ class Session:
         """Read forever (until the link is closed for good). A board or a move's ack the
         state had to ignore (no board of its game) is followed by a `sync` of its race, whose
         answer brings the server's board again (`BoardSyncs`); so is news of a race the state
-        has no description of (`_race_to_learn`)."""
+        has no description of (`RacesToLearn`)."""
         while True:
             incoming = await self.conn.recv()
             self.dispatch(incoming)
@@ -354,27 +353,13 @@ class Session:
                     return
                 if incoming.status is LinkStatus.CONNECTED:
                     self.board_syncs.reconnected()
+                    self.races_to_learn.reconnected()
                 continue
             race_id = self.board_syncs.due(incoming, self.state, self.conn.followed)
             if race_id is None:
-                race_id = self._race_to_learn(incoming)
+                race_id = self.races_to_learn.due(incoming, self.state)
             if race_id is not None:
                 await self.conn.send(Sync(race_id=race_id))
-
-    def _race_to_learn(self, message: ServerMessage) -> RaceId | None:
-        """The race of `message` if it is news of a race (a start, a progress, a finish) the
-        state has no description of, and it was not synced for that before: the server sends
-        a racer's new connection the news of a race it is out of but still seated in (a race
-        resigned or left as gone, not in `welcome.active_races`) from then on, never the race
-        itself. Its `sync` answers with its snapshot: its game, racers and status (a held
-        deal's check names the game)."""
-        if not isinstance(message, RaceStarted | Progress | RaceFinished):
-            return None
-        race = self.state.races.get(message.race_id)
-        if race is None or race.info is not None or message.race_id in self._learning:
-            return None
-        self._learning.add(message.race_id)
-        return message.race_id
 
     def dispatch(self, incoming: Incoming) -> None:
         self._settled = None
