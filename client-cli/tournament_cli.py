@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from solrace.cli import INTERRUPTED_STATUS
 from solrace.server.protocol.errors import ErrorCode
-from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.ids import PlayerId, looks_like_player_id
 from solrace.server.protocol.messages import (
     ClientMessage,
     Error,
@@ -315,7 +315,8 @@ async def _profile(conn: Connection, args: argparse.Namespace) -> int:
     """`profile [PLAYER]` on an anonymous connection: PLAYER is a name or an id (default:
     --name, else the name used last). A name of the saved identities (the player's and the
     bots') is asked for by its id; any other is asked for by name (the server knows every
-    name it registered), then as an id."""
+    name it registered), then as an id; text shaped like an id is asked for as an id first,
+    since a name may copy another player's id."""
     wanted = args.player or args.name
     if wanted is None:
         last = load_identity(args.server)
@@ -325,9 +326,13 @@ async def _profile(conn: Connection, args: argparse.Namespace) -> int:
     player_id = {**known_bots(args.server), **known_players(args.server)}.get(wanted)
     requests = [GetProfile(player_id=player_id)] if player_id else []
     if len(wanted) <= 64:
-        requests.append(GetProfile(name=wanted))
-        if wanted != player_id:
-            requests.append(GetProfile(player_id=wanted))  # maybe an id
+        by_name = GetProfile(name=wanted)
+        if wanted == player_id:
+            requests.append(by_name)
+        elif looks_like_player_id(wanted):
+            requests += [GetProfile(player_id=wanted), by_name]
+        else:
+            requests += [by_name, GetProfile(player_id=wanted)]  # maybe an id
     for request in requests:
         profile = await _ask(conn, request, Profile)
         if profile is not None:

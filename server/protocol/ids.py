@@ -8,7 +8,8 @@ carries it already typed, since pydantic reads a `NewType` field as its base typ
 
 from __future__ import annotations
 
-from typing import NewType
+import re
+from typing import Final, NewType
 
 RaceId = NewType("RaceId", str)
 """A race's id: ``r`` and 10 hex digits, minted by the hub."""
@@ -17,4 +18,13 @@ PlayerId = NewType("PlayerId", str)
 """A player's stable id (``p`` and 16 hex digits), the same in races, ratings and
 tournaments."""
 
-__all__ = ["PlayerId", "RaceId"]
+#: The shape of every player id the server mints (random, or derived from a registration key).
+PLAYER_ID_SHAPE: Final = re.compile(r"p[0-9a-f]{16}")
+
+
+def looks_like_player_id(text: str) -> bool:
+    """True if `text` has the shape of a player id (a name may have it too: names allow it)."""
+    return PLAYER_ID_SHAPE.fullmatch(text) is not None
+
+
+__all__ = ["PLAYER_ID_SHAPE", "PlayerId", "RaceId", "looks_like_player_id"]

@@ -170,6 +170,21 @@ async def test_profile_finds_any_player_the_server_registered_by_name(
     assert capsys.readouterr().err.strip() == f"solrace tournament: {said}"
 
 
+async def test_profile_of_an_id_is_that_players_even_if_a_name_copies_it(
+    tournament_server: App, opened: Opened, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Names allow the shape of a player id: mallory registered under carl's id as a name.
+    `profile <carl's id>` is carl's profile, not mallory's (the id is asked for first)."""
+    url = url_of(tournament_server)
+    carl = await opened.open("carl")
+    carl_id = carl.me or ""
+    await carl.conn.close()
+    mallory = await opened.open(carl_id)
+    await mallory.conn.close()
+    assert await cli(url, "profile", carl_id) == 0
+    assert capsys.readouterr().out.splitlines() == ["carl: no rated races yet"]
+
+
 async def test_profile_finds_a_bot_this_machine_ran_by_its_name(
     tournament_server: App, capsys: pytest.CaptureFixture[str]
 ) -> None:
