@@ -2,8 +2,9 @@
 
 `RaceApplier.apply_to_race` applies a `Change` under the race's lock and stores the result;
 the functions here build the usual ones (a racer's board, a connection coming or going, the
-opening figures, the figures of the stored moves) and read events back (is a batch progress
-only, whose moves a progress event reports). None of them does I/O.
+race's timers with the opening figures, the figures of the stored moves) and read events
+back (is a batch progress only, whose moves a progress event reports). None of them does
+I/O.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from solrace.engine import Audience, EngineError, deal
 from solrace.server.protocol.ids import PlayerId
-from solrace.server.protocol.messages import Board, Progress, RaceEvent, RaceSnapshot, RaceStarted
-from solrace.server.protocol.race import Race
+from solrace.server.protocol.messages import Board, Progress, RaceEvent, RaceSnapshot
+from solrace.server.protocol.race import Opening, Race
 from solrace.server.protocol.records import MoveRecord, RacerState
 from solrace.server.protocol.views import board_for
 from solrace.server.runtime import RacerBoard, RaceRuntime, replay_board
@@ -45,28 +46,23 @@ def mover_of(message: RaceEvent | RaceSnapshot) -> PlayerId | None:
     return entry.player_id if entry.state == RacerState.PLAYING.value and entry.moves else None
 
 
-def opening_progress(race: Race, events: Sequence[RaceEvent]) -> list[RaceEvent]:
-    """If `events` started the race: every racer's progress on the fresh deal (one deal for
-    all: every racer gets the same one)."""
-    if not any(isinstance(e, RaceStarted) for e in events) or race.started_at_ms is None:
-        return []
+def opening_figures(race: Race) -> Opening:
+    """Every racer's figures on the race's fresh deal (one deal for all)."""
     game = deal(race.game, race.record.game_number)
     on, total = game.progress()
     won = game.is_won()
-    stuck = not won and game.is_stuck()
-    more: list[RaceEvent] = []
-    for player_id, racer in race.racers.items():
-        if racer.moves == 0:
-            more += race.record_board(
-                player_id,
-                on_foundations=on,
-                total=total,
-                moves=0,
-                won=won,
-                stuck=stuck,
-                now_ms=race.started_at_ms,
-            )
-    return more
+    return Opening(on_foundations=on, total=total, won=won, stuck=not won and game.is_stuck())
+
+
+def race_timers(now_ms: int) -> Change:
+    """The change that applies the race's transitions due by `now_ms` (`Race.tick`): a start
+    records every racer's figures on the fresh deal first, so that a racer marked gone, or
+    timed out, in the same tick has them too."""
+
+    def change(race: Race) -> list[RaceEvent]:
+        return race.tick(now_ms, opening=lambda: opening_figures(race))
+
+    return change
 
 
 def board_progress(player_id: PlayerId, board: RacerBoard) -> Change:
@@ -199,7 +195,8 @@ __all__ = [
     "mover_of",
     "new_epoch",
     "no_change",
-    "opening_progress",
+    "opening_figures",
     "own_board",
+    "race_timers",
     "stored_moves_progress",
 ]

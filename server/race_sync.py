@@ -48,7 +48,6 @@ from solrace.server.outage import Outage
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Error, RaceEvent
-from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import (
     MoveRecord,
     RaceRecord,
@@ -58,7 +57,7 @@ from solrace.server.race_apply import RaceApplier
 from solrace.server.race_changes import (
     Change,
     board_progress,
-    opening_progress,
+    race_timers,
 )
 from solrace.server.race_delivery import RaceDelivery
 from solrace.server.race_finish_hooks import FinishHooks, RaceFinishedHook
@@ -312,11 +311,7 @@ class RaceKeeper:
         if not race.is_live or runtime.is_storing_move or due is None or due > now:
             return
 
-        def change(race: Race) -> list[RaceEvent]:
-            events = race.tick(now)
-            return events + opening_progress(race, events)
-
-        await self.apply_to_race(runtime, change)
+        await self.apply_to_race(runtime, race_timers(now))
 
     def _lost(self, runtime: RaceRuntime) -> None:
         """The store no longer has the race (a Redis restarted without its data; races are

@@ -83,6 +83,17 @@ class Racer:
         return self.state in DONE_STATES
 
 
+@dataclass(frozen=True)
+class Opening:
+    """A deal's figures before any move: every racer's when the race starts (one deal for
+    all). Some games deal cards onto the foundations (colorado 8 of its 104)."""
+
+    on_foundations: int
+    total: int
+    won: bool
+    stuck: bool
+
+
 def rank_racers(racers: list[Racer], started_at_ms: int) -> list[ResultEntry]:
     """Completed boards by completion time, then the rest by cards on foundations (more is
     better), then by the time that count was reached (earlier is better). Exact ties share a
@@ -422,8 +433,11 @@ class Race:
             )
         return min(times) if times else None
 
-    def tick(self, now_ms: int) -> list[RaceEvent]:
-        """Apply every transition whose time has come."""
+    def tick(self, now_ms: int, *, opening: Callable[[], Opening] | None = None) -> list[RaceEvent]:
+        """Apply every transition whose time has come. A start records every racer's figures
+        on the fresh deal (`opening`, asked only then) before racers past their grace are
+        marked gone or the race times out, so that those racers keep them too; without
+        `opening`, the caller reports the boards itself."""
         events: list[RaceEvent] = []
         if self.status is RaceStatus.OPEN:
             for racer in list(self.racers.values()):
@@ -432,6 +446,18 @@ class Race:
         start_at = self.start_at_ms
         if self.status is RaceStatus.COUNTDOWN and start_at is not None and now_ms >= start_at:
             events.append(self._start(start_at))
+            if opening is not None:
+                deal = opening()
+                for player_id in list(self.racers):
+                    events += self.record_board(
+                        player_id,
+                        on_foundations=deal.on_foundations,
+                        total=deal.total,
+                        moves=0,
+                        won=deal.won,
+                        stuck=deal.stuck,
+                        now_ms=start_at,
+                    )
         if self.status is RaceStatus.RUNNING:
             for racer in self.racers.values():
                 if racer.state is RacerState.PLAYING and self._is_past_grace(racer, now_ms):

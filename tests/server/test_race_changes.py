@@ -5,6 +5,7 @@ from __future__ import annotations
 from solrace.engine import deal
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Progress, RaceStarted
+from solrace.server.protocol.race import Race
 from solrace.server.protocol.records import MoveRecord, RacerState
 from solrace.server.race_changes import (
     board_progress,
@@ -12,8 +13,8 @@ from solrace.server.race_changes import (
     is_progress_only,
     mover_of,
     no_change,
-    opening_progress,
     own_board,
+    race_timers,
     stored_moves_progress,
 )
 from solrace.server.runtime import RacerBoard, RaceRuntime
@@ -25,23 +26,31 @@ ANN, BOB = PlayerId("a"), PlayerId("p1")
 def test_the_opening_figures_come_only_with_the_start_one_per_racer() -> None:
     race = make_race(seats=2)
     race.join(BOB, "bob", None, 0)
-    started = race.tick(1000)
-    assert any(isinstance(e, RaceStarted) for e in started)
-    opening = opening_progress(race, started)
+    started = race_timers(1000)(race)
+    assert isinstance(started[0], RaceStarted)
     on, total = deal("klondike", "12345678901234567").progress()
     assert [
-        (e.progress.player_id, e.progress.moves) for e in opening if isinstance(e, Progress)
-    ] == [
-        (ANN, 0),
-        (BOB, 0),
-    ]
-    assert all(
-        isinstance(e, Progress) and (e.progress.on_foundations, e.progress.total) == (on, total)
-        for e in opening
-    )
-    # Events that did not start the race bring no opening figures (again).
-    assert opening_progress(race, opening) == []
+        (e.progress.player_id, e.progress.moves, e.progress.on_foundations, e.progress.total)
+        for e in started
+        if isinstance(e, Progress)
+    ] == [(ANN, 0, on, total), (BOB, 0, on, total)]
+    # A tick that does not start the race brings no opening figures (again).
+    assert race_timers(2000)(race) == []
     assert no_change(race) == []
+
+
+def test_a_racer_gone_as_the_race_starts_has_the_figures_of_the_deal() -> None:
+    """colorado deals 8 of its 104 cards onto the foundations: a racer past its grace in the
+    tick that starts the race is gone with them, as the racer who stays plays with them."""
+    record = make_race(seats=2).to_record().model_copy(update={"game": "colorado"})
+    race = Race(record, "e1")
+    race.join(BOB, "bob", None, 10)
+    race.set_connected(BOB, False, 20)
+    race_timers(6000)(race)
+    assert [(r.state, r.on_foundations, r.total) for r in race.racers.values()] == [
+        (RacerState.PLAYING, 8, 104),
+        (RacerState.GONE, 8, 104),
+    ]
 
 
 def test_progress_only_and_whose_moves_a_progress_event_reports() -> None:

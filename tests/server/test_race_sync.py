@@ -18,7 +18,9 @@ from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
+    CreateRace,
     Hello,
+    JoinRace,
     LeaveRace,
     MakeMove,
     MoveAck,
@@ -184,6 +186,35 @@ async def test_progress_left_behind_the_moves_is_stored_by_the_tick_if_refused_a
         stored = await store.get_race(race_id)
         assert stored is not None
         assert {r.player_id: r.moves for r in stored.racers}[player] == 1
+
+
+async def test_a_racer_gone_in_the_tick_that_starts_the_race_keeps_the_deal_s_figures() -> None:
+    """colorado deals 8 of its 104 cards onto the foundations: a racer who left before the
+    start and whose grace has run out by the tick that starts the race is gone with those
+    figures, and ranks with them once the race is over (tied with a racer who made no move)."""
+    now = [1_700_000_000_000]
+    store = MemoryStore()
+    async with opened(store), running_hub(store, clock=lambda: now[0], grace_s=5) as hub:
+        alice, bob = RecordingSession(1), RecordingSession(2)
+        await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+        await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+        await hub.handle(alice, CreateRace(game="colorado", seats=2, time_limit_s=60))
+        (race_id,) = hub.races
+        await hub.handle(bob, JoinRace(race_id=race_id))
+        await hub.disconnected(bob)
+        now[0] += 6_000  # the start and the end of Bob's grace are both due
+        await hub.tick()
+        await hub.handle(alice, Resign(race_id=race_id))
+        record = await store.get_race(race_id)
+    assert record is not None and record.results is not None
+    assert [(r.state, r.on_foundations, r.total) for r in record.racers] == [
+        (RacerState.RESIGNED, 8, 104),
+        (RacerState.GONE, 8, 104),
+    ]
+    assert [(r.name, r.rank, r.on_foundations) for r in record.results] == [
+        ("alice", 1, 8),
+        ("bob", 1, 8),
+    ]
 
 
 async def test_timers_the_store_refuses_are_said_once_per_outage(

@@ -8,7 +8,14 @@ import pytest
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import Progress, RaceFinished, RaceStarted, RaceUpdate
-from solrace.server.protocol.race import Race, Racer, absent_racers, placings_of, rank_racers
+from solrace.server.protocol.race import (
+    Opening,
+    Race,
+    Racer,
+    absent_racers,
+    placings_of,
+    rank_racers,
+)
 from solrace.server.protocol.records import RaceRecord, RacerRecord, RacerState, RaceStatus
 
 
@@ -234,6 +241,41 @@ def test_a_racer_s_elapsed_time_stops_at_the_time_limit() -> None:
     assert [e.progress.elapsed_ms for e in playing if isinstance(e, Progress)] == [60000]
     timed_out = race.tick(61004)
     assert [e.progress.elapsed_ms for e in timed_out if isinstance(e, Progress)] == [60000] * 2
+
+
+def test_racers_put_out_in_the_tick_that_starts_the_race_keep_the_opening_figures() -> None:
+    """The tick that starts the race records every racer's figures on the fresh deal
+    (`opening`) before it marks racers past their grace gone or times the race out: a deal
+    with cards already on the foundations (8 of 104, as colorado deals) counts for them too,
+    and they tie with a racer who stayed and made no move."""
+    opening = Opening(on_foundations=8, total=104, won=False, stuck=False)
+    race = make_race(seats=2)
+    race.join(PlayerId("b"), "ben", None, 10)
+    race.set_connected(PlayerId("b"), False, 20)
+    events = race.tick(6000, opening=lambda: opening)
+    assert isinstance(events[0], RaceStarted)
+    figures = [
+        (e.progress.player_id, e.progress.state, e.progress.on_foundations, e.progress.total)
+        for e in events
+        if isinstance(e, Progress)
+    ]
+    assert figures == [
+        ("a", "playing", 8, 104),
+        ("b", "playing", 8, 104),
+        ("b", "gone", 8, 104),
+    ]
+
+    timed_out = make_race(seats=2)
+    timed_out.join(PlayerId("b"), "ben", None, 10)
+    timed_out.set_connected(PlayerId("b"), False, 20)
+    finished = timed_out.tick(62000, opening=lambda: opening)[-1]
+    assert isinstance(finished, RaceFinished)
+    ranked = [(r.player_id, r.state, r.rank, r.on_foundations, r.total) for r in finished.results]
+    assert ranked == [("a", "timed_out", 1, 8, 104), ("b", "gone", 1, 8, 104)]
+    # Without opening figures (a caller that reports boards itself), the start records none.
+    plain = make_race(seats=2)
+    plain.join(PlayerId("b"), "ben", None, 10)
+    assert not any(isinstance(e, Progress) for e in plain.tick(1010))
 
 
 def test_grace_period_forfeit() -> None:
