@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 from solrace.engine import Audience, EngineError, deal
 from solrace.server.protocol.ids import PlayerId
@@ -103,21 +104,39 @@ def chain(first: Change, then: Change) -> Change:
     return both
 
 
-def stored_moves_progress(
-    race: Race, moves: Sequence[MoveRecord]
-) -> tuple[Change, list[MoveRecord]]:
+class StoredMoves(NamedTuple):
+    """What a race's stored moves say against its racers' move counts
+    (`stored_moves_progress`)."""
+
+    #: The change that brings the racers the race counts behind their stored moves to them.
+    change: Change
+    #: The moves it counts that the race did not, to be played on boards and published.
+    uncounted: list[MoveRecord]
+    #: Racers whose stored moves do not replay: the change counts them with the figures the
+    #: race has for them.
+    unplayable: list[PlayerId]
+    #: Racers the race counts more moves for than are stored (their list lost some).
+    overcounted: list[PlayerId]
+
+
+def stored_moves_progress(race: Race, moves: Sequence[MoveRecord]) -> StoredMoves:
     """The race's stored `moves` (`Store.get_moves`) against its racers' move counts: the
     change that brings each racer still playing whose count is behind them to the figures of
     its stored moves (another node acknowledged them and holds their progress in a batch), as
     `board_progress` reports them (a won or stuck board puts the racer out), and the moves the
-    race did not count. Racers counted right, and racers out, are left as they are; so is a
-    racer the race counts further by the time the change is applied (a compare-and-set lost
-    to a node that counted later moves): a change never takes a racer back."""
+    race did not count. A racer whose stored moves do not replay (a move an older engine took,
+    or corrupt data) is counted to them with the figures the race has for it, and its moves
+    are not among those to play. Racers counted right or further, and racers out, are left as
+    they are; so is a racer the race counts further by the time the change is applied (a
+    compare-and-set lost to a node that counted later moves): a change never takes a racer
+    back."""
     by_player: dict[PlayerId, list[MoveRecord]] = {}
     for move in moves:
         by_player.setdefault(move.player_id, []).append(move)
     changes: list[tuple[PlayerId, int, Change]] = []
     uncounted: list[MoveRecord] = []
+    unplayable: list[PlayerId] = []
+    overcounted = sorted(p for p, r in race.racers.items() if r.moves > len(by_player.get(p, [])))
     for player_id, mine in sorted(by_player.items()):
         racer = race.racers.get(player_id)
         if racer is None or racer.state is not RacerState.PLAYING or racer.moves >= len(mine):
@@ -125,7 +144,10 @@ def stored_moves_progress(
         try:
             board = replay_board(race, mine)
         except EngineError:
-            continue  # stored moves that do not play: nothing to report from them
+            unplayable.append(player_id)
+            last_ms = max(m.at_ms for m in mine)
+            changes.append((player_id, len(mine), _count_only(player_id, len(mine), last_ms)))
+            continue
         changes.append((player_id, len(mine), board_progress(player_id, board)))
         uncounted += sorted((m for m in mine if m.ply >= racer.moves), key=lambda m: m.ply)
 
@@ -137,7 +159,28 @@ def stored_moves_progress(
                 events += progress(race)
         return events
 
-    return (change if changes else no_change), uncounted
+    return StoredMoves(change if changes else no_change, uncounted, unplayable, overcounted)
+
+
+def _count_only(player_id: PlayerId, moves: int, at_ms: int) -> Change:
+    """The change that counts `moves` moves for a racer still playing, its figures as the
+    race has them (its last move at `at_ms`)."""
+
+    def change(race: Race) -> list[RaceEvent]:
+        racer = race.racers.get(player_id)
+        if racer is None:
+            return []
+        return race.record_board(
+            player_id,
+            on_foundations=racer.on_foundations,
+            total=racer.total,
+            moves=moves,
+            won=False,
+            stuck=False,
+            now_ms=at_ms,
+        )
+
+    return change
 
 
 def connection_change(player_id: PlayerId, connected: bool, now_ms: int, holder: str) -> Change:
@@ -187,6 +230,7 @@ def own_board(runtime: RaceRuntime, player_id: PlayerId) -> Board:
 
 __all__ = [
     "Change",
+    "StoredMoves",
     "board_progress",
     "chain",
     "connected_through",

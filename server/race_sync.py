@@ -65,7 +65,7 @@ from solrace.server.race_held_deals import HeldDeals
 from solrace.server.race_loading import RaceLoader
 from solrace.server.race_progress import ProgressBatches
 from solrace.server.race_relay import RaceRelay
-from solrace.server.race_writes import RaceWriter
+from solrace.server.race_writes import RaceBusyError, RaceWriter
 from solrace.server.runtime import RaceRuntime
 from solrace.server.session import Session
 from solrace.server.settings import Settings
@@ -256,7 +256,9 @@ class RaceKeeper:
         """Apply due transitions (start, time-out, forfeit) and push spectators' boards.
 
         Every node ticks the races it has loaded; when two apply the same transition, the
-        compare-and-set keeps one. A store outage is logged once, not at every tick."""
+        compare-and-set keeps one. A store outage is logged once, not at every tick; so is a
+        race whose change the store keeps refusing (`RaceBusyError`), naming it, until its
+        tick goes through."""
         now = self.clock()
         push = now - self._last_spectator_push >= self.settings.spectator_batch_s * 1000
         failure: str | None = None
@@ -273,6 +275,12 @@ class RaceKeeper:
             ):
                 try:
                     await self._tick_race(runtime, now)
+                except RaceBusyError as exc:
+                    if not runtime.timers_refused:  # this race's own trouble: once until it passes
+                        runtime.timers_refused = True
+                        log.warning(
+                            "race %s: timers not applied (retried): %s", runtime.race_id, exc
+                        )
                 except RaceError as exc:
                     if exc.code == ErrorCode.UNAVAILABLE:
                         failure = exc.message
@@ -281,6 +289,8 @@ class RaceKeeper:
                         continue  # gone: no spectators' boards either
                     else:  # e.g. a race cancelled meanwhile
                         log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
+                else:
+                    runtime.timers_refused = False
                 if self.races.get(runtime.race_id) is not runtime:
                     continue  # forgotten by its reload (the store lost it)
             if push and runtime.spectators and race.is_live:

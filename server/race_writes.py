@@ -16,6 +16,7 @@ it; after each record stored or taken, this node's sessions get the events they 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 from solrace.server.lobby import LobbyFeed
@@ -27,6 +28,7 @@ from solrace.server.race_changes import (
     chain,
     is_progress_only,
     new_epoch,
+    no_change,
     stored_moves_progress,
 )
 from solrace.server.race_relay import RaceRelay
@@ -35,10 +37,14 @@ from solrace.server.store import Store, StoreError, UncountedMovesError
 
 CHANGE_ATTEMPTS = 8  # compare-and-set rounds before a change gives up with `unavailable`
 
+log = logging.getLogger("solrace.server.race_writes")
+
 
 class RaceBusyError(RaceError):
-    """Other nodes kept changing the race first: every compare-and-set lost (the requester
-    may retry, as for an outage; but the store answered, so it is not the store's outage)."""
+    """The store answered but did not take the change: other nodes kept changing the race
+    first (every compare-and-set lost), or it refuses to put a racer out over moves the race
+    cannot count. The requester may retry, as for an outage; but it is this race's trouble,
+    not an outage of the store."""
 
 
 class RaceWriter:
@@ -68,7 +74,8 @@ class RaceWriter:
         it), the race's lock held by the caller; its events. A change the store does not
         take is undone (`roll_back`) and raised: `RaceError` (`unavailable` when the store
         is away, `unknown_race` when it no longer has the race) or `RaceBusyError` when
-        other nodes won `CHANGE_ATTEMPTS` rounds in a row."""
+        other nodes won `CHANGE_ATTEMPTS` rounds in a row, or when the store refuses to put a
+        racer out over stored moves that reading them leaves nothing to count for."""
         race = runtime.race
         own_change, own_moves = change, moves
         for _ in range(CHANGE_ATTEMPTS):
@@ -82,10 +89,19 @@ class RaceWriter:
                 return events
             try:
                 stored = await self.store.save_race_if(record, runtime.saved)
-            except UncountedMovesError:
+            except UncountedMovesError as exc:
                 # A racer this change puts out has acknowledged moves the race does not count
                 # (another node holds their progress in a batch): their figures go in first.
                 counted, uncounted = await self._count_stored_moves(runtime)
+                if counted is no_change:
+                    # The moves read leave nothing to count (the store holds moves it does
+                    # not list): reading them again would not either.
+                    self.roll_back(runtime)
+                    raise RaceBusyError(
+                        ErrorCode.UNAVAILABLE,
+                        "the store holds moves of a racer it puts out that the race cannot "
+                        "count; retry",
+                    ) from exc
                 change, moves = chain(counted, own_change), [*own_moves, *uncounted]
                 continue
             except StoreError as exc:
@@ -125,7 +141,8 @@ class RaceWriter:
         (`stored_moves_progress`), for the refused change to be applied behind, and the moves
         it counts, to be published with it. Those moves are played on this node's boards too
         (a board whose move is being stored here is left to its move), so that every node's
-        final boards show them."""
+        final boards show them. A racer whose stored moves do not replay, or that the race
+        counts more moves for than are stored, is logged as an error naming the race."""
         race = runtime.race
         saved = runtime.saved
         assert saved is not None  # only a record stored before has racers to put out
@@ -135,7 +152,21 @@ class RaceWriter:
             self.roll_back(runtime)
             raise RaceError(ErrorCode.UNAVAILABLE, "the store is unavailable; retry") from exc
         race.reset_to(saved)
-        counted, uncounted = stored_moves_progress(race, stored_moves)
+        counted, uncounted, unplayable, overcounted = stored_moves_progress(race, stored_moves)
+        for player_id in unplayable:
+            log.error(
+                "race %s: a stored move of %s does not replay: counted with the figures the "
+                "race has for that racer",
+                runtime.race_id,
+                player_id,
+            )
+        for player_id in overcounted:
+            log.error(
+                "race %s: the race counts more moves of %s than the store holds (moves lost "
+                "from the store): its figures are kept as they are",
+                runtime.race_id,
+                player_id,
+            )
         for move in uncounted:
             board = runtime.boards.get(move.player_id)
             if board is None or board.lock.locked():

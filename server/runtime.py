@@ -169,6 +169,9 @@ class RaceRuntime:
         #: The last fold was refused for this race's own reason (not an outage of the
         #: store): said once until a fold goes through.
         self.fold_refused = False
+        #: The last tick's change was refused for this race's own reason (`RaceBusyError`):
+        #: said once until a tick goes through.
+        self.timers_refused = False
         #: The timer that folds `pending` in (None: nothing is pending).
         self.fold_due: asyncio.TimerHandle | None = None
 

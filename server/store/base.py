@@ -123,10 +123,11 @@ class Store(Protocol):
         across nodes: of two nodes moving a race on from the same record, one gets True.
         A save that finishes a rated race puts it among the races to rate (`rating_falls_due`).
         A store several nodes share (Redis) also refuses, with `UncountedMovesError`, a record
-        that puts a racer out with a move count other than the number of its stored moves: a
+        that puts a racer out with a move count below the number of its stored moves: a
         racer's figures are final once it is out, and its results must be those of its moves
-        (once it is out, `append_move` takes no more of them); one node's store relies on its
-        hub, whose boards hold every stored move."""
+        (once it is out, `append_move` takes no more of them). A count above it (moves lost
+        from the store) is taken as it is. One node's store relies on its hub, whose boards
+        hold every stored move."""
         ...
 
     async def get_race(self, race_id: RaceId) -> RaceRecord | None: ...

@@ -16,9 +16,10 @@ creating a player, saving a race over the record this store last read or wrote (
 the digest of its JSON), appending a move. Otherwise `save_race_if` compares parsed records
 under WATCH/MULTI, so a record written by an older node (other JSON text, same values)
 still compares equal. Either way a save that puts a racer out (the `out` field grows) first
-checks that the record counts every move stored for that racer (`UncountedMovesError`), and
-a move appended after it is refused (`NotPlayingError`): a racer's results are those of its
-stored moves, whichever node put it out.
+checks that the record counts every move stored for that racer (`UncountedMovesError`; a
+count above the moves stored, whose list lost some, is taken as it is), and a move appended
+after it is refused (`NotPlayingError`): a racer's results are those of its stored moves,
+whichever node put it out.
 
 Redis commands are never retried blindly: a write whose reply is lost may have been applied,
 so its retry knows it is one (`_call_with_retry_flag`) and takes finding its own write stored
@@ -87,11 +88,11 @@ return 1
 # race_id, status, new record JSON, sha1 of the record JSON expected to be stored, sha1 of the
 # new JSON, the racers out of it (`_out`), '1' if it falls due for rating, the key prefix of
 # the race's move lists, then each racer out of it and its move count (`_out_counts`: one
-# put out by this save must count all its stored moves; a record saved before the `out`
-# field existed is not checked).
+# put out by this save must count all its stored moves, or more if its list lost some; a
+# record saved before the `out` field existed is not checked).
 # 1 stored; 2 the new record is already stored; 0 neither (the caller compares parsed
 # records: another node may have written the same record as other JSON text); 3 a racer it
-# puts out does not count all its stored moves (nothing stored).
+# puts out counts fewer moves than are stored for it (nothing stored).
 SAVE_RACE_IF_TEXT = """
 local current = redis.call('HGET', KEYS[1], 'record')
 local digest = current and redis.sha1hex(current) or ''
@@ -103,7 +104,7 @@ local was_out = redis.call('HGET', KEYS[1], 'out')
 if was_out and was_out ~= '*' then
   for i = 9, #ARGV, 2 do
     if not string.find(was_out, ',' .. ARGV[i] .. ',', 1, true)
-        and redis.call('LLEN', ARGV[8] .. ARGV[i]) ~= tonumber(ARGV[i + 1]) then
+        and redis.call('LLEN', ARGV[8] .. ARGV[i]) > tonumber(ARGV[i + 1]) then
       return 3
     end
   end
@@ -409,7 +410,7 @@ class RedisStore(RedisCompetition):
                 lists = [self._key("moves", race.race_id, p) for p, _ in newly_out]
                 await pipe.watch(*lists)  # a move appended meanwhile refuses the EXEC
                 for list_key, (_, count) in zip(lists, newly_out, strict=True):
-                    if await pipe.llen(list_key) != count:
+                    if await pipe.llen(list_key) > count:
                         await pipe.unwatch()
                         raise UncountedMovesError(f"race {race.race_id}: a racer out misses moves")
             if order is None:

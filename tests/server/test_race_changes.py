@@ -114,17 +114,39 @@ def test_the_stored_moves_bring_the_racers_they_are_ahead_of_to_their_figures() 
     ]
     bobs = [MoveRecord(race_id=RaceId("r1"), player_id=BOB, ply=0, seq=1, move="deal", at_ms=5)]
     race.record_board(BOB, on_foundations=0, total=52, moves=1, won=False, stuck=False, now_ms=5)
-    change, uncounted = stored_moves_progress(race, [*clicks, *bobs])
-    assert uncounted == clicks[1:]
+    change, uncounted, unplayable, overcounted = stored_moves_progress(race, [*clicks, *bobs])
+    assert uncounted == clicks[1:] and unplayable == overcounted == []
     events = change(race)
     assert [
         (e.progress.player_id, e.progress.moves) for e in events if isinstance(e, Progress)
     ] == [(ANN, 3)]
     assert race.racers[ANN].moves == 3
     assert change(race) == []  # applied again (a compare-and-set lost): nothing more
-    assert stored_moves_progress(race, [*clicks, *bobs]) == (no_change, [])
+    assert stored_moves_progress(race, [*clicks, *bobs]) == (no_change, [], [], [])
     # Counted further meanwhile (another node folded a later move first): not taken back.
-    behind, _ = stored_moves_progress(race, clicks[:2])
-    assert behind is no_change
-    stale, _ = stored_moves_progress(running(), clicks[:2])
-    assert stale(race) == [] and race.racers[ANN].moves == 3
+    behind = stored_moves_progress(race, clicks[:2])
+    assert behind.change is no_change
+    assert behind.overcounted == [ANN, BOB]  # Bob's one move is not among those read
+    stale = stored_moves_progress(running(), clicks[:2])
+    assert stale.change(race) == [] and race.racers[ANN].moves == 3
+
+
+def test_stored_moves_that_do_not_replay_count_their_racer_with_the_figures_it_has() -> None:
+    """A stored move the engine refuses (one an older engine took, or corrupt data): the
+    racer is counted to its stored moves, its figures as the race has them, and none of its
+    moves is to be played on a board."""
+    race = running()
+    race.record_board(ANN, on_foundations=1, total=52, moves=1, won=False, stuck=False, now_ms=9)
+    stored = [
+        MoveRecord(race_id=RaceId("r1"), player_id=ANN, ply=0, seq=1, move="deal", at_ms=9),
+        MoveRecord(race_id=RaceId("r1"), player_id=ANN, ply=1, seq=2, move="f9", at_ms=12),
+    ]
+    counted = stored_moves_progress(race, stored)
+    assert (counted.uncounted, counted.unplayable, counted.overcounted) == ([], [ANN], [])
+    events = counted.change(race)
+    assert [
+        (e.progress.player_id, e.progress.moves, e.progress.on_foundations, e.progress.total)
+        for e in events
+        if isinstance(e, Progress)
+    ] == [(ANN, 2, 1, 52)]
+    assert counted.change(race) == []
