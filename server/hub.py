@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from solrace.server.broker import Broker
+from solrace.server.guesses import WrongGuess
 from solrace.server.hub_hello import HelloHandler, RatingsOf
 from solrace.server.hub_moves import MoveHandler
 from solrace.server.identities import Identities
@@ -32,6 +33,7 @@ from solrace.server.lobby import LobbyFeed
 from solrace.server.metrics import Metrics
 from solrace.server.node_presence import NodePresence
 from solrace.server.player_sessions import PlayerSessions
+from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
@@ -285,12 +287,16 @@ class Hub:
     ) -> None:
         """Run `handler` on `message`. A refusal (`RaceError`) is sent as the error it carries;
         a store outage (`StoreError`) is logged and sent as an `unavailable` error saying
-        `outage_text`. Either error names the request, and the race the request names if any."""
+        `outage_text`. Either error names the request, and the race the request names if any.
+        A wrong guess of a secret that reaches the connection's limit (`guesses.WrongGuess`)
+        closes it (1008) after its error."""
         race_id: RaceId | None = getattr(message, "race_id", None)
         try:
             await handler(session, message)
         except RaceError as exc:
             send_error(session, exc.code, exc.message, message, race_id)
+            if isinstance(exc, WrongGuess) and exc.close_reason is not None:
+                session.close(CloseCode.POLICY_VIOLATION, exc.close_reason)
         except StoreError as exc:
             log.warning("store unavailable for %s: %s", message.type, exc)
             send_error(session, ErrorCode.UNAVAILABLE, outage_text, message, race_id)

@@ -16,6 +16,11 @@ class Session(ABC):
 
     def __init__(self, session_id: int) -> None:
         self.session_id = session_id
+        #: The client's address as the admission limits count it (`admission.client_key`);
+        #: "" when it has none (a session of the tests).
+        self.address = ""
+        #: Wrong guesses of each secret on this connection (`guesses.Guesses`), by its noun.
+        self.wrong_guesses: dict[str, int] = {}
         self.said_hello = False
         #: Whether its hello was answered: one replaced before that closes once it is.
         self.welcomed = False
@@ -25,6 +30,11 @@ class Session(ABC):
         #: Race id -> (epoch, version) of the last event of it this session was sent.
         self.versions: dict[RaceId, tuple[str, int]] = {}
         self.closed = False
+
+    @property
+    def label(self) -> str:
+        """How the log names this connection: `connection 12 from 192.0.2.7`."""
+        return f"connection {self.session_id} from {self.address or 'an unknown address'}"
 
     @abstractmethod
     def send(self, message: BaseModel) -> None:

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from solrace.server.guesses import ADMIN_TOKEN_GUESSES, Guesses
 from solrace.server.identities import identity_of
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import PlayerId
@@ -80,6 +81,10 @@ class TournamentRequests(TournamentChanges):
         #: Summaries for `list_tournaments` and the version each shows, the latest used last:
         #: at most `SUMMARIES_KEPT`.
         self._summaries: OrderedDict[str, _Summary] = OrderedDict()
+        #: Wrong admin tokens, per connection and per address (`guesses.Guesses`).
+        self.admin_guesses = Guesses(
+            ADMIN_TOKEN_GUESSES, per_address=self.settings.max_connections_per_address > 0
+        )
 
     @property
     def handlers(self) -> dict[type[Any], Handler]:
@@ -94,13 +99,18 @@ class TournamentRequests(TournamentChanges):
             TournamentAdmin: self._admin,
         }
 
-    def _check_admin(self, token: str) -> None:
+    def _check_admin(self, session: Session, token: str) -> None:
+        """Refuse `token` unless it is the server's admin token (compared in constant time);
+        a wrong one, or one from an address out of guesses, is counted (`admin_guesses`)."""
+        guesses = self.admin_guesses
+        guesses.check(session)
         expected = self.settings.admin_token
         if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
-            raise RaceError(ErrorCode.NOT_ADMIN, "a valid admin token is needed for that")
+            refusal = RaceError(ErrorCode.NOT_ADMIN, "a valid admin token is needed for that")
+            raise guesses.wrong(session, refusal)
 
     async def _create(self, session: Session, message: CreateTournament) -> None:
-        self._check_admin(message.admin_token)
+        self._check_admin(session, message.admin_token)
         admin, name = identity_of(session)
         settings = self.settings
         check_race_settings(settings, message.game, message.time_limit_s)
@@ -255,7 +265,7 @@ class TournamentRequests(TournamentChanges):
         self.views.answer(session, live)
 
     async def _admin(self, session: Session, message: TournamentAdmin) -> None:
-        self._check_admin(message.admin_token)
+        self._check_admin(session, message.admin_token)
         ratings: dict[PlayerId, float] = {}
         if message.act == "start":  # seeding by rating: the tournament's game is needed
             live = await self._load(message.tournament_id)

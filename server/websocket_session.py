@@ -122,8 +122,6 @@ class WebSocketSession(Session, asyncio.Protocol):
         #: Done once the socket is gone (`connection_lost`); what the session's close then
         #: does (the hub told, a racer marked away) is an `edge.finishing` task.
         self.lost: asyncio.Future[None] = self.loop.create_future()
-        #: The client's address as the admission limits count it (`client_key`).
-        self.address = ""
         #: Past an admission limit: the answer to its handshake.
         self.refusal: Refusal | None = None
 

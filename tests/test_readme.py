@@ -6,8 +6,8 @@ comments are free text.
 
 The tournament walk-through is a flow a newcomer can paste: every `solrace tournament` command
 in it parses, and `bots` (which stays until the tournament has finished) runs in the
-background before `start`, with the admin token the server was started with (one the server
-takes).
+background before `start`, with the admin token the server was started with: a random one
+(one the server takes) made into a file that both terminals read.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import contextlib
 import io
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +77,17 @@ def tournament_block() -> tuple[str, list[str]]:
 def test_the_tournament_walk_through_runs_bots_in_the_background() -> None:
     lead, lines = tournament_block()
     exported = dict(word.split("=", 1) for word in shlex.split(lines[0].removeprefix("export ")))
-    assert f"solrace serve --admin-token {exported['SOLRACE_ADMIN_TOKEN']}" in lead
-    assert Settings(admin_token=exported["SOLRACE_ADMIN_TOKEN"]).admin_token  # long enough
+    # The token is made at random into a file, which the server and the second terminal read.
+    [(making, kept)] = re.findall(r"`(python3 -c '[^`]*') > (\S+)`", lead)
+    assert f'`solrace serve --admin-token "$(cat {kept})"`' in lead
+    assert exported["SOLRACE_ADMIN_TOKEN"] == f"$(cat {kept})"
+    python = [sys.executable, *shlex.split(making)[1:]]
+    made = [
+        subprocess.run(python, capture_output=True, text=True, check=True).stdout.strip()
+        for _ in range(2)
+    ]
+    assert made[0] != made[1]  # a new one each time
+    assert Settings(admin_token=made[0]).admin_token == made[0]  # one the server takes
     commands: list[tuple[list[str], bool]] = []
     for line in lines[1:]:
         words = shlex.split(line, comments=True)

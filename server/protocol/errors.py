@@ -37,6 +37,7 @@ class ErrorCode(StrEnum):
     NOT_ALLOWED = "not_allowed"
     UNAVAILABLE = "unavailable"
     NOT_ADMIN = "not_admin"
+    TOO_MANY_GUESSES = "too_many_guesses"
     UNKNOWN_TOURNAMENT = "unknown_tournament"
     UNKNOWN_PLAYER = "unknown_player"
     UNKNOWN_MATCH = "unknown_match"

@@ -1,0 +1,183 @@
+"""Wrong guesses of a secret are expensive: the admin token (`create_tournament`,
+`tournament_admin`) and a race's invite code (`join_race`).
+
+A secret a client presents that turns out wrong is a wrong guess, and each kind of secret has
+two limits (`GuessLimit`):
+
+- per connection: the wrong guess that reaches `per_connection` is answered, then the
+  connection is closed with 1008 and a reason naming the secret;
+- per client address (`admission.client_key`), over a window: `per_address` wrong guesses,
+  refilled evenly over `window_s` (a credit bucket). An address with no credit left has every
+  guess of that kind refused without being checked (`too_many_guesses`, saying in how many
+  seconds the next is taken), so reconnecting does not start it again. Such a refusal counts
+  toward the connection's limit too.
+
+A right secret from an address with credit costs nothing: the check before it is one lookup.
+Behind a proxy (`max_connections_per_address` 0: every client has the proxy's address) the
+per-address limit is off, as admission's are, and the proxy's pace of connections bounds
+the guesses.
+
+A wrong guess is logged (`log_level`: a WARNING for admin tokens), with the connection and its
+address, at most once a minute per address, counting the ones since that address's last line;
+an address that runs out of credit is logged once, when it does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from solrace.server.protocol.errors import ErrorCode, RaceError
+from solrace.server.protocol.ratelimit import CreditBucket
+from solrace.server.session import Session
+
+log = logging.getLogger("solrace.server.guesses")
+
+#: Seconds between two log lines about one address's wrong guesses of one kind.
+WARN_EVERY_S = 60.0
+
+#: Seconds between two sweeps of the addresses whose credit has refilled.
+SWEEP_EVERY_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class GuessLimit:
+    """How many wrong guesses of one secret (`noun`) a connection and an address get."""
+
+    noun: str
+    per_connection: int
+    per_address: int
+    window_s: float
+    log_level: int
+
+
+ADMIN_TOKEN_GUESSES = GuessLimit(
+    "admin token", per_connection=5, per_address=10, window_s=600.0, log_level=logging.WARNING
+)
+INVITE_CODE_GUESSES = GuessLimit(
+    "invite code", per_connection=10, per_address=20, window_s=600.0, log_level=logging.INFO
+)
+
+
+class WrongGuess(RaceError):
+    """The refusal of a wrong guess (or of a guess not checked), and the reason of the close
+    (1008) that follows it when the connection has reached its limit (None: it stays open)."""
+
+    def __init__(self, code: ErrorCode, message: str, close_reason: str | None) -> None:
+        super().__init__(code, message)
+        self.close_reason = close_reason
+
+
+class Guesses:
+    """The wrong guesses of one kind of secret on this node (the module's docstring)."""
+
+    def __init__(
+        self,
+        limit: GuessLimit,
+        *,
+        per_address: bool,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit = limit
+        #: False behind a proxy: no per-address credit (the module's docstring).
+        self.per_address = per_address
+        self.clock = clock
+        #: Each address's credit of wrong guesses, dropped once refilled.
+        self.credits: dict[str, CreditBucket] = {}
+        #: Each address's last log line (monotonic seconds) and the wrong guesses since.
+        self.warned_at: dict[str, float] = {}
+        self.unsaid: dict[str, int] = {}
+        self.swept_at = clock()
+
+    def check(self, session: Session) -> None:
+        """Before a guess from `session` is checked: raises `WrongGuess` (`too_many_guesses`)
+        when its address has no credit left."""
+        bucket = self.credits.get(session.address) if self.per_address else None
+        if bucket is None:
+            return
+        now = self.clock()
+        if bucket.can_spend(now):
+            return
+        wait_s = max(1, round(bucket.wait_s(now)))
+        raise self._count(
+            session,
+            ErrorCode.TOO_MANY_GUESSES,
+            f"too many wrong {self.limit.noun}s from your address: try again in {wait_s} s",
+        )
+
+    def wrong(self, session: Session, refusal: RaceError) -> WrongGuess:
+        """`session`'s guess was wrong, refused with `refusal`: counted for the connection and
+        its address, and logged. Returns the error to raise in its place."""
+        now = self.clock()
+        self._sweep(now)
+        self._note(session, now)
+        if self.per_address:
+            key = session.address
+            bucket = self.credits.get(key)
+            if bucket is None:
+                limit = self.limit
+                bucket = self.credits[key] = CreditBucket(
+                    limit.per_address, limit.per_address / limit.window_s, now
+                )
+            bucket.spend(now)
+            if not bucket.can_spend(now):
+                log.warning(
+                    "%s: %d wrong %ss from %s within %g s: its %ss are refused unchecked for %d s",
+                    session.label,
+                    self.limit.per_address,
+                    self.limit.noun,
+                    key or "an unknown address",
+                    self.limit.window_s,
+                    self.limit.noun,
+                    round(bucket.wait_s(now)),
+                )
+        return self._count(session, refusal.code, refusal.message)
+
+    def _count(self, session: Session, code: ErrorCode, message: str) -> WrongGuess:
+        """Count a refused guess on the connection: the error to raise, with the close once
+        the connection has reached its limit."""
+        noun = self.limit.noun
+        count = session.wrong_guesses[noun] = session.wrong_guesses.get(noun, 0) + 1
+        close = f"too many wrong {noun}s" if count >= self.limit.per_connection else None
+        return WrongGuess(code, message, close)
+
+    def _note(self, session: Session, now: float) -> None:
+        """Log a wrong guess, at most once per `WARN_EVERY_S` per address."""
+        key = session.address
+        unsaid = self.unsaid[key] = self.unsaid.get(key, 0) + 1
+        last = self.warned_at.get(key)
+        if last is not None and now - last < WARN_EVERY_S:
+            return
+        self.warned_at[key] = now
+        self.unsaid[key] = 0
+        log.log(
+            self.limit.log_level,
+            "%s: wrong %s (%d from this address since its previous such line; one a minute "
+            "at most)",
+            session.label,
+            self.limit.noun,
+            unsaid,
+        )
+
+    def _sweep(self, now: float) -> None:
+        """Forget the addresses whose credit has refilled and whose last line is a minute
+        old, once a minute: what a flood from many addresses leaves behind is bounded."""
+        if now - self.swept_at < SWEEP_EVERY_S:
+            return
+        self.swept_at = now
+        for key in [k for k, b in self.credits.items() if b.is_full(now)]:
+            del self.credits[key]
+        for key in [k for k, at in self.warned_at.items() if now - at >= WARN_EVERY_S]:
+            del self.warned_at[key]
+            self.unsaid.pop(key, None)
+
+
+__all__ = [
+    "ADMIN_TOKEN_GUESSES",
+    "INVITE_CODE_GUESSES",
+    "GuessLimit",
+    "Guesses",
+    "WrongGuess",
+]

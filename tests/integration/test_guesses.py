@@ -1,0 +1,92 @@
+"""Wrong guesses of a secret over real sockets: a connection that sends too many is closed
+(1008), its address runs out of guesses for a while (reconnecting does not start it again),
+a right secret still works from another address, and the log names the address."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from solrace.server.app import App
+from solrace.server.guesses import ADMIN_TOKEN_GUESSES
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.messages import Error
+from solrace.server.protocol.tournament_messages import (
+    CreateTournament,
+    TournamentAdmin,
+    TournamentView,
+)
+from tests.integration.conftest import ServerFactory
+from tests.integration.wsclient import Client
+
+TOKEN = "4f1c0e9b7a2d5c8e3b6a9d0c1f4e7b2a"
+
+
+async def open_from(app: App, address: str, name: str | None = None) -> Client:
+    """A client connected from `address` (any 127.x.y.z reaches the server on loopback), its
+    hello said (a spectator without `name`)."""
+    client = await Client.open(f"ws://127.0.0.1:{app.port}", local_addr=(address, 0))
+    await client.hello(name)
+    return client
+
+
+async def flood_until_closed(
+    client: Client, message: Any, count: int
+) -> tuple[list[Error], tuple[int | None, str | None]]:
+    """Send `message` `count` times at once; the errors answered before the server's close,
+    and that close's code and reason."""
+    for _ in range(count):
+        await client.send(message)
+    await client.closed()
+    connection = client.connection
+    return [m for m in client.received if isinstance(m, Error)], (
+        connection.close_code,
+        connection.close_reason,
+    )
+
+
+def create(token: str) -> CreateTournament:
+    return CreateTournament(
+        admin_token=token, name="cup", game="klondike", format="swiss", check_in_required=False
+    )
+
+
+async def test_wrong_admin_tokens_close_the_connection_then_lock_the_address_out(
+    start_server: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = await start_server(admin_token=TOKEN)
+    guess = TournamentAdmin(tournament_id="t000000", admin_token="guess-" + "0" * 16, act="start")
+    limit = ADMIN_TOKEN_GUESSES
+    caplog.set_level(logging.INFO, logger="solrace.server")
+    for _ in range(limit.per_address // limit.per_connection):
+        guesser = await open_from(app, "127.0.0.1")
+        errors, close = await flood_until_closed(guesser, guess, 98)
+        assert [e.code for e in errors] == ["not_admin"] * limit.per_connection
+        assert close == (
+            CloseCode.POLICY_VIOLATION,
+            "too many wrong admin tokens",
+        )
+    # The address has no guesses left: even the right token is refused unchecked, saying when
+    # to try again.
+    late = await open_from(app, "127.0.0.1")
+    await late.send(create(TOKEN))
+    refused = await late.expect(Error)
+    assert refused.code == "too_many_guesses"
+    assert refused.message.startswith("too many wrong admin tokens from your address: try again in")
+    await late.close()
+    # The director, from another address, is not held back.
+    director = await open_from(app, "127.0.0.2", "director")
+    await director.send(create(TOKEN))
+    assert (await director.expect(TournamentView)).tournament.phase == "registration"
+    await director.close()
+    # Logged with the address, not once per guess.
+    warned = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "solrace.server.guesses" and r.levelno == logging.WARNING
+    ]
+    assert any("from 127.0.0.1: wrong admin token" in line for line in warned), warned
+    assert any("wrong admin tokens from 127.0.0.1" in line for line in warned), warned
+    assert len(warned) <= 3, warned
