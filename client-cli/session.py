@@ -127,16 +127,15 @@ def client_message(model: type[M], **fields: Any) -> M:
     long, an empty one), or a number too big for a frame (`WIRE_INT_MAX`: seats typed as 30
     digits), raise `RequestError` (`invalid_message`) saying which and why, as the server's
     refusal would, and nothing is sent."""
-    try:
-        message = model(**fields)
-    except ValidationError as exc:
-        text = validation_text(exc, TYPED_FIELDS)
-        raise RequestError(ErrorCode.INVALID_MESSAGE.value, text) from None
     for name, value in fields.items():
         if isinstance(value, int) and abs(value) > WIRE_INT_MAX:
             words = f"{TYPED_FIELDS.get(name, name)}: {value} is too big to send"
             raise RequestError(ErrorCode.INVALID_MESSAGE.value, words)
-    return message
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        text = validation_text(exc, TYPED_FIELDS)
+        raise RequestError(ErrorCode.INVALID_MESSAGE.value, text) from None
 
 
 def answer_to(message: ClientMessage, until: Predicate) -> Predicate:

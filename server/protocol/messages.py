@@ -31,7 +31,7 @@ from solrace.server.protocol.tournament_messages import (
     WatchTournament,
 )
 from solrace.server.protocol.vocab import RacerStateName, RaceStatusName
-from solrace.server.protocol.wire import IdText, Message, ShortText
+from solrace.server.protocol.wire import IdText, Message, ShortText, WireInt
 
 PROTOCOL_VERSION = 1
 
@@ -41,6 +41,8 @@ Name = Annotated[str, Field(min_length=1, max_length=24, pattern=r"^[A-Za-z0-9_.
 RaceIdText = IdText
 Seq = Annotated[int, Field(ge=0, lt=2**53)]
 Version = Annotated[int, Field(ge=0, lt=2**53)]
+#: A ping's nonce, echoed in the pong: any signed 64-bit integer.
+Nonce = Annotated[int, Field(ge=-(2**63), lt=2**63)]
 
 
 # --- shared pieces -------------------------------------------------------------------------
@@ -181,7 +183,7 @@ class Hello(Message):
     and key again get the same player back, should the welcome with its token be lost."""
 
     type: Literal["hello"] = "hello"
-    protocol: int
+    protocol: WireInt
     name: Name | None = None
     token: Annotated[str, Field(max_length=200)] | None = None
     key: Annotated[str, Field(min_length=16, max_length=100)] | None = None
@@ -195,7 +197,7 @@ class Hello(Message):
 
 class Ping(Message):
     type: Literal["ping"] = "ping"
-    nonce: int = 0
+    nonce: Nonce = 0
 
 
 class ListRaces(Message):
@@ -214,8 +216,10 @@ InviteCode = Annotated[str, Field(max_length=64, pattern=r"\S")]
 class CreateRace(Message):
     type: Literal["create_race"] = "create_race"
     game: ShortText
-    seats: int
-    time_limit_s: int
+    #: The server's range (2..`max_seats`) is checked when the race is made.
+    seats: WireInt
+    #: The server's range (`min_time_limit_s`..`max_time_limit_s`) is checked likewise.
+    time_limit_s: WireInt
     rated: bool = False
     invite_code: InviteCode | None = None
     game_number: ShortText | None = None

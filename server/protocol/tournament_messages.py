@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.vocab import FormatName, MatchStateName, PhaseName
-from solrace.server.protocol.wire import IdText, Message, ShortText
+from solrace.server.protocol.wire import Count, IdText, Message, ShortText, WireInt
 
 #: The zero-width non-joiner and joiner: Persian and other scripts write words with them, and
 #: emoji sequences (a family, a flag with a sign) are joined by the joiner.
@@ -95,6 +95,8 @@ Label = ShortText
 
 #: The most rows one `get_leaderboard` may ask for.
 LEADERBOARD_LIMIT = 100
+#: The longest `no_show_grace_s` a tournament takes: a day.
+MAX_NO_SHOW_GRACE_S = 24 * 3600
 ShownText = Annotated[str, Field(max_length=64), AfterValidator(_printable)]
 """Free text other clients are shown (a tournament's name, a correction's reason)."""
 TournamentName = Annotated[ShownText, AfterValidator(_not_blank)]
@@ -287,11 +289,12 @@ class CreateTournament(Message):
     game: Label
     format: FormatName
     best_of: Annotated[int, Field(ge=1, le=9)] = 1
-    time_limit_s: int = 600
+    #: The server's range of race time limits is checked when the tournament is made.
+    time_limit_s: WireInt = 600
     min_players: Annotated[int, Field(ge=2, le=1024)] = 2
     max_players: Annotated[int, Field(ge=2, le=1024)] | None = None
     check_in_required: bool = True
-    no_show_grace_s: Annotated[int, Field(ge=0)] | None = 120
+    no_show_grace_s: Annotated[int, Field(ge=0, le=MAX_NO_SHOW_GRACE_S)] | None = 120
     rated: bool = True
     swiss_rounds: Annotated[int, Field(ge=1, le=64)] | None = None
     heat_size: Annotated[int, Field(ge=2, le=16)] = 4
@@ -305,7 +308,7 @@ class ListTournaments(Message):
     tournaments, older than the N latest (those the pages before showed)."""
 
     type: Literal["list_tournaments"] = "list_tournaments"
-    skip_finished: Annotated[int, Field(ge=0)] = 0
+    skip_finished: Count = 0
 
 
 class WatchTournament(Message):
@@ -347,9 +350,10 @@ class TournamentAdmin(Message):
     act: AdminAct
     match_id: Label | None = None
     player_id: Label | None = None
-    race_number: Annotated[int, Field(ge=1)] | None = None
+    race_number: Annotated[Count, Field(ge=1)] | None = None
     placings: list[list[Label]] | None = None
-    cards: dict[str, int] | None = None
+    #: Each count's range (0 to the game's cards) is checked against the race.
+    cards: dict[str, WireInt] | None = None
     reason: ShownText = ""
 
 

@@ -13,6 +13,15 @@ MAX_ID_CHARS = 32
 IdText = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 #: A short label: a game id, a player id, a match id.
 ShortText = Annotated[str, Field(max_length=64)]
+#: The largest value an integer field a client sends takes, unless the field says less:
+#: 2^31 - 1. No count, number or time in seconds means anything past it, and every value
+#: stays far inside what the stores keep (signed 64-bit integers) and what a timer takes.
+MAX_WIRE_INT = 2**31 - 1
+#: An integer a client sends whose own range is checked later (a server setting, the game):
+#: at most `MAX_WIRE_INT`.
+WireInt = Annotated[int, Field(le=MAX_WIRE_INT)]
+#: A count a client sends (of things to skip, a number of something): 0 to `MAX_WIRE_INT`.
+Count = Annotated[int, Field(ge=0, le=MAX_WIRE_INT)]
 
 
 class Message(BaseModel):
@@ -22,4 +31,4 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-__all__ = ["MAX_ID_CHARS", "IdText", "Message", "ShortText"]
+__all__ = ["MAX_ID_CHARS", "MAX_WIRE_INT", "Count", "IdText", "Message", "ShortText", "WireInt"]
