@@ -165,6 +165,18 @@ def _request_race(value: dict[str, Any]) -> str | None:
     return race_id if isinstance(race_id, str) and 0 < len(race_id) <= MAX_ID_CHARS else None
 
 
+def _not_a_message(value: dict[Any, Any]) -> SchemaError | None:
+    """The refusal of a map no message is, whatever its values: one with a key that is not a
+    string (a number, or binary: msgpack's bin type is bytes, not text), or one without a
+    `type`; None for any other map. Said plainly, before pydantic's words about the union's
+    tag ("Unable to extract tag using discriminator")."""
+    if not all(isinstance(key, str) for key in value):
+        return SchemaError("a map's keys must be strings", _request_type(value))
+    if "type" not in value:
+        return SchemaError('a message needs a "type"')
+    return None
+
+
 def _check_type(value: dict[str, Any]) -> None:
     """`SchemaError` for a `type` that is there but not a short string, before pydantic sees
     it: its error about an unknown tag quotes the tag's repr, and the repr of an array nested
@@ -177,6 +189,15 @@ def _check_type(value: dict[str, Any]) -> None:
         f"type: Input should be a message type (a string of at most {MAX_TYPE_CHARS} "
         f"characters), not {_wire_kind(value['type'])}"
     )
+
+
+def _check_shape(value: dict[Any, Any]) -> None:
+    """`SchemaError` for a map no message is (`_not_a_message`) or whose `type` is not a
+    short string (`_check_type`)."""
+    shape = _not_a_message(value)
+    if shape is not None:
+        raise shape
+    _check_type(value)
 
 
 def _wire_kind(value: Any) -> str:
@@ -259,9 +280,12 @@ def decode_client(data: bytes) -> ClientMessage:
         try:
             move: MakeMove = _MOVE_VALIDATOR.validate_python(value)
         except ValidationError as exc:
+            shape = _not_a_message(value)  # checked here, off the path of valid moves
+            if shape is not None:
+                raise shape from None
             raise SchemaError(_describe(exc, "move"), "move", _request_race(value)) from None
         return move
-    _check_type(value)
+    _check_shape(value)
     try:
         return CLIENT_ADAPTER.validate_python(value)
     except ValidationError as exc:
@@ -271,7 +295,7 @@ def decode_client(data: bytes) -> ClientMessage:
 def decode_server(data: bytes) -> ServerMessage:
     """A frame from the server to its message (used by clients and tests)."""
     value = unpack_map(data)
-    _check_type(value)
+    _check_shape(value)
     try:
         return SERVER_ADAPTER.validate_python(value)
     except ValidationError as exc:

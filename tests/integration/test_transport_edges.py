@@ -115,10 +115,16 @@ async def test_maps_keyed_by_numbers_get_invalid_message_and_the_connection_stay
     app = await start_server()
     client = await Client.open(url_of(app))
     try:
-        for frame in (b"\x81\x01\x01", b"\x83\xa4type\xa4ping\xa5nonce\x01\x02\x03"):
+        keys_must_be_strings = "a map's keys must be strings"
+        for frame, reason in (
+            (b"\x81\x01\x01", keys_must_be_strings),
+            (b"\x83\xa4type\xa4ping\xa5nonce\x01\x02\x03", keys_must_be_strings),
+            (encode_raw({b"type": b"ping", "nonce": 1}), keys_must_be_strings),  # binary keys
+            (encode_raw({}), 'a message needs a "type"'),
+        ):
             await client.send_raw(frame)
             error = await client.expect(Error)
-            assert error.code == ErrorCode.INVALID_MESSAGE.value
+            assert (error.code, error.message) == (ErrorCode.INVALID_MESSAGE.value, reason)
         await ping_pong(client, 3)
         assert client.connection.close_code is None
         # Too deep to decode at all: not one msgpack map (1007).

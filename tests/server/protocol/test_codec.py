@@ -17,7 +17,7 @@ from solrace.server.protocol import codec
 from solrace.server.protocol.codec import (
     MAX_CLIENT_FIELDS,
     MAX_REASON_CHARS,
-    _check_type,
+    _check_shape,
     decode_client,
     decode_server,
     encode,
@@ -277,15 +277,38 @@ def test_any_map_decodes_or_fails_cleanly(value: dict[str, object]) -> None:
         decode_client(msgpack.packb(value))
 
 
+@pytest.mark.parametrize(
+    ("frame", "reason", "request_type"),
+    [
+        (encode_raw({}), 'a message needs a "type"', None),
+        (encode_raw({"nonce": 1}), 'a message needs a "type"', None),
+        (b"\x81\x01\x01", "a map's keys must be strings", None),  # {1: 1}
+        (encode_raw({b"type": b"ping", "nonce": 1}), "a map's keys must be strings", None),
+        (encode_raw({b"type": "ping"}), "a map's keys must be strings", None),
+        (encode_raw({"type": "ping", "nonce": 1, 2: 3}), "a map's keys must be strings", "ping"),
+        (encode_raw({"type": "move", b"seq": 1}), "a map's keys must be strings", "move"),
+        (b"\x81\x91\x01\x01", "a map's keys must be strings", None),  # {[1]: 1}
+    ],
+)
+def test_a_map_without_a_string_type_says_plainly_what_is_wrong(
+    frame: bytes, reason: str, request_type: str | None
+) -> None:
+    """No `type`, or keys that are not strings (binary ones too: msgpack's bin type is not a
+    string): the answer says so, not the schema's words about a union's tag."""
+    with pytest.raises(SchemaError) as caught:
+        decode_client(frame)
+    assert (str(caught.value), caught.value.request_type) == (reason, request_type)
+
+
 # --- moves skip the union: the same answers as through it --------------------------------
 
 
 def decode_through_the_union(data: bytes) -> ClientMessage:
     """`decode_client` as it was before moves got their own path: every map through the
-    whole client union, errors described the same way (a type that is not a short string
-    refused before it)."""
+    whole client union, errors described the same way (a map with a key that is not a
+    string, or no type, or a type that is not a short string refused before it)."""
     value = unpack_map(data)
-    _check_type(value)
+    _check_shape(value)
     try:
         return CLIENT_ADAPTER.validate_python(value)
     except ValidationError as exc:
