@@ -13,6 +13,7 @@ import random
 import secrets
 from collections.abc import Callable, Sequence
 
+from solrace.server.guesses import INVITE_CODE_GUESSES, Guesses
 from solrace.server.identities import identity_of
 from solrace.server.lobby import LobbyFeed, race_list
 from solrace.server.player_sessions import PlayerSessions
@@ -102,6 +103,10 @@ class RaceRequests:
         self.sessions = sessions
         self.rng = rng
         self.clock = clock
+        #: Wrong invite codes, per connection and per address (`guesses.Guesses`).
+        self.invite_guesses = Guesses(
+            INVITE_CODE_GUESSES, per_address=settings.max_connections_per_address > 0
+        )
 
     async def _live_race_infos(self) -> list[RaceInfo]:
         if self.keeper.is_cluster:
@@ -154,17 +159,31 @@ class RaceRequests:
         log.info("%s created race %s (%s)", name, record.race_id, record.game)
 
     async def join_race(self, session: Session, message: JoinRace) -> None:
+        """Seat the player. An invite code given for a race that needs one is a guess: a
+        wrong one, or one from an address out of guesses, is counted (`invite_guesses`)."""
         player_id, name = identity_of(session)
         runtime = await requested_race(self.keeper, message.race_id)
+        guessing = message.invite_code is not None and runtime.race.record.invite_code is not None
+        if guessing:
+            self.invite_guesses.check(session)
         if player_id not in runtime.race.racers:  # a seat already held is resumed, not taken
             self.quota.check_races_of(player_id)
         now = self.clock()
-        await self.keeper.apply_to_race(
-            runtime,
-            lambda race: race.join(
-                player_id, name, message.invite_code, now, self.sessions.claimant_holder(session)
-            ),
-        )
+        try:
+            await self.keeper.apply_to_race(
+                runtime,
+                lambda race: race.join(
+                    player_id,
+                    name,
+                    message.invite_code,
+                    now,
+                    self.sessions.claimant_holder(session),
+                ),
+            )
+        except RaceError as exc:
+            if guessing and exc.code is ErrorCode.BAD_INVITE:
+                raise self.invite_guesses.wrong(session, exc) from None
+            raise
         # A racer does not watch its own race: one that watched it first stops watching.
         self.watching.unwatch(session, runtime)
 

@@ -40,7 +40,7 @@ CLOSE_REASONS: dict[CloseCode, str] = {
     CloseCode.INVALID_PAYLOAD: "a frame that is not one msgpack map, or a close frame whose "
     "reason is not UTF-8",
     CloseCode.POLICY_VIOLATION: "the connection's rate budget is spent (flood), or it sent "
-    "too many wrong admin tokens (the reason says which)",
+    "too many wrong admin tokens or invite codes (the reason says which)",
     CloseCode.MESSAGE_TOO_BIG: "a message above the size cap (16 KiB by default) or in more "
     "than 64 fragments",
     CloseCode.INTERNAL_ERROR: "a bug in the server, or the keepalive ping went unanswered; "

@@ -5,14 +5,13 @@ a right secret still works from another address, and the log names the address."
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
 
 from solrace.server.app import App
-from solrace.server.guesses import ADMIN_TOKEN_GUESSES
+from solrace.server.guesses import ADMIN_TOKEN_GUESSES, INVITE_CODE_GUESSES
 from solrace.server.protocol.closecodes import CloseCode
-from solrace.server.protocol.messages import Error
+from solrace.server.protocol.messages import CreateRace, Error, JoinRace, RaceUpdate
 from solrace.server.protocol.tournament_messages import (
     CreateTournament,
     TournamentAdmin,
@@ -32,19 +31,12 @@ async def open_from(app: App, address: str, name: str | None = None) -> Client:
     return client
 
 
-async def flood_until_closed(
-    client: Client, message: Any, count: int
-) -> tuple[list[Error], tuple[int | None, str | None]]:
-    """Send `message` `count` times at once; the errors answered before the server's close,
-    and that close's code and reason."""
-    for _ in range(count):
-        await client.send(message)
+async def closed_with(client: Client) -> tuple[list[Error], tuple[int | None, str | None]]:
+    """Wait for the server's close: the errors answered before it, and its code and reason."""
     await client.closed()
     connection = client.connection
-    return [m for m in client.received if isinstance(m, Error)], (
-        connection.close_code,
-        connection.close_reason,
-    )
+    errors = [m for m in client.received if isinstance(m, Error)]
+    return errors, (connection.close_code, connection.close_reason)
 
 
 def create(token: str) -> CreateTournament:
@@ -62,7 +54,9 @@ async def test_wrong_admin_tokens_close_the_connection_then_lock_the_address_out
     caplog.set_level(logging.INFO, logger="solrace.server")
     for _ in range(limit.per_address // limit.per_connection):
         guesser = await open_from(app, "127.0.0.1")
-        errors, close = await flood_until_closed(guesser, guess, 98)
+        for _ in range(98):
+            await guesser.send(guess)
+        errors, close = await closed_with(guesser)
         assert [e.code for e in errors] == ["not_admin"] * limit.per_connection
         assert close == (
             CloseCode.POLICY_VIOLATION,
@@ -90,3 +84,43 @@ async def test_wrong_admin_tokens_close_the_connection_then_lock_the_address_out
     assert any("from 127.0.0.1: wrong admin token" in line for line in warned), warned
     assert any("wrong admin tokens from 127.0.0.1" in line for line in warned), warned
     assert len(warned) <= 3, warned
+
+
+async def test_wrong_invite_codes_close_the_connection_then_lock_the_address_out(
+    start_server: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = await start_server()
+    limit = INVITE_CODE_GUESSES
+    caplog.set_level(logging.INFO, logger="solrace.server")
+    creator = await open_from(app, "127.0.0.3", "creator")
+    await creator.send(CreateRace(game="klondike", seats=2, time_limit_s=60, invite_code="4711"))
+    race_id = (await creator.expect(RaceUpdate)).race_id
+    codes = iter(f"{k:04d}" for k in range(10_000) if k != 4711)
+    for n in range(limit.per_address // limit.per_connection):
+        guesser = await open_from(app, "127.0.0.1", f"guesser{n}")
+        for _ in range(95):
+            await guesser.send(JoinRace(race_id=race_id, invite_code=next(codes)))
+        errors, close = await closed_with(guesser)
+        assert [e.code for e in errors] == ["bad_invite"] * limit.per_connection
+        assert close == (CloseCode.POLICY_VIOLATION, "too many wrong invite codes")
+    # The address has no guesses left: even the right code is refused unchecked.
+    late = await open_from(app, "127.0.0.1", "late")
+    await late.send(JoinRace(race_id=race_id, invite_code="4711"))
+    refused = await late.expect(Error)
+    assert refused.code == "too_many_guesses"
+    assert refused.message.startswith("too many wrong invite codes from your address: try again in")
+    await late.close()
+    # The invited player, from another address, joins with it.
+    friend = await open_from(app, "127.0.0.2", "friend")
+    await friend.send(JoinRace(race_id=race_id, invite_code="4711"))
+    joined = await friend.expect(RaceUpdate, lambda m: len(m.race.racers) == 2)
+    assert joined.race_id == race_id
+    await friend.close()
+    await creator.close()
+    told = [r for r in caplog.records if r.name == "solrace.server.guesses"]
+    assert any("from 127.0.0.1: wrong invite code" in r.getMessage() for r in told)
+    assert any(
+        r.levelno == logging.WARNING and "wrong invite codes from 127.0.0.1" in r.getMessage()
+        for r in told
+    )
+    assert len(told) <= 3, [r.getMessage() for r in told]
