@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 
 from solrace.server.protocol.errors import ErrorCode, RaceError
-from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.ids import PlayerId, looks_like_player_id
 from solrace.server.protocol.messages import Hello
 from solrace.server.protocol.records import PlayerRecord
 from solrace.server.protocol.tokens import registered_player_id, sign_token, verify_token
@@ -58,8 +58,8 @@ class Identities:
     async def identify(self, session: Session, hello: Hello, now: int) -> Identity | None:
         """Who `hello` (said on `session`, at `now`) is; None if its token is bad (nobody).
         `RaceError`: `NAME_MISMATCH` for a token or key of another name, `NAME_TAKEN` for a
-        name someone else registered, `NOT_ALLOWED` past the budget of new names (nothing
-        changed, each time)."""
+        name someone else registered, `INVALID_MESSAGE` for a new name shaped like a player
+        id, `NOT_ALLOWED` past the budget of new names (nothing changed, each time)."""
         if hello.token is not None:
             player_id = verify_token(hello.token, self.secret)
             player = None if player_id is None else await self.store.get_player(player_id)
@@ -81,7 +81,10 @@ class Identities:
         """The player of a hello with `name` and no token, and whether it is new: None if the
         name is someone else's. With the `key` that registered the name, its player again;
         with a key that registered another name, `RaceError(NAME_MISMATCH)`, and
-        `RaceError(NOT_ALLOWED)` past the address's or the node's budget of new names."""
+        `RaceError(NOT_ALLOWED)` past the address's or the node's budget of new names. A new
+        name shaped like a player id, in any case, is `RaceError(INVALID_MESSAGE)`: it would
+        pass for a player's id where ids and names are both taken (a profile, an admin act);
+        one registered already stays its player's."""
         if key is None:
             player_id = PlayerId("p" + secrets.token_hex(8))
         else:
@@ -91,6 +94,14 @@ class Identities:
                 if reclaimed.name.casefold() == name.casefold():
                     return reclaimed, False  # its own again: no new name
                 raise _key_of_another(reclaimed)
+        if looks_like_player_id(name.casefold()):
+            if await self.store.get_player_by_name(name) is not None:
+                return None, False  # someone's already: taken, as any name is
+            raise RaceError(
+                ErrorCode.INVALID_MESSAGE,
+                f"{name!r} is shaped like a player id ('p' and 16 hex digits, in any case):"
+                " choose another name",
+            )
         refusal = session.register()
         if refusal is not None:
             raise RaceError(

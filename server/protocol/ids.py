@@ -23,7 +23,9 @@ PLAYER_ID_SHAPE: Final = re.compile(r"p[0-9a-f]{16}")
 
 
 def looks_like_player_id(text: str) -> bool:
-    """True if `text` has the shape of a player id (a name may have it too: names allow it)."""
+    """True if `text` has the shape of a player id. A new name of that shape (in any case) is
+    refused (`identities.Identities`); a stored name may still have it, since a registered
+    name is never taken away."""
     return PLAYER_ID_SHAPE.fullmatch(text) is not None
 
 

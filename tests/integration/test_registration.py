@@ -164,3 +164,16 @@ async def test_hellos_refused_a_name_someone_has_do_not_use_up_the_budget_of_new
     assert isinstance(await registered(newcomer, "bob", None), Welcome)
     for each in (owner, *others, newcomer):
         await each.close()
+
+
+async def test_a_new_name_shaped_like_a_player_id_is_refused_and_the_hello_may_come_again(
+    client: ClientFactory,
+) -> None:
+    newcomer = await client()
+    for key in (None, secrets.token_urlsafe(24)):
+        refusal = await registered(newcomer, "pa6728d3b098701af", key)
+        assert isinstance(refusal, Error), refusal
+        assert (refusal.code, refusal.request) == ("invalid_message", "hello")
+        assert "shaped like a player id" in refusal.message
+    welcome = await registered(newcomer, "pat", None)
+    assert isinstance(welcome, Welcome) and welcome.name == "pat"
