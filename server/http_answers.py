@@ -148,12 +148,7 @@ def answer_request(session: WebSocketSession, request: Request) -> None:
         response.body = b""  # the headers a GET would get (Content-Length too), no body
     ws.send_response(response)
     if ws.state is State.OPEN:
-        session.opened = True
-        if session.timer is not None:
-            session.timer.cancel()
-            session.timer = None
-        session.edge.sessions.add(session)
-        session.edge.metrics.connections.inc()
+        session.accepted()
 
 
 def _refused(session: WebSocketSession, refusal: Refusal) -> Response:

@@ -104,7 +104,7 @@ class HelloHandler:
                 self.sessions.replace(session)
                 return
             await self.sessions.mark_back(session, player.player_id, runtimes, now)
-        log.info("hello from %s", session.name or "an anonymous spectator")
+        log.info("%s: hello from %s", session.label, session.name or "an anonymous spectator")
 
     def _refuse_hello(self, session: Session, message: Hello) -> bool:
         """Refuse a hello this connection may not say: a second one gets an error, one of

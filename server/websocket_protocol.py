@@ -1,12 +1,14 @@
 """websockets' sans-I/O protocol as the edge uses it: the server protocol that leaves pongs to
-the session (`NoAutoPongProtocol`), the logger its lines go to (`ws_log`; `probe_log` for the
-requests answered without opening a WebSocket), and the frame the server writes without it
+the session (`NoAutoPongProtocol`), the logger its lines go to (`ws_log`, through a
+connection's `ConnectionLog`; `probe_log` for the requests answered without opening a
+WebSocket), and the frame the server writes without it
 (`server_frame`)."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import MutableMapping
+from typing import Any, Protocol
 
 from websockets.frames import Frame, Opcode
 from websockets.server import ServerProtocol
@@ -24,6 +26,35 @@ class _ProbeLog(logging.LoggerAdapter[logging.Logger]):
 
 
 probe_log = _ProbeLog(ws_log)
+
+
+class _Labelled(Protocol):
+    @property
+    def label(self) -> str: ...
+
+
+class ConnectionLog(logging.LoggerAdapter[logging.Logger]):
+    """websockets' log of one connection: each line after the connection's label
+    (`connection 12 from 192.0.2.7: connection rejected (403 Forbidden)`), and its
+    `connection open` and `connection closed` at DEBUG: the session logs those itself, with
+    its address, the close code and the reason (`WebSocketSession.accepted`, `_log_close`)."""
+
+    def __init__(self, connection: _Labelled) -> None:
+        super().__init__(ws_log)
+        self.connection = connection
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        if level == logging.INFO and msg in _OWN_LINES:
+            level = logging.DEBUG
+        super().log(level, msg, *args, **kwargs)
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, Any]:
+        label = self.connection.label.replace("%", "%%")
+        return f"{label}: {msg}", kwargs
+
+
+#: The library's lines the session says better itself (`ConnectionLog`).
+_OWN_LINES = frozenset({"connection open", "connection closed"})
 
 
 def server_frame(payload: bytes) -> bytes:
@@ -58,4 +89,4 @@ class NoAutoPongProtocol(ServerProtocol):
             ServerProtocol.recv_frame(self, frame)
 
 
-__all__ = ["NoAutoPongProtocol", "probe_log", "server_frame", "ws_log"]
+__all__ = ["ConnectionLog", "NoAutoPongProtocol", "probe_log", "server_frame", "ws_log"]

@@ -51,7 +51,12 @@ from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import Error
 from solrace.server.protocol.ratelimit import CreditBucket
 from solrace.server.session import Session
-from solrace.server.websocket_protocol import NoAutoPongProtocol, server_frame, ws_log
+from solrace.server.websocket_protocol import (
+    ConnectionLog,
+    NoAutoPongProtocol,
+    server_frame,
+    ws_log,
+)
 from solrace.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -64,6 +69,19 @@ INBOX_LIMIT = 16
 
 #: Fragments one message may come in; one more closes the connection with 1009.
 MAX_FRAGMENTS = 64
+
+#: The server's closes for what a client did wrong, logged as WARNINGs (`_log_close`).
+ABUSE_CLOSES = frozenset(
+    {
+        CloseCode.PROTOCOL_ERROR,
+        CloseCode.UNSUPPORTED_DATA,
+        CloseCode.INVALID_PAYLOAD,
+        CloseCode.POLICY_VIOLATION,
+        CloseCode.MESSAGE_TOO_BIG,
+        CloseCode.AUTH_FAILED,
+        CloseCode.TOO_SLOW,
+    }
+)
 
 
 class WebSocketSession(Session, asyncio.Protocol):
@@ -81,7 +99,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.edge = edge
         settings = edge.settings
         self.ws = NoAutoPongProtocol(
-            origins=edge.origins, max_size=settings.max_frame_bytes, logger=ws_log
+            origins=edge.origins, max_size=settings.max_frame_bytes, logger=ConnectionLog(self)
         )
         self.transport: asyncio.Transport | None = None
         self.loop = asyncio.get_running_loop()
@@ -192,6 +210,17 @@ class WebSocketSession(Session, asyncio.Protocol):
     def unregister(self) -> None:
         self.edge.admission.unregister(self.address)
 
+    def accepted(self) -> None:
+        """The handshake was answered 101: the connection is one of the hub's sessions now,
+        and the log says so with its id and address (`ws_log`, INFO)."""
+        self.opened = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.edge.sessions.add(self)
+        self.edge.metrics.connections.inc()
+        ws_log.info("%s open", self.label)
+
     def connection_lost(self, exc: Exception | None) -> None:
         # Messages already read are still handled (a resign sent just before closing
         # counts); their answers go nowhere.
@@ -203,12 +232,30 @@ class WebSocketSession(Session, asyncio.Protocol):
         edge.connections.discard(self)
         edge.admission.leave(self.address)
         if self.opened:
+            self._log_close()
             edge.sessions.discard(self)
             edge.metrics.connections.dec()
             finish = self.loop.create_task(self._finish(), name=f"solrace-bye-{self.session_id}")
             edge.finishing.add(finish)
             finish.add_done_callback(edge.finishing.discard)
         self.lost.set_result(None)
+
+    def _log_close(self) -> None:
+        """One line for the close of an opened connection: its id and address, who closed it,
+        the code and the reason. The server's closes for a client's misdeeds (`ABUSE_CLOSES`)
+        are WARNINGs; the others, and every close the client began, are INFO."""
+        ws, label = self.ws, self.label
+        sent, received = ws.close_sent, ws.close_rcvd
+        if sent is not None and (received is None or ws.close_rcvd_then_sent is False):
+            level = logging.WARNING if sent.code in ABUSE_CLOSES else logging.INFO
+            ws_log.log(level, "%s closed by the server: %d %s", label, sent.code, sent.reason)
+        elif received is not None:
+            # The client's reason is its own text: quoted, so it cannot make lines of its own.
+            ws_log.info(
+                "%s closed by the client: %d %r", label, received.code, received.reason[:123]
+            )
+        else:
+            ws_log.info("%s closed without a close frame (1006)", label)
 
     async def _finish(self) -> None:
         """The hub learns of the close once the message it is handling is answered. Cancelled
@@ -413,7 +460,7 @@ class WebSocketSession(Session, asyncio.Protocol):
                     continue
                 await edge.hub.handle(self, message)
         except Exception:
-            log.exception("connection %s failed", self.session_id)
+            log.exception("%s failed", self.label)
             self.close(CloseCode.INTERNAL_ERROR, "internal error")
         finally:
             self.worker = None
@@ -439,4 +486,4 @@ class WebSocketSession(Session, asyncio.Protocol):
             self.flush()
 
 
-__all__ = ["INBOX_LIMIT", "MAX_FRAGMENTS", "WebSocketSession"]
+__all__ = ["ABUSE_CLOSES", "INBOX_LIMIT", "MAX_FRAGMENTS", "WebSocketSession"]
