@@ -32,6 +32,9 @@ log = logging.getLogger("solrace.server.admission")
 #: Descriptors kept for what is not a client socket: the store, Redis, logs, the listener.
 DESCRIPTOR_RESERVE = 64
 
+#: Seconds between two log lines about one address's refused names (`Admission.is_news`).
+REFUSALS_SAID_EVERY_S = 60.0
+
 
 class RefusalKind(StrEnum):
     """The limit a refused handshake met (the `reason` label of the refusals metric)."""
@@ -105,6 +108,8 @@ class Admission:
         self.register_node_burst = register_node_burst
         self.register_node_per_s = register_node_per_s
         self.node_registrations: CreditBucket | None = None
+        #: When each address's refused names were last said in the log (`is_news`).
+        self.refusals_said: dict[str, float] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Admission:
@@ -179,6 +184,15 @@ class Admission:
             bucket.spend(now)
         return None
 
+    def is_news(self, key: str, now: float) -> bool:
+        """Should a refused name from address `key` be logged at `now`? Once a minute per
+        address (`REFUSALS_SAID_EVERY_S`): a flood of hellos is not a flood of lines."""
+        said = self.refusals_said.get(key)
+        if said is not None and now - said < REFUSALS_SAID_EVERY_S:
+            return False
+        self.refusals_said[key] = now
+        return True
+
     def unregister(self, key: str) -> None:
         """The name `register` allowed for address `key` was not made (someone else's): its
         credits go back, so refused hellos do not use up the budgets of names made."""
@@ -204,11 +218,15 @@ class Admission:
             del self.open[key]
 
     def forget_refilled(self, now: float) -> None:
-        """Drop the handshake budgets that have refilled: as good as new ones."""
+        """Drop the handshake budgets that have refilled (as good as new ones), and the
+        refusals said over a minute ago."""
         for buckets in (self.openings, self.registrations):
             full = [key for key, bucket in buckets.items() if bucket.is_full(now)]
             for key in full:
                 del buckets[key]
+        said = self.refusals_said
+        for key in [k for k, at in said.items() if now - at >= REFUSALS_SAID_EVERY_S]:
+            del said[key]
 
 
 def hard_cap(max_connections: int) -> int:

@@ -205,7 +205,13 @@ class WebSocketSession(Session, asyncio.Protocol):
         return self.writing_paused
 
     def register(self) -> str | None:
-        return self.edge.admission.register(self.address, time.monotonic())
+        """`Admission.register` for this connection's address; a refusal is logged (a
+        WARNING with the connection's label), once a minute per address."""
+        admission, now = self.edge.admission, time.monotonic()
+        refusal = admission.register(self.address, now)
+        if refusal is not None and admission.is_news(self.address, now):
+            log.warning("%s: a new name refused: %s (said once a minute)", self.label, refusal)
+        return refusal
 
     def unregister(self) -> None:
         self.edge.admission.unregister(self.address)

@@ -1,6 +1,7 @@
 """The log tells each connection's story: one line when it opens (its id and address) and one
 when it closes (who closed it, the code, the reason), the closes for a client's misdeeds as
-WARNINGs, and a flood of frames adds no line of its own."""
+WARNINGs, and a flood of frames adds no line of its own; refused new names are said with the
+address, once a minute."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import encode_raw
 from solrace.server.protocol.ids import PlayerId
-from solrace.server.protocol.messages import Hello, Ping
+from solrace.server.protocol.messages import Error, Hello, Ping
 from solrace.server.protocol.tokens import sign_token
 from tests.integration.conftest import ServerFactory
 from tests.integration.wsclient import Client
@@ -108,3 +109,30 @@ async def test_garbage_and_a_goodbye_are_told_apart(
             f"{label} closed by the client: 1000 'bye\\nconnection 1 from 10.0.0.1 open'",
         ),
     ]
+
+
+async def test_refused_new_names_are_said_once_a_minute_with_the_address(
+    start_server: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = await start_server(register_burst=1, register_per_s=0.001)
+    caplog.set_level(logging.INFO, logger="solrace.server")
+    url = f"ws://127.0.0.1:{app.port}"
+    first = await Client.open(url)
+    await first.hello("ann")
+    refused = [await Client.open(url) for _ in range(3)]
+    for n, client in enumerate(refused):
+        await client.send(Hello(protocol=1, name=f"bot{n}"))
+        assert (await client.expect(Error)).code == "not_allowed"
+    said = [
+        r
+        for r in caplog.records
+        if r.name == "solrace.server.websocket_session" and "a new name refused" in r.getMessage()
+    ]
+    assert [r.levelno for r in said] == [logging.WARNING]
+    assert re.fullmatch(
+        r"connection \d+ from 127\.0\.0\.1: a new name refused: too many new names from your "
+        r"address \(said once a minute\)",
+        said[0].getMessage(),
+    )
+    for client in (first, *refused):
+        await client.close()
