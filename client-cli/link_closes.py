@@ -40,6 +40,12 @@ CLOSE_MEANINGS: Final[dict[int, str]] = {
 }
 
 
+#: How the server's 1008 reason begins when it closed for wrong secrets, not for speed
+#: (`too many wrong admin tokens`, `too many wrong invite codes`), and what that means.
+WRONG_GUESSES: Final = "too many wrong "
+WRONG_GUESSES_MEANING: Final = "the server closed the link after too many wrong guesses"
+
+
 #: What a close this client sent means, where it failed the link itself over what the server
 #: sent (websockets does so, and then reports no close code but 1006, "the link dropped").
 OWN_CLOSE_MEANINGS: Final[dict[int, str]] = {
@@ -65,11 +71,14 @@ def link_end_text(ws: ClientConnection) -> str:
 def close_text(code: int | None, reason: str = "") -> str:
     """What a close means, for the user, its code (and the server's reason, if given) in
     brackets: `the server is restarting (1012)`, `this player connected again elsewhere (4003:
-    connected again elsewhere)`; a code this client does not know is `link lost (CODE)`.
+    connected again elsewhere)`; a code this client does not know is `link lost (CODE)`. A 1008
+    for wrong secrets (`WRONG_GUESSES`) is said as such, not as speed.
     Every line of the client that names a close says it with this."""
     if code is None:
         return "link lost"
     meaning = CLOSE_MEANINGS.get(code, "link lost")
+    if code == CloseCode.POLICY_VIOLATION and reason.startswith(WRONG_GUESSES):
+        meaning = WRONG_GUESSES_MEANING
     return f"{meaning} ({code}: {reason})" if reason else f"{meaning} ({code})"
 
 

@@ -19,3 +19,15 @@ def test_a_close_is_said_by_what_it_means() -> None:
     assert close_text(4999) == "link lost (4999)"
     assert close_text(None) == "link lost"
     assert all(code in CLOSE_MEANINGS for code in CloseCode)
+
+
+def test_a_1008_for_wrong_guesses_is_not_said_as_speed() -> None:
+    """The server closes with 1008 for a flood and for too many wrong admin tokens or invite
+    codes; the reason tells them apart, and so does the meaning said."""
+    assert close_text(1008, "too many wrong invite codes") == (
+        "the server closed the link after too many wrong guesses (1008: too many wrong invite"
+        " codes)"
+    )
+    assert close_text(1008, "rate budget exceeded") == (
+        "too fast: the server's rate limit closed the link (1008: rate budget exceeded)"
+    )
