@@ -11,7 +11,8 @@ from typing import Final
 from pydantic import TypeAdapter, ValidationError
 
 from solrace.server.protocol.ids import RaceId
-from solrace.server.protocol.messages import InviteCode, RaceIdText
+from solrace.server.protocol.messages import RaceIdText
+from solrace.server.protocol.shown_text import InviteCode
 
 _RACE_ID: Final = TypeAdapter(RaceIdText)
 _INVITE_CODE: Final = TypeAdapter(InviteCode)
@@ -47,8 +48,8 @@ def _words(exc: ValidationError) -> str:
         return f"at most {context['max_length']} characters"
     if error["type"] == "string_too_short":
         return f"at least {context['min_length']} character"
-    if error["type"] == "string_pattern_mismatch":  # an invite code's `\S`
-        return "all blanks"
+    if error["type"] == "value_error":  # an invite code's own check says what is wrong
+        return str(context["error"])
     return str(error["msg"])
 
 
@@ -61,7 +62,8 @@ def race_id(text: str) -> RaceId:
 
 
 def invite_code(text: str) -> str:
-    """An invite code as the protocol takes one (1-64 characters, not all blanks)."""
+    """An invite code as the protocol takes one (1-64 characters, printable, with something
+    to show)."""
     try:
         return _INVITE_CODE.validate_python(text)
     except ValidationError as exc:

@@ -13,6 +13,7 @@ from typing import Annotated, Literal, TypedDict
 from pydantic import Field, TypeAdapter, model_validator
 
 from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.shown_text import InviteCode
 from solrace.server.protocol.tournament_messages import (
     CheckIn,
     CreateTournament,
@@ -206,11 +207,6 @@ class ListRaces(Message):
 
     type: Literal["list_races"] = "list_races"
     follow: bool = False
-
-
-#: A race's invite code: some text that is not all blanks (an empty code made a race
-#: "private" that anyone joined by sending the empty code).
-InviteCode = Annotated[str, Field(max_length=64, pattern=r"\S")]
 
 
 class CreateRace(Message):

@@ -8,69 +8,14 @@ watchers on every change, so a client never merges deltas.
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.shown_text import ShownText, TournamentName
 from solrace.server.protocol.vocab import FormatName, MatchStateName, PhaseName
 from solrace.server.protocol.wire import Count, IdText, Message, ShortText, WireInt
-
-#: The zero-width non-joiner and joiner: Persian and other scripts write words with them, and
-#: emoji sequences (a family, a flag with a sign) are joined by the joiner.
-_JOINERS = frozenset("\u200c\u200d")
-
-
-def _joins(text: str, at: int) -> bool:
-    """Is the joiner at `at` between two characters it can join: after a letter, number,
-    punctuation, symbol or mark (an emoji's variation selector is a mark) and before one that
-    is drawn? A joiner anywhere else (at an end, doubled, next to a space) only hides."""
-    before = text[at - 1] if at > 0 else " "
-    after = text[at + 1] if at + 1 < len(text) else " "
-    return unicodedata.category(before)[0] in "LNPSM" and _shows(after)
-
-
-def _printable(text: str) -> str:
-    """Refuse control characters (escape sequences, new lines) and other non-printable ones
-    (bidirectional overrides, zero-width marks), but a joiner where it joins: such text is
-    shown to others as it is."""
-    bad = next(
-        (
-            c
-            for at, c in enumerate(text)
-            if not c.isprintable() and not (c in _JOINERS and _joins(text, at))
-        ),
-        None,
-    )
-    if bad is not None:
-        raise ValueError(
-            f"non-printable character U+{ord(bad):04X} (control characters and the like)"
-        )
-    return text
-
-
-#: Letters and symbols, by their Unicode category, that are drawn as nothing (Hangul fillers,
-#: the blank Braille pattern, the musical null notehead): they show no more than a space.
-_BLANK_SHOWING = frozenset("\u115f\u1160\u2800\u3164\uffa0\U0001d159")
-
-
-def _shows(c: str) -> bool:
-    """Is `c` drawn as something: a letter, number, punctuation or symbol, not one of the
-    blank ones? (Spaces, marks of any kind and format characters are not.)"""
-    return unicodedata.category(c)[0] in "LNPS" and c not in _BLANK_SHOWING
-
-
-def _not_blank(text: str) -> str:
-    """Refuse a name with nothing to show (empty, only spaces, or only characters drawn as
-    nothing): lists would show it blank."""
-    if not any(_shows(c) for c in text):
-        raise ValueError(
-            "a tournament's name must not be empty or only spaces (or other characters drawn "
-            "as nothing)"
-        )
-    return text
-
 
 TournamentIdText = IdText
 
@@ -97,10 +42,6 @@ Label = ShortText
 LEADERBOARD_LIMIT = 100
 #: The longest `no_show_grace_s` a tournament takes: a day.
 MAX_NO_SHOW_GRACE_S = 24 * 3600
-ShownText = Annotated[str, Field(max_length=64), AfterValidator(_printable)]
-"""Free text other clients are shown (a tournament's name, a correction's reason)."""
-TournamentName = Annotated[ShownText, AfterValidator(_not_blank)]
-"""A tournament's name: shown text with something to show."""
 AdminAct = Literal["open_check_in", "start", "pause", "resume", "forfeit", "correct_result", "drop"]
 
 

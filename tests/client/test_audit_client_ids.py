@@ -58,7 +58,8 @@ def test_an_option_the_protocol_does_not_take_is_refused_by_the_command_line(
         LONG_ID: f"{LONG_ID!r} is no race id: at most 32 characters",
         "": "'' is no race id: at least 1 character",
         LONG_CODE: f"{LONG_CODE!r} is no invite code: at most 64 characters",
-        "  ": "'  ' is no invite code: all blanks",
+        "  ": "'  ' is no invite code: an invite code must not be empty or only spaces (or other"
+        " characters drawn as nothing)",
     }[argv[-1]]
     assert error.endswith(expected)
 

@@ -10,6 +10,7 @@ from solrace.server.protocol.codec import encode_raw
 from solrace.server.protocol.messages import (
     Error,
     Hello,
+    JoinRace,
     ListRaces,
     MakeMove,
     MoveRejected,
@@ -17,11 +18,12 @@ from solrace.server.protocol.messages import (
     Pong,
     Progress,
     RaceList,
+    RaceUpdate,
     Resign,
 )
 from solrace.server.protocol.tokens import sign_token
 from tests.integration.conftest import ClientFactory, ServerFactory
-from tests.integration.helpers import play, refused, start_race
+from tests.integration.helpers import create_race, play, refused, start_race
 
 
 @pytest.fixture
@@ -131,3 +133,23 @@ async def test_a_rejected_move_changes_nothing(server: App, client: ClientFactor
         Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves > 0
     )
     assert progress.progress.moves == 1
+
+
+async def test_an_invite_code_nobody_can_type_or_see_makes_no_race(
+    server: App, client: ClientFactory
+) -> None:
+    """Blanks, characters drawn as nothing, zero-width and control characters, a direction
+    override: refused as a tournament's name with them is, and the creator may go on."""
+    alice = await client("alice")
+    for code in ["\u200b", "\u3164\u3164", "\u2800", "\x00\x01", "\u202eedoc"]:
+        frame = {"type": "create_race", "game": "klondike", "seats": 2, "time_limit_s": 600}
+        await alice.send_raw(encode_raw({**frame, "invite_code": code}))
+        error = await alice.expect(Error)
+        assert (error.code, error.request) == ("invalid_message", "create_race"), error
+        assert error.message.startswith("create_race.invite_code: "), error
+    await alice.send(ListRaces())
+    assert (await alice.expect(RaceList)).races == []
+    race_id = await create_race(alice, invite_code="friday-7")
+    bob = await client("bob")
+    await bob.send(JoinRace(race_id=race_id, invite_code="friday-7"))
+    await bob.expect(RaceUpdate, lambda m: m.race_id == race_id and len(m.race.racers) == 2)
