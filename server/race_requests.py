@@ -159,14 +159,21 @@ class RaceRequests:
         log.info("%s created race %s (%s)", name, record.race_id, record.game)
 
     async def join_race(self, session: Session, message: JoinRace) -> None:
-        """Seat the player. An invite code given for a race that needs one is a guess: a
-        wrong one, or one from an address out of guesses, is counted (`invite_guesses`)."""
+        """Seat the player. An invite code given for a race that needs one, by a player not
+        seated in it yet, is a guess: a wrong one is counted, and one from an address out of
+        guesses is refused unchecked (`invite_guesses`). A racer who sends it again is
+        answered `already_joined`, whatever its address's guesses."""
         player_id, name = identity_of(session)
         runtime = await requested_race(self.keeper, message.race_id)
-        guessing = message.invite_code is not None and runtime.race.record.invite_code is not None
+        seated = player_id in runtime.race.racers
+        guessing = (
+            not seated
+            and message.invite_code is not None
+            and runtime.race.record.invite_code is not None
+        )
         if guessing:
             self.invite_guesses.check(session)
-        if player_id not in runtime.race.racers:  # a seat already held is resumed, not taken
+        if not seated:  # a seat already held is resumed, not taken
             self.quota.check_races_of(player_id)
         now = self.clock()
         try:

@@ -124,3 +124,34 @@ async def test_wrong_invite_codes_close_the_connection_then_lock_the_address_out
         for r in told
     )
     assert len(told) <= 3, [r.getMessage() for r in told]
+
+
+async def test_a_seated_racer_takes_its_seat_back_when_its_address_is_out_of_guesses(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server()
+    limit = INVITE_CODE_GUESSES
+    creator = await open_from(app, "127.0.0.3", "creator")
+    await creator.send(CreateRace(game="klondike", seats=3, time_limit_s=60, invite_code="4711"))
+    race_id = (await creator.expect(RaceUpdate)).race_id
+    racer = await open_from(app, "127.0.0.1", "racer")
+    await racer.send(JoinRace(race_id=race_id, invite_code="4711"))
+    await racer.expect(RaceUpdate, lambda m: len(m.race.racers) == 2)
+    # Others at the racer's address use up its guesses on this race.
+    codes = iter(f"{k:04d}" for k in range(10_000) if k != 4711)
+    for n in range(limit.per_address // limit.per_connection):
+        guesser = await open_from(app, "127.0.0.1", f"guesser{n}")
+        for _ in range(limit.per_connection):
+            await guesser.send(JoinRace(race_id=race_id, invite_code=next(codes)))
+        errors, close = await closed_with(guesser)
+        assert [e.code for e in errors] == ["bad_invite"] * limit.per_connection
+        assert close[0] == CloseCode.POLICY_VIOLATION
+    # The racer's client sends its join again (as `join_or_resume` does): it is told it sits
+    # there already, every time, and stays connected.
+    for _ in range(limit.per_connection + 1):
+        await racer.send(JoinRace(race_id=race_id, invite_code="4711"))
+        assert (await racer.expect(Error)).code == "already_joined"
+    await racer.send(JoinRace(race_id=race_id, invite_code="wrong"))
+    assert (await racer.expect(Error)).code == "already_joined"
+    await racer.close()
+    await creator.close()
