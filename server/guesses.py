@@ -6,11 +6,13 @@ two limits (`GuessLimit`):
 
 - per connection: the wrong guess that reaches `per_connection` is answered, then the
   connection is closed with 1008 and a reason naming the secret;
-- per client address (`admission.client_key`), over a window: `per_address` wrong guesses,
-  refilled evenly over `window_s` (a credit bucket). An address with no credit left has every
-  guess of that kind refused without being checked (`too_many_guesses`, saying in how many
-  seconds the next is taken), so reconnecting does not start it again. Such a refusal counts
-  toward the connection's limit too.
+- per client address (`admission.client_key`) and scope, over a window: `per_address` wrong
+  guesses, refilled evenly over `window_s` (a credit bucket). The scope is what the secret
+  opens: one race for an invite code (wrong codes for one race do not lock the address out of
+  the others), none for the admin token. An address with no credit left in a scope has every
+  guess there refused without being checked (`too_many_guesses`, saying in how many seconds
+  the next is taken), so reconnecting does not start it again. Such a refusal does not count
+  toward the connection's limit: only a wrong guess that was checked does.
 
 A right secret from an address with credit costs nothing: the check before it is one lookup.
 Behind a proxy (`max_connections_per_address` 0: every client has the proxy's address) the
@@ -85,36 +87,38 @@ class Guesses:
         self.per_address = per_address
         self.clock = clock
         #: Each address's credit of wrong guesses, dropped once refilled.
-        self.credits: dict[str, CreditBucket] = {}
+        self.credits: dict[tuple[str, str], CreditBucket] = {}
         #: Each address's last log line (monotonic seconds) and the wrong guesses since.
         self.warned_at: dict[str, float] = {}
         self.unsaid: dict[str, int] = {}
         self.swept_at = clock()
 
-    def check(self, session: Session) -> None:
-        """Before a guess from `session` is checked: raises `WrongGuess` (`too_many_guesses`)
-        when its address has no credit left."""
-        bucket = self.credits.get(session.address) if self.per_address else None
+    def check(self, session: Session, scope: str = "") -> None:
+        """Before a guess from `session` in `scope` is checked: raises `WrongGuess`
+        (`too_many_guesses`, the connection kept open) when its address has no credit left
+        there."""
+        bucket = self.credits.get((session.address, scope)) if self.per_address else None
         if bucket is None:
             return
         now = self.clock()
         if bucket.can_spend(now):
             return
         wait_s = max(1, round(bucket.wait_s(now)))
-        raise self._count(
-            session,
+        raise WrongGuess(
             ErrorCode.TOO_MANY_GUESSES,
             f"too many wrong {self.limit.noun}s from your address: try again in {wait_s} s",
+            None,
         )
 
-    def wrong(self, session: Session, refusal: RaceError) -> WrongGuess:
-        """`session`'s guess was wrong, refused with `refusal`: counted for the connection and
-        its address, and logged. Returns the error to raise in its place."""
+    def wrong(self, session: Session, refusal: RaceError, scope: str = "") -> WrongGuess:
+        """`session`'s guess in `scope` was wrong, refused with `refusal`: counted for the
+        connection and for its address in `scope`, and logged. Returns the error to raise in
+        its place."""
         now = self.clock()
         self._sweep(now)
         self._note(session, now)
         if self.per_address:
-            key = session.address
+            key = (session.address, scope)
             bucket = self.credits.get(key)
             if bucket is None:
                 limit = self.limit
@@ -124,11 +128,13 @@ class Guesses:
             bucket.spend(now)
             if not bucket.can_spend(now):
                 log.warning(
-                    "%s: %d wrong %ss from %s within %g s: its %ss are refused unchecked for %d s",
+                    "%s: %d wrong %ss from %s%s within %g s: its %ss there are refused "
+                    "unchecked for %d s",
                     session.label,
                     self.limit.per_address,
                     self.limit.noun,
-                    key or "an unknown address",
+                    session.address or "an unknown address",
+                    f" for {scope}" if scope else "",
                     self.limit.window_s,
                     self.limit.noun,
                     round(bucket.wait_s(now)),
@@ -162,16 +168,16 @@ class Guesses:
         )
 
     def _sweep(self, now: float) -> None:
-        """Forget the addresses whose credit has refilled and whose last line is a minute
-        old, once a minute: what a flood from many addresses leaves behind is bounded."""
+        """Once a minute, forget the credit that has refilled and the log lines a minute old:
+        what a flood from many addresses leaves behind is bounded."""
         if now - self.swept_at < SWEEP_EVERY_S:
             return
         self.swept_at = now
-        for key in [k for k, b in self.credits.items() if b.is_full(now)]:
-            del self.credits[key]
-        for key in [k for k, at in self.warned_at.items() if now - at >= WARN_EVERY_S]:
-            del self.warned_at[key]
-            self.unsaid.pop(key, None)
+        for scoped in [k for k, b in self.credits.items() if b.is_full(now)]:
+            del self.credits[scoped]
+        for address in [k for k, at in self.warned_at.items() if now - at >= WARN_EVERY_S]:
+            del self.warned_at[address]
+            self.unsaid.pop(address, None)
 
 
 __all__ = [

@@ -172,7 +172,7 @@ class RaceRequests:
             and runtime.race.record.invite_code is not None
         )
         if guessing:
-            self.invite_guesses.check(session)
+            self.invite_guesses.check(session, f"race {runtime.race_id}")
         if not seated:  # a seat already held is resumed, not taken
             self.quota.check_races_of(player_id)
         now = self.clock()
@@ -189,7 +189,7 @@ class RaceRequests:
             )
         except RaceError as exc:
             if guessing and exc.code is ErrorCode.BAD_INVITE:
-                raise self.invite_guesses.wrong(session, exc) from None
+                raise self.invite_guesses.wrong(session, exc, f"race {runtime.race_id}") from None
             raise
         # A racer does not watch its own race: one that watched it first stops watching.
         self.watching.unwatch(session, runtime)

@@ -155,3 +155,59 @@ async def test_a_seated_racer_takes_its_seat_back_when_its_address_is_out_of_gue
     assert (await racer.expect(Error)).code == "already_joined"
     await racer.close()
     await creator.close()
+
+
+async def test_refusals_unchecked_do_not_close_the_connection(start_server: ServerFactory) -> None:
+    app = await start_server(admin_token=TOKEN)
+    limit = ADMIN_TOKEN_GUESSES
+    wrong = create("guess-" + "0" * 16)
+    for _ in range(limit.per_address // limit.per_connection):
+        guesser = await open_from(app, "127.0.0.1")
+        for _ in range(limit.per_connection):
+            await guesser.send(wrong)
+        errors, close = await closed_with(guesser)
+        assert [e.code for e in errors] == ["not_admin"] * limit.per_connection
+        assert close[0] == CloseCode.POLICY_VIOLATION
+    # A director at that address who only ever sends the right token is refused while the
+    # address is out of guesses, and stays connected however often it tries.
+    director = await open_from(app, "127.0.0.1", "director")
+    for _ in range(limit.per_connection * 2):
+        await director.send(create(TOKEN))
+    refusals = [(await director.expect(Error)).code for _ in range(limit.per_connection * 2)]
+    assert refusals == ["too_many_guesses"] * (limit.per_connection * 2)
+    await director.send(CreateRace(game="klondike", seats=2, time_limit_s=60))
+    assert (await director.expect(RaceUpdate)).race.racers[0].name == "director"
+    assert director.connection.close_code is None
+    await director.close()
+
+
+async def test_wrong_invite_codes_for_one_race_leave_the_address_its_other_races(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server()
+    limit = INVITE_CODE_GUESSES
+    creator = await open_from(app, "127.0.0.3", "creator")
+    await creator.send(CreateRace(game="klondike", seats=2, time_limit_s=60, invite_code="4711"))
+    guessed = (await creator.expect(RaceUpdate)).race_id
+    other = await open_from(app, "127.0.0.4", "other")
+    await other.send(CreateRace(game="klondike", seats=2, time_limit_s=60, invite_code="0815"))
+    private = (await other.expect(RaceUpdate)).race_id
+    codes = iter(f"{k:04d}" for k in range(10_000) if k != 4711)
+    for n in range(limit.per_address // limit.per_connection):
+        guesser = await open_from(app, "127.0.0.1", f"guesser{n}")
+        for _ in range(limit.per_connection):
+            await guesser.send(JoinRace(race_id=guessed, invite_code=next(codes)))
+        errors, close = await closed_with(guesser)
+        assert [e.code for e in errors] == ["bad_invite"] * limit.per_connection
+        assert close[0] == CloseCode.POLICY_VIOLATION
+    friend = await open_from(app, "127.0.0.1", "friend")
+    await friend.send(JoinRace(race_id=guessed, invite_code="4711"))
+    assert (await friend.expect(Error)).code == "too_many_guesses"
+    # The same address's codes for another race are checked as ever.
+    await friend.send(JoinRace(race_id=private, invite_code="0000"))
+    assert (await friend.expect(Error)).code == "bad_invite"
+    await friend.send(JoinRace(race_id=private, invite_code="0815"))
+    joined = await friend.expect(RaceUpdate, lambda m: m.race_id == private)
+    assert len(joined.race.racers) == 2
+    for client in (friend, other, creator):
+        await client.close()
