@@ -22,6 +22,7 @@ from solrace.server.protocol.tournament_events import RaceRequested
 from solrace.server.protocol.tournament_messages import TournamentAdmin
 from solrace.server.protocol.tournament_model import Format, FormatRules, RaceResult
 from solrace.server.protocol.tournament_state import TournamentSettings
+from solrace.server.protocol.wire import MAX_WIRE_INT
 from solrace.server.tournament_live import Live, RaceLink, admin_command
 from solrace.server.tournament_views import view_of
 
@@ -85,7 +86,7 @@ def test_cards_given_replace_the_recorded_ones_of_those_players_only() -> None:
     [
         ({ANN: 53}, "'ann': 53; a klondike game has 0 to 52"),
         ({ANN: 99}, "0 to 52"),
-        ({BOB: 10**15}, "0 to 52"),
+        ({BOB: MAX_WIRE_INT}, "0 to 52"),  # the largest the wire takes
         ({ANN: -1}, "0 to 52"),
         ({"cid": 3}, "'cid', who is not in the match"),
     ],
@@ -100,7 +101,7 @@ def test_cards_out_of_the_game_or_of_another_player_are_refused(
     assert live.document() == before  # refused before anything changed
 
 
-@pytest.mark.parametrize("count", [7, 53, -1, 2**63])
+@pytest.mark.parametrize("count", [7, 53, -1, MAX_WIRE_INT])
 @pytest.mark.parametrize(
     ("other_match", "race_number", "complaint"),
     [("W9-9", 1, "no match 'W9-9'"), (None, 2, "has no recorded race 2")],
