@@ -20,8 +20,10 @@ per-address limit is off, as admission's are, and the proxy's pace of connection
 the guesses.
 
 A wrong guess is logged (`log_level`: a WARNING for admin tokens), with the connection and its
-address, at most once a minute per address, counting the ones since that address's last line;
-an address that runs out of credit is logged once, when it does.
+address, at most once a minute per address, counting the ones since that address's last line.
+An address's running out of credit in a scope is a WARNING, said when a wrong guess spends its
+last credit there; it is said again only once that credit has refilled entirely (`window_s`
+without wrong guesses there) and run out anew, so a guesser who keeps it drained is told once.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ class Guesses:
         self.clock = clock
         #: Each address's credit of wrong guesses, dropped once refilled.
         self.credits: dict[tuple[str, str], CreditBucket] = {}
+        #: The (address, scope)s told to have run out, and not refilled entirely since.
+        self.out: set[tuple[str, str]] = set()
         #: Each address's last log line (monotonic seconds) and the wrong guesses since.
         self.warned_at: dict[str, float] = {}
         self.unsaid: dict[str, int] = {}
@@ -125,8 +129,10 @@ class Guesses:
                 bucket = self.credits[key] = CreditBucket(
                     limit.per_address, limit.per_address / limit.window_s, now
                 )
-            bucket.spend(now)
-            if not bucket.can_spend(now):
+            elif bucket.is_full(now):
+                self.out.discard(key)
+            if bucket.spend(now) and not bucket.can_spend(now) and key not in self.out:
+                self.out.add(key)
                 log.warning(
                     "%s: %d wrong %ss from %s%s within %g s: its %ss there are refused "
                     "unchecked for %d s",
@@ -175,6 +181,7 @@ class Guesses:
         self.swept_at = now
         for scoped in [k for k, b in self.credits.items() if b.is_full(now)]:
             del self.credits[scoped]
+            self.out.discard(scoped)
         for address in [k for k, at in self.warned_at.items() if now - at >= WARN_EVERY_S]:
             del self.warned_at[address]
             self.unsaid.pop(address, None)
