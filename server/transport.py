@@ -22,7 +22,7 @@ from solrace.server.metrics import Metrics
 from solrace.server.periodic import run_every
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.settings import Settings
-from solrace.server.websocket_session import WebSocketSession
+from solrace.server.websocket_session import CloseWarnings, WebSocketSession
 from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.transport")
@@ -49,6 +49,8 @@ class Transport:
             self.origins = [Origin(o) for o in settings.origins] + [None]
         self._watch: asyncio.Task[None] | None = None
         self.admission = Admission.from_settings(settings)
+        #: Which abuse closes are logged as WARNINGs (`WebSocketSession._log_close`).
+        self.close_warnings = CloseWarnings()
 
     @property
     def port(self) -> int:

@@ -33,6 +33,7 @@ import os
 import socket
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from pydantic import BaseModel
@@ -70,7 +71,9 @@ INBOX_LIMIT = 16
 #: Fragments one message may come in; one more closes the connection with 1009.
 MAX_FRAGMENTS = 64
 
-#: The server's closes for what a client did wrong, logged as WARNINGs (`_log_close`).
+#: The server's closes for what a client did wrong, logged as WARNINGs (`CloseWarnings`).
+#: A bad token (4001: every returning client after the secret is rotated) and too slow a
+#: reader (4005: usually a slow network) are not among them: logged at INFO.
 ABUSE_CLOSES = frozenset(
     {
         CloseCode.PROTOCOL_ERROR,
@@ -78,10 +81,60 @@ ABUSE_CLOSES = frozenset(
         CloseCode.INVALID_PAYLOAD,
         CloseCode.POLICY_VIOLATION,
         CloseCode.MESSAGE_TOO_BIG,
-        CloseCode.AUTH_FAILED,
-        CloseCode.TOO_SLOW,
     }
 )
+
+#: Seconds between two WARNINGs about one address's abuse closes.
+CLOSE_WARN_EVERY_S = 60.0
+
+
+class CloseWarnings:
+    """The server's abuse closes (`ABUSE_CLOSES`) in the log: the first from an address is a
+    WARNING, then at most one per `CLOSE_WARN_EVERY_S`, counting the ones said at INFO since
+    that address's previous WARNING. Once a minute, addresses whose last WARNING is that old
+    are forgotten, and those with closes said at INFO since are told as a WARNING with their
+    count then."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.warned_at: dict[str, float] = {}
+        #: Each address's abuse closes said at INFO since its last WARNING.
+        self.unsaid: dict[str, int] = {}
+        self.swept_at = clock()
+
+    def say(self, label: str, address: str, code: int, reason: str) -> None:
+        """Log the server's abuse close `code` (`reason`) of connection `label` from
+        `address`."""
+        now = self.clock()
+        last = self.warned_at.get(address)
+        if last is not None and now - last < CLOSE_WARN_EVERY_S:
+            self.unsaid[address] = self.unsaid.get(address, 0) + 1
+            ws_log.info("%s closed by the server: %d %s", label, code, reason)
+        else:
+            self.warned_at[address] = now
+            unsaid = self.unsaid.pop(address, 0)
+            ws_log.warning(
+                "%s closed by the server: %d %s%s",
+                label,
+                code,
+                reason,
+                f" ({unsaid} more abuse closes from this address since its previous such "
+                "warning, said at INFO; one warning a minute at most)"
+                if unsaid
+                else "",
+            )
+        if now - self.swept_at >= CLOSE_WARN_EVERY_S:
+            self.swept_at = now
+            for old in [a for a, at in self.warned_at.items() if now - at >= CLOSE_WARN_EVERY_S]:
+                del self.warned_at[old]
+                unsaid = self.unsaid.pop(old, 0)
+                if unsaid:
+                    ws_log.warning(
+                        "%d more abuse closes from %s since its previous such warning, said at "
+                        "INFO; one warning a minute at most",
+                        unsaid,
+                        old or "an unknown address",
+                    )
 
 
 class WebSocketSession(Session, asyncio.Protocol):
@@ -249,12 +302,15 @@ class WebSocketSession(Session, asyncio.Protocol):
     def _log_close(self) -> None:
         """One line for the close of an opened connection: its id and address, who closed it,
         the code and the reason. The server's closes for a client's misdeeds (`ABUSE_CLOSES`)
-        are WARNINGs; the others, and every close the client began, are INFO."""
+        are WARNINGs, at most one a minute per address, the others of them at INFO and counted
+        (`CloseWarnings`); the others, and every close the client began, are INFO."""
         ws, label = self.ws, self.label
         sent, received = ws.close_sent, ws.close_rcvd
         if sent is not None and (received is None or ws.close_rcvd_then_sent is False):
-            level = logging.WARNING if sent.code in ABUSE_CLOSES else logging.INFO
-            ws_log.log(level, "%s closed by the server: %d %s", label, sent.code, sent.reason)
+            if sent.code in ABUSE_CLOSES:
+                self.edge.close_warnings.say(label, self.address, sent.code, sent.reason)
+            else:
+                ws_log.info("%s closed by the server: %d %s", label, sent.code, sent.reason)
         elif received is not None:
             # The client's reason is its own text: quoted, so it cannot make lines of its own.
             ws_log.info(

@@ -1,7 +1,7 @@
 """The log tells each connection's story: one line when it opens (its id and address) and one
 when it closes (who closed it, the code, the reason), the closes for a client's misdeeds as
-WARNINGs, and a flood of frames adds no line of its own; refused new names are said with the
-address, once a minute."""
+WARNINGs (one a minute per address, then a count), and a flood of frames adds no line of its
+own; refused new names are said with the address, once a minute."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ async def story_of(app: App, caplog: pytest.LogCaptureFixture) -> list[tuple[int
     ]
 
 
-async def test_a_forged_token_close_is_a_warning_naming_the_connection_and_address(
+async def test_a_forged_token_close_is_said_at_info_naming_the_connection_and_address(
     start_server: ServerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     app = await start_server()
@@ -57,7 +57,7 @@ async def test_a_forged_token_close_is_a_warning_naming_the_connection_and_addre
     label = story[0][1].removesuffix(" open")
     assert story == [
         (logging.INFO, f"{label} open"),
-        (logging.WARNING, f"{label} closed by the server: 4001 bad token"),
+        (logging.INFO, f"{label} closed by the server: 4001 bad token"),
     ]
     # The library's own lines for it stay at DEBUG.
     library = [
@@ -136,3 +136,41 @@ async def test_refused_new_names_are_said_once_a_minute_with_the_address(
     )
     for client in (first, *refused):
         await client.close()
+
+
+async def test_abuse_closes_from_one_address_are_one_warning_a_minute_then_a_count(
+    start_server: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = await start_server()
+    caplog.set_level(logging.INFO, logger="solrace.server")
+    url = f"ws://127.0.0.1:{app.port}"
+
+    async def garbage() -> None:
+        client = await Client.open(url)
+        await client.send_raw(b"\xc1")  # never a msgpack byte
+        assert await client.closed() == CloseCode.INVALID_PAYLOAD
+        await eventually(lambda: not app.transport.connections, what="the connection closed")
+
+    def closes() -> list[tuple[int, str]]:
+        return [
+            (r.levelno, r.getMessage())
+            for r in caplog.records
+            if r.name == WS_LOGGER and "closed by the server: 1007" in r.getMessage()
+        ]
+
+    for _ in range(20):
+        await garbage()
+    said = closes()
+    assert len(said) == 20
+    assert [level for level, _ in said] == [logging.WARNING] + [logging.INFO] * 19
+    # A minute on, the next is a WARNING again, counting the 19 said at INFO meanwhile.
+    warnings = app.transport.close_warnings
+    later = warnings.clock() + 61.0
+    warnings.clock = lambda: later
+    await garbage()
+    level, line = closes()[-1]
+    assert level == logging.WARNING
+    assert line.endswith(
+        " (19 more abuse closes from this address since its previous such warning, said at"
+        " INFO; one warning a minute at most)"
+    ), line
