@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import NamedTuple
 
 import pytest
 
@@ -70,9 +71,19 @@ class Clock:
         return self.now
 
 
-async def test_a_time_out_counts_the_moves_another_node_stores_until_it_is_stored(
-    redis_url: str,
-) -> None:
+class RaceOfTwo(NamedTuple):
+    store: MovesStoredMeanwhile
+    hub: Hub
+    clock: Clock
+    race_id: RaceId
+    alice: RecordingSession
+    bob: RecordingSession
+
+
+@contextlib.asynccontextmanager
+async def race_of_two_on_redis(redis_url: str) -> AsyncIterator[RaceOfTwo]:
+    """A 5 s race of alice and bob on deal `GAME_NUMBER`, started on a hub over Redis with a
+    broker (a node of several), its progress batches held 600 s and its clock the test's."""
     clock = Clock()
     async with (
         opened(MovesStoredMeanwhile(redis_url)) as store,
@@ -81,7 +92,14 @@ async def test_a_time_out_counts_the_moves_another_node_stores_until_it_is_store
             store, broker=broker, clock=clock, progress_interval_s=600, min_time_limit_s=1
         ) as hub,
     ):
-        race_id, _, bob = await start_race_of_two(hub, game_number=GAME_NUMBER, time_limit_s=5)
+        race_id, alice, bob = await start_race_of_two(hub, game_number=GAME_NUMBER, time_limit_s=5)
+        yield RaceOfTwo(store, hub, clock, race_id, alice, bob)
+
+
+async def test_a_time_out_counts_the_moves_another_node_stores_until_it_is_stored(
+    redis_url: str,
+) -> None:
+    async with race_of_two_on_redis(redis_url) as (store, hub, clock, race_id, _, bob):
         bob_id = PlayerId(bob.player_id or "")
 
         def bobs(ply: int) -> MoveRecord:  # a move of Bob's, taken by another node
@@ -147,15 +165,7 @@ async def test_a_time_out_goes_in_when_a_racer_counts_more_moves_than_are_stored
     once, with Bob's figures as the race has them. `recounted`: a move of Alice's another
     node stored makes this node read the moves, and the race counting more of Bob's than
     are stored is logged as an error naming the race and Bob."""
-    clock = Clock()
-    async with (
-        opened(MovesStoredMeanwhile(redis_url)) as store,
-        open_broker(redis_url) as broker,
-        running_hub(
-            store, broker=broker, clock=clock, progress_interval_s=600, min_time_limit_s=1
-        ) as hub,
-    ):
-        race_id, alice, bob = await start_race_of_two(hub, game_number=GAME_NUMBER, time_limit_s=5)
+    async with race_of_two_on_redis(redis_url) as (store, hub, clock, race_id, alice, bob):
         alice_id, bob_id = PlayerId(alice.player_id or ""), PlayerId(bob.player_id or "")
         counted = await bob_moves_twice_counted(hub, race_id, bob, store)
         await store.redis.ltrim(store._key("moves", race_id, bob_id), 0, 0)
@@ -201,15 +211,7 @@ async def test_a_time_out_goes_in_when_a_racer_s_stored_move_does_not_replay(
     """A stored move of Bob's this node's engine refuses (one an older engine took during a
     rolling upgrade, or corrupt data): the time-out counts Bob to his stored moves with the
     figures the race had for him, logs an error naming the race and Bob, and is stored."""
-    clock = Clock()
-    async with (
-        opened(MovesStoredMeanwhile(redis_url)) as store,
-        open_broker(redis_url) as broker,
-        running_hub(
-            store, broker=broker, clock=clock, progress_interval_s=600, min_time_limit_s=1
-        ) as hub,
-    ):
-        race_id, _, bob = await start_race_of_two(hub, game_number=GAME_NUMBER, time_limit_s=5)
+    async with race_of_two_on_redis(redis_url) as (store, hub, clock, race_id, _, bob):
         bob_id = PlayerId(bob.player_id or "")
         counted = await bob_moves_twice_counted(hub, race_id, bob, store)
         refused = MoveRecord(
@@ -246,15 +248,7 @@ async def test_a_change_the_store_keeps_refusing_is_given_up_and_said_once_namin
     save of the time-out is refused. The tick gives it up after `CHANGE_ATTEMPTS` rounds (no
     read and save for ever), says so once naming the race (not as an outage of the store),
     and stores it once the moves stop coming."""
-    clock = Clock()
-    async with (
-        opened(MovesStoredMeanwhile(redis_url)) as store,
-        open_broker(redis_url) as broker,
-        running_hub(
-            store, broker=broker, clock=clock, progress_interval_s=600, min_time_limit_s=1
-        ) as hub,
-    ):
-        race_id, _, bob = await start_race_of_two(hub, game_number=GAME_NUMBER, time_limit_s=5)
+    async with race_of_two_on_redis(redis_url) as (store, hub, clock, race_id, _, bob):
         bob_id = PlayerId(bob.player_id or "")
         stored = [0]
 
@@ -295,15 +289,7 @@ async def test_moves_the_store_holds_but_does_not_list_stop_the_change_at_once(
     store refuses the time-out, and reading the moves finds none to count. The change is
     given up after that one read (reading again would find none either), said naming the
     race."""
-    clock = Clock()
-    async with (
-        opened(MovesStoredMeanwhile(redis_url)) as store,
-        open_broker(redis_url) as broker,
-        running_hub(
-            store, broker=broker, clock=clock, progress_interval_s=600, min_time_limit_s=1
-        ) as hub,
-    ):
-        race_id, _, bob = await start_race_of_two(hub, game_number=GAME_NUMBER, time_limit_s=5)
+    async with race_of_two_on_redis(redis_url) as (store, hub, clock, race_id, _, bob):
         bob_id = PlayerId(bob.player_id or "")
         await store.append_move(
             MoveRecord(race_id=race_id, player_id=bob_id, ply=0, seq=1, move="deal", at_ms=0)
