@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from http import HTTPStatus
 
+from solrace.server.log_throttle import LogThrottle
 from solrace.server.protocol.ratelimit import CreditBucket
 from solrace.server.settings import Settings
 
@@ -108,8 +109,8 @@ class Admission:
         self.register_node_burst = register_node_burst
         self.register_node_per_s = register_node_per_s
         self.node_registrations: CreditBucket | None = None
-        #: When each address's refused names were last said in the log (`is_news`).
-        self.refusals_said: dict[str, float] = {}
+        #: When each address's refused names are next said in the log (`is_news`).
+        self.refusals_said = LogThrottle(REFUSALS_SAID_EVERY_S)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Admission:
@@ -187,11 +188,7 @@ class Admission:
     def is_news(self, key: str, now: float) -> bool:
         """Should a refused name from address `key` be logged at `now`? Once a minute per
         address (`REFUSALS_SAID_EVERY_S`): a flood of hellos is not a flood of lines."""
-        said = self.refusals_said.get(key)
-        if said is not None and now - said < REFUSALS_SAID_EVERY_S:
-            return False
-        self.refusals_said[key] = now
-        return True
+        return self.refusals_said.due(key, now) is not None
 
     def unregister(self, key: str) -> None:
         """The name `register` allowed for address `key` was not made (someone else's): its
@@ -224,9 +221,7 @@ class Admission:
             full = [key for key, bucket in buckets.items() if bucket.is_full(now)]
             for key in full:
                 del buckets[key]
-        said = self.refusals_said
-        for key in [k for k, at in said.items() if now - at >= REFUSALS_SAID_EVERY_S]:
-            del said[key]
+        self.refusals_said.forget(now)
 
 
 def hard_cap(max_connections: int) -> int:

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from solrace.server.log_throttle import LogThrottle
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ratelimit import CreditBucket
 from solrace.server.session import Session
@@ -92,9 +93,8 @@ class Guesses:
         self.credits: dict[tuple[str, str], CreditBucket] = {}
         #: The (address, scope)s told to have run out, and not refilled entirely since.
         self.out: set[tuple[str, str]] = set()
-        #: Each address's last log line (monotonic seconds) and the wrong guesses since.
-        self.warned_at: dict[str, float] = {}
-        self.unsaid: dict[str, int] = {}
+        #: When each address's wrong guesses are next logged.
+        self.lines = LogThrottle(WARN_EVERY_S)
         self.swept_at = clock()
 
     def check(self, session: Session, scope: str = "") -> None:
@@ -157,20 +157,16 @@ class Guesses:
 
     def _note(self, session: Session, now: float) -> None:
         """Log a wrong guess, at most once per `WARN_EVERY_S` per address."""
-        key = session.address
-        unsaid = self.unsaid[key] = self.unsaid.get(key, 0) + 1
-        last = self.warned_at.get(key)
-        if last is not None and now - last < WARN_EVERY_S:
+        unsaid = self.lines.due(session.address, now)
+        if unsaid is None:
             return
-        self.warned_at[key] = now
-        self.unsaid[key] = 0
         log.log(
             self.limit.log_level,
             "%s: wrong %s (%d from this address since its previous such line; one a minute "
             "at most)",
             session.label,
             self.limit.noun,
-            unsaid,
+            unsaid + 1,
         )
 
     def _sweep(self, now: float) -> None:
@@ -182,9 +178,7 @@ class Guesses:
         for scoped in [k for k, b in self.credits.items() if b.is_full(now)]:
             del self.credits[scoped]
             self.out.discard(scoped)
-        for address in [k for k, at in self.warned_at.items() if now - at >= WARN_EVERY_S]:
-            del self.warned_at[address]
-            self.unsaid.pop(address, None)
+        self.lines.forget(now)
 
 
 __all__ = [

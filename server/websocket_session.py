@@ -45,6 +45,7 @@ from websockets.protocol import State
 from solrace.server.admission import Refusal, client_key
 from solrace.server.http_answers import answer_request, take_head
 from solrace.server.http_head import HeadReader
+from solrace.server.log_throttle import LogThrottle
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_client, encode
 from solrace.server.protocol.errors import DecodeError, ErrorCode, SchemaError
@@ -97,22 +98,17 @@ class CloseWarnings:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
-        self.warned_at: dict[str, float] = {}
-        #: Each address's abuse closes said at INFO since its last WARNING.
-        self.unsaid: dict[str, int] = {}
+        self.lines = LogThrottle(CLOSE_WARN_EVERY_S)
         self.swept_at = clock()
 
     def say(self, label: str, address: str, code: int, reason: str) -> None:
         """Log the server's abuse close `code` (`reason`) of connection `label` from
         `address`."""
         now = self.clock()
-        last = self.warned_at.get(address)
-        if last is not None and now - last < CLOSE_WARN_EVERY_S:
-            self.unsaid[address] = self.unsaid.get(address, 0) + 1
+        unsaid = self.lines.due(address, now)
+        if unsaid is None:
             ws_log.info("%s closed by the server: %d %s", label, code, reason)
         else:
-            self.warned_at[address] = now
-            unsaid = self.unsaid.pop(address, 0)
             ws_log.warning(
                 "%s closed by the server: %d %s%s",
                 label,
@@ -125,16 +121,13 @@ class CloseWarnings:
             )
         if now - self.swept_at >= CLOSE_WARN_EVERY_S:
             self.swept_at = now
-            for old in [a for a, at in self.warned_at.items() if now - at >= CLOSE_WARN_EVERY_S]:
-                del self.warned_at[old]
-                unsaid = self.unsaid.pop(old, 0)
-                if unsaid:
-                    ws_log.warning(
-                        "%d more abuse closes from %s since its previous such warning, said at "
-                        "INFO; one warning a minute at most",
-                        unsaid,
-                        old or "an unknown address",
-                    )
+            for old, unsaid in self.lines.forget(now).items():
+                ws_log.warning(
+                    "%d more abuse closes from %s since its previous such warning, said at "
+                    "INFO; one warning a minute at most",
+                    unsaid,
+                    old or "an unknown address",
+                )
 
 
 class WebSocketSession(Session, asyncio.Protocol):
