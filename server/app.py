@@ -50,7 +50,7 @@ class App:
         self.metrics = Metrics()
         try:
             # One node per SQLite file: the store holds its lock file while open.
-            self.store = open_store(settings.store_url(), exclusive=True)
+            self.store = open_store(settings.store_url())
             self.broker: Broker | None = (
                 open_broker(settings.broker_url()) if settings.is_cluster else None
             )

@@ -37,13 +37,12 @@ __all__ = [
 STORE_URL_FORMS = f"memory:, sqlite:PATH, {REDIS_URL_FORMS}"
 
 
-def open_store(url: str, *, exclusive: bool = False) -> Store:
+def open_store(url: str) -> Store:
     """The (unopened) store a URL names: `memory:`, `sqlite:PATH` (`sqlite:///abs/path` too) or
     `redis://[:password@]HOST:PORT/DB` (`rediss://` for TLS, `unix://` for a socket).
 
-    `exclusive`: this process is the only server on the data. SQLite then locks its file
-    while open (a second server is refused, `StoreLockedError`); Redis is shared by design
-    and memory shares nothing, so they ignore it."""
+    A SQLite store locks its file while open: a second store on it (another server) is
+    refused, `StoreLockedError`. Redis is shared by design; memory shares nothing."""
     if url == "memory:":
         return MemoryStore()
     if url.startswith("sqlite:"):
@@ -52,7 +51,7 @@ def open_store(url: str, *, exclusive: bool = False) -> Store:
             path = path[2:]
         if not path:
             raise ValueError("sqlite: needs a path, e.g. sqlite:data/solrace.sqlite3")
-        return SqliteStore(path, exclusive=exclusive)
+        return SqliteStore(path)
     if url.startswith(REDIS_SCHEMES):
         from solrace.server.store.redis import RedisStore
 

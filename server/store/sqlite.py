@@ -43,7 +43,7 @@ from solrace.server.store.sqlite_files import (
     link_to_nothing,
     lock_path_for,
 )
-from solrace.server.store.sqlite_moves import SqliteMoves, worker
+from solrace.server.store.sqlite_moves import SqliteMoves, Tally, worker
 from solrace.server.store.sqlite_schema import (
     SCHEMA_VERSION,
     NewerSchemaError,
@@ -77,6 +77,10 @@ CATCH_UP_COPIES = 4
 HELD_COPY_PAGES = 1024
 
 
+#: A race stored in one of these takes no more moves: its racers' tallies are dropped.
+_OVER = (RaceStatus.FINISHED, RaceStatus.CANCELLED)
+
+
 class SqliteStore(SqliteMoves, SqliteCompetition):
     """Every call reports a failure as a `StoreError`: `StoreUnavailableError` when the
     database is busy (another writer held it past `busy_timeout_s`), locked, full or failing,
@@ -87,15 +91,13 @@ class SqliteStore(SqliteMoves, SqliteCompetition):
         path: str | Path,
         *,
         durable: bool = False,
-        exclusive: bool = False,
         busy_timeout_s: float | None = None,
     ) -> None:
         self.path = Path(path)
         self.durable = durable
         #: How long a write waits for another connection's lock (None: `BUSY_TIMEOUT_S`).
         self.busy_timeout_s = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
-        #: Hold `lock_path` while open: a second exclusive store on the file is refused.
-        self.exclusive = exclusive
+        #: Held while open: a second store on the file (another server) is refused.
         self.lock_path = lock_path_for(self.path)
         self._lock_fd: int | None = None
         self._executor: ThreadPoolExecutor | None = worker()
@@ -110,6 +112,7 @@ class SqliteStore(SqliteMoves, SqliteCompetition):
         self._handed_over: asyncio.Task[None] | None = None
         #: The thread the writer waits for a lock on (made at the first such batch).
         self._locked_writes: ThreadPoolExecutor | None = None
+        self._tallies: dict[str, dict[str, Tally]] = {}
         self._checkpointer: asyncio.Task[None] | None = None
         self.log_restart_pages = LOG_RESTART_PAGES
         self.log_kept_bytes = LOG_KEPT_BYTES
@@ -137,8 +140,8 @@ class SqliteStore(SqliteMoves, SqliteCompetition):
         return fingerprint  # one node
 
     async def open(self) -> None:
-        """Create or open the file (and its folder). `StoreLockedError` if exclusive and
-        another server has it open; `StoreError` saying why if it cannot be opened (its
+        """Create or open the file (and its folder). `StoreLockedError` if another store
+        (another server) has it open; `StoreError` saying why if it cannot be opened (its
         folder cannot be created or written, the file or its log cannot be written, the file
         is not a database, ...). A store that failed to open, or was closed, may be opened
         again."""
@@ -170,7 +173,7 @@ class SqliteStore(SqliteMoves, SqliteCompetition):
         def connect() -> sqlite3.Connection:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             check_writable(self.path)
-            if self.exclusive and self._lock_fd is None:
+            if self._lock_fd is None:
                 self._lock_fd = hold_lock(self.lock_path)
             db = sqlite3.connect(
                 self.path,
@@ -346,7 +349,10 @@ class SqliteStore(SqliteMoves, SqliteCompetition):
                 db.execute("INSERT OR IGNORE INTO rating_due (race_id) VALUES (?)", (race.race_id,))
             return True
 
-        return await self._run(lambda db: transaction(db, lambda: compare_and_set(db)))
+        stored = await self._run(lambda db: transaction(db, lambda: compare_and_set(db)))
+        if stored and race.status in _OVER:
+            self.forget_race(race.race_id)
+        return stored
 
     async def get_race(self, race_id: RaceId) -> RaceRecord | None:
         def select(db: sqlite3.Connection) -> str | None:

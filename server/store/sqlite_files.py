@@ -2,11 +2,11 @@
 the checks that say why a database cannot be opened (a file that cannot be written, a link
 to nothing, a full disk).
 
-One server per file: `exclusive=True` (what `solrace serve` asks for) holds an exclusive
-`flock` on the lock file beside the database (`solrace.sqlite3` -> `solrace.sqlite3.lock`) while the
-store is open, so a second server on the same file refuses to start instead of recovering
-(and timing out) the first one's races. The kernel drops the lock when the process ends,
-kill -9 included; the file itself stays (it only holds the last holder's pid).
+One server per file: an open store holds an exclusive `flock` on the lock file beside the
+database (`solrace.sqlite3` -> `solrace.sqlite3.lock`) while the store is open, so a second
+server on the same file refuses to start instead of recovering (and timing out) the first one's
+races. The kernel drops the lock when the process ends, kill -9 included; the file itself stays
+(it only holds the last holder's pid).
 """
 
 from __future__ import annotations

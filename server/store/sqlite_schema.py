@@ -5,7 +5,8 @@ The database carries the version of its tables in `PRAGMA user_version` (`SCHEMA
 a new file is stamped with it; an older file is brought up to it in place, in one
 transaction: a file of version 0 (made before the stamp existed) gets any table it lacks, a
 file of version 1 its tournaments' `finished` and `settled` columns (filled from the stored
-records) and their indexes; and a file of a higher version (a newer solrace's tables) is
+records) and their indexes, a file of version 2 or before its moves copied into the table of
+version 3 (`rebuild_moves`); and a file of a higher version (a newer solrace's tables) is
 refused at open, `NewerSchemaError`, before anything in it is changed. So is a damaged file
 (`DamagedDatabaseError`: SQLite's quick check of its pages at open finds a problem).
 """
@@ -29,8 +30,24 @@ log = logging.getLogger("solrace.server.store")
 
 #: The version of the tables (`SCHEMA` and `COMPETITION_SCHEMA`) kept in the database's
 #: `PRAGMA user_version`. A change to them that an older solrace could not use raises it
-#: (2: the tournaments' `finished` and `settled` columns).
-SCHEMA_VERSION = 2
+#: (2: the tournaments' `finished` and `settled` columns; 3: `moves` is its primary key's
+#: B-tree alone, `MOVES`).
+SCHEMA_VERSION = 3
+
+#: The moves, one B-tree in key order (no rowid). A move's race and seq are checked by the
+#: moves' writer (`sqlite_moves.py`): with a foreign key on the race and a unique index on the
+#: seq, as up to version 2, a move's insert cost about twice as much (bench/README.md).
+MOVES = """
+CREATE TABLE IF NOT EXISTS moves (
+    race_id TEXT NOT NULL,
+    player_id TEXT NOT NULL,
+    ply INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    move TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (race_id, player_id, ply)
+) WITHOUT ROWID;
+"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (
@@ -50,16 +67,6 @@ CREATE TABLE IF NOT EXISTS races (
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS races_status ON races (status);
-CREATE TABLE IF NOT EXISTS moves (
-    race_id TEXT NOT NULL REFERENCES races (race_id),
-    player_id TEXT NOT NULL,
-    ply INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    move TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    PRIMARY KEY (race_id, player_id, ply),
-    UNIQUE (race_id, player_id, seq)
-);
 """
 
 
@@ -129,7 +136,8 @@ def create_tables(db: sqlite3.Connection, path: Path) -> None:
                 found,
                 SCHEMA_VERSION,
             )
-        for statement in _statements(SCHEMA + COMPETITION_SCHEMA):
+        rebuild_moves(db)
+        for statement in _statements(SCHEMA + MOVES + COMPETITION_SCHEMA):
             db.execute(statement)
         db.executemany(
             "INSERT OR IGNORE INTO player_names (name_key, player_id) VALUES (?, ?)",
@@ -145,6 +153,22 @@ def create_tables(db: sqlite3.Connection, path: Path) -> None:
     transaction(db, create)
 
 
+def rebuild_moves(db: sqlite3.Connection) -> None:
+    """Copy a `moves` table of version 2 or before (a rowid, a foreign key, a unique seq) into
+    one of `MOVES`, inside the upgrade's transaction; nothing if there is none."""
+    (old,) = db.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'moves'"
+    ).fetchone()
+    if not old:
+        return
+    db.execute("ALTER TABLE moves RENAME TO moves_before_3")
+    for statement in _statements(MOVES):
+        db.execute(statement)
+    columns = "race_id, player_id, ply, seq, move, at_ms"
+    db.execute(f"INSERT INTO moves ({columns}) SELECT {columns} FROM moves_before_3")
+    db.execute("DROP TABLE moves_before_3")
+
+
 def _statements(script: str) -> list[str]:
     """The statements of a script of `CREATE ... ;` (one `execute` each: `executescript`
     would commit the transaction it runs in)."""
@@ -153,6 +177,7 @@ def _statements(script: str) -> list[str]:
 
 
 __all__ = [
+    "MOVES",
     "SCHEMA",
     "SCHEMA_VERSION",
     "DamagedDatabaseError",

@@ -20,8 +20,8 @@ def test_the_lock_file_is_the_database_s_name_plus_lock() -> None:
 
 
 async def test_a_store_refused_its_lock_opens_once_the_holder_closes(tmp_path: Path) -> None:
-    holder = SqliteStore(tmp_path / "x.sqlite3", exclusive=True)
-    waiting = SqliteStore(tmp_path / "x.sqlite3", exclusive=True)
+    holder = SqliteStore(tmp_path / "x.sqlite3")
+    waiting = SqliteStore(tmp_path / "x.sqlite3")
     await holder.open()
     with pytest.raises(StoreLockedError):
         await waiting.open()

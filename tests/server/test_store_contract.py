@@ -85,6 +85,14 @@ async def store(open_another: StoreFactory) -> Store:
     return await open_another()
 
 
+@pytest.fixture
+def two_nodes(store_url: str) -> None:
+    """A test of two stores open on the same data at once (two nodes): not for `sqlite:`,
+    which is one node's store and refuses a second store on its file (test_sqlite_files)."""
+    if store_url.startswith("sqlite:"):
+        pytest.skip("sqlite: one store a file, by design (a second is refused)")
+
+
 def race(
     race_id: str = "r1", status: RaceStatus = RaceStatus.OPEN, **changes: object
 ) -> RaceRecord:
@@ -293,6 +301,7 @@ async def test_seqs_are_per_player(store: Store) -> None:
 # --- several nodes, restarts ---------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("two_nodes")
 async def test_two_nodes_appending_the_same_ply_store_one_move(open_another: StoreFactory) -> None:
     node_a, node_b = await open_another(), await open_another()
     await seed(node_a, race())
@@ -324,12 +333,14 @@ async def test_moves_arriving_together_each_get_their_own_answer(
         outcomes = await asyncio.gather(*good, store.append_move(bad), return_exceptions=True)
         assert outcomes[:-1] == [None] * len(players)
         assert isinstance(outcomes[-1], PlyConflictError if ply else UnknownRaceError)
+    await store.close()  # a restart (memory: the same store, still there)
     again = await open_another()
     stored = await again.get_moves(RaceId("r1"))
     for p in players:
         assert [(m.ply, m.seq) for m in stored if m.player_id == p] == [(0, 1), (1, 2), (2, 3)]
 
 
+@pytest.mark.usefixtures("two_nodes")
 async def test_two_nodes_making_one_transition_get_one_true(open_another: StoreFactory) -> None:
     node_a, node_b = await open_another(), await open_another()
     opened = race()
@@ -615,6 +626,7 @@ async def test_recent_results_are_trimmed(store: Store) -> None:
     assert recent[0].race_id == f"r{RECENT_RESULTS_KEPT + 2}"
 
 
+@pytest.mark.usefixtures("two_nodes")
 async def test_two_nodes_rating_one_race_apply_it_once(open_another: StoreFactory) -> None:
     node_a, node_b = await open_another(), await open_another()
     update = rated_race("r1", [("p1", None, rating("p1", 27, 1)), ("p2", None, rating("p2"))])
@@ -773,6 +785,7 @@ async def test_finished_tournaments_are_read_page_by_page_newest_last(store: Sto
     )
 
 
+@pytest.mark.usefixtures("two_nodes")
 async def test_two_nodes_advancing_one_tournament_get_one_true(
     open_another: StoreFactory,
 ) -> None:
