@@ -4,8 +4,10 @@
 A secret a client presents that turns out wrong is a wrong guess, and each kind of secret has
 two limits (`GuessLimit`):
 
-- per connection: the wrong guess that reaches `per_connection` is answered, then the
-  connection is closed with 1008 and a reason naming the secret;
+- per connection: `per_connection` wrong guesses, refilled evenly over `window_s` (a credit
+  bucket): the wrong guess that spends its last credit is answered, then the connection is
+  closed with 1008 and a reason naming the secret. A connection open all evening that now and
+  then mistypes a code is not closed for it; one that guesses is, at once;
 - per client address (`admission.client_key`) and scope, over a window: `per_address` wrong
   guesses, refilled evenly over `window_s` (a credit bucket). The scope is what the secret
   opens: one race for an invite code (wrong codes for one race do not lock the address out of
@@ -145,15 +147,20 @@ class Guesses:
                     self.limit.noun,
                     round(bucket.wait_s(now)),
                 )
-        return self._count(session, refusal.code, refusal.message)
+        return self._count(session, refusal, now)
 
-    def _count(self, session: Session, code: ErrorCode, message: str) -> WrongGuess:
-        """Count a refused guess on the connection: the error to raise, with the close once
-        the connection has reached its limit."""
-        noun = self.limit.noun
-        count = session.wrong_guesses[noun] = session.wrong_guesses.get(noun, 0) + 1
-        close = f"too many wrong {noun}s" if count >= self.limit.per_connection else None
-        return WrongGuess(code, message, close)
+    def _count(self, session: Session, refusal: RaceError, now: float) -> WrongGuess:
+        """Count a wrong guess on the connection: the error to raise, with the close once
+        the connection has spent its last credit."""
+        limit = self.limit
+        bucket = session.wrong_guesses.get(limit.noun)
+        if bucket is None:
+            bucket = session.wrong_guesses[limit.noun] = CreditBucket(
+                limit.per_connection, limit.per_connection / limit.window_s, now
+            )
+        bucket.spend(now)
+        close = None if bucket.can_spend(now) else f"too many wrong {limit.noun}s"
+        return WrongGuess(refusal.code, refusal.message, close)
 
     def _note(self, session: Session, now: float) -> None:
         """Log a wrong guess, at most once per `WARN_EVERY_S` per address."""

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import decode_server
 from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.ratelimit import CreditBucket
 
 
 class Session(ABC):
@@ -19,8 +20,9 @@ class Session(ABC):
         #: The client's address as the admission limits count it (`admission.client_key`);
         #: "" when it has none (a session of the tests).
         self.address = ""
-        #: Wrong guesses of each secret on this connection (`guesses.Guesses`), by its noun.
-        self.wrong_guesses: dict[str, int] = {}
+        #: The credit of wrong guesses of each secret left to this connection, by its noun
+        #: (`guesses.Guesses`).
+        self.wrong_guesses: dict[str, CreditBucket] = {}
         self.said_hello = False
         #: Whether its hello was answered: one replaced before that closes once it is.
         self.welcomed = False

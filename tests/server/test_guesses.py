@@ -62,3 +62,18 @@ def test_running_out_is_said_once_while_a_trickle_keeps_the_address_drained(
         guesses.check(session, scope)
         guesses.wrong(session, WRONG, scope)
     assert len(ran_out_lines(caplog)) == 2
+
+
+def test_a_connection_s_wrong_guesses_come_back_over_the_window() -> None:
+    """A lobby left open all evening that now and then mistypes a code is not closed for it:
+    the connection's wrong guesses come back evenly over the window; a burst closes it."""
+    limit = INVITE_CODE_GUESSES
+    clock = Clock()
+    guesses = Guesses(limit, per_address=False, clock=clock)
+    session = RecordingSession(1)
+    refill_s = limit.window_s / limit.per_connection
+    for _ in range(3 * limit.per_connection):  # one a refill apart: never closed
+        assert guesses.wrong(session, WRONG).close_reason is None
+        clock.now += refill_s
+    closes = [guesses.wrong(session, WRONG).close_reason for _ in range(limit.per_connection)]
+    assert closes == [None] * (limit.per_connection - 1) + ["too many wrong invite codes"]
