@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from solrace.server.http_head import DEFAULT_WS_PATH, PROBE_PATHS
 from solrace.server.protocol.ratelimit import DEFAULT_RATE_CAPACITY, DEFAULT_RATE_REFILL_PER_S
+from solrace.server.protocol.wire import MAX_WIRE_INT
 
 #: The shortest token secret a node signs with (given, or read from its secret file).
 SECRET_MIN_CHARS = 16
@@ -146,7 +147,8 @@ class Settings(BaseSettings):
     grace_s: float = Field(default=60.0, ge=0)
     spectator_delay_casual_s: float = Field(default=0.0, ge=0)
     spectator_delay_rated_s: float = Field(default=10.0, ge=0)
-    max_seats: int = Field(default=16, ge=8)
+    # A race's seats go to clients, whose integers end at the wire's (time limits: a week).
+    max_seats: int = Field(default=16, ge=8, le=MAX_WIRE_INT)
     min_time_limit_s: int = Field(default=10, ge=1)
     max_time_limit_s: int = Field(default=4 * 3600, ge=1)
     max_open_races_per_player: int = Field(

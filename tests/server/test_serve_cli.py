@@ -358,3 +358,21 @@ def test_a_refused_secret_is_named_not_shown(
     assert value not in lines[0] and "(given, not shown)" in lines[0]
     code, lines = serve(capsys, "--data-dir", str(tmp_path), "--secret", value)
     assert code == 2 and len(lines) == 1 and value not in lines[0], lines
+
+
+def test_a_seat_count_past_the_wire_s_integers_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A race's seats go to clients, whose integers end at 2**31 - 1."""
+    name = "SOLRACE_MAX_SEATS"
+    monkeypatch.setenv(name, str(2**31))
+    code, lines = serve(capsys, "--data-dir", str(tmp_path))
+    assert (code, lines) == (
+        2,
+        [
+            f"solrace serve: error: invalid {name} '2147483648': Input should be less than "
+            "or equal to 2147483647"
+        ],
+    )
+    monkeypatch.setenv(name, str(2**31 - 1))
+    assert Settings().max_seats == 2**31 - 1
