@@ -21,6 +21,7 @@ from solrace.server.protocol.messages import (
     ClientMessage,
     MakeMove,
     PileFields,
+    Progress,
     ServerMessage,
 )
 from solrace.server.protocol.wire import MAX_ID_CHARS
@@ -49,8 +50,35 @@ def encode(message: BaseModel) -> bytes:
 
     The same bytes as `msgpack.packb(message.model_dump(), use_bin_type=True)`, a third
     cheaper (every frame a server sends goes through here): the model's serializer without
-    `model_dump`'s Python wrapper, and one reused packer per thread."""
+    `model_dump`'s Python wrapper, and one reused packer per thread. A `Progress` (one per
+    progress batch, the most frequent race event) is packed from its fields directly."""
+    if type(message) is Progress:
+        return _encode_progress(message)
     data: bytes = _packer().pack(type(message).__pydantic_serializer__.to_python(message))
+    return data
+
+
+def _encode_progress(event: Progress) -> bytes:
+    """The bytes `encode` gives a `Progress` through its serializer, from a map of its fields
+    (`Progress` and `ProgressEntry` in their order; every field a string or an integer):
+    ~1.7 us against ~2.6 us. A test holds both to equal bytes."""
+    entry = event.progress
+    data: bytes = _packer().pack(
+        {
+            "type": event.type,
+            "race_id": event.race_id,
+            "epoch": event.epoch,
+            "version": event.version,
+            "progress": {
+                "player_id": entry.player_id,
+                "state": entry.state,
+                "on_foundations": entry.on_foundations,
+                "total": entry.total,
+                "moves": entry.moves,
+                "elapsed_ms": entry.elapsed_ms,
+            },
+        }
+    )
     return data
 
 

@@ -25,7 +25,7 @@ from solrace.server.protocol.codec import (
     unpack_map,
 )
 from solrace.server.protocol.errors import DecodeError, SchemaError
-from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     CLIENT_ADAPTER,
     ClientMessage,
@@ -35,8 +35,11 @@ from solrace.server.protocol.messages import (
     MakeMove,
     MoveAck,
     PileModel,
+    Progress,
+    ProgressEntry,
     Sync,
 )
+from solrace.server.protocol.vocab import RacerStateName
 
 #: Nested nearly as deep as msgpack reads (1,024): its repr exceeds Python's recursion limit.
 DEPTH = 1020
@@ -92,6 +95,34 @@ def test_server_messages_round_trip() -> None:
     assert decode_server(encode(ack)) == ack
     error = Error(code="x", message="y")
     assert decode_server(encode(error)) == error
+
+
+@given(
+    race_id=st.text(min_size=1, max_size=24),
+    epoch=st.text(max_size=24),
+    version=st.integers(0, 2**53 - 1),
+    player_id=st.text(min_size=1, max_size=24),
+    state=st.sampled_from(typing.get_args(RacerStateName)),
+    figures=st.lists(st.integers(-(2**63), 2**64 - 1), min_size=4, max_size=4),
+)
+def test_a_progress_event_packs_as_its_serializer_gives_it(
+    race_id: str, epoch: str, version: int, player_id: str, state: str, figures: list[int]
+) -> None:
+    """`encode` packs a `Progress` from its fields directly: the same bytes as the model's
+    serializer gives (field order, types), whatever the values."""
+    on_foundations, total, moves, elapsed_ms = figures
+    entry = ProgressEntry(
+        player_id=PlayerId(player_id),
+        state=state,  # type: ignore[arg-type]
+        on_foundations=on_foundations,
+        total=total,
+        moves=moves,
+        elapsed_ms=elapsed_ms,
+    )
+    event = Progress(race_id=RaceId(race_id), epoch=epoch, version=version, progress=entry)
+    expected = msgpack.packb(event.model_dump(), use_bin_type=True)
+    assert encode(event) == expected
+    assert decode_server(expected) == event
 
 
 @pytest.mark.parametrize(
