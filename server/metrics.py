@@ -3,11 +3,103 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import bisect
+import time
+from collections.abc import Callable, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import metrics as prometheus_metrics
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: `solrace_ack_latency_seconds`'s upper bounds (seconds).
+ACK_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+
+
+def _with_created() -> bool:
+    """Whether prometheus_client exports `_created` series now (its own metrics' switch:
+    `PROMETHEUS_DISABLE_CREATED_SERIES`, `disable_created_metrics()`)."""
+    return bool(getattr(prometheus_metrics, "_use_created", True))
+
+
+class PlainCounter(Collector):
+    """A counter without labels counted by the event loop alone, exported as a
+    prometheus_client `Counter` of the same name is (`_total`, `_created`). `inc` adds to an
+    integer: no lock and no value object, for a count taken on every move (~0.1 us against
+    ~1.5 us)."""
+
+    def __init__(self, name: str, documentation: str, registry: CollectorRegistry) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.value = 0
+        self.created = time.time()
+        registry.register(self)
+
+    def inc(self) -> None:
+        self.value += 1
+
+    def describe(self) -> list[Metric]:
+        return [Metric(self.name, self.documentation, "counter")]
+
+    def collect(self) -> list[Metric]:
+        metric = Metric(self.name, self.documentation, "counter")
+        metric.add_sample(self.name + "_total", {}, float(self.value))
+        if _with_created():
+            metric.add_sample(self.name + "_created", {}, self.created)
+        return [metric]
+
+
+class PlainHistogram(Collector):
+    """A histogram without labels observed by the event loop alone, exported as a
+    prometheus_client `Histogram` with the same buckets is (`_bucket` by `le`, `_count`,
+    `_sum`, `_created`). `observe` finds its bucket by bisection and adds to integers: no
+    lock, no walk over the bounds (~0.3 us against ~1.2 us, on every move)."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        buckets: Sequence[float],
+        registry: CollectorRegistry,
+    ) -> None:
+        self.name = name
+        self.documentation = documentation
+        #: The upper bounds (`le`, each bucket's inclusive), ending with +Inf.
+        self.bounds = sorted(float(b) for b in buckets)
+        if self.bounds[-1] != float("inf"):
+            self.bounds.append(float("inf"))
+        #: The bounds as their `le` labels say them (prometheus_client's own spelling).
+        self.labels: list[str] = [
+            floatToGoString(b)  # type: ignore[no-untyped-call]
+            for b in self.bounds
+        ]
+        #: Observations per bucket (not cumulative: summed when exported).
+        self.counts = [0] * len(self.bounds)
+        self.sum = 0.0
+        self.created = time.time()
+        registry.register(self)
+
+    def observe(self, amount: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, amount)] += 1
+        self.sum += amount
+
+    def describe(self) -> list[Metric]:
+        return [Metric(self.name, self.documentation, "histogram")]
+
+    def collect(self) -> list[Metric]:
+        metric = Metric(self.name, self.documentation, "histogram")
+        total = 0.0
+        for label, count in zip(self.labels, self.counts, strict=True):
+            total += count
+            metric.add_sample(self.name + "_bucket", {"le": label}, total)
+        metric.add_sample(self.name + "_count", {}, total)
+        if self.bounds[0] >= 0:
+            metric.add_sample(self.name + "_sum", {}, self.sum)
+        if _with_created():
+            metric.add_sample(self.name + "_created", {}, self.created)
+        return [metric]
 
 
 class Metrics:
@@ -21,17 +113,18 @@ class Metrics:
         self.races = Gauge(
             "solrace_races", "Races held in memory by status", ["status"], registry=self.registry
         )
-        self.moves_accepted = Counter(
-            "solrace_moves_accepted", "Moves stored and acknowledged", registry=self.registry
+        #: Counted on every move: plain numbers, exported as a `Counter` and a `Histogram`.
+        self.moves_accepted = PlainCounter(
+            "solrace_moves_accepted", "Moves stored and acknowledged", self.registry
         )
         self.moves_rejected = Counter(
             "solrace_moves_rejected", "Moves refused, by reason", ["code"], registry=self.registry
         )
-        self.ack_latency = Histogram(
+        self.ack_latency = PlainHistogram(
             "solrace_ack_latency_seconds",
             "From a move's arrival to its ack being queued (validation + store)",
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
-            registry=self.registry,
+            ACK_LATENCY_BUCKETS,
+            self.registry,
         )
         self.rate_limit_closes = Counter(
             "solrace_rate_limit_closes",
