@@ -280,6 +280,8 @@ class SqliteStore(SqliteMoves, SqliteCompetition):
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
+        # What it knew of the racers holds while it holds the lock: read again if reopened.
+        self._tallies.clear()
         if self._lock_fd is not None:  # last: the file is checkpointed and closed by now
             os.close(self._lock_fd)
             self._lock_fd = None

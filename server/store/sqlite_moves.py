@@ -14,8 +14,9 @@ used), read from the table the first time the racer moves: the store is the only
 file's moves (it holds the file's lock while open, `sqlite_files.py`), and `moves` is its
 primary key's B-tree alone (`sqlite_schema.MOVES`), whose key still refuses a ply stored twice.
 The checks in the insert (a subquery for the ply, a foreign key, a unique index on the seq) made
-a move's insert and commit about twice as dear (bench/README.md). A racer's tally is forgotten
-when its race is stored finished or cancelled (`forget_race`).
+a move's insert and commit about twice as dear (`bench/moves_table.py`). A racer's tally is
+forgotten when its race is stored finished or cancelled (`forget_race`), and every tally when the
+store closes.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ SCHEMA_VERSION = 3
 
 #: The moves, one B-tree in key order (no rowid). A move's race and seq are checked by the
 #: moves' writer (`sqlite_moves.py`): with a foreign key on the race and a unique index on the
-#: seq, as up to version 2, a move's insert cost about twice as much (bench/README.md).
+#: seq, as up to version 2, a move's insert cost about twice as much (`bench/moves_table.py`).
 MOVES = """
 CREATE TABLE IF NOT EXISTS moves (
     race_id TEXT NOT NULL,

@@ -174,3 +174,30 @@ async def test_a_version_2_file_has_its_moves_copied_into_the_new_table(
     assert "WITHOUT ROWID" in definition and "UNIQUE" not in definition
     assert version == SCHEMA_VERSION == 3
     assert "moves_before_3" not in names
+
+
+async def test_a_store_closed_and_opened_again_reads_its_racers_again(database: Path) -> None:
+    """Closed, the store lets go of the file: what it knew of the racers may be wrong by the
+    time it opens it again (another store wrote it, or a backup was put back)."""
+    store = await opened(database)
+    try:
+        assert await store.save_race_if(race(), None)
+        await store.append_move(move(0))
+        await store.close()
+        other = await opened(database)
+        await other.append_move(move(1))
+        await other.close()
+        await store.open()
+        await store.append_move(move(2))
+        await store.close()
+        with contextlib.closing(sqlite3.connect(database, isolation_level=None)) as db:
+            db.execute("DELETE FROM moves WHERE ply = 2")  # a copy from before it was put back
+        await store.open()
+        await store.append_move(move(2, seq=30))
+        assert plies(await store.get_moves(RaceId("r1"))) == [
+            ("p1", 0, 1),
+            ("p1", 1, 2),
+            ("p1", 2, 30),
+        ]
+    finally:
+        await store.close()

@@ -110,7 +110,9 @@ async def test_a_version_1_sqlite_file_gets_its_tournaments_indexed_in_place(
     await store.open()
     try:
         said = [r.getMessage() for r in caplog.records if r.name == "solrace.server.store"]
-        assert said[0].startswith(f"upgrading {database} from schema version 1 to {SCHEMA_VERSION} (once;")
+        assert said[0].startswith(
+            f"upgrading {database} from schema version 1 to {SCHEMA_VERSION} (once;"
+        )
         assert said[1].startswith(f"upgraded {database} in ")
         await check_upgraded(store)
     finally:
