@@ -174,6 +174,11 @@ class SqliteStore(SqliteMoves, SqliteCompetition):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             check_writable(self.path)
             if self._lock_fd is None:
+                # Beside the file itself: a second store through a link to it (the file's,
+                # or a folder's above it) takes the same lock.
+                real = self.path.resolve()
+                if real != self.path.absolute():
+                    self.lock_path = lock_path_for(real)
                 self._lock_fd = hold_lock(self.lock_path)
             db = sqlite3.connect(
                 self.path,

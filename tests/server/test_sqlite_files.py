@@ -29,3 +29,20 @@ async def test_a_store_refused_its_lock_opens_once_the_holder_closes(tmp_path: P
     await waiting.open()  # the same object, after a failed open
     assert await waiting.get_race(RaceId("nothing")) is None
     await waiting.close()
+
+
+async def test_a_store_through_a_link_to_the_file_is_refused_too(tmp_path: Path) -> None:
+    """The lock is the file's, not the path's: a link to the database, or to its folder,
+    opens the same file and must find the same lock."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "folder").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "link.sqlite3").symlink_to(tmp_path / "real" / "x.sqlite3")
+    holder = SqliteStore(tmp_path / "real" / "x.sqlite3")
+    await holder.open()
+    try:
+        for path in (tmp_path / "folder" / "x.sqlite3", tmp_path / "real" / "link.sqlite3"):
+            with pytest.raises(StoreLockedError) as refused:
+                await SqliteStore(path).open()
+            assert refused.value.lock_path == tmp_path / "real" / "x.sqlite3.lock"
+    finally:
+        await holder.close()
