@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Final
 
 from solrace.server.outage import Outage
 from solrace.server.protocol.errors import ErrorCode, RaceError
@@ -32,6 +33,9 @@ from solrace.server.settings import Settings
 from solrace.tasks import cancel_and_wait
 
 log = logging.getLogger("solrace.server.race_progress")
+
+#: Read once: on Python 3.11 an enum member costs ~0.2 us a read (every batch reads it).
+_PLAYING: Final = RacerState.PLAYING
 
 #: Seconds before a progress batch the store refused is folded again.
 FOLD_RETRY_S = 1.0
@@ -119,9 +123,10 @@ class ProgressBatches:
         if self.is_cluster or runtime.lock.locked():
             return False
         racers = runtime.race.racers
-        playing = RacerState.PLAYING
-        if any((r := racers.get(p)) is None or r.state is not playing for p in runtime.pending):
-            return False  # a state to store (a racer out meanwhile): the usual change
+        for player_id in runtime.pending:
+            racer = racers.get(player_id)
+            if racer is None or racer.state is not _PLAYING:
+                return False  # a state to store (a racer out meanwhile): the usual change
         pending, _ = runtime.take_pending()
         if self.folding(runtime, pending)(runtime.race):
             self.forward(runtime)

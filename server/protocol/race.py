@@ -41,6 +41,11 @@ from solrace.server.protocol.records import (
 MIN_PLAYERS_RATED = 2
 MIN_PLAYERS_CASUAL = 1
 
+#: Enum members read once, for the checks of every move and progress batch: on Python 3.11
+#: `RacerState.PLAYING` costs ~0.2 us a read (the enum's class attribute), a global ~0.02 us.
+_PLAYING: Final = RacerState.PLAYING
+_RUNNING: Final = RaceStatus.RUNNING
+
 #: A progress event's two models are validated from a map of their fields: the models'
 #: keyword `__init__` costs ~0.5 us more each, and every progress batch builds both.
 _ENTRY_VALIDATOR = ProgressEntry.__pydantic_validator__
@@ -259,11 +264,12 @@ class Race:
         if self.ends_at_ms is not None:
             end = min(end, self.ends_at_ms)  # a racer plays no longer than the time limit
         # Validated on purpose: pydantic-core checks these fields faster (~1.4 us) than
-        # `model_construct` skips them in Python (~2.4 us, pydantic 2.13).
+        # `model_construct` skips them in Python (~2.4 us, pydantic 2.13). The state's name
+        # is its `str` (a `StrEnum`'s value as a plain string: ~0.1 us, `.value` ~0.3 us).
         entry: ProgressEntry = _ENTRY_VALIDATOR.validate_python(
             {
                 "player_id": racer.player_id,
-                "state": racer.state.value,
+                "state": str(racer.state),
                 "on_foundations": racer.on_foundations,
                 "total": racer.total,
                 "moves": racer.moves,
@@ -320,11 +326,11 @@ class Race:
     def check_can_move(self, player_id: PlayerId, now_ms: int) -> Racer:
         """The racer if `player_id` may move now, else a `RaceError` saying why."""
         racer = self.racer(player_id)
-        if self.status is not RaceStatus.RUNNING:
+        if self.status is not _RUNNING:
             raise RaceError(ErrorCode.WRONG_STATUS, STATUS_PHRASES[self.status])
         if self.ends_at_ms is not None and now_ms >= self.ends_at_ms:
             raise RaceError(ErrorCode.TIME_UP, "the time limit is reached")
-        if racer.state is not RacerState.PLAYING:
+        if racer.state is not _PLAYING:
             raise RaceError(ErrorCode.NOT_PLAYING, f"your race is over ({racer.state.value})")
         return racer
 
@@ -554,7 +560,7 @@ class Race:
         it, now if the count changed. A racer out of the race keeps the figures it went out
         with (its results): nothing changes, no event."""
         racer = self.racer(player_id)
-        if racer.state is not RacerState.PLAYING:
+        if racer.state is not _PLAYING:
             return []
         started = self.started_at_ms or now_ms
         if reached_ms is not None:
@@ -564,9 +570,9 @@ class Race:
         racer.on_foundations = on_foundations
         racer.total = total
         racer.moves = moves
-        if racer.state is RacerState.PLAYING and won:
+        if won:
             return self._set_state(racer, RacerState.FINISHED, now_ms)
-        if racer.state is RacerState.PLAYING and stuck:
+        if stuck:
             return self._set_state(racer, RacerState.STUCK, now_ms)
         return [self._progress(racer, now_ms)]
 
