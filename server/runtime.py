@@ -11,9 +11,9 @@ import asyncio
 import bisect
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from types import TracebackType
 
 from solrace.engine import Audience, EngineError, Game, Move, deal
 from solrace.server.protocol.codec import decode_server, encode
@@ -122,6 +122,29 @@ class UnstoredConnection:
     through: str | None = None
 
 
+class MovesBeingStored:
+    """Counts a race's moves being stored, as a context entered around each storing
+    (`RaceRuntime.storing_move`). A class rather than a generator's context manager: one is
+    entered on every move, and `contextlib.contextmanager` builds a generator and its
+    wrapper each time (~1.5 us against ~0.3 us)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __enter__(self) -> None:
+        self.count += 1
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.count -= 1
+
+
 class RaceRuntime:
     def __init__(self, race: Race, saved: RaceRecord | None = None) -> None:
         self.race = race
@@ -133,7 +156,7 @@ class RaceRuntime:
         #: batch does not send it the same again.
         self.boards_sent_on_watch: dict[Session, dict[PlayerId, bytes]] = {}
         #: Moves of the race being stored now (`storing_move`).
-        self._moves_storing = 0
+        self._moves_storing = MovesBeingStored()
         #: Who created the race here (the race's `creator` passes on when they leave; the
         #: open races a player may have count the ones they created). None: loaded.
         self.created_by: PlayerId | None = None
@@ -175,21 +198,16 @@ class RaceRuntime:
         #: The timer that folds `pending` in (None: nothing is pending).
         self.fold_due: asyncio.TimerHandle | None = None
 
-    @contextmanager
-    def storing_move(self) -> Iterator[None]:
-        """Around the storing of a move: meanwhile the race's due transitions wait
+    def storing_move(self) -> MovesBeingStored:
+        """Around the storing of a move (`with`): meanwhile the race's due transitions wait
         (`is_storing_move`), so that a time-out does not end the race under a move that was
         checked before it and is acknowledged after."""
-        self._moves_storing += 1
-        try:
-            yield
-        finally:
-            self._moves_storing -= 1
+        return self._moves_storing
 
     @property
     def is_storing_move(self) -> bool:
         """A move of the race is being stored (`storing_move`)."""
-        return self._moves_storing > 0
+        return self._moves_storing.count > 0
 
     def keep_unstored(self, unstored: UnstoredConnection) -> None:
         """Keep a change of a racer's connection that the store refused, for the tick to
