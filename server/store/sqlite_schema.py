@@ -28,7 +28,7 @@ from solrace.server.store.sqlite_tx import transaction
 
 log = logging.getLogger("solrace.server.store")
 
-#: The version of the tables (`SCHEMA` and `COMPETITION_SCHEMA`) kept in the database's
+#: The version of the tables (`SCHEMA`, `MOVES` and `COMPETITION_SCHEMA`) kept in the database's
 #: `PRAGMA user_version`. A change to them that an older solrace could not use raises it
 #: (2: the tournaments' `finished` and `settled` columns; 3: `moves` is its primary key's
 #: B-tree alone, `MOVES`).
