@@ -10,13 +10,18 @@ replaying the moves): it is folded in place, without a task or the race's lock. 
 nodes store each batch with one compare-and-set (through the keeper) instead of one per
 move. A batch the store refuses is folded again after a pause (`FOLD_RETRY_S`).
 
-Every move goes through `note_progress`, so it only notes the move and arms the race's timer.
+Every move goes through `note_progress`, so it only notes the move and queues the race's
+batch. Every batch waits the same `progress_interval_s`, so the batches wait in one queue in
+the order they are due, under one timer of the event loop for the node (not one per race: at a
+thousand players the loop's heap would hold ~500 timers, each push and pop comparing them in
+Python).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
@@ -45,9 +50,29 @@ FOLD_RETRY_S = 1.0
 ApplyChange = Callable[[RaceRuntime, Change], Awaitable[list[RaceEvent]]]
 
 
+class QueuedFold:
+    """A race's batch waiting in the node's queue for its fold (`RaceRuntime.fold_due`)."""
+
+    __slots__ = ("cancelled", "due_s", "runtime")
+
+    def __init__(self, runtime: RaceRuntime, due_s: float) -> None:
+        self.runtime = runtime
+        #: When it is due, in the event loop's time.
+        self.due_s = due_s
+        self.cancelled = False
+
+    def when(self) -> float:
+        """When the fold is due, in the event loop's time."""
+        return self.due_s
+
+    def cancel(self) -> None:
+        """The fold is not due any more: the queue passes it over."""
+        self.cancelled = True
+
+
 class ProgressBatches:
     """The progress batches of a node's races: each race's pending moves (`RaceRuntime.pending`)
-    folded in when its timer (`RaceRuntime.fold_due`) fires, through `apply` (a task; one
+    folded in when it is due (`RaceRuntime.fold_due`), through `apply` (a task; one
     node: in place, delivered by `forward`, when the batch is progress only)."""
 
     def __init__(
@@ -70,6 +95,10 @@ class ProgressBatches:
         self._folds: set[asyncio.Task[None]] = set()
         #: The node has stopped: no fold is armed any more.
         self._stopped = False
+        #: Batches due after `progress_interval_s`, in the order they are due.
+        self._queue: deque[QueuedFold] = deque()
+        #: The loop's timer for the queue's first batch (None: the queue is empty).
+        self._queue_timer: asyncio.TimerHandle | None = None
 
     def note_progress(self, runtime: RaceRuntime, move: MoveRecord) -> None:
         """`move`, stored and acknowledged, only moves its racer on (not won, not stuck): it
@@ -81,12 +110,40 @@ class ProgressBatches:
     def arm_fold(self, runtime: RaceRuntime, delay_s: float | None = None) -> None:
         """Fold the pending batch in `delay_s` (default: the progress interval); not once
         the node has stopped."""
-        if runtime.fold_due is None and not self._stopped:
-            runtime.fold_due = asyncio.get_running_loop().call_later(
-                self.settings.progress_interval_s if delay_s is None else delay_s,
-                self._fold_soon,
-                runtime,
-            )
+        if runtime.fold_due is not None or self._stopped:
+            return
+        loop = asyncio.get_running_loop()
+        if delay_s is not None:  # a batch tried again: its own timer
+            runtime.fold_due = loop.call_later(delay_s, self._fold_soon, runtime)
+            return
+        queued = QueuedFold(runtime, loop.time() + self.settings.progress_interval_s)
+        runtime.fold_due = queued
+        self._queue.append(queued)
+        if self._queue_timer is None:
+            self._queue_timer = loop.call_at(queued.due_s, self._fold_due_batches)
+
+    def _fold_due_batches(self) -> None:
+        """The queue's timer fired: fold the batches due by now (the first one is), then
+        time the next one."""
+        self._queue_timer = None
+        queue = self._queue
+        if not queue:
+            return
+        loop = asyncio.get_running_loop()
+        # The loop runs a timer up to its clock's resolution early: the first batch is due.
+        now = max(loop.time(), queue[0].due_s)
+        while queue:
+            queued = queue[0]
+            if queued.due_s > now and not queued.cancelled:
+                self._queue_timer = loop.call_at(queued.due_s, self._fold_due_batches)
+                return
+            queue.popleft()
+            if queued.cancelled:
+                continue
+            try:
+                self._fold_soon(queued.runtime)
+            except Exception:  # as the loop does with a callback's: said, the others go on
+                log.exception("race %s: progress batch not folded", queued.runtime.race_id)
 
     def _fold_soon(self, runtime: RaceRuntime) -> None:
         runtime.fold_due = None
@@ -169,6 +226,13 @@ class ProgressBatches:
 
         return folded
 
+    def _drop_queue(self) -> None:
+        """No batch waits in the queue any more (the node has stopped)."""
+        if self._queue_timer is not None:
+            self._queue_timer.cancel()
+            self._queue_timer = None
+        self._queue.clear()
+
     def disarm(self, runtime: RaceRuntime) -> None:
         """Fold no more of a race the node forgets (its pending moves are left)."""
         if runtime.fold_due is not None:
@@ -179,6 +243,7 @@ class ProgressBatches:
         """The node stops: fold the last batch of each race in (and store it), and wait for
         the folds under way; a fold that fails now is not tried again."""
         self._stopped = True
+        self._drop_queue()
         for runtime in runtimes:
             self.disarm(runtime)
             if runtime.pending:  # the last progress batch goes into the race (and the store)
@@ -192,9 +257,10 @@ class ProgressBatches:
         waited for. Their batches are left (a node starting on the store recomputes them
         from the stored moves)."""
         self._stopped = True
+        self._drop_queue()
         for runtime in runtimes:
             self.disarm(runtime)
         await cancel_and_wait(list(self._folds))
 
 
-__all__ = ["FOLD_RETRY_S", "ApplyChange", "ProgressBatches"]
+__all__ = ["FOLD_RETRY_S", "ApplyChange", "ProgressBatches", "QueuedFold"]

@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Protocol
 
 from solrace.engine import Audience, EngineError, Game, Move, deal
 from solrace.server.protocol.codec import decode_server, encode
@@ -145,6 +146,15 @@ class MovesBeingStored:
         self.count -= 1
 
 
+class FoldDue(Protocol):
+    """A race's next fold, due at `when()` in the event loop's time: the queue's entry
+    (`QueuedFold`) or, for a batch tried again, its own timer."""
+
+    def when(self) -> float: ...
+
+    def cancel(self) -> None: ...
+
+
 class RaceRuntime:
     def __init__(self, race: Race, saved: RaceRecord | None = None) -> None:
         self.race = race
@@ -196,7 +206,7 @@ class RaceRuntime:
         #: said once until a tick goes through.
         self.timers_refused = False
         #: The timer that folds `pending` in (None: nothing is pending).
-        self.fold_due: asyncio.TimerHandle | None = None
+        self.fold_due: FoldDue | None = None
 
     def storing_move(self) -> MovesBeingStored:
         """Around the storing of a move (`with`): meanwhile the race's due transitions wait

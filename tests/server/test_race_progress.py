@@ -1,7 +1,7 @@
 """Progress batches (server/race_progress.py): a batch the store refuses goes in with the next
 one, an outage is said once, a stopped node arms no fold, a fold counts only stored moves and
-never takes a racer's figures back, and one node folds a batch in place unless a change holds
-the race."""
+never takes a racer's figures back, one node folds a batch in place unless a change holds
+the race, and the node's races wait for their folds in one queue."""
 
 from __future__ import annotations
 
@@ -11,12 +11,25 @@ import logging
 import pytest
 
 from solrace.server.broker import MemoryBroker
-from solrace.server.protocol.ids import PlayerId
-from solrace.server.protocol.messages import MakeMove, Progress
+from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    CreateRace,
+    Hello,
+    JoinRace,
+    MakeMove,
+    Progress,
+)
 from solrace.server.protocol.records import MoveRecord, RaceRecord
 from solrace.server.race_progress import FOLD_RETRY_S
 from solrace.server.store.memory import MemoryStore
-from tests.server.sessions import HeldSaves, opened, running_hub, start_race_of_two
+from tests.server.sessions import (
+    HeldSaves,
+    RecordingSession,
+    opened,
+    running_hub,
+    start_race_of_two,
+)
 from tests.waiting import eventually
 
 
@@ -190,3 +203,45 @@ async def test_one_node_folds_a_batch_in_place_unless_a_change_holds_the_race() 
             assert progress_seen() == [1]
             assert runtime.race.racers[alice.player_id or PlayerId("")].moves == 1
         await eventually(lambda: progress_seen() == [1, 2], what="the batch, once free")
+
+
+async def test_the_node_s_races_wait_for_their_folds_in_one_queue() -> None:
+    """Each race's batch is folded `progress_interval_s` after its first move, from one queue
+    under one timer of the loop; a race the node forgets meanwhile is passed over."""
+    async with running_hub(progress_interval_s=0.05) as hub:
+        races: list[tuple[RaceId, RecordingSession, RecordingSession]] = []
+        for n in range(3):
+            alice, bob = RecordingSession(2 * n + 1), RecordingSession(2 * n + 2)
+            await hub.handle(alice, Hello(protocol=PROTOCOL_VERSION, name=f"alice{n}"))
+            await hub.handle(bob, Hello(protocol=PROTOCOL_VERSION, name=f"bob{n}"))
+            await hub.handle(
+                alice, CreateRace(game="klondike", seats=2, time_limit_s=600, game_number="1002")
+            )
+            (race_id,) = set(hub.races) - {r for r, _, _ in races}
+            await hub.handle(bob, JoinRace(race_id=race_id))
+            races.append((race_id, alice, bob))
+        await hub.tick()
+        runtimes = [hub.races[race_id] for race_id, _, _ in races]
+        progress = hub.keeper.progress
+        for race_id, alice, _ in races:
+            await hub.handle(alice, MakeMove(race_id=race_id, seq=0, move="deal"))
+        await hub.handle(races[0][1], MakeMove(race_id=races[0][0], seq=1, move="deal"))
+        queued = [q.runtime for q in progress._queue]
+        assert queued == runtimes, "one entry per race, in the order of their first moves"
+        assert progress._queue_timer is not None
+        dues = [r.fold_due.when() for r in runtimes if r.fold_due is not None]
+        assert dues == sorted(dues) and len(dues) == 3
+        progress.disarm(runtimes[1])  # forgotten: its entry stays, passed over
+
+        def seen(bob: RecordingSession) -> list[int]:
+            return [
+                m.progress.moves for m in bob.sent if isinstance(m, Progress) and m.progress.moves
+            ]
+
+        await eventually(
+            lambda: seen(races[0][2]) == [2] and seen(races[2][2]) == [1],
+            what="the first and third races' batches",
+        )
+        await eventually(lambda: not progress._queue, what="the queue emptied")
+        assert progress._queue_timer is None
+        assert seen(races[1][2]) == [] and runtimes[1].pending, "the forgotten race folded"
