@@ -11,7 +11,7 @@ race has ended (`ended`), which the keeper acts on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from solrace.server.lobby import LobbyFeed
@@ -64,7 +64,14 @@ class RaceDelivery:
         than what that session was last sent of the race: every session sees versions rise.
         With progress batches a racer is not sent the progress of its own moves: its acks
         carried it."""
-        recipients = self.recipients(runtime)
+        players = self.players
+        # A racer's session is its own (no set of them to build, hashing each in Python),
+        # unless the race has spectators here: one of them may be a racer's session too.
+        recipients: Iterable[Session] = [
+            session for p in runtime.race.racers if (session := players.get(p)) is not None
+        ]
+        if runtime.spectators:
+            recipients = runtime.spectators.union(recipients)
         if not recipients or not messages:
             return
         race_id = runtime.race_id
