@@ -20,22 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from solrace.server.store.sqlite_schema import MOVES
+from solrace.server.store.sqlite_schema import MOVES, MOVES_OF_VERSION_2
 
 RACES = "CREATE TABLE races (race_id TEXT PRIMARY KEY, status TEXT NOT NULL, record TEXT NOT NULL)"
 
-VERSION_2 = """
-CREATE TABLE moves (
-    race_id TEXT NOT NULL REFERENCES races (race_id),
-    player_id TEXT NOT NULL,
-    ply INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    move TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    PRIMARY KEY (race_id, player_id, ply),
-    UNIQUE (race_id, player_id, seq)
-)
-"""
 INSERT_2 = """
 INSERT INTO moves (race_id, player_id, ply, seq, move, at_ms)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6
@@ -43,7 +31,7 @@ WHERE (SELECT COALESCE(MAX(ply) + 1, 0) FROM moves WHERE race_id = ?1 AND player
 """
 INSERT_3 = "INSERT INTO moves (race_id, player_id, ply, seq, move, at_ms) VALUES (?, ?, ?, ?, ?, ?)"
 
-TABLES = {"version 2": (VERSION_2, INSERT_2), "version 3": (MOVES, INSERT_3)}
+TABLES = {"version 2": (MOVES_OF_VERSION_2, INSERT_2), "version 3": (MOVES, INSERT_3)}
 
 
 def cost_a_move(folder: Path, table: str, moves: int, batch: int) -> float:

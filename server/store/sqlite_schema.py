@@ -49,6 +49,20 @@ CREATE TABLE IF NOT EXISTS moves (
 ) WITHOUT ROWID;
 """
 
+#: `moves` as versions 0 to 2 made it (`rebuild_moves` copies it into `MOVES`).
+MOVES_OF_VERSION_2 = """
+CREATE TABLE moves (
+    race_id TEXT NOT NULL REFERENCES races (race_id),
+    player_id TEXT NOT NULL,
+    ply INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    move TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (race_id, player_id, ply),
+    UNIQUE (race_id, player_id, seq)
+)
+"""
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (
     player_id TEXT PRIMARY KEY,
@@ -178,6 +192,7 @@ def _statements(script: str) -> list[str]:
 
 __all__ = [
     "MOVES",
+    "MOVES_OF_VERSION_2",
     "SCHEMA",
     "SCHEMA_VERSION",
     "DamagedDatabaseError",

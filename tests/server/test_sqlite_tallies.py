@@ -16,23 +16,9 @@ import pytest
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.records import MoveRecord, RaceStatus
 from solrace.server.store import PlyConflictError, SqliteStore, StoreError, StoreUnavailableError
-from solrace.server.store.sqlite_schema import SCHEMA_VERSION
+from solrace.server.store.sqlite_schema import MOVES_OF_VERSION_2, SCHEMA_VERSION
 from tests.server.conftest import Holder
 from tests.server.test_store_contract import move, race
-
-#: `moves` as schema version 2 made it.
-MOVES_OF_VERSION_2 = """
-CREATE TABLE moves (
-    race_id TEXT NOT NULL REFERENCES races (race_id),
-    player_id TEXT NOT NULL,
-    ply INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    move TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    PRIMARY KEY (race_id, player_id, ply),
-    UNIQUE (race_id, player_id, seq)
-)
-"""
 
 
 async def opened(database: Path, busy_timeout_s: float | None = None) -> SqliteStore:
