@@ -208,7 +208,8 @@ async def test_one_node_folds_a_batch_in_place_unless_a_change_holds_the_race() 
 async def test_the_node_s_races_wait_for_their_folds_in_one_queue() -> None:
     """Each race's batch is folded `progress_interval_s` after its first move, from one queue
     under one timer of the loop; a race the node forgets meanwhile is passed over."""
-    async with running_hub(progress_interval_s=0.05) as hub:
+    # Long enough that no batch is due before the four moves are in, however busy the machine.
+    async with running_hub(progress_interval_s=0.5) as hub:
         races: list[tuple[RaceId, RecordingSession, RecordingSession]] = []
         for n in range(3):
             alice, bob = RecordingSession(2 * n + 1), RecordingSession(2 * n + 2)
