@@ -66,6 +66,22 @@ async def watching(admin: Session, tid: str) -> None:
     await admin.request(WatchTournament(tournament_id=tid), is_view(tid))
 
 
+async def pat_joined(opened: Opened, url: str, tmp_path: Path) -> tuple[Session, str]:
+    """A director's single elimination, watched, that `pat` joined with
+    `solrace tournament join`: the director's session and the tournament's id."""
+    admin = await opened.open("director")
+    tid = await create(admin, "single_elimination")
+    await watching(admin, tid)
+    joining = await Child.start(
+        tmp_path, "tournament", "--server", url, "--name", "pat", "join", tid
+    )
+    try:
+        assert await joining.finish(30) == 0, joining.output
+    finally:
+        await joining.kill()
+    return admin, tid
+
+
 def registered(admin: Session, tid: str) -> int:
     view = admin.state.tournaments.get(tid)
     return 0 if view is None else len(view.players)
@@ -945,16 +961,7 @@ async def test_a_race_resumed_from_the_welcome_has_its_held_deal_checked(
     the race comes from `welcome.active_races`, its round from the view's live matches)
     still checks the race's held deal when the round ends."""
     url = url_of(server)
-    admin = await opened.open("director")
-    tid = await create(admin, "single_elimination")
-    await watching(admin, tid)
-    joining = await Child.start(
-        tmp_path, "tournament", "--server", url, "--name", "pat", "join", tid
-    )
-    try:
-        assert await joining.finish(30) == 0, joining.output
-    finally:
-        await joining.kill()
+    admin, tid = await pat_joined(opened, url, tmp_path)
     bot = resigning_bot(server)
     run: asyncio.Task[object] | None = None
     player: Child | None = None
@@ -1000,16 +1007,7 @@ async def test_a_race_one_is_out_of_when_connecting_names_its_game_in_the_deal_c
     finish first), never the race itself. The line mode still checks the held deal with the
     race's game, as it does for a race it followed from the start."""
     url = url_of(server)
-    admin = await opened.open("director")
-    tid = await create(admin, "single_elimination")
-    await watching(admin, tid)
-    joining = await Child.start(
-        tmp_path, "tournament", "--server", url, "--name", "pat", "join", tid
-    )
-    try:
-        assert await joining.finish(30) == 0, joining.output
-    finally:
-        await joining.kill()
+    admin, tid = await pat_joined(opened, url, tmp_path)
     (bob,) = await register(opened, tid, ["bob"])
     await act(admin, tid, "start")
     await eventually(lambda: bool(bob.state.tournament_races), what="bob seated")

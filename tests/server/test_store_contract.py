@@ -123,6 +123,16 @@ async def seed(store: Store, *records: RaceRecord) -> None:
         assert await store.save_race_if(record, None), record.race_id
 
 
+async def seed_running(store: Store) -> RaceRecord:
+    """Store race r1 running, with racers p1 and p2 playing."""
+    playing = [
+        RacerRecord(player_id=PlayerId(p), name=p, state=RacerState.PLAYING) for p in ("p1", "p2")
+    ]
+    running = race(status=RaceStatus.RUNNING, racers=playing)
+    await seed(store, running)
+    return running
+
+
 def move(ply: int, seq: int | None = None, player: str = "p1", race_id: str = "r1") -> MoveRecord:
     return MoveRecord(
         race_id=RaceId(race_id),
@@ -428,12 +438,8 @@ async def test_redis_refuses_a_move_the_stored_race_no_longer_takes(redis_url: s
     store = open_store(redis_url)
     await store.open()
     try:
-        playing = [
-            RacerRecord(player_id=PlayerId(p), name=p, state=RacerState.PLAYING)
-            for p in ("p1", "p2")
-        ]
-        running = race(status=RaceStatus.RUNNING, racers=playing)
-        await seed(store, running)
+        running = await seed_running(store)
+        playing = running.racers
         await store.append_move(move(0, player="p2"))
         p2_resigned = playing[1].model_copy(update={"state": RacerState.RESIGNED, "moves": 1})
         p2_out = running.model_copy(update={"racers": [playing[0], p2_resigned]})
@@ -466,12 +472,8 @@ async def test_redis_refuses_to_put_a_racer_out_without_counting_its_stored_move
     store = open_store(redis_url)
     await store.open()
     try:
-        playing = [
-            RacerRecord(player_id=PlayerId(p), name=p, state=RacerState.PLAYING)
-            for p in ("p1", "p2")
-        ]
-        running = race(status=RaceStatus.RUNNING, racers=playing)
-        await seed(store, running)
+        running = await seed_running(store)
+        playing = running.racers
         for ply in range(3):
             await store.append_move(move(ply, player="p2"))
 
