@@ -11,7 +11,7 @@ race has ended (`ended`), which the keeper acts on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final
 
 from solrace.server.lobby import LobbyFeed
@@ -54,24 +54,21 @@ class RaceDelivery:
         self.clock = clock
         self.ended = ended
 
-    def recipients(self, runtime: RaceRuntime) -> set[Session]:
-        """The race's sessions on this node: its connected racers and its spectators."""
-        sessions = {self.players[p] for p in runtime.race.racers if p in self.players}
-        return sessions | runtime.spectators
+    def recipients(self, runtime: RaceRuntime) -> Collection[Session]:
+        """The race's sessions on this node, each once: its connected racers and its
+        spectators. A racer's session is its own: a list of them, no set built (each session
+        hashed in Python: every progress batch asks), unless the race has spectators here, one
+        of whom may be a racer's session too."""
+        players = self.players
+        racers = [s for p in runtime.race.racers if (s := players.get(p)) is not None]
+        return runtime.spectators.union(racers) if runtime.spectators else racers
 
     def publish(self, runtime: RaceRuntime, messages: Sequence[RaceEvent | RaceSnapshot]) -> None:
         """Send `messages` (in version order) to the race's sessions, each only what is newer
         than what that session was last sent of the race: every session sees versions rise.
         With progress batches a racer is not sent the progress of its own moves: its acks
         carried it."""
-        players = self.players
-        # A racer's session is its own (no set of them to build, hashing each in Python),
-        # unless the race has spectators here: one of them may be a racer's session too.
-        recipients: Iterable[Session] = [
-            session for p in runtime.race.racers if (session := players.get(p)) is not None
-        ]
-        if runtime.spectators:
-            recipients = runtime.spectators.union(recipients)
+        recipients = self.recipients(runtime)
         if not recipients or not messages:
             return
         race_id = runtime.race_id

@@ -32,7 +32,13 @@ from typing import TypeVar
 from solrace.server.os_errors import describe_os_error
 from solrace.server.periodic import run_every
 from solrace.server.protocol.ids import PlayerId, RaceId
-from solrace.server.protocol.records import MoveRecord, PlayerRecord, RaceRecord, RaceStatus
+from solrace.server.protocol.records import (
+    LIVE_STATUSES,
+    MoveRecord,
+    PlayerRecord,
+    RaceRecord,
+    RaceStatus,
+)
 from solrace.server.store.base import NameTakenError, StoreError, rating_falls_due
 from solrace.server.store.sqlite_competition import SqliteCompetition
 from solrace.server.store.sqlite_errors import store_error
@@ -75,10 +81,6 @@ LOG_KEPT_BYTES = 64 * 2**20
 #: `HELD_COPY_PAGES` are left: the held copy, which acks wait for, is then short.
 CATCH_UP_COPIES = 4
 HELD_COPY_PAGES = 1024
-
-
-#: A race stored in one of these takes no more moves: its racers' tallies are dropped.
-_OVER = (RaceStatus.FINISHED, RaceStatus.CANCELLED)
 
 
 class SqliteStore(SqliteMoves, SqliteCompetition):
@@ -357,7 +359,7 @@ class SqliteStore(SqliteMoves, SqliteCompetition):
             return True
 
         stored = await self._run(lambda db: transaction(db, lambda: compare_and_set(db)))
-        if stored and race.status in _OVER:
+        if stored and race.status not in LIVE_STATUSES:  # over: it takes no more moves
             self.forget_race(race.race_id)
         return stored
 
