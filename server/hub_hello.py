@@ -137,14 +137,15 @@ class HelloHandler:
     ) -> list[RaceId]:
         """Mark `session` as having said hello, as `identity`'s player if any; the ids of the
         races of `runtimes` the player still races in (one it is out of: gone, resigned,
-        finished, stuck, goes on without it, and taking it back would only be refused)."""
+        finished, stuck, goes on without it, and taking it back would only be refused; one it
+        left while the hello read its ratings no longer seats it)."""
         player = identity.player
         session.said_hello = True
-        active = [
-            runtime.race_id
-            for runtime in runtimes
-            if player is not None and not runtime.race.racers[player.player_id].is_done
-        ]
+        active = []
+        for runtime in runtimes:
+            racer = None if player is None else runtime.race.racers.get(player.player_id)
+            if racer is not None and not racer.is_done:
+                active.append(runtime.race_id)
         if player is not None:
             session.player_id = player.player_id
             session.name = player.name

@@ -1,0 +1,61 @@
+"""What the protocol fuzzer (`bench/fuzz.py`) found, each kept as a test of its own: real
+servers on loopback and real clients, the order of events made certain by holding the server
+at the await where the fuzzer's timing caught it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from solrace.server.app import App
+from solrace.server.protocol.closecodes import CloseCode
+from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    Hello,
+    JoinRace,
+    LeaveRace,
+    RaceUpdate,
+    Welcome,
+)
+from tests.integration.conftest import ClientFactory
+from tests.integration.helpers import create_race
+from tests.integration.wsclient import WAIT_S
+
+
+async def test_a_hello_is_welcomed_when_its_player_left_a_race_while_it_was_answered(
+    server: App, client: ClientFactory
+) -> None:
+    """A hello reads the player's live races, then its ratings (an await on the store); a race
+    the player leaves meanwhile, on its other connection, no longer has it as a racer. The
+    hello is welcomed all the same, without that race, and nothing is logged as failing."""
+    bob, alice = await client("bob"), await client("alice")
+    race_id = await create_race(bob, seats=3)  # open after alice joins
+    await alice.send(JoinRace(race_id=race_id))
+    await alice.expect(RaceUpdate, lambda m: len(m.race.racers) == 2)
+
+    hello = server.hub.hello
+    reading, release = asyncio.Event(), asyncio.Event()
+    ratings_of = hello.ratings_of
+    assert ratings_of is not None
+
+    async def held(player_id: PlayerId) -> dict[str, float]:
+        reading.set()
+        await release.wait()
+        return await ratings_of(player_id)
+
+    hello.ratings_of = held
+    again = await client()
+    assert alice.welcome is not None
+    await again.send(Hello(protocol=PROTOCOL_VERSION, token=alice.welcome.token))
+    async with asyncio.timeout(WAIT_S):
+        await reading.wait()
+    await alice.send(LeaveRace(race_id=race_id))
+    await alice.expect(RaceUpdate, lambda m: len(m.race.racers) == 1)
+    hello.ratings_of = ratings_of
+    release.set()
+
+    welcome = await again.expect(Welcome)
+    assert welcome.player_id == alice.player_id
+    assert welcome.active_races == []
+    assert await alice.closed() == CloseCode.REPLACED
+    assert again.reader.done() is False
