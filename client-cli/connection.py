@@ -38,7 +38,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from solrace.server.protocol.codec import decode_server, encode
-from solrace.server.protocol.errors import ProtocolError, SchemaError
+from solrace.server.protocol.errors import ErrorCode, ProtocolError, SchemaError
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
@@ -374,8 +374,13 @@ class Connection(LinkSupervisor):
             except ProtocolError:
                 continue
             if isinstance(message, Error):
+                # `unavailable`: the server's store failed to answer this hello (an outage
+                # there): a later try can get through, so the link is tried again. Any other
+                # refusal stands.
                 raise ConnectionFailedError(
-                    f"{message.code}: {message.message}", fatal=True, error_code=message.code
+                    f"{message.code}: {message.message}",
+                    fatal=message.code != ErrorCode.UNAVAILABLE,
+                    error_code=message.code,
                 )
             if isinstance(message, Welcome):
                 if message.protocol != PROTOCOL_VERSION:
