@@ -89,6 +89,22 @@ async def paced(rate: float | None, k: int, start: float) -> float:
     return due
 
 
+#: Closed-loop players make their first move at a random moment within this many seconds
+#: of the go (less than the warm-up). Started together they would move in lock-step: every
+#: move of a wave read, stored and acked together, then every next one sent together, the
+#: server idle while the generator works and the other way round.
+START_SPREAD_S = 0.5
+
+
+async def begin(rate: float | None) -> float:
+    """Wait for this player's first move; return when the player's schedule begins (with a
+    rate: a random moment within one interval, which `paced` waits for)."""
+    if rate:
+        return time.perf_counter() + random.random() / rate
+    await asyncio.sleep(random.random() * START_SPREAD_S)
+    return time.perf_counter()
+
+
 @dataclass
 class Stats:
     latencies: list[float] = field(default_factory=list)
@@ -103,10 +119,19 @@ async def recv_until(ws: ClientConnection, kind: type, limit_s: float = 30.0) ->
                 return message
 
 
+@dataclass
+class Pairing:
+    """What the two players of one race tell each other before it starts: its id (from the
+    creator) and that the other one has joined (to the creator, who may start it then)."""
+
+    race_id: asyncio.Future[RaceId]
+    joined: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 async def solrace_player(
     url: str,
     name: str,
-    race: asyncio.Future[RaceId],
+    race: Pairing,
     creator: bool,
     number: str,
     prefix: list[str],
@@ -131,20 +156,23 @@ async def solrace_player(
             )
             update = await recv_until(ws, RaceUpdate)
             assert isinstance(update, RaceUpdate)
-            race.set_result(update.race_id)
+            race.race_id.set_result(update.race_id)
             race_id = update.race_id
+            await race.joined.wait()
+            await ws.send(encode(StartRace(race_id=race_id)))
         else:
-            race_id = await race
+            race_id = await race.race_id
             await ws.send(encode(JoinRace(race_id=race_id)))
             await recv_until(ws, RaceUpdate)
-        await ready.wait()
-        if creator:
-            await ws.send(encode(StartRace(race_id=race_id)))
+            race.joined.set()
+        # Every race has started before the first move is timed: the measured window holds
+        # moves only, by every player (not the starts of races still waiting for their tick).
         await recv_until(ws, RaceStarted)
+        await ready.wait()
         await go.wait()
         seq = 0
         moves = iter(prefix)
-        start = time.perf_counter() + (random.random() / rate if rate else 0.0)
+        start = await begin(rate)
         # The generator shares the machine with the server: it reads only the type and seq
         # of each reply (no schema validation) so that it measures the server, not itself.
         while not stop.is_set():
@@ -176,7 +204,7 @@ async def echo_client(
     async with connect(url, compression=None) as ws:
         await ready.wait()
         await go.wait()
-        start = time.perf_counter() + (random.random() / rate if rate else 0.0)
+        start = await begin(rate)
         k = 0
         while not stop.is_set():
             sent = await paced(rate, k, start)
@@ -217,7 +245,6 @@ async def run_phase(
                 if t.done() and t.exception():
                     raise t.exception()  # type: ignore[misc]
     await ready.wait()
-    await asyncio.sleep(0.5)  # let every player reach its first move (start/countdown)
     go.set()
     warmup = 1.0
     await asyncio.sleep(warmup)
@@ -378,7 +405,7 @@ async def measure_solrace(
     for i in range(players):
         number, prefix = numbers[(i // 2) % len(numbers)]
         if i % 2 == 0:
-            race: asyncio.Future[RaceId] = asyncio.get_running_loop().create_future()
+            race = Pairing(asyncio.get_running_loop().create_future())
         coros.append(
             solrace_player(
                 f"ws://127.0.0.1:{port}",
