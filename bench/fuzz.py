@@ -174,6 +174,8 @@ class Link:
         self.number = ledger.connections
         self.player: str | None = None
         self.token: str | None = None
+        #: Connections a twin took over (closed by the server unless its hello was refused).
+        self.earlier: list[Link] = []
         self.welcomed = False
         #: The connection's hello was refused (a name taken, say): it may send another.
         self.hello_refused = False
@@ -477,6 +479,8 @@ class Fuzzer:
         #: The last player this client was welcomed as (`mine` are its races), its token.
         self.player: str | None = None
         self.token: str | None = None
+        #: Connections a twin took over (closed by the server unless its hello was refused).
+        self.earlier: list[Link] = []
 
     # -- connection and identity --
 
@@ -563,7 +567,7 @@ class Fuzzer:
         if pick < 0.35 and self.mine:
             return rng.choice(list(self.mine))
         if pick < 0.85 and self.ledger.races:
-            return rng.choice(self.ledger.races[-40:])
+            return rng.choice(self.ledger.races[-12:])
         return rng.choice(
             [
                 "r0000000000",
@@ -580,7 +584,7 @@ class Fuzzer:
     def tournament_id(self) -> str:
         rng = self.rng
         if self.ledger.tournaments and rng.random() < 0.8:
-            return rng.choice(self.ledger.tournaments[-20:])
+            return rng.choice(self.ledger.tournaments[-6:])
         return rng.choice(["t0000000", "tzz", "", "t" * 65, f"t{rng.randrange(10**6)}"])
 
     def player_ref(self) -> str:
@@ -875,10 +879,11 @@ class Fuzzer:
             message = self.request()
             await link.send(encode_raw(message), str(message["type"]))
         self.link = second
+        self.earlier.append(link)
 
     async def close(self) -> None:
-        if self.link is not None:
-            await self.link.close()
+        for link in [*self.earlier, *([] if self.link is None else [self.link])]:
+            await link.close()
 
 
 # --- the node --------------------------------------------------------------------------------

@@ -5,6 +5,9 @@ at the await where the fuzzer's timing caught it."""
 from __future__ import annotations
 
 import asyncio
+import logging
+
+import pytest
 
 from solrace.server.app import App
 from solrace.server.protocol.closecodes import CloseCode
@@ -23,7 +26,7 @@ from tests.integration.wsclient import WAIT_S
 
 
 async def test_a_hello_is_welcomed_when_its_player_left_a_race_while_it_was_answered(
-    server: App, client: ClientFactory
+    server: App, client: ClientFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A hello reads the player's live races, then its ratings (an await on the store); a race
     the player leaves meanwhile, on its other connection, no longer has it as a racer. The
@@ -58,4 +61,5 @@ async def test_a_hello_is_welcomed_when_its_player_left_a_race_while_it_was_answ
     assert welcome.player_id == alice.player_id
     assert welcome.active_races == []
     assert await alice.closed() == CloseCode.REPLACED
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert again.reader.done() is False
