@@ -201,7 +201,11 @@ class RaceRequests:
         events = await self.keeper.apply_to_race(runtime, lambda race: race.leave(player_id, now))
         for event in events:
             session.send(event)  # no longer a racer, so not among the recipients
-        session.versions.pop(runtime.race_id, None)  # nor does it follow the race any more
+        if runtime.race_id not in self.keeper.races:
+            # Left alone, the race was cancelled and dropped: nothing more of it can come.
+            # Otherwise the session keeps the version it had (as after an `unwatch`), so that
+            # a later `watch` or `sync` of the race never sends it an event it had already.
+            session.versions.pop(runtime.race_id, None)
 
     async def start_race(self, session: Session, message: StartRace) -> None:
         player_id, _ = identity_of(session)

@@ -17,7 +17,9 @@ from solrace.server.protocol.messages import (
     Hello,
     JoinRace,
     LeaveRace,
+    RaceSnapshot,
     RaceUpdate,
+    Sync,
     Welcome,
 )
 from tests.integration.conftest import ClientFactory
@@ -63,3 +65,25 @@ async def test_a_hello_is_welcomed_when_its_player_left_a_race_while_it_was_answ
     assert await alice.closed() == CloseCode.REPLACED
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert again.reader.done() is False
+
+
+async def test_a_racer_who_left_an_open_race_is_never_sent_its_events_again(
+    client: ClientFactory,
+) -> None:
+    """A connection gets each race's events in rising versions, never one it had: after
+    leaving a race that goes on, a `sync` from an earlier version than the ones it had (a
+    client's mistake, or a stale mark) is answered with a snapshot, not the events again."""
+    bob, alice = await client("bob"), await client("alice")
+    race_id = await create_race(bob, seats=3)
+    await alice.send(JoinRace(race_id=race_id))
+    await alice.expect(RaceUpdate, lambda m: len(m.race.racers) == 2)
+    await alice.send(LeaveRace(race_id=race_id))
+    left = await alice.expect(RaceUpdate, lambda m: len(m.race.racers) == 1)
+    alice.drop(RaceUpdate)
+
+    await alice.send(Sync(race_id=race_id, epoch=left.epoch, since_version=0))
+    answer = await alice.expect(RaceSnapshot | RaceUpdate)  # type: ignore[arg-type]
+    assert isinstance(answer, RaceSnapshot)
+    assert answer.version == left.version
+    updates = [m.version for m in alice.received if isinstance(m, RaceUpdate)]
+    assert updates == sorted(set(updates)), f"versions went back: {updates}"
