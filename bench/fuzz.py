@@ -33,6 +33,7 @@ Violations (each printed, and the exit status is 1 if any):
   replay that carries it, a tournament round's `game_numbers`); a card in a frame that should
   carry none; a board or ack that is not exactly the engine's view for its receiver; a
   refusal naming a card that is face up on none of the mover's boards from its last ack on;
+  a race's event on a connection whose version is not above every one it had before;
 - a node that does not answer `/healthz`, or does not stop with exit status 0 on SIGTERM.
 """
 
@@ -81,6 +82,7 @@ from solrace.server.protocol.messages import (
     MoveAck,
     MoveRejected,
     PileModel,
+    Progress,
     RaceFinished,
     RaceList,
     RaceSnapshot,
@@ -142,6 +144,8 @@ class Ledger:
     names: list[str] = field(default_factory=list)
     races: list[str] = field(default_factory=list)
     invites: dict[str, str] = field(default_factory=dict)
+    #: race -> the latest (epoch, version) any client saw of it.
+    versions: dict[str, tuple[str, int]] = field(default_factory=dict)
     tournaments: list[str] = field(default_factory=list)
     players: list[str] = field(default_factory=list)
     honest_acks: int = 0
@@ -239,8 +243,9 @@ class Link:
             was = ledger.acks.setdefault(key, (message.seq, message.move))
             if was != (message.seq, message.move):
                 ledger.violation(f"two acks of {key}: {was} and {(message.seq, message.move)}")
-        if isinstance(message, RaceUpdate | RaceSnapshot | RaceStarted):
+        if isinstance(message, RaceUpdate | RaceSnapshot | RaceStarted | Progress | RaceFinished):
             ledger.note_race(message.race_id)
+            ledger.versions[message.race_id] = (message.epoch, message.version)
         elif isinstance(message, RaceList):
             for race in message.races:
                 ledger.note_race(race.race_id)
@@ -711,9 +716,14 @@ class Fuzzer:
         if kind in ("start_race", "leave_race", "resign", "watch", "unwatch", "get_replay"):
             return raw(kind, race_id=self.race_id())
         if kind == "sync":
+            race_id = self.race_id()
+            if race_id in self.ledger.versions and rng.random() < 0.7:  # events missed, or not
+                epoch, version = self.ledger.versions[race_id]
+                since = max(0, version - rng.choice([0, 1, 3, 10, 49, 50, 60]) + rng.choice([0, 1]))
+                return raw("sync", race_id=race_id, epoch=epoch, since_version=since)
             return raw(
                 "sync",
-                race_id=self.race_id(),
+                race_id=race_id,
                 epoch=rng.choice([None, "", "00000000", "x" * 20]),
                 since_version=rng.choice([None, 0, 1, 5, 50, 2**53 - 1]),
             )
@@ -1124,7 +1134,8 @@ def check_frames(
     ledger: Ledger, races: dict[str, RaceRecord], moves: dict[tuple[str, str], list[MoveRecord]]
 ) -> None:
     """No game number before its reveal, no card where none belongs, boards and acks exactly
-    the engine's view for their receiver, refusals naming only cards shown."""
+    the engine's view for their receiver, refusals naming only cards shown, each race's
+    events in rising versions on each connection (a snapshot aside)."""
     numbers = {r.game_number for r in races.values() if len(r.game_number) >= MIN_NUMBER_CHARS}
     revealed: set[str] = set()
     #: (player, race) -> the plies acked to the player so far.
@@ -1151,8 +1162,24 @@ def check_frames(
             replays[key] = replay(race.game, race.game_number, played)
         return replays[key]
 
+    #: (connection, race) -> the epoch and version of the race's latest event it got.
+    latest: dict[tuple[int, str], tuple[str, int]] = {}
     for heard in ledger.heard:
         message = heard.message
+        if isinstance(message, RaceUpdate | RaceStarted | Progress | RaceFinished | RaceSnapshot):
+            epoch, version = latest.get((heard.conn, message.race_id), (message.epoch, -1))
+            if (
+                epoch == message.epoch
+                and version >= message.version
+                and not isinstance(message, RaceSnapshot)
+            ):
+                ledger.violation(
+                    f"a {message.type} of version {message.version} after version {version} "
+                    f"on one connection ({message.race_id})"
+                )
+            if epoch != message.epoch:  # the node restarted: versions start again
+                version = -1
+            latest[heard.conn, message.race_id] = (message.epoch, max(version, message.version))
         for number in numbers - revealed:
             if number.encode() in heard.data and number not in reveals(message):
                 ledger.violation(f"game number {number} in a {message.type} before its reveal")
