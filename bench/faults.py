@@ -315,10 +315,18 @@ class Seat:
     gone_for_good: bool = False
     done: bool = False
     drop_next_move: bool = False
-    #: When (wall clock, s) the player's link was lost, while it is; and each spell away,
-    #: from the loss to the welcome on a new link.
-    lost_at: float | None = None
-    away: list[tuple[float, float]] = field(default_factory=list)
+    #: When (wall clock, s) the player last heard from a node, and each spell of more than
+    #: a second in which it heard nothing (a lost link until the next welcome, a frozen
+    #: node): (from, to).
+    heard_at: float = field(default_factory=time.time)
+    silences: list[tuple[float, float]] = field(default_factory=list)
+
+    def heard(self) -> None:
+        now = time.time()
+        if now - self.heard_at > 1:
+            self.silences.append((self.heard_at, now))
+        self.heard_at = now
+
     #: Versions of the race's events the player got, and the version its latest snapshot
     #: covers (every version up to it), in the race's epoch.
     seen_versions: set[int] = field(default_factory=set)
@@ -385,6 +393,7 @@ async def say_hello(world: World, seat: Seat, ws: ClientConnection) -> Welcome:
     while True:
         message = await receive(ws, 5)
         if isinstance(message, Welcome):
+            seat.heard()
             seat.token, seat.player_id = message.token, message.player_id
             return message
         if isinstance(message, Error):
@@ -546,9 +555,6 @@ async def play_on(world: World, seat: Seat, ws: ClientConnection | None, until: 
                 ws = await open_link(world)
                 await say_hello(world, seat, ws)
                 world.tally.events["reconnects"] += 1
-                if seat.lost_at is not None:
-                    seat.away.append((seat.lost_at, time.time()))
-                    seat.lost_at = None
                 assert seat.race_id is not None
                 await ws.send(
                     encode(Sync(race_id=seat.race_id, epoch=seat.epoch, since_version=seat.version))
@@ -556,8 +562,6 @@ async def play_on(world: World, seat: Seat, ws: ClientConnection | None, until: 
             await play_link(world, seat, ws, until)
         except (ConnectionClosed, OSError, TimeoutError, RuntimeError) as exc:
             world.tally.events[f"link lost: {type(exc).__name__}"] += 1
-            if seat.lost_at is None:
-                seat.lost_at = time.time()
         finally:
             world.links.pop(seat.name, None)
             if ws is not None:
@@ -597,6 +601,7 @@ async def play_link(world: World, seat: Seat, ws: ClientConnection, until: float
         except TimeoutError:
             continue
         heard_at = loop.time()
+        seat.heard()
         had_pending = seat.pending is not None
         todo = handle(world, seat, message, versions)
         if had_pending and seat.pending is None:
@@ -856,10 +861,18 @@ async def tournament(world: World, number: int, until: float) -> None:
 
 # --- faults --------------------------------------------------------------------------------
 
-FAULTS = ("kill node", "freeze node", "freeze redis", "restart redis", "drop client")
+FAULTS = (
+    "kill node",
+    "freeze node",
+    "freeze redis",
+    "restart redis",
+    "stop node",
+    "drop client",
+)
 #: What each fault of a process holds while it goes on: the nodes, or Redis.
 TARGETS = {
     "kill node": {"node"},
+    "stop node": {"node"},
     "freeze node": {"node"},
     "freeze redis": {"redis"},
     "restart redis": {"redis"},
@@ -883,6 +896,12 @@ async def inject_now(world: World, kind: str) -> None:
         await node.wait()
         down_s = rng.uniform(0.5, 3) if rng.random() < 0.7 else rng.uniform(6, 12)
         await asyncio.sleep(down_s)
+        await node.start(world.tally)
+    elif kind == "stop node":
+        node = rng.choice(world.nodes)
+        node.signal(signal.SIGTERM)  # a deploy's restart: its clients get 1012
+        await node.wait(30)
+        await asyncio.sleep(rng.uniform(0.2, 1))
         await node.start(world.tally)
     elif kind == "freeze node":
         node = rng.choice(world.nodes)
@@ -924,7 +943,7 @@ async def faults(world: World) -> None:
             await inject(world, "drop client")
         # Faults of processes overlap now and then: each goes on while the next is drawn,
         # on another process (a process takes one fault at a time).
-        free = [kind for kind in FAULTS[:4] if world.busy.isdisjoint(TARGETS[kind])]
+        free = [kind for kind in FAULTS[:-1] if world.busy.isdisjoint(TARGETS[kind])]
         if free:
             task = asyncio.create_task(inject(world, rng.choice(free)))
             world.injecting.add(task)
@@ -1025,18 +1044,18 @@ def check_race(
 def gone_against_grace(
     world: World, seat: Seat, gone_at_ms: int | None, record: RaceRecord
 ) -> None:
-    """A player who kept coming back was put out as gone: a violation unless it was away
-    (by its own clock: from a lost link to the next welcome) for the grace before that."""
+    """A player who kept coming back was put out as gone: a violation unless it heard
+    nothing from any node (a lost link, a node frozen) for the grace before that."""
     gone_at = (gone_at_ms or 0) / 1000
-    spells = [(lost, back) for lost, back in seat.away if lost < gone_at]
-    if seat.lost_at is not None and seat.lost_at < gone_at:
-        spells.append((seat.lost_at, gone_at))
-    longest = max((min(back, gone_at) - lost for lost, back in spells), default=0.0)
+    spells = [(start, end) for start, end in seat.silences if start < gone_at]
+    if seat.heard_at < gone_at:
+        spells.append((seat.heard_at, gone_at))
+    longest = max((min(end, gone_at) - start for start, end in spells), default=0.0)
     world.tally.events["racers gone while coming back"] += 1
     text = (
-        f"{seat.name} in {record.race_id} was put out as gone; its longest spell away before "
-        f"that was {longest:.1f} s (grace {GRACE_S:g} s); spells: "
-        + ", ".join(f"{lost - gone_at:+.1f}..{back - gone_at:+.1f}" for lost, back in spells)
+        f"{seat.name} in {record.race_id} was put out as gone; its longest silence before "
+        f"that was {longest:.1f} s (grace {GRACE_S:g} s); silences: "
+        + ", ".join(f"{start - gone_at:+.1f}..{end - gone_at:+.1f}" for start, end in spells)
     )
     if longest < GRACE_S - 1:
         world.tally.violation(text)
