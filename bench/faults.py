@@ -1,7 +1,7 @@
-"""Fault injection: several nodes on one real Redis, races and a tournament played by bots
-while nodes and Redis are killed, frozen and restarted, then the promises checked.
+"""Fault injection: several nodes on one real Redis, races and tournaments played by bots
+while nodes and Redis are killed, stopped, frozen and restarted, then the promises checked.
 
-Run: python bench/faults.py --seconds 60 --seed 1 --nodes 3
+Run: python bench/faults.py --seconds 90 --seed 7 --nodes 3 --lanes 6
 
 The script starts a `redis-server` (AOF on, `appendfsync always`, no RDB snapshots, as
 deploy/compose.yaml runs it) on a free port and `--nodes` `solrace serve` processes on it
@@ -14,13 +14,16 @@ deploy/compose.yaml runs it) on a free port and `--nodes` `solrace serve` proces
   A player whose link drops, or whose move goes unanswered for a few seconds, connects to a
   node drawn again, says `hello` with its token and `sync`s from the last epoch and version
   it saw, sends its unacknowledged move again with the same `seq` and plays on. Now and then
-  a player walks away for good mid-race (its race must end by forfeit after the grace).
-- one small tournament (a four-player single elimination) played by the client's own bots
-  (`tournament_bots.play_tournament`), one on each node in turn.
-- faults, one at a time at random moments: kill -9 of a node, started again on its port;
-  SIGSTOP of a node for 2-5 s, then SIGCONT; SIGSTOP of redis-server for 1-3 s; redis-server
-  restarted (SIGTERM or SIGKILL, then started on the same folder and port); and, between
-  them, a player's TCP connection aborted just after it sent a move.
+  a player walks away for good mid-race (its race must end by forfeit after the grace). An
+  anonymous spectator watches each race, watching again on a new link after a lost one.
+- small tournaments (four-player single eliminations), one after the other, played by the
+  client's own bots (`tournament_bots.play_tournament`), one on each node in turn.
+- faults at random moments, one of each kind (a node, Redis) at a time: kill -9 of a node,
+  started again on its port (a node that exits at start, Redis being down, is started again,
+  as a supervisor does); SIGTERM of a node and a start; SIGSTOP of a node, then SIGCONT;
+  SIGSTOP of redis-server for 1-3 s; redis-server restarted (SIGTERM or SIGKILL, then
+  started on the same folder and port); and, between them, players' TCP connections
+  aborted just after they sent a move.
 
 After `--seconds` no new faults or races start and the races under way are played out (each
 ends by its time limit at the latest). Then the checks, reading the store with the server's
@@ -31,12 +34,15 @@ own `RedisStore`:
   commitment, every move, the ranking) and the results the players were sent are the
   stored ones, or is still live with its end in the future;
 - a player's board after a reconnect never had fewer moves than it had acknowledged;
-- no board or ack a player got showed a card the engine has face down at that ply (checked
-  once the game number is known), and no snapshot had the game number of an unfinished race;
-- each connection got a race's versioned events in rising order;
-- the tournament finished;
+- no board or ack a player or spectator got showed a card the engine has face down at that
+  ply (checked once the game number is known), and no snapshot had the game number of an
+  unfinished race;
+- each connection got a race's versioned events in rising order, and a player who saw the
+  end knew every other racer's final figures;
+- a racer put out as gone while it kept coming back had heard from no node for the grace;
+- every tournament finished;
 - the node logs have no ERROR line or traceback beyond those the faults explain
-  (`EXPECTED_ERRORS`).
+  (`EXPECTED_ERRORS`: none).
 
 It prints what was done (faults of each kind, races, moves, reconnects) and every violation,
 and exits 1 if there was one.
