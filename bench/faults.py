@@ -9,8 +9,9 @@ deploy/compose.yaml runs it) on a free port and `--nodes` `solrace serve` proces
 `--seconds`:
 
 - race lanes (`--lanes`): two or three new players, each on a node drawn at random, one
-  creates a casual Klondike race with a short time limit, the others join, and all play it
-  with the client's greedy strategy, a move at a time (the next once the last one's ack came).
+  creates a Klondike race (casual, or rated three times in ten) with a short time limit,
+  the others join, and all play it with the client's greedy strategy, a move at a time (the
+  next once the last one's ack came).
   A player whose link drops, or whose move goes unanswered for a few seconds, connects to a
   node drawn again, says `hello` with its token and `sync`s from the last epoch and version
   it saw, sends its unacknowledged move again with the same `seq` and plays on. Now and then
@@ -41,6 +42,8 @@ own `RedisStore`:
   end knew every other racer's final figures;
 - a racer put out as gone while it kept coming back had heard from no node for the grace;
 - every tournament finished;
+- each player of a finished rated race was rated for it once, or not at all where the
+  server rates no one (all tied, the player absent), unless the race waits for the sweep;
 - the node logs have no ERROR line or traceback beyond those the faults explain
   (`EXPECTED_ERRORS`: none).
 
@@ -104,6 +107,7 @@ from solrace.server.protocol.messages import (
     Watch,
     Welcome,
 )
+from solrace.server.protocol.race import absent_racers, placings_of
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RaceStatus
 from solrace.server.protocol.replay import build_replay, verify_replay
 from solrace.server.protocol.tournament_messages import (
@@ -127,6 +131,8 @@ SILENCE_S = 12.0
 LATE_END_S = 20.0
 MOVE_DELAY_S = (0.1, 0.3)
 TIME_LIMITS_S = (20, 35)
+#: The share of races that are rated.
+RATED_SHARE = 0.3
 #: ERROR lines (and their tracebacks) that the faults themselves explain: a pattern the line
 #: must match, and why it is expected.
 EXPECTED_ERRORS: tuple[tuple[str, str], ...] = ()
@@ -263,6 +269,7 @@ def node_env() -> dict[str, str]:
         SOLRACE_MAX_CONNECTIONS_PER_ADDRESS="0",
         SOLRACE_REGISTER_BURST="100000",
         SOLRACE_REGISTER_NODE_BURST="100000",
+        SOLRACE_SPECTATOR_DELAY_RATED_S="1",
         SOLRACE_LOG_LEVEL="WARNING",
     )
 
@@ -355,6 +362,7 @@ class World:
     tally: Tally = field(default_factory=Tally)
     seats: list[Seat] = field(default_factory=list)
     races: set[RaceId] = field(default_factory=set)
+    rated: set[RaceId] = field(default_factory=set)
     #: Players connected now, by name: their socket, for the drop fault.
     links: dict[str, tuple[Seat, ClientConnection]] = field(default_factory=dict)
     stop_new: asyncio.Event = field(default_factory=asyncio.Event)
@@ -634,9 +642,9 @@ async def set_up_race(world: World, seats: list[Seat]) -> list[ClientConnection]
             await say_hello(world, seat, ws)
         limit = world.rng.randint(*TIME_LIMITS_S)
         creator = links[0]
-        await creator.send(
-            encode(CreateRace(game="klondike", seats=len(seats), time_limit_s=limit))
-        )
+        rated = world.rng.random() < RATED_SHARE
+        create = CreateRace(game="klondike", seats=len(seats), time_limit_s=limit, rated=rated)
+        await creator.send(encode(create))
         race_id = None
         while race_id is None:
             message = await receive(creator, 5)
@@ -645,6 +653,8 @@ async def set_up_race(world: World, seats: list[Seat]) -> list[ClientConnection]
             elif isinstance(message, Error):
                 raise RuntimeError(f"create refused: {message.code}")
         world.races.add(race_id)
+        if rated:
+            world.rated.add(race_id)
         for seat in seats:
             seat.race_id = race_id
         for ws in links[1:]:
@@ -996,6 +1006,7 @@ async def check_store(world: World) -> None:
                 check_events(world, record, by_race.get(race_id, []))
             if record.status is RaceStatus.FINISHED and not record.deal_held:
                 check_views(world, record, moves, by_race.get(race_id, []))
+        await check_ratings(world, store, by_race)
         for tid in world.tournament_ids:
             tour = await store.get_tournament(tid)
             phase = None if tour is None else tour.phase
@@ -1005,6 +1016,35 @@ async def check_store(world: World) -> None:
     finally:
         await store.close()
     print("races by status:", dict(statuses))
+
+
+async def check_ratings(world: World, store: RedisStore, by_race: dict[RaceId, list[Seat]]) -> None:
+    """Each player of a rated race that finished (its only race) is rated for it once if it
+    took part and the race had two placings or more (`RatingService.race_finished`), else
+    not at all; or the race waits for the node's sweep of the races left unrated."""
+    due = set(await store.races_to_rate())
+    for race_id in sorted(world.rated):
+        record = await store.get_race(race_id)
+        if record is None or record.status is not RaceStatus.FINISHED:
+            continue
+        if race_id in due:
+            world.tally.events["rated races left for the sweep"] += 1
+            continue
+        absent = absent_racers(record)
+        placings = [[p for p in group if p not in absent] for group in placings_of(record)]
+        placings = [group for group in placings if group]
+        rated = {p for group in placings for p in group} if len(placings) > 1 else set()
+        world.tally.events["rated races checked" if rated else "rated races not rated"] += 1
+        for seat in by_race.get(race_id, []):
+            if seat.player_id is None:
+                continue
+            ratings = [r for r in await store.get_ratings(seat.player_id) if r.game == "klondike"]
+            counted = ratings[0].races if ratings else 0
+            if counted != (1 if seat.player_id in rated else 0):
+                world.tally.violation(
+                    f"{seat.name}: rated for {counted} races after {race_id} "
+                    f"({'taking part' if seat.player_id in rated else 'not rated there'})"
+                )
 
 
 def check_race(
