@@ -406,6 +406,8 @@ async def measure_solrace(
         number, prefix = numbers[(i // 2) % len(numbers)]
         if i % 2 == 0:
             race = Pairing(asyncio.get_running_loop().create_future())
+            if i + 1 == players:  # the last player of an odd number races alone
+                race.joined.set()
         coros.append(
             solrace_player(
                 f"ws://127.0.0.1:{port}",
