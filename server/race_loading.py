@@ -291,11 +291,21 @@ class RaceLoader:
             runtime = await self.load_race(record.race_id)
             if runtime is None or not runtime.race.is_live:
                 continue
-            if player_id in runtime.boards:
-                moves = await self.store.get_moves(runtime.race_id)
-                await runtime.catch_up_board(player_id, moves)
+            await self.catch_up_racer(runtime, player_id)
             found.append(runtime)
         return found
+
+    async def catch_up_racer(self, runtime: RaceRuntime, player_id: PlayerId) -> None:
+        """Several nodes: bring the racer's board in this copy up to the racer's stored moves,
+        for a board the racer itself is sent (its hello's races, its sync). Another node may
+        have stored moves of the racer that this copy has not heard of: their notice goes
+        out with that node's next progress batch, seconds later when the store was away
+        meanwhile. `StoreError` if the moves cannot be read. One node stores every move
+        through its own boards: nothing to read."""
+        if not self.is_cluster or player_id not in runtime.boards:
+            return
+        moves = await self.store.get_moves(runtime.race_id)
+        await runtime.catch_up_board(player_id, moves)
 
 
 __all__ = [

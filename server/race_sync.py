@@ -428,6 +428,11 @@ class RaceKeeper:
         """The live races held here in which `player_id` is a racer."""
         return self.loader.live_races_of(player_id)
 
+    async def catch_up_racer(self, runtime: RaceRuntime, player_id: PlayerId) -> None:
+        """Several nodes: the racer's board here brought up to its stored moves:
+        `RaceLoader.catch_up_racer`."""
+        await self.loader.catch_up_racer(runtime, player_id)
+
     async def load_live_races_of(self, player_id: PlayerId) -> list[RaceRuntime]:
         """A player's live races (several nodes: loaded from the store):
         `RaceLoader.load_live_races_of`."""

@@ -20,8 +20,8 @@ from solrace.server.watching import Watching
 
 class WatchRequests:
     """Answers `watch`, `unwatch`, `sync` and `get_replay` on the races `keeper` holds,
-    through `watching` and `replays`; a racer's sync marks it connected as `sessions` name
-    its connection."""
+    through `watching` and `replays`; a racer's sync (several nodes) brings its board here up
+    to its stored moves first, and marks it connected as `sessions` name its connection."""
 
     def __init__(
         self,
@@ -52,6 +52,9 @@ class WatchRequests:
         if player_id is None or player_id not in runtime.race.racers:
             await self.watching.watch(session, runtime, message.epoch, message.since_version)
             return
+        # Several nodes: its board as stored, not as this copy last heard of it (another
+        # node may have stored moves of it whose notice has not come yet).
+        await self.keeper.catch_up_racer(runtime, player_id)
         await self.watching.resync(session, runtime, message.epoch, message.since_version)
         # A racer resyncing here is connected here, even if no hello announced it to this race
         # (a tournament race opened on another node): otherwise its grace period would run out.

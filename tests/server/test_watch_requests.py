@@ -1,13 +1,37 @@
 """Following a race and reading it back (server/watch_requests.py): a replay is built once and
-sent again as it was."""
+sent again as it was; on several nodes a racer's sync gets the board of its stored moves."""
 
 from __future__ import annotations
 
-from solrace.server.protocol.ids import RaceId
-from solrace.server.protocol.messages import Error, GetReplay, Replay, Resign
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+
+from solrace.server.broker import RedisBroker
+from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    Board,
+    CreateRace,
+    Error,
+    GetReplay,
+    Hello,
+    JoinRace,
+    MakeMove,
+    MoveAck,
+    Replay,
+    Resign,
+    Sync,
+    Watch,
+    Welcome,
+)
 from solrace.server.protocol.records import MoveRecord
+from solrace.server.race_changes import own_board
 from solrace.server.store import MemoryStore
-from tests.server.sessions import opened, running_hub, start_race_of_two
+from solrace.server.store.redis import RedisStore
+from tests.server.sessions import RecordingSession, opened, running_hub, start_race_of_two
+from tests.waiting import eventually
 
 
 class CountingMoves(MemoryStore):
@@ -34,3 +58,101 @@ async def test_a_replay_is_built_once_and_sent_again_as_it_was() -> None:
         replays = [m for s in (alice, bob) for m in s.sent if isinstance(m, Replay)]
         assert len(replays) == 3 and replays[0] == replays[1] == replays[2]
         assert replays[0].replay.race_id == race_id and store.reads == 1
+
+
+class HeldBroker(RedisBroker):
+    """A node's Redis broker whose messages wait, in order, while `hold` is on (as they wait
+    in the socket of a node that is frozen) and go to its subscriptions at `release`."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.waiting: list[tuple[str, bytes]] | None = None
+
+    def hold(self) -> None:
+        self.waiting = []
+
+    def release(self) -> None:
+        waiting, self.waiting = self.waiting or [], None
+        for channel, data in waiting:
+            super().fan_out(channel, data)
+
+    def fan_out(self, channel: str, data: bytes) -> None:
+        if self.waiting is not None:
+            self.waiting.append((channel, data))
+            return
+        super().fan_out(channel, data)
+
+
+@contextlib.asynccontextmanager
+async def opened_broker(broker: RedisBroker) -> AsyncIterator[RedisBroker]:
+    await broker.open()
+    try:
+        yield broker
+    finally:
+        await broker.close()
+
+
+@pytest.mark.redis
+async def test_a_racer_syncing_on_another_node_gets_the_board_of_its_stored_moves(
+    redis_url: str,
+) -> None:
+    """Node B holds a race from before its start (a spectator watches it there) and hears
+    nothing while frozen. Alice plays 8 moves on node A, all acknowledged; the notice of the
+    first 7 goes out with a progress batch, the 8th's batch is not published yet (its fold
+    waits for a store that was away). Alice's link goes to node B: its hello finds no board of
+    hers there (B's copy has not started), and meanwhile B hears of the start and the 7 moves
+    published. Her sync on B then answers with the board of her 8 stored moves, not B's copy
+    of 7."""
+    held = HeldBroker(redis_url)
+    async with (
+        opened(RedisStore(redis_url)) as store_a,
+        opened(RedisStore(redis_url)) as store_b,
+        opened_broker(RedisBroker(redis_url)) as broker_a,
+        opened_broker(held) as broker_b,
+        running_hub(store_a, broker=broker_a, progress_interval_s=600) as node_a,
+        running_hub(store_b, broker=broker_b, progress_interval_s=600) as node_b,
+    ):
+        alice, bob, carol = RecordingSession(1), RecordingSession(2), RecordingSession(3)
+        await node_a.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+        await node_a.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+        await node_a.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
+        (race_id,) = node_a.races
+        await node_b.handle(carol, Hello(protocol=PROTOCOL_VERSION))
+        await node_b.handle(carol, Watch(race_id=race_id))
+        copy = node_b.races[race_id]
+        assert not copy.boards, "node B's copy is from before the start"
+
+        held.hold()  # node B frozen: what is published waits for it
+        await node_a.handle(bob, JoinRace(race_id=race_id))
+        await node_a.tick()
+        runtime = node_a.races[race_id]
+        alice_id = PlayerId(alice.player_id or "")
+        for seq in range(7):
+            await node_a.handle(alice, MakeMove(race_id=race_id, seq=seq, move="deal"))
+        await node_a.keeper.progress.fold(runtime)  # published with the 7 moves
+        await node_a.handle(alice, MakeMove(race_id=race_id, seq=7, move="deal"))
+        acks = [m for m in alice.sent if isinstance(m, MoveAck)]
+        assert [a.ply for a in acks] == list(range(8)), "8 moves acknowledged"
+
+        async def meanwhile(player_id: PlayerId) -> dict[str, float]:
+            """The hello's ratings read: node B's follower hears what waited meanwhile."""
+            held.release()
+            await eventually(
+                lambda: alice_id in copy.boards and copy.boards[alice_id].game.ply == 7,
+                within=10,
+                what="node B hearing of the start and of the 7 moves published",
+            )
+            return {}
+
+        node_b.plug_in(ratings_of=meanwhile)
+        (welcome,) = [m for m in alice.sent if isinstance(m, Welcome)]
+        again = RecordingSession(4)  # alice's new link, on node B
+        await node_b.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
+        await node_b.handle(again, Sync(race_id=race_id))
+
+        stored = [m for m in await store_b.get_moves(race_id) if m.player_id == alice_id]
+        assert len(stored) == 8
+        boards = [m for m in again.sent if isinstance(m, Board) and m.player_id == alice_id]
+        assert boards, "a racer's sync answers with its board"
+        assert [b.ply for b in boards] == [8] * len(boards)
+        assert boards[-1].board == own_board(runtime, alice_id).board  # node A's, acknowledged
