@@ -126,6 +126,8 @@ NODE_TTL_S = 2.0
 ACK_WAIT_S = 4.0
 #: Nothing at all from the node this long: likewise.
 SILENCE_S = 12.0
+#: Seconds before a racer sends again a sync its node answered `unavailable` (Redis away).
+RESYNC_S = 0.5
 #: A race's end may reach its players this late after its time limit: the longest fault
 #: (a node down or frozen 12 s), the time to find a node gone and a player's reconnect.
 LATE_END_S = 20.0
@@ -433,7 +435,8 @@ def seen_version(world: World, seat: Seat, message: Any, versions: dict[str, int
 
 
 def handle(world: World, seat: Seat, message: Any, versions: dict[str, int]) -> str | None:
-    """Update the seat from one message; what to do next: 'sync', 'resend' or None."""
+    """Update the seat from one message; what to do next: 'sync', 'resync' (a sync the
+    store could not answer, sent again after `RESYNC_S`), 'resend' or None."""
     race_id = getattr(message, "race_id", None)
     if race_id != seat.race_id:
         return None
@@ -531,6 +534,8 @@ def handle(world: World, seat: Seat, message: Any, versions: dict[str, int]) -> 
         world.tally.rejections[f"error {message.code}"] += 1
         if message.code == "unknown_race":
             seat.done = True
+        if message.code == "unavailable" and message.request == "sync":
+            return "resync"  # a racer's sync reads its stored moves: Redis was away
     return None
 
 
@@ -621,7 +626,9 @@ async def play_link(world: World, seat: Seat, ws: ClientConnection, until: float
         if had_pending and seat.pending is None:
             pending_since = None
             move_at = loop.time() + world.rng.uniform(*MOVE_DELAY_S)
-        if todo == "sync":
+        if todo == "resync":
+            await asyncio.sleep(RESYNC_S)
+        if todo in ("sync", "resync"):
             assert seat.race_id is not None
             await ws.send(encode(Sync(race_id=seat.race_id)))
         elif todo == "resend" and seat.pending is not None:
