@@ -87,3 +87,29 @@ async def test_a_racer_who_left_an_open_race_is_never_sent_its_events_again(
     assert answer.version == left.version
     updates = [m.version for m in alice.received if isinstance(m, RaceUpdate)]
     assert updates == sorted(set(updates)), f"versions went back: {updates}"
+
+
+async def test_a_racer_that_leaves_on_a_new_connection_is_never_sent_the_earlier_events(
+    client: ClientFactory,
+) -> None:
+    """A racer's new connection has had none of its open race's events (nothing happened in
+    the race since its hello). Leaving there sends it the leave's event at once; a `sync` from
+    version 0 then gets a snapshot, not the race's events from version 1 after the one it had."""
+    bob, alice = await client("bob"), await client("alice")
+    race_id = await create_race(bob, seats=3)
+    await alice.send(JoinRace(race_id=race_id))
+    await alice.expect(RaceUpdate, lambda m: len(m.race.racers) == 2)
+    again = await client()
+    assert alice.welcome is not None
+    await again.send(Hello(protocol=PROTOCOL_VERSION, token=alice.welcome.token))
+    await again.expect(Welcome)
+    assert await alice.closed() == CloseCode.REPLACED
+
+    await again.send(LeaveRace(race_id=race_id))
+    left = await again.expect(RaceUpdate, lambda m: len(m.race.racers) == 1)
+    await again.send(Sync(race_id=race_id, epoch=left.epoch, since_version=0))
+    answer = await again.expect(RaceSnapshot | RaceUpdate)  # type: ignore[arg-type]
+    assert isinstance(answer, RaceSnapshot)
+    assert answer.version == left.version
+    versions = [m.version for m in again.received if isinstance(m, RaceUpdate)]
+    assert versions == sorted(set(versions)), f"versions went back: {versions}"
