@@ -16,7 +16,7 @@ from typing import Final
 
 from solrace.server.lobby import LobbyFeed
 from solrace.server.protocol.codec import encode
-from solrace.server.protocol.ids import PlayerId
+from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import RaceEvent, RaceSnapshot
 from solrace.server.protocol.records import RaceStatus
 from solrace.server.race_changes import is_progress_only, mover_of, own_board
@@ -77,16 +77,14 @@ class RaceDelivery:
             (encode(m), m.epoch, m.version, mover_of(m) if batching else None) for m in messages
         ]
         for session in recipients:
-            mark = session.versions.get(race_id)
-            for frame, epoch, version, mover in batch:
-                if mark is not None and mark[0] == epoch and version <= mark[1]:
-                    continue  # it had this version already (a catch-up overtook the batch)
-                if mover is not None and mover == session.player_id:
-                    continue
-                session.send_frame(frame)
-                mark = (epoch, version)
-            if mark is not None:
-                session.versions[race_id] = mark
+            _send_newer(session, race_id, batch)
+
+    def send_to(self, session: Session, runtime: RaceRuntime, events: Sequence[RaceEvent]) -> None:
+        """Send one session that is not among the race's recipients (a racer who just left
+        it) `events`, each only if newer than what it was last sent of the race, as `publish`
+        does: a later `watch` or `sync` then never sends it one of them again."""
+        batch = [(encode(e), e.epoch, e.version, None) for e in events]
+        _send_newer(session, runtime.race_id, batch)
 
     def push_spectator_boards(
         self, runtime: RaceRuntime, now: int, *, force: bool = False, only: Session | None = None
@@ -160,6 +158,26 @@ class RaceDelivery:
         for session in self.recipients(runtime):
             session.versions.pop(race_id, None)
             session.watching.discard(race_id)
+
+
+#: A versioned message as `publish` sends it: its frame, epoch, version, and the racer whose
+#: own move it reports (not sent to that racer), if any.
+_Outgoing = tuple[bytes, str, int, PlayerId | None]
+
+
+def _send_newer(session: Session, race_id: RaceId, batch: Sequence[_Outgoing]) -> None:
+    """Send `session` the messages of `batch` (in version order) newer than its mark of the
+    race, and move the mark on to the last one sent."""
+    mark = session.versions.get(race_id)
+    for frame, epoch, version, mover in batch:
+        if mark is not None and mark[0] == epoch and version <= mark[1]:
+            continue  # it had this version already (a catch-up overtook the batch)
+        if mover is not None and mover == session.player_id:
+            continue
+        session.send_frame(frame)
+        mark = (epoch, version)
+    if mark is not None:
+        session.versions[race_id] = mark
 
 
 __all__ = ["RaceDelivery", "RaceEnded"]

@@ -202,13 +202,7 @@ class RaceRequests:
         # No longer a racer, so not among the recipients: sent here, and marked as had (a
         # connection that had none of the race's events, a racer's new one, would otherwise be
         # sent them all again by a later `watch` or `sync`, after these).
-        mark = session.versions.get(runtime.race_id)
-        for event in events:
-            if mark is None or mark[0] != event.epoch or event.version > mark[1]:
-                session.send(event)
-                mark = (event.epoch, event.version)
-        if mark is not None:
-            session.versions[runtime.race_id] = mark
+        self.keeper.delivery.send_to(session, runtime, events)
         if runtime.race_id not in self.keeper.races:
             # Left alone, the race was cancelled and dropped: nothing more of it can come.
             # Otherwise the session keeps the version it had (as after an `unwatch`), so that
