@@ -1,34 +1,39 @@
 """Stateful protocol fuzzer: many clients send random messages, in random orders, to one live
-node, beside an honest race, and every invariant of bad input is checked.
+node (or several on one Redis), beside an honest race, and every invariant of bad input is
+checked.
 
-Run: python bench/fuzz.py --seconds 60 --clients 20 --seed 1
+Run: python bench/fuzz.py --seconds 60 --clients 20 --seed 1 [--nodes 2]
 
 The node is a real `solrace serve` subprocess on a free port and a fresh data folder. It runs
 once per phase: `open` (the environment of `load.py`'s `server_env`: no rate or connection
 limits, so that floods do not close every connection) and `default` (the default rate budget
 and connection limits), on the same data folder, then once more (a restart) to read back what
-the phases left. In each phase every fuzz client draws its messages from the client message
-union (`server/protocol/messages.py`): `hello` with a new name (with or without a key),
+the phases left. With `--nodes N` (2 and up) a `redis-server` starts on a free port (as
+`faults.py` starts it) and N nodes on it (`--redis`, each its own folder and log), started
+afresh for each phase and the restart; every fuzz connection goes to a node drawn at random, a
+player's second connection mostly to another node than its first, and the two honest racers are
+on two different nodes. In each phase every fuzz client draws its messages from the client
+message union (`server/protocol/messages.py`): `hello` with a new name (with or without a key),
 its own token, another fuzz player's token, a forged one, none, or a wrong protocol; races
 created with random games, seats, time limits, invite codes and game numbers; join, leave,
-start, resign, watch, unwatch, sync and get_replay on races seen and races made up; moves
-that are legal on the client's board, replayed (same `seq`), reused (`seq` for another move),
-or random text; the lobby, leaderboards, profiles; tournaments created with the right admin
-token or a wrong one, joined, checked into, left, watched, and administered. A share of its
-frames is schema-invalid (a field dropped, added or of the wrong type) and a smaller share
-garbage (random bytes, msgpack that is not a map, a text frame, a frame over the size cap, a
-ping flood in the `default` phase), now and then it drops its connection without a word, and
-now and then a second connection of its player says hello while the first still sends
-requests (the first is replaced, 4003). Beside them two honest
-racers play legal moves (the engine's own, on a deal they named) in one private race after
-another.
+start, resign, watch, unwatch, sync and get_replay on races seen and races made up; moves that
+are legal on the client's board, replayed (same `seq`), reused (`seq` for another move), or
+random text; the lobby, leaderboards, profiles; tournaments created with the right admin token
+or a wrong one, joined, checked into, left, watched, and administered. A share of its frames is
+schema-invalid (a field dropped, added or of the wrong type) and a smaller share garbage
+(random bytes, msgpack that is not a map, a text frame, a frame over the size cap, a ping flood
+in the `default` phase), now and then it drops its connection without a word, and now and then
+a second connection of its player says hello while the first still sends requests (the first is
+replaced, 4003). Beside them two honest racers play legal moves (the engine's own, on a deal
+they named) in one private race after another.
 
 Violations (each printed, and the exit status is 1 if any):
 - a close code 1011 or one the close-code table lacks, an `error` with code `internal` or one
   `ErrorCode` lacks, a frame from the server that is not a valid server message;
-- an ERROR or CRITICAL line or a traceback in the node's log;
+- an ERROR or CRITICAL line or a traceback in a node's log;
 - an honest move with no ack within `HONEST_WAIT_S`, an honest race that does not finish;
-- an acknowledged move the store lacks, or holds with another `seq` or move;
+- an acknowledged move the store lacks, or holds with another `seq` or move (read with the
+  project's own `SqliteStore` or `RedisStore`);
 - a game number in a frame before the race's deal was revealed (`race_finished`, a snapshot or
   replay that carries it, a tournament round's `game_numbers`); a card in a frame that should
   carry none; a board or ack that is not exactly the engine's view for its receiver; a
@@ -45,6 +50,7 @@ import contextlib
 import os
 import random
 import re
+import shutil
 import signal
 import string
 import sys
@@ -56,6 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faults import Proc, redis_proc
 from load import free_port, server_env
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
@@ -95,6 +102,8 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.records import MoveRecord, RaceRecord, RaceStatus
 from solrace.server.protocol.tournament_messages import TournamentList, TournamentView
 from solrace.server.protocol.views import board_for, pile_models
+from solrace.server.store.base import Store
+from solrace.server.store.redis import RedisStore
 from solrace.server.store.sqlite import SqliteStore
 
 ADMIN_TOKEN = "fuzz-admin-token-0123456789abcdef"
@@ -167,7 +176,9 @@ class Ledger:
 class Link:
     """One WebSocket connection: every frame it receives goes into the ledger, checked."""
 
-    def __init__(self, ws: ClientConnection, ledger: Ledger, label: str) -> None:
+    def __init__(self, ws: ClientConnection, ledger: Ledger, label: str, url: str) -> None:
+        #: The node it is connected to.
+        self.url = url
         #: An honest racer's token is kept from the fuzz clients (another connection of the
         #: same player closes this one, 4003, by design).
         self.honest = label.startswith("honest")
@@ -197,7 +208,7 @@ class Link:
         except (OSError, InvalidHandshake, TimeoutError) as exc:
             ledger.answers[f"connect failed: {type(exc).__name__}"] += 1
             return None
-        return cls(ws, ledger, label)
+        return cls(ws, ledger, label, url)
 
     async def _read(self) -> None:
         try:
@@ -342,12 +353,14 @@ class Plan:
         return self.done.is_set() and ledger.honest_acks >= self.goal
 
 
-async def honest_races(url: str, ledger: Ledger, rng: random.Random, plan: Plan) -> None:
-    """Two honest racers play private races of legal moves until the `plan` is over (they
-    resign the race being played); each move must be acked within `HONEST_WAIT_S`."""
+async def honest_races(urls: list[str], ledger: Ledger, rng: random.Random, plan: Plan) -> None:
+    """Two honest racers, on two nodes drawn from `urls` where there are two, play private
+    races of legal moves until the `plan` is over (they resign the race being played); each
+    move must be acked within `HONEST_WAIT_S`."""
     tag = rng.randrange(10**6)
     links = []
-    for who in ("a", "b"):
+    pair = rng.sample(urls, 2) if len(urls) > 1 else urls * 2
+    for who, url in zip(("a", "b"), pair, strict=True):
         link = await Link.open(url, ledger, f"honest {who}")
         if link is None:
             ledger.violation("an honest racer could not connect")
@@ -469,9 +482,11 @@ class Mine:
 class Fuzzer:
     """One fuzz client: a connection at a time, opened again after each close."""
 
-    def __init__(self, number: int, url: str, ledger: Ledger, rng: random.Random, tag: str) -> None:
+    def __init__(
+        self, number: int, urls: list[str], ledger: Ledger, rng: random.Random, tag: str
+    ) -> None:
         self.number = number
-        self.url = url
+        self.urls = urls
         self.ledger = ledger
         self.rng = rng
         self.name = f"f{tag}_{number}"
@@ -489,8 +504,18 @@ class Fuzzer:
 
     # -- connection and identity --
 
+    def node(self, other_than: str | None = None) -> str:
+        """A node's URL drawn at random (one other than `other_than` three times in four);
+        with one node, that one (and nothing drawn, so a seed plays as it did)."""
+        if len(self.urls) == 1:
+            return self.urls[0]
+        urls = self.urls
+        if other_than is not None and self.rng.random() < 0.75:
+            urls = [u for u in urls if u != other_than]
+        return self.rng.choice(urls)
+
     async def connect(self) -> None:
-        link = await Link.open(self.url, self.ledger, self.name)
+        link = await Link.open(self.node(), self.ledger, self.name)
         if link is None:
             return
         self.link = link
@@ -879,8 +904,9 @@ class Fuzzer:
 
     async def twin(self, link: Link, token: str) -> None:
         """A second connection of the player says hello while the first sends requests (the
-        first is replaced, 4003, once the hello is answered); the second is kept."""
-        second = await Link.open(self.url, self.ledger, self.name)
+        first is replaced, 4003, once the hello is answered); the second is kept. With several
+        nodes, it is mostly on another node than the first."""
+        second = await Link.open(self.node(other_than=link.url), self.ledger, self.name)
         if second is None:
             return
         self.ledger.sent["twin"] += 1
@@ -928,12 +954,14 @@ class Node:
     log: Path
 
     @classmethod
-    async def start(cls, data_dir: Path, log: Path, limits: str) -> Node:
+    async def start(cls, data_dir: Path, log: Path, limits: str, redis: str | None) -> Node:
+        """A node on SQLite in `data_dir`, or on the Redis at the URL `redis`."""
         port = free_port()
+        shared = () if redis is None else ("--redis", redis)
         with log.open("ab") as sink:
             process = await asyncio.create_subprocess_exec(
                 *(sys.executable, "-m", "solrace.cli", "serve"),
-                *("--port", str(port), "--data-dir", str(data_dir)),
+                *("--port", str(port), "--data-dir", str(data_dir), *shared),
                 stdout=sink,
                 stderr=sink,
                 env=node_env(limits),
@@ -984,6 +1012,66 @@ class Node:
         await self.process.wait()
 
 
+@dataclass
+class Cluster:
+    """The nodes of a run: one on SQLite in the data folder (its log `node.log`), or `count`
+    on one redis-server (`redis/`), each with its folder `node<i>/` and log `node<i>.log`;
+    started afresh for each phase and the restart, Redis kept."""
+
+    folder: Path
+    count: int
+    redis: Proc | None = None
+    nodes: list[Node] = field(default_factory=list)
+
+    @property
+    def redis_url(self) -> str | None:
+        return None if self.redis is None else f"redis://127.0.0.1:{self.redis.port}/0"
+
+    @property
+    def logs(self) -> list[Path]:
+        if self.count == 1:
+            return [self.folder / "node.log"]
+        return [self.folder / f"node{i}.log" for i in range(self.count)]
+
+    async def open(self) -> None:
+        if self.count > 1:
+            if shutil.which("redis-server") is None:
+                raise RuntimeError("--nodes 2 and up need redis-server on PATH")
+            self.redis = redis_proc(self.folder / "redis")
+            await self.redis.start()
+
+    async def start(self, limits: str) -> list[str]:
+        """Every node started with the phase's `limits`; their URLs."""
+        try:
+            for index, log in enumerate(self.logs):
+                data = self.folder if self.count == 1 else self.folder / f"node{index}"
+                self.nodes.append(await Node.start(data, log, limits, self.redis_url))
+        except BaseException:
+            await self.stop()
+            raise
+        return [node.url for node in self.nodes]
+
+    async def healthy(self) -> bool:
+        return all([await node.healthy() for node in self.nodes])
+
+    async def stop(self) -> list[int]:
+        """SIGTERM to every node; their exit statuses."""
+        statuses = [await node.stop() for node in self.nodes]
+        self.nodes.clear()
+        return statuses
+
+    def store(self) -> Store:
+        """The store the nodes kept, unopened: read with the project's own class."""
+        if self.redis_url is not None:
+            return RedisStore(self.redis_url)
+        return SqliteStore(self.folder / "solrace.sqlite3")
+
+    async def close(self) -> None:
+        await self.stop()
+        if self.redis is not None:
+            await self.redis.stop()
+
+
 # --- a run -----------------------------------------------------------------------------------
 
 
@@ -997,17 +1085,17 @@ class Phase:
 
 
 async def run_phase(
-    url: str, ledger: Ledger, phase: Phase, clients: int, rng: random.Random, tag: str
+    urls: list[str], ledger: Ledger, phase: Phase, clients: int, rng: random.Random, tag: str
 ) -> None:
-    """The fuzz clients and the honest pair against the node at `url`, until the phase's
+    """The fuzz clients and the honest pair against the nodes at `urls`, until the phase's
     seconds have passed or every client took its steps (and the honest pair had 20 acks)."""
     done = asyncio.Event()
     acks_before = ledger.honest_acks
     goal = ledger.honest_acks + 20
     flood = phase.limits == "default"
     plan = Plan(done, goal, 0.25 if flood else 0)
-    honest = asyncio.create_task(honest_races(url, ledger, random.Random(rng.random()), plan))
-    fuzzers = [Fuzzer(i, url, ledger, random.Random(rng.random()), tag) for i in range(clients)]
+    honest = asyncio.create_task(honest_races(urls, ledger, random.Random(rng.random()), plan))
+    fuzzers = [Fuzzer(i, urls, ledger, random.Random(rng.random()), tag) for i in range(clients)]
     pause = 0.2 if flood else 0.01
     end = None if phase.seconds is None else time.monotonic() + phase.seconds
 
@@ -1037,33 +1125,40 @@ async def run_phase(
         )
 
 
-async def fuzz(data_dir: Path, phases: list[Phase], clients: int, seed: int) -> Ledger:
-    """Every phase on one data folder, a restart, then the checks; the ledger holds what was
-    sent, answered and violated."""
+async def fuzz(
+    data_dir: Path, phases: list[Phase], clients: int, seed: int, nodes: int = 1
+) -> Ledger:
+    """Every phase on one data folder (and one Redis, for `nodes` of 2 and up), a restart,
+    then the checks; the ledger holds what was sent, answered and violated."""
     ledger = Ledger()
     rng = random.Random(seed)
     tag = f"{seed % 1000}{rng.randrange(1000)}"
-    log = data_dir / "node.log"
-    for phase in phases:
-        node = await Node.start(data_dir, log, phase.limits)
-        try:
-            await run_phase(node.url, ledger, phase, clients, rng, tag)
-            if not await node.healthy():
-                ledger.violation(f"no /healthz after the {phase.limits} phase")
-        finally:
-            status = await node.stop()
-        if status != 0:
-            ledger.violation(f"the node's exit status after the {phase.limits} phase: {status}")
-    node = await Node.start(data_dir, log, "open")  # a restart reads back what was stored
+    cluster = Cluster(data_dir, nodes)
+    await cluster.open()
     try:
-        if not await node.healthy():
-            ledger.violation("no /healthz after the restart")
+        for phase in phases:
+            urls = await cluster.start(phase.limits)
+            try:
+                await run_phase(urls, ledger, phase, clients, rng, tag)
+                if not await cluster.healthy():
+                    ledger.violation(f"no /healthz after the {phase.limits} phase")
+            finally:
+                statuses = await cluster.stop()
+            if any(statuses):
+                ledger.violation(f"the exit statuses after the {phase.limits} phase: {statuses}")
+        await cluster.start("open")  # a restart reads back what was stored
+        try:
+            if not await cluster.healthy():
+                ledger.violation("no /healthz after the restart")
+        finally:
+            statuses = await cluster.stop()
+        if any(statuses):
+            ledger.violation(f"the exit statuses after the restart: {statuses}")
+        for log in cluster.logs:
+            check_log(log.read_text(errors="replace"), ledger)
+        races, moves = await read_store(cluster.store())
     finally:
-        status = await node.stop()
-    if status != 0:
-        ledger.violation(f"the node's exit status after the restart: {status}")
-    check_log(log.read_text(errors="replace"), ledger)
-    races, moves = await read_store(data_dir / "solrace.sqlite3")
+        await cluster.close()
     check_acks(ledger, moves)
     check_frames(ledger, races, moves)
     return ledger
@@ -1079,11 +1174,10 @@ def check_log(text: str, ledger: Ledger) -> None:
 
 
 async def read_store(
-    path: Path,
+    store: Store,
 ) -> tuple[dict[str, RaceRecord], dict[tuple[str, str], list[MoveRecord]]]:
-    """Every race in the node's SQLite file and every race's moves by player (in ply order),
-    read with the store's own reader."""
-    store = SqliteStore(path)
+    """Every race in the nodes' `store` (unopened: SQLite or Redis) and every race's moves by
+    player (in ply order), read with the store's own reader."""
     await store.open()
     try:
         races: dict[str, RaceRecord] = {r.race_id: r for r in await store.list_races(ALL_STATUSES)}
@@ -1277,6 +1371,12 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="nodes: 1 on SQLite, or 2 and up on one redis-server (started on a free port)",
+    )
+    parser.add_argument(
         "--phases",
         nargs="+",
         choices=["open", "default"],
@@ -1284,16 +1384,20 @@ def main() -> None:
         help="the phases in order, each on a new node on the same data folder",
     )
     parser.add_argument(
-        "--keep", type=Path, help="use this data folder (kept: the node's log is node.log)"
+        "--keep",
+        type=Path,
+        help="use this data folder (kept: the logs are node.log, or node0.log, node1.log, ...)",
     )
     args = parser.parse_args()
+    if args.nodes < 1:
+        parser.error("--nodes must be 1 or more")
     phases = [Phase(limits, seconds=args.seconds) for limits in args.phases]
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-        ledger = asyncio.run(fuzz(args.keep, phases, args.clients, args.seed))
+        ledger = asyncio.run(fuzz(args.keep, phases, args.clients, args.seed, args.nodes))
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            ledger = asyncio.run(fuzz(Path(tmp), phases, args.clients, args.seed))
+            ledger = asyncio.run(fuzz(Path(tmp), phases, args.clients, args.seed, args.nodes))
     print(report(ledger))
     sys.exit(1 if ledger.violations else 0)
 
