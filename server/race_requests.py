@@ -8,6 +8,7 @@ race's checks and record are race_setup.py's, the quotas race_quota.py's.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import secrets
@@ -173,8 +174,21 @@ class RaceRequests:
         )
         if guessing:
             self.invite_guesses.check(session, f"race {runtime.race_id}")
-        if not seated:  # a seat already held is resumed, not taken
-            self.quota.check_races_of(player_id)
+        # A seat already held is resumed, not taken; a new one is checked against the
+        # player's live races and counted among them until the join is through.
+        quota = self.quota
+        with contextlib.nullcontext() if seated else quota.reserve_seat(player_id, runtime.race_id):
+            await self._join(session, message, runtime, player_id, name, guessing)
+
+    async def _join(
+        self,
+        session: Session,
+        message: JoinRace,
+        runtime: RaceRuntime,
+        player_id: PlayerId,
+        name: str,
+        guessing: bool,
+    ) -> None:
         now = self.clock()
         try:
             await self.keeper.apply_to_race(

@@ -4,10 +4,20 @@ have, checked by the hub's `create_race` and `join_race`."""
 from __future__ import annotations
 
 import asyncio
+from typing import Literal
 
-from solrace.server.protocol.messages import Error, JoinRace, LeaveRace, Resign, StartRace
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    Error,
+    Hello,
+    JoinRace,
+    LeaveRace,
+    Resign,
+    StartRace,
+    Welcome,
+)
 from solrace.server.protocol.records import RaceStatus
-from tests.server.sessions import HeldSaves, ann_and_bob, create
+from tests.server.sessions import HeldSaves, RecordingSession, ann_and_bob, create
 
 
 async def test_open_races_are_limited_per_player_and_per_server() -> None:
@@ -118,3 +128,44 @@ async def test_a_create_that_fails_gives_its_slot_back() -> None:
         store.failing = False
         await hub.handle(ann, create())
         assert not isinstance(ann.sent[-1], Error) and len(hub.races) == 1
+
+
+class NotedLock(asyncio.Lock):
+    """A lock that says (`asked`) when someone asks for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = asyncio.Event()
+
+    async def acquire(self) -> Literal[True]:
+        self.asked.set()
+        return await super().acquire()
+
+
+async def test_joins_of_one_player_at_the_same_time_cannot_pass_the_live_quota() -> None:
+    """A join's check and its seat are one step: a join of the player's on its new connection
+    is refused while the last join of the connection it replaced, past its check, waits for
+    its race's lock; it was let through, one race past the quota."""
+    async with ann_and_bob(max_live_races_per_player=1) as (hub, ann, bob):
+        cara = RecordingSession(3)
+        await hub.handle(cara, Hello(protocol=PROTOCOL_VERSION, name="cara"))
+        await hub.handle(bob, create())
+        await hub.handle(cara, create())
+        bobs, caras = (
+            next(r for r in hub.races if hub.races[r].race.creator == p)
+            for p in (bob.player_id, cara.player_id)
+        )
+        welcome = next(m for m in ann.sent if isinstance(m, Welcome))
+        again = RecordingSession(4)  # ann again, on a new connection: the first is replaced
+        await hub.handle(again, Hello(protocol=PROTOCOL_VERSION, token=welcome.token))
+        lock = hub.races[bobs].lock = NotedLock()
+        await lock.acquire()  # another change of bob's race, under way
+        first = asyncio.create_task(hub.handle(ann, JoinRace(race_id=bobs)))
+        await asyncio.wait_for(lock.asked.wait(), 5)  # past its check, waiting for the lock
+        await asyncio.wait_for(hub.handle(again, JoinRace(race_id=caras)), 5)
+        lock.release()
+        await asyncio.wait_for(first, 5)
+        seats = [r for r in (bobs, caras) if ann.player_id in hub.races[r].race.racers]
+        assert seats == [bobs], f"ann has seats in {seats}"
+        (refused,) = (m for m in again.sent if isinstance(m, Error))
+        assert "1 live races already" in refused.message
