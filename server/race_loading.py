@@ -300,9 +300,16 @@ class RaceLoader:
         for a board the racer itself is sent (its hello's races, its sync). Another node may
         have stored moves of the racer that this copy has not heard of: their notice goes
         out with that node's next progress batch, seconds later when the store was away
-        meanwhile. `StoreError` if the moves cannot be read. One node stores every move
-        through its own boards: nothing to read."""
-        if not self.is_cluster or player_id not in runtime.boards:
+        meanwhile. A copy that has not seen the race start (its notice is on the way, or was
+        lost) has no board of the racer: it takes the stored record first (`refresh`: what
+        this node's sessions missed is forwarded, the boards dealt), else the racer's first
+        move here was judged on a fresh deal and refused. `StoreError` if the moves cannot be
+        read. One node stores every move through its own boards: nothing to read."""
+        if not self.is_cluster:
+            return
+        if player_id not in runtime.boards and runtime.race.is_live:
+            await self.refresh(runtime)
+        if player_id not in runtime.boards:
             return
         moves = await self.store.get_moves(runtime.race_id)
         await runtime.catch_up_board(player_id, moves)

@@ -1,6 +1,7 @@
 """In-process hub tests: a hub that is stopped however the test ends (`running_hub`), a
 session that records what the hub sends, a running race, two players on a hub with given
-settings (`ann_and_bob`), and a store whose race saves a test can hold or fail (`HeldSaves`).
+settings (`ann_and_bob`), a store whose race saves a test can hold or fail (`HeldSaves`), and a
+Redis broker a test opens (`opened_broker`) and can hold as a frozen node's (`HeldBroker`).
 
 `RecordingSession` implements `send` only: a frame the hub hands to `send_frame` comes back
 through `Session`'s fallback, decoded, so `sent` holds what a client would read."""
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from solrace.server.broker import Broker
+from solrace.server.broker import Broker, RedisBroker
 from solrace.server.hub import Hub, wall_clock_ms
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
@@ -100,6 +101,39 @@ class HeldSaves(MemoryStore):
         if self.failing:
             raise StoreUnavailableError("the store is away")
         return await super().save_race_if(race, expected)
+
+
+class HeldBroker(RedisBroker):
+    """A node's Redis broker whose messages wait, in order, while `hold` is on (as they wait
+    in the socket of a node that is frozen) and go to its subscriptions at `release`."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.waiting: list[tuple[str, bytes]] | None = None
+
+    def hold(self) -> None:
+        self.waiting = []
+
+    def release(self) -> None:
+        waiting, self.waiting = self.waiting or [], None
+        for channel, data in waiting:
+            super().fan_out(channel, data)
+
+    def fan_out(self, channel: str, data: bytes) -> None:
+        if self.waiting is not None:
+            self.waiting.append((channel, data))
+            return
+        super().fan_out(channel, data)
+
+
+@contextlib.asynccontextmanager
+async def opened_broker(broker: RedisBroker) -> AsyncIterator[RedisBroker]:
+    """`broker`, opened, and closed however the test ends."""
+    await broker.open()
+    try:
+        yield broker
+    finally:
+        await broker.close()
 
 
 async def start_race_of_two(
