@@ -9,7 +9,8 @@ Keys, all under one prefix (default `solrace:`):
 - `secret-fingerprint`: a digest of the token secret of the first node (`claim_secret`): a node
   with another secret refuses to start.
 - `moves:<race>:<player>` list of move JSON in ply order; `seqs:<race>:<player>` hash
-  seq -> ply; `racers:<race>` set of players with moves.
+  seq -> ply; `racers:<race>` set of players with moves (`get_moves` reads the moves of these
+  and of the race's racers, so a set lost still finds the moves a race must count).
 
 Writes whose checks must be atomic run as Lua scripts (one round trip, nothing interleaves):
 creating a player, saving a race over the record this store last read or wrote (compared by
@@ -478,7 +479,17 @@ class RedisStore(RedisCompetition):
 
     async def get_moves(self, race_id: RaceId) -> list[MoveRecord]:
         async def read() -> list[str]:
-            players: set[str] = await self.redis.smembers(self._key("racers", race_id))
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.smembers(self._key("racers", race_id))
+                pipe.hget(self._key("race", race_id), "record")
+                listed: set[str]
+                text: str | None
+                listed, text = await pipe.execute()
+            # The set of movers, and the race's racers: a set lost (a key evicted) does not
+            # hide their moves, which a save putting them out counts (`SAVE_RACE_IF_TEXT`).
+            players = set(listed)
+            if text is not None:
+                players.update(r.player_id for r in RaceRecord.model_validate_json(text).racers)
             async with self.redis.pipeline(transaction=False) as pipe:
                 for player_id in sorted(players):
                     pipe.lrange(self._key("moves", race_id, player_id), 0, -1)
