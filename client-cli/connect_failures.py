@@ -6,8 +6,10 @@ and for a link the server closed before it was up (`closed_error`)."""
 from __future__ import annotations
 
 import re
+import socket
 import ssl
 from typing import Final
+from urllib.parse import urlsplit
 
 from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 from websockets.http11 import Response
@@ -113,6 +115,14 @@ def connect_failure(url: str, exc: BaseException) -> ConnectionFailedError:
     if isinstance(exc, ConnectionRefusedError):
         return ConnectionFailedError(
             f"cannot reach {url}: connection refused (no server is listening there)"
+        )
+    if isinstance(exc, socket.gaierror):
+        # A host name that does not resolve (a typo in --server, no DNS): said as such, not
+        # as `[Errno -2] Name or service not known`.
+        host = urlsplit(url).hostname or url
+        return ConnectionFailedError(
+            f"cannot reach {url}: cannot look up the host {host} ({exc.strerror}): check the "
+            "server URL"
         )
     if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_code in _UNTRUSTED_ISSUER:
         # A self-signed certificate, or one of a private CA: Python's default context trusts

@@ -124,6 +124,20 @@ async def test_a_port_nobody_listens_on_is_said_plainly() -> None:
     )
 
 
+async def test_a_host_name_that_does_not_resolve_is_said_plainly() -> None:
+    """It was `cannot reach URL: [Errno -2] Name or service not known`. (`.invalid` never
+    resolves: RFC 6761.)"""
+    url = "ws://no-such-host.invalid:8765"
+    with pytest.raises(ConnectionFailedError) as failed:
+        await Connection(url, name="x", open_timeout_s=5).connect()
+    text = str(failed.value)
+    assert text.startswith(f"cannot reach {url}: cannot look up the host no-such-host.invalid ("), (
+        text
+    )
+    assert text.endswith("): check the server URL"), text
+    assert "Errno" not in text, text
+
+
 async def test_wss_to_a_server_without_tls_says_to_try_ws(server_url: str) -> None:
     url = server_url.replace("ws://", "wss://")
     with pytest.raises(ConnectionFailedError) as failed:
