@@ -33,6 +33,14 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def tournament_command(url: str, words: str) -> str:
+    """`solrace tournament WORDS` to paste, with `--server URL` unless `url` is the default
+    server's: a hint that left it out sent a player of another server to the default one
+    (`cannot reach ws://127.0.0.1:8765`)."""
+    server = "" if same_server(url) == DEFAULT_SERVER_URL else f" --server {url}"
+    return f"solrace tournament{server} {words}"
+
+
 def same_server(key: str) -> str:
     """`key` (a server URL, or another identities' key, such as an embedded folder's) without
     a path and query of `/` alone (`ws://HOST:PORT/` is `ws://HOST:PORT`): a `/` at the end of

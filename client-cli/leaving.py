@@ -10,6 +10,7 @@ from typing import Final
 
 from solrace.server.protocol.ids import PlayerId, RaceId
 
+from .defaults import tournament_command
 from .session import Session
 from .state import RaceState
 
@@ -27,11 +28,12 @@ def play_screen_back(race_id: RaceId) -> str:
     return f"come back with solrace play (Ctrl+R resumes {race_id})"
 
 
-def tournament_back(tournament_id: str) -> Callable[[RaceId], str]:
-    """How a player of tournament `tournament_id` comes back to its race, from either mode."""
+def tournament_back(tournament_id: str, server: str) -> Callable[[RaceId], str]:
+    """How a player of tournament `tournament_id` on `server` comes back to its race, from
+    either mode."""
 
     def back(race_id: RaceId) -> str:
-        return f"come back with 'solrace tournament play {tournament_id}'"
+        return f"come back with '{tournament_command(server, 'play ' + tournament_id)}'"
 
     return back
 

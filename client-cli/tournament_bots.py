@@ -44,6 +44,7 @@ from .bot_names import free_numbered
 from .bots import Bot, BotError, BotRefusedError, renamed_text
 from .connect_failures import ConnectionFailedError
 from .connection import Connection
+from .defaults import tournament_command
 from .session import RequestError, Session, tournament_view_of
 from .stopping import Stopped, run_until_stopped
 from .strategy import make_strategy
@@ -185,7 +186,8 @@ class Progress:
                 lines.append(
                     f"{plural(len(self.bots), 'bot')} registered in {self.tournament_id} "
                     f"({names}); "
-                    f"waiting for the start (solrace tournament start {self.tournament_id})"
+                    f"waiting for the start "
+                    f"({tournament_command(self.bots[0].url, 'start ' + self.tournament_id)})"
                 )
         lines += progress_lines(self.latest, view)
         self.latest = view

@@ -40,6 +40,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.tasks import cancel_and_wait
 
 from .connect_failures import ConnectionFailedError
+from .defaults import tournament_command
 from .held_deals import HeldDeals, race_label
 from .identity import connect_player
 from .leaving import held_race_lines, tournament_back
@@ -92,7 +93,7 @@ class TournamentPlain:
             out,
             interactive=interactive,
             no_race=NO_TOURNAMENT_RACE,
-            back=tournament_back(tournament_id),
+            back=tournament_back(tournament_id, session.conn.url),
         )
         self.finished = asyncio.Event()
         self._shown: tuple[str, int, bool] | None = None
@@ -384,7 +385,7 @@ class TournamentPlain:
             self._say_still_registered()
 
     def _say_still_registered(self) -> None:
-        line = still_in_text(self.view, self.tournament_id, self.session.me)
+        line = still_in_text(self.view, self.tournament_id, self.session.me, self.session.conn.url)
         if line is not None:
             self.say(line)
 
@@ -417,10 +418,13 @@ def out_of(view: TournamentModel, me: PlayerId | None) -> str | None:
     return None
 
 
-def still_in_text(view: TournamentModel | None, tid: str, me: PlayerId | None) -> str | None:
+def still_in_text(
+    view: TournamentModel | None, tid: str, me: PlayerId | None, server: str
+) -> str | None:
     """Quitting leaves the player `me` registered: what to say of it, and how to withdraw (a
-    player who just goes away is later forfeited as a no-show); None once it has finished, or
-    when `me` is not one of its players (never registered, left the field unseeded, out)."""
+    player who just goes away is later forfeited as a no-show), on `server`; None once it has
+    finished, or when `me` is not one of its players (never registered, left the field
+    unseeded, out)."""
     if view is None or view.phase == "finished" or me is None:
         return None
     if all(p.player_id != me for p in view.players) or me in view.dropped:
@@ -429,15 +433,13 @@ def still_in_text(view: TournamentModel | None, tid: str, me: PlayerId | None) -
         return None  # registered, did not check in: the field started without them
     if out_of(view, me) is not None:
         return None
+    play, leave = (tournament_command(server, f"{word} {tid}") for word in ("play", "leave"))
     if view.phase == "running":
         return (
-            f"you are still playing in {tid}: 'solrace tournament play {tid}' comes back; "
-            f"'solrace tournament leave {tid}' drops out (your live match forfeited)"
+            f"you are still playing in {tid}: '{play}' comes back; "
+            f"'{leave}' drops out (your live match forfeited)"
         )
-    return (
-        f"you are still registered in {tid}: 'solrace tournament leave {tid}' "
-        "withdraws before the start"
-    )
+    return f"you are still registered in {tid}: '{leave}' withdraws before the start"
 
 
 async def join(session: Session, tournament_id: str) -> str | None:
@@ -551,9 +553,9 @@ async def _play_in(session: Session, args: argparse.Namespace) -> int:
     app = PlayApp(session, args=options, tournament_id=tid)
     status = await run_app(app)
     # Once the terminal is back: the races quitting left, then those still held.
-    for line in (*app.farewell, *held_race_lines(session, tournament_back(tid))):
+    for line in (*app.farewell, *held_race_lines(session, tournament_back(tid, session.conn.url))):
         print(printable(f"solrace tournament: {line}"))
-    still = still_in_text(session.state.tournaments.get(tid), tid, session.me)
+    still = still_in_text(session.state.tournaments.get(tid), tid, session.me, session.conn.url)
     if still is not None:  # as the line mode says on quitting
         print(printable(f"solrace tournament: {still}"))
     return status

@@ -307,8 +307,8 @@ async def test_quit_ends_a_next_that_waits_for_the_start(
         assert line == "quit before your tournament race: not run: next, deal"
         line = await player.expect("still registered")
         assert line == (
-            f"you are still registered in {tid}: 'solrace tournament leave {tid}' withdraws "
-            "before the start"
+            f"you are still registered in {tid}: 'solrace tournament --server {url_of(server)} "
+            f"leave {tid}' withdraws before the start"
         )
         assert await player.finish() == 0, player.output
     finally:
@@ -331,7 +331,10 @@ async def test_a_stop_before_the_start_says_the_player_is_still_registered(
         assert await player.finish() == 128 + signum
     finally:
         await player.kill()
-    still = f"you are still registered in {tid}: 'solrace tournament leave {tid}' withdraws"
+    still = (
+        f"you are still registered in {tid}: "
+        f"'solrace tournament --server {url_of(server)} leave {tid}' withdraws"
+    )
     assert sum(line.startswith(still) for line in player.lines) == 1, player.output
 
 
@@ -351,8 +354,8 @@ async def test_quitting_the_play_screen_says_the_player_is_still_registered(
     finally:
         await player.kill()
     still = (
-        f"solrace tournament: you are still registered in {tid}: 'solrace tournament leave "
-        f"{tid}' withdraws before the start"
+        f"solrace tournament: you are still registered in {tid}: 'solrace tournament "
+        f"--server {url_of(server)} leave {tid}' withdraws before the start"
     )
     assert still.encode() in player.output, player.output[-500:]
 
@@ -500,7 +503,8 @@ async def test_quit_in_a_tournament_race_in_plain_mode_says_the_forfeit(
         await player.send("quit")
         line = await player.expect("forfeit")
         assert line.startswith(f"leaving race {race.race_id} while it is running: you forfeit")
-        assert line.endswith(f"unless you come back with 'solrace tournament play {race.tid}'")
+        back = f"solrace tournament --server {url_of(server)} play {race.tid}"
+        assert line.endswith(f"unless you come back with '{back}'")
         assert await player.finish() == 0
 
 
@@ -769,7 +773,7 @@ async def test_tournament_bots_say_what_goes_on(
         line = await bots.expect("bots registered")
         assert line == (
             f"4 bots registered in {tid} (tbot-1, tbot-2, tbot-3, tbot-4); "
-            f"waiting for the start (solrace tournament start {tid})"
+            f"waiting for the start (solrace tournament --server {url_of(server)} start {tid})"
         )
         await eventually(lambda: registered(admin, tid) == 4, what="four bots registered")
         await act(admin, tid, "start")
