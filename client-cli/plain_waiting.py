@@ -120,7 +120,8 @@ class PlainWaiting(PlainEvents):
         is on its way after all, and any
         other line keeps its place, after the start, and says so; in a script only `start`
         runs now). Lines after a `create` or a `join` (of another race) keep their
-        place too. Returns once none is left to run now, or the race is no longer open."""
+        place too (not a bare `create` or `join`, which only says its usage). Returns once
+        none is left to run now, or the race is no longer open."""
         while True:
             race = self.session.state.races.get(race_id)
             if race is None or race.status != "open" or self.race_id != race_id:
@@ -161,8 +162,10 @@ class PlainWaiting(PlainEvents):
             if self.interactive and not typed.said:
                 typed.said = True
                 self.say(f"waiting for the start… ('{typed.text}' runs then)")
-            if word in ("create", "join"):
-                return None  # what follows is about another race
+            if word in ("create", "join") and len(typed.text.split()) > 1:
+                # What follows is about another race (a bare `join` or `create` only says
+                # its usage: the next `start` is still this race's).
+                return None
         return None
 
     async def _start_on_its_way(self, race_id: RaceId) -> bool:

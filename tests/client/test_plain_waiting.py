@@ -97,6 +97,24 @@ async def test_a_script_typed_before_the_start_runs_in_order(
     assert "refused" not in player.output
 
 
+async def test_a_bare_join_or_create_in_a_script_does_not_hold_back_its_start(
+    server_url: str, tmp_path: Path
+) -> None:
+    """`join` or `create` without a word prints its usage and is about no other race: the
+    `start` after it was held back all the same (as after a `join R`), so `moves`, typed
+    before them, waited for good."""
+    player = await start_plain(tmp_path, server_url, "hedy")
+    try:
+        assert player.proc.stdin is not None
+        player.proc.stdin.write(b"create klondike 3 20\nmoves\njoin\ncreate\nstart\nquit\n")
+        await player.expect("countdown:", AT_ONCE_S)
+        assert await player.finish() == 0, player.output
+    finally:
+        await player.kill()
+    assert any(line.startswith("legal moves:") for line in player.lines), player.output
+    assert any(line.startswith("join RACE [INVITE]:") for line in player.lines), player.output
+
+
 async def test_a_script_ending_in_quit_waits_for_the_start_it_does_not_bring(
     server_url: str, tmp_path: Path
 ) -> None:
