@@ -484,26 +484,27 @@ async def not_a_player(session: Session, tournament_id: str) -> str | None:
     if registered and (not view.seeds or session.me in view.seeds):
         return None
     me = session.state.name or session.me
+    url = session.conn.url
+    watch, join_it, show = (
+        tournament_command(url, f"{word} {tournament_id}") for word in ("watch", "join", "show")
+    )
     if registered and view.phase != "finished":
         return (
             f"{me} did not check in to {tournament_id}, which is {phase_word(view.phase)} "
-            f"without them: you can only watch it (`solrace tournament watch {tournament_id}`, or "
+            f"without them: you can only watch it (`{watch}`, or "
             f"`show {tournament_id} --tui`)"
         )
     if view.phase in ("registration", "check_in"):
-        return (
-            f"{me} is not registered in {tournament_id}: `solrace tournament join "
-            f"{tournament_id} --plain` registers and plays"
-        )
+        return f"{me} is not registered in {tournament_id}: `{join_it} --plain` registers and plays"
     if view.phase == "finished":
         champion = names_of(view).get(view.champion, "nobody") if view.champion else "nobody"
         return (
             f"{me} was not a player of {tournament_id}, which has finished (champion "
-            f"{champion}): `solrace tournament show {tournament_id}` prints it"
+            f"{champion}): `{show}` prints it"
         )
     return (
         f"{me} is not a player of {tournament_id}, which is {phase_word(view.phase)}: you can only "
-        f"watch it (`solrace tournament watch {tournament_id}`, or `show {tournament_id} --tui`)"
+        f"watch it (`{watch}`, or `show {tournament_id} --tui`)"
     )
 
 

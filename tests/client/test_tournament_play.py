@@ -897,16 +897,16 @@ async def test_playing_a_tournament_one_is_not_in_says_so(
 
     assert await hugh_plays(open_tid) == (
         f"solrace tournament: hugh is not registered in {open_tid}: "
-        f"`solrace tournament join {open_tid} --plain` registers and plays"
+        f"`solrace tournament --server {url} join {open_tid} --plain` registers and plays"
     )
     assert await hugh_plays(tid) == (
         f"solrace tournament: hugh is not a player of {tid}, which is running: you can only "
-        f"watch it (`solrace tournament watch {tid}`, or `show {tid} --tui`)"
+        f"watch it (`solrace tournament --server {url} watch {tid}`, or `show {tid} --tui`)"
     )
     await act(admin, tid, "forfeit", match_id="W1-1", player_id=opened_id(opened, "bob"))
     assert await hugh_plays(tid) == (
         f"solrace tournament: hugh was not a player of {tid}, which has finished (champion "
-        f"ann): `solrace tournament show {tid}` prints it"
+        f"ann): `solrace tournament --server {url} show {tid}` prints it"
     )
 
 
@@ -954,7 +954,8 @@ async def test_playing_a_tournament_one_did_not_check_in_to_says_so(
         await child.kill()
     assert child.lines == [
         f"solrace tournament: hugh did not check in to {tid}, which is running without "
-        f"them: you can only watch it (`solrace tournament watch {tid}`, or `show {tid} --tui`)"
+        f"them: you can only watch it (`solrace tournament --server {url} watch {tid}`, or "
+        f"`show {tid} --tui`)"
     ]
 
 
