@@ -33,12 +33,17 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def server_option(url: str) -> str:
+    """` --server URL` for a command to paste, or nothing for the default server: a hint that
+    left it out sent a player of another server to the default one (`cannot reach
+    ws://127.0.0.1:8765`)."""
+    return "" if same_server(url) == DEFAULT_SERVER_URL else f" --server {url}"
+
+
 def tournament_command(url: str, words: str) -> str:
-    """`solrace tournament WORDS` to paste, with `--server URL` unless `url` is the default
-    server's: a hint that left it out sent a player of another server to the default one
-    (`cannot reach ws://127.0.0.1:8765`)."""
-    server = "" if same_server(url) == DEFAULT_SERVER_URL else f" --server {url}"
-    return f"solrace tournament{server} {words}"
+    """`solrace tournament WORDS` to paste, with `--server URL` (before WORDS, where
+    `solrace tournament` takes it) unless `url` is the default server's."""
+    return f"solrace tournament{server_option(url)} {words}"
 
 
 def same_server(key: str) -> str:

@@ -322,5 +322,5 @@ async def run_bots(args: argparse.Namespace, out: TextIO | None = None) -> int:
         await asyncio.gather(*(bot.close() for bot in bots), return_exceptions=True)
     if isinstance(outcome, Stopped):
         return outcome.status
-    progress.say(render_tournament(outcome))
+    progress.say(render_tournament(outcome, server=args.server))
     return 0

@@ -41,6 +41,7 @@ from solrace.server.protocol.tournament_messages import (
 from .bot_identities import known_bots
 from .connect_failures import ConnectionFailedError
 from .connection import Connection
+from .defaults import DEFAULT_SERVER_URL, tournament_command
 from .identity import (
     connect_player,
     known_players,
@@ -102,12 +103,18 @@ AUDIT_NAMES = 10
 AnswerT = TypeVar("AnswerT")
 
 
-def render(message: ServerMessage, skip_finished: int = 0, limit: int | None = None) -> str | None:
+def render(
+    message: ServerMessage,
+    skip_finished: int = 0,
+    limit: int | None = None,
+    *,
+    server: str = DEFAULT_SERVER_URL,
+) -> str | None:
     """`message` as printed; a `tournament_list` asked with `skip_finished` (the page it is
     says how to ask for the next), a `leaderboard` of `leaderboard --limit` (`limit` rows at
-    most: one more says it goes on)."""
+    most: one more says it goes on); the commands it names name `server`."""
     if isinstance(message, TournamentView):
-        return render_tournament(message.tournament)
+        return render_tournament(message.tournament, server=server)
     if isinstance(message, TournamentList):
         listed = render_list(message.tournaments)
         if not message.more:
@@ -115,10 +122,10 @@ def render(message: ServerMessage, skip_finished: int = 0, limit: int | None = N
         seen = skip_finished + sum(s.phase == "finished" for s in message.tournaments)
         return (
             f"{listed}\n{plural(message.more, 'older finished tournament')} not listed: "
-            f"solrace tournament list --skip-finished {seen}"
+            f"{tournament_command(server, f'list --skip-finished {seen}')}"
         )
     if isinstance(message, Leaderboard):
-        return render_leaderboard(message, limit)
+        return render_leaderboard(message, limit, server=server)
     if isinstance(message, Profile):
         return render_profile(message)
     return None
@@ -251,7 +258,12 @@ async def _print_answers(conn: Connection, args: argparse.Namespace, request: Cl
     except RequestError as exc:
         return print_refusal(exc.code, exc.message, conn)
     while True:
-        text = render(answer, getattr(args, "skip_finished", 0), getattr(args, "limit", None))
+        text = render(
+            answer,
+            getattr(args, "skip_finished", 0),
+            getattr(args, "limit", None),
+            server=args.server,
+        )
         assert text is not None
         if args.command == "show" and isinstance(answer, TournamentView):
             view = answer.tournament

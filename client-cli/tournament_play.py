@@ -304,7 +304,9 @@ class TournamentPlain:
         """A line that does not wait for a race: `show`, `help`, or plain mode's command."""
         if line == "show":
             view = self.view
-            self.say(render_tournament(view) if view else "no view yet")
+            self.say(
+                render_tournament(view, server=self.session.conn.url) if view else "no view yet"
+            )
         elif line == "help":
             await self.mode.command("help")
             self.say(TOURNAMENT_HELP)
@@ -372,7 +374,7 @@ class TournamentPlain:
         if self.mode.closed.is_set() and not self.finished.is_set():
             return EXIT_CLOSED
         if self.finished.is_set() and self.view is not None:
-            self.say(render_tournament(self.view))
+            self.say(render_tournament(self.view, server=self.session.conn.url))
         return 0
 
     async def _quit(self) -> None:

@@ -34,6 +34,7 @@ from solrace.server.protocol.tournament_messages import (
 from solrace.server.protocol.tournament_model import Format, FormatRules
 from solrace.server.protocol.vocab import FormatName
 
+from .defaults import DEFAULT_SERVER_URL, server_option, tournament_command
 from .wire_text import one_line
 
 ELIMINATION: tuple[FormatName, ...] = ("single_elimination", "double_elimination")
@@ -500,7 +501,7 @@ def swiss_rounds_line(view: TournamentModel) -> str | None:
     return f"rounds: {played}"
 
 
-def render_tournament(view: TournamentModel) -> str:
+def render_tournament(view: TournamentModel, *, server: str = DEFAULT_SERVER_URL) -> str:
     names = names_of(view)
     state = phase_word(view.phase) + (" (paused)" if view.paused else "")
     rounds = swiss_rounds_line(view)
@@ -519,7 +520,7 @@ def render_tournament(view: TournamentModel) -> str:
         lines.append(render_board(view))
     if view.live:
         lines.append("")
-        lines.append("live (solrace watch RACE):")
+        lines.append(f"live (solrace watch RACE{server_option(server)}):")
         for live in view.live:
             players = " vs ".join(names.get(p, p) for p in live.players)
             lines.append(f"  {live.match_id} race {live.race_number}: {live.race_id}  {players}")
@@ -683,7 +684,9 @@ def render_list(tournaments: list[TournamentSummary]) -> str:
     )
 
 
-def render_leaderboard(board: Leaderboard, limit: int | None = None) -> str:
+def render_leaderboard(
+    board: Leaderboard, limit: int | None = None, *, server: str = DEFAULT_SERVER_URL
+) -> str:
     """The board's rows, at most `limit`. The board is asked for one row more than `limit`
     (its answer has no count): with that row, a last line says the board goes on and which
     `--limit` lists more; a board of `LEADERBOARD_LIMIT` rows, the most one answer holds,
@@ -697,8 +700,9 @@ def render_leaderboard(board: Leaderboard, limit: int | None = None) -> str:
         lines.append(f"{e.rank:>3}. {e.name:<24} {e.rating:>5}  {e.wins}/{e.races} wins{mark}")
     if len(entries) < len(board.entries):
         lines.append(
-            f"more players not listed: solrace tournament leaderboard {board.game} "
-            f"--limit {LEADERBOARD_LIMIT} lists up to {LEADERBOARD_LIMIT}"
+            "more players not listed: "
+            f"{tournament_command(server, f'leaderboard {board.game} --limit {LEADERBOARD_LIMIT}')}"
+            f" lists up to {LEADERBOARD_LIMIT}"
         )
     elif len(entries) == LEADERBOARD_LIMIT:
         lines.append(f"the first {LEADERBOARD_LIMIT} only: the server lists no more")

@@ -229,7 +229,10 @@ async def test_the_leaderboard_lists_limit_rows_and_says_when_more_are_left_out(
 ) -> None:
     url = url_of(tournament_server)
     await rated_players(tournament_server, 25)
-    more = "more players not listed: solrace tournament leaderboard klondike --limit 100"
+    more = (
+        f"more players not listed: solrace tournament --server {url} leaderboard klondike "
+        "--limit 100"
+    )
     cases = [([], 20, True), (["--limit", "24"], 24, True), (["--limit", "25"], 25, False)]
     for argv, rows, cut in cases:
         assert await cli(url, "leaderboard", *argv) == 0, argv

@@ -599,3 +599,37 @@ def test_a_swiss_says_the_rounds_it_plays_when_fewer_than_asked() -> None:
     assert render_tournament(view).splitlines()[1] == "rounds: 3 (automatic, for 5 players)"
     elimination, names = started(FormatRules(Format.SINGLE_ELIMINATION), 4)
     assert "rounds: " not in render_tournament(view_of(elimination, names))
+
+
+def test_the_commands_the_text_names_name_a_server_other_than_the_default() -> None:
+    """`live (solrace watch RACE)`, `solrace tournament leaderboard ...` and `solrace
+    tournament list --skip-finished N` left `--server` out: pasted by a player of a server on
+    another port, they went to the default one (`cannot reach ws://127.0.0.1:8765`)."""
+    t, names = started(FormatRules(Format.SINGLE_ELIMINATION), 2)
+    (match,) = t.live_matches()
+    view = view_of(t, names, race_ids={(match.match_id, 1): RaceId("r1")})
+    assert "live (solrace watch RACE):" in render_tournament(view).splitlines()
+    other = "ws://127.0.0.1:9000"
+    live = "live (solrace watch RACE --server ws://127.0.0.1:9000):"
+    assert live in render_tournament(view, server=other).splitlines()
+    rows = [
+        LeaderboardRow(
+            rank=n, player_id=PlayerId(f"p{n}"), name=f"r-{n}", rating=1500, races=1, wins=0,
+            provisional=True,
+        )
+        for n in (1, 2)
+    ]  # fmt: skip
+    board = render_leaderboard(Leaderboard(game="klondike", entries=rows), 1, server=other)
+    assert board.splitlines()[-1] == (
+        "more players not listed: solrace tournament --server ws://127.0.0.1:9000 leaderboard "
+        "klondike --limit 100 lists up to 100"
+    )
+    summary = TournamentSummary(
+        tournament_id=TournamentId("t1"), name="cup", game="klondike", format="swiss",
+        phase="finished", players=2, round=2, champion=None,
+    )  # fmt: skip
+    listed = render(TournamentList(tournaments=[summary], more=1), server=other)
+    assert listed is not None and listed.splitlines()[-1] == (
+        "1 older finished tournament not listed: "
+        "solrace tournament --server ws://127.0.0.1:9000 list --skip-finished 1"
+    )
