@@ -39,7 +39,14 @@ from .boards import rules_board
 from .leaving import leaving_line
 from .plain_events import closed_text
 from .plain_waiting import PlainWaiting
-from .plain_words import CREATE_USAGE, HELP, QUIT_WORDS, RACE_COMMANDS, move_text
+from .plain_words import (
+    CREATE_USAGE,
+    HELP,
+    QUIT_WORDS,
+    RACE_COMMANDS,
+    move_text,
+    unreadable_move_text,
+)
 from .session import LinkClosedError, MoveTimeoutError, RequestError
 from .state import NOT_SEATED, RaceState
 from .stopping import Stopped, run_until_stopped
@@ -391,7 +398,7 @@ class PlainMode(PlainWaiting):
         try:
             Move.parse(text)
         except EngineError as exc:
-            self.say(f"{exc} (type 'help')")
+            self.say(unreadable_move_text(text, str(exc)))
             return
         if not await self.wait_start():
             return

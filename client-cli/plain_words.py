@@ -4,6 +4,7 @@ and how a typed line reads as a move."""
 
 from __future__ import annotations
 
+import difflib
 from typing import Final
 
 from solrace.engine import EngineError, Move
@@ -47,6 +48,17 @@ def move_text(line: str) -> str:
     return "deal" if line.lower() == "d" else line
 
 
+def unreadable_move_text(line: str, problem: str) -> str:
+    """What is said of a line that is no command and no move (`problem`: the engine's words),
+    with the command or `deal` its first word looks like a typo of (`resing`: `did you mean
+    'resign'?`)."""
+    word = line.split(maxsplit=1)[0].lower()
+    known = sorted(COMMAND_WORDS | QUIT_WORDS | {"deal"})
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.7) if "-" not in word else []
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return f"{problem} ({hint}type 'help')"
+
+
 def acts_after_start(line: str) -> bool:
     """Does `line` act on the current race once it has started (a move, `board`, `moves`,
     `resign`, `wait`), so that typed before the start it waits for it? A line that cannot be
@@ -74,4 +86,5 @@ __all__ = [
     "TYPED_MEANWHILE",
     "acts_after_start",
     "move_text",
+    "unreadable_move_text",
 ]

@@ -38,3 +38,24 @@ async def test_help_gives_each_command_its_own_lines(server_url: str) -> None:
     note = next(i for i, line in enumerate(lines) if "open race's start" in line)
     assert note > next(i for i, line in enumerate(lines) if line.startswith("  quit "))
     assert not lines[note].startswith(" "), lines
+
+
+async def test_a_typo_of_a_command_says_which_command_it_looks_like(server_url: str) -> None:
+    """`resing` said only that it is no move (`expected 'deal', 'SRC-DST' ...`): a newcomer
+    who meant `resign` was not told."""
+    player = await Opponent.open(server_url, "tyra")
+    out = io.StringIO()
+    mode = PlainMode(player.session, out)
+    try:
+        for line in ("resing", "borad", "dael", "w t3", "xyzzy"):
+            await mode.command(line)
+    finally:
+        await player.close()
+    said = out.getvalue().splitlines()
+    assert len(said) == 5, said
+    assert all(line.startswith("cannot read move '") for line in said), said
+    assert said[0].endswith("(did you mean 'resign'? type 'help')"), said
+    assert said[1].endswith("(did you mean 'board'? type 'help')"), said
+    assert said[2].endswith("(did you mean 'deal'? type 'help')"), said
+    assert said[3].endswith("(type 'help')") and "did you mean" not in said[3], said
+    assert said[4].endswith("(type 'help')") and "did you mean" not in said[4], said
