@@ -28,7 +28,7 @@ from .bot_args import MIN_SEATS, option_list, parse_noting_defaults
 from .bots import Bot
 from .connect_failures import ConnectionFailedError
 from .connection import Connection
-from .defaults import DEFAULT_SERVER_URL, server_url
+from .defaults import DEFAULT_SERVER_URL, server_option, server_url
 from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import NAME_RULE, connect_player, data_dir, embedded_key, name_problem
 from .leaving import held_race_lines, play_screen_back
@@ -420,9 +420,11 @@ def watch_main(argv: Sequence[str] | None = None) -> int:
     """`solrace watch [RACE]`."""
     args = build_watch_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
     if not sys.stdout.isatty():
+        # The race and the server named, so that the command can be pasted as it is.
+        replay = f"solrace replay {args.race or 'RACE'}{server_option(args.server)} --plain"
         print(
             "solrace watch: needs a terminal (a full-screen view); a finished race prints as "
-            "text with 'solrace replay RACE --plain'",
+            f"text with '{printable(replay)}'",
             file=sys.stderr,
         )
         return 2

@@ -162,6 +162,19 @@ async def test_watch_into_a_pipe_says_it_needs_a_terminal(tmp_path: Path) -> Non
     try:
         assert await watcher.finish() == 2
         assert "solrace watch: needs a terminal" in watcher.output
+        assert "'solrace replay RACE --server ws://127.0.0.1:9 --plain'" in watcher.output
         assert "\x1b[" not in watcher.output and "Traceback" not in watcher.output
+    finally:
+        await watcher.kill()
+
+
+async def test_watch_of_a_race_into_a_pipe_names_the_replay_command_to_paste(
+    tmp_path: Path,
+) -> None:
+    """It said 'solrace replay RACE --plain', without the race or the server it was given."""
+    watcher = await Child.start(tmp_path, "watch", "--server", "ws://127.0.0.1:9", "r1a2b3")
+    try:
+        assert await watcher.finish() == 2
+        assert "'solrace replay r1a2b3 --server ws://127.0.0.1:9 --plain'" in watcher.output
     finally:
         await watcher.kill()
