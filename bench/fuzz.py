@@ -159,6 +159,9 @@ class Ledger:
     players: list[str] = field(default_factory=list)
     honest_acks: int = 0
     honest_races: int = 0
+    #: The longest an honest racer waited for an ack or a race's start, in seconds (how
+    #: loaded the nodes were).
+    slowest_honest_s: float = 0.0
     connections: int = 0
 
     def violation(self, text: str) -> None:
@@ -412,10 +415,15 @@ async def honest_race(
     await joiner.send(
         encode_raw(raw("join_race", race_id=race_id, invite_code=code)), "honest join_race"
     )
+    joined = time.monotonic()
     for link in (creator, joiner):
         if await link.expect(lambda m: isinstance(m, RaceStarted) and m.race_id == race_id) is None:
-            ledger.violation("an honest race did not start")
+            got = [str(m)[:120] for m in link.inbox if getattr(m, "race_id", None) == race_id]
+            ledger.violation(
+                f"an honest race did not start for {link.label} ({race_id}; it got {got})"[:600]
+            )
             return False
+    ledger.slowest_honest_s = max(ledger.slowest_honest_s, time.monotonic() - joined)
     results = await asyncio.gather(
         honest_play(creator, race_id, number, ledger, rng, plan),
         honest_play(joiner, race_id, number, ledger, random.Random(rng.random()), plan),
@@ -442,6 +450,7 @@ async def honest_play(
             break
         if plan.pause:
             await asyncio.sleep(plan.pause)
+        sent = time.monotonic()
         await link.send(encode_raw(raw("move", race_id=race_id, seq=seq, move=move)), "honest move")
 
         def answers(m: ServerMessage, seq: int = seq) -> bool:
@@ -456,6 +465,7 @@ async def honest_play(
             )
             return False
         ledger.honest_acks += 1
+        ledger.slowest_honest_s = max(ledger.slowest_honest_s, time.monotonic() - sent)
         game.play(move)
         if ack.won or ack.stuck:
             return True
@@ -1035,9 +1045,9 @@ class Cluster:
 
     async def open(self) -> None:
         if self.count > 1:
-            if shutil.which("redis-server") is None:
-                raise RuntimeError("--nodes 2 and up need redis-server on PATH")
             self.redis = redis_proc(self.folder / "redis")
+            if shutil.which(self.redis.command[0]) is None:
+                raise RuntimeError("--nodes 2 and up need redis-server on PATH")
             await self.redis.start()
 
     async def start(self, limits: str) -> list[str]:
@@ -1348,7 +1358,8 @@ def check_ack(
 def report(ledger: Ledger) -> str:
     lines = [
         f"connections: {ledger.connections}, honest races: {ledger.honest_races}, "
-        f"honest acks: {ledger.honest_acks}",
+        f"honest acks: {ledger.honest_acks}, slowest honest ack or start: "
+        f"{ledger.slowest_honest_s:.1f} s",
         f"races seen: {len(ledger.races)}, tournaments seen: {len(ledger.tournaments)}, "
         f"acks checked against the store: {len(ledger.acks)}, frames checked: {len(ledger.heard)}",
         "sent: " + ", ".join(f"{k} {n}" for k, n in sorted(ledger.sent.items())),

@@ -2,12 +2,14 @@
 node (`solrace serve` in a subprocess, SQLite on disk), ten clients sending random messages
 of every kind, schema-invalid ones and garbage beside an honest race, without rate limits
 then (a new node on the same data) with the default ones, then a restart; every invariant the
-fuzzer checks must hold (the violations are the assertion's message)."""
+fuzzer checks must hold (the violations are the assertion's message). Once on one node on
+SQLite, once on two nodes on one redis-server."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fuzz import Heard, Ledger, Phase, check_acks, check_frames, check_log, fuzz, report
 
 from solrace.server.protocol.codec import encode
@@ -27,6 +29,20 @@ async def test_a_seeded_fuzz_run_breaks_no_invariant(tmp_path: Path) -> None:
     assert ledger.answers["error invalid_message"] > 0
     assert ledger.answers["move_rejected illegal_move"] + ledger.answers["error unknown_race"] > 0
     assert ledger.closes["1007"] > 0
+
+
+@pytest.mark.redis
+@pytest.mark.usefixtures("redis_binary")
+async def test_a_seeded_fuzz_run_on_two_nodes_breaks_no_invariant(tmp_path: Path) -> None:
+    """The same on two nodes sharing one redis-server (`--nodes 2`): the clients and their
+    second connections spread over both, the honest pair one on each, the acked moves read
+    back from Redis."""
+    phases = [Phase("open", steps=100), Phase("default", steps=20)]
+    ledger = await fuzz(tmp_path, phases, clients=10, seed=12, nodes=2)
+    assert not ledger.violations, report(ledger)
+    assert ledger.honest_acks >= 20
+    assert len(ledger.acks) >= ledger.honest_acks
+    assert ledger.closes["4003"] > 0  # a second connection (mostly on the other node) took over
 
 
 def test_the_checks_report_what_breaks_an_invariant() -> None:
