@@ -78,6 +78,9 @@ log = logging.getLogger("solrace.server.race_sync")
 FINISHED_KEPT = 500
 #: Finished races are looked for (to be dropped from memory) at most this often.
 FORGET_EVERY_MS = 1000
+#: Races whose due transitions are applied at once: each its own task, so that a race whose
+#: change takes long (a slow store, its lock held) holds up no other race's clock.
+TICKS_AT_ONCE = 16
 
 
 class RaceKeeper:
@@ -150,6 +153,13 @@ class RaceKeeper:
             is_cluster=self.is_cluster,
         )
         self._ticker: asyncio.Task[None] | None = None
+        #: Each race's tick under way (`_tick_one`), by race: the next tick skips the race.
+        self._ticking: dict[RaceId, asyncio.Task[None]] = {}
+        #: What the race ticks that ended since the last tick found: the store's refusal
+        #: (`unavailable`), or None.
+        self._ticked: list[str | None] = []
+        #: Races whose ticks run at once (each its own compare-and-set round trips).
+        self._tick_room = asyncio.Semaphore(TICKS_AT_ONCE)
         self._last_spectator_push = 0
         #: When finished races were last looked for (`_forget_finished`); None: never.
         self._last_forget: int | None = None
@@ -191,6 +201,7 @@ class RaceKeeper:
         if self._ticker is not None:
             await cancel_and_wait([self._ticker])
             self._ticker = None
+        await self._stop_ticks()
         await self.progress.stop(list(self.races.values()))
         if self.relay is not None:
             for runtime in list(self.races.values()):
@@ -203,6 +214,7 @@ class RaceKeeper:
         if self._ticker is not None:
             await cancel_and_wait([self._ticker])
             self._ticker = None
+        await self._stop_ticks()
         await self.progress.give_up(list(self.races.values()))
 
     async def recover(self) -> None:
@@ -250,21 +262,40 @@ class RaceKeeper:
     # --- the clock -------------------------------------------------------------------------
 
     async def _tick_forever(self) -> None:
-        await run_every(self.settings.tick_s, self.tick, log, "tick")
+        async def step() -> None:
+            await self._tick(wait=False)
+
+        await run_every(self.settings.tick_s, step, log, "tick")
+
+    async def _stop_ticks(self) -> None:
+        ticking = list(self._ticking.values())
+        self._ticking.clear()
+        if ticking:
+            await cancel_and_wait(ticking)
 
     async def tick(self) -> None:
+        """Apply due transitions (start, time-out, forfeit) and push spectators' boards;
+        return once every race's tick it started has ended."""
+        await self._tick(wait=True)
+
+    async def _tick(self, *, wait: bool) -> None:
         """Apply due transitions (start, time-out, forfeit) and push spectators' boards.
 
         Every node ticks the races it has loaded; when two apply the same transition, the
-        compare-and-set keeps one. A store outage is logged once, not at every tick; so is a
-        race whose change the store keeps refusing (`RaceBusyError`), naming it, until its
-        tick goes through."""
+        compare-and-set keeps one. Each due race is ticked in a task of its own
+        (`TICKS_AT_ONCE` at a time), so that a race whose change takes long holds up no other
+        race's clock; a race whose tick is still under way is skipped. The node's ticker
+        does not wait for them (`wait=False`): the next tick comes on time. A store outage is
+        logged once, not at every tick; so is a race whose change the store keeps refusing
+        (`RaceBusyError`), naming it, until its tick goes through."""
         now = self.clock()
         push = now - self._last_spectator_push >= self.settings.spectator_batch_s * 1000
-        failure: str | None = None
+        started: list[asyncio.Task[None]] = []
         # Every race is looked at, so the look is kept short: most races have nothing due
         # (their deadline is remembered between changes) and no spectator.
         for runtime in list(self.races.values()):
+            if runtime.race_id in self._ticking:
+                continue  # its last tick is still under way (it pushes its own boards)
             race = runtime.race
             due = race.next_deadline()
             if (
@@ -273,30 +304,19 @@ class RaceKeeper:
                 or runtime.unstored_connections
                 or (due is not None and due <= now)
             ):
-                try:
-                    await self._tick_race(runtime, now)
-                except RaceBusyError as exc:
-                    if not runtime.timers_refused:  # this race's own trouble: once until it passes
-                        runtime.timers_refused = True
-                        log.warning(
-                            "race %s: timers not applied (retried): %s", runtime.race_id, exc
-                        )
-                except RaceError as exc:
-                    if exc.code == ErrorCode.UNAVAILABLE:
-                        failure = exc.message
-                    elif exc.code == ErrorCode.UNKNOWN_RACE:
-                        self._lost(runtime)
-                        continue  # gone: no spectators' boards either
-                    else:  # e.g. a race cancelled meanwhile
-                        log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
-                else:
-                    runtime.timers_refused = False
-                if self.races.get(runtime.race_id) is not runtime:
-                    continue  # forgotten by its reload (the store lost it)
-            if push and runtime.spectators and race.is_live:
+                task = asyncio.create_task(
+                    self._tick_one(runtime, now, push), name=f"solrace-tick-{runtime.race_id}"
+                )
+                self._ticking[runtime.race_id] = task
+                started.append(task)
+            elif push and runtime.spectators and race.is_live:
                 self.delivery.push_spectator_boards(runtime, now)
         if push:
             self._last_spectator_push = now
+        if wait and started:
+            await asyncio.wait(started)
+        ticked, self._ticked = self._ticked, []
+        failure = next((f for f in ticked if f is not None), None)
         if failure is not None:
             self.timers.failed(f"{failure} (they wait until the store is back)")
         else:
@@ -304,6 +324,37 @@ class RaceKeeper:
         if self._last_forget is None or now - self._last_forget >= FORGET_EVERY_MS:
             self._last_forget = now
             self._forget_finished(now)
+
+    async def _tick_one(self, runtime: RaceRuntime, now: int, push: bool) -> None:
+        """One race's tick (`_tick_race`), then its spectators' boards if `push`; what
+        became of it goes to `_ticked`."""
+        failure: str | None = None
+        try:
+            async with self._tick_room:
+                await self._tick_race(runtime, now)
+        except RaceBusyError as exc:
+            if not runtime.timers_refused:  # this race's own trouble: once until it passes
+                runtime.timers_refused = True
+                log.warning("race %s: timers not applied (retried): %s", runtime.race_id, exc)
+        except RaceError as exc:
+            if exc.code == ErrorCode.UNAVAILABLE:
+                failure = exc.message
+            elif exc.code == ErrorCode.UNKNOWN_RACE:
+                self._lost(runtime)
+            else:  # e.g. a race cancelled meanwhile
+                log.warning("race %s: tick refused: %s", runtime.race_id, exc.message)
+        except Exception:
+            log.exception("race %s: tick failed", runtime.race_id)
+        else:
+            runtime.timers_refused = False
+        finally:
+            if self._ticking.get(runtime.race_id) is asyncio.current_task():
+                del self._ticking[runtime.race_id]
+        self._ticked.append(failure)
+        # Not for a race its reload forgot (the store lost it).
+        forgotten = self.races.get(runtime.race_id) is not runtime
+        if push and runtime.spectators and runtime.race.is_live and not forgotten:
+            self.delivery.push_spectator_boards(runtime, now)
 
     async def _tick_race(self, runtime: RaceRuntime, now: int) -> None:
         """Reload a copy left stale, store what a refused change left unsettled (boards,
@@ -363,7 +414,9 @@ class RaceKeeper:
             (
                 rt
                 for rt in self.races.values()
-                if not rt.race.is_live and not (rt.race.record.deal_held and rt.spectators)
+                if not rt.race.is_live
+                and not (rt.race.record.deal_held and rt.spectators)
+                and rt.race_id not in self._ticking  # dropped once its tick has ended
             ),
             key=lambda rt: rt.race.finished_at_ms or 0,
         )

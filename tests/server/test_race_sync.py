@@ -274,11 +274,6 @@ async def test_a_finished_race_whose_deal_is_held_and_nobody_watches_goes_as_any
         assert race_id not in hub.races
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the tick applies the due races one after the other: a race whose change takes "
-    "long holds up every other race's clock (bench/README.md, the fuzzer on two nodes)",
-)
 async def test_a_race_whose_change_hangs_holds_up_no_other_race_s_start() -> None:
     """Found by `bench/fuzz.py --nodes 2` (seed 12, 30 clients): under load each due race's
     change took seconds (Redis round trips), the tick went through them one at a time (16 to
