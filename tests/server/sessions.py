@@ -1,7 +1,9 @@
 """In-process hub tests: a hub that is stopped however the test ends (`running_hub`), a
 session that records what the hub sends, a running race, two players on a hub with given
 settings (`ann_and_bob`), a store whose race saves a test can hold or fail (`HeldSaves`), and a
-Redis broker a test opens (`opened_broker`) and can hold as a frozen node's (`HeldBroker`).
+Redis broker a test opens (`opened_broker`) and can hold as a frozen node's (`HeldBroker`),
+and two nodes on one Redis (`two_nodes`) with a race open on one, watched on the other
+(`open_race_watched_on_b`).
 
 `RecordingSession` implements `send` only: a frame the hub hands to `send_frame` comes back
 through `Session`'s fallback, decoded, so `sent` holds what a client would read."""
@@ -20,11 +22,18 @@ from solrace.server.hub import Hub, wall_clock_ms
 from solrace.server.metrics import Metrics
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.ids import RaceId
-from solrace.server.protocol.messages import PROTOCOL_VERSION, CreateRace, Hello, JoinRace
+from solrace.server.protocol.messages import (
+    PROTOCOL_VERSION,
+    CreateRace,
+    Hello,
+    JoinRace,
+    Watch,
+)
 from solrace.server.protocol.records import RaceRecord
 from solrace.server.session import Session
 from solrace.server.settings import Settings
 from solrace.server.store import MemoryStore, Store, StoreUnavailableError
+from solrace.server.store.redis import RedisStore
 
 StoreT = TypeVar("StoreT", bound=Store)
 
@@ -134,6 +143,38 @@ async def opened_broker(broker: RedisBroker) -> AsyncIterator[RedisBroker]:
         yield broker
     finally:
         await broker.close()
+
+
+@contextlib.asynccontextmanager
+async def two_nodes(
+    redis_url: str, broker_b: RedisBroker | None = None
+) -> AsyncIterator[tuple[Hub, Hub]]:
+    """Two hubs (nodes A and B) on one Redis, each with its own store and broker (B's may be
+    a `HeldBroker`), progress never folded by the clock; all closed however the test ends."""
+    async with (
+        opened(RedisStore(redis_url)) as store_a,
+        opened(RedisStore(redis_url)) as store_b,
+        opened_broker(RedisBroker(redis_url)) as broker_a,
+        opened_broker(broker_b or RedisBroker(redis_url)) as opened_b,
+        running_hub(store_a, broker=broker_a, progress_interval_s=600) as node_a,
+        running_hub(store_b, broker=opened_b, progress_interval_s=600) as node_b,
+    ):
+        yield node_a, node_b
+
+
+async def open_race_watched_on_b(
+    node_a: Hub, node_b: Hub
+) -> tuple[RaceId, RecordingSession, RecordingSession, RecordingSession]:
+    """alice and bob say hello on node A, alice creates a 2-seat race there, and carol (no
+    name) watches it on node B, which so holds a copy: the race id, alice, bob and carol."""
+    alice, bob, carol = RecordingSession(1), RecordingSession(2), RecordingSession(3)
+    await node_a.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+    await node_a.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+    await node_a.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
+    (race_id,) = node_a.races
+    await node_b.handle(carol, Hello(protocol=PROTOCOL_VERSION))
+    await node_b.handle(carol, Watch(race_id=race_id))
+    return race_id, alice, bob, carol
 
 
 async def start_race_of_two(

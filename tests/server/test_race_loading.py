@@ -6,31 +6,29 @@ from __future__ import annotations
 
 import pytest
 
-from solrace.server.broker import MemoryBroker, RedisBroker
+from solrace.server.broker import MemoryBroker
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
-    CreateRace,
     Hello,
     JoinRace,
     MakeMove,
     MoveAck,
     RaceStarted,
-    Watch,
     Welcome,
 )
 from solrace.server.protocol.records import MoveRecord, RaceStatus
 from solrace.server.race_relay import race_channel
 from solrace.server.store import StoreUnavailableError
 from solrace.server.store.memory import MemoryStore
-from solrace.server.store.redis import RedisStore
 from tests.server.sessions import (
     HeldBroker,
     RecordingSession,
+    open_race_watched_on_b,
     opened,
-    opened_broker,
     running_hub,
     start_race_of_two,
+    two_nodes,
 )
 
 
@@ -75,21 +73,8 @@ async def test_a_hello_on_a_node_that_has_not_seen_the_start_takes_the_stored_ra
     acknowledged. The hello skipped the copy (no board of hers in it), whose board was then
     dealt afresh: her 4th move was refused."""
     held = HeldBroker(redis_url)
-    async with (
-        opened(RedisStore(redis_url)) as store_a,
-        opened(RedisStore(redis_url)) as store_b,
-        opened_broker(RedisBroker(redis_url)) as broker_a,
-        opened_broker(held) as broker_b,
-        running_hub(store_a, broker=broker_a, progress_interval_s=600) as node_a,
-        running_hub(store_b, broker=broker_b, progress_interval_s=600) as node_b,
-    ):
-        alice, bob, carol = RecordingSession(1), RecordingSession(2), RecordingSession(3)
-        await node_a.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
-        await node_a.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
-        await node_a.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
-        (race_id,) = node_a.races
-        await node_b.handle(carol, Hello(protocol=PROTOCOL_VERSION))
-        await node_b.handle(carol, Watch(race_id=race_id))
+    async with two_nodes(redis_url, held) as (node_a, node_b):
+        race_id, alice, bob, carol = await open_race_watched_on_b(node_a, node_b)
         copy = node_b.races[race_id]
 
         held.hold()  # node B hears nothing of what follows

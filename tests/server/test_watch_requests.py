@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from solrace.server.broker import RedisBroker
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
     Board,
-    CreateRace,
     Error,
     GetReplay,
     Hello,
@@ -20,19 +18,18 @@ from solrace.server.protocol.messages import (
     Replay,
     Resign,
     Sync,
-    Watch,
     Welcome,
 )
 from solrace.server.protocol.records import MoveRecord
 from solrace.server.race_changes import own_board
 from solrace.server.store import MemoryStore
-from solrace.server.store.redis import RedisStore
 from tests.server.sessions import (
     RecordingSession,
+    open_race_watched_on_b,
     opened,
-    opened_broker,
     running_hub,
     start_race_of_two,
+    two_nodes,
 )
 from tests.waiting import eventually
 
@@ -73,21 +70,8 @@ async def test_a_racer_syncing_on_another_node_gets_the_board_of_its_stored_move
     of her old link on node A, an 8th move, is acknowledged and stored there, its batch not
     published yet (its fold waits for a store that was away). Her sync on B then answers with
     the board of her 8 stored moves, not B's copy of 7."""
-    async with (
-        opened(RedisStore(redis_url)) as store_a,
-        opened(RedisStore(redis_url)) as store_b,
-        opened_broker(RedisBroker(redis_url)) as broker_a,
-        opened_broker(RedisBroker(redis_url)) as broker_b,
-        running_hub(store_a, broker=broker_a, progress_interval_s=600) as node_a,
-        running_hub(store_b, broker=broker_b, progress_interval_s=600) as node_b,
-    ):
-        alice, bob, carol = RecordingSession(1), RecordingSession(2), RecordingSession(3)
-        await node_a.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
-        await node_a.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
-        await node_a.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
-        (race_id,) = node_a.races
-        await node_b.handle(carol, Hello(protocol=PROTOCOL_VERSION))
-        await node_b.handle(carol, Watch(race_id=race_id))
+    async with two_nodes(redis_url) as (node_a, node_b):
+        race_id, alice, bob, _ = await open_race_watched_on_b(node_a, node_b)
         copy = node_b.races[race_id]
 
         await node_a.handle(bob, JoinRace(race_id=race_id))
@@ -112,7 +96,7 @@ async def test_a_racer_syncing_on_another_node_gets_the_board_of_its_stored_move
         assert copy.boards[alice_id].game.ply == 7, "node B has not heard of the 8th"
         await node_b.handle(again, Sync(race_id=race_id))
 
-        stored = [m for m in await store_b.get_moves(race_id) if m.player_id == alice_id]
+        stored = [m for m in await node_b.store.get_moves(race_id) if m.player_id == alice_id]
         assert len(stored) == 8
         boards = [m for m in again.sent if isinstance(m, Board) and m.player_id == alice_id]
         assert boards, "a racer's sync answers with its board"
