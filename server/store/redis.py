@@ -37,6 +37,7 @@ import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from pydantic import BaseModel, ConfigDict
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -184,6 +185,21 @@ def _newly_out(race: RaceRecord, was_out: str | None) -> list[tuple[str, int]]:
         for r in race.racers
         if r.state in DONE_STATES and f",{r.player_id}," not in was_out
     ]
+
+
+class _RacerId(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    player_id: PlayerId
+
+
+class _RaceRacers(BaseModel):
+    """Only the racers' ids of a stored `RaceRecord`: the rest of its JSON (its recent events
+    above all) is skipped, not validated; `get_moves` needs no more, on every racer's sync."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    racers: list[_RacerId] = []
 
 
 def _move_json(move: MoveRecord) -> str:
@@ -489,7 +505,7 @@ class RedisStore(RedisCompetition):
             # hide their moves, which a save putting them out counts (`SAVE_RACE_IF_TEXT`).
             players = set(listed)
             if text is not None:
-                players.update(r.player_id for r in RaceRecord.model_validate_json(text).racers)
+                players.update(r.player_id for r in _RaceRacers.model_validate_json(text).racers)
             async with self.redis.pipeline(transaction=False) as pipe:
                 for player_id in sorted(players):
                     pipe.lrange(self._key("moves", race_id, player_id), 0, -1)
