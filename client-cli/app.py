@@ -467,13 +467,44 @@ def build_replay_parser() -> argparse.ArgumentParser:
 
 
 async def _fetch_replay(server: str, race_id: RaceId) -> ReplayModel:
+    """The replay of `race_id`; a race not finished yet is `RequestError` (`not_finished`)
+    saying so in words (`not_finished_text`)."""
     conn = Connection(server, name=None)
     await conn.connect()
     try:
         async with Session.running(conn) as session:
-            return await session.get_replay(race_id)
+            try:
+                return await session.get_replay(race_id)
+            except RequestError as exc:
+                if exc.code != ErrorCode.NOT_FINISHED:
+                    raise
+                text = await not_finished_text(session, race_id, server)
+                raise RequestError(exc.code, text or exc.message) from None
     finally:
         await conn.close()
+
+
+async def not_finished_text(session: Session, race_id: RaceId, server: str) -> str | None:
+    """Why the server has no replay of `race_id` yet, and what to do meanwhile, for a race it
+    holds live (open, counting down or running: asked by watching it); None for another
+    (finished, its tournament round holding the deal: the server's own words say so)."""
+    try:
+        await session.watch(race_id)
+    except RequestError:
+        return None
+    status = session.state.race(race_id).status
+    watch = f"'solrace watch {race_id}{server_option(server)}'"
+    if status == "running":
+        return (
+            f"race {race_id} is still running: its replay can be fetched once it ends; "
+            f"watch it live with {watch}"
+        )
+    if status in ("open", "countdown"):
+        return (
+            f"race {race_id} has not started yet: its replay can be fetched once it has "
+            f"finished; watch it live with {watch}"
+        )
+    return None
 
 
 #: Exit status of `solrace replay --plain` for a replay that does not verify (as `verify`).
@@ -524,4 +555,4 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     return app.return_code or 0
 
 
-__all__ = ["play_main", "replay_main", "watch_main"]
+__all__ = ["not_finished_text", "play_main", "replay_main", "watch_main"]

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from solrace.client.app import replay_main
+from solrace.client.app import not_finished_text, replay_main
 from solrace.client.bots import Bot
+from solrace.client.defaults import DEFAULT_SERVER_URL
 from solrace.client.replay import ReplayCursor, replay_lines
 from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
@@ -23,7 +24,7 @@ from solrace.server.protocol.replay import ReplayFileError, entry_text, verify_r
 from tests.server.test_verify import ILLEGAL, MOVES, sample, with_illegal_move
 from tests.waiting import eventually
 
-from .conftest import widget
+from .conftest import open_session, widget
 from .process import Child
 from .test_connection import session_for
 
@@ -122,6 +123,42 @@ async def test_replay_of_a_cancelled_race_says_it_was_cancelled(
         "without it, or all its players left it before the start): a cancelled race has no "
         "replay (wrong_status)"
     ], child.output
+
+
+async def test_replay_of_a_race_not_finished_says_so_and_how_to_watch_it(
+    alice: Session, server_url: str, tmp_path: Path
+) -> None:
+    """A race still running (or not started) has no replay yet: `solrace replay` says so and
+    names the command that watches it live (it said only `replays exist once a race has
+    finished (not_finished)`); the default server is not named in the command."""
+    bob, bob_pump = await open_session(server_url, "bob")
+    try:
+        race_id = await alice.create_race("klondike", 2, 120)
+        watch = f"watch it live with 'solrace watch {race_id} --server {server_url}'"
+        child = await Child.start(tmp_path, "replay", race_id, "--server", server_url, "--plain")
+        assert await child.finish() == 2
+        assert child.lines == [
+            f"solrace replay: race {race_id} has not started yet: its replay can be fetched "
+            f"once it has finished; {watch} (not_finished)"
+        ], child.output
+        await bob.join_race(race_id)  # the race is full: it starts
+        await eventually(lambda: alice.state.race(race_id).status == "running", what="started")
+        child = await Child.start(tmp_path, "replay", race_id, "--server", server_url, "--plain")
+        assert await child.finish() == 2
+        assert child.lines == [
+            f"solrace replay: race {race_id} is still running: its replay can be fetched once "
+            f"it ends; {watch} (not_finished)"
+        ], child.output
+        fetcher, fetcher_pump = await open_session(server_url, None)
+        try:
+            said = await not_finished_text(fetcher, race_id, DEFAULT_SERVER_URL)
+        finally:
+            fetcher_pump.cancel()
+            await fetcher.conn.close()
+        assert said is not None and said.endswith(f"'solrace watch {race_id}'"), said
+    finally:
+        bob_pump.cancel()
+        await bob.conn.close()
 
 
 BOARD_HEAD = "Klondike  "  # the first line of every rendered klondike board
