@@ -13,10 +13,11 @@ import itertools
 import json
 import sys
 from dataclasses import dataclass, field
+from typing import Final
 
 from pydantic import BaseModel, ValidationError
 
-from solrace.engine import EngineError, deal
+from solrace.engine import EngineError, Game, deal
 from solrace.server.protocol.codec import unpack_map
 from solrace.server.protocol.commitment import is_commitment_valid
 from solrace.server.protocol.errors import DecodeError
@@ -210,12 +211,14 @@ class VerifyReport:
     """What `verify_replay` found: no problems means the replay checks out.
 
     `lines` say what was checked and found true, `problems` what was not; `illegal` has one
-    entry per racer of the replay, in order (None: every move of that racer is legal)."""
+    entry per racer of the replay, in order (None: every move of that racer is legal);
+    `boards` what each racer's moves make of the deal, by player id (`board_text`)."""
 
     problems: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     commitment_ok: bool = False
     illegal: list[IllegalMove | None] = field(default_factory=list)
+    boards: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_valid(self) -> bool:
@@ -303,6 +306,7 @@ def _replay_racer(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport)
     report.illegal.append(illegal)
     result.on_foundations, result.total = game.progress()
     result.moves = game.ply
+    report.boards[racer.player_id] = board_text(game, illegal)
     if illegal is None:
         # The board is the racer's final board: its state must agree with it.
         won = game.is_won()
@@ -320,14 +324,31 @@ def _replay_racer(replay: ReplayModel, racer: ReplayRacer, report: VerifyReport)
             report.problems.append(f"{who}: state stuck but the board has a way forward")
         count = len(racer.moves)
         report.lines.append(
-            f"{who}: {count} move{'' if count == 1 else 's'}, all legal, "
-            f"{result.on_foundations}/{result.total} on foundations, {state.value}"
+            f"{who}: {count} move{'' if count == 1 else 's'}, all legal; recomputed: "
+            f"{cards_text(result.on_foundations, result.total)}, "
+            f"{report.boards[racer.player_id]}; state in the file: {state.value}"
         )
     else:
         report.lines.append(
             f"{who}: {illegal.index} of {len(racer.moves)} moves legal, then an illegal one"
         )
     return result
+
+
+def cards_text(on_foundations: int, total: int) -> str:
+    """`13 of 52 cards on the foundations`: a count said as what it counts."""
+    return f"{on_foundations} of {total} cards on the foundations"
+
+
+def board_text(game: Game, illegal: IllegalMove | None) -> str:
+    """What a racer's moves made of the deal, as a recomputed line says it: `board won`,
+    `board stuck`, `board not won` (a way forward left), or where an illegal move stopped it.
+    Only a won board is a finish, whatever state the file gives."""
+    if illegal is not None:
+        return f"board as of the illegal move at ply {illegal.index}"
+    if game.is_won():
+        return "board won"
+    return "board stuck" if game.is_stuck() else "board not won"
 
 
 def result_time(entry: ResultEntry) -> str:
@@ -411,7 +432,12 @@ def verify_replay(replay: ReplayModel) -> VerifyReport:
     expected = rank_racers(racers, replay.started_at_ms)
     if expected == replay.results:
         report.lines.append("results match the ranking recomputed from the moves:")
-        report.lines += [f"  {entry_text(entry)}" for entry in expected]
+        for entry in expected:
+            board = report.boards.get(entry.player_id, "")
+            # A finish on a board not won (a problem already): not said as a finish.
+            is_unwon_finish = entry.state == "finished" and board != "board won"
+            text = recomputed_text(entry, board) if is_unwon_finish else entry_text(entry)
+            report.lines.append(f"  {text}")
         return report
     basis = "the moves" if not any(report.illegal) else "the moves up to the illegal one"
     for line, (given, computed) in enumerate(
@@ -420,18 +446,48 @@ def verify_replay(replay: ReplayModel) -> VerifyReport:
         if given == computed:
             continue
         says = "nothing" if given is None else entry_text(given)
-        gives = "nothing" if computed is None else entry_text(computed)
-        if says == gives and given is not None and computed is not None:
-            # They differ where the line does not show: say where.
-            gives += " (" + "; ".join(_differences(given, computed)) + ")"
-        report.problems.append(f"results line {line}: the file says {says}; {basis} give {gives}")
+        if computed is None:
+            gives = "nothing (no such racer)"
+        else:
+            gives = recomputed_text(computed, report.boards.get(computed.player_id, ""))
+        problem = f"results line {line} does not match {basis}: the file says {says}; "
+        problem += f"recomputed: {gives}"
+        if given is not None and computed is not None:
+            problem += "; differs in " + "; ".join(_differences(given, computed))
+        report.problems.append(problem)
     return report
 
 
+def recomputed_text(entry: ResultEntry, board: str) -> str:
+    """A results line recomputed from the moves, said as what it is: the cards its moves put
+    out, the board they make (`board_text`), and the state, which is the file's (only a won
+    board is a finish: `finished 13/52` read as a finish): `#1 ann (p1): 13 of 52 cards on
+    the foundations, board not won, state finished as the file says`."""
+    line = (
+        f"#{entry.rank} {shorten(entry.name)} ({shorten(entry.player_id)}): "
+        f"{cards_text(entry.on_foundations, entry.total)}"
+    )
+    if board:
+        line += f", {board}"
+    line += f", state {shorten(entry.state)} as the file says"
+    time = result_time(entry)
+    is_finish = entry.state != "finished" or board == "board won"
+    return f"{line}, {time}" if time and is_finish else line
+
+
+#: How `_differences` names the fields of a results line.
+_FIELD_WORDS: Final = {
+    "on_foundations": "cards on the foundations",
+    "total": "cards in the deal",
+    "elapsed_ms": "time (elapsed_ms)",
+}
+
+
 def _differences(given: BaseModel, computed: BaseModel) -> list[str]:
-    """The fields of two results lines that differ: `name: file value, recomputed value`."""
+    """The fields of two results lines that differ: `what: file value in the file,
+    recomputed value from the moves`."""
     return [
-        f"{name}: {shorten(repr(getattr(given, name)))} in the file, "
+        f"{_FIELD_WORDS.get(name, name)}: {shorten(repr(getattr(given, name)))} in the file, "
         f"{shorten(repr(getattr(computed, name)))} from the moves"
         for name in type(given).model_fields
         if getattr(given, name) != getattr(computed, name)

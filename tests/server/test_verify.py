@@ -97,7 +97,10 @@ def test_a_true_replay_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main([str(path)]) == 0
     out = capsys.readouterr().out
     assert "commitment verified: it is sha256 of game klondike, number 1 and the salt" in out
-    assert "ann (p1): 3 moves, all legal, 0/52 on foundations, resigned" in out
+    assert (
+        "ann (p1): 3 moves, all legal; recomputed: 0 of 52 cards on the foundations, board "
+        "not won; state in the file: resigned"
+    ) in out
     assert out.splitlines()[-1] == "replay verified"
     assert "PROBLEM" not in out
 
@@ -169,18 +172,61 @@ def test_forged_results_are_a_problem(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main([str(path)]) == 1
     out = capsys.readouterr().out
     assert (
-        "PROBLEM: results line 1: the file says #1 ann (p1) resigned 7/52, last card out at "
-        "0.000s; the moves give #1 ann (p1) resigned 0/52\n"
+        "PROBLEM: results line 1 does not match the moves: the file says #1 ann (p1) resigned "
+        "7/52, last card out at 0.000s; recomputed: #1 ann (p1): 0 of 52 cards on the "
+        "foundations, board not won, state resigned as the file says; differs in cards on the "
+        "foundations: 7 in the file, 0 from the moves\n"
     ) in out
     assert "results match" not in out
+
+
+def finished_with_moves_left_out(cards_stated: int) -> dict[str, Any]:
+    """`sample(MOVES)` forged: ann `finished`, with `cards_stated` cards out in its results,
+    though its moves put none out (the winning moves left out)."""
+    data: dict[str, Any] = json.loads(sample(MOVES).model_dump_json())
+    data["racers"][0] |= {"state": "finished", "state_at_ms": 1502}
+    data["results"][0] |= {"state": "finished", "on_foundations": cards_stated, "elapsed_ms": 502}
+    return data
+
+
+def test_a_finish_the_moves_do_not_make_is_not_said_as_a_finish(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A forged finish: what was recomputed said as cards out of the total, the board they
+    make and the file's state (it said `the moves give #1 ann (p1) finished 0/52 in 0.502s`,
+    read as a finish), and the mismatch by name."""
+    path = write(tmp_path, json.dumps(finished_with_moves_left_out(52)))
+    assert main([str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert (
+        "ann (p1): 3 moves, all legal; recomputed: 0 of 52 cards on the foundations, board not "
+        "won; state in the file: finished"
+    ) in out
+    assert (
+        "PROBLEM: results line 1 does not match the moves: the file says #1 ann (p1) finished "
+        "52/52 in 0.502s; recomputed: #1 ann (p1): 0 of 52 cards on the foundations, board not "
+        "won, state finished as the file says; differs in cards on the foundations: 52 in the "
+        "file, 0 from the moves"
+    ) in out
+    assert not [line for line in out if "finished 0/52" in line], out
+
+
+def test_results_that_agree_with_a_forged_finish_are_not_said_as_a_finish() -> None:
+    report = verify_replay(ReplayModel.model_validate(finished_with_moves_left_out(0)))
+    assert report.problems[0] == "ann (p1): state finished but the board is not won"
+    assert report.lines[-1] == (
+        "  #1 ann (p1): 0 of 52 cards on the foundations, board not won, state finished as "
+        "the file says"
+    )
 
 
 def test_a_results_line_wrong_where_it_does_not_show_says_where() -> None:
     data = json.loads(sample(MOVES).model_dump_json())
     data["results"][0]["elapsed_ms"] = 3  # no card out: the line shows no time
     assert problems_of(data) == [
-        "results line 1: the file says #1 ann (p1) resigned 0/52; the moves give #1 ann (p1) "
-        "resigned 0/52 (elapsed_ms: 3 in the file, 0 from the moves)"
+        "results line 1 does not match the moves: the file says #1 ann (p1) resigned 0/52; "
+        "recomputed: #1 ann (p1): 0 of 52 cards on the foundations, board not won, state "
+        "resigned as the file says; differs in time (elapsed_ms): 3 in the file, 0 from the moves"
     ]
 
 
@@ -388,7 +434,8 @@ def test_results_naming_someone_who_did_not_race_do_not_verify() -> None:
     data = resigned_at(2000)
     data["results"].append(data["results"][0] | {"rank": 2, "player_id": "p9", "name": "eve"})
     assert problems_of(data) == [
-        "results line 2: the file says #2 eve (p9) resigned 0/52; the moves give nothing"
+        "results line 2 does not match the moves: the file says #2 eve (p9) resigned 0/52; "
+        "recomputed: nothing (no such racer)"
     ]
 
 
