@@ -33,6 +33,7 @@ from .embedded import EmbeddedServer, EmbeddedServerError
 from .identity import NAME_RULE, connect_player, data_dir, embedded_key, name_problem
 from .leaving import held_race_lines, play_screen_back
 from .plain import PlainMode
+from .refusals import invite_hint
 from .replay import replay_lines
 from .session import RequestError, Session
 from .strategy import STRATEGIES, make_strategy
@@ -208,10 +209,8 @@ async def _play(args: argparse.Namespace) -> int:
     except ConnectionFailedError as exc:
         print(printable(f"solrace play: {exc}"), file=sys.stderr)
         return 1
-    except RequestError as exc:  # the race --race joins refused it (line mode)
-        hint = ""
-        if exc.code == ErrorCode.BAD_INVITE:
-            hint = "; check the --invite code" if args.invite else "; give it with --invite CODE"
+    except RequestError as exc:  # the race --race joins refused it (line mode), as for `bot`
+        hint = invite_hint(exc.code, invite_given=args.invite is not None)
         print(printable(f"solrace play: {exc}{hint}"), file=sys.stderr)
         return 1
     finally:

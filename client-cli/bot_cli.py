@@ -15,9 +15,10 @@ from solrace.server.protocol.ids import RaceId
 
 from .bot_args import bot_problems, build_parser, parse_noting_defaults
 from .bot_names import held_names
-from .bots import Bot, BotError, first_open_race, renamed_text
+from .bots import Bot, BotError, BotRefusedError, first_open_race, renamed_text
 from .connect_failures import ConnectionFailedError
 from .held_deals import deal_line
+from .refusals import invite_hint
 from .render import result_line
 from .state import UNKNOWN
 from .stopping import Stopped, run_until_stopped
@@ -136,7 +137,10 @@ async def _race(args: argparse.Namespace, bots: list[Bot], race_of: list[RaceId]
             await bots[0].start()
         results = await asyncio.gather(*(bot.play() for bot in bots))
     except (ConnectionFailedError, BotError) as exc:
-        print(printable(f"solrace bot: {exc}"), file=sys.stderr)
+        hint = ""
+        if isinstance(exc, BotRefusedError):  # the race --race joins refused it, as for `play`
+            hint = invite_hint(exc.code, invite_given=args.invite is not None)
+        print(printable(f"solrace bot: {exc}{hint}"), file=sys.stderr)
         return 1
     race = bots[0].race
     if race is not None and race.results is not None:

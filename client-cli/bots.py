@@ -41,11 +41,12 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.vocab import RacerStateName
 
-from .bot_identities import HeldName
+from .bot_identities import HeldName, bots_file
 from .connect_failures import ConnectionFailedError
 from .connection import Connection
 from .link_status import LinkStatus, StatusChange
 from .pacing import RateBudget
+from .refusals import join_refusal_message, refusal_text, token_refused_text
 from .session import (
     REQUEST_TIMEOUT_S,
     BoardSyncs,
@@ -79,7 +80,7 @@ class BotRefusedError(BotError):
     """The server refused a bot's request (`code` from the protocol's error table)."""
 
     def __init__(self, name: str, code: str, message: str) -> None:
-        super().__init__(f"{name}: {code}: {message}")
+        super().__init__(f"{name}: {refusal_text(code, message)}")
         self.code = code
 
 
@@ -138,6 +139,8 @@ class Bot:
             # (and so does the next run, with a held name: the key is kept before it is sent).
             key = saved.key if saved is not None else None
             self.conn = Connection(url, name=self.name, key=key or self._new_key(self.name))
+        #: The name whose kept token the server refused in `connect`, with its refusal.
+        self.refused_token: tuple[str, ConnectionFailedError] | None = None
         self.state = ClientState()
         self.race_id: RaceId | None = None
         self.reason = ""
@@ -188,6 +191,7 @@ class Bot:
                     raise
                 if self.conn.token is not None and exc.close_code == CloseCode.AUTH_FAILED:
                     assert self.held is not None  # only a held name's kept token is sent
+                    self.refused_token = (self.name, exc)
                     self.name = self.asked
                     self.held.forget()
                 elif exc.error_code == ErrorCode.NAME_TAKEN:
@@ -327,11 +331,14 @@ class Bot:
             race = self.state.races.get(race_id)
             return race is not None and self.state.player_id in race.racers
 
-        with self._refusals_named():
+        try:
             await join_or_resume(
                 lambda: self._request(JoinRace(race_id=race_id, invite_code=invite_code), seated),
                 lambda: self._request(Sync(race_id=race_id), seated),
             )
+        except RequestError as exc:  # said as `solrace play` says it
+            message = join_refusal_message(exc.code, exc.message, race_id, self.url)
+            raise BotRefusedError(self.name, exc.code, message) from None
         self.follow(race_id)
 
     def follow(self, race_id: RaceId) -> None:
@@ -515,7 +522,19 @@ class Bot:
 def renamed_text(bot: Bot, server: str) -> str | None:
     """What to tell the user of a bot that plays under another name than it asked for (the
     name is someone else's on `server`: a random suffix, `Bot.connect`, or one kept from an
-    earlier run); None if it plays as asked."""
+    earlier run), or whose kept token the server refused; None if it plays as asked with its
+    token."""
+    if bot.refused_token is not None:  # said as `solrace play` says it (`connect_player`)
+        name, refused = bot.refused_token
+        said = token_refused_text(f"the server at {server}", name, refused)
+        if bot.name == bot.asked:
+            return (
+                f"{said}; {bot.name!r} is now a new player there (new token saved in {bots_file()})"
+            )
+        return (
+            f"{said}, and the name {bot.asked!r} is taken there: the server's secret may have "
+            f"changed; this bot plays as {bot.name!r}"
+        )
     if bot.name == bot.asked:
         return None
     return f"the name {bot.asked!r} is taken on {server}: this bot plays as {bot.name!r}"

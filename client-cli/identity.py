@@ -54,6 +54,7 @@ from solrace.server.protocol.messages import PROTOCOL_VERSION, Hello
 from .connect_failures import ConnectionFailedError
 from .connection import Connection
 from .defaults import same_server
+from .refusals import token_refused_text
 
 try:
     import fcntl
@@ -467,7 +468,7 @@ async def connect_player(url: str, key: str, name: str | None, role: Role = "pla
         forget_registration_key(key, name)  # the name is someone else's: nothing to reclaim
         if refused is not None and not from_legacy:
             raise IdentityError(
-                f"{where} refused the token saved for {name!r} ({refused}), and "
+                f"{token_refused_text(where, name, refused)}, and "
                 f"the name {name!r} is taken there: the server's secret may have changed. "
                 f"The saved tokens are in {identity_file()}; remove {name!r} from its "
                 f'"{key}" entry, or play as another --name'
@@ -488,7 +489,7 @@ async def connect_player(url: str, key: str, name: str | None, role: Role = "pla
         ) from None
     if refused is not None and not from_legacy:
         warn(
-            f"{where} refused the token saved for {name!r} ({refused}); "
+            f"{token_refused_text(where, name, refused)}; "
             f"{name!r} is now a new player there (new token saved in {identity_file()})"
         )
     if conn.token:

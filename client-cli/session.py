@@ -60,6 +60,7 @@ from .boards import check_move
 from .connection import Connection
 from .link_status import Incoming, LinkStatus, StatusChange
 from .races_to_learn import RacesToLearn
+from .refusals import join_refusal_message, refusal_text
 from .state import ClientState, RaceState
 from .tournament_args import validation_text
 
@@ -103,7 +104,7 @@ class RequestError(Exception):
     """The server refused a request (`code` from the protocol's error table)."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{message} ({code})")
+        super().__init__(refusal_text(code, message))
         self.code = code
         self.message = message
 
@@ -492,12 +493,8 @@ class Session:
         except RequestError as exc:
             if exc.code != ErrorCode.WRONG_STATUS or isinstance(exc, LinkClosedError):
                 raise
-            where = self.race_on_server(race_id)
-            instead = (
-                f"only a race not started yet can be joined (solrace watch {where} while it "
-                f"runs, solrace replay {where} once it has finished)"
-            )
-            raise RequestError(exc.code, f"{exc.message}: {instead}") from None
+            message = join_refusal_message(exc.code, exc.message, race_id, self.conn.url)
+            raise RequestError(exc.code, message) from None
 
     def race_on_server(self, race_id: RaceId) -> str:
         """`RACE --server URL`: the arguments of `solrace watch` or `solrace replay` that name

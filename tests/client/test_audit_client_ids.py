@@ -146,7 +146,7 @@ async def test_the_line_mode_and_a_bot_refuse_seats_too_big_for_a_frame(
     bot = await Child.start(tmp_path, *argv)
     try:
         assert await bot.finish() == 1
-        assert f"invalid_message: seconds: {HUGE} is too big to send" in bot.output
+        assert f"seconds: {HUGE} is too big to send (invalid_message)" in bot.output
         assert "Traceback" not in bot.output
     finally:
         await bot.kill()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from solrace.client.bot_cli import _leave_on_stop
 from solrace.client.bots import Bot, first_open_race
+from solrace.client.session import Session
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
 from tests.waiting import eventually
@@ -262,3 +264,76 @@ async def test_every_stuck_bot_says_so(server_url: str, tmp_path: Path) -> None:
         "jam-2: stuck",
         "jam-3: stuck",
     ], bots.output
+
+
+async def refusal_lines(tmp_path: Path, server_url: str, *options: str) -> tuple[str, str]:
+    """What `solrace bot` (as `dan`) and `solrace play --plain` (as `carol`) say when the
+    race of `options` refuses them (each one line; the bot's names the bot)."""
+    said = []
+    for command, name in (("bot", "dan"), ("play", "carol")):
+        plain = ("--plain",) if command == "play" else ()
+        child = await Child.start(
+            tmp_path, command, "--server", server_url, "--name", name, *plain, *options
+        )
+        assert await child.finish() == 1, child.output
+        said.append(child.lines[-1])
+    return said[0], said[1]
+
+
+async def test_bot_and_play_say_a_refused_join_the_same_way(
+    alice: Session, server_url: str, tmp_path: Path
+) -> None:
+    """The same refusal in the same words (the bot said `dan: unknown_race: no live race ...`,
+    `play` `no live race ... (unknown_race)`; only `play` said what to do about a private
+    race's invite code or a race under way)."""
+    private = await alice.create_race("klondike", 3, 120, invite_code="sekrit")
+    started = await alice.create_race("klondike", 2, 120)
+    bob = Bot(server_url, "bob", make_strategy("greedy"))
+    await bob.connect()
+    try:
+        await bob.join(started)  # the race is full: it starts
+        await eventually(lambda: alice.state.race(started).status == "running", what="started")
+        for options, said in (
+            (("--race", "rnosuch"), "no live race 'rnosuch' (unknown_race)"),
+            (
+                ("--race", private, "--invite", "wrong"),
+                "this race needs its invite code (a wrong invite code) (bad_invite); check "
+                "the --invite code",
+            ),
+            (
+                ("--race", private),
+                "this race needs its invite code (no invite code) (bad_invite); give it with "
+                "--invite CODE",
+            ),
+            (
+                ("--race", started),
+                f"the race is under way: only a race not started yet can be joined (solrace "
+                f"watch {started} --server {server_url} while it runs, solrace replay {started} "
+                f"--server {server_url} once it has finished) (wrong_status)",
+            ),
+        ):
+            bot_line, play_line = await refusal_lines(tmp_path, server_url, *options)
+            assert (bot_line, play_line) == (f"solrace bot: dan: {said}", f"solrace play: {said}")
+    finally:
+        await bob.close()
+
+
+async def test_a_bot_whose_kept_token_is_refused_says_so_as_play_does(
+    server_url: str, tmp_path: Path
+) -> None:
+    """A kept token the server refuses (its secret changed) was dropped without a word: the
+    bot said only that its name was taken. It says it as `solrace play` does."""
+    first = await Child.start(tmp_path, "bot", "--server", server_url, "--name", "dan")
+    assert await first.finish() == 1, first.output  # no open race: dan's token is kept
+    kept = tmp_path / "child-config" / "bots.json"
+    saved = json.loads(kept.read_text())
+    saved[server_url]["dan"]["token"] += "forged"
+    kept.write_text(json.dumps(saved))
+    again = await Child.start(tmp_path, "bot", "--server", server_url, "--name", "dan")
+    assert await again.finish() == 1, again.output
+    assert again.lines[0].startswith(
+        f"solrace bot: the server at {server_url} refused the token saved for 'dan' (the "
+        "server closed the connection: the server refused this player's token (4001: bad "
+        "token)), and the name 'dan' is taken there: the server's secret may have changed; "
+        "this bot plays as 'dan-"
+    ), again.output
