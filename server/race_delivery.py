@@ -172,9 +172,12 @@ def _send_newer(session: Session, race_id: RaceId, batch: Sequence[_Outgoing]) -
     for frame, epoch, version, mover in batch:
         if mark is not None and mark[0] == epoch and version <= mark[1]:
             continue  # it had this version already (a catch-up overtook the batch)
-        if mover is not None and mover == session.player_id:
+        if mover is None:
+            session.send_frame(frame)
+        elif mover != session.player_id:
+            session.hold_frame(frame)  # a racer's progress: it may wait a little
+        else:
             continue
-        session.send_frame(frame)
         mark = (epoch, version)
     if mark is not None:
         session.versions[race_id] = mark

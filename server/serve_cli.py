@@ -111,6 +111,11 @@ SERVE_FLAGS: tuple[tuple[str, str, str], ...] = (
         "SECONDS",
         "fold racers' moves into their progress this often; 0: each move",
     ),
+    (
+        "progress_hold_s",
+        "SECONDS",
+        "a racer's progress waits at most this long to share a write with another frame; 0: never",
+    ),
     ("min_time_limit_s", "SECONDS", "shortest time limit a race or tournament may ask for"),
     (
         "admin_token",

@@ -190,6 +190,12 @@ class Settings(BaseSettings):
         description="racers' moves are folded into the race's progress this often (one "
         "event per racer; state changes at once); 0: every move at once",
     )
+    progress_hold_s: float = Field(
+        default=0.1,
+        ge=0,
+        description="a racer's progress sent to another connection waits at most this long "
+        "for another frame to that connection, to go out in one write with it; 0: at once",
+    )
 
     lobby_push_s: float = Field(
         default=0.5, gt=0, description="a lobby change reaches its followers within this"

@@ -17,6 +17,7 @@ import time
 from websockets.typing import Origin
 
 from solrace.server.admission import Admission
+from solrace.server.held_frames import HeldFrames
 from solrace.server.hub import Hub
 from solrace.server.metrics import Metrics
 from solrace.server.periodic import run_every
@@ -51,6 +52,9 @@ class Transport:
         self.admission = Admission.from_settings(settings)
         #: Which abuse closes are logged as WARNINGs (`WebSocketSession._log_close`).
         self.close_warnings = CloseWarnings()
+        #: Where progress frames wait for a frame to go out with (held_frames.py).
+        hold_s = settings.progress_hold_s
+        self.held = HeldFrames(hold_s) if hold_s > 0 else None
 
     @property
     def port(self) -> int:

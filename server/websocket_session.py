@@ -72,6 +72,9 @@ INBOX_LIMIT = 16
 #: Fragments one message may come in; one more closes the connection with 1009.
 MAX_FRAGMENTS = 64
 
+#: Bytes of frames a connection holds back (`hold_frame`) before it writes them at once.
+MAX_HELD_BYTES = 16 * 1024
+
 #: The server's closes for what a client did wrong, logged as WARNINGs (`CloseWarnings`).
 #: A bad token (4001: every returning client after the secret is rotated) and too slow a
 #: reader (4005: usually a slow network) are not among them: logged at INFO.
@@ -188,6 +191,9 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.lost: asyncio.Future[None] = self.loop.create_future()
         #: Past an admission limit: the answer to its handshake.
         self.refusal: Refusal | None = None
+        #: Frames held back (`hold_frame`), as written, and their bytes.
+        self.held: list[bytes] = []
+        self.held_bytes = 0
 
     # --- asyncio.Protocol --------------------------------------------------------------------
 
@@ -337,6 +343,30 @@ class WebSocketSession(Session, asyncio.Protocol):
         if not self.closing:
             self._put(frame)
 
+    def hold_frame(self, frame: bytes) -> None:
+        """Send `frame` with the next frame this session writes, or once the edge's hold
+        is over (`HeldFrames`), whichever comes first. Not held while the socket pushes back
+        (counted as any frame then), past `MAX_HELD_BYTES`, or when the edge holds nothing."""
+        if self.closing:
+            return
+        holding = self.edge.held
+        if holding is None or self.writing_paused:
+            self._put(frame)
+            return
+        data = server_frame(frame)
+        held = self.held
+        held.append(data)
+        self.held_bytes += len(data)
+        if len(held) == 1:
+            holding.started_holding(self)
+        elif self.held_bytes > MAX_HELD_BYTES:
+            self.write_held()
+
+    def write_held(self) -> None:
+        """Write the frames held back, if any, now (their hold is over)."""
+        if self.held:
+            self._write(b"")
+
     def close(self, code: CloseCode, reason: str) -> None:
         """Close after the frames already sent (the close frame follows them)."""
         if self.closing:
@@ -346,22 +376,33 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.inbox.clear()
         self._resume_reading()  # the peer's answer to our close must be read (once it reads)
         if self.ws.state is State.OPEN:
+            self.write_held()  # sent before the close, as they were
             self.ws.send_close(code, reason)
             self.flush()
 
     # --- writing -----------------------------------------------------------------------------
 
     def _put(self, frame: bytes) -> None:
+        self._write(server_frame(frame))
+
+    def _write(self, data: bytes) -> None:
+        """Write `data` (one frame, or none: b""), the frames held back first, in one write."""
+        held = self.held
+        frames = len(held) + (1 if data else 0)
+        if held:
+            data = b"".join(held) + data if data else b"".join(held)
+            held.clear()
+            self.held_bytes = 0
         if self.ws.state is not State.OPEN:  # the peer's close, or the protocol failed it
             self.closing = True
             return
         if self.writing_paused:
-            self.written_while_paused += 1
+            self.written_while_paused += frames
             transport = self.transport
             assert transport is not None
             if (
                 self.written_while_paused > self.max_outgoing
-                or transport.get_write_buffer_size() + len(frame) > self.max_outgoing_bytes
+                or transport.get_write_buffer_size() + len(data) > self.max_outgoing_bytes
             ):
                 self.edge.metrics.slow_closes.inc()
                 self.close(CloseCode.TOO_SLOW, "outgoing queue overflow")
@@ -371,7 +412,7 @@ class WebSocketSession(Session, asyncio.Protocol):
             return
         # Written directly: every frame the protocol queues is written by `flush` right
         # after (its queue is empty here), so the order of frames holds.
-        transport.write(server_frame(frame))
+        transport.write(data)
 
     def flush(self) -> None:
         transport = self.transport

@@ -1,0 +1,120 @@
+"""A racer's progress sent to another connection waits (`progress_hold_s`) for the next frame
+written to that connection and goes out in the same write, before it; or alone once its hold
+is over; or before the close, when the server closes the connection. Real sockets, the
+node in-process so that the session's writes can be watched."""
+
+from __future__ import annotations
+
+from solrace.server.app import App
+from solrace.server.protocol.codec import encode
+from solrace.server.protocol.messages import MoveAck, Progress
+from solrace.server.websocket_protocol import server_frame
+from solrace.server.websocket_session import WebSocketSession
+from tests.integration.conftest import ServerFactory
+from tests.integration.helpers import play, start_race
+from tests.integration.wsclient import Client
+from tests.waiting import eventually
+
+
+def session_of(app: App, client: Client) -> WebSocketSession:
+    (session,) = [s for s in app.transport.sessions if s.player_id == client.player_id]
+    return session
+
+
+def watch_writes(session: WebSocketSession) -> list[bytes]:
+    """What the session's socket is given, one item per write (the real write still runs)."""
+    writes: list[bytes] = []
+    transport = session.transport
+    assert transport is not None
+    write = transport.write
+
+    def recorded(data: bytes | bytearray | memoryview) -> None:
+        writes.append(bytes(data))
+        write(data)
+
+    transport.write = recorded  # type: ignore[method-assign]
+    return writes
+
+
+def alices_progress(bob: Client, alice: Client) -> list[Progress]:
+    return [
+        m
+        for m in bob.received
+        if isinstance(m, Progress)
+        and m.progress.player_id == alice.player_id
+        and m.progress.moves > 0
+    ]
+
+
+async def test_held_progress_goes_out_in_one_write_with_the_next_frame(
+    start_server: ServerFactory,
+) -> None:
+    # Folded at once, held far longer than the test: only Bob's own move sends it.
+    app = await start_server(progress_interval_s=0.01, progress_hold_s=600)
+    url = f"ws://127.0.0.1:{app.port}"
+    alice, bob = [await Client.open(url) for _ in range(2)]
+    try:
+        await alice.hello("alice")
+        await bob.hello("bob")
+        race_id = await start_race(alice, [bob])
+        bobs = session_of(app, bob)
+        writes = watch_writes(bobs)
+        await play(alice, race_id, ["deal"] * 2)
+        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
+        assert writes == [] and alices_progress(bob, alice) == []
+
+        await play(bob, race_id, ["deal"])
+        progress = alices_progress(bob, alice)
+        assert [p.progress.moves for p in progress] == [2]
+        # Before Bob's ack, in the same write as it.
+        received = [m for m in bob.received if isinstance(m, (Progress, MoveAck))]
+        assert received[-2:] == [progress[0], bob.received[-1]]
+        assert isinstance(bob.received[-1], MoveAck)
+        assert writes == [server_frame(encode(progress[0])) + server_frame(bob.frames[-1])]
+        assert bobs.held == []
+    finally:
+        await alice.close()
+        await bob.close()
+
+
+async def test_held_progress_goes_out_alone_when_its_hold_is_over(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(progress_interval_s=0.01, progress_hold_s=0.05)
+    url = f"ws://127.0.0.1:{app.port}"
+    alice, bob = [await Client.open(url) for _ in range(2)]
+    try:
+        await alice.hello("alice")
+        await bob.hello("bob")
+        race_id = await start_race(alice, [bob])
+        writes = watch_writes(session_of(app, bob))
+        await play(alice, race_id, ["deal"] * 3)
+        # Bob sends nothing: the hold's timer writes it.
+        latest = await bob.expect(
+            Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves == 3
+        )
+        assert server_frame(encode(latest)) in writes
+    finally:
+        await alice.close()
+        await bob.close()
+
+
+async def test_a_closing_server_writes_held_progress_before_its_close(
+    start_server: ServerFactory,
+) -> None:
+    app = await start_server(progress_interval_s=0.01, progress_hold_s=600)
+    url = f"ws://127.0.0.1:{app.port}"
+    alice, bob = [await Client.open(url) for _ in range(2)]
+    try:
+        await alice.hello("alice")
+        await bob.hello("bob")
+        race_id = await start_race(alice, [bob])
+        bobs = session_of(app, bob)
+        await play(alice, race_id, ["deal"])
+        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
+        await app.transport.close_connections()
+        assert await bob.closed() == 1012
+        assert [p.progress.moves for p in alices_progress(bob, alice)] == [1]
+    finally:
+        await alice.close()
+        await bob.close()

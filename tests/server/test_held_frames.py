@@ -1,0 +1,62 @@
+"""`HeldFrames`: each connection holding frames writes them once its hold is over, in the
+order they started holding, with one timer for all of them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from solrace.server.held_frames import SLACK_S, HeldFrames
+
+
+class Holder:
+    def __init__(
+        self, name: str, log: list[tuple[str, float]], then: Callable[[], object] | None = None
+    ) -> None:
+        self.name = name
+        self.log = log
+        self.then = then
+
+    def write_held(self) -> None:
+        self.log.append((self.name, asyncio.get_running_loop().time()))
+        if self.then is not None:
+            self.then()
+
+
+async def test_each_holder_writes_once_its_hold_is_over_in_order() -> None:
+    loop = asyncio.get_running_loop()
+    log: list[tuple[str, float]] = []
+    held = HeldFrames(0.05)
+    started: dict[str, float] = {}
+    for name in ("first", "second", "third"):
+        started[name] = loop.time()
+        held.started_holding(Holder(name, log))
+    done = asyncio.Event()
+    late = Holder("late", log, then=done.set)
+
+    def more() -> None:
+        # A connection that starts holding after the timer ran: the timer is set again.
+        started["late"] = loop.time()
+        held.started_holding(late)
+
+    held.started_holding(Holder("fourth", log, then=more))
+    await asyncio.wait_for(done.wait(), 5)
+
+    assert [name for name, _ in log] == ["first", "second", "third", "fourth", "late"]
+    for name, at in log:
+        if name in started:
+            assert at >= started[name] + 0.05 - SLACK_S  # never before its hold (less slack)
+
+
+async def test_a_holder_written_meanwhile_is_asked_again_harmlessly() -> None:
+    # A connection whose frames went out with another frame stays queued: when its old
+    # deadline comes, `write_held` finds nothing (or frames held since, sent earlier).
+    log: list[tuple[str, float]] = []
+    held = HeldFrames(0.01)
+    holder = Holder("again", log)
+    done = asyncio.Event()
+    held.started_holding(holder)
+    held.started_holding(holder)
+    held.started_holding(Holder("last", log, then=done.set))
+    await asyncio.wait_for(done.wait(), 5)
+    assert [name for name, _ in log] == ["again", "again", "last"]
