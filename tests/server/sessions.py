@@ -147,17 +147,19 @@ async def opened_broker(broker: RedisBroker) -> AsyncIterator[RedisBroker]:
 
 @contextlib.asynccontextmanager
 async def two_nodes(
-    redis_url: str, broker_b: RedisBroker | None = None
+    redis_url: str, broker_b: RedisBroker | None = None, **settings: Any
 ) -> AsyncIterator[tuple[Hub, Hub]]:
     """Two hubs (nodes A and B) on one Redis, each with its own store and broker (B's may be
-    a `HeldBroker`), progress never folded by the clock; all closed however the test ends."""
+    a `HeldBroker`), progress never folded by the clock unless `settings` say otherwise (as
+    `running_hub`'s); all closed however the test ends."""
+    settings.setdefault("progress_interval_s", 600)
     async with (
         opened(RedisStore(redis_url)) as store_a,
         opened(RedisStore(redis_url)) as store_b,
         opened_broker(RedisBroker(redis_url)) as broker_a,
         opened_broker(broker_b or RedisBroker(redis_url)) as opened_b,
-        running_hub(store_a, broker=broker_a, progress_interval_s=600) as node_a,
-        running_hub(store_b, broker=opened_b, progress_interval_s=600) as node_b,
+        running_hub(store_a, broker=broker_a, **settings) as node_a,
+        running_hub(store_b, broker=opened_b, **settings) as node_b,
     ):
         yield node_a, node_b
 

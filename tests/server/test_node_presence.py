@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -26,6 +27,7 @@ from solrace.server.protocol.messages import (
 from solrace.server.protocol.records import MoveRecord, RacerState
 from solrace.server.store import MemoryStore, StoreUnavailableError
 from tests.server.sessions import RecordingSession, opened, running_hub
+from tests.server.sessions import two_nodes as two_nodes_on_redis
 from tests.waiting import eventually
 
 T0 = 1_700_000_000_000
@@ -354,3 +356,33 @@ async def test_a_gone_node_s_catch_up_leaves_a_move_being_stored_to_its_own_hand
         stored = await store.get_race(race_id)
         assert stored is not None
         assert {r.name: r.moves for r in stored.racers} == {"carol": 2, "dave": 0}
+
+
+async def test_a_node_on_a_loaded_event_loop_still_finds_a_silent_node_gone(
+    redis_url: str,
+) -> None:
+    """Node A's loop is loaded: every turn takes 8% of the ttl (0.08 s of 1 s, a fifth being
+    0.2 s). Node B announces once and falls silent (killed). A's announces are answered by
+    Redis at once, but A reads an answer only a few turns later: taken for no answer in
+    time, each made A judge nobody for a whole ttl, and its cancel dropped the connection, so
+    the next announce, reconnecting first, was late too. A never found B gone."""
+    async with two_nodes_on_redis(redis_url, node_ttl_s=1.0) as (node_a, node_b):
+        assert node_a.presence is not None and node_b.presence is not None
+        await node_b.presence.watch(node_b.clock())  # b's one announce
+        found = asyncio.Event()
+        node_a.presence.gone_hooks.append(found.set)
+
+        async def load() -> None:
+            while not found.is_set():
+                busy_until = time.perf_counter() + 0.08
+                while time.perf_counter() < busy_until:
+                    pass  # the loop's work, taking this turn
+                await asyncio.sleep(0)
+
+        loading = asyncio.create_task(load())
+        node_a.presence.start()
+        try:
+            await asyncio.wait_for(found.wait(), timeout=20)
+        finally:
+            found.set()
+            await loading
