@@ -58,6 +58,7 @@ from solrace.tasks import cancel_and_wait
 
 from .boards import check_move
 from .connection import Connection
+from .defaults import server_option
 from .link_status import Incoming, LinkStatus, StatusChange
 from .races_to_learn import RacesToLearn
 from .refusals import join_refusal_message, refusal_text
@@ -498,8 +499,8 @@ class Session:
 
     def race_on_server(self, race_id: RaceId) -> str:
         """`RACE --server URL`: the arguments of `solrace watch` or `solrace replay` that name
-        `race_id` on this session's server."""
-        return f"{race_id} --server {self.conn.url}"
+        `race_id` on this session's server (`RACE` alone on the default server)."""
+        return f"{race_id}{server_option(self.conn.url)}"
 
     async def resume(self, race_id: RaceId) -> RaceState:
         """Follow a race this player sits in again: `sync` answers with the race's snapshot
