@@ -5,8 +5,12 @@ node in-process so that the session's writes can be watched."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from solrace.server.app import App
 from solrace.server.protocol.codec import encode
+from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import MoveAck, Progress
 from solrace.server.websocket_protocol import server_frame
 from solrace.server.websocket_session import WebSocketSession
@@ -46,17 +50,33 @@ def alices_progress(bob: Client, alice: Client) -> list[Progress]:
     ]
 
 
-async def test_held_progress_goes_out_in_one_write_with_the_next_frame(
-    start_server: ServerFactory,
-) -> None:
-    # Folded at once, held far longer than the test: only Bob's own move sends it.
-    app = await start_server(progress_interval_s=0.01, progress_hold_s=600)
+@asynccontextmanager
+async def racing(
+    start_server: ServerFactory, **settings: float
+) -> AsyncIterator[tuple[App, Client, Client, RaceId]]:
+    """A node with `settings`, and Alice and Bob racing on it."""
+    app = await start_server(**settings)
     url = f"ws://127.0.0.1:{app.port}"
     alice, bob = [await Client.open(url) for _ in range(2)]
     try:
         await alice.hello("alice")
         await bob.hello("bob")
-        race_id = await start_race(alice, [bob])
+        yield app, alice, bob, await start_race(alice, [bob])
+    finally:
+        await alice.close()
+        await bob.close()
+
+
+async def test_held_progress_goes_out_in_one_write_with_the_next_frame(
+    start_server: ServerFactory,
+) -> None:
+    # Folded at once, held far longer than the test: only Bob's own move sends it.
+    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
+        app,
+        alice,
+        bob,
+        race_id,
+    ):
         bobs = session_of(app, bob)
         writes = watch_writes(bobs)
         await play(alice, race_id, ["deal"] * 2)
@@ -72,21 +92,17 @@ async def test_held_progress_goes_out_in_one_write_with_the_next_frame(
         assert isinstance(bob.received[-1], MoveAck)
         assert writes == [server_frame(encode(progress[0])) + server_frame(bob.frames[-1])]
         assert bobs.held == []
-    finally:
-        await alice.close()
-        await bob.close()
 
 
 async def test_held_progress_goes_out_alone_when_its_hold_is_over(
     start_server: ServerFactory,
 ) -> None:
-    app = await start_server(progress_interval_s=0.01, progress_hold_s=0.05)
-    url = f"ws://127.0.0.1:{app.port}"
-    alice, bob = [await Client.open(url) for _ in range(2)]
-    try:
-        await alice.hello("alice")
-        await bob.hello("bob")
-        race_id = await start_race(alice, [bob])
+    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=0.05) as (
+        app,
+        alice,
+        bob,
+        race_id,
+    ):
         writes = watch_writes(session_of(app, bob))
         await play(alice, race_id, ["deal"] * 3)
         # Bob sends nothing: the hold's timer writes it.
@@ -94,27 +110,20 @@ async def test_held_progress_goes_out_alone_when_its_hold_is_over(
             Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves == 3
         )
         assert server_frame(encode(latest)) in writes
-    finally:
-        await alice.close()
-        await bob.close()
 
 
 async def test_a_closing_server_writes_held_progress_before_its_close(
     start_server: ServerFactory,
 ) -> None:
-    app = await start_server(progress_interval_s=0.01, progress_hold_s=600)
-    url = f"ws://127.0.0.1:{app.port}"
-    alice, bob = [await Client.open(url) for _ in range(2)]
-    try:
-        await alice.hello("alice")
-        await bob.hello("bob")
-        race_id = await start_race(alice, [bob])
+    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
+        app,
+        alice,
+        bob,
+        race_id,
+    ):
         bobs = session_of(app, bob)
         await play(alice, race_id, ["deal"])
         await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
         await app.transport.close_connections()
         assert await bob.closed() == 1012
         assert [p.progress.moves for p in alices_progress(bob, alice)] == [1]
-    finally:
-        await alice.close()
-        await bob.close()
