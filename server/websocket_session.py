@@ -385,14 +385,18 @@ class WebSocketSession(Session, asyncio.Protocol):
     def _put(self, frame: bytes) -> None:
         self._write(server_frame(frame))
 
+    def _take_held(self) -> bytes:
+        """The frames held back, as one write; none are held after."""
+        data = b"".join(self.held)
+        self.held.clear()
+        self.held_bytes = 0
+        return data
+
     def _write(self, data: bytes) -> None:
         """Write `data` (one frame, or none: b""), the frames held back first, in one write."""
-        held = self.held
-        frames = len(held) + (1 if data else 0)
-        if held:
-            data = b"".join(held) + data if data else b"".join(held)
-            held.clear()
-            self.held_bytes = 0
+        frames = len(self.held) + (1 if data else 0)
+        if self.held:
+            data = self._take_held() + data
         if self.ws.state is not State.OPEN:  # the peer's close, or the protocol failed it
             self.closing = True
             return
@@ -418,7 +422,13 @@ class WebSocketSession(Session, asyncio.Protocol):
         transport = self.transport
         if transport is None:
             return
-        for chunk in self.ws.data_to_send():
+        chunks = self.ws.data_to_send()
+        if chunks and self.held and self.ws.close_rcvd is None:
+            # What the protocol writes by itself (a pong, a ping, the close it makes when a
+            # frame is past the size cap or the keepalive times out) takes the frames held
+            # back along, before it, as every frame does. Not once the peer has closed.
+            chunks.insert(0, self._take_held())
+        for chunk in chunks:
             if transport.is_closing() or self.eof_written:
                 # The connection failed before its handshake was answered (a request and
                 # bad bytes in one read): nothing may follow the end of our stream.

@@ -127,3 +127,27 @@ async def test_a_closing_server_writes_held_progress_before_its_close(
         await app.transport.close_connections()
         assert await bob.closed() == 1012
         assert [p.progress.moves for p in alices_progress(bob, alice)] == [1]
+
+
+async def test_a_close_the_protocol_makes_itself_writes_held_progress_before_it(
+    start_server: ServerFactory,
+) -> None:
+    # A frame past the size cap: websockets' protocol fails the connection itself (1009), its
+    # close written by `flush`, not by `close`; the progress held for Bob still goes first, as
+    # it would have had it been written at once.
+    app = await start_server(progress_interval_s=0.01, progress_hold_s=600)
+    url = f"ws://127.0.0.1:{app.port}"
+    alice, bob = [await Client.open(url) for _ in range(2)]
+    try:
+        await alice.hello("alice")
+        await bob.hello("bob")
+        race_id = await start_race(alice, [bob])
+        bobs = session_of(app, bob)
+        await play(alice, race_id, ["deal"])
+        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
+        await bob.send_raw(b"\x00" * (app.settings.max_frame_bytes + 1))
+        assert await bob.closed() == 1009
+        assert [p.progress.moves for p in alices_progress(bob, alice)] == [1]
+    finally:
+        await alice.close()
+        await bob.close()
