@@ -5,6 +5,7 @@ node in-process so that the session's writes can be watched."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -135,19 +136,34 @@ async def test_a_close_the_protocol_makes_itself_writes_held_progress_before_it(
     # A frame past the size cap: websockets' protocol fails the connection itself (1009), its
     # close written by `flush`, not by `close`; the progress held for Bob still goes first, as
     # it would have had it been written at once.
-    app = await start_server(progress_interval_s=0.01, progress_hold_s=600)
-    url = f"ws://127.0.0.1:{app.port}"
-    alice, bob = [await Client.open(url) for _ in range(2)]
-    try:
-        await alice.hello("alice")
-        await bob.hello("bob")
-        race_id = await start_race(alice, [bob])
+    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
+        app,
+        alice,
+        bob,
+        race_id,
+    ):
         bobs = session_of(app, bob)
         await play(alice, race_id, ["deal"])
         await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
         await bob.send_raw(b"\x00" * (app.settings.max_frame_bytes + 1))
         assert await bob.closed() == 1009
         assert [p.progress.moves for p in alices_progress(bob, alice)] == [1]
-    finally:
-        await alice.close()
-        await bob.close()
+
+
+async def test_a_pong_takes_held_progress_along_before_it(start_server: ServerFactory) -> None:
+    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
+        app,
+        alice,
+        bob,
+        race_id,
+    ):
+        bobs = session_of(app, bob)
+        await play(alice, race_id, ["deal"])
+        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
+        pong = await bob.connection.ping()
+        async with asyncio.timeout(10):
+            await pong
+        assert bobs.held == []  # written with the pong, before it
+        await bob.expect(
+            Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves == 1
+        )
