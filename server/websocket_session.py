@@ -426,8 +426,13 @@ class WebSocketSession(Session, asyncio.Protocol):
         if chunks and self.held and self.ws.close_rcvd is None:
             # What the protocol writes by itself (a pong, a ping, the close it makes when a
             # frame is past the size cap or the keepalive times out) takes the frames held
-            # back along, before it, as every frame does. Not once the peer has closed.
-            chunks.insert(0, self._take_held())
+            # back along, before it in the same write, as every frame does. Not once the peer
+            # has closed.
+            held = self._take_held()
+            if chunks[0]:
+                chunks[0] = held + chunks[0]
+            else:
+                chunks.insert(0, held)  # before the end of the stream
         for chunk in chunks:
             if transport.is_closing() or self.eof_written:
                 # The connection failed before its handshake was answered (a request and

@@ -160,10 +160,13 @@ async def test_a_pong_takes_held_progress_along_before_it(start_server: ServerFa
         bobs = session_of(app, bob)
         await play(alice, race_id, ["deal"])
         await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
-        pong = await bob.connection.ping()
+        writes = watch_writes(bobs)
+        pong = await bob.connection.ping(b"ping")
         async with asyncio.timeout(10):
             await pong
         assert bobs.held == []  # written with the pong, before it
-        await bob.expect(
+        progress = await bob.expect(
             Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves == 1
         )
+        # One write: the progress, then the pong (opcode 0xA, 4 bytes, unmasked).
+        assert writes == [server_frame(encode(progress)) + b"\x8a\x04ping"]
