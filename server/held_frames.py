@@ -56,10 +56,12 @@ class HeldFrames:
         queue = self._queue
         loop = asyncio.get_running_loop()
         horizon = loop.time() + SLACK_S
-        while queue and queue[0][0] <= horizon:
-            queue.popleft()[1].write_held()
-        if queue:
-            self._timer = loop.call_at(queue[0][0], self._write_due)
+        try:
+            while queue and queue[0][0] <= horizon:
+                queue.popleft()[1].write_held()
+        finally:  # one that raised (a bug, logged by the loop) leaves the others their timer
+            if queue:
+                self._timer = loop.call_at(queue[0][0], self._write_due)
 
 
 __all__ = ["SLACK_S", "HeldFrames", "Holder"]

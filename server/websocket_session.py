@@ -284,6 +284,7 @@ class WebSocketSession(Session, asyncio.Protocol):
         # counts); their answers go nowhere.
         self.closing = True
         self.writable.set()  # the worker handles what was read (nothing is written now)
+        self._take_held()  # nor ever: not kept until their hold is over
         if self.timer is not None:
             self.timer.cancel()
         edge = self.edge

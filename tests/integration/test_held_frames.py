@@ -170,3 +170,21 @@ async def test_a_pong_takes_held_progress_along_before_it(start_server: ServerFa
         )
         # One write: the progress, then the pong (opcode 0xA, 4 bytes, unmasked).
         assert writes == [server_frame(encode(progress)) + b"\x8a\x04ping"]
+
+
+async def test_a_connection_gone_while_holding_keeps_nothing_held(
+    start_server: ServerFactory,
+) -> None:
+    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
+        app,
+        alice,
+        bob,
+        race_id,
+    ):
+        bobs = session_of(app, bob)
+        await play(alice, race_id, ["deal"])
+        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
+        await bob.close()
+        await asyncio.wait_for(bobs.lost, 10)
+        # Nothing can be written to it any more: its frames are not kept for the hold's end.
+        assert bobs.held == [] and bobs.held_bytes == 0

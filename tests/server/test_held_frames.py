@@ -60,3 +60,17 @@ async def test_a_holder_written_meanwhile_is_asked_again_harmlessly() -> None:
     held.started_holding(Holder("last", log, then=done.set))
     await asyncio.wait_for(done.wait(), 5)
     assert [name for name, _ in log] == ["again", "again", "last"]
+
+
+async def test_a_holder_that_raises_leaves_the_others_their_timer() -> None:
+    log: list[tuple[str, float]] = []
+    held = HeldFrames(0.01)
+    done = asyncio.Event()
+
+    def fail() -> None:
+        raise RuntimeError("a bug in one connection's write")
+
+    held.started_holding(Holder("failing", log, then=fail))
+    held.started_holding(Holder("next", log, then=done.set))
+    await asyncio.wait_for(done.wait(), 5)
+    assert [name for name, _ in log] == ["failing", "next"]
