@@ -17,6 +17,7 @@ from solrace.client.strategy import make_strategy
 from solrace.server.app import App
 from tests.waiting import eventually
 
+from .conftest import server_settings, url_of
 from .process import Child
 
 
@@ -337,3 +338,39 @@ async def test_a_bot_whose_kept_token_is_refused_says_so_as_play_does(
         "token)), and the name 'dan' is taken there: the server's secret may have changed; "
         "this bot plays as 'dan-"
     ), again.output
+
+
+async def test_a_bot_whose_kept_token_is_refused_and_name_free_is_a_new_player_there(
+    server_url: str, tmp_path: Path
+) -> None:
+    """The server at the URL forgot the bot (a new one there: another secret, another store)
+    and nobody has its name: the bot says so, plays as the name asked for with a new token
+    that it keeps, and the next run comes back with that token without a word."""
+    first = await Child.start(tmp_path, "bot", "--server", server_url, "--name", "dan")
+    assert await first.finish() == 1, first.output  # no open race: dan's token is kept
+    other = App(server_settings(tmp_path / "other", secret="another-secret-of-the-url"))
+    await other.start()
+    try:
+        other_url = url_of(other)
+        kept = tmp_path / "child-config" / "bots.json"
+        saved = json.loads(kept.read_text())
+        saved[other_url] = saved.pop(server_url)  # the server at that URL is a new one
+        kept.write_text(json.dumps(saved))
+        old_token = saved[other_url]["dan"]["token"]
+        again = await Child.start(tmp_path, "bot", "--server", other_url, "--name", "dan")
+        assert await again.finish() == 1, again.output
+        assert again.lines == [
+            f"solrace bot: the server at {other_url} refused the token saved for 'dan' (the "
+            "server closed the connection: the server refused this player's token (4001: bad "
+            "token)); 'dan' is now a new player there (new token saved in "
+            f"{kept})",
+            "solrace bot: no open race to join (use --create)",
+        ], again.output
+        new = json.loads(kept.read_text())[other_url]["dan"]
+        assert new["name"] == "dan" and new["token"] != old_token, new
+        third = await Child.start(tmp_path, "bot", "--server", other_url, "--name", "dan")
+        assert await third.finish() == 1, third.output
+        assert third.lines == ["solrace bot: no open race to join (use --create)"], third.output
+        assert json.loads(kept.read_text())[other_url]["dan"] == new
+    finally:
+        await other.stop()
