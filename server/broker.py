@@ -20,7 +20,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, NamedTuple, Protocol, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -51,13 +51,27 @@ BACKOFF_MAX_S = 2.0
 LINK_CHECK_S = 10.0
 
 # KEYS: the nodes' sorted set (member: node id, score: when its presence expires, in Redis's
-# own milliseconds, so the nodes' clocks need not agree). ARGV: node id, ttl in ms.
+# own milliseconds, so the nodes' clocks need not agree). ARGV: node id, ttl in ms, and when
+# its last announce said its presence expires ('' for none). Returns 1 if that presence was
+# lost (not there, or an older one, before it was due to expire), else 0; when the presence
+# now expires; then the nodes alive.
 ANNOUNCE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lost = 0
+if ARGV[3] ~= '' and now < tonumber(ARGV[3]) then
+  local until_ms = redis.call('ZSCORE', KEYS[1], ARGV[1])
+  if not until_ms or tonumber(until_ms) < tonumber(ARGV[3]) then
+    lost = 1
+  end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-return redis.call('ZRANGE', KEYS[1], 0, -1)
+local expires = now + tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], expires, ARGV[1])
+local alive = redis.call('ZRANGE', KEYS[1], 0, -1)
+table.insert(alive, 1, expires)
+table.insert(alive, 1, lost)
+return alive
 """
 
 #: KEYS[1]: the nodes alive (as `ANNOUNCE` keeps them), KEYS[2]: their secrets' fingerprints
@@ -111,6 +125,18 @@ class Notice(BaseModel):
         except ValidationError:
             log.warning("a %s that does not read: %r", cls.__name__, data[:200])
             return None
+
+
+class Announced(NamedTuple):
+    """What an announce found (`Broker.announce`)."""
+
+    #: The nodes alive now, the one announcing included.
+    alive: set[str]
+    #: The announcing node's presence was gone before its time was up (by the broker's own
+    #: clock): the broker lost the presences (a Redis restarted without its data, or from an
+    #: older snapshot), so the nodes missing from `alive` may just not have announced again
+    #: yet. Not said of a presence that ran out (a node silent its whole ttl).
+    lost: bool
 
 
 class BrokerError(Exception):
@@ -253,10 +279,12 @@ class Broker(Protocol):
         unless the broker is down: then its first item is a gap, when the link is back)."""
         ...
 
-    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
+    async def announce(self, node_id: str, ttl_ms: int) -> Announced:
         """Say `node_id` is alive for `ttl_ms` more; the nodes alive now (itself included): a
-        node that stops announcing (killed, cut off) drops out once its time is up.
-        `BrokerError` if it could not be said (`BrokerUnavailableError`: Redis unreachable)."""
+        node that stops announcing (killed, cut off) drops out once its time is up; and
+        whether its own presence, announced last through this broker, was lost before its
+        time was up (`Announced.lost`). `BrokerError` if it could not be said
+        (`BrokerUnavailableError`: Redis unreachable)."""
         ...
 
     async def withdraw(self, node_id: str) -> None:
@@ -328,16 +356,20 @@ class MemoryBroker(LocalFanout):
         #: Seconds, for node presence (tests move it on instead of waiting).
         self.clock: Callable[[], float] = time.monotonic
         self._nodes: dict[str, float] = {}  # node id -> when its presence expires
+        self._told: dict[str, float] = {}  # node id -> when its last announce said it expires
         self._secrets: dict[str, str] = {}  # node id -> its secret's fingerprint
 
-    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
+    async def announce(self, node_id: str, ttl_ms: int) -> Announced:
         now = self.clock()
+        due = self._told.get(node_id)
+        lost = due is not None and now < due and self._nodes.get(node_id, now) < due
         self._nodes = {n: until for n, until in self._nodes.items() if until > now}
-        self._nodes[node_id] = now + ttl_ms / 1000
-        return set(self._nodes)
+        self._nodes[node_id] = self._told[node_id] = now + ttl_ms / 1000
+        return Announced(set(self._nodes), lost)
 
     async def withdraw(self, node_id: str) -> None:
         self._nodes.pop(node_id, None)
+        self._told.pop(node_id, None)
         self._secrets.pop(node_id, None)
 
     async def note_secret(self, node_id: str, fingerprint: str) -> dict[str, str]:
@@ -425,6 +457,9 @@ class RedisBroker(LocalFanout):
         self.is_down = False  # the link was lost and is not back yet
         self.link_outage = Outage(log, "the redis pub/sub link")
         self.reconnects = 0
+        #: Node id -> when Redis said its presence expires, at its last announce through
+        #: this broker (Redis's milliseconds): what tells a presence lost from one run out.
+        self._told: dict[str, int] = {}
 
     def _wire(self, channel: str) -> str:
         return self.prefix + channel
@@ -472,16 +507,19 @@ class RedisBroker(LocalFanout):
         refused = f"message on {channel} not published"
         await _ask_redis(refused, lambda: self._client.publish(wire, data))
 
-    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
-        key = self.prefix + "nodes"
-        nodes = await _ask_redis(
+    async def announce(self, node_id: str, ttl_ms: int) -> Announced:
+        key, due = self.prefix + "nodes", self._told.get(node_id, "")
+        lost, expires, *nodes = await _ask_redis(
             "node presence not announced",
-            lambda: self._client.eval(ANNOUNCE, 1, key, node_id, ttl_ms),
+            lambda: self._client.eval(ANNOUNCE, 1, key, node_id, ttl_ms, due),
         )
-        return {n.decode() if isinstance(n, bytes) else str(n) for n in nodes}
+        self._told[node_id] = int(expires)
+        alive = {n.decode() if isinstance(n, bytes) else str(n) for n in nodes}
+        return Announced(alive, lost == 1)
 
     async def withdraw(self, node_id: str) -> None:
         keys = (self.prefix + "nodes", self.prefix + "node-secrets")
+        self._told.pop(node_id, None)
         await _ask_redis(
             "node presence not withdrawn",
             lambda: self._client.eval(WITHDRAW, 2, *keys, node_id),

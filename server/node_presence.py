@@ -6,7 +6,10 @@ it forfeits unless it comes back); a racer of this node whom another node marked
 this node's announces failed is marked connected again, and one a race has as connected
 through a connection of this node that closed is marked away. Moves a gone node stored without
 folding their progress into the race are folded in from the stored moves, also for its racers
-who came back elsewhere before it was found gone.
+who came back elsewhere before it was found gone. Nobody is judged gone before this node's
+announces have gone through for a whole ttl, none finding its presence lost before its time
+was up: after its own outage, or a Redis that restarted without its data, every live node
+announces again first.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
-from solrace.server.broker import Broker, BrokerError
+from solrace.server.broker import Announced, Broker, BrokerError
 from solrace.server.outage import Outage
 from solrace.server.protocol.ids import PlayerId
 from solrace.server.protocol.race import Racer
@@ -93,7 +96,8 @@ class NodePresence:
         #: the store and the nodes alive with another than ours; None: nothing to say.
         self._other_secrets: tuple[str, tuple[str, ...]] | None = None
         #: Every node seen alive and not yet found gone (`watch`), and since when this
-        #: node's announces have all gone through (None: the last one failed).
+        #: node's announces have all gone through, none finding its presence lost (None: the
+        #: last one failed).
         self._nodes_known: set[str] = set()
         self._clean_since_ms: int | None = None
         self._watcher: asyncio.Task[None] | None = None
@@ -148,9 +152,9 @@ class NodePresence:
 
         await run_every(self.settings.node_ttl_s / 5, step, log, "watching the nodes")
 
-    async def _announce(self) -> set[str] | None:
-        """Say this node is alive; the nodes alive now (None if that could not be said in
-        time: the broker is away or stalls)."""
+    async def _announce(self) -> Announced | None:
+        """Say this node is alive; the nodes alive now, and whether this node's presence was
+        still there (None if that could not be said in time: the broker is away or stalls)."""
         ttl_s = self.settings.node_ttl_s
         announcing = asyncio.create_task(
             self.broker.announce(self.node_id, int(ttl_s * 1000)), name="solrace-announce"
@@ -165,13 +169,13 @@ class NodePresence:
             if not announcing.done():
                 await cancel_and_wait([announcing])
         try:
-            alive = announcing.result()
+            announced = announcing.result()
         except (BrokerError, asyncio.CancelledError) as exc:
             self.announcing.failed(str(exc) or "no answer in time")  # a cancel says nothing
             return None
         self.announcing.worked()
         self._announced = True
-        return alive
+        return announced
 
     async def watch(self, now: int) -> None:
         """Announce this node; then, on the store and the races (`_act`), waited for a fifth
@@ -179,12 +183,28 @@ class NodePresence:
         the ttl) would hold up the next announces, and the other nodes would take this node
         for gone. Work still under way when the next watch comes is waited for again then,
         not started twice. Its failure, when it ends after its watch gave up on it, is
-        raised by the next watch."""
-        alive = await self._announce()
-        if alive is None:
+        raised by the next watch.
+
+        Nobody is judged until this node's announces have gone through for a whole ttl
+        since the last one that failed, or that found this node's presence lost before its
+        time was up: a Redis restarted without its data (its client reconnecting, or
+        retrying the announce, with no error to tell) holds no presence but those announced
+        since, and the live nodes that have not announced again yet must not be taken for
+        gone."""
+        announced = await self._announce()
+        if announced is None:
             self._clean_since_ms = None  # nobody is judged on what this node cannot see
             return
-        if self._clean_since_ms is None:
+        alive = announced.alive
+        if announced.lost:
+            log.warning(
+                "node %s (this node): the broker lost the nodes' presences (a Redis restarted "
+                "without its data?): no node is taken for gone before every live one has "
+                "announced again (node_ttl_s, %g s)",
+                self.node_id,
+                self.settings.node_ttl_s,
+            )
+        if self._clean_since_ms is None or announced.lost:
             self._clean_since_ms = now
         judging = now - self._clean_since_ms >= self.settings.node_ttl_s * 1000
         acting = self._acting
@@ -209,9 +229,10 @@ class NodePresence:
         the token secret in the store; mark this node's own racers connected again if
         anyone marked them away, and away if a race has them connected through a
         connection of this node that closed; then, if `judging` (this node's announces have
-        gone through for a whole ttl, so every live node has announced since, even after a
-        Redis restart that forgot them all), mark away the racers held by nodes that are not
-        alive, so their grace runs and they forfeit unless they come back. Races in the
+        gone through for a whole ttl, none finding its presence lost, so every live node has
+        announced since, even after a Redis restart that forgot them all), mark
+        away the racers held by nodes that are not alive, so their grace runs and they
+        forfeit unless they come back. Races in the
         store held by a node found gone are loaded here first (no other node may hold them:
         all their racers were on it). When a node is found gone, every live race held here
         has the progress of its boards stored if the race is behind them (a racer of the

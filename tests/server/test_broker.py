@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -23,6 +24,8 @@ from solrace.server.broker import (
 )
 from tests.redis_server import RedisServer
 from tests.server.refusing_redis import refusing_broker
+from tests.server.sessions import opened_broker
+from tests.waiting import eventually_async
 
 WAIT_S = 10.0
 
@@ -235,23 +238,55 @@ async def test_a_node_that_stops_announcing_drops_out_after_its_ttl(
     nodes: tuple[Broker, Broker],
 ) -> None:
     node_a, node_b = nodes
-    assert "a" in await node_a.announce("a", 300)
-    assert await node_b.announce("b", 60_000) >= {"a", "b"}
+    assert "a" in (await node_a.announce("a", 300)).alive
+    assert (await node_b.announce("b", 60_000)).alive >= {"a", "b"}
     # "a" says nothing more: once its 300 ms are up (the broker's clock), it is gone.
     deadline = asyncio.get_running_loop().time() + WAIT_S
-    while "a" in await node_b.announce("b", 60_000):
+    while "a" in (await node_b.announce("b", 60_000)).alive:
         assert asyncio.get_running_loop().time() < deadline, "a never dropped out"
         await asyncio.sleep(0.05)
-    assert "b" in await node_a.announce("a", 300)  # and it is back once it speaks again
+    back = await node_a.announce("a", 300)  # and it is back once it speaks again
+    assert "b" in back.alive
+    assert not back.lost, "a's presence ran out: it was not lost"
 
 
 async def test_a_node_that_withdraws_is_gone_at_once(nodes: tuple[Broker, Broker]) -> None:
     node_a, node_b = nodes
     await node_a.announce("a", 60_000)
-    assert await node_b.announce("b", 60_000) >= {"a", "b"}
+    assert (await node_b.announce("b", 60_000)).alive >= {"a", "b"}
     await node_a.withdraw("a")  # stopping on purpose: no need to wait for its minute
-    assert "a" not in await node_b.announce("b", 60_000)
+    assert "a" not in (await node_b.announce("b", 60_000)).alive
     await node_a.withdraw("a")  # twice is harmless
+
+
+@pytest.mark.redis
+async def test_an_announce_says_its_presence_was_lost_by_a_redis_restarted_without_data(
+    own_redis_server: RedisServer,
+) -> None:
+    """Redis restarts without its data (no AOF) between two announces: the next one goes
+    through (the connection made again, with no error to tell) and says this node's presence,
+    whose time was not up, was lost; the one after, not. The node's own presence that only
+    ran out is not taken for lost."""
+    async with (
+        opened_broker(RedisBroker(own_redis_server.url)) as broker,
+        opened_broker(RedisBroker(own_redis_server.url)) as other,
+    ):
+        assert not (await broker.announce("a", 60_000)).lost
+        assert not (await broker.announce("a", 60_000)).lost
+        own_redis_server.kill()
+        shutil.rmtree(own_redis_server.folder / "appendonlydir")
+        own_redis_server.start()
+        after = await broker.announce("a", 60_000)
+        assert after.lost and after.alive == {"a"}
+        assert not (await broker.announce("a", 60_000)).lost
+
+        await broker.announce("a", 50)
+
+        async def ran_out() -> bool:
+            return "a" not in (await other.announce("b", 60_000)).alive
+
+        await eventually_async(ran_out, within=WAIT_S, what="a's presence to run out")
+        assert not (await broker.announce("a", 60_000)).lost
 
 
 async def test_each_node_alive_notes_its_secret_s_fingerprint_with_its_presence(

@@ -9,13 +9,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 
-from solrace.server.broker import Broker, BrokerUnavailableError, MemoryBroker, Subscription
+from solrace.server.broker import (
+    Announced,
+    Broker,
+    BrokerUnavailableError,
+    MemoryBroker,
+    RedisBroker,
+    Subscription,
+)
 from solrace.server.hub import Hub
+from solrace.server.node_presence import NodePresence
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
     PROTOCOL_VERSION,
@@ -26,7 +35,9 @@ from solrace.server.protocol.messages import (
 )
 from solrace.server.protocol.records import MoveRecord, RacerState
 from solrace.server.store import MemoryStore, StoreUnavailableError
-from tests.server.sessions import RecordingSession, opened, running_hub
+from solrace.server.store.redis import RedisStore
+from tests.redis_server import RedisServer
+from tests.server.sessions import RecordingSession, opened, opened_broker, running_hub
 from tests.server.sessions import two_nodes as two_nodes_on_redis
 from tests.waiting import eventually
 
@@ -167,7 +178,7 @@ class Flaky(MemoryBroker):
         self.shared = shared
         self.away = False
 
-    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
+    async def announce(self, node_id: str, ttl_ms: int) -> Announced:
         if self.away:
             raise BrokerUnavailableError("the link is down")
         return await self.shared.announce(node_id, ttl_ms)
@@ -246,17 +257,19 @@ async def test_nodes_alive_are_those_that_announced_within_their_ttl() -> None:
     broker = MemoryBroker()
     seconds = [0.0]
     broker.clock = lambda: seconds[0]
-    assert await broker.announce("a", 5000) == {"a"}
+    assert await broker.announce("a", 5000) == Announced({"a"}, lost=False)
     seconds[0] = 3.0
-    assert await broker.announce("b", 5000) == {"a", "b"}
+    assert await broker.announce("b", 5000) == Announced({"a", "b"}, lost=False)
     seconds[0] = 5.5
-    assert await broker.announce("b", 5000) == {"b"}
+    assert await broker.announce("b", 5000) == Announced({"b"}, lost=False)
+    seconds[0] = 11.0
+    assert await broker.announce("b", 5000) == Announced({"b"}, lost=False), "it ran out"
 
 
 class Stalled(MemoryBroker):
     """A broker whose announce never answers (a Redis that stopped, a silent partition)."""
 
-    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
+    async def announce(self, node_id: str, ttl_ms: int) -> Announced:
         await asyncio.Event().wait()
         raise AssertionError("never answered")
 
@@ -386,3 +399,61 @@ async def test_a_node_on_a_loaded_event_loop_still_finds_a_silent_node_gone(
         finally:
             found.set()
             await loading
+
+
+@pytest.mark.redis
+async def test_a_redis_restarted_without_its_data_gets_no_live_node_judged_gone(
+    own_redis_server: RedisServer, redis_url: str
+) -> None:
+    """The broker's Redis restarts between two announces and forgets every node (no AOF); the
+    races are kept (the store is another Redis here). Node A, whose announces had gone through
+    for a whole ttl, announced first: the broker retried it on a new connection (or the pool
+    reconnected) with no error to tell, so A took B for gone, bob's racer marked away, while B
+    was alive and announced again a fifth of the ttl later. A's announce now says its own
+    presence was lost before its time was up, and A waits one more ttl of announces before it
+    judges: B is heard, nobody is gone. A node silent after that (B stopping) is still found
+    gone."""
+    broker_url = own_redis_server.url
+    async with (
+        opened(RedisStore(redis_url)) as store,
+        opened_broker(RedisBroker(broker_url)) as link_a,
+        opened_broker(RedisBroker(broker_url)) as link_b,
+        running_hub(store, broker=link_a, node_ttl_s=5, grace_s=30) as node_a,
+        running_hub(store, broker=link_b, node_ttl_s=5, grace_s=30) as node_b,
+    ):
+        presence_a, presence_b = node_a.presence, node_b.presence
+        assert presence_a is not None and presence_b is not None
+        gone: list[int] = []
+        presence_a.gone_hooks.append(lambda: gone.append(1))
+        start = node_a.clock()
+
+        async def watch(seconds: float, *presences: NodePresence) -> None:
+            for presence in presences:  # a clock of the test's, Redis's own for the ttl
+                await presence.watch(start + int(seconds * 1000))
+
+        await watch(0, presence_b, presence_a)
+        alice, bob = RecordingSession(1), RecordingSession(2)
+        await node_a.handle(alice, Hello(protocol=PROTOCOL_VERSION, name="alice"))
+        await node_b.handle(bob, Hello(protocol=PROTOCOL_VERSION, name="bob"))
+        await node_a.handle(alice, CreateRace(game="klondike", seats=2, time_limit_s=600))
+        (race_id,) = node_a.races
+        await node_b.handle(bob, JoinRace(race_id=race_id))
+        await watch(5, presence_b, presence_a)  # a whole ttl of announces: A judges
+        assert not gone
+
+        own_redis_server.kill()
+        shutil.rmtree(own_redis_server.folder / "appendonlydir")
+        own_redis_server.start()
+
+        await watch(6, presence_a)  # A first: the set holds A alone
+        await watch(6, presence_b)
+        for second in range(7, 12):
+            await watch(second, presence_a, presence_b)
+        assert not gone, "a live node was judged gone"
+        stored = await store.get_race(race_id)
+        assert stored is not None
+        assert {r.name: r.connected for r in stored.racers} == {"alice": True, "bob": True}
+
+        await presence_b.stop()  # withdrawn: gone at A's next watch
+        await watch(12, presence_a)
+        assert gone

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from solrace.server.broker import MemoryBroker
+from solrace.server.broker import Announced, MemoryBroker
 from solrace.server.race_changes import connection_change
 from tests.server.sessions import HeldSaves, opened, running_hub, start_race_of_two
 
@@ -24,7 +24,7 @@ class SwallowingBroker(MemoryBroker):
         self.swallowing = False
         self.announcing = asyncio.Event()
 
-    async def announce(self, node_id: str, ttl_ms: int) -> set[str]:
+    async def announce(self, node_id: str, ttl_ms: int) -> Announced:
         if self.swallowing:
             self.announcing.set()
             with contextlib.suppress(asyncio.CancelledError):
