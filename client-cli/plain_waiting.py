@@ -186,6 +186,16 @@ class PlainWaiting(PlainEvents):
             self.say(self.no_race)
             return
         race_id = race.race_id
+        me = race.racers.get(self.session.me) if self.session.me is not None else None
+        if race.status == "running" and me is not None and me.state == "playing":
+            # No move runs before the wait ends (lines run in order), so nothing but the
+            # clock puts this player out: said, or the wait looks stuck.
+            left = race.remaining_ms(self.session.conn.server_now_ms())
+            clock = f" ({left // 1000}s left)" if left else ""
+            self.say(
+                f"waiting for race {race_id} to end: you are still playing it, so it ends at "
+                f"its time limit{clock}; lines typed meanwhile run after it (Ctrl-C quits)"
+            )
         # None: left meanwhile; lost: the server lost the race (`on_event` said so).
         while not race.is_finished and race.lost is None and self.race_id is not None:
             if race.gone is not None:

@@ -328,3 +328,46 @@ async def test_an_error_that_comes_during_wait_is_printed(server_url: str) -> No
             with contextlib.suppress(asyncio.CancelledError):
                 await waiting
         await racer.close()
+
+
+async def test_a_wait_while_still_playing_says_that_only_the_time_limit_ends_the_race(
+    server_url: str,
+) -> None:
+    """`wait` typed while the player still plays the race waited without a word: nothing
+    typed after it runs before the race ends, and with the player in it and making no move,
+    only the time limit ends it. It says so; a wait once out of the race does not."""
+    racer = await Opponent.open(server_url, "erin")
+    olga = await Opponent.open(server_url, "olga")
+    out = io.StringIO()
+    mode = PlainMode(racer.session, out)
+    waiting: asyncio.Task[None] | None = None
+    try:
+        await mode.command("create klondike 2 60")
+        race_id = mode.race_id
+        assert race_id is not None
+        await olga.session.join_race(race_id)
+        await mode.command("board")  # waits for the start
+        waiting = asyncio.create_task(mode.command("wait"))
+        await eventually(lambda: "still playing" in out.getvalue(), what="the wait explained")
+        said = [line for line in out.getvalue().splitlines() if "still playing" in line]
+        assert len(said) == 1 and said[0].startswith(
+            f"waiting for race {race_id} to end: you are still playing it, so it ends at its "
+            "time limit ("
+        ), said
+        assert said[0].endswith("s left); lines typed meanwhile run after it (Ctrl-C quits)"), said
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        await mode.command("resign")
+        waiting = asyncio.create_task(mode.command("wait"))
+        await olga.session.resign(race_id)
+        await asyncio.wait_for(waiting, AT_ONCE_S)
+        assert "race finished" in out.getvalue()
+        assert out.getvalue().count("still playing") == 1, out.getvalue()
+    finally:
+        if waiting is not None:
+            waiting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+        await racer.close()
+        await olga.close()
