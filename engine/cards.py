@@ -22,6 +22,15 @@ SUIT: Final = tuple(c // 13 for c in range(52))
 #: 0 black (clubs, spades), 1 red (hearts, diamonds).
 COLOR: Final = tuple((c // 13) >> 1 for c in range(52))
 TEXT: Final = tuple(RANK_CHARS[c % 13] + SUIT_CHARS[c // 13] for c in range(52))
+#: Words for the messages a player reads: "the 3 of spades", "a red 10".
+RANK_NAMES: Final = ("Ace", "2", "3", "4", "5", "6", "7", "8", "9", "10", "Jack", "Queen", "King")
+SUIT_NAMES: Final = ("clubs", "spades", "hearts", "diamonds")
+COLOR_NAMES: Final = ("black", "red")
+
+
+def with_article(words: str) -> str:
+    """``words`` after its indefinite article: ``"an Ace of clubs"``, ``"a red 8"``."""
+    return ("an " if words[0] in "A8" else "a ") + words
 
 
 def card_number(rank: int, suit: int) -> int:

@@ -205,8 +205,20 @@ class Game:
             if n > 1:
                 return f"{src.short} cannot give {n} cards at once"
             return f"cards do not move from {src.short} in this game"
+        if dst.kind == FOUNDATION:
+            if n > 1:
+                return f"{dst.short} takes one card at a time, not {n}"
+            why = self.explain_foundation(dst, src.cards[-1])
+            if why is not None:
+                return why
         top = f"on {seen(dst, -1)}" if dst.cards else "on an empty pile"
         return f"{dst.short} does not accept {TEXT[src.cards[-n]]} {top}"
+
+    def explain_foundation(self, dst: Pile, card: int) -> str | None:
+        """Why the foundation ``dst`` refuses ``card`` (face up, one card, from a pile that
+        gives it), naming the card the pile needs next: "f0 needs the 3 of spades next, not
+        5S". None falls back to "f0 does not accept 5S on 2S"."""
+        return None
 
     def explain_deal(self) -> str:
         return "the stock cannot be dealt now"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..cards import RANK, SUIT
+from ..cards import RANK, RANK_NAMES, SUIT, SUIT_NAMES, TEXT, with_article
 from ..game import Game
 from ..piles import FOUNDATION, STOCK, TABLEAU, WASTE, Pile
 
@@ -54,6 +54,20 @@ class BritishSquare(Game):
         if n > 1 and src.cards:
             return "British Square moves one card at a time"
         return super().explain(src, dst, n)
+
+    def explain_foundation(self, dst: Pile, card: int) -> str:
+        """Each foundation builds its own suit Ace to King, then the second King down to Ace."""
+        suit, size, not_card = SUIT_NAMES[dst.index], len(dst.cards), f"not {TEXT[card]}"
+        if size >= 26:
+            return f"{dst.short} is complete (26 cards), {not_card}"
+        if not size:
+            return f"{dst.short} starts with an Ace of {suit}, {not_card}"
+        wanted = with_article(f"{RANK_NAMES[size if size < 13 else 25 - size]} of {suit}")
+        if size == 13:
+            return f"{dst.short} needs a second King of {suit} next (then builds down), {not_card}"
+        if size > 13:
+            return f"{dst.short} builds down now and needs {wanted} next, {not_card}"
+        return f"{dst.short} needs {wanted} next, {not_card}"
 
     def explain_deal(self) -> str:
         return "the stock is empty (one pass only)"

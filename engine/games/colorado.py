@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..cards import ACE, KING, RANK, SUIT
+from ..cards import ACE, KING, RANK, RANK_NAMES, SUIT, SUIT_NAMES, TEXT, with_article
 from ..game import Game
 from ..piles import FOUNDATION, STOCK, TABLEAU, WASTE, Pile
 
@@ -67,6 +67,18 @@ class Colorado(Game):
         if n > 1 and src.cards:
             return "Colorado moves one card at a time"
         return super().explain(src, dst, n)
+
+    def explain_foundation(self, dst: Pile, card: int) -> str:
+        """f0..f3 build up from the Ace, f4..f7 down from the King, each in its own suit."""
+        up = dst.index < 4
+        suit, size = SUIT_NAMES[dst.index % 4], len(dst.cards)
+        if size >= 13:
+            way = "Ace up to King" if up else "King down to Ace"
+            return f"{dst.short} is complete ({way} of {suit}), not {TEXT[card]}"
+        wanted = with_article(f"{RANK_NAMES[size if up else KING - size]} of {suit}")
+        if not size:
+            return f"{dst.short} starts with {wanted}, not {TEXT[card]}"
+        return f"{dst.short} needs {wanted} next, not {TEXT[card]}"
 
     def explain_deal(self) -> str:
         if self.waste.cards:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..cards import COLOR, KING, RANK, SUIT, TEXT
+from ..cards import COLOR, KING, RANK, RANK_NAMES, SUIT, SUIT_NAMES, TEXT
 from ..game import Game
 from ..piles import FOUNDATION, STOCK, TABLEAU, WASTE, Pile
 
@@ -213,6 +213,14 @@ class Klondike(Game):
         if src.kind == STOCK:
             return "cards leave the stock only by dealing ('deal')"
         return super().explain(src, dst, n)
+
+    def explain_foundation(self, dst: Pile, card: int) -> str:
+        suit, size = SUIT_NAMES[dst.index], len(dst.cards)
+        if size >= 13:
+            return f"{dst.short} is complete (Ace to King of {suit}), not {TEXT[card]}"
+        if not size:
+            return f"{dst.short} starts with the Ace of {suit}, not {TEXT[card]}"
+        return f"{dst.short} needs the {RANK_NAMES[size]} of {suit} next, not {TEXT[card]}"
 
     def explain_deal(self) -> str:
         if not self.stock.cards and not self.waste.cards:

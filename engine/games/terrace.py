@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..cards import COLOR, RANK, RANK_CHARS, SUIT, TEXT
+from ..cards import COLOR, COLOR_NAMES, RANK, RANK_NAMES, SUIT, SUIT_NAMES, TEXT, with_article
 from ..game import Game
 from ..piles import FOUNDATION, RESERVE, STOCK, TABLEAU, WASTE, Pile
 
@@ -129,14 +129,28 @@ class Terrace(Game):
                 return "foundation cards never move in this game"
             if len(src.cards) == 1:
                 return "a foundation's base card never moves"
-        if dst.kind == FOUNDATION and not dst.cards and src.cards:
-            base = self.base_rank()
-            if base is not None:
-                return (
-                    f"{dst.short} starts with a {RANK_CHARS[base]} of its suit, "
-                    f"not {TEXT[src.cards[-1]]}"
-                )
         return super().explain(src, dst, n)
+
+    def explain_foundation(self, dst: Pile, card: int) -> str | None:
+        """A foundation starts with the base rank in its own suit (f0,f1 clubs, f2,f3 spades,
+        f4,f5 hearts, f6,f7 diamonds), then builds up, wrapping from King to Ace, in
+        alternating colours (in suit in General's Patience), thirteen cards in all."""
+        not_card = f"not {TEXT[card]}"
+        if not dst.cards:
+            base = self.base_rank()
+            if base is None:  # while the base is chosen `explain` answers first
+                return None
+            wanted = with_article(f"{RANK_NAMES[base]} of {SUIT_NAMES[dst.index >> 1]}")
+            return f"{dst.short} starts with {wanted}, {not_card}"
+        if len(dst.cards) >= 13:
+            return f"{dst.short} is complete (13 cards), {not_card}"
+        top = dst.cards[-1]
+        rank = RANK_NAMES[(RANK[top] + 1) % 13]
+        if self.in_suit:
+            wanted = with_article(f"{rank} of {SUIT_NAMES[SUIT[top]]}")
+        else:
+            wanted = with_article(f"{COLOR_NAMES[1 - COLOR[top]]} {rank}")
+        return f"{dst.short} needs {wanted} next, {not_card}"
 
     def explain_deal(self) -> str:
         if self._is_choosing():

@@ -92,9 +92,9 @@ def test_foundations_go_up_a_to_k_then_down_k_to_a() -> None:
             "waste": "AS",
         },
     )
-    assert_refused(game, "t0-f0", "f0 does not accept QC on KC")
+    assert_refused(game, "t0-f0", "f0 needs a second King of clubs next (then builds down), not QC")
     assert_plays(game, "t1-f0")
-    assert_refused(game, "t2-f0", "f0 does not accept KC on KC")
+    assert_refused(game, "t2-f0", "f0 builds down now and needs a Queen of clubs next, not KC")
     assert_plays(game, "t0-f0")
     assert game.pile_texts()["foundation[0]"] == cards("C", UP + "KQ")
     assert_plays(game, "w-f1")  # from the waste too
@@ -110,8 +110,8 @@ def test_a_full_26_card_foundation_takes_nothing_more() -> None:
     game = position(
         "british-square", {"foundation[3]": f"{cards('D', UP)} {cards('D', DOWN)}", "waste": "AD"}
     )
-    assert_refused(game, "w-f3", "f3 does not accept AD on AD")
-    assert_refused(game, "w-f0", "f0 does not accept AD on an empty pile")
+    assert_refused(game, "w-f3", "f3 is complete (26 cards), not AD")
+    assert_refused(game, "w-f0", "f0 starts with an Ace of clubs, not AD")
 
 
 def test_foundation_cards_never_move_back() -> None:

@@ -103,10 +103,10 @@ def test_up_foundations_from_ace_down_foundations_from_king() -> None:
     )
     legal = set(game.legal_moves())
     assert {Move("t0", "f4"), Move("t1", "f0"), Move("t3", "f5"), Move("w", "f1")} <= legal
-    assert_refused(game, "t2-f4", "f4 does not accept JC on KC")
-    assert_refused(game, "t0-f0", "f0 does not accept QC on AC")
-    assert_refused(game, "t0-f5", "f5 does not accept QC on KS")
-    assert_refused(game, "t1-f4", "f4 does not accept 2C on KC")
+    assert_refused(game, "t2-f4", "f4 needs a Queen of clubs next, not JC")
+    assert_refused(game, "t0-f0", "f0 needs a 2 of clubs next, not QC")
+    assert_refused(game, "t0-f5", "f5 needs a Queen of spades next, not QC")
+    assert_refused(game, "t1-f4", "f4 needs a Queen of clubs next, not 2C")
 
 
 def test_empty_down_foundation_starts_with_the_king_of_its_suit() -> None:

@@ -114,12 +114,112 @@ def test_fresh_deals_are_neither_won_nor_stuck() -> None:
         ("klondike", {"tableau[0]": "KC"}, "t0-w", "w does not accept KC"),
         ("colorado", {"tableau[0]": "5C"}, "t0-t0", "t0 cannot move onto itself"),
         ("terrace", {"foundation[0]": "5C", "reserve[0]": "7D"}, "r0-t0", "reserve cards go only"),
-        ("british-square", {"tableau[0]": "5C"}, "t0-f1", "f1 does not accept 5C on an empty pile"),
+        (
+            "british-square",
+            {"tableau[0]": "5C"},
+            "t0-f1",
+            "f1 starts with an Ace of spades, not 5C",
+        ),
     ],
 )
 def test_illegal_moves_change_nothing_and_say_why(
     game_id: str, piles: dict[str, str], move: str, message: str
 ) -> None:
+    assert_refused(position(game_id, piles), move, message)
+
+
+UP = "A23456789TJQK"
+
+
+@pytest.mark.parametrize(
+    ("game_id", "piles", "move", "message"),
+    [
+        # Klondike: each foundation one suit (C S H D), Ace to King.
+        ("klondike", {"waste": "AD"}, "w-f0", "f0 starts with the Ace of clubs, not AD"),
+        (
+            "klondike",
+            {"foundation[1]": "AS 2S", "waste": "5S"},
+            "w-f1",
+            "f1 needs the 3 of spades next, not 5S",
+        ),
+        (
+            "klondike-book",
+            {"foundation[1]": "AS 2S", "waste": "3C"},
+            "w-f1",
+            "f1 needs the 3 of spades next, not 3C",
+        ),
+        (
+            "klondike",
+            {"foundation[3]": cards("D", UP), "waste": "KS"},
+            "w-f3",
+            "f3 is complete (Ace to King of diamonds), not KS",
+        ),
+        (
+            "klondike",
+            {"foundation[0]": "AC", "tableau[0]": "3C 2C"},
+            "t0-f0:2",
+            "f0 takes one card at a time, not 2",
+        ),
+        # Colorado: f0..f3 up from the Ace, f4..f7 down from the King, in suit.
+        ("colorado", {"waste": "QH"}, "w-f6", "f6 starts with a King of hearts, not QH"),
+        (
+            "colorado",
+            {"foundation[0]": cards("C", UP[:7]), "waste": "9C"},
+            "w-f0",
+            "f0 needs an 8 of clubs next, not 9C",
+        ),
+        (
+            "colorado",
+            {"foundation[4]": cards("C", UP[::-1]), "waste": "AC"},
+            "w-f4",
+            "f4 is complete (King down to Ace of clubs), not AC",
+        ),
+        # The Terrace family: the base rank in the pile's suit, then up (wrapping) in
+        # alternating colours, or in suit in General's Patience.
+        (
+            "queen-of-italy",
+            {"foundation[0]": "TC", "reserve[0]": "TH"},
+            "r0-f2",
+            "f2 starts with a 10 of spades, not TH",
+        ),
+        (
+            "terrace",
+            {"foundation[0]": "KC", "reserve[0]": "AC"},
+            "r0-f0",
+            "f0 needs a red Ace next, not AC",
+        ),
+        (
+            "falling-star",
+            {"foundation[0]": "7D", "waste": "8D"},
+            "w-f0",
+            "f0 needs a black 8 next, not 8D",
+        ),
+        (
+            "generals-patience",
+            {"foundation[0]": "KC", "reserve[0]": "AH"},
+            "r0-f0",
+            "f0 needs an Ace of clubs next, not AH",
+        ),
+        # British Square: each suit Ace to King, then a second King down to the Ace.
+        (
+            "british-square",
+            {"foundation[2]": cards("H", UP[:7]), "waste": "9H"},
+            "w-f2",
+            "f2 needs an 8 of hearts next, not 9H",
+        ),
+        (
+            "british-square",
+            {"foundation[2]": cards("H", UP + "K"), "waste": "JH"},
+            "w-f2",
+            "f2 builds down now and needs a Queen of hearts next, not JH",
+        ),
+    ],
+)
+def test_a_refused_foundation_move_names_the_card_the_pile_needs(
+    game_id: str, piles: dict[str, str], move: str, message: str
+) -> None:
+    """A foundation's refusal says what it takes, not only "f0 does not accept AD on an
+    empty pile" (the player cannot see from that that f0 is the clubs' pile)."""
     assert_refused(position(game_id, piles), move, message)
 
 

@@ -157,9 +157,9 @@ def test_no_foundation_take_back_in_book_games(game_id: str) -> None:
 
 def test_foundations_build_up_in_suit_one_card_at_a_time() -> None:
     game = position("klondike", {"foundation[0]": "AC", "tableau[0]": "3C 2C", "waste": "2S"})
-    assert_refused(game, "w-f0", "f0 does not accept 2S on AC")
-    assert_refused(game, "t0-f0:2", "f0 does not accept 3C on AC")
-    assert_refused(game, "w-f1", "f1 does not accept 2S on an empty pile")
+    assert_refused(game, "w-f0", "f0 needs the 2 of clubs next, not 2S")
+    assert_refused(game, "t0-f0:2", "f0 takes one card at a time, not 2")
+    assert_refused(game, "w-f1", "f1 starts with the Ace of spades, not 2S")
     assert_plays(game, "t0-f0")
 
 

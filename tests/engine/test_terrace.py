@@ -152,13 +152,14 @@ def test_foundations_build_up_from_the_base(game_id: str) -> None:
             "stock": "#4C",
         },
     )
-    assert_refused(game, "t0-f0", "f0 does not accept TS on 9C")
-    assert_refused(game, "t3-f0", f"f0 does not accept {'TD' if in_suit else 'TC'} on 9C")
-    assert_refused(game, "t2-f0", "does not accept")
-    assert_refused(game, "w-f0", "f0 does not accept 9H on 9C")
+    wanted = "f0 needs a 10 of clubs next" if in_suit else "f0 needs a red 10 next"
+    assert_refused(game, "t0-f0", f"{wanted}, not TS")
+    assert_refused(game, "t3-f0", f"{wanted}, not {'TD' if in_suit else 'TC'}")
+    assert_refused(game, "t2-f0", f"{wanted}, not {'JC' if in_suit else 'JS'}")
+    assert_refused(game, "w-f0", f"{wanted}, not 9H")
     # Other foundations start only with the base rank in their own suit.
-    assert_refused(game, "t0-f2", "f2 starts with a 9 of its suit, not TS")
-    assert_refused(game, "w-f6", "f6 starts with a 9 of its suit, not 9H")
+    assert_refused(game, "t0-f2", "f2 starts with a 9 of spades, not TS")
+    assert_refused(game, "w-f6", "f6 starts with a 9 of diamonds, not 9H")
     assert_plays(game, "w-f4")
     assert game.pile_texts()["foundation[4]"] == "9H"
     assert_plays(game, "t1-f0")
@@ -183,7 +184,7 @@ def test_foundations_wrap_from_king_to_ace_and_stop_at_13_cards(game_id: str) ->
             "reserve[0]": next_after_full,
         },
     )
-    assert_refused(game, "r0-f1", f"f1 does not accept {next_after_full} on JC")
+    assert_refused(game, "r0-f1", f"f1 is complete (13 cards), not {next_after_full}")
     assert_plays(game, "t0-f0")
     assert game.pile_texts()["foundation[0]"] == f"{run} {ace}"
 
