@@ -1,8 +1,9 @@
 """The play app's race screen: the own board, the clock, every racer's progress; moves by
 keys, mouse or typing, and how the screen names the player's own state once out of a race
-others still play (`OUT_WORDS`). It reads `ClientState` and acts through the app;
-`update_view()`, which the app calls after every server message, never changes the state
-itself: only server messages do (`state.py`).
+others still play (`OUT_WORDS`): its footer then offers only the way back, and a move's key
+says the player is out instead of sending what the server would refuse. It reads
+`ClientState` and acts through the app; `update_view()`, which the app calls after every
+server message, never changes the state itself: only server messages do (`state.py`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ OUT_WORDS: Final[Mapping[str, str]] = {
 }
 
 
+#: The race screen's actions for playing: offered (and run) only while the player plays on.
+PLAYING_ACTIONS: Final[frozenset[str]] = frozenset({"deal", "cancel", "type_move", "resign"})
+
+
 class RaceScreen(Screen[None]):
     """The own board, the clock, every racer's progress; moves by keys, mouse or typing."""
 
@@ -65,6 +70,11 @@ class RaceScreen(Screen[None]):
         self._message_before_start = False
         #: `x` was pressed once: the next `x` resigns; anything else in between disarms it.
         self._resign_armed = False
+        #: A move was tried once out of the race: the message line says so (`say_out`) in
+        #: place of what comes next.
+        self._move_tried_out = False
+        #: Whether the footer last offered the playing keys (`check_action`).
+        self._offered_play: bool | None = None
 
     @property
     def play(self) -> PlayApp:
@@ -90,6 +100,41 @@ class RaceScreen(Screen[None]):
         board.focus()
         self.update_view()
 
+    def out_state(self) -> str | None:
+        """Why the player has nothing left to play here: its own state once out (`resigned`,
+        `finished`, `stuck`, `gone`, `timed_out`), or the race's end when the server lost it
+        or no longer has it (`lost`, `gone`); None while it plays (or the race has no news)."""
+        state = self.play.session.state
+        race = state.races.get(self.race_id)
+        if race is None:
+            return None
+        if race.is_off_server:
+            return "lost" if race.lost is not None else "gone"
+        me = state.player_id
+        racer = race.racers.get(me) if me is not None else None
+        return racer.state if racer is not None and racer.is_done else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Out of the race, its moves, resign and cancel go from the footer (and their keys
+        # say so: `on_key`); the way back stays.
+        if action in PLAYING_ACTIONS:
+            return self.out_state() is None
+        return True
+
+    def _refresh_offered(self) -> None:
+        """The footer again when the playing keys come or go (not on every view: it would
+        flicker), and the move line shut once out (a move typed there would be refused)."""
+        playing = self.out_state() is None
+        line = self.query_one("#move", Input)
+        if not playing and not line.disabled:
+            if line.has_focus:
+                self.query_one("#board", BoardWidget).focus()
+            line.value = ""
+            line.disabled = True
+        if playing != self._offered_play:
+            self._offered_play = playing
+            self.refresh_bindings()
+
     # --- drawing -------------------------------------------------------------------------
 
     def update_view(self) -> None:
@@ -106,6 +151,7 @@ class RaceScreen(Screen[None]):
         self.query_one("#board", BoardWidget).show(board, selected)
         self.query_one("#racers", RacersPanel).show(race, me)
         self.update_clock()
+        self._refresh_offered()
         line = self.message
         if self.keys:
             line = f"pile: {self.keys}…"
@@ -119,7 +165,8 @@ class RaceScreen(Screen[None]):
         style = "yellow" if line else ""
         racer = race.racers.get(me) if race is not None and me is not None else None
         if race is not None and race.is_live and racer is not None and racer.is_done:
-            line = self.out_text(racer.state)
+            out = self.out_move_text if self._move_tried_out else self.out_text
+            line = out(racer.state)
         if race is not None and race.lost is not None:
             line, style = self.lost_text(race.lost), "bold red"
         elif race is not None and race.gone is not None:
@@ -137,6 +184,15 @@ class RaceScreen(Screen[None]):
         `resigned`, `finished`...): the results come here at its end, unless it leaves."""
         done = OUT_WORDS.get(state, f"you are out ({state})")
         return f"{done}: the results show here when the race ends — {self.back_text()}"
+
+    def out_move_text(self, state: str) -> str:
+        """What a move's key (`d`, `:`, `x`, a pile, a click) says once the player is out of
+        a race others still play: nothing is sent."""
+        done = OUT_WORDS.get(state, f"you are out ({state})")
+        return (
+            f"{done}: you have no more moves in this race; the results show here when it "
+            f"ends — {self.back_text()}"
+        )
 
     def lost_text(self, lost: str) -> str:
         """What the player is told of this race once the server lost it (`lost`: the
@@ -191,6 +247,19 @@ class RaceScreen(Screen[None]):
         self._message_before_start = self.play.session.state.my_board(self.race_id) is None
         self.update_view()
 
+    def say_out(self) -> bool:
+        """Once out of the race (or the race off the server), say so for a move's key instead
+        of acting on it: True when it was said. A lost or gone race's line already says
+        what became of it."""
+        if self.out_state() is None:
+            return False
+        self._resign_armed = False
+        self.source, self.keys = None, ""
+        self._move_tried_out = True
+        self.message = ""
+        self.update_view()
+        return True
+
     def disarm_resign(self) -> None:
         """Anything but a second `x` after the first cancels the resign it asked for."""
         if self._resign_armed:
@@ -198,6 +267,8 @@ class RaceScreen(Screen[None]):
             self.message = ""
 
     def send(self, move: Move) -> None:
+        if self.say_out():
+            return
         self.disarm_resign()
         self.source = None
         self.keys = ""
@@ -231,14 +302,7 @@ class RaceScreen(Screen[None]):
         self.play.back_to_lobby(keep_race=race is not None and race.status == "open")
 
     def action_resign(self) -> None:
-        race = self.play.session.state.races.get(self.race_id)
-        me = self.play.session.state.player_id
-        if race is not None and race.is_off_server:
-            self.update_view()  # nothing to resign: the race is gone, as the screen says
-            return
-        racer = race.racers.get(me) if race is not None and me is not None else None
-        if racer is not None and racer.is_done:
-            self.say(f"nothing to resign: you are {racer.state}")
+        if self.say_out():  # nothing to resign
             return
         if not self._resign_armed:
             self._resign_armed = True
@@ -252,6 +316,8 @@ class RaceScreen(Screen[None]):
         text = event.value.strip()
         event.input.value = ""
         self.disarm_resign()
+        if text and self.say_out():
+            text = ""
         if text:
             self.source = None
             self.keys = ""
@@ -261,6 +327,8 @@ class RaceScreen(Screen[None]):
 
     def pick(self, pile: str, depth: int | None) -> None:
         """A pile was chosen (key or click): first the source, then the target."""
+        if self.say_out():
+            return
         self.disarm_resign()
         board = self.play.session.state.my_board(self.race_id)
         if board is None:
@@ -302,6 +370,12 @@ class RaceScreen(Screen[None]):
         if isinstance(self.focused, Input):
             return
         char = event.character or ""
+        if char and char in "dx:swftr" and self.out_state() is not None:
+            # Out of the race: `d`, `:` and `x` are no longer bound (`check_action`), and no
+            # pile is picked; the key says why.
+            event.stop()
+            self.say_out()
+            return
         if char != "x":
             self.disarm_resign()
         board = self.play.session.state.my_board(self.race_id)

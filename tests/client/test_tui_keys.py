@@ -10,6 +10,7 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Static
+from textual.widgets._footer import FooterKey
 
 from solrace.client.bots import Bot
 from solrace.client.link_status import LinkStatus
@@ -20,7 +21,7 @@ from solrace.client.session import Session
 from solrace.client.state import RacerStatus
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp
-from solrace.client.widgets import BoardWidget, racer_lines, selected_key
+from solrace.client.widgets import BoardWidget, KeysFooter, racer_lines, selected_key
 from solrace.server.app import App
 from solrace.server.protocol.ids import PlayerId, RaceId
 from tests.waiting import eventually
@@ -77,8 +78,62 @@ async def test_a_resign_asked_once_is_cancelled_by_any_other_key(
             lambda: alice.state.races[race_id].racers[me].state == "resigned",
             what="resigned by two x in a row",
         )
-        await pilot.press("x")
-        assert screen.message == "nothing to resign: you are resigned"
+        await pilot.press("x")  # nothing to resign: the line says the player is out
+        await eventually(lambda: OUT_MOVE in str(message(screen).render()), what="out said")
+
+
+#: What a move's key says once the player resigned a race others still play.
+OUT_MOVE = (
+    "you resigned: you have no more moves in this race; the results show here when it ends"
+    " — l goes back to the lobby"
+)
+
+
+def message(screen: RaceScreen) -> Static:
+    return screen.query_one("#message", Static)
+
+
+def footer_keys(screen: RaceScreen) -> set[str]:
+    """What the race screen's footer offers, by description."""
+    return {key.description for key in screen.query_one(KeysFooter).query(FooterKey)}
+
+
+async def test_out_of_a_race_the_footer_offers_the_way_back_and_moves_send_nothing(
+    server_url: str, alice: Session
+) -> None:
+    """Resigned while the others play on, the footer still offered Deal, Type a move and
+    Resign, and `d`, a move typed or a click on the stock sent what the server refused."""
+    playing = {"Deal", "Cancel", "Type a move", "Resign (twice)"}
+    async with racing_app(server_url, alice) as (app, pilot, screen, race_id):
+        me = PlayerId(alice.me or "")
+        await eventually(lambda: playing | {"Back"} <= footer_keys(screen), what="the keys")
+        await pilot.press("x", "x")
+        await eventually(
+            lambda: alice.state.races[race_id].racers[me].state == "resigned", what="resigned"
+        )
+        await eventually(lambda: not playing & footer_keys(screen), what="no key to play")
+        assert "Back" in footer_keys(screen)
+
+        sent = alice.conn.next_seq
+        await pilot.press("d")
+        assert str(message(screen).render()) == OUT_MOVE
+        await pilot.press("colon", "d", "enter")  # no move line to type in
+        assert not screen.query_one("#move", Input).has_focus
+        await pilot.press("x", "x", "t", "1", "escape")
+        board = screen.query_one("#board", BoardWidget)
+        rendered = board._rendered
+        assert rendered is not None
+        stock = next(xy for xy, hit in rendered.hits.items() if hit.pile == "s")
+        await pilot.click(board, offset=stock)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert alice.conn.next_seq == sent, "a move was sent once out of the race"
+        assert alice.state.races[race_id].last_rejection is None
+        assert screen.source is None and not screen.keys
+        assert str(message(screen).render()) == OUT_MOVE
+
+        await pilot.press("l")  # the way back still goes
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
 
 
 async def test_out_of_a_race_others_play_the_screen_says_what_comes_next(
