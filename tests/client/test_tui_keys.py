@@ -10,7 +10,6 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Static
-from textual.widgets._footer import FooterKey
 
 from solrace.client.bots import Bot
 from solrace.client.link_status import LinkStatus
@@ -21,7 +20,7 @@ from solrace.client.session import Session
 from solrace.client.state import RacerStatus
 from solrace.client.strategy import make_strategy
 from solrace.client.tui import PlayApp
-from solrace.client.widgets import BoardWidget, KeysFooter, racer_lines, selected_key
+from solrace.client.widgets import BoardWidget, racer_lines, selected_key
 from solrace.server.app import App
 from solrace.server.protocol.ids import PlayerId, RaceId
 from tests.waiting import eventually
@@ -94,8 +93,13 @@ def message(screen: RaceScreen) -> Static:
 
 
 def footer_keys(screen: RaceScreen) -> set[str]:
-    """What the race screen's footer offers, by description."""
-    return {key.description for key in screen.query_one(KeysFooter).query(FooterKey)}
+    """What the race screen's footer offers, by description: the app's active bindings
+    shown in a footer (Textual's public view of what `check_action` leaves)."""
+    return {
+        active.binding.description
+        for active in screen.app.active_bindings.values()
+        if active.binding.show and active.enabled
+    }
 
 
 async def test_out_of_a_race_the_footer_offers_the_way_back_and_moves_send_nothing(
