@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -16,17 +17,29 @@ from pathlib import Path
 import pytest
 
 from tests.integration.wsclient import Client
-from tests.redis_server import free_port
 
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "local-cluster.sh"
 
 pytestmark = pytest.mark.redis
 
 
+def ephemeral_floor() -> int:
+    """The lowest port the kernel hands out to outgoing connections (32768 by default)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port_run(length: int) -> int:
-    """The first of `length` consecutive ports that are free right now."""
-    for _ in range(50):
-        first = free_port()
+    """The first of `length` consecutive ports that are free now, below the kernel's range of
+    ports for outgoing connections: the script binds them seconds later, and a port in that
+    range could meanwhile become the local end of any test's connection (a node once failed
+    to start with its port taken so)."""
+    rng = random.Random()
+    top = ephemeral_floor() - length
+    for _ in range(200):
+        first = rng.randrange(20_000, top)
         with contextlib.ExitStack() as held:
             try:
                 for port in range(first, first + length):
@@ -40,14 +53,16 @@ def free_port_run(length: int) -> int:
 
 class Cluster:
     def __init__(self, folder: Path) -> None:
-        node_port = free_port_run(3)
+        # The balancer, Redis and three nodes, on five ports outside the kernel's range
+        # for outgoing connections (`free_port_run`).
+        first = free_port_run(5)
         self.env = {
             **os.environ,
             "PYTHON": sys.executable,
             "SOLRACE_CLUSTER_DIR": str(folder),
-            "SOLRACE_LB_PORT": str(free_port()),
-            "SOLRACE_NODE_PORT": str(node_port),
-            "SOLRACE_REDIS_PORT": str(free_port()),
+            "SOLRACE_LB_PORT": str(first),
+            "SOLRACE_REDIS_PORT": str(first + 1),
+            "SOLRACE_NODE_PORT": str(first + 2),
         }
         self.lb_url = f"ws://127.0.0.1:{self.env['SOLRACE_LB_PORT']}"
         self.folder = folder
