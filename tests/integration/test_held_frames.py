@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from solrace.server.app import App
 from solrace.server.protocol.codec import encode
@@ -68,6 +69,32 @@ async def racing(
         await bob.close()
 
 
+@dataclass
+class Holding:
+    """A node where Alice's progress is held for Bob (`bob_holding`)."""
+
+    app: App
+    alice: Client
+    bob: Client
+    #: Bob's session on the node.
+    bobs: WebSocketSession
+
+
+@asynccontextmanager
+async def bob_holding(start_server: ServerFactory) -> AsyncIterator[Holding]:
+    """Alice has moved once and her progress is held for Bob (far longer than the test)."""
+    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
+        app,
+        alice,
+        bob,
+        race_id,
+    ):
+        bobs = session_of(app, bob)
+        await play(alice, race_id, ["deal"])
+        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
+        yield Holding(app, alice, bob, bobs)
+
+
 async def test_held_progress_goes_out_in_one_write_with_the_next_frame(
     start_server: ServerFactory,
 ) -> None:
@@ -116,18 +143,10 @@ async def test_held_progress_goes_out_alone_when_its_hold_is_over(
 async def test_a_closing_server_writes_held_progress_before_its_close(
     start_server: ServerFactory,
 ) -> None:
-    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
-        app,
-        alice,
-        bob,
-        race_id,
-    ):
-        bobs = session_of(app, bob)
-        await play(alice, race_id, ["deal"])
-        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
-        await app.transport.close_connections()
-        assert await bob.closed() == 1012
-        assert [p.progress.moves for p in alices_progress(bob, alice)] == [1]
+    async with bob_holding(start_server) as held:
+        await held.app.transport.close_connections()
+        assert await held.bob.closed() == 1012
+        assert [p.progress.moves for p in alices_progress(held.bob, held.alice)] == [1]
 
 
 async def test_a_close_the_protocol_makes_itself_writes_held_progress_before_it(
@@ -136,37 +155,22 @@ async def test_a_close_the_protocol_makes_itself_writes_held_progress_before_it(
     # A frame past the size cap: websockets' protocol fails the connection itself (1009), its
     # close written by `flush`, not by `close`; the progress held for Bob still goes first, as
     # it would have had it been written at once.
-    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
-        app,
-        alice,
-        bob,
-        race_id,
-    ):
-        bobs = session_of(app, bob)
-        await play(alice, race_id, ["deal"])
-        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
-        await bob.send_raw(b"\x00" * (app.settings.max_frame_bytes + 1))
-        assert await bob.closed() == 1009
-        assert [p.progress.moves for p in alices_progress(bob, alice)] == [1]
+    async with bob_holding(start_server) as held:
+        await held.bob.send_raw(b"\x00" * (held.app.settings.max_frame_bytes + 1))
+        assert await held.bob.closed() == 1009
+        assert [p.progress.moves for p in alices_progress(held.bob, held.alice)] == [1]
 
 
 async def test_a_pong_takes_held_progress_along_before_it(start_server: ServerFactory) -> None:
-    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
-        app,
-        alice,
-        bob,
-        race_id,
-    ):
-        bobs = session_of(app, bob)
-        await play(alice, race_id, ["deal"])
-        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
-        writes = watch_writes(bobs)
-        pong = await bob.connection.ping(b"ping")
+    async with bob_holding(start_server) as held:
+        writes = watch_writes(held.bobs)
+        pong = await held.bob.connection.ping(b"ping")
         async with asyncio.timeout(10):
             await pong
-        assert bobs.held == []  # written with the pong, before it
-        progress = await bob.expect(
-            Progress, lambda m: m.progress.player_id == alice.player_id and m.progress.moves == 1
+        assert held.bobs.held == []  # written with the pong, before it
+        progress = await held.bob.expect(
+            Progress,
+            lambda m: m.progress.player_id == held.alice.player_id and m.progress.moves == 1,
         )
         # One write: the progress, then the pong (opcode 0xA, 4 bytes, unmasked).
         assert writes == [server_frame(encode(progress)) + b"\x8a\x04ping"]
@@ -175,16 +179,8 @@ async def test_a_pong_takes_held_progress_along_before_it(start_server: ServerFa
 async def test_a_connection_gone_while_holding_keeps_nothing_held(
     start_server: ServerFactory,
 ) -> None:
-    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
-        app,
-        alice,
-        bob,
-        race_id,
-    ):
-        bobs = session_of(app, bob)
-        await play(alice, race_id, ["deal"])
-        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
-        await bob.close()
-        await asyncio.wait_for(bobs.lost, 10)
+    async with bob_holding(start_server) as held:
+        await held.bob.close()
+        await asyncio.wait_for(held.bobs.lost, 10)
         # Nothing can be written to it any more: its frames are not kept for the hold's end.
-        assert bobs.held == [] and bobs.held_bytes == 0
+        assert held.bobs.held == [] and held.bobs.held_bytes == 0
