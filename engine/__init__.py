@@ -2,10 +2,10 @@
 
 >>> from solrace.engine import deal
 >>> game = deal("klondike", "1")
->>> game.play("t0-t1")
+>>> game.play("t0-f2")
 Traceback (most recent call last):
 ...
-solrace.engine.errors.IllegalMoveError: t1 does not accept QH on TS
+solrace.engine.errors.IllegalMoveError: f2 starts with the Ace of hearts, not QH
 """
 
 from __future__ import annotations

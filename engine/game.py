@@ -11,10 +11,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from .cards import TEXT, Card
+from .cards import ACE, COLOR, COLOR_NAMES, RANK, RANK_NAMES, TEXT, Card, with_article
 from .errors import IllegalMoveError, InvalidPositionError, NothingToUndoError
 from .moves import DEAL, Move
-from .piles import FOUNDATION, RESERVE, STOCK, TABLEAU, UNKNOWN, WASTE, Pile
+from .piles import FOUNDATION, KIND_NAMES, RESERVE, STOCK, TABLEAU, UNKNOWN, WASTE, Pile
 from .seeds import GameNumber, parse_game_number, shuffled_deck
 
 # One undo record: the piles as they were before the action, then the scalar state.
@@ -25,6 +25,20 @@ def seen(pile: Pile, index: int) -> str:
     """The text of `pile.cards[index]` if its player sees it, else that it is face down."""
     position = index % len(pile.cards)
     return "a face-down card" if position < pile.face_down_count() else TEXT[pile.cards[position]]
+
+
+def explain_down_alternating(dst: Pile, card: int, wrap: bool) -> str:
+    """Why a tableau pile that builds down in alternating colours, its top card face up,
+    refuses ``card``: "t1 builds down in alternating colours: it needs a red 9 on TS, not
+    QH". With ``wrap`` a King goes on an Ace; without, nothing goes on an Ace."""
+    top = dst.cards[-1]
+    rule = f"{dst.short} builds down in alternating colours"
+    if RANK[top] == ACE and not wrap:
+        return f"{rule} and ends at the Ace: nothing goes on {TEXT[top]}, not {TEXT[card]}"
+    if RANK[top] == ACE:
+        rule += " (a King goes on an Ace)"
+    wanted = with_article(f"{COLOR_NAMES[1 - COLOR[top]]} {RANK_NAMES[(RANK[top] - 1) % 13]}")
+    return f"{rule}: it needs {wanted} on {TEXT[top]}, not {TEXT[card]}"
 
 
 class Game:
@@ -211,6 +225,13 @@ class Game:
             why = self.explain_foundation(dst, src.cards[-1])
             if why is not None:
                 return why
+        elif dst.kind == TABLEAU and (not dst.cards or dst.down < len(dst.cards)):
+            why = self.explain_tableau(dst, src, n)
+            if why is not None:
+                return why
+        elif dst.kind in (WASTE, RESERVE):
+            feeds = "only the stock deals to it" if dst.kind == WASTE else "it only gives cards"
+            return f"no card goes onto the {KIND_NAMES[dst.kind]}: {feeds}"
         top = f"on {seen(dst, -1)}" if dst.cards else "on an empty pile"
         return f"{dst.short} does not accept {TEXT[src.cards[-n]]} {top}"
 
@@ -218,6 +239,13 @@ class Game:
         """Why the foundation ``dst`` refuses ``card`` (face up, one card, from a pile that
         gives it), naming the card the pile needs next: "f0 needs the 3 of spades next, not
         5S". None falls back to "f0 does not accept 5S on 2S"."""
+        return None
+
+    def explain_tableau(self, dst: Pile, src: Pile, n: int) -> str | None:
+        """Why the tableau pile ``dst`` (empty, or its top card face up) refuses the top ``n``
+        cards of ``src`` (face up, and ``src`` gives them), naming the rule the move breaks:
+        "t1 builds down in alternating colours: it needs a red 9 on TS, not QH". None falls
+        back to "t1 does not accept QH on TS"."""
         return None
 
     def explain_deal(self) -> str:

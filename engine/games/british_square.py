@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..cards import RANK, RANK_NAMES, SUIT, SUIT_NAMES, TEXT, with_article
+from ..cards import KING, RANK, RANK_NAMES, SUIT, SUIT_NAMES, TEXT, with_article
 from ..game import Game
 from ..piles import FOUNDATION, STOCK, TABLEAU, WASTE, Pile
 
@@ -54,6 +54,30 @@ class BritishSquare(Game):
         if n > 1 and src.cards:
             return "British Square moves one card at a time"
         return super().explain(src, dst, n)
+
+    def explain_tableau(self, dst: Pile, src: Pile, n: int) -> str | None:
+        """A one-card pile takes its suit one rank above or below; a longer one keeps the
+        direction its two bottom cards set, in suit, without wrapping. (A space takes any card
+        `explain` has not refused already.)"""
+        cards, card = dst.cards, src.cards[-1]
+        if not cards:
+            return None
+        top, suit = cards[-1], SUIT_NAMES[SUIT[cards[0]]]
+        not_card = f"on {TEXT[top]}, not {TEXT[card]}"
+        if len(cards) == 1:
+            ranks = [RANK_NAMES[r] for r in (RANK[top] - 1, RANK[top] + 1) if 0 <= r <= KING]
+            wanted = with_article(f"{' or '.join(ranks)} of {suit}")
+            return f"{dst.short} builds in suit, up or down: it needs {wanted} {not_card}"
+        step = RANK[cards[1]] - RANK[cards[0]]
+        if step not in (1, -1):
+            return None  # not a pile the rules build
+        way = "up" if step == 1 else "down"
+        rule = f"{dst.short} builds {way} in {suit}"
+        if not 0 <= RANK[top] + step <= KING:
+            end = "King" if step == 1 else "Ace"
+            return f"{rule} and ends at the {end}: nothing goes {not_card}"
+        wanted = with_article(f"{RANK_NAMES[RANK[top] + step]} of {suit}")
+        return f"{rule}: it needs {wanted} {not_card}"
 
     def explain_foundation(self, dst: Pile, card: int) -> str:
         """Each foundation builds its own suit Ace to King, then the second King down to Ace."""

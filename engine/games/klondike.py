@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..cards import COLOR, KING, RANK, RANK_NAMES, SUIT, SUIT_NAMES, TEXT
-from ..game import Game
+from ..game import Game, explain_down_alternating
 from ..piles import FOUNDATION, STOCK, TABLEAU, WASTE, Pile
 
 
@@ -174,10 +174,11 @@ class Klondike(Game):
         return False
 
     def _all_kings_at_bottom(self) -> bool:
+        return self._kings_at_bottom() == 4
+
+    def _kings_at_bottom(self) -> int:
         # Only face-up Kings count: legality must never depend on a hidden card.
-        return (
-            sum(1 for p in self.tableau if p.cards and not p.down and RANK[p.cards[0]] == KING) == 4
-        )
+        return sum(1 for p in self.tableau if p.cards and not p.down and RANK[p.cards[0]] == KING)
 
     def can_deal(self) -> bool:
         if self.stock.cards:
@@ -196,23 +197,27 @@ class Klondike(Game):
         self.round += 1
 
     def explain(self, src: Pile, dst: Pile, n: int) -> str:
-        if src.cards and n <= len(src.cards) and self.can_pick(src, n):
-            if (
-                self.whole_runs_only
-                and src.kind == TABLEAU
-                and dst.kind == TABLEAU
-                and n != len(src.cards) - src.down
-            ):
-                run = len(src.cards) - src.down
-                return f"only the whole face-up run of {src.short} moves ({run} cards)"
-            if dst.kind == TABLEAU and not dst.cards:
-                card = TEXT[src.cards[-n]]
-                return f"{dst.short} is empty and takes only a King (not {card})"
+        run = len(src.cards) - src.down
+        if self.whole_runs_only and src.kind == TABLEAU and dst.kind == TABLEAU and n < run:
+            return f"only the whole face-up run of {src.short} moves ({run} cards)"
         if src.kind == FOUNDATION and not self.takeback:
             return "foundation cards never move back in this game"
         if src.kind == STOCK:
             return "cards leave the stock only by dealing ('deal')"
         return super().explain(src, dst, n)
+
+    def explain_tableau(self, dst: Pile, src: Pile, n: int) -> str:
+        card = src.cards[-n]
+        if dst.cards:
+            return explain_down_alternating(dst, card, wrap=False)
+        why = f"{dst.short} is empty: only a King may start it, not {TEXT[card]}"
+        if self.kings_free_spaces:
+            kings = self._kings_at_bottom()
+            why += (
+                " (any card may once all four Kings lie at the bottom of columns: "
+                f"{kings} {'does' if kings == 1 else 'do'} now)"
+            )
+        return why
 
     def explain_foundation(self, dst: Pile, card: int) -> str:
         suit, size = SUIT_NAMES[dst.index], len(dst.cards)

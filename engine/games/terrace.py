@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..cards import COLOR, COLOR_NAMES, RANK, RANK_NAMES, SUIT, SUIT_NAMES, TEXT, with_article
-from ..game import Game
+from ..game import Game, explain_down_alternating
 from ..piles import FOUNDATION, RESERVE, STOCK, TABLEAU, WASTE, Pile
 
 
@@ -130,6 +130,13 @@ class Terrace(Game):
             if len(src.cards) == 1:
                 return "a foundation's base card never moves"
         return super().explain(src, dst, n)
+
+    def explain_tableau(self, dst: Pile, src: Pile, n: int) -> str | None:
+        """The tableau builds down in alternating colours, a King on an Ace too. (A space
+        takes any card `explain` has not refused already.)"""
+        if not dst.cards:
+            return None
+        return explain_down_alternating(dst, src.cards[-1], wrap=True)
 
     def explain_foundation(self, dst: Pile, card: int) -> str | None:
         """A foundation starts with the base rank in its own suit (f0,f1 clubs, f2,f3 spades,

@@ -193,8 +193,8 @@ def test_a_forged_replay_is_shown_as_not_verified() -> None:
     # the commitment line says what it checked, and only that
     assert "commitment verified: it is sha256 of game klondike, number 1 and the salt" in lines
     assert (
-        "PROBLEM: ann (p1): illegal move 't0-t1' at ply 1: t1 does not accept QH on TS; "
-        "the 2 moves after it are not replayed"
+        "PROBLEM: ann (p1): illegal move 't0-t1' at ply 1: t1 builds down in alternating "
+        "colours: it needs a red 9 on TS, not QH; the 2 moves after it are not replayed"
     ) in lines
     assert lines.count("replay does NOT verify (1 problem)") == 2
     assert "replay verified" not in lines
@@ -203,7 +203,10 @@ def test_a_forged_replay_is_shown_as_not_verified() -> None:
     stated = [f"  {entry_text(entry)}" for entry in forged.results]
     assert stated and lines[head + 1 : head + 1 + len(stated)] == stated
     assert stated[0].startswith("  #1 ")
-    assert f"move 2 (ply 1) at 0.5 s: {ILLEGAL} ILLEGAL: t1 does not accept QH on TS" in lines
+    assert (
+        f"move 2 (ply 1) at 0.5 s: {ILLEGAL} ILLEGAL: t1 builds down in alternating colours: "
+        "it needs a red 9 on TS, not QH"
+    ) in lines
     assert "the replay of this racer stops here; not replayed: deal deal" in lines
     assert sum(line.startswith(BOARD_HEAD) for line in lines) == 2  # the deal, one move
 

@@ -140,7 +140,7 @@ def test_refused_commands_answer_errors_and_change_nothing(engine: Engine) -> No
     state = engine.send(cmd="new", game="klondike", deal="1")["state"]
 
     refusals = [
-        ('{"cmd": "play", "move": "t0-t1"}', "t1 does not accept QH on TS"),
+        ('{"cmd": "play", "move": "t0-t1"}', "it needs a red 9 on TS, not QH"),
         ('{"cmd": "play", "move": "t0-t9"}', "klondike has no pile t9"),
         ('{"cmd": "play", "move": "sideways"}', "cannot read move 'sideways'"),
         ('{"cmd": "play", "move": 3}', 'play needs "move" as a string'),

@@ -15,6 +15,7 @@ from solrace.engine import (
     NothingToUndoError,
     deal,
 )
+from solrace.engine.piles import FOUNDATION, STOCK
 
 from .positions import assert_refused, cards, position, snapshot
 
@@ -103,7 +104,12 @@ def test_fresh_deals_are_neither_won_nor_stuck() -> None:
 @pytest.mark.parametrize(
     ("game_id", "piles", "move", "message"),
     [
-        ("klondike", {"tableau[3]": "9C", "waste": "9H"}, "w-t3", "t3 does not accept 9H on 9C"),
+        (
+            "klondike",
+            {"tableau[3]": "9C", "waste": "9H"},
+            "w-t3",
+            "t3 builds down in alternating colours: it needs a red 8 on 9C, not 9H",
+        ),
         ("klondike", {"tableau[3]": "9C"}, "t9-t3", "klondike has no pile t9"),
         ("klondike", {"tableau[3]": "9C"}, "r0-t3", "klondike has no pile r0"),
         ("klondike", {"tableau[3]": "9C"}, "t3-t3", "t3 cannot move onto itself"),
@@ -111,7 +117,7 @@ def test_fresh_deals_are_neither_won_nor_stuck() -> None:
         ("klondike", {"tableau[3]": "9C 8H"}, "t3-t2:3", "t3 holds only 2 card(s)"),
         ("klondike", {"tableau[3]": "#9C 8H"}, "t3-t2:2", "t3 has only 1 face-up card(s), not 2"),
         ("klondike", {"stock": "#KC"}, "s-t0", "cards leave the stock only by dealing ('deal')"),
-        ("klondike", {"tableau[0]": "KC"}, "t0-w", "w does not accept KC"),
+        ("klondike", {"tableau[0]": "KC"}, "t0-w", "no card goes onto the waste"),
         ("colorado", {"tableau[0]": "5C"}, "t0-t0", "t0 cannot move onto itself"),
         ("terrace", {"foundation[0]": "5C", "reserve[0]": "7D"}, "r0-t0", "reserve cards go only"),
         (
@@ -221,6 +227,147 @@ def test_a_refused_foundation_move_names_the_card_the_pile_needs(
     """A foundation's refusal says what it takes, not only "f0 does not accept AD on an
     empty pile" (the player cannot see from that that f0 is the clubs' pile)."""
     assert_refused(position(game_id, piles), move, message)
+
+
+@pytest.mark.parametrize(
+    ("game_id", "piles", "move", "message"),
+    [
+        # Klondike: down in alternating colours, no wrap; a space takes only a King.
+        (
+            "klondike",
+            {"tableau[0]": "QH", "tableau[1]": "#3C TS"},
+            "t0-t1",
+            "t1 builds down in alternating colours: it needs a red 9 on TS, not QH",
+        ),
+        (
+            "klondike-draw3",
+            {"tableau[1]": "#3C AH", "tableau[2]": "KS"},
+            "t2-t1",
+            "t1 builds down in alternating colours and ends at the Ace: nothing goes on AH, not KS",
+        ),
+        (
+            "vegas-klondike",
+            {"foundation[2]": "AH 2H", "tableau[1]": "2S"},
+            "f2-t1",
+            "t1 builds down in alternating colours: it needs a red Ace on 2S, not 2H",
+        ),
+        (
+            "casino-klondike",
+            {"waste": "QH"},
+            "w-t3",
+            "t3 is empty: only a King may start it, not QH",
+        ),
+        (
+            "klondike-book-3",
+            {"tableau[0]": "KC QH", "tableau[1]": "#2C JS"},
+            "t1-t2",
+            "t2 is empty: only a King may start it, not JS (any card may once all four Kings "
+            "lie at the bottom of columns: 1 does now)",
+        ),
+        # A face-down top is not named, and its rule is not guessed at.
+        (
+            "klondike-book-1",
+            {"tableau[1]": "#AH", "tableau[2]": "KS"},
+            "t2-t1",
+            "t1 does not accept KS on a face-down card",
+        ),
+        # Colorado: a tableau pile takes any card, but only from the waste.
+        ("colorado", {"tableau[0]": "5C", "tableau[1]": "6D"}, "t0-t1", "t1 takes cards only "),
+        # The Terrace family: down in alternating colours, a King on an Ace too.
+        (
+            "terrace",
+            {"foundation[0]": "5C", "tableau[0]": "AS", "tableau[1]": "KS"},
+            "t1-t0",
+            "t0 builds down in alternating colours (a King goes on an Ace): it needs a red King "
+            "on AS, not KS",
+        ),
+        (
+            "queen-of-italy",
+            {"foundation[2]": "5S 6H", "tableau[0]": "7H"},
+            "f2-t0",
+            "t0 builds down in alternating colours: it needs a black 6 on 7H, not 6H",
+        ),
+        (  # the foundations build in suit, the tableau still in alternating colours
+            "generals-patience",
+            {"foundation[0]": "5C", "tableau[0]": "9C", "waste": "8C"},
+            "w-t0",
+            "t0 builds down in alternating colours: it needs a red 8 on 9C, not 8C",
+        ),
+        (
+            "blondes-and-brunettes",
+            {"foundation[0]": "5C", "tableau[0]": "9C", "tableau[1]": "TD"},
+            "t1-t0",
+            "t0 builds down in alternating colours: it needs a red 8 on 9C, not TD",
+        ),
+        (
+            "falling-star",
+            {"foundation[0]": "5C", "tableau[0]": "AD", "waste": "KD"},
+            "w-t0",
+            "t0 builds down in alternating colours (a King goes on an Ace): it needs a black "
+            "King on AD, not KD",
+        ),
+        # British Square: in suit, one rank up or down, then the way the bottom two set.
+        (
+            "british-square",
+            {"tableau[0]": "9H", "waste": "9S"},
+            "w-t0",
+            "t0 builds in suit, up or down: it needs an 8 or 10 of hearts on 9H, not 9S",
+        ),
+        (
+            "british-square",
+            {"tableau[0]": "KC", "waste": "AC"},
+            "w-t0",
+            "t0 builds in suit, up or down: it needs a Queen of clubs on KC, not AC",
+        ),
+        (
+            "british-square",
+            {"tableau[0]": "7D 8D", "tableau[1]": "7D"},
+            "t1-t0",
+            "t0 builds up in diamonds: it needs a 9 of diamonds on 8D, not 7D",
+        ),
+        (
+            "british-square",
+            {"tableau[0]": "2S AS", "waste": "KS"},
+            "w-t0",
+            "t0 builds down in spades and ends at the Ace: nothing goes on AS, not KS",
+        ),
+        # The waste and the reserve take no card in any game.
+        ("klondike", {"tableau[0]": "KC"}, "t0-w", "no card goes onto the waste: only the stock"),
+        (
+            "terrace",
+            {"foundation[0]": "5C", "tableau[0]": "9C"},
+            "t0-r0",
+            "no card goes onto the reserve: it only gives cards",
+        ),
+    ],
+)
+def test_a_refused_tableau_move_names_the_rule_it_breaks(
+    game_id: str, piles: dict[str, str], move: str, message: str
+) -> None:
+    """A tableau pile's refusal says which rule the move breaks and what would fit, not only
+    "t1 does not accept QH on TS"."""
+    assert_refused(position(game_id, piles), move, message)
+
+
+@pytest.mark.parametrize("game_id", GAME_IDS)
+def test_no_refusal_on_a_real_deal_falls_back_to_does_not_accept(game_id: str) -> None:
+    """Every game explains a refusal onto its tableau (a face-up top or a space), waste or
+    reserve by its own rules: none says only "t1 does not accept QH on TS"."""
+    game = deal(game_id, "123456")
+    game.play(game.legal_moves()[-1])
+    refused = 0
+    for src in game.piles:
+        for dst in game.piles:
+            if src is dst or dst.kind in (STOCK, FOUNDATION):
+                continue
+            move = Move(src.short, dst.short, 1)
+            if game.is_legal(move):
+                continue
+            with pytest.raises(IllegalMoveError) as info:
+                game.play(move)
+            assert "does not accept" not in str(info.value), move
+            refused += 1
+    assert refused > 20
 
 
 @pytest.mark.parametrize("game_id", GAME_IDS)

@@ -109,7 +109,7 @@ def test_auto_deal_refills_an_emptied_waste() -> None:
 def test_only_the_top_waste_card_plays() -> None:
     game = position("klondike", {"waste": "KH QS", "tableau[1]": "KD"})
     assert_refused(game, "w-t0:2", "w cannot give 2 cards at once")
-    assert_refused(game, "w-t0", "t0 is empty and takes only a King (not QS)")
+    assert_refused(game, "w-t0", "t0 is empty: only a King may start it, not QS")
     assert_plays(game, "w-t1")
 
 
@@ -122,8 +122,8 @@ def test_spaces_take_only_kings_or_runs_headed_by_a_king(game_id: str) -> None:
         "tableau[3]": "#4C KC",
     }
     game = position(game_id, piles)
-    assert_refused(game, "w-t0", "t0 is empty and takes only a King (not QS)")
-    assert_refused(game, "t2-t0", "t0 is empty and takes only a King (not JD)")
+    assert_refused(game, "w-t0", "t0 is empty: only a King may start it, not QS")
+    assert_refused(game, "t2-t0", "t0 is empty: only a King may start it, not JD")
     assert_plays(game, "t1-t0:2")
     assert game.pile_texts()["tableau[0]"] == "KH QS"
     assert game.pile_texts()["tableau[1]"] == "2C"
@@ -145,7 +145,9 @@ def test_foundation_take_back_in_pysolfc_games(game_id: str) -> None:
     game.play("f1-t0")
     assert game.pile_texts()["foundation[1]"] == "AS"
     assert game.pile_texts()["tableau[0]"] == "#9C 3H 2S"
-    assert_refused(game, "f1-t0", "t0 does not accept AS on 2S")
+    assert_refused(
+        game, "f1-t0", "t0 builds down in alternating colours: it needs a red Ace on 2S, not AS"
+    )
 
 
 @pytest.mark.parametrize("game_id", BOOK_KLONDIKES)
@@ -237,14 +239,20 @@ def test_book_spaces_take_only_kings_until_four_kings_lie_at_the_bottom(
     if t3 == "KD QS":
         piles["tableau[2]"] = "#KH 5C"
     game = position(game_id, piles)
-    assert_refused(game, "w-t4", "t4 is empty and takes only a King (not 4C)")
-    assert_refused(game, "t5-t4:2", "t4 is empty and takes only a King (not 5D)")
+    assert_refused(game, "w-t4", "t4 is empty: only a King may start it, not 4C")
+    assert_refused(game, "t5-t4:2", "t4 is empty: only a King may start it, not 5D")
+    # The player is told how far the board is from the exception (face-up Kings only).
+    assert_refused(
+        game,
+        "w-t4",
+        "not 4C (any card may once all four Kings lie at the bottom of columns: 3 do now)",
+    )
 
 
 @pytest.mark.parametrize("game_id", PYSOL_KLONDIKES)
 def test_pysolfc_spaces_stay_king_only_with_four_kings_down(game_id: str) -> None:
     game = position(game_id, _kings("KD"))
-    assert_refused(game, "w-t4", "t4 is empty and takes only a King (not 4C)")
+    assert_refused(game, "w-t4", "t4 is empty: only a King may start it, not 4C")
 
 
 @pytest.mark.parametrize("game_id", ALL_KLONDIKES)
@@ -268,6 +276,12 @@ def test_tableau_builds_down_in_alternating_colours_without_wrap(game_id: str) -
         game_id,
         {"tableau[0]": "9C", "tableau[1]": "AH", "tableau[2]": "KS", "waste": "8C"},
     )
-    assert_refused(game, "w-t0", "t0 does not accept 8C on 9C")
-    assert_refused(game, "t2-t1", "t1 does not accept KS on AH")
-    assert_refused(game, "t1-t2", "t2 does not accept AH on KS")
+    assert_refused(
+        game, "w-t0", "t0 builds down in alternating colours: it needs a red 8 on 9C, not 8C"
+    )
+    assert_refused(
+        game,
+        "t2-t1",
+        "t1 builds down in alternating colours and ends at the Ace: nothing goes on AH, not KS",
+    )
+    assert_refused(game, "t1-t2", "it needs a red Queen on KS, not AH")

@@ -127,9 +127,17 @@ def test_tableau_builds_down_in_alternating_colours_wrapping_king_on_ace(game_id
     )
     legal = set(game.legal_moves())
     assert {Move("t1", "t0"), Move("t2", "t3")} <= legal
-    assert_refused(game, "t1-t2", "t2 does not accept KS on AS")
-    assert_refused(game, "t0-t1", "t1 does not accept AH on KS")  # no wrap upwards
-    assert_refused(game, "t4-t0", "t0 does not accept KH on AH")
+    assert_refused(
+        game,
+        "t1-t2",
+        "t2 builds down in alternating colours (a King goes on an Ace): "
+        "it needs a red King on AS, not KS",
+    )
+    # no wrap upwards
+    assert_refused(
+        game, "t0-t1", "t1 builds down in alternating colours: it needs a red Queen on KS, not AH"
+    )
+    assert_refused(game, "t4-t0", "it needs a black King on AH, not KH")
     assert_plays(game, "t1-t0")
     assert game.pile_texts()["tableau[0]"] == "AH KS"
     assert_refused(game, "t0-t2:2", "cards move one at a time in this game")

@@ -28,7 +28,7 @@ from tests.server.protocol.test_race import running
 
 # Stock clicks on klondike 1 put no card on a foundation: the ranking stays 0/52 at 0 s.
 MOVES = ("deal", "deal", "deal")
-ILLEGAL = "t0-t1"  # klondike 1: t1 does not accept QH on TS
+ILLEGAL = "t0-t1"  # klondike 1: t1 needs a red 9 on TS, not QH
 
 
 def sample(moves: tuple[str, ...] = ("deal",)) -> ReplayModel:
@@ -142,8 +142,8 @@ def test_quiet_prints_only_the_problems(tmp_path: Path, capsys: pytest.CaptureFi
     assert main([str(path), "--quiet"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out == [
-        "PROBLEM: ann (p1): illegal move 't0-t1' at ply 1: t1 does not accept QH on TS; "
-        "the 2 moves after it are not replayed"
+        "PROBLEM: ann (p1): illegal move 't0-t1' at ply 1: t1 builds down in alternating "
+        "colours: it needs a red 9 on TS, not QH; the 2 moves after it are not replayed"
     ]
 
 
@@ -153,7 +153,7 @@ def test_an_illegal_move_is_named_with_its_ply(
     path = write(tmp_path, json.dumps(with_illegal_move(3)))
     assert main([str(path)]) == 1
     out = capsys.readouterr().out
-    assert "PROBLEM: ann (p1): illegal move 't0-t1' at ply 3: t1 does not accept" in out
+    assert "PROBLEM: ann (p1): illegal move 't0-t1' at ply 3: t1 builds down" in out
     assert "is not replayed" not in out  # nothing follows the last move
     assert "ann (p1): 3 of 4 moves legal, then an illegal one" in out
     assert "all legal" not in out
