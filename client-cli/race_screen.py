@@ -1,7 +1,9 @@
 """The play app's race screen: the own board, the clock, every racer's progress; moves by
 keys, mouse or typing, and how the screen names the player's own state once out of a race
 others still play (`OUT_WORDS`): its footer then offers only the way back, and a move's key
-says the player is out instead of sending what the server would refuse. It reads
+says the player is out instead of sending what the server would refuse. Before the start
+(`WAIT_WORDS`) the footer offers only the way back too, and a move's key says the race has
+not started yet. It reads
 `ClientState` and acts through the app; `update_view()`, which the app calls after every
 server message, never changes the state itself: only server messages do (`state.py`).
 """
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from .tui import PlayApp
 
 
-__all__ = ["OUT_WORDS", "RaceScreen"]
+__all__ = ["OUT_WORDS", "WAIT_WORDS", "RaceScreen"]
 
 
 #: How the race screen names the player's own state once out of a race others still play.
@@ -43,7 +45,15 @@ OUT_WORDS: Final[Mapping[str, str]] = {
 }
 
 
-#: The race screen's actions for playing: offered (and run) only while the player plays on.
+#: How the race screen names a race's wait before its start (its status, open or countdown).
+WAIT_WORDS: Final[Mapping[str, str]] = {
+    "open": "waiting for players",
+    "countdown": "counting down to its start",
+}
+
+
+#: The race screen's actions for playing: offered (and run) only while the race runs and the
+#: player plays on (not before the start: the server refuses a move or a resign then).
 PLAYING_ACTIONS: Final[frozenset[str]] = frozenset({"deal", "cancel", "type_move", "resign"})
 
 
@@ -73,6 +83,9 @@ class RaceScreen(Screen[None]):
         #: A move was tried once out of the race: the message line says so (`say_out`) in
         #: place of what comes next.
         self._move_tried_out = False
+        #: A move was tried before the start: the message line says the race has not started
+        #: (`say_early`) until it starts.
+        self._move_tried_early = False
         #: Whether the footer last offered the playing keys (`check_action`).
         self._offered_play: bool | None = None
 
@@ -114,23 +127,38 @@ class RaceScreen(Screen[None]):
         racer = race.racers.get(me) if me is not None else None
         return racer.state if racer is not None and racer.is_done else None
 
+    def waiting(self) -> str | None:
+        """The race's status while it waits for its start (`open`, `countdown`), the player
+        not out of it; None once it runs (or when the race has no news)."""
+        race = self.play.session.state.races.get(self.race_id)
+        if race is None or not race.is_live or self.out_state() is not None:
+            return None
+        return race.status if race.status in WAIT_WORDS else None
+
+    def playing(self) -> bool:
+        """The race runs and the player plays on: its moves, cancel and resign apply."""
+        return self.out_state() is None and self.waiting() is None
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Out of the race, its moves, resign and cancel go from the footer (and their keys
-        # say so: `on_key`); the way back stays.
+        # Before the start and once out of the race, its moves, resign and cancel go from the
+        # footer (and their keys say why: `on_key`); the way back stays.
         if action in PLAYING_ACTIONS:
-            return self.out_state() is None
+            return self.playing()
         return True
 
     def _refresh_offered(self) -> None:
         """The footer again when the playing keys come or go (not on every view: it would
-        flicker), and the move line shut once out (a move typed there would be refused)."""
-        playing = self.out_state() is None
+        flicker), and the move line shut while they are gone (a move typed there would be
+        refused): open again once the race starts."""
+        playing = self.playing()
         line = self.query_one("#move", Input)
         if not playing and not line.disabled:
             if line.has_focus:
                 self.query_one("#board", BoardWidget).focus()
             line.value = ""
             line.disabled = True
+        elif playing and line.disabled:
+            line.disabled = False
         if playing != self._offered_play:
             self._offered_play = playing
             self.refresh_bindings()
@@ -147,6 +175,9 @@ class RaceScreen(Screen[None]):
             # What was said before the start goes, and so does a resign it asked for.
             self.message, self._message_before_start = "", False
             self._resign_armed = False
+        waiting = self.waiting()
+        if waiting is None:
+            self._move_tried_early = False
         selected = self.source[0] if self.source else None
         self.query_one("#board", BoardWidget).show(board, selected)
         self.query_one("#racers", RacersPanel).show(race, me)
@@ -162,6 +193,8 @@ class RaceScreen(Screen[None]):
             line = f"refused {race.last_rejection.move}: {race.last_rejection.reason}"
         if race is not None and race.unusable is not None and not line:
             line = race.unusable
+        if waiting is not None and self._move_tried_early:
+            line = self.early_text(waiting)
         style = "yellow" if line else ""
         racer = race.racers.get(me) if race is not None and me is not None else None
         if race is not None and race.is_live and racer is not None and racer.is_done:
@@ -193,6 +226,15 @@ class RaceScreen(Screen[None]):
             f"{done}: you have no more moves in this race; the results show here when it "
             f"ends — {self.back_text()}"
         )
+
+    def early_text(self, status: str) -> str:
+        """What a move's key (`d`, `:`, `x`, a pile, a click) says before the race starts
+        (`status`: `open` or `countdown`): nothing is sent, and the way out is named."""
+        where = self.back_text()
+        if status == "open" and self.play.session.state.tournament_of(self.race_id) is None:
+            where += " (Leave there gives up your seat)"
+        wait = WAIT_WORDS.get(status, status)
+        return f"the race has not started yet ({wait}): no moves before the start — {where}"
 
     def lost_text(self, lost: str) -> str:
         """What the player is told of this race once the server lost it (`lost`: the
@@ -260,6 +302,23 @@ class RaceScreen(Screen[None]):
         self.update_view()
         return True
 
+    def say_early(self) -> bool:
+        """Before the race starts, say so for a move's key instead of acting on it: True
+        when it was said (the line keeps saying it until the start)."""
+        if self.waiting() is None:
+            return False
+        self._resign_armed = False
+        self.source, self.keys = None, ""
+        self._move_tried_early = True
+        self.message = ""
+        self.update_view()
+        return True
+
+    def say_no_move(self) -> bool:
+        """A move's key when no move can be made (out of the race, or before its start): the
+        line says why, nothing is sent; True when it was said."""
+        return self.say_out() or self.say_early()
+
     def disarm_resign(self) -> None:
         """Anything but a second `x` after the first cancels the resign it asked for."""
         if self._resign_armed:
@@ -267,7 +326,7 @@ class RaceScreen(Screen[None]):
             self.message = ""
 
     def send(self, move: Move) -> None:
-        if self.say_out():
+        if self.say_no_move():
             return
         self.disarm_resign()
         self.source = None
@@ -302,7 +361,7 @@ class RaceScreen(Screen[None]):
         self.play.back_to_lobby(keep_race=race is not None and race.status == "open")
 
     def action_resign(self) -> None:
-        if self.say_out():  # nothing to resign
+        if self.say_no_move():  # nothing to resign
             return
         if not self._resign_armed:
             self._resign_armed = True
@@ -316,7 +375,7 @@ class RaceScreen(Screen[None]):
         text = event.value.strip()
         event.input.value = ""
         self.disarm_resign()
-        if text and self.say_out():
+        if text and self.say_no_move():
             text = ""
         if text:
             self.source = None
@@ -327,7 +386,7 @@ class RaceScreen(Screen[None]):
 
     def pick(self, pile: str, depth: int | None) -> None:
         """A pile was chosen (key or click): first the source, then the target."""
-        if self.say_out():
+        if self.say_no_move():
             return
         self.disarm_resign()
         board = self.play.session.state.my_board(self.race_id)
@@ -370,11 +429,11 @@ class RaceScreen(Screen[None]):
         if isinstance(self.focused, Input):
             return
         char = event.character or ""
-        if char and char in "dx:swftr" and self.out_state() is not None:
-            # Out of the race: `d`, `:` and `x` are no longer bound (`check_action`), and no
-            # pile is picked; the key says why.
+        if char and char in "dx:swftr" and not self.playing():
+            # Out of the race or before its start: `d`, `:` and `x` are not bound
+            # (`check_action`), and no pile is picked; the key says why.
             event.stop()
-            self.say_out()
+            self.say_no_move()
             return
         if char != "x":
             self.disarm_resign()

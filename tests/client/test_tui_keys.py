@@ -140,6 +140,72 @@ async def test_out_of_a_race_the_footer_offers_the_way_back_and_moves_send_nothi
         await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
 
 
+#: What a move's key says before the start of an open race of the lobby's.
+EARLY_MOVE = (
+    "the race has not started yet (waiting for players): no moves before the start — l goes"
+    " back to the lobby (Leave there gives up your seat)"
+)
+
+
+async def test_before_the_start_the_footer_offers_the_way_back_and_moves_send_nothing(
+    server_url: str, alice: Session
+) -> None:
+    """Open and waiting for players, the race screen's footer offered Deal, Type a move and
+    Resign, and `d` or a move typed went to the server, which refused it (`the race has not
+    started yet`); the keys come once the race starts."""
+    playing = {"Deal", "Cancel", "Type a move", "Resign (twice)"}
+    bot = Bot(server_url, "dan", make_strategy("greedy", seed=3), delay_s=60)
+    await bot.connect()
+    app = PlayApp(alice)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
+            app.create_race("klondike", 3, 600)  # three seats, two taken: it waits
+            await eventually(lambda: app.race_id is not None, what="race created")
+            race_id = app.race_id
+            assert race_id is not None
+            await bot.join(race_id)
+            app.open_race(race_id)
+            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
+            screen = app.screen
+            assert isinstance(screen, RaceScreen)
+            await eventually(lambda: isinstance(app.focused, BoardWidget), what="keys to it")
+            await eventually(
+                lambda: alice.state.races[race_id].status == "open", what="the race's news"
+            )
+            await eventually(lambda: "Back" in footer_keys(screen), what="the way back")
+            assert not playing & footer_keys(screen)
+            assert screen.query_one("#move", Input).disabled
+
+            await app.workers.wait_for_complete()  # the race screen's sync is sent
+            sent = alice.conn.next_seq
+            await pilot.press("d")
+            assert str(message(screen).render()) == EARLY_MOVE
+            await pilot.press("colon", "d", "enter")  # no move line to type in
+            assert not screen.query_one("#move", Input).has_focus
+            await pilot.press("x", "x", "t", "1", "escape")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert alice.conn.next_seq == sent, "a move was sent before the start"
+            assert alice.state.races[race_id].last_rejection is None
+            assert screen.source is None and not screen.keys
+            assert str(message(screen).render()) == EARLY_MOVE
+
+            app.start_current()
+            await eventually(lambda: alice.state.my_board(race_id) is not None, what="deal")
+            await eventually(lambda: playing <= footer_keys(screen), what="the keys to play")
+            assert not screen.query_one("#move", Input).disabled
+            await eventually(lambda: str(message(screen).render()) == "", what="the wait said")
+            me = PlayerId(alice.me or "")
+            await pilot.press("d")  # now it deals
+            await eventually(lambda: alice.state.races[race_id].plies[me] == 1, what="deal")
+
+            await pilot.press("l")  # the way back goes
+            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
+    finally:
+        await bot.close()
+
+
 async def test_out_of_a_race_others_play_the_screen_says_what_comes_next(
     server_url: str, alice: Session
 ) -> None:
@@ -159,8 +225,8 @@ async def test_out_of_a_race_others_play_the_screen_says_what_comes_next(
 async def test_a_refusal_before_the_start_goes_when_the_race_starts(
     server_url: str, alice: Session
 ) -> None:
-    """Before the start a key says there is no board yet; once the board comes, that line
-    goes (it was about the wait, not about the board the player now sees)."""
+    """Before the start a key says the race has not started yet; once the board comes, that
+    line goes (it was about the wait, not about the board the player now sees)."""
     bot = Bot(server_url, "dan", make_strategy("greedy", seed=3), delay_s=60)
     await bot.connect()
     app = PlayApp(alice)
@@ -178,14 +244,16 @@ async def test_a_refusal_before_the_start_goes_when_the_race_starts(
             assert isinstance(screen, RaceScreen)
             await eventually(lambda: isinstance(app.focused, BoardWidget), what="keys to it")
             await pilot.press("t")
-            assert screen.message == "no board yet: the race has not started"
+            assert str(message(screen).render()) == EARLY_MOVE
             await pilot.press("d")
-            await eventually(lambda: "refused deal" in screen.message, what="deal refused")
-            await pilot.press("x")  # a resign asked before the start goes with its line
-            assert screen.message.startswith("press x again to resign")
+            assert str(message(screen).render()) == EARLY_MOVE
+            await pilot.press("x")  # no resign asked before the start
+            assert str(message(screen).render()) == EARLY_MOVE
             app.start_current()
             await eventually(lambda: alice.state.my_board(race_id) is not None, what="deal")
-            await eventually(lambda: screen.message == "", what="the line of the wait gone")
+            await eventually(
+                lambda: str(message(screen).render()) == "", what="the line of the wait gone"
+            )
             await pilot.press("x")  # asks again: the one before the start is off
             assert screen.message.startswith("press x again to resign")
             assert alice.state.races[race_id].racers[PlayerId(alice.me or "")].state == "playing"
