@@ -80,11 +80,11 @@ class RaceScreen(Screen[None]):
         self._message_before_start = False
         #: `x` was pressed once: the next `x` resigns; anything else in between disarms it.
         self._resign_armed = False
-        #: A move was tried once out of the race: the message line says so (`say_out`) in
+        #: A move was tried once out of the race: the message line says so (`say_no_move`) in
         #: place of what comes next.
         self._move_tried_out = False
         #: A move was tried before the start: the message line says the race has not started
-        #: (`say_early`) until it starts.
+        #: (`say_no_move`) until it starts.
         self._move_tried_early = False
         #: Whether the footer last offered the playing keys (`check_action`).
         self._offered_play: bool | None = None
@@ -289,35 +289,23 @@ class RaceScreen(Screen[None]):
         self._message_before_start = self.play.session.state.my_board(self.race_id) is None
         self.update_view()
 
-    def say_out(self) -> bool:
-        """Once out of the race (or the race off the server), say so for a move's key instead
-        of acting on it: True when it was said. A lost or gone race's line already says
-        what became of it."""
-        if self.out_state() is None:
-            return False
-        self._resign_armed = False
-        self.source, self.keys = None, ""
-        self._move_tried_out = True
-        self.message = ""
-        self.update_view()
-        return True
-
-    def say_early(self) -> bool:
-        """Before the race starts, say so for a move's key instead of acting on it: True
-        when it was said (the line keeps saying it until the start)."""
-        if self.waiting() is None:
-            return False
-        self._resign_armed = False
-        self.source, self.keys = None, ""
-        self._move_tried_early = True
-        self.message = ""
-        self.update_view()
-        return True
-
     def say_no_move(self) -> bool:
-        """A move's key when no move can be made (out of the race, or before its start): the
-        line says why, nothing is sent; True when it was said."""
-        return self.say_out() or self.say_early()
+        """A move's key when no move can be made, once out of the race (or the race off the
+        server) or before its start: the line says why (until the start, for the latter; a
+        lost or gone race's line already says what became of it) and nothing is sent. True
+        when it was said."""
+        out = self.out_state() is not None
+        if not out and self.waiting() is None:
+            return False
+        self._resign_armed = False
+        self.source, self.keys = None, ""
+        if out:
+            self._move_tried_out = True
+        else:
+            self._move_tried_early = True
+        self.message = ""
+        self.update_view()
+        return True
 
     def disarm_resign(self) -> None:
         """Anything but a second `x` after the first cancels the resign it asked for."""

@@ -92,6 +92,10 @@ def message(screen: RaceScreen) -> Static:
     return screen.query_one("#message", Static)
 
 
+#: What the race screen's footer offers for playing, while the player plays a running race.
+PLAYING_KEYS = frozenset({"Deal", "Cancel", "Type a move", "Resign (twice)"})
+
+
 def footer_keys(screen: RaceScreen) -> set[str]:
     """What the race screen's footer offers, by description: the app's active bindings
     shown in a footer (Textual's public view of what `check_action` leaves)."""
@@ -107,15 +111,14 @@ async def test_out_of_a_race_the_footer_offers_the_way_back_and_moves_send_nothi
 ) -> None:
     """Resigned while the others play on, the footer still offered Deal, Type a move and
     Resign, and `d`, a move typed or a click on the stock sent what the server refused."""
-    playing = {"Deal", "Cancel", "Type a move", "Resign (twice)"}
     async with racing_app(server_url, alice) as (app, pilot, screen, race_id):
         me = PlayerId(alice.me or "")
-        await eventually(lambda: playing | {"Back"} <= footer_keys(screen), what="the keys")
+        await eventually(lambda: PLAYING_KEYS | {"Back"} <= footer_keys(screen), what="the keys")
         await pilot.press("x", "x")
         await eventually(
             lambda: alice.state.races[race_id].racers[me].state == "resigned", what="resigned"
         )
-        await eventually(lambda: not playing & footer_keys(screen), what="no key to play")
+        await eventually(lambda: not PLAYING_KEYS & footer_keys(screen), what="no key to play")
         assert "Back" in footer_keys(screen)
 
         sent = alice.conn.next_seq
@@ -140,20 +143,13 @@ async def test_out_of_a_race_the_footer_offers_the_way_back_and_moves_send_nothi
         await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
 
 
-#: What a move's key says before the start of an open race of the lobby's.
-EARLY_MOVE = (
-    "the race has not started yet (waiting for players): no moves before the start — l goes"
-    " back to the lobby (Leave there gives up your seat)"
-)
-
-
-async def test_before_the_start_the_footer_offers_the_way_back_and_moves_send_nothing(
+@contextlib.asynccontextmanager
+async def waiting_app(
     server_url: str, alice: Session
-) -> None:
-    """Open and waiting for players, the race screen's footer offered Deal, Type a move and
-    Resign, and `d` or a move typed went to the server, which refused it (`the race has not
-    started yet`); the keys come once the race starts."""
-    playing = {"Deal", "Cancel", "Type a move", "Resign (twice)"}
+) -> AsyncIterator[tuple[PlayApp, Pilot[None], RaceScreen, RaceId]]:
+    """The play app of `alice`, running, on the screen of a race it created with three seats
+    and a slow bot joined: open, waiting for one more player (`app.start_current()` starts
+    it). The app, its pilot, the race screen and the race id."""
     bot = Bot(server_url, "dan", make_strategy("greedy", seed=3), delay_s=60)
     await bot.connect()
     app = PlayApp(alice)
@@ -170,40 +166,57 @@ async def test_before_the_start_the_footer_offers_the_way_back_and_moves_send_no
             screen = app.screen
             assert isinstance(screen, RaceScreen)
             await eventually(lambda: isinstance(app.focused, BoardWidget), what="keys to it")
-            await eventually(
-                lambda: alice.state.races[race_id].status == "open", what="the race's news"
-            )
-            await eventually(lambda: "Back" in footer_keys(screen), what="the way back")
-            assert not playing & footer_keys(screen)
-            assert screen.query_one("#move", Input).disabled
-
-            await app.workers.wait_for_complete()  # the race screen's sync is sent
-            sent = alice.conn.next_seq
-            await pilot.press("d")
-            assert str(message(screen).render()) == EARLY_MOVE
-            await pilot.press("colon", "d", "enter")  # no move line to type in
-            assert not screen.query_one("#move", Input).has_focus
-            await pilot.press("x", "x", "t", "1", "escape")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            assert alice.conn.next_seq == sent, "a move was sent before the start"
-            assert alice.state.races[race_id].last_rejection is None
-            assert screen.source is None and not screen.keys
-            assert str(message(screen).render()) == EARLY_MOVE
-
-            app.start_current()
-            await eventually(lambda: alice.state.my_board(race_id) is not None, what="deal")
-            await eventually(lambda: playing <= footer_keys(screen), what="the keys to play")
-            assert not screen.query_one("#move", Input).disabled
-            await eventually(lambda: str(message(screen).render()) == "", what="the wait said")
-            me = PlayerId(alice.me or "")
-            await pilot.press("d")  # now it deals
-            await eventually(lambda: alice.state.races[race_id].plies[me] == 1, what="deal")
-
-            await pilot.press("l")  # the way back goes
-            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
+            yield app, pilot, screen, race_id
     finally:
         await bot.close()
+
+
+#: What a move's key says before the start of an open race of the lobby's.
+EARLY_MOVE = (
+    "the race has not started yet (waiting for players): no moves before the start — l goes"
+    " back to the lobby (Leave there gives up your seat)"
+)
+
+
+async def test_before_the_start_the_footer_offers_the_way_back_and_moves_send_nothing(
+    server_url: str, alice: Session
+) -> None:
+    """Open and waiting for players, the race screen's footer offered Deal, Type a move and
+    Resign, and `d` or a move typed went to the server, which refused it (`the race has not
+    started yet`); the keys come once the race starts."""
+    async with waiting_app(server_url, alice) as (app, pilot, screen, race_id):
+        await eventually(
+            lambda: alice.state.races[race_id].status == "open", what="the race's news"
+        )
+        await eventually(lambda: "Back" in footer_keys(screen), what="the way back")
+        assert not PLAYING_KEYS & footer_keys(screen)
+        assert screen.query_one("#move", Input).disabled
+
+        await app.workers.wait_for_complete()  # the race screen's sync is sent
+        sent = alice.conn.next_seq
+        await pilot.press("d")
+        assert str(message(screen).render()) == EARLY_MOVE
+        await pilot.press("colon", "d", "enter")  # no move line to type in
+        assert not screen.query_one("#move", Input).has_focus
+        await pilot.press("x", "x", "t", "1", "escape")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert alice.conn.next_seq == sent, "a move was sent before the start"
+        assert alice.state.races[race_id].last_rejection is None
+        assert screen.source is None and not screen.keys
+        assert str(message(screen).render()) == EARLY_MOVE
+
+        app.start_current()
+        await eventually(lambda: alice.state.my_board(race_id) is not None, what="deal")
+        await eventually(lambda: footer_keys(screen) >= PLAYING_KEYS, what="the keys to play")
+        assert not screen.query_one("#move", Input).disabled
+        await eventually(lambda: str(message(screen).render()) == "", what="the wait said")
+        me = PlayerId(alice.me or "")
+        await pilot.press("d")  # now it deals
+        await eventually(lambda: alice.state.races[race_id].plies[me] == 1, what="deal")
+
+        await pilot.press("l")  # the way back goes
+        await eventually(lambda: isinstance(app.screen, LobbyScreen), what="back in the lobby")
 
 
 async def test_out_of_a_race_others_play_the_screen_says_what_comes_next(
@@ -227,38 +240,21 @@ async def test_a_refusal_before_the_start_goes_when_the_race_starts(
 ) -> None:
     """Before the start a key says the race has not started yet; once the board comes, that
     line goes (it was about the wait, not about the board the player now sees)."""
-    bot = Bot(server_url, "dan", make_strategy("greedy", seed=3), delay_s=60)
-    await bot.connect()
-    app = PlayApp(alice)
-    try:
-        async with app.run_test(size=(100, 30)) as pilot:
-            await eventually(lambda: isinstance(app.screen, LobbyScreen), what="lobby")
-            app.create_race("klondike", 3, 600)  # three seats, two taken: it waits
-            await eventually(lambda: app.race_id is not None, what="race created")
-            race_id = app.race_id
-            assert race_id is not None
-            await bot.join(race_id)
-            app.open_race(race_id)
-            await eventually(lambda: isinstance(app.screen, RaceScreen), what="race screen")
-            screen = app.screen
-            assert isinstance(screen, RaceScreen)
-            await eventually(lambda: isinstance(app.focused, BoardWidget), what="keys to it")
-            await pilot.press("t")
-            assert str(message(screen).render()) == EARLY_MOVE
-            await pilot.press("d")
-            assert str(message(screen).render()) == EARLY_MOVE
-            await pilot.press("x")  # no resign asked before the start
-            assert str(message(screen).render()) == EARLY_MOVE
-            app.start_current()
-            await eventually(lambda: alice.state.my_board(race_id) is not None, what="deal")
-            await eventually(
-                lambda: str(message(screen).render()) == "", what="the line of the wait gone"
-            )
-            await pilot.press("x")  # asks again: the one before the start is off
-            assert screen.message.startswith("press x again to resign")
-            assert alice.state.races[race_id].racers[PlayerId(alice.me or "")].state == "playing"
-    finally:
-        await bot.close()
+    async with waiting_app(server_url, alice) as (app, pilot, screen, race_id):
+        await pilot.press("t")
+        assert str(message(screen).render()) == EARLY_MOVE
+        await pilot.press("d")
+        assert str(message(screen).render()) == EARLY_MOVE
+        await pilot.press("x")  # no resign asked before the start
+        assert str(message(screen).render()) == EARLY_MOVE
+        app.start_current()
+        await eventually(lambda: alice.state.my_board(race_id) is not None, what="deal")
+        await eventually(
+            lambda: str(message(screen).render()) == "", what="the line of the wait gone"
+        )
+        await pilot.press("x")  # asks again: the one before the start is off
+        assert screen.message.startswith("press x again to resign")
+        assert alice.state.races[race_id].racers[PlayerId(alice.me or "")].state == "playing"
 
 
 async def test_the_lobby_keeps_its_highlight_and_esc_leaves_a_field_not_the_app(
