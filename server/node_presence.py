@@ -230,14 +230,13 @@ class NodePresence:
         anyone marked them away, and away if a race has them connected through a
         connection of this node that closed; then, if `judging` (this node's announces have
         gone through for a whole ttl, none finding its presence lost, so every live node has
-        announced since, even after a Redis restart that forgot them all), mark
-        away the racers held by nodes that are not alive, so their grace runs and they
-        forfeit unless they come back. Races in the
-        store held by a node found gone are loaded here first (no other node may hold them:
-        all their racers were on it). When a node is found gone, every live race held here
-        has the progress of its boards stored if the race is behind them (a racer of the
-        gone node who came back here before it was found gone: the gone node may have
-        stored moves without their progress)."""
+        announced since, even after a Redis restart that forgot them all), mark away the
+        racers held by nodes that are not alive, so their grace runs and they forfeit unless
+        they come back. Races in the store held by a node found gone are loaded here first
+        (no other node may hold them: all their racers were on it). When a node is found
+        gone, every live race held here has the progress of its boards stored if the race is
+        behind them (a racer of the gone node who came back here before it was found gone:
+        the gone node may have stored moves without their progress)."""
         await self._claim_secret()
         await self._mark_own_racers_back(now)
         await self._mark_own_closed_racers_away(now)
