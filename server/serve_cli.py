@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from solrace.server.serve_process import run
-from solrace.server.settings import LOG_LEVELS, SECRET_MIN_CHARS, Settings
+from solrace.server.settings import LOG_LEVELS, MAX_PROGRESS_HOLD_S, SECRET_MIN_CHARS, Settings
 from solrace.server.startup_errors import StartupError
 from solrace.server.url_redaction import redact
 
@@ -114,7 +114,8 @@ SERVE_FLAGS: tuple[tuple[str, str, str], ...] = (
     (
         "progress_hold_s",
         "SECONDS",
-        "a racer's progress waits at most this long to share a write with another frame; 0: never",
+        "a racer's progress waits at most this long to share a write with another frame "
+        f"(up to {MAX_PROGRESS_HOLD_S:g}); 0: at once",
     ),
     ("min_time_limit_s", "SECONDS", "shortest time limit a race or tournament may ask for"),
     (

@@ -19,6 +19,14 @@ SECRET_MIN_CHARS = 16
 #: they are added to (an infinite countdown would stop every race from being created).
 MAX_DURATION_S = 7 * 24 * 3600.0
 
+#: The longest a racer's progress may be held for a connection (`progress_hold_s`). A held
+#: frame is what the other racers and the spectators see of a racer, late by the hold (and
+#: `progress_interval_s` before it); the hold only saves `send` calls, and most of that is won
+#: within 0.1 s (60% of the held frames shared a write at 0.1 s under `bench/load.py`; 0.2 s
+#: cost no less CPU a move). A second is ten times the default and still short of what makes
+#: a race look stuck; a longer hold (600 s once passed) would freeze opponents' progress.
+MAX_PROGRESS_HOLD_S = 1.0
+
 #: A WebSocket path: `/`, then printable ASCII without a query (`?`) or a fragment (`#`).
 _WS_PATH = re.compile(r"/[\x21-\x22\x24-\x3e\x40-\x7e]*")
 
@@ -194,7 +202,8 @@ class Settings(BaseSettings):
         default=0.1,
         ge=0,
         description="a racer's progress sent to another connection waits at most this long "
-        "for another frame to that connection, to go out in one write with it; 0: at once",
+        f"for another frame to that connection, to go out in one write with it; at most "
+        f"{MAX_PROGRESS_HOLD_S:g}; 0: at once",
     )
 
     lobby_push_s: float = Field(
@@ -259,6 +268,16 @@ class Settings(BaseSettings):
         duration = name.endswith("_s") and not name.endswith("_per_s")  # not a rate
         if duration and isinstance(value, int | float) and value > MAX_DURATION_S:
             raise ValueError(f"at most {MAX_DURATION_S:.0f} seconds (a week)")
+        return value
+
+    @field_validator("progress_hold_s")
+    @classmethod
+    def _a_short_hold(cls, value: float) -> float:
+        if value > MAX_PROGRESS_HOLD_S:
+            raise ValueError(
+                f"at most {MAX_PROGRESS_HOLD_S:g} second: the other racers and the spectators "
+                "would see a racer's progress that much later (0: sent at once)"
+            )
         return value
 
     @field_validator("host")

@@ -1,7 +1,9 @@
 """A racer's progress sent to another connection waits (`progress_hold_s`) for the next frame
 written to that connection and goes out in the same write, before it; or alone once its hold
 is over; or before the close, when the server closes the connection. Real sockets, the
-node in-process so that the session's writes can be watched."""
+node in-process so that the session's writes can be watched. Where a test needs the frame
+still held when it acts, the hold is the longest the settings take (`MAX_PROGRESS_HOLD_S`, a
+second), far longer than a step on loopback, and the test acts once the frame is held."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from solrace.server.app import App
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import MoveAck, Progress
+from solrace.server.settings import MAX_PROGRESS_HOLD_S
 from solrace.server.websocket_protocol import server_frame
 from solrace.server.websocket_session import WebSocketSession
 from tests.integration.conftest import ServerFactory
@@ -82,8 +85,10 @@ class Holding:
 
 @asynccontextmanager
 async def bob_holding(start_server: ServerFactory) -> AsyncIterator[Holding]:
-    """Alice has moved once and her progress is held for Bob (far longer than the test)."""
-    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
+    """Alice has moved once and her progress is held for Bob (the longest hold: a second)."""
+    async with racing(
+        start_server, progress_interval_s=0.01, progress_hold_s=MAX_PROGRESS_HOLD_S
+    ) as (
         app,
         alice,
         bob,
@@ -98,8 +103,10 @@ async def bob_holding(start_server: ServerFactory) -> AsyncIterator[Holding]:
 async def test_held_progress_goes_out_in_one_write_with_the_next_frame(
     start_server: ServerFactory,
 ) -> None:
-    # Folded at once, held far longer than the test: only Bob's own move sends it.
-    async with racing(start_server, progress_interval_s=0.01, progress_hold_s=600) as (
+    # Folded at once, held a second: Bob's own move, right after, sends it.
+    async with racing(
+        start_server, progress_interval_s=0.01, progress_hold_s=MAX_PROGRESS_HOLD_S
+    ) as (
         app,
         alice,
         bob,
@@ -144,6 +151,7 @@ async def test_a_closing_server_writes_held_progress_before_its_close(
     start_server: ServerFactory,
 ) -> None:
     async with bob_holding(start_server) as held:
+        assert held.bobs.held  # not yet written by the hold's timer
         await held.app.transport.close_connections()
         assert await held.bob.closed() == 1012
         assert [p.progress.moves for p in alices_progress(held.bob, held.alice)] == [1]
@@ -156,6 +164,7 @@ async def test_a_close_the_protocol_makes_itself_writes_held_progress_before_it(
     # close written by `flush`, not by `close`; the progress held for Bob still goes first, as
     # it would have had it been written at once.
     async with bob_holding(start_server) as held:
+        assert held.bobs.held
         await held.bob.send_raw(b"\x00" * (held.app.settings.max_frame_bytes + 1))
         assert await held.bob.closed() == 1009
         assert [p.progress.moves for p in alices_progress(held.bob, held.alice)] == [1]
@@ -180,6 +189,7 @@ async def test_a_connection_gone_while_holding_keeps_nothing_held(
     start_server: ServerFactory,
 ) -> None:
     async with bob_holding(start_server) as held:
+        assert held.bobs.held
         await held.bob.close()
         await asyncio.wait_for(held.bobs.lost, 10)
         # Nothing can be written to it any more: its frames are not kept for the hold's end.

@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from solrace.server.serve_cli import build_parser, main, settings_from_args, unknown_settings
-from solrace.server.settings import SECRET_MIN_CHARS, Settings
+from solrace.server.settings import MAX_PROGRESS_HOLD_S, SECRET_MIN_CHARS, Settings
 from solrace.server.startup_errors import StartupError
 from tests.server.serve_command import REDIS_FORMS, serve
 
@@ -126,6 +126,29 @@ def test_durations_that_are_not_finite_or_past_a_week_are_refused(
         ],
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_progress_hold_past_a_second_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A held progress frame is what opponents see of a racer, that much later: 600 s passed
+    once, and froze every opponent's progress between their own frames."""
+    why = (
+        "at most 1 second: the other racers and the spectators would see a racer's progress "
+        "that much later (0: sent at once)"
+    )
+    code, lines = serve(capsys, "--progress-hold-s", "600", "--data-dir", str(tmp_path))
+    assert (code, lines) == (2, [f"solrace serve: error: invalid --progress-hold-s 600.0: {why}"])
+    monkeypatch.setenv("SOLRACE_PROGRESS_HOLD_S", "1.5")
+    code, lines = serve(capsys, "--data-dir", str(tmp_path))
+    assert (code, lines) == (
+        2,
+        [f"solrace serve: error: invalid SOLRACE_PROGRESS_HOLD_S '1.5': {why}"],
+    )
+    assert list(tmp_path.iterdir()) == []
+    assert Settings(progress_hold_s=MAX_PROGRESS_HOLD_S).progress_hold_s == 1.0
+    helps = {a.dest: a.help or "" for a in build_parser()._actions}
+    assert "(up to 1); 0: at once (default 0.1)" in helps["progress_hold_s"]
 
 
 def test_time_limits_out_of_order_are_refused_in_one_line(
