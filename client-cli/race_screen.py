@@ -26,7 +26,15 @@ from solrace.server.protocol.ids import RaceId
 
 from .boards import check_move, rules_board
 from .render import Hit
-from .widgets import BoardWidget, KeysFooter, RacersPanel, clock_text, link_text, wrap_parts
+from .widgets import (
+    DEAL_PLACEHOLDER,
+    BoardWidget,
+    KeysFooter,
+    RacersPanel,
+    clock_text,
+    link_text,
+    wrap_parts,
+)
 
 if TYPE_CHECKING:
     from .tui import PlayApp
@@ -50,6 +58,11 @@ WAIT_WORDS: Final[Mapping[str, str]] = {
     "open": "waiting for players",
     "countdown": "counting down to its start",
 }
+
+
+#: What the board's place says once the race runs and the own board has not come yet (the
+#: server sends it at the start, and with a sync's answer): not a deal still to come.
+BOARD_ON_ITS_WAY: Final = "race running: waiting for your board…"
 
 
 #: The race screen's actions for playing: offered (and run) only while the race runs and the
@@ -179,7 +192,10 @@ class RaceScreen(Screen[None]):
         if waiting is None:
             self._move_tried_early = False
         selected = self.source[0] if self.source else None
-        self.query_one("#board", BoardWidget).show(board, selected)
+        widget = self.query_one("#board", BoardWidget)
+        running = race is not None and race.status == "running"
+        widget.placeholder = BOARD_ON_ITS_WAY if running else DEAL_PLACEHOLDER
+        widget.show(board, selected)
         self.query_one("#racers", RacersPanel).show(race, me)
         self.update_clock()
         self._refresh_offered()
@@ -427,7 +443,7 @@ class RaceScreen(Screen[None]):
             self.disarm_resign()
         board = self.play.session.state.my_board(self.race_id)
         if board is None and char and char in "swftr":
-            self.say("no board yet: the race has not started")
+            self.say(self.play.session.no_board_text(self.race_id))
             return
         if board is None or not char:
             return

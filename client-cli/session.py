@@ -79,6 +79,12 @@ REQUEST_TIMEOUT_S = 10.0
 #: again and again.
 MAX_BOARD_SYNCS: Final = 3
 
+#: Why there is no own board yet, before the race's start (or with no news of the race).
+NO_BOARD_BEFORE_START: Final = "no board yet: the race has not started"
+#: Why there is no own board yet once the race runs: the server sends it at the start (and
+#: with every sync's answer), and it has not come yet.
+NO_BOARD_RUNNING: Final = "the race is running but your board has not come yet: moves once it shows"
+
 
 def tournament_view_of(tournament_id: str) -> Predicate:
     """Accepts one tournament's `tournament_view` (the answer to joining or watching it)."""
@@ -578,6 +584,15 @@ class Session:
         assert isinstance(reply, Replay)
         return reply.replay
 
+    def no_board_text(self, race_id: RaceId) -> str:
+        """Why the own board of `race_id` is not here: the race has not started, or it runs
+        and its board has not come yet (it said the race had not started, of a race that
+        had)."""
+        race = self.state.races.get(race_id)
+        if race is not None and race.status == "running":
+            return NO_BOARD_RUNNING
+        return NO_BOARD_BEFORE_START
+
     def check(self, race_id: RaceId, text: str) -> str | None:
         """Why `text` cannot be played now on the own board, or None."""
         try:
@@ -586,7 +601,7 @@ class Session:
             return str(exc)
         board = self.state.my_board(race_id)
         if board is None:
-            return "no board yet: the race has not started"
+            return self.no_board_text(race_id)
         if any(p.race_id == race_id for p in self.conn.pending.values()):
             return None  # the board is about to change; let the server judge
         return check_move(board, move)

@@ -4,7 +4,7 @@ clicked, and a panel of racers' progress bars."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -237,6 +237,10 @@ STATE_STYLES: dict[RacerStateName, str] = {
 }
 
 
+#: What a board's place says until the deal comes.
+DEAL_PLACEHOLDER: Final = "waiting for the deal…"
+
+
 class BoardWidget(Widget):
     """One board, laid out for the widget's size; clicks become `BoardWidget.Picked`."""
 
@@ -265,7 +269,7 @@ class BoardWidget(Widget):
         self.selected: str | None = None
         self.ascii = ascii
         self.title = title
-        self.placeholder = "waiting for the deal…"
+        self.placeholder = DEAL_PLACEHOLDER
         self._rendered: Rendered | None = None
         self._waiting = ""
 
