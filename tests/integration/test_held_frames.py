@@ -8,11 +8,13 @@ second), far longer than a step on loopback, and the test acts once the frame is
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from solrace.server.app import App
+from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.codec import encode
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import MoveAck, Progress
@@ -194,3 +196,47 @@ async def test_a_connection_gone_while_holding_keeps_nothing_held(
         await asyncio.wait_for(held.bobs.lost, 10)
         # Nothing can be written to it any more: its frames are not kept for the hold's end.
         assert held.bobs.held == [] and held.bobs.held_bytes == 0
+
+
+async def test_a_keepalive_timeout_writes_held_progress_before_its_close(
+    start_server: ServerFactory,
+) -> None:
+    # A client that stops reading answers no ping: the server fails the connection itself
+    # (1011), its close written by `flush` as the 1009 above; the progress held for Bob since
+    # the unanswered ping went out goes first, in the same write, and the node serves on.
+    async with racing(
+        start_server,
+        progress_interval_s=0.01,
+        progress_hold_s=MAX_PROGRESS_HOLD_S,
+        ping_interval_s=0.2,
+        ping_timeout_s=0.6,  # the close comes within 0.65 s of the ping, the hold's end 1 s after
+    ) as (app, alice, bob, race_id):
+        bobs = session_of(app, bob)
+        bob.connection.transport.pause_reading()  # our pings now go unanswered
+        paused_at = time.monotonic()
+        await eventually(
+            lambda: bobs.ping_outstanding and bobs.last_ping_at > paused_at,
+            what="a ping Bob does not answer",
+        )
+        writes = watch_writes(bobs)
+        await play(alice, race_id, ["deal"])
+        await eventually(lambda: bool(bobs.held), what="Alice's progress held for Bob")
+        await eventually(lambda: bobs.closing, what="the keepalive's close")
+        bob.connection.transport.resume_reading()
+        assert await bob.closed() == CloseCode.INTERNAL_ERROR
+        assert bob.connection.close_reason == "keepalive ping timeout"
+        progress = alices_progress(bob, alice)
+        assert [p.progress.moves for p in progress] == [1]
+        # One write: the progress, then the close frame (opcode 0x8, unmasked).
+        frame = server_frame(encode(progress[0]))
+        assert len(writes) == 1 and writes[0].startswith(frame)
+        assert writes[0][len(frame)] == 0x88
+        await eventually(lambda: bobs not in app.transport.sessions, what="Bob's session gone")
+
+        # The node serves the others: Alice plays on, a newcomer says hello.
+        await play(alice, race_id, ["deal"], first_seq=2)
+        carol = await Client.open(f"ws://127.0.0.1:{app.port}")
+        try:
+            await carol.hello("carol")
+        finally:
+            await carol.close()
