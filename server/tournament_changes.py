@@ -3,12 +3,13 @@
 The rules are pure (`protocol/tournament.py`); this loads a tournament's document from the
 store, applies one command to it, saves it with a compare-and-set on its version (so of two
 nodes moving one tournament on, one wins and the other reloads and tries again), and only then
-acts on the events: it opens each requested race through its race host (the hub's races,
-`tournament_host.py`; `Hub.open_seated_race`: the match's players seated, the round's secret
-deal), tells the seated players (`tournament_race`) and pushes the new view to the
-tournament's watchers. A race whose match was decided meanwhile (a forfeit, a drop-out, an
-admin correction: `RaceCancelled`) is stopped: cancelled through the hub like any race change,
-so its racers and spectators see it end, and it neither counts nor changes ratings. The deals
+acts on the events. A race whose match was decided meanwhile (a forfeit, a drop-out, an
+admin correction: `RaceCancelled`) is stopped first: cancelled through the hub like any race
+change, so its racers and spectators see it end (before the notice of a racer's next race),
+and it neither counts nor changes ratings. Then it opens each requested race through its race
+host (the hub's races, `tournament_host.py`; `Hub.open_seated_race`: the match's players
+seated, the round's secret deal), tells the seated players (`tournament_race`) and pushes the
+new view to the tournament's watchers. The deals
 of the rounds a change ended are released (`held_deals` notes which rounds may still hold
 theirs); a step the store refuses is left for the tick (`_repairs`).
 
@@ -166,7 +167,7 @@ class TournamentChanges:
             raise RaceError(ErrorCode.UNAVAILABLE, "the tournament is busy; retry")
 
     async def _carry_out(self, saved: _Saved) -> list[TournamentRace]:
-        """Open the races a saved change requested, stop the ones it cancelled and release
+        """Stop the races a saved change cancelled, open the ones it requested and release
         the deals of the rounds it ended: the notices of the races opened."""
         # The change is saved, so it stands: each step below is on its own, and one the store
         # refuses is tried again by the tick (`_repairs`), not reported to the requester.
@@ -175,12 +176,14 @@ class TournamentChanges:
         cancelled = [e for e in saved.events if isinstance(e, RaceCancelled)]
         notices = []
         with self.views.carrying_out(tournament_id):
+            # Stopped first: a player of a race its match no longer needs hears it cancelled
+            # before the notice of its next race (which a line mode makes the current one).
+            for stop in cancelled:
+                await self._stop_race(live, stop)
             for race_id, event in saved.races.items():
                 notice = await self._open_race(live, race_id, event.race_number, event.match_id)
                 if notice is not None:
                     notices.append(notice)
-            for stop in cancelled:
-                await self._stop_race(live, stop)
             await self._release_held(live)  # the rounds it ended (and any left held before)
         return notices
 

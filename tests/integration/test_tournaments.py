@@ -27,6 +27,7 @@ from solrace.server.protocol.messages import (
     Error,
     RaceFinished,
     RaceStarted,
+    RaceUpdate,
     Resign,
 )
 from solrace.server.protocol.records import RaceRecord
@@ -564,4 +565,39 @@ async def test_a_tournament_takes_at_most_the_server_s_player_limit(
     view = await admin.expect(TournamentView)
     assert len(view.tournament.players) == 3
     for each in (admin, *players):
+        await each.close()
+
+
+async def test_a_race_stopped_by_a_forfeit_is_cancelled_before_the_next_round_s_race(
+    start_server: ServerFactory,
+) -> None:
+    """A forfeit that decides round 1 of a Swiss (three players: one match and a bye) stops
+    the match's race and starts round 2: the players of the stopped race hear it cancelled
+    before the next round's `tournament_race` (which makes the new race the current one of
+    the line mode, so a cancel said after it went unsaid there)."""
+    app = await start_server(**FAST)
+    admin = await connect(app, "director")
+    tid = (await create(admin, "swiss")).tournament_id
+    players = {name: await connect(app, name) for name in ("ann", "bob", "cat")}
+    for player in players.values():
+        await player.send(JoinTournament(tournament_id=tid))
+        await player.expect(TournamentView)
+    await admin.send(WatchTournament(tournament_id=tid))
+    await admin.expect(TournamentView)
+    await admin.send(admin_act(tid, "start"))
+    started = await admin.expect(TournamentView, lambda m: m.tournament.phase == "running")
+    [match] = started.tournament.live
+    racers = [p for p in players.values() if p.player_id in match.players]
+    for racer in racers:
+        await racer.expect(RaceStarted, lambda m: m.race_id == match.race_id)
+    await admin.send(admin_act(tid, "forfeit", match_id=match.match_id, player_id=match.players[1]))
+    second = await admin.expect(TournamentView, lambda m: len(m.tournament.rounds) == 2)
+    [next_match] = second.tournament.rounds[1].matches
+    for racer in (r for r in racers if r.player_id in next_match.players):
+        notice = await racer.expect(TournamentRace, lambda m: m.round == 2)
+        cancelled = await racer.expect(
+            RaceUpdate, lambda m: m.race_id == match.race_id and m.race.status == "cancelled"
+        )
+        assert racer.received.index(cancelled) < racer.received.index(notice)
+    for each in (admin, *players.values()):
         await each.close()
