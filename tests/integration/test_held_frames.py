@@ -194,8 +194,12 @@ async def test_a_connection_gone_while_holding_keeps_nothing_held(
         assert held.bobs.held
         await held.bob.close()
         await asyncio.wait_for(held.bobs.lost, 10)
-        # Nothing can be written to it any more: its frames are not kept for the hold's end.
+        # Nothing can be written to it any more: its frames are not kept for the hold's end,
+        # nor is it kept queued for it (the hold is a second: this is long before).
         assert held.bobs.held == [] and held.bobs.held_bytes == 0
+        queue = held.app.transport.held
+        assert queue is not None
+        await eventually(lambda: held.bobs not in queue, within=0.5, what="Bob unqueued")
 
 
 async def test_a_keepalive_timeout_writes_held_progress_before_its_close(
