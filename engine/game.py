@@ -27,18 +27,28 @@ def seen(pile: Pile, index: int) -> str:
     return "a face-down card" if position < pile.face_down_count() else TEXT[pile.cards[position]]
 
 
-def explain_down_alternating(dst: Pile, card: int, wrap: bool) -> str:
+def moving_text(src: Pile, n: int) -> str:
+    """The top ``n`` cards of ``src`` (face up) as a refusal names them: one card by itself
+    ("QH"); a run by the card it starts with, the one the target pile must take, and by its
+    size, since a player who asked for too many or too few must see that it is about the run
+    ("the 3-card run from QH")."""
+    head = TEXT[src.cards[-n]]
+    return head if n == 1 else f"the {n}-card run from {head}"
+
+
+def explain_down_alternating(dst: Pile, src: Pile, n: int, wrap: bool) -> str:
     """Why a tableau pile that builds down in alternating colours, its top card face up,
-    refuses ``card``: "t1 builds down in alternating colours: it needs a red 9 on TS, not
-    QH". With ``wrap`` a King goes on an Ace; without, nothing goes on an Ace."""
-    top = dst.cards[-1]
+    refuses the top ``n`` cards of ``src``: "t1 builds down in alternating colours: it needs
+    a red 9 on TS, not QH" ("not the 3-card run from QH"). With ``wrap`` a King goes on
+    an Ace; without, nothing goes on an Ace."""
+    top, moving = dst.cards[-1], moving_text(src, n)
     rule = f"{dst.short} builds down in alternating colours"
     if RANK[top] == ACE and not wrap:
-        return f"{rule} and ends at the Ace: nothing goes on {TEXT[top]}, not {TEXT[card]}"
+        return f"{rule} and ends at the Ace: nothing goes on {TEXT[top]}, not {moving}"
     if RANK[top] == ACE:
         rule += " (a King goes on an Ace)"
     wanted = with_article(f"{COLOR_NAMES[1 - COLOR[top]]} {RANK_NAMES[(RANK[top] - 1) % 13]}")
-    return f"{rule}: it needs {wanted} on {TEXT[top]}, not {TEXT[card]}"
+    return f"{rule}: it needs {wanted} on {TEXT[top]}, not {moving}"
 
 
 class Game:
@@ -233,7 +243,7 @@ class Game:
             feeds = "only the stock deals to it" if dst.kind == WASTE else "it only gives cards"
             return f"no card goes onto the {KIND_NAMES[dst.kind]}: {feeds}"
         top = f"on {seen(dst, -1)}" if dst.cards else "on an empty pile"
-        return f"{dst.short} does not accept {TEXT[src.cards[-n]]} {top}"
+        return f"{dst.short} does not accept {moving_text(src, n)} {top}"
 
     def explain_foundation(self, dst: Pile, card: int) -> str | None:
         """Why the foundation ``dst`` refuses ``card`` (face up, one card, from a pile that

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..cards import COLOR, KING, RANK, RANK_NAMES, SUIT, SUIT_NAMES, TEXT
-from ..game import Game, explain_down_alternating
+from ..game import Game, explain_down_alternating, moving_text
 from ..piles import FOUNDATION, STOCK, TABLEAU, WASTE, Pile
 
 
@@ -207,10 +207,9 @@ class Klondike(Game):
         return super().explain(src, dst, n)
 
     def explain_tableau(self, dst: Pile, src: Pile, n: int) -> str:
-        card = src.cards[-n]
         if dst.cards:
-            return explain_down_alternating(dst, card, wrap=False)
-        why = f"{dst.short} is empty: only a King may start it, not {TEXT[card]}"
+            return explain_down_alternating(dst, src, n, wrap=False)
+        why = f"{dst.short} is empty: only a King may start it, not {moving_text(src, n)}"
         if self.kings_free_spaces:
             kings = self._kings_at_bottom()
             why += (

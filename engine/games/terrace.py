@@ -136,7 +136,7 @@ class Terrace(Game):
         takes any card `explain` has not refused already.)"""
         if not dst.cards:
             return None
-        return explain_down_alternating(dst, src.cards[-1], wrap=True)
+        return explain_down_alternating(dst, src, n, wrap=True)
 
     def explain_foundation(self, dst: Pile, card: int) -> str | None:
         """A foundation starts with the base rank in its own suit (f0,f1 clubs, f2,f3 spades,

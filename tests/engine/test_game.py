@@ -264,6 +264,34 @@ def test_a_refused_foundation_move_names_the_card_the_pile_needs(
             "t2 is empty: only a King may start it, not JS (any card may once all four Kings "
             "lie at the bottom of columns: 1 does now)",
         ),
+        # A run is named as a run, by the card it starts with and its size: not by that
+        # card alone, as if it moved by itself.
+        (
+            "klondike",
+            {"tableau[1]": "#2C 7H 6S 5D"},
+            "t1-t3:3",
+            "t3 is empty: only a King may start it, not the 3-card run from 7H",
+        ),
+        (
+            "klondike",
+            {"tableau[0]": "#3C TS", "tableau[1]": "#2C KH QH JC"},
+            "t1-t0:2",
+            "t0 builds down in alternating colours: it needs a red 9 on TS, not the 2-card run "
+            "from QH",
+        ),
+        (
+            "klondike-book",
+            {"tableau[1]": "#2C 7H 6S"},
+            "t1-t3:2",
+            "t3 is empty: only a King may start it, not the 2-card run from 7H (any card may "
+            "once all four Kings lie at the bottom of columns: 0 do now)",
+        ),
+        (
+            "klondike-book-1",
+            {"tableau[1]": "#AH", "tableau[2]": "KS QH"},
+            "t2-t1:2",
+            "t1 does not accept the 2-card run from KS on a face-down card",
+        ),
         # A face-down top is not named, and its rule is not guessed at.
         (
             "klondike-book-1",

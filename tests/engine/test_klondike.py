@@ -240,7 +240,7 @@ def test_book_spaces_take_only_kings_until_four_kings_lie_at_the_bottom(
         piles["tableau[2]"] = "#KH 5C"
     game = position(game_id, piles)
     assert_refused(game, "w-t4", "t4 is empty: only a King may start it, not 4C")
-    assert_refused(game, "t5-t4:2", "t4 is empty: only a King may start it, not 5D")
+    assert_refused(game, "t5-t4:2", "t4 is empty: only a King may start it, not the 2-card run")
     # The player is told how far the board is from the exception (face-up Kings only).
     assert_refused(
         game,
