@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from typing import Final
 
 from pydantic import TypeAdapter, ValidationError
@@ -27,6 +28,24 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value}: must be 1 or more")
     return value
+
+
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an option's whole number from `low` to `high` (a request field's
+    range, so that the server is not asked what it refuses)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value}: must be {low} or more")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"{value}: at most {high}")
+        return value
+
+    return parse
 
 
 def seconds(text: str) -> float:
@@ -70,4 +89,4 @@ def invite_code(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is no invite code: {_words(exc)}") from None
 
 
-__all__ = ["invite_code", "positive", "race_id", "seconds"]
+__all__ = ["invite_code", "positive", "race_id", "seconds", "whole_number"]

@@ -28,8 +28,9 @@ from solrace.server.protocol.tournament_messages import (
     WatchTournament,
 )
 from solrace.server.protocol.tournament_model import format_rules
+from solrace.server.protocol.wire import MAX_WIRE_INT
 
-from .arg_types import positive, seconds
+from .arg_types import positive, seconds, whole_number
 from .defaults import DEFAULT_SERVER_URL, server_url
 from .identity import NAME_RULE
 from .strategy import STRATEGIES
@@ -231,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing = add_command("list", text)
     listing.add_argument(
         "--skip-finished",
-        type=int,
+        type=whole_number(0, MAX_WIRE_INT),
         default=0,
         metavar="N",
         help="a later page: only the finished tournaments older than the N latest "
@@ -243,7 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_argument("act", choices=ADMIN_ACTS, help="what to do: " + ", ".join(ADMIN_ACTS))
     admin.add_argument("--match", help="the match id (forfeit, correct), e.g. W1-1")
     admin.add_argument("--player", help="player id or name (forfeit, drop)")
-    admin.add_argument("--race", type=int, help="the race number within the match (correct)")
+    admin.add_argument(
+        "--race",
+        type=whole_number(1, MAX_WIRE_INT),
+        metavar="N",
+        help="the race number within the match, from 1 (correct)",
+    )
     admin.add_argument(
         "--placings", help="ids or names best first, ',' between places, '=' ties (correct)"
     )

@@ -98,3 +98,31 @@ def test_name_says_whose_name_it_is(command: str, capsys: pytest.CaptureFixture[
         assert "your player name" not in text
     else:
         assert "--name NAME your player name (kept with its token)" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "complaint"),
+    [
+        (["list", "--skip-finished", "-1"], "argument --skip-finished: -1: must be 0 or more"),
+        (
+            ["list", "--skip-finished", "2147483648"],
+            "argument --skip-finished: 2147483648: at most 2147483647",
+        ),
+        (["admin", "t1", "correct", "--race", "0"], "argument --race: 0: must be 1 or more"),
+        (
+            ["admin", "t1", "correct", "--race", "99999999999"],
+            "argument --race: 99999999999: at most 2147483647",
+        ),
+        (["admin", "t1", "correct", "--race", "x"], "argument --race: 'x' is not a whole number"),
+    ],
+)
+def test_list_and_correction_numbers_out_of_range_are_refused_before_connecting(
+    argv: list[str], complaint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`list --skip-finished -1` and `admin ... correct --race 0` connected, then said the
+    request's field (`list: skip_finished: at least 0`, exit 1, or 'cannot reach' with no
+    server); like `--limit` and `create`'s options, they are the command line's to refuse."""
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(argv)
+    assert stopped.value.code == 2
+    assert complaint in capsys.readouterr().err

@@ -335,7 +335,7 @@ def test_the_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> N
     bots = help_of(capsys, "bots")
     assert "--count COUNT how many bots" in bots and "--delay DELAY seconds between" in bots
     admin = help_of(capsys, "admin")
-    for option in ("--match MATCH the match id", "--race RACE the race number", "--reason"):
+    for option in ("--match MATCH the match id", "--race N the race number", "--reason"):
         assert option in admin, option
     assert "--reason REASON why" in admin
     assert "--cards NAME=N,... cards on foundations per id or name" in admin
