@@ -71,17 +71,29 @@ async def _leave_on_stop(bots: list[Bot], race_id: RaceId | None) -> None:
     if left:
         print(printable(f"stopped: left race {race_id} ({', '.join(left)})"), flush=True)
     elif not failures:
-        race = bots[0].race
-        status = race.status if race is not None else UNKNOWN
-        print(
-            printable(
-                f"stopped: race {race_id} ({status}) goes on without the bots; the server "
-                "puts them out (gone) after its grace period"
-            ),
-            flush=True,
-        )
+        print(printable(_goes_on_text(bots, race_id)), flush=True)
     for failure in failures:
         print(printable(f"solrace bot: cannot leave race {race_id}: {failure}"), file=sys.stderr)
+
+
+def _goes_on_text(bots: list[Bot], race_id: RaceId) -> str:
+    """What becomes of the bots' race under way: the server puts the bots still in it out
+    (gone) after its grace period; those out of it already (resigned, stuck...) stay so."""
+    race = bots[0].race
+    status = race.status if race is not None else UNKNOWN
+    out: list[str] = []
+    for bot in bots:
+        racer = race.racers.get(bot.state.player_id) if race and bot.state.player_id else None
+        if racer is not None and racer.state not in ("joined", "playing"):
+            out.append(f"{bot.name} {racer.state}")
+    if len(out) == len(bots):
+        already = ", ".join(out)
+        return f"stopped: race {race_id} ({status}) goes on; the bots are out of it ({already})"
+    text = (
+        f"stopped: race {race_id} ({status}) goes on without the bots; the server puts them "
+        "out (gone) after its grace period"
+    )
+    return text + (f" ({', '.join(out)} already)" if out else "")
 
 
 def _make_bots(args: argparse.Namespace) -> list[Bot]:

@@ -12,9 +12,11 @@ import pytest
 
 from solrace.client.bot_cli import _leave_on_stop
 from solrace.client.bots import Bot, first_open_race
-from solrace.client.session import Session
+from solrace.client.session import Session, read_until
 from solrace.client.strategy import make_strategy
 from solrace.server.app import App
+from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.messages import Progress, ServerMessage
 from tests.waiting import eventually
 
 from .conftest import server_settings, url_of
@@ -176,6 +178,39 @@ async def test_a_stopped_bot_leaves_its_open_race(
     line = bots.lines[1]
     assert line.startswith(f"stopped: left race {race_id} (bot-"), bots.output
     assert line.count("bot-") == 2  # both bots, in one line
+
+
+async def test_a_bot_stopped_once_out_of_its_running_race_does_not_say_it_will_be_gone(
+    server_url: str, tmp_path: Path
+) -> None:
+    """A bot that had resigned (its move cap) follows its race to the end; stopped meanwhile
+    it said the server would put it out (gone) after the grace period: it is out already."""
+    bots = await Child.start(
+        tmp_path,
+        *("bot", "--server", server_url, "--create", "klondike", "--max-moves", "1"),
+        *("--delay", "0"),
+    )
+    other = Bot(server_url, "other", make_strategy("greedy"))
+    try:
+        race_id = RaceId((await bots.expect("race r")).split()[1])
+        await other.connect()
+        await other.join(race_id)
+
+        def bot_resigned(message: ServerMessage) -> bool:
+            return (
+                isinstance(message, Progress)
+                and message.progress.player_id != other.state.player_id
+                and message.progress.state == "resigned"
+            )
+
+        await read_until(other.next_message, bot_resigned, 20)
+        bots.proc.send_signal(signal.SIGTERM)
+        assert await bots.finish() == 143
+    finally:
+        await bots.kill()
+        await other.close()
+    expected = f"stopped: race {race_id} (running) goes on; the bots are out of it (bot-1 resigned)"
+    assert bots.lines[-1] == expected, bots.output
 
 
 async def test_a_bot_started_under_nohup_stays_when_its_terminal_closes(
