@@ -377,9 +377,8 @@ class WebSocketSession(Session, asyncio.Protocol):
         self.inbox.clear()
         self._resume_reading()  # the peer's answer to our close must be read (once it reads)
         if self.ws.state is State.OPEN:
-            self.write_held()  # sent before the close, as they were
             self.ws.send_close(code, reason)
-            self.flush()
+            self.flush()  # the frames held back go first, in the close's write
 
     # --- writing -----------------------------------------------------------------------------
 

@@ -154,9 +154,15 @@ async def test_a_closing_server_writes_held_progress_before_its_close(
 ) -> None:
     async with bob_holding(start_server) as held:
         assert held.bobs.held  # not yet written by the hold's timer
+        writes = watch_writes(held.bobs)
         await held.app.transport.close_connections()
         assert await held.bob.closed() == 1012
-        assert [p.progress.moves for p in alices_progress(held.bob, held.alice)] == [1]
+        progress = alices_progress(held.bob, held.alice)
+        assert [p.progress.moves for p in progress] == [1]
+        # One write: the progress, then the close frame (opcode 0x8, unmasked).
+        frame = server_frame(encode(progress[0]))
+        assert len(writes) == 1 and writes[0].startswith(frame)
+        assert writes[0][len(frame)] == 0x88
 
 
 async def test_a_close_the_protocol_makes_itself_writes_held_progress_before_it(
