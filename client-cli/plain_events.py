@@ -167,7 +167,7 @@ class PlainEvents:
                 name = self.name_of(race, entry.player_id)
                 self.say(
                     f"progress {name} {entry.on_foundations}/{entry.total} {entry.state} "
-                    f"({entry.moves} moves)"
+                    f"({entry.moves} move{'' if entry.moves == 1 else 's'})"
                 )
         elif isinstance(incoming, RaceFinished):
             self.print_result(race)

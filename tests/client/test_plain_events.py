@@ -242,3 +242,28 @@ async def test_the_servers_strings_reach_the_terminal_without_their_controls(
     assert shown.split("\n")[0] in player.output  # the name as the client shows it
     for control in ("\x1b", "\x07", "\x9b", "\r", "\u202e"):
         assert control not in player.output, player.output
+
+
+async def test_an_opponent_s_progress_counts_its_moves_in_good_english(
+    server_url: str, tmp_path: Path
+) -> None:
+    """`progress olga 0/52 resigned (1 moves)`: one move is `1 move`."""
+    player = await Child.start(tmp_path, "play", "--plain", "--server", server_url, "--name", "pat")
+    opponent: Opponent | None = None
+    try:
+        await player.expect("connected to")
+        await player.send("create klondike 2 120")
+        race_id = RaceId((await player.expect("created")).split()[1])
+        opponent = await Opponent.open(server_url, "olga")
+        await opponent.session.join_race(race_id)
+        await player.expect("race started")
+        assert (await opponent.session.move(race_id, "deal")).ok
+        await opponent.session.resign(race_id)  # a line comes when the state changes
+        assert await player.expect("progress olga") == "progress olga 0/52 playing (0 moves)"
+        assert await player.expect("progress olga") == "progress olga 0/52 resigned (1 move)"
+        await player.send("quit")
+        assert await player.finish() == 0
+    finally:
+        await player.kill()
+        if opponent is not None:
+            await opponent.close()
