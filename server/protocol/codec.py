@@ -259,7 +259,8 @@ def _describe(exc: ValidationError, tag: str | None = None) -> str:
     for error in exc.errors()[:3]:
         loc = error["loc"] if tag is None else (tag, *error["loc"])
         where = ".".join(str(p) for p in loc) or "message"
-        parts.append(f"{where}: {error['msg']}")
+        # A validator's own words, without pydantic's "Value error, " before them.
+        parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
     text = "; ".join(parts)
     # An error may quote what was sent (an unknown type's tag): never all of it back.
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"

@@ -153,3 +153,19 @@ async def test_an_invite_code_nobody_can_type_or_see_makes_no_race(
     bob = await client("bob")
     await bob.send(JoinRace(race_id=race_id, invite_code="friday-7"))
     await bob.expect(RaceUpdate, lambda m: m.race_id == race_id and len(m.race.racers) == 2)
+
+
+async def test_a_validator_s_refusal_reaches_the_client_in_its_own_words(
+    server: App, client: ClientFactory
+) -> None:
+    """A field a validator refuses (a key without a name, an invite code nobody can see) was
+    answered with pydantic's 'Value error, ' before the validator's words."""
+    anonymous = await client()
+    await anonymous.send_raw(encode_raw({"type": "hello", "protocol": 1, "key": "k" * 24}))
+    error = await anonymous.expect(Error)
+    assert error.message == "hello: a key goes with a name and no token (it registers that name)"
+    alice = await client("alice")
+    frame = {"type": "create_race", "game": "klondike", "seats": 2, "time_limit_s": 600}
+    await alice.send_raw(encode_raw({**frame, "invite_code": "\u200b"}))
+    error = await alice.expect(Error)
+    assert error.message.startswith("create_race.invite_code: non-printable character U+200B")
