@@ -55,6 +55,12 @@ FORMATS = ("single_elimination", "double_elimination", "swiss", "round_robin", "
 
 #: What `--name` is to every command but `bots`.
 NAME_HELP: Final = f"your player name (kept with its token): {NAME_RULE}"
+#: What `--name` is to `create`: not the player's name, the admin identity that creates.
+CREATE_NAME_HELP: Final = (
+    "the name of the admin identity that creates the tournament, named in its audit (kept "
+    "with its token, apart from your player's; default: the one saved, else <your name>-admin)"
+    f": {NAME_RULE}"
+)
 #: What `--name` is to `bots`: not the player's name, the stem of its bots' names.
 BOTS_NAME_HELP: Final = (
     "the bots' name, numbered: NAME-1, NAME-2, ... (default tbot-1, tbot-2, ...); each bot "
@@ -97,9 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     _common_options(after, defaults=False)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    # `bots`' own copy: its --name names the bots.
+    # `bots`' own copy: its --name names the bots; `create`'s, the admin identity.
     bots_after = argparse.ArgumentParser(add_help=False)
     _common_options(bots_after, defaults=False, name_help=BOTS_NAME_HELP)
+    create_after = argparse.ArgumentParser(add_help=False)
+    _common_options(create_after, defaults=False, name_help=CREATE_NAME_HELP)
 
     def add_command(
         name: str,
@@ -118,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         "identity on the server (`solrace tournament --name NAME create ...` picks it; "
         "default: <your name>-admin), so creating never takes over the connection of a "
         "player who is racing.",
+        create_after,
     )
     create.add_argument("title", help="the tournament's name (1 to 64 characters)")
     create.add_argument(

@@ -87,14 +87,18 @@ def test_an_admin_act_s_cards_must_be_name_equals_count() -> None:
         parse_card_counts("a=1,a=2")
 
 
-@pytest.mark.parametrize("command", ["bots", "join"])
+@pytest.mark.parametrize("command", ["bots", "join", "create"])
 def test_name_says_whose_name_it_is(command: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """`tournament bots --help` said its --name was "your player name": it names the bots."""
+    """`tournament bots --help` said its --name was "your player name": it names the bots;
+    `create --help` said so too: it names the admin identity that creates."""
     with pytest.raises(SystemExit):
         build_parser().parse_args([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     if command == "bots":
         assert "--name NAME the bots' name, numbered: NAME-1, NAME-2, ..." in text
+        assert "your player name" not in text
+    elif command == "create":
+        assert "--name NAME the name of the admin identity that creates the tournament" in text
         assert "your player name" not in text
     else:
         assert "--name NAME your player name (kept with its token)" in text
