@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import RaceId
 
@@ -14,12 +16,21 @@ def refusal_text(code: str, message: str) -> str:
     return f"{message} ({code})"
 
 
+#: How the server ends its `unknown_race` of a race finished long enough ago to be out of its
+#: memory (`race_requests._not_held_text`): the protocol's request, not a command.
+_REPLAY_THERE: Final = "its replay is there to fetch (get_replay)"
+
+
 def join_refusal_message(code: str, message: str, race_id: RaceId, server: str) -> str:
     """The server's words for a join it refused; for a race past its start (`wrong_status`),
-    what to do instead: watch it, or replay it once it has finished."""
+    what to do instead: watch it, or replay it once it has finished; for a race finished long
+    ago (`unknown_race`, 'its replay is there to fetch (get_replay)'), the command that
+    replays it."""
+    where = f"{race_id}{server_option(server)}"
+    if code == ErrorCode.UNKNOWN_RACE and message.endswith(_REPLAY_THERE):
+        return f"{message.removesuffix(_REPLAY_THERE)}'solrace replay {where}' shows it"
     if code != ErrorCode.WRONG_STATUS:
         return message
-    where = f"{race_id}{server_option(server)}"
     return (
         f"{message}: only a race not started yet can be joined (solrace watch {where} while it "
         f"runs, solrace replay {where} once it has finished)"

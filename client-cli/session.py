@@ -481,7 +481,8 @@ class Session:
         """Sit in a race: True. A race this player already sits in (back after a crash or
         Ctrl-C: the server answers `already_joined`) is resumed instead (`resume`): False
         (`join_or_resume`). A race past its start (`wrong_status`) is refused with what to
-        do instead: watch it, or replay it once it has finished."""
+        do instead: watch it, or replay it once it has finished (a race finished long ago,
+        `unknown_race`: the command that replays it)."""
         me = self.me
 
         def seated(m: ServerMessage) -> bool:
@@ -498,7 +499,9 @@ class Session:
                 lambda: self.resume(race_id),
             )
         except RequestError as exc:
-            if exc.code != ErrorCode.WRONG_STATUS or isinstance(exc, LinkClosedError):
+            if exc.code not in (ErrorCode.WRONG_STATUS, ErrorCode.UNKNOWN_RACE) or isinstance(
+                exc, LinkClosedError
+            ):
                 raise
             message = join_refusal_message(exc.code, exc.message, race_id, self.conn.url)
             raise RequestError(exc.code, message) from None

@@ -15,6 +15,7 @@ import inspect
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,7 @@ from solrace.client.session import (
     reader_of,
     request_reading,
 )
+from solrace.server.app import App
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import PlayerId, RaceId
 from solrace.server.protocol.messages import (
@@ -42,12 +44,15 @@ from solrace.server.protocol.messages import (
     Ping,
     Pong,
     RaceList,
+    RaceStarted,
     RaceUpdate,
     Resign,
     ServerMessage,
 )
 from solrace.tasks import cancel_and_wait
-from tests.waiting import eventually
+from tests.waiting import eventually, eventually_async
+
+from .conftest import server_settings
 
 #: Pings of the tests: far from the connection's own nonces (1, 2, ...).
 NONCES = itertools.count(1_000_000)
@@ -324,6 +329,47 @@ async def test_a_race_past_its_start_is_refused_with_how_to_watch_or_replay_it(
         f": only a race not started yet can be joined (solrace watch {where} while it runs, "
         f"solrace replay {where} once it has finished)"
     ), refused.value.message
+
+
+async def test_a_race_finished_long_ago_is_refused_with_the_command_that_replays_it(
+    tmp_path: Path,
+) -> None:
+    """A race out of the server's memory (finished more than `finished_kept_s` ago) was
+    refused to `solrace play --race R` (or `join R`, `bot --race R`) with the protocol's
+    words, 'its replay is there to fetch (get_replay)': a request, not a command."""
+    app = App(server_settings(tmp_path / "server", finished_kept_s=0.0))
+    await app.start()
+    url = f"ws://127.0.0.1:{app.port}"
+    try:
+        async with (
+            connected(url, "alice") as alice,
+            connected(url, "bob") as bob,
+            connected(url, "carol") as carol,
+            pumping(alice),
+            pumping(bob),
+            pumping(carol),
+        ):
+            race_id = await bob.create_race("klondike", 2)
+            await alice.join_race(race_id)
+            await alice.wait_for(lambda m: isinstance(m, RaceStarted))
+            await alice.resign(race_id)
+            await bob.resign(race_id)
+            refusals: list[RequestError] = []
+
+            async def forgotten() -> bool:
+                try:
+                    await carol.join_race(race_id)
+                except RequestError as exc:
+                    refusals.append(exc)
+                    return exc.code == ErrorCode.UNKNOWN_RACE
+                raise AssertionError("a finished race was joined")
+
+            await eventually_async(forgotten, what="the finished race out of memory")
+    finally:
+        await app.stop()
+    assert refusals[-1].message == (
+        f"race {race_id!r} has finished: 'solrace replay {race_id} --server {url}' shows it"
+    )
 
 
 async def test_create_race_is_answered_by_the_new_race_not_by_other_news(
