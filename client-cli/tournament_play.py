@@ -64,7 +64,7 @@ TOURNAMENT_HELP = """\
 tournament commands:
   next                wait for your next race (or the end of the tournament)
   show                print the tournament (standings or bracket, live matches)
-  (every command of `solrace play --plain` works on the current race: moves, board, moves,
+  (every command of `solrace play --plain` works on the current race: a move, board, moves,
    resign, wait...; `quit` leaves: it says what becomes of the race you are in, which
    runs on without you; while no race has come yet, a move, board, moves, resign or wait
    waits for it, and once you are out of a race a move or moves waits for the next; at a

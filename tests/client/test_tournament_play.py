@@ -402,6 +402,8 @@ async def test_what_only_reads_runs_at_once_while_a_move_waits_for_the_race(
         await player.expect("no live races")
         await player.send("help")
         await player.expect("tournament commands:")
+        said = await player.expect("works on the current race:")  # named 'moves' twice
+        assert said.endswith("works on the current race: a move, board, moves,"), said
         await player.send("quit")
         line = await player.expect("quit before")
         assert line == "quit before your tournament race: not run: deal, moves"
