@@ -82,8 +82,12 @@ def plan_swiss(
 
     candidates: list[PlayerId | None] = [None]
     if len(order) % 2:
+        # Those without a bye, lowest-ranked first; when all have had one, all of them,
+        # the fewest byes first: either way passed up when the rest cannot be paired.
         fresh = [p for p in reversed(order) if p not in had_bye]
-        candidates = list(fresh) or [order[-1]]
+        byes = {p: tally[p].byes for p in order}
+        fewest_byes: list[PlayerId] = sorted(reversed(order), key=byes.__getitem__)
+        candidates = list(fresh) or list(fewest_byes)
     # The bye is a seat too: meeting it twice is a second bye.
     met |= {frozenset((p, _BYE_SEAT)) for p in had_bye}
     seats = [*order, _BYE_SEAT] if len(order) % 2 else order

@@ -123,11 +123,12 @@ def pair_plainly(
     order: Sequence[PlayerId], met: set[frozenset[PlayerId]], had_bye: set[PlayerId]
 ) -> tuple[list[tuple[PlayerId, PlayerId]], PlayerId | None]:
     """`order` (best first) paired as a Swiss round without looking ahead: the bye (odd
-    count) to the lowest-ranked player without one, passed up when the others cannot be
-    paired without a rematch (`pair_at_last` when none is found)."""
+    count) to the lowest-ranked player without one (of all, when everyone has had one),
+    passed up when the others cannot be paired without a rematch (`pair_at_last` when
+    none is found)."""
     candidates: list[PlayerId | None] = [None]
     if len(order) % 2:
-        candidates = [p for p in reversed(order) if p not in had_bye] or [order[-1]]
+        candidates = [p for p in reversed(order) if p not in had_bye] or [*reversed(order)]
     search = [SEARCH_BUDGET]  # for every candidate together
     for candidate in candidates:
         rest = [p for p in order if p != candidate]

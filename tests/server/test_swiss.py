@@ -58,3 +58,25 @@ def test_swiss_property_no_rematch_and_distinct_byes(count: int, seed: int) -> N
     assert len(byes) == len(set(byes)) == (len(history) if count % 2 else 0)
     table = compute_standings(rules, seeds, history)
     assert sum(s.points for s in table) == len(met) + len(byes)
+
+
+def test_swiss_passes_a_second_bye_up_rather_than_force_a_rematch() -> None:
+    """Drop-outs can leave an odd field whose players have all had a bye. The second bye then
+    goes to the lowest-ranked only if the others can be paired around him without a rematch;
+    else it is passed up, as a first bye is. Five players over five rounds, p4 out after
+    round 2 and p1 after round 3: in round 5 p2, p3 and p5 are left, all with a bye, and
+    only p2 and p3 have not met, so p5 (first in the standings) takes the bye."""
+    winners = {1: ["p3", "p4"], 2: ["p3", "p5"], 3: ["p5", "p1"], 4: ["p5"], 5: []}
+
+    def choose(number: int, match: tuple[PlayerId, ...]) -> list[PlayerId]:
+        return sorted(match, key=lambda p: (p not in winners[number], p))
+
+    rules = FormatRules(Format.SWISS, swiss_rounds=5)
+    _, history, _ = simulate(
+        rules, 5, choose, dropped_after={2: [PlayerId("p4")], 3: [PlayerId("p1")]}
+    )
+    assert [h.plan.byes for h in history[:4]] == [("p5",), ("p2",), (), ("p3",)]
+    assert history[4].plan.byes == ("p5",)
+    assert [m.players for m in history[4].plan.pairings] == [("p2", "p3")]
+    met = [frozenset(m) for m in matches_of(history)]
+    assert len(met) == len(set(met))
