@@ -520,6 +520,11 @@ class Tournament(Stored):
                 match.is_ended = False
                 rnd.is_ended = False
                 events.append(MatchReopened(match_id))
+                # One who dropped out once the match was over forfeited nothing: he is not
+                # seated again, but forfeits it now, as he would have had it been live.
+                for player in match.racing:
+                    if player in self.dropped:
+                        events += self._forfeit(match, player, "dropped")
         else:
             dropped = list(voided)
             if match.pending_race is not None:

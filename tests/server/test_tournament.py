@@ -610,6 +610,25 @@ def test_correction_can_reopen_a_match_or_void_later_races() -> None:
     assert of_type(final, TournamentFinished)[0].champion == b
 
 
+def test_a_correction_reopening_a_match_of_a_player_who_left_does_not_seat_him_again() -> None:
+    """A player who drops out after his match ended forfeits nothing (his match is over); if
+    a correction then reopens that match, he is not asked to race it: he forfeits it, as he
+    would have had it been live when he left, and his opponent goes through."""
+    t, events = started(FormatRules(Format.SINGLE_ELIMINATION), 4)
+    one, two = of_type(events, RaceRequested)
+    a, b = favourite_wins(one)
+    t.record_race(one.match_id, 1, result_for([a, b]), now=7.0)
+    assert not of_type(t.drop(b, actor=b, now=8.0), PlayerForfeited)  # his match is over
+    tied = RaceResult.from_groups([[a, b]])
+    fixed = t.correct_result(ADMIN, one.match_id, 1, tied, now=9.0)
+    assert of_type(fixed, MatchReopened)
+    assert all(b not in r.players for r in of_type(fixed, RaceRequested))
+    assert [(f.player, f.reason) for f in of_type(fixed, PlayerForfeited)] == [(b, "dropped")]
+    assert of_type(fixed, MatchEnded)[0].winner == a
+    nxt = t.record_race(two.match_id, 1, result_for(favourite_wins(two)), now=10.0)
+    assert a in of_type(nxt, RoundStarted)[0].matches[0].players
+
+
 def test_remembered_outcomes_follow_corrections_and_forfeits() -> None:
     """`outcome_of` remembers a match's outcome: a race added, a result corrected or a
     forfeit scores it again, and every view equals one of the same state loaded afresh, with
