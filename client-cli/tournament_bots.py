@@ -185,14 +185,21 @@ class Progress:
                 names = ", ".join(bot.name for bot in self.bots)
                 lines.append(
                     f"{plural(len(self.bots), 'bot')} registered in {self.tournament_id} "
-                    f"({names}); "
-                    f"waiting for the start "
-                    f"({tournament_command(self.bots[0].url, 'start ' + self.tournament_id)})"
+                    f"({names}); waiting for the start ({self._how_to_start(view)})"
                 )
         lines += progress_lines(self.latest, view)
         self.latest = view
         for line in lines:
             self.say(line)
+
+    def _how_to_start(self, view: TournamentModel) -> str:
+        """The admin's command that starts `view` (not started yet); one that needs check-in
+        and has not opened it: opening it comes first (a start is refused before)."""
+        url, tid = self.bots[0].url, self.tournament_id
+        start = tournament_command(url, f"start {tid}")
+        if view.check_in_required and view.phase == "registration":
+            return f"{tournament_command(url, f'admin {tid} open-check-in')}, then {start}"
+        return start
 
 
 async def _play_all(bots: Sequence[Bot], tournament_id: str) -> TournamentModel:

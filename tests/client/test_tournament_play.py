@@ -795,6 +795,33 @@ async def test_tournament_bots_say_what_goes_on(
         await bots.kill()
 
 
+async def test_tournament_bots_of_a_check_in_tournament_say_to_open_it_first(
+    server: App, opened: Opened, tmp_path: Path
+) -> None:
+    """In a tournament that needs check-in, still in registration, the bots said to run
+    `start`, which the server refuses until check-in is open ('open check-in first')."""
+    admin = await opened.open("director")
+    request = CreateTournament(
+        admin_token=TOKEN,
+        name="check-cup",
+        game="klondike",
+        format="single_elimination",
+        check_in_required=True,
+    )
+    reply = await admin.request(request, is_view())
+    assert isinstance(reply, TournamentView)
+    tid = reply.tournament.tournament_id
+    bots = await four_tournament_bots(tmp_path, server, tid)
+    try:
+        line = await bots.expect("bots registered")
+    finally:
+        await bots.kill()
+    command = f"solrace tournament --server {url_of(server)}"
+    assert line.endswith(
+        f"waiting for the start ({command} admin {tid} open-check-in, then {command} start {tid})"
+    ), line
+
+
 @pytest.mark.parametrize(
     ("signal_number", "code"),
     [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
