@@ -503,9 +503,11 @@ class Tournament(Stored):
         result.validate(match.races[race_number - 1].players)
         races = [*match.races[: race_number - 1], result, *match.races[race_number:]]
         was_decided = self.outcome_of(match) is not None
+        # Races after the point where the races alone now decide the match are voided. Not
+        # its forfeits: each came after every race recorded before it, which stand.
         decided_after = len(races)
         for count in range(race_number, len(races) + 1):
-            if self._score(match, races[:count]) is not None:
+            if self._score(match, races[:count], forfeited=()) is not None:
                 decided_after = count
                 break
         voided = tuple(range(decided_after + 1, len(races) + 1))
@@ -562,14 +564,21 @@ class Tournament(Stored):
 
     # --- internals ----------------------------------------------------------------------------
 
-    def _score(self, match: Match, races: list[RaceResult]) -> MatchOutcome | None:
+    def _score(
+        self,
+        match: Match,
+        races: list[RaceResult],
+        *,
+        forfeited: Iterable[PlayerId] | None = None,
+    ) -> MatchOutcome | None:
+        """`match` scored from `races`, with its forfeits (or `forfeited`)."""
         return score_match(
             self.settings.rules,
             match.match_id,
             match.players,
             races,
             seeds=self.seeds,
-            forfeited=match.forfeited,
+            forfeited=match.forfeited if forfeited is None else forfeited,
         )
 
     def outcome_of(self, match: Match) -> MatchOutcome | None:

@@ -629,6 +629,27 @@ def test_a_correction_reopening_a_match_of_a_player_who_left_does_not_seat_him_a
     assert a in of_type(nxt, RoundStarted)[0].matches[0].players
 
 
+def test_correcting_an_early_race_of_a_match_won_by_forfeit_voids_no_race_after_it() -> None:
+    """A match a forfeit decided keeps every race played before it: a correction of an
+    earlier race voids only races the corrected results themselves make unneeded, not those
+    the forfeit (which came after them all) would. Their cards on foundations count in the
+    Swiss tie-break."""
+    t, events = started(FormatRules(Format.SWISS, best_of=3, swiss_rounds=1), 2)
+    request = of_type(events, RaceRequested)[0]
+    a, b = request.players
+    t.record_race(request.match_id, 1, RaceResult.from_order([a, b], {a: 30, b: 10}), now=6.0)
+    t.record_race(request.match_id, 2, RaceResult.from_order([b, a], {a: 20, b: 40}), now=7.0)
+    assert of_type(t.drop(b, actor=b, now=8.0), TournamentFinished)
+    assert t.standings()[0].cards == 50  # a's cards over both races
+    fixed = t.correct_result(
+        ADMIN, request.match_id, 1, RaceResult.from_order([a, b], {a: 31, b: 10}), now=9.0
+    )
+    assert of_type(fixed, ResultCorrected)[0].voided == ()
+    assert len(t.find_match(request.match_id)[1].races) == 2
+    assert of_type(fixed, TournamentFinished)[0].champion == a
+    assert t.standings()[0].cards == 51
+
+
 def test_remembered_outcomes_follow_corrections_and_forfeits() -> None:
     """`outcome_of` remembers a match's outcome: a race added, a result corrected or a
     forfeit scores it again, and every view equals one of the same state loaded afresh, with
