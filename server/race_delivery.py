@@ -145,8 +145,10 @@ class RaceDelivery:
                 if session is not None:
                     session.send(own_board(runtime, player_id))
         if race.status is _FINISHED and not runtime.finished:
+            now = self.clock()
             runtime.finished = True
-            self.push_spectator_boards(runtime, self.clock(), force=True)
+            runtime.finished_here_ms = now
+            self.push_spectator_boards(runtime, now, force=True)
             self.ended(runtime)
         elif race.status is _CANCELLED:
             self.ended(runtime)

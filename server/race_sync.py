@@ -406,10 +406,17 @@ class RaceKeeper:
     def _forget_finished(self, now_ms: int) -> None:
         """Drop finished races from memory once `finished_kept_s` old, and the oldest beyond
         `FINISHED_KEPT`. Until then a late resend, watcher or sync is answered from memory;
-        after, a finished race is its replay in the store. A race whose deal is held stays
-        while spectators watch it here, until its round ends (they get the final boards then:
-        `release_deal`); one watched by nobody goes as any other (a later watcher loads it)."""
+        after, a finished race is its replay in the store. Its age counts from its finish, or
+        from when this node finished it if that is later (a time limit that passed while the
+        node was down, applied at its restart: its racers come back after that). A race whose
+        deal is held stays while spectators watch it here, until its round ends (they get the
+        final boards then: `release_deal`); one watched by nobody goes as any other (a later
+        watcher loads it)."""
         cutoff = now_ms - int(self.settings.finished_kept_s * 1000)
+
+        def kept_since(runtime: RaceRuntime) -> int:
+            return max(runtime.race.finished_at_ms or 0, runtime.finished_here_ms or 0)
+
         done = sorted(
             (
                 rt
@@ -418,12 +425,12 @@ class RaceKeeper:
                 and not (rt.race.record.deal_held and rt.spectators)
                 and rt.race_id not in self._ticking  # dropped once its tick has ended
             ),
-            key=lambda rt: rt.race.finished_at_ms or 0,
+            key=kept_since,
         )
         excess = len(done) - FINISHED_KEPT
         for index, runtime in enumerate(done):
             finished_at = runtime.race.finished_at_ms
-            if index < excess or (finished_at is not None and finished_at <= cutoff):
+            if index < excess or (finished_at is not None and kept_since(runtime) <= cutoff):
                 self._drop(runtime)
 
     def _drop(self, runtime: RaceRuntime) -> None:

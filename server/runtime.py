@@ -186,6 +186,10 @@ class RaceRuntime:
         self.follower: asyncio.Task[None] | None = None
         #: This node has acted on the race's finish (final boards sent).
         self.finished = False
+        #: When (this node's clock, ms) it acted on the race's finish; None: loaded finished.
+        #: A race finished at a restart (its time limit passed while the node was down) has
+        #: a `finished_at_ms` long past: it is kept in memory from this instead.
+        self.finished_here_ms: int | None = None
         #: Several nodes: a reload failed (store outage); the ticker tries again.
         self.stale = False
         #: Racers with moves not yet folded into the race (one progress batch: their boards

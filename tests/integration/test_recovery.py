@@ -4,12 +4,24 @@ states made here on the store exactly as a kill -9 between two writes leaves it.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from solrace.server.app import App
-from solrace.server.protocol.messages import Error, MakeMove, MoveAck, RaceFinished, Resign, Sync
-from solrace.server.protocol.records import MoveRecord, RacerState
+from solrace.server.hub import wall_clock_ms
+from solrace.server.protocol.messages import (
+    Error,
+    MakeMove,
+    MoveAck,
+    RaceFinished,
+    RaceSnapshot,
+    Resign,
+    Sync,
+)
+from solrace.server.protocol.records import MoveRecord, RacerState, RaceStatus
+from solrace.server.protocol.wire import Message
+from solrace.server.race_sync import FORGET_EVERY_MS
 from solrace.server.store import SqliteStore
-from tests.integration.conftest import ServerFactory
+from tests.integration.conftest import ServerFactory, make_settings
 from tests.integration.helpers import play, start_race
 from tests.integration.wsclient import WAIT_S, Client
 from tests.waiting import eventually
@@ -87,3 +99,51 @@ async def test_a_race_finished_just_before_a_restart_still_answers_a_resend_and_
     assert caught_up.results == finished.results
     assert not [m for m in back.received if isinstance(m, Error)]
     await back.close()
+
+
+async def test_a_race_whose_time_ran_out_while_the_node_was_down_answers_a_sync_after_it(
+    start_server: ServerFactory, tmp_path: Path
+) -> None:
+    """The node was down past a race's time limit, and past `finished_kept_s` after it: the
+    restart times the race out (finished at its time limit, long ago) and kept it in memory
+    for no time at all, so the racers coming back were told it had finished (`unknown_race`,
+    fetch the replay) and never got its `race_finished`. A race stays `finished_kept_s`
+    from when this node finished it."""
+    kept_s = 60.0
+    first = await start_server(finished_kept_s=kept_s)
+    ann, bob = await connect(first, "ann"), await connect(first, "bob")
+    race_id = await start_race(ann, [bob], time_limit_s=600)
+    await play(ann, race_id, ["deal"])
+    assert ann.welcome is not None and ann.welcome.token is not None
+    token = ann.welcome.token
+    for each in (ann, bob):
+        await each.close()
+    await first.stop()
+
+    # Back up after the time limit and `finished_kept_s` more.
+    offset = [(600 + int(kept_s) + 5) * 1000]
+    again = App(make_settings(tmp_path, finished_kept_s=kept_s))
+    again.hub.clock = lambda: wall_clock_ms() + offset[0]
+    await again.start()
+    try:
+        await again.hub.tick()  # the time limit is applied, if the ticker has not yet
+        stored = await again.store.get_race(race_id)
+        assert stored is not None and stored.status is RaceStatus.FINISHED
+        offset[0] += FORGET_EVERY_MS  # the next look for races to forget comes
+        await again.hub.tick()
+
+        back = await Client.open(f"ws://127.0.0.1:{again.port}")
+        await back.hello(token=token)
+        await back.send(Sync(race_id=race_id, epoch="before the restart", since_version=3))
+        answer = await back.expect(Message, lambda m: isinstance(m, RaceSnapshot | Error))
+        assert isinstance(answer, RaceSnapshot), answer
+        snapshot = answer
+        assert snapshot.results is not None
+        assert [(r.name, r.state) for r in snapshot.results] == [
+            ("ann", "timed_out"),
+            ("bob", "timed_out"),
+        ]
+        assert not [m for m in back.received if isinstance(m, Error)]
+        await back.close()
+    finally:
+        await again.stop()
