@@ -274,7 +274,8 @@ class Hub:
             await self._answer(session, message, self.hello.handle, "store unavailable; retry")
             return
         if not session.said_hello:
-            send_error(session, ErrorCode.HELLO_REQUIRED, "say hello first", message)
+            race_id: RaceId | None = getattr(message, "race_id", None)
+            send_error(session, ErrorCode.HELLO_REQUIRED, "say hello first", message, race_id)
             return
         handler = self._routes.handler_of(message)
         if handler is None:

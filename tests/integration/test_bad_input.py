@@ -71,6 +71,9 @@ async def test_bad_input_while_a_race_goes_on(server: App, client: ClientFactory
     sloppy = await client()
     await sloppy.send(ListRaces())
     assert (await sloppy.expect(Error)).code == "hello_required"
+    await sloppy.send(MakeMove(race_id=race_id, seq=0, move="deal"))
+    early = await sloppy.expect(Error)
+    assert (early.code, early.request, early.race_id) == ("hello_required", "move", race_id)
     for frame, request, named in [
         ({"type": "teleport"}, "teleport", None),
         ({"type": "hello", "protocol": "1"}, "hello", None),
