@@ -7,6 +7,8 @@ from typing import Final
 
 from solrace.server.protocol.errors import ErrorCode
 from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.race import STATUS_PHRASES
+from solrace.server.protocol.records import RaceStatus
 
 from .defaults import server_option
 
@@ -23,13 +25,17 @@ _REPLAY_THERE: Final = "its replay is there to fetch (get_replay)"
 
 def join_refusal_message(code: str, message: str, race_id: RaceId, server: str) -> str:
     """The server's words for a join it refused; for a race past its start (`wrong_status`),
-    what to do instead: watch it, or replay it once it has finished; for a race finished long
-    ago (`unknown_race`, 'its replay is there to fetch (get_replay)'), the command that
-    replays it."""
+    what to do instead: watch it, or replay it once it has finished (a race just over: replay
+    it; a cancelled one: nothing); for a race finished long ago (`unknown_race`, 'its replay
+    is there to fetch (get_replay)'), the command that replays it."""
     where = f"{race_id}{server_option(server)}"
     if code == ErrorCode.UNKNOWN_RACE and message.endswith(_REPLAY_THERE):
         return f"{message.removesuffix(_REPLAY_THERE)}'solrace replay {where}' shows it"
     if code != ErrorCode.WRONG_STATUS:
+        return message
+    if message == STATUS_PHRASES[RaceStatus.FINISHED]:  # just over, still in memory
+        return f"{message}: 'solrace replay {where}' shows it"
+    if message == STATUS_PHRASES[RaceStatus.CANCELLED]:
         return message
     return (
         f"{message}: only a race not started yet can be joined (solrace watch {where} while it "

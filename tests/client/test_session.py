@@ -331,6 +331,35 @@ async def test_a_race_past_its_start_is_refused_with_how_to_watch_or_replay_it(
     ), refused.value.message
 
 
+async def test_a_race_just_over_is_refused_with_the_command_that_replays_it(
+    server_url: str,
+) -> None:
+    """A race over but still in the server's memory: joining it said 'solrace watch R while it
+    runs', of a race that no longer runs."""
+    async with (
+        connected(server_url, "alice") as alice,
+        connected(server_url, "bob") as bob,
+        connected(server_url, "carol") as carol,
+        pumping(alice),
+        pumping(bob),
+        pumping(carol),
+    ):
+        race_id = await bob.create_race("klondike", 2)
+        await alice.join_race(race_id)
+        await alice.wait_for(lambda m: isinstance(m, RaceStarted))
+        await alice.resign(race_id)
+        await bob.resign(race_id)
+        await eventually(
+            lambda: alice.state.race(race_id).status == "finished", what="the race over"
+        )
+        with pytest.raises(RequestError) as refused:
+            await carol.join_race(race_id)
+    assert refused.value.code == ErrorCode.WRONG_STATUS
+    assert refused.value.message == (
+        f"the race is over: 'solrace replay {race_id} --server {server_url}' shows it"
+    )
+
+
 async def test_a_race_finished_long_ago_is_refused_with_the_command_that_replays_it(
     tmp_path: Path,
 ) -> None:
