@@ -94,7 +94,8 @@ class App:
         return self.transport.port
 
     async def start(self) -> None:
-        """Open the store and the broker, recover races, listen. What started before a
+        """Open the store and the broker, recover races (and apply what fell due while the
+        node was down: `RaceKeeper.settle_due`), listen. What started before a
         failure is stopped again (in reverse order) before the error propagates. Each part
         is pushed with its stop as it starts: the one list `stop` unwinds too."""
         async with contextlib.AsyncExitStack() as undo:
@@ -117,6 +118,9 @@ class App:
                 undo.push_async_callback(
                     self._stop_part, "stopping the tournaments", self.tournaments.stop
                 )
+                # What fell due while the node was down (a time limit), before any client
+                # sees the race: with the services started, whose finish hooks it runs.
+                await self.hub.keeper.settle_due()
             await self._listen()
             undo.push_async_callback(
                 self._stop_part,

@@ -195,6 +195,17 @@ class RaceKeeper:
         await self.recover()
         self._ticker = asyncio.create_task(self._tick_forever(), name="solrace-ticker")
 
+    async def settle_due(self) -> None:
+        """Apply what is already due and wait until it is done, the ticks the ticker started
+        meanwhile too: time limits and forfeits that passed while the node was down, starts
+        due, and the boards a crash left unsettled (`_tick`). The node's start runs it after
+        recovering the races and before it listens (`App.start`), so that its first client
+        does not see a race whose time ran out while it was down as still running (in its
+        welcome's `active_races`, a `running` snapshot, moves refused `time_up`)."""
+        await self._tick(wait=True)
+        if ticking := list(self._ticking.values()):
+            await asyncio.wait(ticking)
+
     async def stop(self) -> None:
         """Stop the timers; fold the last progress batches in (and store them); stop
         following other nodes' changes."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from solrace.server.hub import wall_clock_ms
 from solrace.server.protocol.closecodes import CloseCode
 from solrace.server.protocol.messages import (
     Board,
@@ -16,6 +17,7 @@ from solrace.server.protocol.messages import (
     Progress,
     RaceFinished,
     RaceSnapshot,
+    RaceStarted,
     Replay,
     Resign,
     Sync,
@@ -24,6 +26,7 @@ from solrace.server.protocol.replay import verify_replay
 from tests.integration.helpers import play, start_race
 from tests.integration.process import ServerProcess
 from tests.integration.wsclient import connect_client
+from tests.waiting import eventually
 
 Starter = Callable[..., Awaitable[ServerProcess]]
 
@@ -86,6 +89,48 @@ async def test_kill_9_mid_race_then_restart_continues_from_last_ack(processes: S
     assert sum(len(r.moves) for r in replay.racers) == 5
     for each in (alice2, bob2):
         await each.close()
+
+
+async def test_a_race_whose_time_ran_out_while_killed_is_finished_before_the_first_hello(
+    tmp_path: Path, processes: Starter
+) -> None:
+    """kill -9, restart after the race's time limit: the restart recovered the race as
+    running and left the time-out to the first tick, so a client connecting before it had
+    the race in its welcome's `active_races` and a `running` snapshot, its moves refused
+    `time_up`, and `race_finished` moments later. The restarted node ticks only every 30 s
+    here, so that its first hello surely comes before its first tick."""
+    first = await processes()
+    ann, bob = await connect_client(first.url, "ann"), await connect_client(first.url, "bob")
+    race_id = await start_race(ann, [bob], time_limit_s=3)
+    started = next(m for m in ann.received if isinstance(m, RaceStarted))
+    await play(ann, race_id, ["deal"])
+    assert ann.welcome is not None and ann.welcome.token is not None
+    token = ann.welcome.token
+    await first.kill()
+    assert await ann.closed() is not None
+    await bob.close()
+
+    def time_is_up() -> bool:
+        return wall_clock_ms() > started.ends_at_ms
+
+    await eventually(time_is_up, within=10)
+    second = await ServerProcess.start(
+        tmp_path / "data", "--min-time-limit-s", "1", env={"SOLRACE_TICK_S": "30"}
+    )
+    try:
+        back = await connect_client(second.url, token=token)
+        assert back.welcome is not None and back.welcome.active_races == []
+        await back.send(Sync(race_id=race_id, epoch="before the crash", since_version=0))
+        snapshot = await back.expect(RaceSnapshot)
+        assert snapshot.race.status == "finished"
+        assert snapshot.results is not None
+        assert {r.name: r.state for r in snapshot.results} == {
+            "ann": "timed_out",
+            "bob": "timed_out",
+        }
+        await back.close()
+    finally:
+        await second.kill()
 
 
 async def test_sigterm_closes_clients_with_1012_and_exits_0(processes: Starter) -> None:
