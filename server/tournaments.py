@@ -412,7 +412,11 @@ class TournamentService(TournamentRequests):
     # --- the hub's hook --------------------------------------------------------------------
 
     async def race_finished(self, record: RaceRecord) -> None:
-        """A race ended: if it is a tournament's, its finishing order is the match's result."""
+        """A race ended: if it is a tournament's, its finishing order is the match's result,
+        if it is the race the match's race number was last requested as. A race voided by a
+        correction whose number a later change requested again may still end (late, or
+        its finish hooks run at a restart): its result is ignored (logged), not recorded
+        as the newer race's."""
         tournament_id = tournament_of_race(record.race_id)
         if tournament_id is None or record.results is None:
             return
@@ -425,6 +429,19 @@ class TournamentService(TournamentRequests):
         def command(live: Live) -> list[TournamentEvent]:
             link = live.links.get(record.race_id)
             if link is None:  # not a race of this tournament: nothing changes, nothing saved
+                return []
+            newest = live.race_id_of(link.match_id, link.race_number)
+            if newest != record.race_id:
+                # Its race number was requested again (a correction voided the race, a later
+                # one reopened the match): the match waits for the newer race, not this one.
+                log.info(
+                    "tournament %s: race %s not counted: match %s's race %d is now race %s",
+                    tournament_id,
+                    record.race_id,
+                    link.match_id,
+                    link.race_number,
+                    newest,
+                )
                 return []
             return live.tournament.record_race(
                 link.match_id, link.race_number, result, now=now, absent=absent

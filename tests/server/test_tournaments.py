@@ -12,6 +12,12 @@ import pytest
 from solrace.server.broker import MemoryBroker
 from solrace.server.hub import Hub
 from solrace.server.protocol.competition_records import TournamentRecord
+from solrace.server.protocol.ids import PlayerId, RaceId
+from solrace.server.protocol.messages import ResultEntry
+from solrace.server.protocol.records import RaceRecord, RacerRecord, RacerState, RaceStatus
+from solrace.server.protocol.tournament import Tournament
+from solrace.server.protocol.tournament_errors import TournamentId
+from solrace.server.protocol.tournament_events import RaceRequested
 from solrace.server.protocol.tournament_messages import (
     CreateTournament,
     JoinTournament,
@@ -19,11 +25,12 @@ from solrace.server.protocol.tournament_messages import (
     TournamentView,
     WatchTournament,
 )
-from solrace.server.protocol.tournament_state import Phase
+from solrace.server.protocol.tournament_model import Format, FormatRules, RaceResult
+from solrace.server.protocol.tournament_state import Phase, TournamentSettings
 from solrace.server.store import MemoryStore, Store
 from solrace.server.store.base import StoreUnavailableError, TournamentVersion
 from solrace.server.store.redis import RedisStore
-from solrace.server.tournament_live import Live
+from solrace.server.tournament_live import Live, RaceLink, admin_command
 from tests.server.sessions import RecordingSession, opened
 from tests.server.tournament_service import (
     T0_MS,
@@ -323,3 +330,97 @@ async def test_on_several_nodes_a_held_tournament_s_unreadable_new_version_stops
         said = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
         assert len(said) == 1 and tid in said[0]
         assert service.live[tid] is held  # left as it was
+
+
+def _finished_race(race_id: str, order: list[str]) -> RaceRecord:
+    """A tournament race finished in `order`, each racer having played."""
+    return RaceRecord(
+        race_id=RaceId(race_id),
+        game="klondike",
+        seats=len(order),
+        time_limit_s=60,
+        rated=False,
+        invite_code=None,
+        game_number="1002",
+        salt="salt",
+        commitment="commitment",
+        creator=PlayerId(order[0]),
+        status=RaceStatus.FINISHED,
+        created_at_ms=T0_MS,
+        countdown_ms=0,
+        grace_ms=60_000,
+        spectator_delay_ms=0,
+        started_at_ms=T0_MS,
+        ends_at_ms=T0_MS + 60_000,
+        finished_at_ms=T0_MS + 30_000,
+        racers=[
+            RacerRecord(player_id=PlayerId(p), name=p, state=RacerState.STUCK, moves=5)
+            for p in order
+        ],
+        results=[
+            ResultEntry(
+                rank=rank,
+                player_id=PlayerId(p),
+                name=p,
+                state="stuck",
+                on_foundations=10 - rank,
+                total=10 - rank,
+                elapsed_ms=30_000,
+            )
+            for rank, p in enumerate(order, start=1)
+        ],
+    )
+
+
+async def test_a_late_result_of_a_voided_race_does_not_count_for_the_race_requested_again() -> None:
+    """Two corrections void a best-of-3 final's race 3 (the ninth race, "t1-9") and reopen
+    the match, which requests race 3 again ("t1-10"). The voided race finishing late was
+    recorded as race 3 of the match (Ann's, deciding the final), though the match waits for
+    "t1-10": a result counts only from the race the match's race number was last requested
+    as."""
+    ann, bob = PlayerId("ann"), PlayerId("bob")
+    settings = TournamentSettings(
+        FormatRules(Format.SINGLE_ELIMINATION, best_of=3), check_in_required=False
+    )
+    t = Tournament.create(
+        TournamentId("t1"),
+        "klondike",
+        settings,
+        admin=PlayerId("admin"),
+        now=0.0,
+        deal_source=lambda round_number, race_number: "1002",
+    )
+    for player in (ann, bob):
+        t.register(player, now=1.0)
+    (request,) = [e for e in t.start(PlayerId("admin"), now=2.0) if isinstance(e, RaceRequested)]
+    match_id = request.match_id
+    t.record_race(match_id, 1, RaceResult.from_order([ann, bob]), now=3.0)
+    t.record_race(match_id, 2, RaceResult.from_order([bob, ann]), now=3.0)
+    t.record_race(match_id, 3, RaceResult.from_order([ann, bob]), now=3.0)  # Ann's, 2-1
+    live = Live(t, version=1, name="cup", time_limit_s=60, created_at_ms=0)
+    for placings in ([["ann"], ["bob"]], [["bob"], ["ann"]]):  # 2-0: race 3 voided; 1-1
+        correction = TournamentAdmin.model_validate(
+            {
+                "tournament_id": "t1",
+                "admin_token": TOKEN,
+                "act": "correct_result",
+                "match_id": match_id,
+                "race_number": 2,
+                "placings": placings,
+            }
+        )
+        admin_command(correction, {}, now=4.0)(live)
+    for number, race_number in ((1, 1), (2, 2), (9, 3), (10, 3)):
+        live.links[RaceId(f"t1-{number}")] = RaceLink(match_id, 1, race_number)
+    live.next_race = 11
+    assert live.pending_race_id(t.find_match(match_id)[1]) == "t1-10"
+
+    clock = Clock()
+    async with opened(MemoryStore()) as store:
+        assert await store.save_tournament(live.to_record(), None)
+        async with node(store, clock) as (_, service):
+            await service.race_finished(_finished_race("t1-9", ["ann", "bob"]))
+        stored = await store.get_tournament("t1")
+        assert stored is not None and stored.version == 1, "nothing saved"
+        (match,) = Live.from_record(stored, lambda r, n: "1002").tournament.live_matches()
+        assert match.pending_race == 3 and len(match.races) == 2
