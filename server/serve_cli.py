@@ -10,7 +10,7 @@ import difflib
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -150,6 +150,31 @@ def default_text(setting: str) -> str:
     return f"{default:,}" if isinstance(default, int) and default >= 10_000 else str(default)
 
 
+def _flag_kind(setting: str) -> type[Any]:
+    """What a flag's text must read as: the setting's number type, else text. A path stays
+    text: the settings read it, so `--data-dir ''` is refused as SOLRACE_DATA_DIR='' is
+    (argparse would make it `.`)."""
+    annotation = Settings.model_fields[setting].annotation
+    for candidate in (bool, int, float):
+        if annotation is candidate or candidate in getattr(annotation, "__args__", ()):
+            return candidate
+    return str
+
+
+def _as_typed(kind: type[Any]) -> Callable[[str], str]:
+    """A flag's argparse type: text that does not read as `kind` is refused by argparse
+    (`invalid int value: 'abc'`), and the text is kept as typed, for the settings to read as
+    they read `SOLRACE_*` and for a refusal to say it as the operator wrote it (`-1`, not
+    `-1.0`)."""
+
+    def typed(text: str) -> str:
+        kind(text)  # a ValueError is argparse's refusal
+        return text
+
+    typed.__name__ = kind.__name__  # argparse's words: "invalid float value"
+    return typed
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """A flag it cannot read is one line on stderr (exit 2), as a setting out of range is,
     not the whole usage text."""
@@ -167,14 +192,6 @@ def build_parser() -> argparse.ArgumentParser:
         "lists every one.",
     )
     for setting, metavar, help_text in SERVE_FLAGS:
-        annotation = Settings.model_fields[setting].annotation
-        kind: type[Any] = str
-        # A path stays text: the settings read it, so `--data-dir ''` is refused as
-        # SOLRACE_DATA_DIR='' is (argparse would make it `.`).
-        for candidate in (bool, int, float):
-            if annotation is candidate or candidate in getattr(annotation, "__args__", ()):
-                kind = candidate
-                break
         options: dict[str, Any] = {
             "help": f"{help_text} (default {default_text(setting)})",
             "metavar": metavar,
@@ -182,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
         if setting == "origins":
             options["nargs"] = "+"  # none given would turn the check off, as unset does
         else:
-            options["type"] = kind
+            options["type"] = _as_typed(_flag_kind(setting))
         parser.add_argument("--" + setting.replace("_", "-"), **options)
     return parser
 
@@ -252,6 +269,8 @@ def describe_settings_error(exc: ValidationError | SettingsError, args: argparse
         given = error.get("input")
         if field in HIDDEN_SETTINGS:  # a typo of the real one would end up in the logs
             shown = "(given, not shown)"
+        elif name.startswith("--") and _flag_kind(field) in (int, float):
+            shown = str(given)  # a number as typed, as argparse's own refusals say it
         elif isinstance(given, str):
             shown = repr(redact(given))
         else:

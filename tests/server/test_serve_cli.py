@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from solrace.server.serve_cli import build_parser, main, settings_from_args, unknown_settings
+from solrace.server.serve_cli import (
+    build_parser,
+    describe_settings_error,
+    main,
+    settings_from_args,
+    unknown_settings,
+)
 from solrace.server.settings import MAX_PROGRESS_HOLD_S, SECRET_MIN_CHARS, Settings
 from solrace.server.startup_errors import StartupError
 from tests.server.serve_command import REDIS_FORMS, serve
@@ -89,6 +95,40 @@ def test_a_port_out_of_range_names_the_flag(
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
 
 
+FLOAT_FLAGS = [
+    action.dest
+    for action in build_parser()._actions
+    if Settings.model_fields.get(action.dest) is not None
+    and Settings.model_fields[action.dest].annotation is float
+]
+
+
+@pytest.mark.parametrize("setting", FLOAT_FLAGS)
+def test_a_refused_number_is_said_as_typed(setting: str) -> None:
+    """`--countdown-s -1` was refused as `-1.0`: argparse had read the text as a float."""
+    flag = "--" + setting.replace("_", "-")
+    for typed in ("-1", "-0.50"):
+        args = build_parser().parse_args([flag, typed])
+        with pytest.raises(ValidationError) as refused:
+            settings_from_args(args)
+        assert describe_settings_error(refused.value, args).startswith(
+            f"invalid {flag} {typed}: Input should be greater than "
+        )
+
+
+def test_a_negative_countdown_is_said_as_typed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, lines = serve(capsys, "--countdown-s", "-1", "--data-dir", str(tmp_path))
+    assert (code, lines) == (
+        2,
+        [
+            "solrace serve: error: invalid --countdown-s -1: Input should be greater than or "
+            "equal to 0"
+        ],
+    )
+
+
 def test_a_bad_environment_value_names_the_variable(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,7 +178,7 @@ def test_a_progress_hold_past_a_second_is_refused(
         "that much later (0: sent at once)"
     )
     code, lines = serve(capsys, "--progress-hold-s", "600", "--data-dir", str(tmp_path))
-    assert (code, lines) == (2, [f"solrace serve: error: invalid --progress-hold-s 600.0: {why}"])
+    assert (code, lines) == (2, [f"solrace serve: error: invalid --progress-hold-s 600: {why}"])
     monkeypatch.setenv("SOLRACE_PROGRESS_HOLD_S", "1.5")
     code, lines = serve(capsys, "--data-dir", str(tmp_path))
     assert (code, lines) == (
