@@ -7,9 +7,16 @@ from __future__ import annotations
 import pytest
 
 import solrace.server.tournament_requests
-from solrace.server.protocol.tournament_messages import ListTournaments, TournamentList
+from solrace.server.protocol.messages import Error
+from solrace.server.protocol.tournament_errors import TournamentId
+from solrace.server.protocol.tournament_messages import (
+    CreateTournament,
+    ListTournaments,
+    TournamentList,
+    TournamentView,
+)
 from tests.server.sessions import opened
-from tests.server.tournament_service import Clock, CountedReads, hello, node, record_in
+from tests.server.tournament_service import TOKEN, Clock, CountedReads, hello, node, record_in
 
 
 async def test_the_list_pages_its_tournaments_and_keeps_few_summaries(
@@ -49,3 +56,33 @@ async def test_the_list_pages_its_tournaments_and_keeps_few_summaries(
         store.documents = 0
         assert await listed(1, skip=1) == (["t3"], 2)
         assert store.documents == 0  # kept
+
+
+async def test_a_new_tournament_meeting_a_taken_id_is_created_under_another() -> None:
+    """Ids are 6 hex digits: on a busy server a new tournament meets a taken one now and then,
+    and its director was told "tournament id taken; retry". The server tries other ids
+    first, and refuses only after `TOURNAMENT_ID_ATTEMPTS` taken ones."""
+    clock = Clock()
+    async with opened(CountedReads()) as store, node(store, clock) as (hub, service):
+        taken = record_in("t0000aa", "running")
+        assert await store.save_tournament(taken, None)
+        director = await hello(hub, "director", 1)
+        ids = iter(["t0000aa", "t0000aa", "t0000bb"])
+        service.new_tournament_id = lambda: TournamentId(next(ids))
+        create = CreateTournament(
+            admin_token=TOKEN, name="cup", game="klondike", format="single_elimination"
+        )
+        await hub.handle(director, create)
+        view = director.sent[-1]
+        assert isinstance(view, TournamentView), view
+        assert view.tournament.tournament_id == "t0000bb"
+        assert await store.get_tournament("t0000aa") == taken  # left as it was
+        created = await store.get_tournament("t0000bb")
+        assert created is not None and created.version == 1
+
+        # Only taken ids: refused after the last attempt.
+        service.new_tournament_id = lambda: TournamentId("t0000aa")
+        await hub.handle(director, create)
+        refused = director.sent[-1]
+        assert isinstance(refused, Error), refused
+        assert (refused.code, refused.message) == ("unavailable", "tournament id taken; retry")
