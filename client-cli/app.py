@@ -23,7 +23,7 @@ from solrace.server.protocol.messages import ReplayModel
 from solrace.server.protocol.replay import verify_replay
 from solrace.tasks import cancel_and_wait
 
-from .arg_types import invite_code, positive, race_id, seconds
+from .arg_types import game_number, invite_code, positive, race_id, seconds
 from .bot_args import MIN_SEATS, option_list, parse_noting_defaults
 from .bots import Bot
 from .connect_failures import ConnectionFailedError
@@ -106,6 +106,7 @@ def build_play_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--game-number",
         metavar="N",
+        type=game_number,
         help="deal N in the created race (casual only: its racers are told the creator chose "
         "the deal; default a number drawn by the server in secret)",
     )

@@ -1,5 +1,6 @@
-"""Argparse types of the client's numeric options, race ids and invite codes: a value out of
-range, or one the protocol does not take, is refused by the command line (exit status 2, the
+"""Argparse types of the client's numeric options, race ids, invite codes and game numbers: a
+value out of range, or one the protocol or the engine does not take, is refused by the command
+line (exit status 2, the
 option named), before anything connects."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Final
 
 from pydantic import TypeAdapter, ValidationError
 
+from solrace.engine import InvalidGameNumberError, parse_game_number
 from solrace.server.protocol.ids import RaceId
 from solrace.server.protocol.messages import RaceIdText
 from solrace.server.protocol.shown_text import InviteCode
@@ -89,4 +91,15 @@ def invite_code(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is no invite code: {_words(exc)}") from None
 
 
-__all__ = ["invite_code", "positive", "race_id", "seconds", "whole_number"]
+def game_number(text: str) -> str:
+    """A game number the engine deals, kept as typed (the server says it as one writes it):
+    the rule and the words of the server's `invalid_game_number` (`race_setup.game_number_of`),
+    `invalid game number '0': game numbers start at 1`."""
+    try:
+        parse_game_number(text)
+    except InvalidGameNumberError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+__all__ = ["game_number", "invite_code", "positive", "race_id", "seconds", "whole_number"]

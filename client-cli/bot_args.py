@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--game-number",
         metavar="N",
+        type=arg_types.game_number,
         help="deal N in the created race (default: a number drawn by the server in secret)",
     )
     parser.add_argument(

@@ -230,6 +230,16 @@ async def test_play_creates_a_private_race_with_invite_in_line_mode(
         ),
         (tournament_main, ["bots", "T1", "--count", "0"], "argument --count: 0: must be 1 or more"),
         (play_main, ["--plain", "--seats", "x"], "argument --seats: 'x' is not a whole number"),
+        (
+            play_main,
+            ["--plain", "--create", "klondike", "--game-number", "0"],
+            "argument --game-number: invalid game number '0': game numbers start at 1",
+        ),
+        (
+            bot_cli.main,
+            ["--create", "klondike", "--game-number", "ms0"],
+            "argument --game-number: invalid game number 'ms0': ms numbers run from ms1 to ms",
+        ),
         (bot_cli.main, ["--max-moves", "-5"], "argument --max-moves: -5: must be 1 or more"),
         (bot_cli.main, ["--max-moves", "0"], "argument --max-moves: 0: must be 1 or more"),
     ],
@@ -241,7 +251,8 @@ def test_a_delay_below_zero_or_no_number_and_no_bots_at_all_are_refused_by_the_c
     said: str,
 ) -> None:
     """A negative or infinite delay between a bot's moves was taken (a bot moved at once, or
-    never), and `tournament bots --count 0` connected to register nobody."""
+    never), `tournament bots --count 0` connected to register nobody, and a game number the
+    server refuses (`invalid_game_number`, in the same words) was sent to it."""
     with pytest.raises(SystemExit) as stopped:
         main([*argv, "--server", NOWHERE])
     assert stopped.value.code == 2
