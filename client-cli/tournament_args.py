@@ -68,52 +68,86 @@ BOTS_NAME_HELP: Final = (
 )
 
 
-def _common_options(
-    parser: argparse.ArgumentParser, *, defaults: bool, name_help: str = NAME_HELP
-) -> None:
-    """`--server`, `--name` and `--admin-token`, before the subcommand (`defaults`: with their
-    defaults) or after it (no default: one given there overrides one given before)."""
+#: What `--name` is to `profile`: the player shown when none is named.
+PROFILE_NAME_HELP: Final = (
+    "your player name: the player shown when PLAYER is not given (default: the name you used last)"
+)
+#: Which commands `--name` and `--admin-token` are for (what the options before the command
+#: say; after it, only these commands take them).
+NAMED_COMMANDS: Final = ("create", "join", "play", "check-in", "leave", "bots", "profile")
+TOKEN_COMMANDS: Final = ("create", "admin", "start", "pause", "resume")
 
-    def default(value: object) -> object:
-        return value if defaults else argparse.SUPPRESS
 
+def _server_option(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     parser.add_argument(
         "--server",
         type=server_url,
-        default=default(DEFAULT_SERVER_URL),
+        default=DEFAULT_SERVER_URL if defaults else argparse.SUPPRESS,
         help=f"server URL (default {DEFAULT_SERVER_URL})",
     )
-    parser.add_argument(
-        "--name",
-        default=default(None),
-        help=name_help,
-    )
+
+
+def _name_option(parser: argparse.ArgumentParser, *, defaults: bool, name_help: str) -> None:
+    parser.add_argument("--name", default=None if defaults else argparse.SUPPRESS, help=name_help)
+
+
+def _admin_token_option(
+    parser: argparse.ArgumentParser, *, defaults: bool, commands: tuple[str, ...] = ()
+) -> None:
+    """`--admin-token`; `commands`: the ones it is for, said before the command."""
     parser.add_argument(
         "--admin-token",
-        default=default(os.environ.get("SOLRACE_ADMIN_TOKEN")),
-        help="admin token (default: $SOLRACE_ADMIN_TOKEN)",
+        default=os.environ.get("SOLRACE_ADMIN_TOKEN") if defaults else argparse.SUPPRESS,
+        help=(f"for {_listed(commands)}: " if commands else "")
+        + "admin token (default: $SOLRACE_ADMIN_TOKEN)",
     )
+
+
+def _listed(commands: tuple[str, ...]) -> str:
+    return f"{', '.join(commands[:-1])} and {commands[-1]}"
+
+
+def _after(*, name_help: str | None = None, token: bool = False) -> argparse.ArgumentParser:
+    """The options a command takes after it (`solrace tournament list --server URL`): always
+    `--server`; `--name` (`name_help`: what it names) and `--admin-token` only for the commands
+    they act in, so that no command's `--help` lists an option that does nothing there. No
+    defaults: one given after the command overrides one given before it."""
+    after = argparse.ArgumentParser(add_help=False)
+    _server_option(after, defaults=False)
+    if name_help is not None:
+        _name_option(after, defaults=False, name_help=name_help)
+    if token:
+        _admin_token_option(after, defaults=False)
+    return after
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="solrace tournament", description=DESCRIPTION)
-    _common_options(parser, defaults=True)
-    # The same options after the subcommand (`solrace tournament list --server URL`).
-    after = argparse.ArgumentParser(add_help=False)
-    _common_options(after, defaults=False)
+    # Before the command, with their defaults (every command's `args` has all three).
+    _server_option(parser, defaults=True)
+    _name_option(
+        parser,
+        defaults=True,
+        name_help=f"for {_listed(NAMED_COMMANDS)} (COMMAND --help says whose name it is): "
+        f"{NAME_RULE}",
+    )
+    _admin_token_option(parser, defaults=True, commands=TOKEN_COMMANDS)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    # `bots`' own copy: its --name names the bots; `create`'s, the admin identity.
-    bots_after = argparse.ArgumentParser(add_help=False)
-    _common_options(bots_after, defaults=False, name_help=BOTS_NAME_HELP)
-    create_after = argparse.ArgumentParser(add_help=False)
-    _common_options(create_after, defaults=False, name_help=CREATE_NAME_HELP)
+    server_only = _after()
+    player = _after(name_help=NAME_HELP)
+    admin_after = _after(token=True)
+    # `bots`' own --name names the bots; `create`'s, the admin identity; `profile`'s, the
+    # player shown.
+    bots_after = _after(name_help=BOTS_NAME_HELP)
+    create_after = _after(name_help=CREATE_NAME_HELP, token=True)
+    profile_after = _after(name_help=PROFILE_NAME_HELP)
 
     def add_command(
         name: str,
         text: str,
         description: str | None = None,
-        common: argparse.ArgumentParser = after,
+        common: argparse.ArgumentParser = server_only,
     ) -> argparse.ArgumentParser:
         return sub.add_parser(
             name, parents=[common], help=text, description=description or described(text)
@@ -213,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
         "watch": "print a tournament and every change, until it has finished (exit 0)",
     }
     for name, text in helps.items():
-        one = add_command(name, text)
+        one = add_command(name, text, common=player if name in NAMED_COMMANDS else server_only)
         one.add_argument("tournament", help=TOURNAMENT_HELP)
         if name in ("join", "play"):
             if name == "join":
@@ -248,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(the list before says which N to ask for)",
     )
     text = "an admin act on a tournament (needs the admin token)"
-    admin = add_command("admin", text)
+    admin = add_command("admin", text, common=admin_after)
     admin.add_argument("tournament", help=TOURNAMENT_HELP)
     admin.add_argument("act", choices=ADMIN_ACTS, help="what to do: " + ", ".join(ADMIN_ACTS))
     admin.add_argument("--match", help="the match id (forfeit, correct), e.g. W1-1")
@@ -275,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         "resume": "admin: resume a paused tournament",
     }
     for act, text in acts.items():
-        short = add_command(act, text)
+        short = add_command(act, text, common=admin_after)
         short.add_argument("tournament", help=TOURNAMENT_HELP)
     text = "bots join a tournament and play its races"
     bots = add_command("bots", text, common=bots_after)
@@ -310,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
         "says so and which --limit shows more",
     )
     text = "print a player's ratings and recent results"
-    profile = add_command("profile", text)
+    profile = add_command("profile", text, common=profile_after)
     profile.add_argument(
         "player",
         nargs="?",

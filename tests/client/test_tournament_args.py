@@ -4,6 +4,8 @@ server, are in test_tournament_cli.py)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from solrace.client.tournament_args import (
@@ -102,6 +104,56 @@ def test_name_says_whose_name_it_is(command: str, capsys: pytest.CaptureFixture[
         assert "your player name" not in text
     else:
         assert "--name NAME your player name (kept with its token)" in text
+
+
+def help_options(capsys: pytest.CaptureFixture[str], *argv: str) -> set[str]:
+    """The options `solrace tournament ARGV --help` lists."""
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args([*argv, "--help"])
+    assert stopped.value.code == 0
+    return set(re.findall(r"^ {2}(--[a-z-]+)", capsys.readouterr().out, re.MULTILINE))
+
+
+@pytest.mark.parametrize(
+    ("argv", "name", "token"),
+    [
+        (["list"], False, False),
+        (["show", "t1"], False, False),
+        (["watch", "t1"], False, False),
+        (["leaderboard"], False, False),
+        (["profile"], True, False),
+        (["join", "t1"], True, False),
+        (["check-in", "t1"], True, False),
+        (["leave", "t1"], True, False),
+        (["play", "t1"], True, False),
+        (["bots", "t1"], True, False),
+        (["create", "cup"], True, True),
+        (["admin", "t1", "pause"], False, True),
+        (["start", "t1"], False, True),
+        (["pause", "t1"], False, True),
+        (["resume", "t1"], False, True),
+    ],
+)
+def test_a_command_lists_and_takes_only_the_options_it_uses(
+    argv: list[str], name: bool, token: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every command's --help listed --admin-token, and the read-only ones --name, where
+    they did nothing (and took them)."""
+    listed = help_options(capsys, argv[0])
+    assert "--server" in listed
+    assert ("--name" in listed, "--admin-token" in listed) == (name, token)
+    for option, used in (("--name", name), ("--admin-token", token)):
+        given = [*argv, f"{option}=x"]
+        if used:
+            assert vars(build_parser().parse_args(given))[option[2:].replace("-", "_")] == "x"
+            continue
+        with pytest.raises(SystemExit) as stopped:
+            build_parser().parse_args(given)
+        assert stopped.value.code == 2
+        assert f"unrecognized arguments: {option}=x" in capsys.readouterr().err
+    # Before the command, each is taken, as for any command.
+    before = build_parser().parse_args(["--name", "ann", "--admin-token", "t", *argv])
+    assert (before.name, before.admin_token) == ("ann", "t")
 
 
 @pytest.mark.parametrize(

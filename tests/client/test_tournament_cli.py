@@ -725,7 +725,7 @@ def test_the_common_options_come_before_or_after_the_subcommand(
     `play` and `bot` take their options anywhere."""
     monkeypatch.setenv("SOLRACE_ADMIN_TOKEN", "from-the-environment")
     parse = build_parser().parse_args
-    after = parse(["list", "--server", "ws://h:1", "--name", "ann"])
+    after = parse(["join", "t1", "--server", "ws://h:1", "--name", "ann"])
     assert (after.server, after.name) == ("ws://h:1", "ann")
     before = parse(["--server", "ws://h:1", "--admin-token", "t", "create", "cup"])
     assert (before.server, before.admin_token, before.title) == ("ws://h:1", "t", "cup")
