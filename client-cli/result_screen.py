@@ -136,7 +136,7 @@ class ResultScreen(Screen[None]):
             return Text("deal held until the tournament round ends", style="dim")
         if race.commitment_ok is None:
             return Text("waiting for the reveal…", style="dim")
-        deal = f"deal {race.game} #{race.game_number}"
+        deal = f"deal {race.game} {race.game_number}"
         if self.tournament_id is not None:
             deal += " (the round's deal)"
         ok, bad = ("", "") if self.play.ascii else (" ✓", " ✗")

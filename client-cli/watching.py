@@ -428,7 +428,7 @@ class ReplayScreen(Screen[None]):
         # The commitment's verdict beside the deal, the replay's (and why not) beside the
         # ranking: an illegal move is not a deal that does not match.
         commitment = "commitment ✓" if report.commitment_ok else "commitment ✗ MISMATCH"
-        deal = f"{shorten(replay.game)} deal #{shorten(replay.game_number)} ({commitment})"
+        deal = f"{shorten(replay.game)} deal {shorten(replay.game_number)} ({commitment})"
         if report.is_valid:
             verdict = "✓ verified"
         else:

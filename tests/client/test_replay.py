@@ -349,7 +349,7 @@ async def test_the_replay_screen_says_why_a_replay_does_not_verify() -> None:
         head = await widget(app.screen, "#replay-head", Static)
         await eventually(lambda: "verified" in str(head.render()), what="the head")
         text = str(head.render())
-        assert "klondike deal #1 (commitment ✓)" in text
+        assert "klondike deal 1 (commitment ✓)" in text  # as everywhere: "deal N", not "#N"
         assert "✗ NOT verified (1 problem: ann (p1): illegal move 't0-t1' at ply 1" in text
         assert "MISMATCH" not in text
 

@@ -602,7 +602,7 @@ async def test_the_result_screen_checks_the_held_deal_once_the_round_ends(
         await act(admin, tid, "forfeit", match_id=other.match_id, player_id=other.players[0])
         await eventually(lambda: "verified" in result.reveal_text, what="the deal checked")
         number = deal_of(server, race_id)
-        assert f"deal klondike #{number} (the round's deal): commitment " in result.reveal_text
+        assert f"deal klondike {number} (the round's deal): commitment " in result.reveal_text
         assert "✓ verified" in result.reveal_text
         assert app.screen is result  # still on screen: the paused tournament opens no race
         assert race.commitment_ok is True and not race.deal_held
