@@ -75,7 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="start the race once every bot has joined (needs --create: only a race's "
         "creator may start it)",
     )
-    parser.add_argument("--count", type=int, default=1, help="how many bots (default 1)")
+    parser.add_argument(
+        "--count", type=arg_types.positive, default=1, help="how many bots (default 1)"
+    )
     parser.add_argument(
         "--name",
         default=None,
@@ -133,8 +135,6 @@ def bot_problems(args: argparse.Namespace, given: frozenset[str]) -> list[str]:
     """What is wrong with `solrace bot`'s options (`given`: the options with a default that
     were given), each said; an option that would change nothing is one of them."""
     problems = []
-    if args.count < 1:
-        problems.append("--count must be at least 1")
     if args.name is not None and (problem := name_problem(args.name)) is not None:
         problems.append(problem)
     if not args.create:

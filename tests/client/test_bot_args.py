@@ -37,9 +37,9 @@ from solrace.client.bot_cli import main as bot_main
             ["--seats 1: a race has 2 seats or more (the server refuses fewer)"],
         ),
         (
-            ["--count", "0", "--start"],
+            ["--count", "3", "--start", "--seats", "3"],
             [
-                "--count must be at least 1",
+                "--seats goes with --create GAME (the race the bots make)",
                 "--start needs --create GAME: only a race's creator may start it (the bots "
                 "start the race they create)",
             ],

@@ -229,6 +229,9 @@ async def test_play_creates_a_private_race_with_invite_in_line_mode(
             "argument --delay: -0.5: must be a number of seconds",
         ),
         (tournament_main, ["bots", "T1", "--count", "0"], "argument --count: 0: must be 1 or more"),
+        # `solrace bot --count 0` said it otherwise ("--count must be at least 1").
+        (bot_cli.main, ["--count", "0"], "argument --count: 0: must be 1 or more"),
+        (bot_cli.main, ["--count", "x"], "argument --count: 'x' is not a whole number"),
         (play_main, ["--plain", "--seats", "x"], "argument --seats: 'x' is not a whole number"),
         (
             play_main,
