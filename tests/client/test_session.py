@@ -104,6 +104,30 @@ async def pumping(session: Session) -> AsyncIterator[asyncio.Task[None]]:
         await cancel_and_wait([pump])
 
 
+@asynccontextmanager
+async def alice_bob_and_carol(url: str) -> AsyncIterator[tuple[Session, Session, Session]]:
+    """Three players connected to `url`, each pumped for the block."""
+    async with (
+        connected(url, "alice") as alice,
+        connected(url, "bob") as bob,
+        connected(url, "carol") as carol,
+        pumping(alice),
+        pumping(bob),
+        pumping(carol),
+    ):
+        yield alice, bob, carol
+
+
+async def race_both_resigned(alice: Session, bob: Session) -> RaceId:
+    """A 2-seat race of Bob's that Alice joins, both resigning once it starts: over."""
+    race_id = await bob.create_race("klondike", 2)
+    await alice.join_race(race_id)
+    await alice.wait_for(lambda m: isinstance(m, RaceStarted))
+    await alice.resign(race_id)
+    await bob.resign(race_id)
+    return race_id
+
+
 class Seen:
     """A listener: what `session` dispatched, in order; which of it settled a request or a
     wait (`was_awaited`, asked while it is dispatched); and any settling message still said
@@ -311,14 +335,7 @@ async def test_a_race_past_its_start_is_refused_with_how_to_watch_or_replay_it(
 ) -> None:
     """`solrace play --race R` (or `join R`, or the lobby's Join) of a race under way said
     only `the race is countdown (wrong_status)`."""
-    async with (
-        connected(server_url, "alice") as alice,
-        connected(server_url, "bob") as bob,
-        connected(server_url, "carol") as carol,
-        pumping(alice),
-        pumping(bob),
-        pumping(carol),
-    ):
+    async with alice_bob_and_carol(server_url) as (alice, bob, carol):
         race_id = await bob.create_race("klondike", 2)
         await alice.join_race(race_id)  # the race is full: its countdown begins
         with pytest.raises(RequestError) as refused:
@@ -336,19 +353,8 @@ async def test_a_race_just_over_is_refused_with_the_command_that_replays_it(
 ) -> None:
     """A race over but still in the server's memory: joining it said 'solrace watch R while it
     runs', of a race that no longer runs."""
-    async with (
-        connected(server_url, "alice") as alice,
-        connected(server_url, "bob") as bob,
-        connected(server_url, "carol") as carol,
-        pumping(alice),
-        pumping(bob),
-        pumping(carol),
-    ):
-        race_id = await bob.create_race("klondike", 2)
-        await alice.join_race(race_id)
-        await alice.wait_for(lambda m: isinstance(m, RaceStarted))
-        await alice.resign(race_id)
-        await bob.resign(race_id)
+    async with alice_bob_and_carol(server_url) as (alice, bob, carol):
+        race_id = await race_both_resigned(alice, bob)
         await eventually(
             lambda: alice.state.race(race_id).status == "finished", what="the race over"
         )
@@ -370,19 +376,8 @@ async def test_a_race_finished_long_ago_is_refused_with_the_command_that_replays
     await app.start()
     url = f"ws://127.0.0.1:{app.port}"
     try:
-        async with (
-            connected(url, "alice") as alice,
-            connected(url, "bob") as bob,
-            connected(url, "carol") as carol,
-            pumping(alice),
-            pumping(bob),
-            pumping(carol),
-        ):
-            race_id = await bob.create_race("klondike", 2)
-            await alice.join_race(race_id)
-            await alice.wait_for(lambda m: isinstance(m, RaceStarted))
-            await alice.resign(race_id)
-            await bob.resign(race_id)
+        async with alice_bob_and_carol(url) as (alice, bob, carol):
+            race_id = await race_both_resigned(alice, bob)
             refusals: list[RequestError] = []
 
             async def forgotten() -> bool:
