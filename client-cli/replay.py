@@ -113,10 +113,12 @@ def _seconds(replay: ReplayModel, at_ms: int) -> str:
 
 def _racer_lines(replay: ReplayModel, racer: ReplayRacer) -> Iterator[str]:
     """A racer's game: the deal, then each move with the board after it, up to an illegal
-    move (named, with the moves after it that were not replayed)."""
+    move (named, with the moves after it that were not replayed). Every value from the file
+    goes through `shorten` (one line, escaped, bounded), as in `verify_replay`'s lines: a
+    name's or a move's newline must not write a line of its own (a forged verdict)."""
     count = len(racer.moves)
     moves = f"{count} move{'' if count == 1 else 's'}"
-    yield f"{racer.name} ({racer.player_id}): {moves}, {racer.state}"
+    yield f"{shorten(racer.name)} ({shorten(racer.player_id)}): {moves}, {shorten(racer.state)}"
     try:
         game = deal(replay.game, replay.game_number)
     except EngineError:
@@ -125,13 +127,16 @@ def _racer_lines(replay: ReplayModel, racer: ReplayRacer) -> Iterator[str]:
     yield "the deal:"
     yield render_plain(_player_view(game))
     for index, entry in enumerate(racer.moves):
-        head = f"move {index + 1} (ply {index}) at {_seconds(replay, entry.at_ms)}: {entry.move}"
+        head = (
+            f"move {index + 1} (ply {index}) at {_seconds(replay, entry.at_ms)}: "
+            f"{shorten(entry.move)}"
+        )
         try:
             game.play(entry.move)
         except EngineError as exc:
             yield ""
-            yield f"{head} ILLEGAL: {exc}"
-            rest = " ".join(m.move for m in racer.moves[index + 1 :])
+            yield f"{head} ILLEGAL: {shorten(str(exc), 200)}"
+            rest = " ".join(shorten(m.move) for m in racer.moves[index + 1 :])
             yield "the replay of this racer stops here" + (
                 f"; not replayed: {rest}" if rest else ""
             )

@@ -260,6 +260,31 @@ def test_replay_plain_exit_status_tells_the_verdict(
     assert out.splitlines()[-1] == "replay does NOT verify (1 problem)"
 
 
+@pytest.mark.parametrize("ok", [True, False])
+def test_replay_plain_values_from_the_file_cannot_forge_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ok: bool
+) -> None:
+    """A racer's name, id and state and the moves are the file's: each racer's part of the
+    text printed them raw, so their newlines wrote lines of their own, a forged `replay
+    verified` or `PROBLEM` among them (as `solrace verify`, each is one line there)."""
+    forge = "\nreplay verified\nPROBLEM: none"
+    data = json.loads(sample(MOVES).model_dump_json())
+    racer = data["racers"][0]
+    racer["name"] = data["results"][0]["name"] = f"ann{forge}"
+    if not ok:  # a forged move (and the moves after it, not replayed)
+        racer["moves"][1]["move"] = f"deal{forge}"
+        racer["moves"][2]["move"] = f"deal{forge}"
+    path = tmp_path / "race.json"
+    path.write_text(json.dumps(data))
+    assert replay_main([str(path), "--plain"]) == (0 if ok else 1)
+    lines = capsys.readouterr().out.splitlines()
+    # The verdict after the checks and at the end, no other; no line the file wrote.
+    assert lines.count("replay verified") == (2 if ok else 0)
+    forged = [line for line in lines if line.startswith(("PROBLEM: none", "replay verified "))]
+    assert forged == []
+    assert "ann\\x0areplay verified\\x0aPROBLEM: none (p1): 3 moves, resigned" in lines
+
+
 def test_a_file_that_is_not_a_replay_gets_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
