@@ -31,7 +31,7 @@ from .widgets import (
     columned_table,
     link_text,
 )
-from .wire_text import as_text
+from .wire_text import as_text, one_line
 
 if TYPE_CHECKING:
     from .tui import _SessionApp
@@ -445,7 +445,9 @@ class ReplayScreen(Screen[None]):
         if not self.cursor.boards:  # the deal cannot be made: nothing to step through
             self.query_one("#replay-line", Static).update(as_text(self.cursor.report.problems[-1]))
             return
-        self.query_one("#board", BoardWidget).show(self.cursor.board, title=self.cursor.racer.name)
+        # The name is the file's: on one line, so a newline in it writes no line of its own.
+        title = one_line(self.cursor.racer.name)
+        self.query_one("#board", BoardWidget).show(self.cursor.board, title=title)
         self.query_one("#replay-line", Static).update(as_text(self.cursor.describe()))
 
     def action_step(self, delta: int) -> None:

@@ -389,3 +389,17 @@ async def test_a_terminal_too_small_is_told() -> None:
         )
         await pilot.resize_terminal(100, 30)
         await eventually(lambda: app.room_notice is None, what="room again")
+
+
+async def test_the_replay_screen_shows_a_name_with_newlines_on_the_boards_one_line() -> None:
+    """The board's head names the racer: the file's name went there raw, so its newline
+    wrote a line of its own on the board (a forged `replay ✓ verified` above the cards)."""
+    racer = sample(MOVES).racers[0].model_copy(update={"name": "ann\nreplay ✓ verified"})
+    replay = sample(MOVES).model_copy(update={"racers": [racer], "salt": "forged"})
+    app = ReplayApp(replay, ascii=True)
+    async with app.run_test(size=(100, 24)):
+        board = await widget(app.screen, "#board", BoardWidget)
+        await eventually(lambda: "t6" in board.text, what="the deal")
+        lines = board.text.splitlines()
+        assert not any(line.startswith("replay ✓ verified") for line in lines), board.text
+        assert lines[0].startswith("ann\\x0areplay ✓ verified "), board.text
