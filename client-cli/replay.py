@@ -66,6 +66,10 @@ class ReplayCursor:
 
     @property
     def boards(self) -> list[BoardView]:
+        """The current racer's boards (`boards_of`); none in a replay without racers (a
+        forged file: `verify_replay` says so), so stepping stays at ply 0."""
+        if not self.replay.racers:
+            return []
         cached = self._boards.get(self.racer_index)
         if cached is None:
             cached = boards_of(self.replay, self.racer)

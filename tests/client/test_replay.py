@@ -403,3 +403,16 @@ async def test_the_replay_screen_shows_a_name_with_newlines_on_the_boards_one_li
         lines = board.text.splitlines()
         assert not any(line.startswith("replay ✓ verified") for line in lines), board.text
         assert lines[0].startswith("ann\\x0areplay ✓ verified "), board.text
+
+
+async def test_the_replay_screen_of_a_replay_without_racers_takes_every_key() -> None:
+    """A file without racers has nothing to step through: a key that steps (→, End, Home,
+    Space) asked for the first racer's boards and crashed the screen (IndexError)."""
+    replay = sample(MOVES).model_copy(update={"racers": [], "results": []})
+    app = ReplayApp(replay, ascii=True)
+    async with app.run_test(size=(100, 24)) as pilot:
+        head = await widget(app.screen, "#replay-head", Static)
+        await eventually(lambda: "the replay has no racers" in str(head.render()), what="why")
+        await pilot.press("right", "pagedown", "end", "home", "left", "tab", "space")
+        await pilot.pause()
+        assert app.is_running and "NOT verified" in str(head.render())
