@@ -32,6 +32,7 @@ from solrace.engine import random_ranked_number
 from solrace.server.keyed_locks import KeyedLocks
 from solrace.server.protocol.errors import ErrorCode, RaceError
 from solrace.server.protocol.ids import RaceId
+from solrace.server.protocol.records import LIVE_STATUSES
 from solrace.server.protocol.tournament_errors import MatchId, TournamentError
 from solrace.server.protocol.tournament_events import (
     RaceCancelled,
@@ -245,12 +246,28 @@ class TournamentChanges:
                 record = await self.store.get_race(race_id)
                 if record is None or not record.deal_held:
                     break
+                if record.status in LIVE_STATUSES:
+                    await self._stop_before_release(race_id)
+                    continue
                 released = record.model_copy(update={"deal_held": False})
                 if await self.store.save_race_if(released, record):
                     break
             else:
                 raise StoreError(f"race {race_id} kept changing while its deal was released")
             self.host.release_deal(race_id)  # this node's copy, and its spectators
+
+    async def _stop_before_release(self, race_id: RaceId) -> None:
+        """A race of an ended round still runs: its match was decided, but the store refused
+        its cancel (`_stop_race`). Released, its deal would be known (the view names the
+        round's numbers) to racers still racing it, its finish rated: it is stopped first.
+        `StoreError` if it cannot be, for the tick to try again."""
+        try:
+            runtime = await self.host.load_race(race_id)
+            if runtime is not None and runtime.race.is_live:
+                await self.host.apply_to_race(runtime, cancel_race(self.host.clock()))
+        except (RaceError, StoreError) as exc:
+            raise StoreError(f"race {race_id} still runs, not stopped yet: {exc}") from exc
+        log.info("race %s stopped before its round's deal is released", race_id)
 
     async def _stop_race(self, live: Live, event: RaceCancelled) -> None:
         """Cancel the race of a match decided meanwhile (its result would not count)."""

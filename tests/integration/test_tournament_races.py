@@ -92,6 +92,20 @@ def cancelled(race_id: str) -> Callable[[RaceUpdate], bool]:
     return lambda m: m.race_id == race_id and m.race.status == "cancelled"
 
 
+def told_cancelled(client: Client, race_id: str) -> Callable[[], bool]:
+    """Has `client` been told that race `race_id` is cancelled (by an event or a snapshot)?"""
+
+    def told_the_race_cancelled() -> bool:
+        return any(
+            isinstance(m, RaceUpdate | RaceSnapshot)
+            and m.race_id == race_id
+            and m.race.status == "cancelled"
+            for m in client.received
+        )
+
+    return told_the_race_cancelled
+
+
 async def test_a_forfeit_stops_the_running_race_of_the_decided_match(
     start_server: ServerFactory,
 ) -> None:
@@ -120,6 +134,47 @@ async def test_a_forfeit_stops_the_running_race_of_the_decided_match(
     assert not any(isinstance(m, RaceFinished) for m in ann.received + bob.received)
     await ann.send(GetProfile())
     assert (await ann.expect(Profile)).ratings == []  # a stopped race rates nobody
+    for each in (admin, ann, bob):
+        await each.close()
+
+
+async def test_a_race_the_store_would_not_stop_is_stopped_before_its_round_s_deal_is_released(
+    start_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forfeit decides the match while its race runs, and the store refuses the race's
+    cancel. The round ended all the same and its deal was released: the race ran on, its deal
+    known (the tournament's view names the round's number), and once over it would have shown
+    the number in its `race_finished` and been rated. A round's deal is released only once
+    none of its races runs: the race is stopped first (by the tick, should it fail again)."""
+    app = await start_server(**FAST)
+    admin, ann, bob, tid = await two_player_final(app, rated=True)
+    await admin.send(admin_act(tid, "start"))
+    notice = await ann.expect(TournamentRace)
+    for player in (ann, bob):
+        await player.expect(RaceStarted, lambda m: m.race_id == notice.race_id)
+    refused = asyncio.Event()
+    save = app.store.save_race_if
+
+    async def refuse_the_first_cancel(race: RaceRecord, expected: RaceRecord | None) -> bool:
+        if race.status is RaceStatus.CANCELLED and not refused.is_set():
+            refused.set()
+            raise StoreUnavailableError("the store is away (injected)")
+        return await save(race, expected)
+
+    monkeypatch.setattr(app.store, "save_race_if", refuse_the_first_cancel)
+    await admin.send(admin_act(tid, "forfeit", match_id=notice.match_id, player_id=bob.player_id))
+    await admin.expect(TournamentView, lambda m: m.tournament.phase == "finished")
+    assert refused.is_set()
+    for player in (ann, bob):  # as an event, or a snapshot (the refused cancel was undone)
+        await eventually(told_cancelled(player, notice.race_id), within=10)
+    stored = await app.store.get_race(notice.race_id)
+    assert stored is not None and stored.status is RaceStatus.CANCELLED
+    assert not stored.deal_held  # released once stopped
+    await ann.send(Resign(race_id=notice.race_id))
+    await ann.expect(Error, lambda m: m.request == "resign")
+    assert not any(isinstance(m, RaceFinished) for m in ann.received + bob.received)
+    await ann.send(GetProfile())
+    assert (await ann.expect(Profile)).ratings == []
     for each in (admin, ann, bob):
         await each.close()
 
