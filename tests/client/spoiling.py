@@ -1,6 +1,7 @@
 """A relay between clients and the real server that spoils frames from the server, and a
 player racing through it: the set-up of the tests of boards the client has to ignore
-(test_audit_client_boards.py, test_audit_client_resync.py, test_review_s19b_board_syncs.py)."""
+(test_audit_client_boards.py, test_audit_client_resync.py, test_review_s19b_board_syncs.py).
+`Pipe`, the relay's frame passing, serves other relays too (test_race_screen.py's)."""
 
 from __future__ import annotations
 
@@ -32,15 +33,56 @@ Frame = dict[str, Any]
 Tamper = Callable[[Frame], Frame | None]
 
 
+Data = bytes | str
+
+
 @dataclass
-class Relay:
+class Pipe:
+    """Passes frames between each client and the real server at `upstream`, each frame
+    through `from_server` or `from_client` (which may change it or wait), in order."""
+
+    upstream: str
+
+    async def from_server(self, data: Data) -> Data:
+        return data
+
+    async def from_client(self, data: Data) -> Data:
+        return data
+
+    async def _relay(self, ws: ServerConnection) -> None:
+        async with connect(self.upstream, max_size=None, compression=None) as up:
+
+            async def down() -> None:
+                async for data in up:
+                    await ws.send(await self.from_server(data))
+
+            async def upward() -> None:
+                async for data in ws:
+                    await up.send(await self.from_client(data))
+
+            tasks = [asyncio.create_task(down()), asyncio.create_task(upward())]
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            except ConnectionClosed:
+                pass
+            finally:
+                await cancel_and_wait(tasks)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[str]:
+        """Serve on a loopback port from the OS; its URL."""
+        async with serve(self._relay, "127.0.0.1", 0, max_size=None, compression=None) as server:
+            yield f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+@dataclass
+class Relay(Pipe):
     """Passes frames between clients and the real server at `upstream`; the first `times`
     frames from the server that `tamper` changes go on changed (None: every one; counted
     over all connections), and the types of the clients' messages are counted (`sent`).
     With `held`, the clients' `sync` frames from the first frame spoiled on wait until it is
     set."""
 
-    upstream: str
     tamper: Tamper
     times: int | None = 1
     held: asyncio.Event | None = None
@@ -67,33 +109,14 @@ class Relay:
             self.sent[str(unpack_map(data).get("type"))] += 1
         return data
 
-    async def _relay(self, ws: ServerConnection) -> None:
-        async with connect(self.upstream, max_size=None, compression=None) as up:
+    async def from_server(self, data: Data) -> Data:
+        return self._down(data)
 
-            async def down() -> None:
-                async for data in up:
-                    await ws.send(self._down(data))
-
-            async def upward() -> None:
-                async for data in ws:
-                    if self._holds(data):
-                        assert self.held is not None
-                        await self.held.wait()
-                    await up.send(self._up(data))
-
-            tasks = [asyncio.create_task(down()), asyncio.create_task(upward())]
-            try:
-                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            except ConnectionClosed:
-                pass
-            finally:
-                await cancel_and_wait(tasks)
-
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[str]:
-        """Serve on a loopback port from the OS; its URL."""
-        async with serve(self._relay, "127.0.0.1", 0, max_size=None, compression=None) as server:
-            yield f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    async def from_client(self, data: Data) -> Data:
+        if self._holds(data):
+            assert self.held is not None
+            await self.held.wait()
+        return self._up(data)
 
 
 def junk_board(frame: Frame) -> Frame | None:

@@ -6,15 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.widgets import Static
-from websockets.asyncio.client import connect
-from websockets.asyncio.server import ServerConnection, serve
-from websockets.exceptions import ConnectionClosed
 
 from solrace.client.bots import Bot
 from solrace.client.strategy import make_strategy
@@ -26,6 +21,7 @@ from solrace.tasks import cancel_and_wait
 from tests.waiting import eventually
 
 from .conftest import open_session, race_on_screen, server_settings, widget
+from .spoiling import Data, Pipe
 
 #: What a move's key says while the race counts down (the lobby's race: Leave is past).
 COUNTDOWN_MOVE = (
@@ -86,42 +82,19 @@ async def test_the_countdown_shows_the_time_to_the_start_and_a_key_says_the_wait
 
 
 @dataclass
-class BoardHoldingRelay:
+class BoardHoldingRelay(Pipe):
     """Passes frames between a client and the real server at `upstream`, but the server's
     `board` frames (and all that follow them: order kept) wait until `released` is set;
     `holding` is set once one waits."""
 
-    upstream: str
     holding: asyncio.Event = field(default_factory=asyncio.Event)
     released: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def _relay(self, ws: ServerConnection) -> None:
-        async with connect(self.upstream, max_size=None, compression=None) as up:
-
-            async def down() -> None:
-                async for data in up:
-                    if isinstance(data, bytes) and unpack_map(data).get("type") == "board":
-                        self.holding.set()
-                        await self.released.wait()
-                    await ws.send(data)
-
-            async def upward() -> None:
-                async for data in ws:
-                    await up.send(data)
-
-            tasks = [asyncio.create_task(down()), asyncio.create_task(upward())]
-            try:
-                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            except ConnectionClosed:
-                pass
-            finally:
-                await cancel_and_wait(tasks)
-
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[str]:
-        """Serve on a loopback port from the OS; its URL."""
-        async with serve(self._relay, "127.0.0.1", 0, max_size=None, compression=None) as server:
-            yield f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    async def from_server(self, data: Data) -> Data:
+        if isinstance(data, bytes) and unpack_map(data).get("type") == "board":
+            self.holding.set()
+            await self.released.wait()
+        return data
 
 
 #: What the race screen says of a running race whose board has not come yet.
